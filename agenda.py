@@ -1,0 +1,1497 @@
+"""Agenda: a small clinic's appointment agenda as one HTTP service on one SQLite file.
+
+The caller (a voice-agent platform) looks patients up, asks for free slots, books,
+moves and cancels appointments, and runs reminder cycles through the API described
+in the caller's spec; DESIGN.md's decisions (D1, D2, ...) fill what the spec leaves
+open and are cited below where they shape the code.
+
+Sections, in the order data flows: settings and errors; parsing (dates, times,
+NIF, phones, request fields); storage (connections, transactions, schema, events);
+slots (availability, D6); the web app (signatures, routes); the catalog seed (D18);
+the command line.
+"""
+
+import base64
+import csv
+import datetime as dt
+import hashlib
+import hmac
+import json
+import logging
+import os
+import re
+import sqlite3
+import sys
+import sysconfig
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import bottle
+import click
+import phonenumbers
+from stdnum.es import dni, nie
+
+__version__ = "0.1.0"
+
+log = logging.getLogger("agenda")
+
+
+# --- Settings and errors ----------------------------------------------------------
+
+SIGNATURE_SCHEMES = ("auto", "body", "request")
+REMINDER_POLICIES = ("flag", "release", "keep")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the clinic may tune (D17); every field has a command-line option."""
+
+    tz: str = "Europe/Madrid"
+    signature_scheme: str = "auto"
+    min_notice_minutes: int = 60
+    horizon_days: int = 90
+    reminder_policy: str = "flag"
+    max_body_bytes: int = 64 * 1024
+
+    def __post_init__(self):
+        if self.signature_scheme not in SIGNATURE_SCHEMES:
+            raise ValueError(f"signature scheme must be one of {', '.join(SIGNATURE_SCHEMES)}")
+        if self.reminder_policy not in REMINDER_POLICIES:
+            raise ValueError(f"reminder policy must be one of {', '.join(REMINDER_POLICIES)}")
+        if self.min_notice_minutes < 0:
+            raise ValueError("minimum notice must be 0 minutes or more")
+        if self.horizon_days < 1:
+            raise ValueError("booking horizon must be at least 1 day")
+        if self.max_body_bytes < 1024:
+            raise ValueError("body limit must be at least 1024 bytes")
+        try:
+            ZoneInfo(self.tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {self.tz!r} (try Europe/Madrid)") from None
+
+
+class ApiError(Exception):
+    """A refusal the caller can act on: an HTTP status and an error code (D4)."""
+
+    def __init__(self, status, code, message, **extra):
+        super().__init__(message)
+        self.status, self.code, self.message, self.extra = status, code, message, extra
+
+    def payload(self):
+        return {"error": {"code": self.code, "message": self.message, **self.extra}}
+
+
+def invalid(message):
+    return ApiError(400, "INVALID_REQUEST", message)
+
+
+# --- Parsing ----------------------------------------------------------------------
+
+_DAY_MONTH_YEAR = re.compile(r"(\d{1,2})([/-])(\d{1,2})\2(\d{4})")
+_ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
+_TIME = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
+
+
+def parse_date(text, field):
+    """D/M/YYYY, DD/MM/YYYY, DD-MM-YYYY or YYYY-MM-DD to a date (D2)."""
+    text = text.strip()
+    match = _DAY_MONTH_YEAR.fullmatch(text)
+    if match:
+        day, month, year = int(match[1]), int(match[3]), int(match[4])
+    else:
+        match = _ISO_DATE.fullmatch(text)
+        if not match:
+            raise invalid(f"{field} must be a date written DD/MM/YYYY")
+        year, month, day = (int(part) for part in match.groups())
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        raise invalid(f"{field} is not a real date") from None
+
+
+def parse_time(text, field):
+    """H:MM, HH:MM or HH:MM:SS to 'HH:MM' (D2); seconds must be zero."""
+    match = _TIME.fullmatch(text.strip())
+    if not match:
+        raise invalid(f"{field} must be a time written HH:MM")
+    hours, minutes, seconds = int(match[1]), int(match[2]), int(match[3] or 0)
+    if hours > 23 or minutes > 59 or seconds > 59:
+        raise invalid(f"{field} is not a real time")
+    if seconds:
+        raise invalid(f"{field} must be on the minute (HH:MM)")
+    return f"{hours:02d}:{minutes:02d}"
+
+
+def format_date(value):
+    """An ISO date string or a date, written as the caller reads it: DD/MM/YYYY."""
+    if isinstance(value, str):
+        value = dt.date.fromisoformat(value)
+    return value.strftime("%d/%m/%Y")
+
+
+def minutes_of(hhmm):
+    return int(hhmm[:2]) * 60 + int(hhmm[3:5])
+
+
+def hhmm(minutes):
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+_DNI_SHAPE = re.compile(r"\d{7,8}[A-Z]|\d{8}")
+_NIE_SHAPE = re.compile(r"[XYZ]\d{7}[A-Z]?")
+_OTHER_ID = re.compile(r"[A-Z0-9]{5,20}")
+
+
+def normalise_nif(text):
+    """Trim, upper-case and drop spaces, dots and dashes; check DNI and NIE letters (D11).
+
+    A DNI written without its leading zero (1234567L) is padded to eight digits.
+    Values of another shape (passports) pass when they are 5 to 20 letters and digits.
+    """
+    nif = re.sub(r"[\s.\-]", "", text).upper()
+    if _DNI_SHAPE.fullmatch(nif):
+        nif = nif.zfill(9) if nif[-1].isalpha() else nif
+        if not dni.is_valid(nif):
+            raise ApiError(400, "INVALID_NIF", "nif is not a valid DNI: check its digits and letter")
+    elif _NIE_SHAPE.fullmatch(nif):
+        if not nie.is_valid(nif):
+            raise ApiError(400, "INVALID_NIF", "nif is not a valid NIE: check its digits and letter")
+    elif not _OTHER_ID.fullmatch(nif):
+        raise ApiError(400, "INVALID_NIF", "nif must be a DNI, a NIE or an id of 5 to 20 letters and digits")
+    return nif
+
+
+def parse_phone(text, field="phone"):
+    """A phone as the caller says it (Spain by default) to E.164 (D11)."""
+    try:
+        number = phonenumbers.parse(text, "ES")
+    except phonenumbers.NumberParseException:
+        number = None
+    if number is None or not phonenumbers.is_valid_number(number):
+        raise ApiError(400, "INVALID_PHONE", f"{field} is not a valid phone number")
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+
+
+def body_text(body, name, required=False):
+    """A string field of a JSON body: stripped; absent, null or blank is None (D2, D4)."""
+    value = body.get(name)
+    if isinstance(value, str):
+        value = value.strip()
+    elif value is not None:
+        raise invalid(f"{name} must be a string")
+    if not value:
+        if required:
+            raise invalid(f"{name} is required")
+        return None
+    return value
+
+
+def body_text_list(body, name):
+    value = body.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise invalid(f"{name} must be a list of strings")
+    return [item.strip() for item in value if item.strip()]
+
+
+def query_text(name, required=False):
+    """A query-string value, read with getunicode so accents survive (bottle 0.13)."""
+    value = (bottle.request.query.getunicode(name) or "").strip()
+    if not value:
+        if required:
+            raise invalid(f"{name} is required")
+        return None
+    return value
+
+
+def query_first(*names):
+    """The first of several aliases of one query parameter that is present (D6)."""
+    for name in names:
+        value = query_text(name)
+        if value is not None:
+            return name, value
+    return names[0], None
+
+
+# --- Storage ----------------------------------------------------------------------
+
+SCHEMA_FILE = "schema.sql"
+_SECTION = re.compile(r"^-- version (\d+)\s*$", re.MULTILINE)
+
+
+def schema_path():
+    """Where schema.sql is: beside this module (a checkout), or in the install's data dir.
+
+    A top-level module carries no package data, so setup.cfg installs schema.sql as
+    data into <prefix>/share/agenda/.
+    """
+    candidates = [Path(__file__).with_name(SCHEMA_FILE)]
+    for scheme in (None, f"{os.name}_user"):
+        try:
+            data = sysconfig.get_path("data", scheme) if scheme else sysconfig.get_path("data")
+        except KeyError:
+            continue
+        candidates.append(Path(data) / "share" / "agenda" / SCHEMA_FILE)
+    candidates.append(Path(sys.prefix) / "share" / "agenda" / SCHEMA_FILE)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise RuntimeError(f"{SCHEMA_FILE} not found; looked in: {', '.join(map(str, candidates))}")
+
+
+def schema_sections(text):
+    """[(version, sql), ...] in order, from the '-- version N' headings of schema.sql."""
+    marks = list(_SECTION.finditer(text))
+    sections = []
+    for index, mark in enumerate(marks):
+        end = marks[index + 1].start() if index + 1 < len(marks) else len(text)
+        sections.append((int(mark[1]), text[mark.end():end]))
+    versions = [version for version, _ in sections]
+    if versions != list(range(1, len(versions) + 1)):
+        raise RuntimeError(f"{SCHEMA_FILE} sections must be numbered 1, 2, 3, ... in order")
+    return sections
+
+
+def connect(path, timeout=5.0):
+    """The one way to open the database: web, CLI and tests all come through here.
+
+    foreign_keys and busy_timeout are set before any statement (foreign_keys does
+    nothing inside an open transaction); isolation_level=None leaves transactions to
+    `transaction()`. check_same_thread is off only so that `Database.close()` may
+    close each thread's connection at shutdown; each is used by its own thread.
+    """
+    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    conn.execute("PRAGMA synchronous = FULL")  # D15: a booking read back to a patient survives a power cut
+    return conn
+
+
+@contextmanager
+def transaction(conn):
+    """One write transaction, taken with BEGIN IMMEDIATE; commits, or rolls back on error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def migrate(conn, schema_text=None):
+    """Bring the database up to the newest section of schema.sql, in order (D15)."""
+    if schema_text is None:
+        schema_text = schema_path().read_text(encoding="utf-8")
+    sections = schema_sections(schema_text)
+    newest = sections[-1][0] if sections else 0
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > newest:
+        raise RuntimeError(
+            f"the database is at schema version {current}, newer than this agenda ({newest}): "
+            "upgrade agenda before using it")
+    for version, sql in sections:
+        if version <= current:
+            continue
+        try:
+            # executescript runs the section as written; the BEGIN makes it all or nothing.
+            conn.executescript(f"BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return newest
+
+
+def create_private_file(path):
+    """Create the file readable by its owner only, unless it is already there."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
+def open_database(path):
+    """Create (mode 0600) or open the database, in WAL mode, at the newest schema."""
+    create_private_file(path)
+    conn = connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    migrate(conn)
+    return conn
+
+
+class Database:
+    """One SQLite file, one connection per thread (waitress serves from several threads)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self._local = threading.local()
+        self._connections = []
+        self._lock = threading.Lock()
+        open_database(self.path).close()
+
+    def connection(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = connect(self.path)
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def close(self):
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+
+def utc_iso(moment):
+    return moment.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def record_event(conn, at, source, action, entity, entity_id, before=None, after=None):
+    """D16: every change leaves a row saying when, from where, what, and the rows around it."""
+    conn.execute(
+        "INSERT INTO events (at, source, action, entity, entity_id, before, after)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (utc_iso(at), source, action, entity, None if entity_id is None else str(entity_id),
+         None if before is None else json.dumps(before, ensure_ascii=False),
+         None if after is None else json.dumps(after, ensure_ascii=False)))
+
+
+def appointment_row(conn, appointment_id):
+    row = conn.execute("SELECT * FROM appointments WHERE id = ?", (appointment_id,)).fetchone()
+    return None if row is None else dict(row)
+
+
+# --- Slots (D6) -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Slot:
+    date: dt.date
+    time: str
+    end_time: str
+    duration: int
+    doctor_id: str
+    doctor_name: str
+    speciality_id: str
+    center_id: str | None
+
+    def as_json(self):
+        return {"date": format_date(self.date), "time": self.time, "duration": self.duration,
+                "doctorId": self.doctor_id, "doctorName": self.doctor_name,
+                "specialityId": self.speciality_id, "centerId": self.center_id}
+
+
+def local_start(day, time_text, tz):
+    """The instant a wall-clock slot starts, or None when DST skips that wall time.
+
+    In October's repeated hour the first occurrence is taken (fold=0), so a slot
+    is offered once, not twice.
+    """
+    naive = dt.datetime.combine(day, dt.time(int(time_text[:2]), int(time_text[3:5])))
+    aware = naive.replace(tzinfo=tz)
+    if aware.astimezone(dt.timezone.utc).astimezone(tz).replace(tzinfo=None) != naive:
+        return None
+    return aware
+
+
+def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=None,
+               ignore_appointment_id=None):
+    """Every offerable slot of these doctors from first_day to last_day, sorted (D6).
+
+    `doctors` are rows with id, name and speciality_id. A slot lies on the doctor's
+    grid inside working hours (at `center_id` when given), is not covered by a
+    closure, overlaps no live appointment of that doctor (except the one being moved)
+    and starts no earlier than `earliest`, an aware datetime.
+    """
+    if not doctors or last_day < first_day:
+        return []
+    by_id = {doctor["id"]: doctor for doctor in doctors}
+    marks = ",".join("?" * len(by_id))
+    ids = list(by_id)
+    first, last = first_day.isoformat(), last_day.isoformat()
+
+    sql = ("SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes"
+           f" FROM schedules WHERE doctor_id IN ({marks})")
+    params = list(ids)
+    if center_id is not None:
+        sql += " AND center_id = ?"
+        params.append(center_id)
+    hours_by_weekday = {}
+    for row in conn.execute(sql, params):
+        hours_by_weekday.setdefault(row["weekday"], []).append(row)
+
+    closures = conn.execute(
+        "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time FROM closures"
+        f" WHERE date_to >= ? AND date_from <= ? AND (doctor_id IS NULL OR doctor_id IN ({marks}))",
+        [first, last, *ids]).fetchall()
+
+    busy = {}
+    for row in conn.execute(
+            "SELECT doctor_id, date, time, end_time FROM appointments"
+            f" WHERE doctor_id IN ({marks}) AND date BETWEEN ? AND ? AND status != 'cancelled'"
+            " AND id IS NOT ?", [*ids, first, last, ignore_appointment_id]):
+        busy.setdefault((row["doctor_id"], row["date"]), []).append((row["time"], row["end_time"]))
+
+    slots = []
+    day = first_day
+    while day <= last_day:
+        iso = day.isoformat()
+        day_closures = [c for c in closures if c["date_from"] <= iso <= c["date_to"]]
+        for hours in hours_by_weekday.get(day.weekday(), ()):
+            doctor = by_id[hours["doctor_id"]]
+            taken = busy.get((doctor["id"], iso), ())
+            shut = [c for c in day_closures
+                    if c["doctor_id"] in (None, doctor["id"]) and c["center_id"] in (None, hours["center_id"])]
+            step = hours["slot_minutes"]
+            start, stop = minutes_of(hours["start_time"]), minutes_of(hours["end_time"])
+            for begin in range(start, stop - step + 1, step):
+                time_text, end_text = hhmm(begin), hhmm(begin + step)
+                if any(c["start_time"] is None or (c["start_time"] < end_text and time_text < c["end_time"])
+                       for c in shut):
+                    continue
+                if any(t < end_text and time_text < e for t, e in taken):
+                    continue
+                starts = local_start(day, time_text, tz)
+                if starts is None or starts < earliest:
+                    continue
+                slots.append(Slot(day, time_text, end_text, step, doctor["id"], doctor["name"],
+                                  doctor["speciality_id"], hours["center_id"]))
+        day += dt.timedelta(days=1)
+    slots.sort(key=lambda slot: (slot.date, slot.time, slot.doctor_id))
+    return slots
+
+
+# --- The web app --------------------------------------------------------------------
+
+def decode_signature(header):
+    """The 32 digest bytes of an X-Signature: hex or base64, with or without 'sha256=' (D5)."""
+    text = (header or "").strip()
+    if text[:7].lower() == "sha256=":
+        text = text[7:]
+    if re.fullmatch(r"[0-9a-fA-F]{64}", text):
+        return bytes.fromhex(text)
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            digest = decode(text + "=" * (-len(text) % 4))
+        except ValueError:
+            continue
+        if len(digest) == 32:
+            return digest
+    return None
+
+
+def sign(secret, message):
+    return hmac.new(secret.encode("utf-8"), message, hashlib.sha256).digest()
+
+
+def signed_messages(method, target, body):
+    """What each scheme of D5 signs: the raw body, or method, path with query, and body."""
+    return {"body": body, "request": method.encode() + b"\n" + target.encode("latin-1") + b"\n" + body}
+
+
+def matching_scheme(secret, allowed, header, method, target, body):
+    """The scheme whose signature matches, or None. Every candidate is compared in
+    constant time, and all of them always, so timing tells nothing about which failed."""
+    given = decode_signature(header)
+    if given is None:
+        return None
+    schemes = SIGNATURE_SCHEMES[1:] if allowed == "auto" else (allowed,)
+    messages = signed_messages(method, target, body)
+    matches = [scheme for scheme in schemes
+               if hmac.compare_digest(sign(secret, messages[scheme]), given)]
+    return matches[0] if matches else None
+
+
+def request_target(environ):
+    """The path and query as the client sent them (waitress keeps REQUEST_URI)."""
+    target = environ.get("REQUEST_URI") or environ.get("RAW_URI")
+    if not target:
+        raw_path = environ.get("SCRIPT_NAME", "") + environ.get("bottle.raw_path", environ.get("PATH_INFO", ""))
+        target = quote(raw_path.encode("latin-1"), safe="/:@!$&'()*+,;=-._~%")
+        if environ.get("QUERY_STRING"):
+            target += "?" + environ["QUERY_STRING"]
+    return target
+
+
+BOTTLE_ERROR_CODES = {400: "INVALID_REQUEST", 401: "INVALID_SIGNATURE", 404: "NOT_FOUND",
+                      405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE",
+                      415: "UNSUPPORTED_MEDIA_TYPE", 500: "INTERNAL_ERROR"}
+BOTTLE_ERROR_MESSAGES = {404: "no such endpoint", 405: "method not allowed on this endpoint",
+                         500: "unexpected error; the service logged it"}
+_BUSY_MARKERS = ("locked", "busy", "readonly", "read-only", "disk", "full", "unable to open")
+
+
+def json_bytes(payload):
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def request_id():
+    environ = bottle.request.environ
+    if "agenda.request_id" not in environ:
+        environ["agenda.request_id"] = uuid.uuid4().hex[:16]
+        bottle.response.set_header("X-Request-Id", environ["agenda.request_id"])
+    return environ["agenda.request_id"]
+
+
+def error_response(error):
+    bottle.response.status = error.status
+    bottle.response.content_type = "application/json"
+    return json_bytes(error.payload())
+
+
+def json_error_page(http_error):
+    """Bottle's own errors (unknown route, wrong method, crash) as JSON, never HTML (D4)."""
+    status = http_error.status_code
+    code = BOTTLE_ERROR_CODES.get(status, f"HTTP_{status}")
+    message = BOTTLE_ERROR_MESSAGES.get(status, bottle.HTTP_CODES.get(status, "error").lower())
+    extra = {}
+    if status >= 500:
+        extra["requestId"] = request_id()
+        log.error("request %s failed: %s", extra["requestId"], http_error.exception)
+    else:
+        request_id()
+    bottle.response.content_type = "application/json"
+    return json_bytes(ApiError(status, code, message, **extra).payload())
+
+
+class ApiPlugin:
+    """Wraps every route: request id, body limit, signature, JSON answers and errors."""
+
+    name = "agenda"
+    api = 2
+
+    def __init__(self, secret, settings):
+        self.secret = secret
+        self.settings = settings
+        self.last_scheme = None
+
+    def apply(self, callback, route):
+        public = route.config.get("public", False)
+
+        def wrapper(*args, **kwargs):
+            request = bottle.request
+            rid = request_id()
+            try:
+                if request.content_length > self.settings.max_body_bytes:
+                    raise ApiError(413, "PAYLOAD_TOO_LARGE",
+                                   f"body over {self.settings.max_body_bytes} bytes")
+                raw = request.body.read(self.settings.max_body_bytes + 1)
+                if len(raw) > self.settings.max_body_bytes:
+                    raise ApiError(413, "PAYLOAD_TOO_LARGE",
+                                   f"body over {self.settings.max_body_bytes} bytes")
+                request.environ["agenda.raw_body"] = raw
+                if not public and self.secret is not None:
+                    self.check_signature(request, raw)
+                result = callback(*args, **kwargs)
+            except ApiError as error:
+                return error_response(error)
+            except sqlite3.OperationalError as error:
+                if any(marker in str(error).lower() for marker in _BUSY_MARKERS):
+                    log.error("request %s: database unavailable: %s", rid, error)
+                    return error_response(ApiError(
+                        503, "SERVICE_UNAVAILABLE", "the agenda cannot write right now; try again",
+                        requestId=rid))
+                log.exception("request %s failed", rid)
+                return error_response(ApiError(500, "INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500],
+                                               requestId=rid))
+            except Exception:
+                log.exception("request %s failed", rid)
+                return error_response(ApiError(500, "INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500],
+                                               requestId=rid))
+            if result is None:
+                return b""
+            bottle.response.content_type = "application/json"
+            return json_bytes(result)
+
+        return wrapper
+
+    def check_signature(self, request, raw):
+        scheme = matching_scheme(self.secret, self.settings.signature_scheme,
+                                 request.get_header("X-Signature"), request.method,
+                                 request_target(request.environ), raw)
+        if scheme is None:
+            raise ApiError(401, "INVALID_SIGNATURE", "missing or invalid X-Signature")
+        if scheme != self.last_scheme:
+            self.last_scheme = scheme
+            log.info("caller signs with the %r scheme (pin it with --signature-scheme %s)", scheme, scheme)
+
+
+def json_body():
+    """The request's JSON object (D4: 415 for another media type, 400 INVALID_JSON)."""
+    request = bottle.request
+    media_type = (request.content_type or "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json")
+
+    def no_constants(name):
+        raise ValueError(name)
+
+    try:
+        body = json.loads(request.environ["agenda.raw_body"].decode("utf-8"), parse_constant=no_constants)
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "INVALID_JSON", "the body is not valid UTF-8 JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "INVALID_JSON", "the body must be a JSON object")
+    return body
+
+
+def appointment_key(text):
+    """An appointment id from the caller to our integer key, or None (then: not found)."""
+    text = (text or "").strip()
+    return int(text) if re.fullmatch(r"[0-9]{1,18}", text) else None
+
+
+APPOINTMENT_SELECT = """
+    SELECT a.*, d.name AS doctor_name, p.name AS patient_name, p.surname AS patient_surname,
+           p.nif AS patient_nif, p.phone AS patient_phone, p.phone_e164 AS patient_phone_e164
+    FROM appointments a
+    JOIN doctors d ON d.id = a.doctor_id
+    JOIN patients p ON p.id = a.patient_id
+"""
+
+
+def appointment_json(row):
+    """D12: the Appointment object, required fields always non-empty strings."""
+    patient_name = " ".join(part for part in (row["patient_name"], row["patient_surname"]) if part)
+    return {
+        "appointmentId": str(row["id"]),
+        "date": format_date(row["date"]),
+        "time": row["time"],
+        "doctorId": row["doctor_id"],
+        "doctorName": row["doctor_name"],
+        "patientId": str(row["patient_id"]),
+        "nif": row["patient_nif"],
+        "patientName": patient_name or None,
+        "phone": row["patient_phone_e164"],
+        "reason": row["reason"],
+        "centerRef": row["center_id"],
+        "extraData": {
+            "status": row["status"],
+            "specialityId": row["speciality_id"],
+            "insuranceId": row["insurance_id"],
+            "duration": minutes_of(row["end_time"]) - minutes_of(row["time"]),
+        },
+    }
+
+
+def patient_json(row):
+    return {"id": str(row["id"]), "name": row["name"], "surname": row["surname"],
+            "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None,
+            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "extra": None}
+
+
+def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
+    """The WSGI app over the SQLite file at db_path.
+
+    secret: the caller's shared secret (D5); None is refused unless insecure=True, a
+    development mode that checks no signature. now: a function returning an aware
+    datetime, the clock (D3); tests freeze it. options: the fields of Settings.
+    """
+    settings = Settings(**options)
+    if not secret and not insecure:
+        raise ValueError("a shared secret is required (AGENDA_SECRET); "
+                         "only a development server may run without one")
+    if not secret:
+        log.warning("SIGNATURES ARE OFF: anyone who reaches this server can read and change the agenda")
+    tz = ZoneInfo(settings.tz)
+    clock = now or (lambda: dt.datetime.now(dt.timezone.utc))
+    db = Database(db_path)
+
+    app = bottle.Bottle()
+    app.agenda_db = db
+    app.agenda_settings = settings
+    app.default_error_handler = json_error_page
+    app.install(ApiPlugin(secret or None, settings))
+
+    def clinic_now():
+        return clock().astimezone(tz)
+
+    def earliest_start():
+        return clinic_now() + dt.timedelta(minutes=settings.min_notice_minutes)
+
+    def last_bookable_day():
+        return clinic_now().date() + dt.timedelta(days=settings.horizon_days)
+
+    def conn():
+        return db.connection()
+
+    def require_center(center_id):
+        if center_id is not None and conn().execute(
+                "SELECT 1 FROM centers WHERE id = ?", (center_id,)).fetchone() is None:
+            raise ApiError(404, "CENTER_NOT_FOUND", "no center with that centerId")
+        return center_id
+
+    def require_doctor(doctor_id):
+        row = conn().execute("SELECT id, name, speciality_id FROM doctors WHERE id = ?", (doctor_id,)).fetchone()
+        if row is None:
+            raise ApiError(404, "DOCTOR_NOT_FOUND", "no doctor with that doctorId")
+        return row
+
+    def require_speciality(speciality_id):
+        if conn().execute("SELECT 1 FROM specialities WHERE id = ?", (speciality_id,)).fetchone() is None:
+            raise ApiError(404, "SPECIALITY_NOT_FOUND", "no speciality with that specialityId")
+
+    def require_insurance(insurance_id):
+        if conn().execute("SELECT 1 FROM insurances WHERE id = ?", (insurance_id,)).fetchone() is None:
+            raise ApiError(404, "INSURANCE_NOT_FOUND", "no insurance with that insuranceId")
+
+    def accepts_insurance(doctor_id, insurance_id):
+        listed = [row[0] for row in conn().execute(
+            "SELECT insurance_id FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))]
+        return not listed or insurance_id in listed
+
+    def require_live_appointment(appointment_id):
+        """The appointment row, 404 if unknown, 409 if cancelled (D8, D9)."""
+        key = appointment_key(appointment_id)
+        row = None if key is None else appointment_row(conn(), key)
+        if row is None:
+            raise ApiError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+        if row["status"] == "cancelled":
+            raise ApiError(409, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
+        return row
+
+    def slot_at(doctor, day, time_text, center_id, ignore_appointment_id=None):
+        """The offerable slot of this doctor at this date and time, or 409 (D7, D8)."""
+        if day <= last_bookable_day():
+            for slot in free_slots(conn(), [doctor], day, day, tz=tz, earliest=earliest_start(),
+                                   center_id=center_id, ignore_appointment_id=ignore_appointment_id):
+                if slot.time == time_text:
+                    return slot
+        raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one")
+
+    def list_appointments(where, params):
+        rows = conn().execute(
+            APPOINTMENT_SELECT + " WHERE a.status != 'cancelled' AND " + where
+            + " ORDER BY a.date, a.time, a.doctor_id", params)
+        return {"data": [appointment_json(row) for row in rows]}
+
+    def center_filter(center_id, where, params):
+        if center_id is not None:
+            return where + " AND a.center_id = ?", [*params, center_id]
+        return where, params
+
+    # Health and catalogs
+
+    @app.get("/health", public=True)
+    def health():
+        conn().execute("SELECT 1").fetchone()
+        return {"status": "ok"}
+
+    @app.get("/custom-config")
+    def custom_config():
+        """D14: the suggested shape; the keys never change once live."""
+        db_conn = conn()
+        centers = [dict(row) for row in db_conn.execute("SELECT id, name FROM centers ORDER BY id")]
+        insurance_lists = {}
+        for row in db_conn.execute("SELECT doctor_id, insurance_id FROM doctor_insurances"
+                                   " ORDER BY doctor_id, insurance_id"):
+            insurance_lists.setdefault(row["doctor_id"], []).append(row["insurance_id"])
+        doctor_centers = {}
+        for row in db_conn.execute("SELECT DISTINCT doctor_id, center_id FROM schedules"
+                                   " ORDER BY doctor_id, center_id"):
+            doctor_centers.setdefault(row["doctor_id"], []).append(row["center_id"])
+        doctors = []
+        for row in db_conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id"):
+            for center_id in doctor_centers.get(row["id"], [None]):
+                entry = {"id": row["id"], "name": row["name"], "speciality": row["speciality_id"]}
+                if centers:
+                    entry["idCenter"] = center_id
+                if row["id"] in insurance_lists:
+                    entry["insurances"] = insurance_lists[row["id"]]
+                doctors.append(entry)
+        config = {
+            "doctors": {"description": "Doctors; one entry per center where the doctor works. "
+                                       "insurances, when present, lists the only insurances accepted.",
+                        "data": doctors},
+            "specialities": {"description": "Specialities and appointment types",
+                             "data": [dict(r) for r in db_conn.execute(
+                                 "SELECT id, name FROM specialities ORDER BY id")]},
+            "insurances": {"description": "Insurances, private patients included",
+                           "data": [dict(r) for r in db_conn.execute(
+                               "SELECT id, name FROM insurances ORDER BY id")]},
+        }
+        if centers:
+            config["centers"] = {"description": "Sites of the clinic", "data": centers}
+        return config
+
+    # Patients (D11)
+
+    @app.get("/patients")
+    def find_patient():
+        nif = normalise_nif(query_text("nif", required=True))
+        row = conn().execute("SELECT * FROM patients WHERE nif = ?", (nif,)).fetchone()
+        if row is None:
+            raise ApiError(404, "PATIENT_NOT_FOUND", "no patient with that nif")
+        return patient_json(row)
+
+    @app.post("/patients")
+    def create_patient():
+        body = json_body()
+        name = body_text(body, "name", required=True)
+        nif = normalise_nif(body_text(body, "nif", required=True))
+        surname = body_text(body, "surname")
+        birth_text = body_text(body, "birthDate")
+        birth_date = parse_date(birth_text, "birthDate") if birth_text else None
+        if birth_date and birth_date > clinic_now().date():
+            raise invalid("birthDate is in the future")
+        phone = body_text(body, "phone")
+        phone_e164 = parse_phone(phone) if phone else None
+        at = clock()
+        db_conn = conn()
+        with transaction(db_conn):
+            existing = db_conn.execute("SELECT id FROM patients WHERE nif = ?", (nif,)).fetchone()
+            if existing:
+                raise ApiError(409, "PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
+                               patientId=str(existing["id"]))
+            cursor = db_conn.execute(
+                "INSERT INTO patients (name, surname, birth_date, nif, phone, phone_e164, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, surname, birth_date.isoformat() if birth_date else None, nif, phone, phone_e164,
+                 utc_iso(at)))
+            patient_id = cursor.lastrowid
+            row = db_conn.execute("SELECT * FROM patients WHERE id = ?", (patient_id,)).fetchone()
+            record_event(db_conn, at, "api", "patient.created", "patient", patient_id, after=dict(row))
+        bottle.response.status = 201
+        return {"patientId": str(patient_id)}
+
+    # Availability (D6)
+
+    @app.get("/availabilities")
+    def availabilities():
+        doctor_id = query_text("doctorId")
+        speciality_id = query_text("specialityId")
+        if doctor_id is None and speciality_id is None:
+            raise invalid("doctorId or specialityId is required")
+        center_id = require_center(query_text("centerId"))
+        insurance_id = query_text("insuranceId")
+        today = clinic_now().date()
+        single = query_text("date")
+        start_name, start_text = query_first("startDate", "dateFrom", "from")
+        end_name, end_text = query_first("endDate", "dateTo", "to")
+        if single is not None and start_text is None and end_text is None:
+            first = last = parse_date(single, "date")
+        else:
+            first = parse_date(start_text, start_name) if start_text else today
+            last = parse_date(end_text, end_name) if end_text else first + dt.timedelta(days=13)
+        if last < first:
+            raise invalid(f"{end_name} is before {start_name}")
+        first, last = max(first, today), min(last, last_bookable_day())
+
+        db_conn = conn()
+        if doctor_id is not None:
+            doctors = [require_doctor(doctor_id)]
+            if speciality_id is not None:
+                require_speciality(speciality_id)
+                doctors = [d for d in doctors if d["speciality_id"] == speciality_id]
+        else:
+            require_speciality(speciality_id)
+            doctors = db_conn.execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = ?",
+                                      (speciality_id,)).fetchall()
+        if insurance_id is not None:
+            require_insurance(insurance_id)
+            doctors = [d for d in doctors if accepts_insurance(d["id"], insurance_id)]
+        slots = free_slots(db_conn, doctors, first, last, tz=tz, earliest=earliest_start(),
+                           center_id=center_id)
+        return {"data": [slot.as_json() for slot in slots]}
+
+    # Appointments: lists (D1, D13)
+
+    @app.get("/appointments")
+    def appointments():
+        center_id = require_center(query_text("centerId"))
+        nif_text, phone_text, date_text = query_text("nif"), query_text("phone"), query_text("date")
+        if nif_text is None and phone_text is None:
+            if date_text is None:
+                raise invalid("date (day list) or nif or phone (patient search) is required")
+            day = parse_date(date_text, "date")
+            where, params = center_filter(center_id, "a.date = ?", [day.isoformat()])
+            return list_appointments(where, params)
+        # D1: the patient search. NIF first; the phone when no NIF is given or it finds nobody.
+        patient_ids = []
+        if nif_text is not None:
+            nif = normalise_nif(nif_text)
+            patient_ids = [row[0] for row in conn().execute("SELECT id FROM patients WHERE nif = ?", (nif,))]
+        if not patient_ids and phone_text is not None:
+            phone = parse_phone(phone_text)
+            patient_ids = [row[0] for row in conn().execute(
+                "SELECT id FROM patients WHERE phone_e164 = ?", (phone,))]
+        if not patient_ids:
+            return {"data": []}
+        if date_text is not None:
+            where, params = "a.date = ?", [parse_date(date_text, "date").isoformat()]
+        else:
+            where, params = "a.date >= ?", [clinic_now().date().isoformat()]
+        where += f" AND a.patient_id IN ({','.join('?' * len(patient_ids))})"
+        where, params = center_filter(center_id, where, [*params, *patient_ids])
+        return list_appointments(where, params)
+
+    @app.get("/appointments/range")
+    def appointments_range():
+        center_id = require_center(query_text("centerId"))
+        texts = [part for part in query_text("dates", required=True).split(",") if part.strip()]
+        days = sorted({parse_date(text, "dates").isoformat() for text in texts})
+        if not days:
+            raise invalid("dates is required")
+        if len(days) > 62:
+            raise invalid("dates holds more than 62 days")
+        where, params = center_filter(center_id, f"a.date IN ({','.join('?' * len(days))})", days)
+        return list_appointments(where, params)
+
+    @app.get("/appointments/<appointment_id>")
+    def appointment(appointment_id):
+        key = appointment_key(appointment_id)
+        row = None if key is None else conn().execute(APPOINTMENT_SELECT + " WHERE a.id = ?", (key,)).fetchone()
+        if row is None:
+            raise ApiError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+        if row["status"] == "cancelled":
+            raise ApiError(410, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
+        return appointment_json(row)
+
+    # Appointments: changes (D7, D8, D9, D10)
+
+    @app.post("/appointments")
+    def book():
+        body = json_body()
+        day = parse_date(body_text(body, "date", required=True), "date")
+        time_text = parse_time(body_text(body, "time", required=True), "time")
+        doctor_id = body_text(body, "doctorId", required=True)
+        patient_key = appointment_key(body_text(body, "patientId", required=True))
+        speciality_id = body_text(body, "specialityId")
+        insurance_id = body_text(body, "insuranceId")
+        center_id = body_text(body, "centerId")
+        reason = body_text(body, "reason")
+        at = clock()
+        db_conn = conn()
+        with transaction(db_conn):
+            doctor = require_doctor(doctor_id)
+            if patient_key is None or db_conn.execute(
+                    "SELECT 1 FROM patients WHERE id = ?", (patient_key,)).fetchone() is None:
+                raise ApiError(404, "PATIENT_NOT_FOUND", "no patient with that patientId")
+            if speciality_id is not None:
+                require_speciality(speciality_id)
+                if speciality_id != doctor["speciality_id"]:
+                    raise invalid("specialityId is not the speciality of that doctor")
+            if insurance_id is not None:
+                require_insurance(insurance_id)
+                if not accepts_insurance(doctor_id, insurance_id):
+                    raise ApiError(409, "INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance")
+            require_center(center_id)
+            retried = db_conn.execute(
+                "SELECT id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ?"
+                " AND time = ? AND status != 'cancelled'",
+                (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
+            if retried:  # D7: a retry answers the same booking, never a second one
+                bottle.response.status = 201
+                return {"appointmentId": str(retried["id"])}
+            slot = slot_at(doctor, day, time_text, center_id)
+            try:
+                cursor = db_conn.execute(
+                    "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
+                    " date, time, end_time, reason, status, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?)",
+                    (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id,
+                     day.isoformat(), slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at)))
+            except sqlite3.IntegrityError:
+                raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one") from None
+            new_id = cursor.lastrowid
+            record_event(db_conn, at, "api", "appointment.booked", "appointment", new_id,
+                         after=appointment_row(db_conn, new_id))
+        bottle.response.status = 201
+        return {"appointmentId": str(new_id)}
+
+    @app.put("/appointments/<appointment_id>")
+    def move(appointment_id):
+        body = json_body()
+        day = parse_date(body_text(body, "newDate", required=True), "newDate")
+        time_text = parse_time(body_text(body, "newTime", required=True), "newTime")
+        at = clock()
+        db_conn = conn()
+        with transaction(db_conn):
+            before = require_live_appointment(appointment_id)
+            doctor = require_doctor(before["doctor_id"])
+            slot = slot_at(doctor, day, time_text, before["center_id"], ignore_appointment_id=before["id"])
+            try:
+                db_conn.execute(
+                    "UPDATE appointments SET date = ?, time = ?, end_time = ?, center_id = ?,"
+                    " status = 'booked', confirmed_at = NULL, updated_at = ? WHERE id = ?",
+                    (day.isoformat(), slot.time, slot.end_time, slot.center_id, utc_iso(at), before["id"]))
+            except sqlite3.IntegrityError:
+                raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one") from None
+            record_event(db_conn, at, "api", "appointment.moved", "appointment", before["id"],
+                         before=before, after=appointment_row(db_conn, before["id"]))
+        return {"appointmentId": str(before["id"])}
+
+    def cancel(db_conn, before, at, reason, action):
+        db_conn.execute(
+            "UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
+            " updated_at = ? WHERE id = ?", (utc_iso(at), reason, utc_iso(at), before["id"]))
+        record_event(db_conn, at, "api", action, "appointment", before["id"],
+                     before=before, after=appointment_row(db_conn, before["id"]))
+
+    @app.delete("/appointments/<appointment_id>")
+    def delete(appointment_id):
+        at = clock()
+        db_conn = conn()
+        with transaction(db_conn):
+            key = appointment_key(appointment_id)
+            before = None if key is None else appointment_row(db_conn, key)
+            if before is None:
+                raise ApiError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+            if before["status"] == "cancelled":
+                raise ApiError(409, "APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
+            cancel(db_conn, before, at, "cancelled by the caller", "appointment.cancelled")
+        bottle.response.status = 204
+        return None
+
+    @app.post("/appointments/confirm")
+    def confirm():
+        body = json_body()
+        appointment_id = body_text(body, "appointmentId", required=True)
+        confirmed = body.get("confirmed")
+        if not isinstance(confirmed, bool):
+            raise invalid("confirmed is required and must be true or false")
+        at = clock()
+        db_conn = conn()
+        with transaction(db_conn):
+            before = require_live_appointment(appointment_id)
+            if not confirmed:  # D9: the patient will not come; free the slot
+                cancel(db_conn, before, at, "declined at reminder", "appointment.declined")
+                return {"status": "cancelled"}
+            if before["status"] == "confirmed":
+                return {"status": "alreadyConfirmed"}
+            db_conn.execute("UPDATE appointments SET status = 'confirmed', confirmed_at = ?, updated_at = ?"
+                            " WHERE id = ?", (utc_iso(at), utc_iso(at), before["id"]))
+            record_event(db_conn, at, "api", "appointment.confirmed", "appointment", before["id"],
+                         before=before, after=appointment_row(db_conn, before["id"]))
+        return {"status": "confirmed"}
+
+    @app.post("/appointments/end-of-reminder-day")
+    def end_of_reminder_day():
+        body = json_body()
+        config_id = body_text(body, "voiceAgentConfigId") or ""
+        day_texts = body_text_list(body, "dates")
+        if not day_texts and body_text(body, "date"):
+            day_texts = [body_text(body, "date")]
+        if not day_texts:
+            raise invalid("date or dates is required")
+        days = sorted({parse_date(text, "dates").isoformat() for text in day_texts})
+        if len(days) > 62:
+            raise invalid("dates holds more than 62 days")
+        execution_text = body_text(body, "executionDate")
+        execution = parse_date(execution_text, "executionDate").isoformat() if execution_text else ""
+        skipped = set(body_text_list(body, "skipAppointmentIds"))
+        center_id = body_text(body, "centerId")
+        policy = settings.reminder_policy
+        at = clock()
+        db_conn = conn()
+        with transaction(db_conn):
+            require_center(center_id)
+            if db_conn.execute(
+                    "SELECT 1 FROM reminder_cycles WHERE voice_agent_config_id = ? AND days = ?"
+                    " AND execution_date = ? AND center_id = ?",
+                    (config_id, ",".join(days), execution, center_id or "")).fetchone():
+                return {"status": "ok", "processed": 0, "repeated": True}
+            sql = (f"SELECT * FROM appointments WHERE date IN ({','.join('?' * len(days))})"
+                   " AND status IN ('booked', 'unanswered')")
+            params = list(days)
+            if center_id is not None:
+                sql += " AND center_id = ?"
+                params.append(center_id)
+            unconfirmed = [dict(row) for row in db_conn.execute(sql + " ORDER BY id", params)
+                           if str(row["id"]) not in skipped]
+            for before in unconfirmed:
+                if policy == "release":
+                    cancel(db_conn, before, at, "no answer to reminder", "appointment.released")
+                elif policy == "flag" and before["status"] != "unanswered":
+                    db_conn.execute("UPDATE appointments SET status = 'unanswered', updated_at = ? WHERE id = ?",
+                                    (utc_iso(at), before["id"]))
+                    record_event(db_conn, at, "api", "appointment.unanswered", "appointment", before["id"],
+                                 before=before, after=appointment_row(db_conn, before["id"]))
+            acted_on = [row["id"] for row in unconfirmed]
+            cursor = db_conn.execute(
+                "INSERT INTO reminder_cycles (voice_agent_config_id, days, execution_date, center_id,"
+                " policy, appointment_ids, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (config_id, ",".join(days), execution, center_id or "", policy, json.dumps(acted_on),
+                 utc_iso(at)))
+            record_event(db_conn, at, "api", "reminder.closed", "reminder_cycle", cursor.lastrowid,
+                         after={"voiceAgentConfigId": config_id, "days": days, "centerId": center_id,
+                                "policy": policy, "appointmentIds": acted_on,
+                                "skipAppointmentIds": sorted(skipped)})
+        return {"status": "ok", "processed": len(acted_on)}
+
+    return app
+
+
+# --- The catalog seed (D18) ------------------------------------------------------
+
+CATALOG_COLUMNS = ("kind", "id", "name", "speciality", "center", "insurances", "days", "hours",
+                   "slot_minutes", "date_from", "date_to")
+WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6,
+            "lun": 0, "mar": 1, "mie": 2, "mié": 2, "jue": 3, "vie": 4, "sab": 5, "sáb": 5, "dom": 6}
+CATALOG_TABLES = {  # what a seed may change, in the order a snapshot reads it
+    "centers": "SELECT id, name FROM centers ORDER BY id",
+    "specialities": "SELECT id, name FROM specialities ORDER BY id",
+    "insurances": "SELECT id, name FROM insurances ORDER BY id",
+    "doctors": "SELECT id, name, speciality_id FROM doctors ORDER BY id",
+    "doctor_insurances": "SELECT doctor_id, insurance_id FROM doctor_insurances ORDER BY 1, 2",
+    "schedules": "SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes FROM schedules"
+                 " ORDER BY 1, 2, 3, 4",
+    "closures": "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time, reason"
+                " FROM closures ORDER BY 1, 2, 3, 4, 5",
+}
+
+
+class SeedError(Exception):
+    """A catalog file that cannot be applied; `problems` are (line, message) pairs."""
+
+    def __init__(self, problems):
+        self.problems = sorted(problems)
+        super().__init__("\n".join(f"line {line}: {message}" for line, message in self.problems))
+
+
+class _NothingChanged(Exception):
+    pass
+
+
+def parse_days(text):
+    days = set()
+    for part in re.split(r"[;\s]+", text.strip().lower()):
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        if first not in WEEKDAYS or (last and last not in WEEKDAYS):
+            raise ValueError(f"days: {part!r} is not a weekday (mon, tue, ... or ranges like mon-fri)")
+        start, stop = WEEKDAYS[first], WEEKDAYS[last or first]
+        if stop < start:
+            raise ValueError(f"days: {part!r} runs backwards")
+        days.update(range(start, stop + 1))
+    if not days:
+        raise ValueError("days is required (like mon-fri or mon;wed;fri)")
+    return sorted(days)
+
+
+def parse_hours(text, required=True):
+    ranges = []
+    for part in re.split(r"[;\s]+", text.strip()):
+        if not part:
+            continue
+        start, sep, end = part.partition("-")
+        try:
+            start, end = parse_time(start, "hours"), parse_time(end, "hours")
+        except ApiError:
+            sep = ""
+        if not sep:
+            raise ValueError(f"hours: {part!r} is not a range like 09:00-14:00")
+        if end <= start:
+            raise ValueError(f"hours: {part!r} ends before it starts")
+        ranges.append((start, end))
+    if required and not ranges:
+        raise ValueError("hours is required (like 09:00-14:00;16:00-19:00)")
+    return ranges
+
+
+def parse_slot_minutes(text):
+    if not text:
+        return 15
+    if not text.isdigit() or not 5 <= int(text) <= 480:
+        raise ValueError(f"slot_minutes: {text!r} must be a whole number of minutes from 5 to 480")
+    return int(text)
+
+
+def read_catalog_file(path):
+    """[(line number, row dict), ...] of a D18 CSV; columns by name, extra columns ignored."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            if reader.fieldnames is None or "kind" not in [name.strip().lower() for name in reader.fieldnames]:
+                raise SeedError([(1, "the header row must name the columns: " + ",".join(CATALOG_COLUMNS))])
+            rows = []
+            for row in reader:
+                clean = {(key or "").strip().lower(): (value or "").strip()
+                         for key, value in row.items() if isinstance(value, str) or value is None}
+                if any(clean.values()):
+                    rows.append((reader.line_num, clean))
+            return rows
+    except UnicodeDecodeError:
+        raise SeedError([(1, "the file is not UTF-8: save it as 'CSV UTF-8'")]) from None
+
+
+def _snapshot(conn):
+    return {table: [tuple(row) for row in conn.execute(sql)] for table, sql in CATALOG_TABLES.items()}
+
+
+def seed_catalogs(conn, rows, *, at, source="cli"):
+    """Apply catalog rows in one transaction: all or nothing (D18).
+
+    Returns a summary dict; `changed` is False when the file held nothing new (the
+    transaction is then rolled back and no event is recorded).
+    """
+    problems = []
+    simple = {"center": {}, "speciality": {}, "insurance": {}}
+    doctor_rows, closed_rows = {}, []
+    for line, row in rows:
+        kind = row.get("kind", "").lower()
+        if kind in simple:
+            if not row.get("id") or not row.get("name"):
+                problems.append((line, f"a {kind} row needs id and name"))
+            else:
+                simple[kind][row["id"]] = (line, row["name"])
+        elif kind == "doctor":
+            if not row.get("id") or not row.get("name") or not row.get("speciality"):
+                problems.append((line, "a doctor row needs id, name and speciality"))
+                continue
+            try:
+                entry = {"line": line, "name": row["name"], "speciality": row["speciality"],
+                         "center": row.get("center") or None,
+                         "insurances": tuple(sorted({i.strip() for i in row.get("insurances", "").split(";")
+                                                     if i.strip()})),
+                         "days": parse_days(row.get("days", "")),
+                         "hours": parse_hours(row.get("hours", "")),
+                         "slot_minutes": parse_slot_minutes(row.get("slot_minutes", ""))}
+            except ValueError as error:
+                problems.append((line, str(error)))
+                continue
+            doctor_rows.setdefault(row["id"], []).append(entry)
+        elif kind == "closed":
+            try:
+                first = parse_date(row.get("date_from", ""), "date_from") if row.get("date_from") else None
+                if first is None:
+                    raise ValueError("a closed row needs date_from (DD/MM/YYYY)")
+                last = parse_date(row["date_to"], "date_to") if row.get("date_to") else first
+                if last < first:
+                    raise ValueError("date_to is before date_from")
+                hours = parse_hours(row.get("hours", ""), required=False) or [(None, None)]
+            except ApiError as error:
+                problems.append((line, error.message))
+                continue
+            except ValueError as error:
+                problems.append((line, str(error)))
+                continue
+            for start, end in hours:
+                closed_rows.append((line, row.get("id") or None, row.get("center") or None,
+                                    first.isoformat(), last.isoformat(), start, end, row.get("name", "")))
+        else:
+            problems.append((line, f"kind must be one of center, speciality, insurance, doctor, closed;"
+                                   f" got {row.get('kind', '')!r}"))
+    for doctor_id, entries in doctor_rows.items():
+        for field in ("name", "speciality", "insurances"):
+            if len({entry[field] for entry in entries}) > 1:
+                problems.append((entries[-1]["line"], f"doctor {doctor_id}: {field} differs from line "
+                                                      f"{entries[0]['line']}"))
+    if problems:
+        raise SeedError(problems)
+
+    def exists(table, key):
+        return conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (key,)).fetchone() is not None
+
+    try:
+        with transaction(conn):
+            before = _snapshot(conn)
+            for kind, table in (("center", "centers"), ("speciality", "specialities"), ("insurance", "insurances")):
+                for key, (_, name) in simple[kind].items():
+                    conn.execute(f"INSERT INTO {table} (id, name) VALUES (?, ?)"
+                                 " ON CONFLICT (id) DO UPDATE SET name = excluded.name", (key, name))
+            for doctor_id, entries in doctor_rows.items():
+                first = entries[0]
+                if not exists("specialities", first["speciality"]):
+                    problems.append((first["line"], f"speciality {first['speciality']!r} is not in the catalog"))
+                for insurance_id in first["insurances"]:
+                    if not exists("insurances", insurance_id):
+                        problems.append((first["line"], f"insurance {insurance_id!r} is not in the catalog"))
+                for entry in entries:
+                    if entry["center"] and not exists("centers", entry["center"]):
+                        problems.append((entry["line"], f"center {entry['center']!r} is not in the catalog"))
+                if problems:
+                    continue
+                conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES (?, ?, ?)"
+                             " ON CONFLICT (id) DO UPDATE SET name = excluded.name,"
+                             " speciality_id = excluded.speciality_id",
+                             (doctor_id, first["name"], first["speciality"]))
+                conn.execute("DELETE FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))
+                conn.executemany("INSERT INTO doctor_insurances (doctor_id, insurance_id) VALUES (?, ?)",
+                                 [(doctor_id, insurance_id) for insurance_id in first["insurances"]])
+                for center in {entry["center"] for entry in entries}:
+                    conn.execute("DELETE FROM schedules WHERE doctor_id = ? AND center_id IS ?", (doctor_id, center))
+                for entry in entries:
+                    conn.executemany(
+                        "INSERT INTO schedules (doctor_id, center_id, weekday, start_time, end_time, slot_minutes)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        [(doctor_id, entry["center"], weekday, start, end, entry["slot_minutes"])
+                         for weekday in entry["days"] for start, end in entry["hours"]])
+                hours = conn.execute(
+                    "SELECT a.weekday, a.start_time, a.end_time, b.start_time, b.end_time"
+                    " FROM schedules a JOIN schedules b ON a.doctor_id = b.doctor_id AND a.weekday = b.weekday"
+                    " AND a.id < b.id AND a.start_time < b.end_time AND b.start_time < a.end_time"
+                    " WHERE a.doctor_id = ? LIMIT 1", (doctor_id,)).fetchone()
+                if hours:
+                    day = [name for name, number in WEEKDAYS.items() if number == hours[0]][0]
+                    problems.append((first["line"], f"doctor {doctor_id}: hours {hours[1]}-{hours[2]} and "
+                                                    f"{hours[3]}-{hours[4]} overlap on {day}"))
+            has_centers = conn.execute("SELECT 1 FROM centers LIMIT 1").fetchone() is not None
+            for doctor_id, entries in doctor_rows.items():
+                for entry in entries:
+                    if has_centers and entry["center"] is None:
+                        problems.append((entry["line"], f"doctor {doctor_id}: center is required "
+                                                        "when the clinic has centers"))
+            for line, doctor_id, center_id, first, last, start, end, reason in closed_rows:
+                if doctor_id and not exists("doctors", doctor_id):
+                    problems.append((line, f"doctor {doctor_id!r} is not in the catalog"))
+                    continue
+                if center_id and not exists("centers", center_id):
+                    problems.append((line, f"center {center_id!r} is not in the catalog"))
+                    continue
+                match = conn.execute(
+                    "SELECT id FROM closures WHERE doctor_id IS ? AND center_id IS ? AND date_from = ?"
+                    " AND date_to = ? AND start_time IS ? AND end_time IS ?",
+                    (doctor_id, center_id, first, last, start, end)).fetchone()
+                if match:
+                    conn.execute("UPDATE closures SET reason = ? WHERE id = ?", (reason, match["id"]))
+                else:
+                    conn.execute("INSERT INTO closures (doctor_id, center_id, date_from, date_to, start_time,"
+                                 " end_time, reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                 (doctor_id, center_id, first, last, start, end, reason))
+            if problems:
+                raise SeedError(problems)
+            after = _snapshot(conn)
+            summary = {table: len(rows_) for table, rows_ in after.items()}
+            if after == before:
+                raise _NothingChanged()
+            record_event(conn, at, source, "catalog.seeded", "catalog", None, after=summary)
+    except _NothingChanged:
+        return {"changed": False, **summary}
+    return {"changed": True, **summary}
+
+
+# --- The command line (D17) -----------------------------------------------------
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def db_option(function):
+    return click.option("--db", "db_path", envvar="AGENDA_DB", default="agenda.db", show_default=True,
+                        type=click.Path(dir_okay=False), help="The SQLite file [env: AGENDA_DB].")(function)
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "--version", prog_name="agenda")
+def cli():
+    """Agenda: a small clinic's appointment agenda, served to a voice agent over HTTP.
+
+    Load the catalogs, then serve:
+
+        agenda seed seed/catalogs.csv && AGENDA_SECRET=... agenda run
+    """
+
+
+@cli.command()
+@db_option
+@click.argument("file", type=click.Path(dir_okay=False))
+def seed(db_path, file):
+    """Load centers, specialities, insurances, doctors' hours and closures from a CSV.
+
+    The file (UTF-8, header row) is applied in one transaction: every error is
+    reported with its line number and nothing changes; loading the same file again
+    changes nothing more. Columns: kind,id,name,speciality,center,insurances,days,
+    hours,slot_minutes,date_from,date_to (see the README).
+
+    Example:
+
+        agenda seed seed/catalogs.csv --db clinic.db
+    """
+    if not Path(file).is_file():
+        raise click.ClickException(f"{file}: no such file; give the path of the catalog CSV")
+    try:
+        rows = read_catalog_file(file)
+        conn = open_database(db_path)
+    except SeedError as error:
+        raise click.ClickException(f"{file}: nothing was loaded.\n{error}") from None
+    except (sqlite3.Error, OSError, RuntimeError) as error:
+        raise click.ClickException(f"{db_path}: cannot open the database: {error}") from None
+    try:
+        summary = seed_catalogs(conn, rows, at=dt.datetime.now(dt.timezone.utc))
+    except SeedError as error:
+        raise click.ClickException(f"{file}: nothing was loaded.\n{error}") from None
+    finally:
+        conn.close()
+    counts = ", ".join(f"{summary[table]} {table.replace('_', ' ')}" for table in CATALOG_TABLES)
+    state = "loaded" if summary["changed"] else "already up to date, nothing changed"
+    click.echo(f"{file}: {state}. {db_path} now holds {counts}.")
+
+
+@cli.command()
+@db_option
+@click.option("--secret", envvar="AGENDA_SECRET", default=None,
+              help="The caller's shared secret [env: AGENDA_SECRET; prefer the variable to the option].")
+@click.option("--insecure-no-signature", is_flag=True,
+              help="Development only: serve without checking signatures.")
+@click.option("--host", default="127.0.0.1", show_default=True, envvar="AGENDA_HOST",
+              help="Address to listen on; keep 127.0.0.1 behind a reverse proxy.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), envvar="AGENDA_PORT")
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS")
+@click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
+              help="Address of the reverse proxy whose X-Forwarded-* headers to trust.")
+@click.option("--tz", default="Europe/Madrid", show_default=True, envvar="AGENDA_TZ",
+              help="The clinic's time zone.")
+@click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default="auto", show_default=True,
+              envvar="AGENDA_SIGNATURE_SCHEME", help="What the caller signs: the body, the request, or either.")
+@click.option("--min-notice", default=60, show_default=True, type=click.IntRange(0, None),
+              envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")
+@click.option("--horizon", default=90, show_default=True, type=click.IntRange(1, None),
+              envvar="AGENDA_HORIZON", help="Days ahead that may be booked.")
+@click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default="flag", show_default=True,
+              envvar="AGENDA_REMINDER_POLICY",
+              help="What closing a reminder day does to unconfirmed appointments.")
+@click.pass_context
+def run(ctx, db_path, secret, insecure_no_signature, host, port, threads, trusted_proxy, tz,
+        signature_scheme, min_notice, horizon, reminder_policy):
+    """Serve the API with waitress (127.0.0.1:8080 unless told otherwise).
+
+    Refuses to start without a shared secret, unless --insecure-no-signature is
+    given for development.
+
+    Example:
+
+        AGENDA_SECRET=change-me agenda run --db clinic.db --port 8080
+    """
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if not secret and not insecure_no_signature:
+        raise click.ClickException("no shared secret: set AGENDA_SECRET to the secret shown in the caller's "
+                                   "integration settings (or --insecure-no-signature for development only)")
+    if insecure_no_signature and not secret:
+        click.secho("WARNING: signatures are off. Anyone who reaches this port can read and change the "
+                    "agenda. Never use this outside development.", fg="red", bold=True, err=True)
+    settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
+                "horizon_days": horizon, "reminder_policy": reminder_policy}
+    try:
+        app = create_app(db_path, secret or None, insecure=insecure_no_signature, **settings)
+    except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
+        raise click.ClickException(f"cannot start: {error}") from None
+    serve = (ctx.obj or {}).get("serve")
+    if serve is None:
+        import waitress
+        serve = waitress.serve
+    options = {"host": host, "port": port, "threads": threads,
+               "max_request_body_size": 16 * app.agenda_settings.max_body_bytes}
+    if trusted_proxy:
+        options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers={"x-forwarded-for", "x-forwarded-proto"},
+                       clear_untrusted_proxy_headers=True)
+    click.echo(f"Agenda {__version__} serving {db_path} on http://{host}:{port}", err=True)
+    try:
+        serve(app, **options)
+    finally:
+        app.agenda_db.close()
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,149 @@
+-- Agenda's SQLite schema (D15).
+--
+-- The file is a list of numbered sections. A section headed "-- version N" holds
+-- the statements that take a database from version N-1 to version N; `agenda`
+-- runs the sections above the database's `PRAGMA user_version` in order, each in
+-- one transaction, and then sets user_version to N. A new database runs them all.
+-- Never edit a section that has shipped: add a new one below.
+--
+-- Dates are ISO (YYYY-MM-DD) and times HH:MM so that they sort as text.
+-- Nothing is deleted: a cancellation is a status with a time and a reason.
+
+-- version 1
+
+CREATE TABLE IF NOT EXISTS centers (
+    id   TEXT PRIMARY KEY,
+    name TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS specialities (
+    id   TEXT PRIMARY KEY,
+    name TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS insurances (
+    id   TEXT PRIMARY KEY,
+    name TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS doctors (
+    id            TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    speciality_id TEXT NOT NULL REFERENCES specialities (id)
+);
+
+-- A doctor with no rows here accepts every insurance (D6, D18).
+CREATE TABLE IF NOT EXISTS doctor_insurances (
+    doctor_id    TEXT NOT NULL REFERENCES doctors (id),
+    insurance_id TEXT NOT NULL REFERENCES insurances (id),
+    PRIMARY KEY (doctor_id, insurance_id)
+);
+
+-- Weekly working hours of a doctor at a center (NULL center: a single-site clinic).
+CREATE TABLE IF NOT EXISTS schedules (
+    id           INTEGER PRIMARY KEY,
+    doctor_id    TEXT NOT NULL REFERENCES doctors (id),
+    center_id    TEXT REFERENCES centers (id),
+    weekday      INTEGER NOT NULL CHECK (weekday BETWEEN 0 AND 6),  -- 0 = Monday
+    start_time   TEXT NOT NULL,
+    end_time     TEXT NOT NULL CHECK (end_time > start_time),
+    slot_minutes INTEGER NOT NULL CHECK (slot_minutes BETWEEN 5 AND 480)
+);
+CREATE INDEX IF NOT EXISTS schedules_by_doctor ON schedules (doctor_id, weekday);
+
+-- Absences and holidays. NULL doctor: everyone; NULL center: every center;
+-- NULL hours: the whole day.
+CREATE TABLE IF NOT EXISTS closures (
+    id         INTEGER PRIMARY KEY,
+    doctor_id  TEXT REFERENCES doctors (id),
+    center_id  TEXT REFERENCES centers (id),
+    date_from  TEXT NOT NULL,
+    date_to    TEXT NOT NULL CHECK (date_to >= date_from),
+    start_time TEXT,
+    end_time   TEXT,
+    reason     TEXT NOT NULL DEFAULT ''
+);
+
+CREATE TABLE IF NOT EXISTS patients (
+    id         INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    surname    TEXT,
+    birth_date TEXT,
+    nif        TEXT NOT NULL UNIQUE,
+    phone      TEXT,            -- as the caller gave it
+    phone_e164 TEXT,            -- what searches and answers use (D11)
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS patients_by_phone ON patients (phone_e164);
+
+CREATE TABLE IF NOT EXISTS appointments (
+    id            INTEGER PRIMARY KEY,
+    patient_id    INTEGER NOT NULL REFERENCES patients (id),
+    doctor_id     TEXT NOT NULL REFERENCES doctors (id),
+    speciality_id TEXT REFERENCES specialities (id),
+    insurance_id  TEXT REFERENCES insurances (id),
+    center_id     TEXT REFERENCES centers (id),
+    date          TEXT NOT NULL,
+    time          TEXT NOT NULL,
+    end_time      TEXT NOT NULL CHECK (end_time > time),
+    reason        TEXT,
+    status        TEXT NOT NULL DEFAULT 'booked'
+                  CHECK (status IN ('booked', 'confirmed', 'unanswered', 'cancelled')),
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL,
+    confirmed_at  TEXT,
+    cancelled_at  TEXT,
+    cancel_reason TEXT
+);
+CREATE INDEX IF NOT EXISTS appointments_by_date ON appointments (date, time, doctor_id);
+CREATE INDEX IF NOT EXISTS appointments_by_patient ON appointments (patient_id, date);
+
+-- D7: the database itself refuses a second live appointment in a doctor's slot.
+-- The unique index holds for the same start; the triggers for any overlap.
+CREATE UNIQUE INDEX IF NOT EXISTS one_live_appointment_per_slot
+    ON appointments (doctor_id, date, time) WHERE status != 'cancelled';
+
+CREATE TRIGGER IF NOT EXISTS no_overlap_on_insert
+BEFORE INSERT ON appointments
+WHEN NEW.status != 'cancelled' AND EXISTS (
+    SELECT 1 FROM appointments
+    WHERE doctor_id = NEW.doctor_id AND date = NEW.date AND status != 'cancelled'
+      AND time < NEW.end_time AND NEW.time < end_time)
+BEGIN
+    SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
+END;
+
+CREATE TRIGGER IF NOT EXISTS no_overlap_on_update
+BEFORE UPDATE OF doctor_id, date, time, end_time, status ON appointments
+WHEN NEW.status != 'cancelled' AND EXISTS (
+    SELECT 1 FROM appointments
+    WHERE id != NEW.id AND doctor_id = NEW.doctor_id AND date = NEW.date
+      AND status != 'cancelled' AND time < NEW.end_time AND NEW.time < end_time)
+BEGIN
+    SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
+END;
+
+-- D10: one row per closed reminder cycle; the same call twice changes nothing more.
+CREATE TABLE IF NOT EXISTS reminder_cycles (
+    id                    INTEGER PRIMARY KEY,
+    voice_agent_config_id TEXT NOT NULL,
+    days                  TEXT NOT NULL,     -- ISO dates joined by commas
+    execution_date        TEXT NOT NULL,     -- ISO date or ''
+    center_id             TEXT NOT NULL,     -- '' for every center
+    policy                TEXT NOT NULL,
+    appointment_ids       TEXT NOT NULL,     -- JSON list of the ones acted on
+    closed_at             TEXT NOT NULL,
+    UNIQUE (voice_agent_config_id, days, execution_date, center_id)
+);
+
+-- D16: every change, with where it came from and the row before and after.
+CREATE TABLE IF NOT EXISTS events (
+    id        INTEGER PRIMARY KEY,
+    at        TEXT NOT NULL,                 -- UTC, ISO 8601
+    source    TEXT NOT NULL CHECK (source IN ('api', 'cli')),
+    action    TEXT NOT NULL,
+    entity    TEXT NOT NULL,
+    entity_id TEXT,
+    before    TEXT,                          -- JSON or NULL
+    after     TEXT                           -- JSON or NULL
+);

@@ -1,0 +1,186 @@
+"""Fixtures: a frozen clinic clock, a fresh database per test, and a signing client.
+
+The test clinic is small and fixed so every expected slot can be worked out by hand.
+"Now" is Monday 23/11/2026 08:00 in Madrid unless a test moves the clock.
+"""
+
+import base64
+import datetime as dt
+import hashlib
+import hmac
+import json
+import sqlite3
+from zoneinfo import ZoneInfo
+
+import pytest
+import webtest
+
+import agenda
+
+MADRID = ZoneInfo("Europe/Madrid")
+SECRET = "test-shared-secret"
+MONDAY = dt.datetime(2026, 11, 23, 8, 0, tzinfo=MADRID)
+
+# Two centers; MARTIN works at both; RUIZ takes only some insurances; a holiday,
+# a whole-day absence and a partial closure of one center.
+CLINIC_CSV = """\
+kind,id,name,speciality,center,insurances,days,hours,slot_minutes,date_from,date_to
+center,C1,Centro,,,,,,,,
+center,C2,Norte,,,,,,,,
+speciality,MG,Medicina general,,,,,,,,
+speciality,PED,Pediatría,,,,,,,,
+speciality,DER,Dermatología,,,,,,,,
+insurance,PRIV,Privado,,,,,,,,
+insurance,SAN,Sanitas,,,,,,,,
+insurance,DKV,DKV,,,,,,,,
+doctor,MARTIN,Lucía Martín,MG,C1,,mon-fri,09:00-11:00,30,,
+doctor,MARTIN,Lucía Martín,MG,C2,,sat,10:00-11:00,30,,
+doctor,RUIZ,Javier Ruiz,PED,C1,PRIV;SAN,mon-fri,09:00-10:00,20,,
+doctor,NUNEZ,Carmen Núñez,MG,C2,,mon;wed,16:00-17:00,30,,
+closed,,Inmaculada,,,,,,,08/12/2026,
+closed,MARTIN,Vacaciones,,,,,,,25/11/2026,25/11/2026
+closed,,Obras,,C2,,,16:00-16:30,,30/11/2026,
+"""
+
+
+class Clock:
+    """The app's clock: returns a fixed aware datetime that tests may move."""
+
+    def __init__(self, moment):
+        self.moment = moment
+
+    def __call__(self):
+        return self.moment
+
+    def set(self, year, month, day, hour=8, minute=0):
+        self.moment = dt.datetime(year, month, day, hour, minute, tzinfo=MADRID)
+
+
+def sign(body, secret=SECRET, method=None, target=None, encoding="hex"):
+    """X-Signature as the caller would send it: scheme 'body' unless method/target given."""
+    message = body if method is None else method.encode() + b"\n" + target.encode() + b"\n" + body
+    digest = hmac.new(secret.encode(), message, hashlib.sha256).digest()
+    if encoding == "hex":
+        return digest.hex()
+    return base64.b64encode(digest).decode()
+
+
+class Api:
+    """webtest against the WSGI app; every request signed over the exact bytes sent."""
+
+    def __init__(self, app, secret=SECRET):
+        self.app = app
+        self.test = webtest.TestApp(app)
+        self.secret = secret
+
+    def call(self, method, url, body=None, *, raw=None, signature="body", headers=None,
+             content_type="application/json"):
+        data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        all_headers = {"Accept": "application/json"}
+        if signature == "body":
+            all_headers["X-Signature"] = sign(data, self.secret)
+        elif signature == "request":
+            all_headers["X-Signature"] = sign(data, self.secret, method, url)
+        elif signature is not None:
+            all_headers["X-Signature"] = signature
+        all_headers.update(headers or {})
+        params = {"method": method, "headers": all_headers, "expect_errors": True}
+        if data or method in ("POST", "PUT"):
+            params["body"] = data
+            params["content_type"] = content_type
+        return self.test.request(url, **params)
+
+    def get(self, url, **kw):
+        return self.call("GET", url, **kw)
+
+    def post(self, url, body=None, **kw):
+        return self.call("POST", url, body, **kw)
+
+    def put(self, url, body=None, **kw):
+        return self.call("PUT", url, body, **kw)
+
+    def delete(self, url, **kw):
+        return self.call("DELETE", url, **kw)
+
+    # the flows most tests start from
+
+    def new_patient(self, nif="12345678Z", name="Ana", surname="García", phone="612345678", **extra):
+        body = {"name": name, "surname": surname, "birthDate": "01/02/1980", "nif": nif, "phone": phone, **extra}
+        response = self.post("/patients", body)
+        assert response.status_int == 201, response.text
+        return response.json["patientId"]
+
+    def book(self, patient_id, date="24/11/2026", time="09:00", doctor="MARTIN", status=201, **extra):
+        body = {"date": date, "time": time, "doctorId": doctor, "patientId": patient_id, "reason": "Revisión",
+                **extra}
+        response = self.post("/appointments", body)
+        assert response.status_int == status, response.text
+        return response.json.get("appointmentId") if status == 201 else response
+
+    def db(self):
+        return self.app.agenda_db.connection()
+
+
+def write_csv(tmp_path, text, name="catalogs.csv"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def seed(db_path, csv_path):
+    conn = agenda.open_database(db_path)
+    try:
+        return agenda.seed_catalogs(conn, agenda.read_catalog_file(csv_path), at=MONDAY)
+    finally:
+        conn.close()
+
+
+def table_rows(db_path):
+    """Every row of every table: to prove a refused request changed nothing."""
+    conn = sqlite3.connect(db_path)
+    try:
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {table: conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall() for table in tables}
+    finally:
+        conn.close()
+
+
+def assert_error(response, status, code):
+    assert response.status_int == status, response.text
+    assert response.content_type == "application/json"
+    error = response.json["error"]
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+    return error
+
+
+@pytest.fixture
+def clock():
+    return Clock(MONDAY)
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "agenda.db"
+
+
+@pytest.fixture
+def make_api(db_path, clock, tmp_path):
+    """make_api(csv=CLINIC_CSV, **settings): a seeded app on this test's own database."""
+    apps = []
+
+    def make(csv=CLINIC_CSV, secret=SECRET, **options):
+        if csv is not None:
+            seed(db_path, write_csv(tmp_path, csv))
+        app = agenda.create_app(db_path, secret, now=clock, **options)
+        apps.append(app)
+        return Api(app, secret)
+
+    yield make
+    for app in apps:
+        app.agenda_db.close()
+
+
+@pytest.fixture
+def api(make_api):
+    return make_api()
