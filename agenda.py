@@ -393,16 +393,17 @@ class Slot:
 
 
 def local_start(day, time_text, tz):
-    """The instant a wall-clock slot starts, or None when DST skips that wall time.
+    """The UTC instant a wall-clock slot starts, or None when DST skips that wall time.
 
     In October's repeated hour the first occurrence is taken (fold=0), so a slot
-    is offered once, not twice.
+    is offered once, not twice. The answer is in UTC because Python compares and
+    adds to datetimes that share a tzinfo by their wall-clock reading.
     """
     naive = dt.datetime.combine(day, dt.time(int(time_text[:2]), int(time_text[3:5])))
-    aware = naive.replace(tzinfo=tz)
-    if aware.astimezone(dt.timezone.utc).astimezone(tz).replace(tzinfo=None) != naive:
+    instant = naive.replace(tzinfo=tz).astimezone(dt.timezone.utc)
+    if instant.astimezone(tz).replace(tzinfo=None) != naive:
         return None
-    return aware
+    return instant
 
 
 def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=None,
@@ -412,7 +413,7 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
     `doctors` are rows with id, name and speciality_id. A slot lies on the doctor's
     grid inside working hours (at `center_id` when given), is not covered by a
     closure, overlaps no live appointment of that doctor (except the one being moved)
-    and starts no earlier than `earliest`, an aware datetime.
+    and starts no earlier than `earliest`, an aware datetime in UTC.
     """
     if not doctors or last_day < first_day:
         return []
@@ -718,7 +719,8 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         return clock().astimezone(tz)
 
     def earliest_start():
-        return clinic_now() + dt.timedelta(minutes=settings.min_notice_minutes)
+        """Now plus the minimum notice, in UTC: real minutes, even across a DST change (D3)."""
+        return clock().astimezone(dt.timezone.utc) + dt.timedelta(minutes=settings.min_notice_minutes)
 
     def last_bookable_day():
         return clinic_now().date() + dt.timedelta(days=settings.horizon_days)

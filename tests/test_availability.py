@@ -1,0 +1,205 @@
+"""GET /availabilities (D6), with the clock frozen (D3), across daylight-saving changes.
+
+The test clinic (conftest): MARTIN works Mon-Fri 09:00-11:00 at C1 and Sat 10:00-11:00
+at C2 in 30-minute slots, and is away on Wed 25/11; RUIZ (PED, only PRIV and SAN)
+Mon-Fri 09:00-10:00 at C1 in 20-minute slots; NUNEZ (MG) Mon and Wed 16:00-17:00 at
+C2; 08/12 is a holiday; C2 is closed 16:00-16:30 on 30/11. Now: Mon 23/11/2026 08:00.
+"""
+
+import datetime as dt
+
+from conftest import MADRID, assert_error
+
+
+def slots(api, query):
+    response = api.get("/availabilities?" + query)
+    assert response.status_int == 200, response.text
+    return response.json["data"]
+
+
+def keys(data):
+    return [(slot["date"], slot["time"], slot["doctorId"], slot["centerId"]) for slot in data]
+
+
+def test_slots_follow_weekly_hours_slot_grid_and_absences_d6(api):
+    data = slots(api, "doctorId=MARTIN&startDate=24/11/2026&endDate=28/11/2026")
+    c1_morning = ["09:00", "09:30", "10:00", "10:30"]
+    assert keys(data) == (
+        [("24/11/2026", t, "MARTIN", "C1") for t in c1_morning]
+        # Wed 25/11: away all day
+        + [("26/11/2026", t, "MARTIN", "C1") for t in c1_morning]
+        + [("27/11/2026", t, "MARTIN", "C1") for t in c1_morning]
+        + [("28/11/2026", t, "MARTIN", "C2") for t in ("10:00", "10:30")])
+
+
+def test_slot_has_every_field_of_d6(api):
+    slot = slots(api, "doctorId=RUIZ&date=24/11/2026")[0]
+    assert slot == {"date": "24/11/2026", "time": "09:00", "duration": 20, "doctorId": "RUIZ",
+                    "doctorName": "Javier Ruiz", "specialityId": "PED", "centerId": "C1"}
+
+
+def test_holiday_for_everyone_has_no_slots_d6(api):
+    assert slots(api, "specialityId=MG&date=08/12/2026") == []
+    assert slots(api, "specialityId=PED&date=08/12/2026") == []
+    assert len(slots(api, "specialityId=PED&date=09/12/2026")) == 3
+
+
+def test_partial_closure_of_a_center_removes_only_its_hours_d6(api):
+    assert [s["time"] for s in slots(api, "doctorId=NUNEZ&date=30/11/2026")] == ["16:30"]
+    assert [s["time"] for s in slots(api, "doctorId=NUNEZ&date=02/12/2026")] == ["16:00", "16:30"]
+
+
+def test_speciality_lists_every_doctor_sorted_by_date_time_doctor_d6(api):
+    data = slots(api, "specialityId=MG&startDate=30/11/2026&endDate=30/11/2026")
+    assert keys(data) == [("30/11/2026", "09:00", "MARTIN", "C1"), ("30/11/2026", "09:30", "MARTIN", "C1"),
+                          ("30/11/2026", "10:00", "MARTIN", "C1"), ("30/11/2026", "10:30", "MARTIN", "C1"),
+                          ("30/11/2026", "16:30", "NUNEZ", "C2")]
+
+
+def test_minimum_notice_hides_slots_starting_too_soon_d6(api, clock):
+    # now 08:00 and 60 minutes of notice: 09:00 is just offerable
+    assert [s["time"] for s in slots(api, "doctorId=MARTIN&date=23/11/2026")] == ["09:00", "09:30", "10:00",
+                                                                                  "10:30"]
+    clock.set(2026, 11, 23, 9, 15)
+    assert [s["time"] for s in slots(api, "doctorId=MARTIN&date=23/11/2026")] == ["10:30"]
+
+
+def test_minimum_notice_is_configurable(make_api, clock):
+    api = make_api(min_notice_minutes=0)
+    clock.set(2026, 11, 23, 9, 15)
+    assert [s["time"] for s in slots(api, "doctorId=MARTIN&date=23/11/2026")] == ["09:30", "10:00", "10:30"]
+
+
+def test_past_days_have_no_slots(api):
+    assert slots(api, "doctorId=MARTIN&startDate=16/11/2026&endDate=20/11/2026") == []
+
+
+def test_range_is_clamped_to_the_booking_horizon_d6(make_api):
+    api = make_api(horizon_days=3)
+    data = slots(api, "doctorId=MARTIN&startDate=23/11/2026&endDate=31/12/2026")
+    assert sorted({s["date"] for s in data}) == ["23/11/2026", "24/11/2026", "26/11/2026"]
+
+
+def test_default_range_is_today_and_the_next_13_days_d6(api):
+    dates = {s["date"] for s in slots(api, "doctorId=RUIZ")}
+    weekdays = [dt.date(2026, 11, 23) + dt.timedelta(days=n) for n in range(14)]
+    expected = {d.strftime("%d/%m/%Y") for d in weekdays if d.weekday() < 5 and d != dt.date(2026, 12, 8)}
+    assert dates == expected
+
+
+def test_date_aliases_are_accepted_d6(api):
+    expected = keys(slots(api, "doctorId=RUIZ&startDate=24/11/2026&endDate=26/11/2026"))
+    assert keys(slots(api, "doctorId=RUIZ&dateFrom=24/11/2026&dateTo=26/11/2026")) == expected
+    assert keys(slots(api, "doctorId=RUIZ&from=2026-11-24&to=26-11-2026")) == expected
+    assert len(expected) == 9
+
+
+def test_insurance_filter_keeps_doctors_who_accept_it_d6(api):
+    assert slots(api, "specialityId=PED&insuranceId=DKV&date=24/11/2026") == []
+    assert len(slots(api, "specialityId=PED&insuranceId=SAN&date=24/11/2026")) == 3
+    # doctors without an insurance list accept every insurance
+    assert {s["doctorId"] for s in slots(api, "specialityId=MG&insuranceId=DKV&date=23/11/2026")} == {
+        "MARTIN", "NUNEZ"}
+
+
+def test_center_id_counts_only_that_centers_hours_d6(api):
+    week = "startDate=23/11/2026&endDate=29/11/2026"
+    assert {s["date"] for s in slots(api, f"doctorId=MARTIN&centerId=C2&{week}")} == {"28/11/2026"}
+    c1 = slots(api, f"doctorId=MARTIN&centerId=C1&{week}")
+    assert "28/11/2026" not in {s["date"] for s in c1} and {s["centerId"] for s in c1} == {"C1"}
+    assert {s["doctorId"] for s in slots(api, f"specialityId=MG&centerId=C2&{week}")} == {"MARTIN", "NUNEZ"}
+
+
+def test_booked_slot_is_not_offered_and_comes_back_when_cancelled_d6(api):
+    patient = api.new_patient()
+    appointment_id = api.book(patient, date="24/11/2026", time="09:30")
+    assert "09:30" not in [s["time"] for s in slots(api, "doctorId=MARTIN&date=24/11/2026")]
+    assert api.delete(f"/appointments/{appointment_id}").status_int == 204
+    assert "09:30" in [s["time"] for s in slots(api, "doctorId=MARTIN&date=24/11/2026")]
+
+
+def test_unknown_ids_answer_404_with_their_code_d6(api):
+    assert_error(api.get("/availabilities?doctorId=NOBODY"), 404, "DOCTOR_NOT_FOUND")
+    assert_error(api.get("/availabilities?specialityId=NOPE"), 404, "SPECIALITY_NOT_FOUND")
+    assert_error(api.get("/availabilities?doctorId=MARTIN&centerId=C9"), 404, "CENTER_NOT_FOUND")
+    assert_error(api.get("/availabilities?doctorId=MARTIN&insuranceId=XX"), 404, "INSURANCE_NOT_FOUND")
+
+
+def test_bad_queries_answer_400_d6(api):
+    assert_error(api.get("/availabilities"), 400, "INVALID_REQUEST")
+    error = assert_error(api.get("/availabilities?doctorId=MARTIN&startDate=26/11/2026&endDate=24/11/2026"),
+                         400, "INVALID_REQUEST")
+    assert "endDate" in error["message"]
+    error = assert_error(api.get("/availabilities?doctorId=MARTIN&startDate=31/02/2026"), 400, "INVALID_REQUEST")
+    assert "startDate" in error["message"]
+
+
+def test_query_values_with_accents_are_read_as_utf8(make_api):
+    csv = ("kind,id,name,speciality,center,insurances,days,hours,slot_minutes\n"
+           "center,CÁDIZ,Cádiz,,,,,,\nspeciality,MG,Medicina,,,,,,\n"
+           "doctor,PEÑA,Luis Peña,MG,CÁDIZ,,mon-fri,09:00-10:00,30\n")
+    api = make_api(csv)
+    data = slots(api, "doctorId=PE%C3%91A&centerId=C%C3%81DIZ&date=24/11/2026")
+    assert [(s["doctorId"], s["centerId"], s["doctorName"]) for s in data] == [("PEÑA", "CÁDIZ", "Luis Peña")] * 2
+
+
+# Daylight saving (D3): in Madrid 2026 the clocks go 02:00 -> 03:00 on Sun 29/03
+# and 03:00 -> 02:00 on Sun 25/10.
+
+NIGHT_CSV = """\
+kind,id,name,speciality,center,insurances,days,hours,slot_minutes
+speciality,URG,Urgencias,,,,,,
+doctor,NOCHE,Guardia nocturna,URG,,,sun,01:00-04:00,30
+doctor,DIA,Consulta de día,URG,,,mon-sun,09:00-10:00,30
+"""
+
+
+def test_spring_forward_skips_wall_times_that_do_not_exist(make_api, clock):
+    clock.set(2026, 3, 28, 12, 0)
+    api = make_api(NIGHT_CSV)
+    assert [s["time"] for s in slots(api, "doctorId=NOCHE&date=29/03/2026")] == ["01:00", "01:30", "03:00",
+                                                                                 "03:30"]
+
+
+def test_fall_back_offers_the_repeated_hour_once(make_api, clock):
+    clock.set(2026, 10, 24, 12, 0)
+    api = make_api(NIGHT_CSV)
+    times = [s["time"] for s in slots(api, "doctorId=NOCHE&date=25/10/2026")]
+    assert times == ["01:00", "01:30", "02:00", "02:30", "03:00", "03:30"]
+
+
+def test_minimum_notice_counts_real_minutes_across_spring_forward(make_api, clock):
+    # 01:30 CET is 00:30 UTC; an hour later is 01:30 UTC, which is 03:30 CEST
+    clock.moment = dt.datetime(2026, 3, 29, 1, 30, tzinfo=MADRID)
+    api = make_api(NIGHT_CSV)
+    assert [s["time"] for s in slots(api, "doctorId=NOCHE&date=29/03/2026")] == ["03:30"]
+
+
+def test_minimum_notice_counts_real_minutes_across_fall_back(make_api, clock):
+    # 02:10 CEST (the first 02:10) is 00:10 UTC; an hour later is 02:10 CET, so 03:00 CET is offered
+    clock.moment = dt.datetime(2026, 10, 25, 2, 10, tzinfo=MADRID)
+    api = make_api(NIGHT_CSV)
+    assert [s["time"] for s in slots(api, "doctorId=NOCHE&date=25/10/2026")] == ["03:00", "03:30"]
+
+
+def test_days_around_both_changes_keep_the_same_grid(make_api, clock):
+    clock.set(2026, 3, 25, 8, 0)
+    api = make_api(NIGHT_CSV)
+    for start, end in (("27/03/2026", "31/03/2026"), ("23/10/2026", "27/10/2026")):
+        if start.endswith("10/2026"):
+            clock.set(2026, 10, 21, 8, 0)
+        data = slots(api, f"doctorId=DIA&startDate={start}&endDate={end}")
+        per_day = {}
+        for slot in data:
+            per_day.setdefault(slot["date"], []).append(slot["time"])
+        assert len(per_day) == 5
+        assert all(times == ["09:00", "09:30"] for times in per_day.values())
+
+
+def test_a_slot_on_the_spring_forward_day_can_be_booked_once(make_api, clock):
+    clock.set(2026, 3, 28, 12, 0)
+    api = make_api(NIGHT_CSV)
+    patient = api.new_patient()
+    api.book(patient, date="29/03/2026", time="03:00", doctor="NOCHE")
+    api.book(patient, date="29/03/2026", time="02:30", doctor="NOCHE", status=409)
+    assert [s["time"] for s in slots(api, "doctorId=NOCHE&date=29/03/2026")] == ["01:00", "01:30", "03:30"]
