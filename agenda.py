@@ -1291,8 +1291,8 @@ def seed_catalogs(conn, rows, *, at, source="cli"):
             if len({entry[field] for entry in entries}) > 1:
                 problems.append((entries[-1]["line"], f"doctor {doctor_id}: {field} differs from line "
                                                       f"{entries[0]['line']}"))
-    if problems:
-        raise SeedError(problems)
+    # The references are checked against the database inside the transaction, even when
+    # the file already has problems, so that one run reports every bad line.
 
     def exists(table, key):
         return conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (key,)).fetchone() is not None
@@ -1306,15 +1306,17 @@ def seed_catalogs(conn, rows, *, at, source="cli"):
                                  " ON CONFLICT (id) DO UPDATE SET name = excluded.name", (key, name))
             for doctor_id, entries in doctor_rows.items():
                 first = entries[0]
+                unknown = []
                 if not exists("specialities", first["speciality"]):
-                    problems.append((first["line"], f"speciality {first['speciality']!r} is not in the catalog"))
+                    unknown.append((first["line"], f"speciality {first['speciality']!r} is not in the catalog"))
                 for insurance_id in first["insurances"]:
                     if not exists("insurances", insurance_id):
-                        problems.append((first["line"], f"insurance {insurance_id!r} is not in the catalog"))
+                        unknown.append((first["line"], f"insurance {insurance_id!r} is not in the catalog"))
                 for entry in entries:
                     if entry["center"] and not exists("centers", entry["center"]):
-                        problems.append((entry["line"], f"center {entry['center']!r} is not in the catalog"))
-                if problems:
+                        unknown.append((entry["line"], f"center {entry['center']!r} is not in the catalog"))
+                if unknown:
+                    problems.extend(unknown)
                     continue
                 conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES (?, ?, ?)"
                              " ON CONFLICT (id) DO UPDATE SET name = excluded.name,"

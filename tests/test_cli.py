@@ -1,0 +1,247 @@
+"""The `agenda` command line (D17) and the catalog seed (D18), through click's CliRunner.
+
+`agenda run` takes its serve function from the click context object, so these tests
+never open a socket.
+"""
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import webtest
+from click.testing import CliRunner
+
+import agenda
+from conftest import CLINIC_CSV, SECRET, sign, write_csv
+
+DEMO_CSV = Path(__file__).resolve().parent.parent / "seed" / "catalogs.csv"
+
+
+@pytest.fixture
+def runner(db_path):
+    return CliRunner(env={"AGENDA_DB": str(db_path), "AGENDA_SECRET": None})
+
+
+def invoke(runner, *args, obj=None, **kwargs):
+    return runner.invoke(agenda.cli, list(args), obj=obj, catch_exceptions=False, **kwargs)
+
+
+def catalog(db_path):
+    conn = sqlite3.connect(db_path)
+    try:
+        return {table: conn.execute(sql).fetchall() for table, sql in agenda.CATALOG_TABLES.items()}
+    finally:
+        conn.close()
+
+
+def count(db_path, table):
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_version(runner):
+    result = invoke(runner, "--version")
+    assert result.exit_code == 0 and result.output.strip() == f"agenda, version {agenda.__version__}"
+
+
+@pytest.mark.parametrize("command", [[]] + [[name] for name in agenda.cli.commands])
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_every_command_has_help_ending_in_an_example(runner, command, flag):
+    result = invoke(runner, *command, flag)
+    assert result.exit_code == 0
+    assert "Example" in result.output or "agenda seed" in result.output
+    assert result.output.index("Usage:") == 0
+
+
+# agenda seed (D18)
+
+def test_seed_loads_the_demo_clinic_d18(runner, db_path):
+    result = invoke(runner, "seed", str(DEMO_CSV))
+    assert result.exit_code == 0, result.output
+    assert "loaded" in result.output and "2 centers" in result.output
+    tables = catalog(db_path)
+    assert len(tables["centers"]) >= 2 and len(tables["specialities"]) >= 3
+    centers_by_doctor = {}
+    for doctor_id, center_id, *_ in tables["schedules"]:
+        centers_by_doctor.setdefault(doctor_id, set()).add(center_id)
+    assert any(len(centers) >= 2 for centers in centers_by_doctor.values())  # a doctor at two centers
+    assert tables["doctor_insurances"]                                     # a doctor with an insurance list
+    assert any(row[0] is None and row[1] is None for row in tables["closures"])   # a holiday
+    assert any(row[0] is not None for row in tables["closures"])                  # an absence
+    assert ("NUNEZ", "Dra. Carmen Núñez Gil", "DER") in tables["doctors"]         # UTF-8 kept
+
+
+def test_seeding_the_same_file_twice_changes_nothing_more_d18(runner, db_path):
+    invoke(runner, "seed", str(DEMO_CSV))
+    tables, events = catalog(db_path), count(db_path, "events")
+    result = invoke(runner, "seed", str(DEMO_CSV))
+    assert result.exit_code == 0 and "nothing changed" in result.output
+    assert catalog(db_path) == tables and count(db_path, "events") == events
+
+
+def test_seed_records_an_event_from_the_cli_d16(runner, db_path):
+    invoke(runner, "seed", str(DEMO_CSV))
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT source, action FROM events").fetchall() == [("cli", "catalog.seeded")]
+
+
+def test_a_bad_catalog_names_every_bad_line_and_changes_nothing_d18(runner, db_path, tmp_path):
+    invoke(runner, "seed", str(write_csv(tmp_path, CLINIC_CSV, "good.csv")))
+    before = catalog(db_path)
+    bad = write_csv(tmp_path, (
+        "kind,id,name,speciality,center,insurances,days,hours,slot_minutes,date_from,date_to\n"
+        "center,C3,Sur,,,,,,,,\n"                                        # line 2: fine alone
+        "room,R1,Sala,,,,,,,,\n"                                         # line 3: unknown kind
+        "doctor,NEW,Nuevo,MG,C1,,mon-fri,9-14,15,,\n"                    # line 4: bad hours
+        "doctor,OTHER,Otro,MG,C1,,someday,09:00-10:00,15,,\n"            # line 5: bad days
+        "closed,,Festivo,,,,,,,31/02/2027,\n"                            # line 6: impossible date
+        "doctor,THIRD,Tercero,MG,C1,,mon,09:00-10:00,seven,,\n"          # line 7: bad slot
+    ), "bad.csv")
+    result = runner.invoke(agenda.cli, ["seed", str(bad)])
+    assert result.exit_code == 1
+    for line in (3, 4, 5, 6, 7):
+        assert f"line {line}:" in result.output
+    assert "line 2:" not in result.output and "nothing was loaded" in result.output
+    assert catalog(db_path) == before
+
+
+def test_references_to_unknown_catalog_ids_are_refused_with_their_line_d18(runner, db_path, tmp_path):
+    bad = write_csv(tmp_path, (
+        "kind,id,name,speciality,center,insurances,days,hours,slot_minutes\n"
+        "speciality,MG,Medicina,,,,,,\n"
+        "doctor,A,Ana,XX,,,mon,09:00-10:00,15\n"
+        "doctor,B,Bea,MG,,NOPE,mon,09:00-10:00,15\n"
+        "closed,GHOST,Ausencia,,,,,,\n"
+    ), "refs.csv")
+    result = runner.invoke(agenda.cli, ["seed", str(bad)])
+    assert result.exit_code == 1
+    assert "line 3: speciality 'XX'" in result.output and "line 4: insurance 'NOPE'" in result.output
+    assert "line 5:" in result.output
+    assert all(not rows for rows in catalog(db_path).values())
+
+
+def test_overlapping_or_inconsistent_doctor_rows_are_refused_d18(runner, db_path, tmp_path):
+    overlap = write_csv(tmp_path, (
+        "kind,id,name,speciality,center,insurances,days,hours,slot_minutes\n"
+        "center,C1,Centro,,,,,,\ncenter,C2,Norte,,,,,,\nspeciality,MG,Medicina,,,,,,\n"
+        "doctor,A,Ana,MG,C1,,mon-wed,09:00-12:00,15\n"
+        "doctor,A,Ana,MG,C2,,wed,11:00-13:00,15\n"
+    ), "overlap.csv")
+    result = runner.invoke(agenda.cli, ["seed", str(overlap)])
+    assert result.exit_code == 1 and "overlap on wed" in result.output
+    differing = write_csv(tmp_path, (
+        "kind,id,name,speciality,center,insurances,days,hours,slot_minutes\n"
+        "center,C1,Centro,,,,,,\ncenter,C2,Norte,,,,,,\nspeciality,MG,Medicina,,,,,,\n"
+        "doctor,A,Ana,MG,C1,,mon,09:00-12:00,15\n"
+        "doctor,A,Ana López,MG,C2,,tue,09:00-12:00,15\n"
+        "doctor,B,Bea,MG,,,tue,09:00-12:00,15\n"
+    ), "differ.csv")
+    result = runner.invoke(agenda.cli, ["seed", str(differing)])
+    assert result.exit_code == 1
+    assert "line 6: doctor A: name differs from line 5" in result.output
+    assert "line 7: doctor B: center is required" in result.output
+    assert all(not rows for rows in catalog(db_path).values())
+
+
+def test_seeding_again_updates_in_place_and_removes_nothing_else_d18(runner, db_path, tmp_path):
+    invoke(runner, "seed", str(write_csv(tmp_path, CLINIC_CSV, "first.csv")))
+    update = write_csv(tmp_path, (
+        "kind,id,name,speciality,center,insurances,days,hours,slot_minutes\n"
+        "doctor,RUIZ,Javier Ruiz Ortega,PED,C1,SAN,tue,12:00-13:00,30\n"
+    ), "update.csv")
+    result = invoke(runner, "seed", str(update))
+    assert result.exit_code == 0 and "loaded" in result.output
+    tables = catalog(db_path)
+    assert ("RUIZ", "Javier Ruiz Ortega", "PED") in tables["doctors"]
+    assert [row for row in tables["schedules"] if row[0] == "RUIZ"] == [("RUIZ", "C1", 1, "12:00", "13:00", 30)]
+    assert [row for row in tables["doctor_insurances"] if row[0] == "RUIZ"] == [("RUIZ", "SAN")]
+    assert len([row for row in tables["schedules"] if row[0] == "MARTIN"]) == 6   # untouched
+    assert len(tables["closures"]) == 3
+
+
+def test_seed_of_a_missing_file_is_a_clear_error(runner):
+    result = runner.invoke(agenda.cli, ["seed", "no-such-file.csv"])
+    assert result.exit_code == 1 and "no such file" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_seed_of_a_file_that_is_not_utf8_says_how_to_fix_it(runner, tmp_path):
+    latin1 = tmp_path / "latin1.csv"
+    latin1.write_bytes("kind,id,name\nspeciality,PED,Pediatría\n".encode("latin-1"))
+    result = runner.invoke(agenda.cli, ["seed", str(latin1)])
+    assert result.exit_code == 1 and "UTF-8" in result.output
+
+
+def test_seed_reads_a_file_saved_by_a_spreadsheet_with_a_bom_and_extra_columns(runner, db_path, tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufeffKind,ID,Name,Notes\r\nspeciality,PED,Pediatría,ignored\r\n".encode("utf-8"))
+    assert invoke(runner, "seed", str(path)).exit_code == 0
+    assert catalog(db_path)["specialities"] == [("PED", "Pediatría")]
+
+
+# agenda run (D5, D17)
+
+class FakeServe:
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, app, **options):
+        self.calls.append((app, options))
+
+
+def test_run_refuses_to_start_without_a_secret_d5(runner):
+    serve = FakeServe()
+    result = runner.invoke(agenda.cli, ["run"], obj={"serve": serve})
+    assert result.exit_code == 1 and "AGENDA_SECRET" in result.output
+    assert serve.calls == []
+
+
+def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environment(runner, db_path):
+    serve = FakeServe()
+    result = runner.invoke(agenda.cli, ["run"], obj={"serve": serve}, env={"AGENDA_SECRET": SECRET})
+    assert result.exit_code == 0, result.output
+    (app, options), = serve.calls
+    assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 8)
+    assert db_path.exists()
+    client = webtest.TestApp(app)
+    assert client.get("/health").json == {"status": "ok"}
+    assert client.get("/custom-config", expect_errors=True).status_int == 401
+    assert client.get("/custom-config", headers={"X-Signature": sign(b"")}).status_int == 200
+    assert SECRET not in result.output
+
+
+def test_run_takes_its_settings_from_options_and_environment_d17(runner, tmp_path):
+    serve = FakeServe()
+    other_db = tmp_path / "other.db"
+    result = runner.invoke(agenda.cli, ["run", "--host", "0.0.0.0", "--port", "9001", "--threads", "4",
+                                        "--trusted-proxy", "127.0.0.1", "--horizon", "30"],
+                           obj={"serve": serve},
+                           env={"AGENDA_SECRET": SECRET, "AGENDA_DB": str(other_db),
+                                "AGENDA_REMINDER_POLICY": "release", "AGENDA_MIN_NOTICE": "0"})
+    assert result.exit_code == 0, result.output
+    (app, options), = serve.calls
+    assert (options["host"], options["port"], options["threads"]) == ("0.0.0.0", 9001, 4)
+    assert options["trusted_proxy"] == "127.0.0.1"
+    assert other_db.exists()
+    settings = app.agenda_settings
+    assert (settings.reminder_policy, settings.min_notice_minutes, settings.horizon_days) == ("release", 0, 30)
+
+
+def test_run_refuses_bad_settings_with_a_clear_message(runner):
+    result = runner.invoke(agenda.cli, ["run", "--tz", "Mars/Olympus"], obj={"serve": FakeServe()},
+                           env={"AGENDA_SECRET": SECRET})
+    assert result.exit_code == 1 and "time zone" in result.output
+    result = runner.invoke(agenda.cli, ["run", "--reminder-policy", "delete"], obj={"serve": FakeServe()},
+                           env={"AGENDA_SECRET": SECRET})
+    assert result.exit_code == 2 and "delete" in result.output
+
+
+def test_run_insecure_development_mode_warns_loudly(runner):
+    serve = FakeServe()
+    result = runner.invoke(agenda.cli, ["run", "--insecure-no-signature"], obj={"serve": serve})
+    assert result.exit_code == 0 and "WARNING" in result.output
+    (app, _), = serve.calls
+    assert webtest.TestApp(app).get("/custom-config").status_int == 200

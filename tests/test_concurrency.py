@@ -1,0 +1,88 @@
+"""Racing requests against a real waitress server on 127.0.0.1 (D7, D8).
+
+Each test starts its own server on an ephemeral loopback port, sends a bounded number
+of requests with a time-out, and stops the server itself.
+"""
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from webtest.http import StopableWSGIServer
+
+from conftest import sign
+
+RACERS = 24
+
+
+@pytest.fixture
+def server(api):
+    httpd = StopableWSGIServer.create(api.app, host="127.0.0.1", threads=8)
+    try:
+        assert httpd.wait(), "the server did not start"
+        yield httpd.application_url.rstrip("/")
+    finally:
+        httpd.shutdown()
+
+
+def send(base_url, method, path, body):
+    raw = json.dumps(body).encode()
+    request = urllib.request.Request(base_url + path, data=raw, method=method, headers={
+        "Content-Type": "application/json", "Accept": "application/json", "X-Signature": sign(raw)})
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def race(calls):
+    """Start every call at the same moment; return their (status, body) answers."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call):
+        barrier.wait(timeout=10)
+        return call()
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return list(pool.map(run, calls, timeout=60))
+
+
+def patients(api, count):
+    dnis = [f"{n:08d}" for n in range(10_000_000, 10_000_000 + count)]
+    return [api.new_patient(nif=d + "TRWAGMYFPDXBNJZSQVHLCKE"[int(d) % 23], phone=f"6{n:08d}")
+            for n, d in enumerate(dnis)]
+
+
+def test_concurrent_bookings_of_one_slot_give_exactly_one_201_d7(api, server):
+    body = {"date": "24/11/2026", "time": "09:30", "doctorId": "MARTIN"}
+    answers = race([lambda p=p: send(server, "POST", "/appointments", {**body, "patientId": p})
+                    for p in patients(api, RACERS)])
+    statuses = sorted(status for status, _ in answers)
+    assert statuses == [201] + [409] * (RACERS - 1), answers
+    assert all(payload["error"]["code"] == "SLOT_NOT_AVAILABLE" for status, payload in answers if status == 409)
+    live = api.db().execute("SELECT count(*) FROM appointments WHERE status != 'cancelled'").fetchone()[0]
+    assert live == 1
+
+
+def test_concurrent_retries_of_one_booking_all_get_the_same_id_d7(api, server):
+    body = {"date": "24/11/2026", "time": "10:00", "doctorId": "MARTIN", "patientId": api.new_patient()}
+    answers = race([lambda: send(server, "POST", "/appointments", body)] * 12)
+    assert {status for status, _ in answers} == {201}
+    assert len({payload["appointmentId"] for _, payload in answers}) == 1
+
+
+def test_concurrent_moves_onto_one_slot_give_exactly_one_winner_d8(api, server):
+    people = patients(api, 8)
+    times = ["09:00", "09:30", "10:00", "10:30"]
+    booked = [api.book(p, date=day, time=t)
+              for (p, (day, t)) in zip(people, [(d, t) for d in ("24/11/2026", "26/11/2026") for t in times])]
+    target = {"newDate": "27/11/2026", "newTime": "09:00"}
+    answers = race([lambda a=a: send(server, "PUT", f"/appointments/{a}", target) for a in booked])
+    statuses = sorted(status for status, _ in answers)
+    assert statuses == [200] + [409] * (len(booked) - 1), answers
+    on_target = api.db().execute("SELECT count(*) FROM appointments WHERE date = '2026-11-27'").fetchone()[0]
+    assert on_target == 1

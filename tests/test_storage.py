@@ -1,0 +1,136 @@
+"""Storage (D15) and the audit trail (D16)."""
+
+import json
+import sqlite3
+import stat
+import threading
+
+import pytest
+
+import agenda
+
+
+def test_connect_sets_row_factory_foreign_keys_busy_timeout_and_full_sync_d15(db_path):
+    agenda.open_database(db_path).close()
+    conn = agenda.connect(db_path)
+    assert conn.row_factory is sqlite3.Row
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with pytest.raises(sqlite3.IntegrityError):  # foreign keys really are enforced
+        conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES ('X', 'X', 'no-such-speciality')")
+
+
+def test_database_files_are_readable_by_their_owner_only(api, db_path):
+    api.new_patient()
+    for path in (db_path, db_path.with_name(db_path.name + "-wal")):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_a_new_database_is_at_the_newest_schema_version_d15(db_path):
+    conn = agenda.open_database(db_path)
+    sections = agenda.schema_sections(agenda.schema_path().read_text())
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == sections[-1][0] >= 1
+
+
+SCHEMA_V3 = """
+-- version 1
+CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY);
+-- version 2
+ALTER TABLE notes ADD COLUMN body TEXT;
+-- version 3
+INSERT INTO notes (body) VALUES ('added by 3, after the column of 2');
+"""
+
+
+def test_upgrades_run_in_order_from_the_current_version_d15(tmp_path):
+    conn = agenda.connect(tmp_path / "old.db")
+    assert agenda.migrate(conn, SCHEMA_V3.split("-- version 2")[0]) == 1
+    assert agenda.migrate(conn, SCHEMA_V3) == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert [tuple(r) for r in conn.execute("SELECT * FROM notes")] == [(1, "added by 3, after the column of 2")]
+    agenda.migrate(conn, SCHEMA_V3)  # idempotent: nothing runs twice
+    assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 1
+
+
+def test_a_failing_upgrade_changes_nothing_d15(tmp_path):
+    conn = agenda.connect(tmp_path / "old.db")
+    agenda.migrate(conn, SCHEMA_V3)
+    broken = SCHEMA_V3 + "-- version 4\nCREATE TABLE half (id INTEGER);\nTHIS IS NOT SQL;\n"
+    with pytest.raises(sqlite3.OperationalError):
+        agenda.migrate(conn, broken)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half'").fetchone()[0] == 0
+
+
+def test_a_database_newer_than_the_code_is_refused_d15(tmp_path):
+    conn = agenda.connect(tmp_path / "new.db")
+    conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(RuntimeError, match="newer"):
+        agenda.migrate(conn)
+
+
+def test_schema_sections_must_be_numbered_in_order():
+    with pytest.raises(RuntimeError):
+        agenda.schema_sections("-- version 1\nSELECT 1;\n-- version 3\nSELECT 1;\n")
+
+
+def test_one_connection_per_thread(api):
+    database = api.app.agenda_db
+    mine = database.connection()
+    assert database.connection() is mine
+    theirs = []
+    thread = threading.Thread(target=lambda: theirs.append(database.connection()))
+    thread.start()
+    thread.join()
+    assert theirs[0] is not mine
+
+
+def test_writes_take_the_write_lock_at_begin_and_roll_back_on_error(db_path):
+    agenda.open_database(db_path).close()
+    writer, other = agenda.connect(db_path), agenda.connect(db_path, timeout=0)
+    with pytest.raises(RuntimeError):
+        with agenda.transaction(writer):
+            writer.execute("INSERT INTO centers (id, name) VALUES ('C', 'Centro')")
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")  # BEGIN IMMEDIATE: the lock is taken at once
+            raise RuntimeError("boom")
+    assert writer.execute("SELECT count(*) FROM centers").fetchone()[0] == 0
+    assert not writer.in_transaction
+
+
+def test_dates_are_stored_iso_and_cancellations_keep_the_row_d15(api):
+    appointment_id = api.book(api.new_patient(), date="24/11/2026", time="9:30")
+    api.delete(f"/appointments/{appointment_id}")
+    row = api.db().execute("SELECT date, time, end_time, status, cancelled_at FROM appointments").fetchone()
+    assert (row["date"], row["time"], row["end_time"], row["status"]) == ("2026-11-24", "09:30", "10:00",
+                                                                         "cancelled")
+    assert row["cancelled_at"].startswith("2026-11-23T07:00")  # the app's clock, in UTC
+
+
+def test_every_change_is_recorded_as_an_event_with_its_source_d16(api):
+    patient = api.new_patient()
+    appointment_id = api.book(patient, time="09:00")
+    api.put(f"/appointments/{appointment_id}", {"newDate": "24/11/2026", "newTime": "10:00"})
+    api.post("/appointments/confirm", {"appointmentId": appointment_id, "confirmed": True})
+    api.delete(f"/appointments/{appointment_id}")
+    api.post("/appointments/end-of-reminder-day", {"voiceAgentConfigId": "a", "date": "24/11/2026"})
+    events = [dict(row) for row in api.db().execute("SELECT * FROM events ORDER BY id")]
+    assert [(e["source"], e["action"]) for e in events] == [
+        ("cli", "catalog.seeded"), ("api", "patient.created"), ("api", "appointment.booked"),
+        ("api", "appointment.moved"), ("api", "appointment.confirmed"), ("api", "appointment.cancelled"),
+        ("api", "reminder.closed")]
+    moved = events[3]
+    assert moved["entity"] == "appointment" and moved["entity_id"] == appointment_id
+    assert json.loads(moved["before"])["time"] == "09:00" and json.loads(moved["after"])["time"] == "10:00"
+    assert all(e["at"].startswith("2026-11-23T07:00") for e in events[1:])
+
+
+def test_refused_requests_record_no_event_d16(api):
+    api.new_patient()
+    count = api.db().execute("SELECT count(*) FROM events").fetchone()[0]
+    api.book("1", time="09:15", status=409)
+    api.delete("/appointments/77")
+    api.post("/patients", {"name": "Dup", "nif": "12345678Z"})
+    assert api.db().execute("SELECT count(*) FROM events").fetchone()[0] == count
