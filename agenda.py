@@ -575,7 +575,7 @@ class ApiPlugin:
     def __init__(self, secret, settings):
         self.secret = secret
         self.settings = settings
-        self.last_scheme = None
+        self.schemes_seen = set()
 
     def apply(self, callback, route):
         public = route.config.get("public", False)
@@ -623,8 +623,8 @@ class ApiPlugin:
                                  request_target(request.environ), raw)
         if scheme is None:
             raise ApiError(401, "INVALID_SIGNATURE", "missing or invalid X-Signature")
-        if scheme != self.last_scheme:
-            self.last_scheme = scheme
+        if scheme not in self.schemes_seen:
+            self.schemes_seen.add(scheme)
             log.info("caller signs with the %r scheme (pin it with --signature-scheme %s)", scheme, scheme)
 
 

@@ -92,9 +92,9 @@ def test_writes_take_the_write_lock_at_begin_and_roll_back_on_error(db_path):
     writer, other = agenda.connect(db_path), agenda.connect(db_path, timeout=0)
     with pytest.raises(RuntimeError):
         with agenda.transaction(writer):
-            writer.execute("INSERT INTO centers (id, name) VALUES ('C', 'Centro')")
             with pytest.raises(sqlite3.OperationalError, match="locked"):
-                other.execute("BEGIN IMMEDIATE")  # BEGIN IMMEDIATE: the lock is taken at once
+                other.execute("BEGIN IMMEDIATE")  # the lock is taken at BEGIN, before any write
+            writer.execute("INSERT INTO centers (id, name) VALUES ('C', 'Centro')")
             raise RuntimeError("boom")
     assert writer.execute("SELECT count(*) FROM centers").fetchone()[0] == 0
     assert not writer.in_transaction
