@@ -168,13 +168,18 @@ def normalise_nif(text):
 
 def parse_phone(text, field="phone"):
     """A phone as the caller says it (Spain by default) to E.164 (D11)."""
-    try:
-        number = phonenumbers.parse(text, "ES")
-    except phonenumbers.NumberParseException:
-        number = None
-    if number is None or not phonenumbers.is_valid_number(number):
-        raise ApiError(400, "INVALID_PHONE", f"{field} is not a valid phone number")
-    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    candidates = [text]
+    if not text.lstrip().startswith("+"):
+        # a '+' sent unencoded in a query string arrives as a space: 34 699 ... is +34 699 ...
+        candidates.append("+" + text.strip())
+    for candidate in candidates:
+        try:
+            number = phonenumbers.parse(candidate, "ES")
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    raise ApiError(400, "INVALID_PHONE", f"{field} is not a valid phone number")
 
 
 def body_text(body, name, required=False):
@@ -584,7 +589,11 @@ class ApiPlugin:
             request = bottle.request
             rid = request_id()
             try:
-                if request.content_length > self.settings.max_body_bytes:
+                try:
+                    declared_length = request.content_length
+                except ValueError:
+                    raise ApiError(400, "INVALID_REQUEST", "Content-Length is not a number") from None
+                if declared_length > self.settings.max_body_bytes:
                     raise ApiError(413, "PAYLOAD_TOO_LARGE",
                                    f"body over {self.settings.max_body_bytes} bytes")
                 raw = request.body.read(self.settings.max_body_bytes + 1)
@@ -647,8 +656,8 @@ def json_body():
     return body
 
 
-def appointment_key(text):
-    """An appointment id from the caller to our integer key, or None (then: not found)."""
+def numeric_id(text):
+    """A patient or appointment id from the caller to our integer key, or None (not found)."""
     text = (text or "").strip()
     return int(text) if re.fullmatch(r"[0-9]{1,18}", text) else None
 
@@ -755,7 +764,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
 
     def require_live_appointment(appointment_id):
         """The appointment row, 404 if unknown, 409 if cancelled (D8, D9)."""
-        key = appointment_key(appointment_id)
+        key = numeric_id(appointment_id)
         row = None if key is None else appointment_row(conn(), key)
         if row is None:
             raise ApiError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
@@ -885,10 +894,14 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
             first = last = parse_date(single, "date")
         else:
             first = parse_date(start_text, start_name) if start_text else today
-            last = parse_date(end_text, end_name) if end_text else first + dt.timedelta(days=13)
-        if last < first:
+            last = parse_date(end_text, end_name) if end_text else None
+        if last is not None and last < first:
             raise invalid(f"{end_name} is before {start_name}")
-        first, last = max(first, today), min(last, last_bookable_day())
+        horizon = last_bookable_day()
+        if first > horizon:  # nothing to offer; also keeps date arithmetic far from year 9999
+            return {"data": []}
+        last = min(last or first + dt.timedelta(days=13), horizon)
+        first = max(first, today)
 
         db_conn = conn()
         if doctor_id is not None:
@@ -952,7 +965,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
 
     @app.get("/appointments/<appointment_id>")
     def appointment(appointment_id):
-        key = appointment_key(appointment_id)
+        key = numeric_id(appointment_id)
         row = None if key is None else conn().execute(APPOINTMENT_SELECT + " WHERE a.id = ?", (key,)).fetchone()
         if row is None:
             raise ApiError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
@@ -968,7 +981,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         day = parse_date(body_text(body, "date", required=True), "date")
         time_text = parse_time(body_text(body, "time", required=True), "time")
         doctor_id = body_text(body, "doctorId", required=True)
-        patient_key = appointment_key(body_text(body, "patientId", required=True))
+        patient_key = numeric_id(body_text(body, "patientId", required=True))
         speciality_id = body_text(body, "specialityId")
         insurance_id = body_text(body, "insuranceId")
         center_id = body_text(body, "centerId")
@@ -1046,7 +1059,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         at = clock()
         db_conn = conn()
         with transaction(db_conn):
-            key = appointment_key(appointment_id)
+            key = numeric_id(appointment_id)
             before = None if key is None else appointment_row(db_conn, key)
             if before is None:
                 raise ApiError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")

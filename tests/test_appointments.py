@@ -322,6 +322,9 @@ def test_search_by_phone_finds_the_patient_d1(api, busy_day):
     assert listed(api.get("/appointments?phone=%2B34699111222")) == [busy_day["luis_ruiz"], busy_day["luis_sat"]]
     assert listed(api.get("/appointments?phone=699%2011%2012%2022")) == [busy_day["luis_ruiz"],
                                                                         busy_day["luis_sat"]]
+    # an unencoded '+' arrives as a space
+    assert listed(api.get("/appointments?phone=+34699111222")) == [busy_day["luis_ruiz"], busy_day["luis_sat"]]
+    assert_error(api.get("/appointments?phone=12"), 400, "INVALID_PHONE")
 
 
 def test_search_with_date_returns_that_day_only_d1(api, busy_day):

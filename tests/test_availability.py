@@ -70,6 +70,12 @@ def test_minimum_notice_is_configurable(make_api, clock):
     assert [s["time"] for s in slots(api, "doctorId=MARTIN&date=23/11/2026")] == ["09:30", "10:00", "10:30"]
 
 
+def test_far_future_dates_are_an_empty_list_not_an_error(api):
+    assert slots(api, "doctorId=MARTIN&startDate=30/12/9999") == []
+    assert slots(api, "doctorId=MARTIN&date=31/12/9999") == []
+    assert_error(api.book(api.new_patient(), date="31/12/9999", status=409), 409, "SLOT_NOT_AVAILABLE")
+
+
 def test_past_days_have_no_slots(api):
     assert slots(api, "doctorId=MARTIN&startDate=16/11/2026&endDate=20/11/2026") == []
 

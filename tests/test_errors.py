@@ -5,6 +5,7 @@ import logging
 import sqlite3
 
 import pytest
+import webtest
 
 import agenda
 from conftest import assert_error, table_rows
@@ -74,6 +75,12 @@ def test_a_body_over_the_limit_is_413_and_changes_nothing_d4(api, db_path):
     body = {"name": "A" * 70_000, "nif": "12345678Z"}
     assert_error(api.post("/patients", body), 413, "PAYLOAD_TOO_LARGE")
     assert table_rows(db_path) == before
+
+
+def test_a_malformed_content_length_is_400(api):
+    unchecked = webtest.TestApp(api.app, lint=False)  # webtest's lint would refuse the header itself
+    response = unchecked.get("/custom-config", extra_environ={"CONTENT_LENGTH": "many"}, expect_errors=True)
+    assert_error(response, 400, "INVALID_REQUEST")
 
 
 def test_a_body_just_under_the_limit_is_read(api):
