@@ -571,6 +571,12 @@ def json_error_page(http_error):
     return json_bytes(ApiError(status, code, message, **extra).payload())
 
 
+def internal_error(rid):
+    """A 500 that names the request id; the traceback goes to the log, never to the caller."""
+    log.exception("request %s failed", rid)
+    return error_response(ApiError(500, "INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500], requestId=rid))
+
+
 class ApiPlugin:
     """Wraps every route: request id, body limit, signature, JSON answers and errors."""
 
@@ -589,42 +595,38 @@ class ApiPlugin:
             request = bottle.request
             rid = request_id()
             try:
-                try:
-                    declared_length = request.content_length
-                except ValueError:
-                    raise ApiError(400, "INVALID_REQUEST", "Content-Length is not a number") from None
-                if declared_length > self.settings.max_body_bytes:
-                    raise ApiError(413, "PAYLOAD_TOO_LARGE",
-                                   f"body over {self.settings.max_body_bytes} bytes")
-                raw = request.body.read(self.settings.max_body_bytes + 1)
-                if len(raw) > self.settings.max_body_bytes:
-                    raise ApiError(413, "PAYLOAD_TOO_LARGE",
-                                   f"body over {self.settings.max_body_bytes} bytes")
-                request.environ["agenda.raw_body"] = raw
+                raw = request.environ["agenda.raw_body"] = self.read_body(request)
                 if not public and self.secret is not None:
                     self.check_signature(request, raw)
                 result = callback(*args, **kwargs)
             except ApiError as error:
                 return error_response(error)
             except sqlite3.OperationalError as error:
-                if any(marker in str(error).lower() for marker in _BUSY_MARKERS):
-                    log.error("request %s: database unavailable: %s", rid, error)
-                    return error_response(ApiError(
-                        503, "SERVICE_UNAVAILABLE", "the agenda cannot write right now; try again",
-                        requestId=rid))
-                log.exception("request %s failed", rid)
-                return error_response(ApiError(500, "INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500],
-                                               requestId=rid))
+                if not any(marker in str(error).lower() for marker in _BUSY_MARKERS):
+                    return internal_error(rid)
+                log.error("request %s: database unavailable: %s", rid, error)
+                return error_response(ApiError(503, "SERVICE_UNAVAILABLE",
+                                               "the agenda cannot write right now; try again", requestId=rid))
             except Exception:
-                log.exception("request %s failed", rid)
-                return error_response(ApiError(500, "INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500],
-                                               requestId=rid))
+                return internal_error(rid)
             if result is None:
                 return b""
             bottle.response.content_type = "application/json"
             return json_bytes(result)
 
         return wrapper
+
+    def read_body(self, request):
+        """The raw body, refused with 413 past the limit (before reading, when it says its length)."""
+        limit = self.settings.max_body_bytes
+        try:
+            declared_length = request.content_length
+        except ValueError:
+            raise ApiError(400, "INVALID_REQUEST", "Content-Length is not a number") from None
+        raw = b"" if declared_length > limit else request.body.read(limit + 1)
+        if declared_length > limit or len(raw) > limit:
+            raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
+        return raw
 
     def check_signature(self, request, raw):
         scheme = matching_scheme(self.secret, self.settings.signature_scheme,
@@ -1246,142 +1248,139 @@ def _snapshot(conn):
     return {table: [tuple(row) for row in conn.execute(sql)] for table, sql in CATALOG_TABLES.items()}
 
 
-def seed_catalogs(conn, rows, *, at, source="cli"):
-    """Apply catalog rows in one transaction: all or nothing (D18).
-
-    Returns a summary dict; `changed` is False when the file held nothing new (the
-    transaction is then rolled back and no event is recorded).
-    """
+def parse_catalog(rows):
+    """Read catalog rows into what seed_catalogs applies; problems are (line, message)."""
     problems = []
     simple = {"center": {}, "speciality": {}, "insurance": {}}
-    doctor_rows, closed_rows = {}, []
+    doctors, closures = {}, []
     for line, row in rows:
         kind = row.get("kind", "").lower()
-        if kind in simple:
-            if not row.get("id") or not row.get("name"):
-                problems.append((line, f"a {kind} row needs id and name"))
-            else:
-                simple[kind][row["id"]] = (line, row["name"])
-        elif kind == "doctor":
-            if not row.get("id") or not row.get("name") or not row.get("speciality"):
-                problems.append((line, "a doctor row needs id, name and speciality"))
-                continue
-            try:
+        try:
+            if kind in simple:
+                if not row.get("id") or not row.get("name"):
+                    raise ValueError(f"a {kind} row needs id and name")
+                simple[kind][row["id"]] = row["name"]
+            elif kind == "doctor":
+                if not row.get("id") or not row.get("name") or not row.get("speciality"):
+                    raise ValueError("a doctor row needs id, name and speciality")
+                insurances = {item.strip() for item in row.get("insurances", "").split(";") if item.strip()}
                 entry = {"line": line, "name": row["name"], "speciality": row["speciality"],
-                         "center": row.get("center") or None,
-                         "insurances": tuple(sorted({i.strip() for i in row.get("insurances", "").split(";")
-                                                     if i.strip()})),
-                         "days": parse_days(row.get("days", "")),
-                         "hours": parse_hours(row.get("hours", "")),
+                         "center": row.get("center") or None, "insurances": tuple(sorted(insurances)),
+                         "days": parse_days(row.get("days", "")), "hours": parse_hours(row.get("hours", "")),
                          "slot_minutes": parse_slot_minutes(row.get("slot_minutes", ""))}
-            except ValueError as error:
-                problems.append((line, str(error)))
-                continue
-            doctor_rows.setdefault(row["id"], []).append(entry)
-        elif kind == "closed":
-            try:
-                first = parse_date(row.get("date_from", ""), "date_from") if row.get("date_from") else None
-                if first is None:
+                doctors.setdefault(row["id"], []).append(entry)
+            elif kind == "closed":
+                if not row.get("date_from"):
                     raise ValueError("a closed row needs date_from (DD/MM/YYYY)")
+                first = parse_date(row["date_from"], "date_from")
                 last = parse_date(row["date_to"], "date_to") if row.get("date_to") else first
                 if last < first:
                     raise ValueError("date_to is before date_from")
-                hours = parse_hours(row.get("hours", ""), required=False) or [(None, None)]
-            except ApiError as error:
-                problems.append((line, error.message))
-                continue
-            except ValueError as error:
-                problems.append((line, str(error)))
-                continue
-            for start, end in hours:
-                closed_rows.append((line, row.get("id") or None, row.get("center") or None,
-                                    first.isoformat(), last.isoformat(), start, end, row.get("name", "")))
-        else:
-            problems.append((line, f"kind must be one of center, speciality, insurance, doctor, closed;"
-                                   f" got {row.get('kind', '')!r}"))
-    for doctor_id, entries in doctor_rows.items():
+                for start, end in parse_hours(row.get("hours", ""), required=False) or [(None, None)]:
+                    closures.append((line, row.get("id") or None, row.get("center") or None,
+                                     first.isoformat(), last.isoformat(), start, end, row.get("name", "")))
+            else:
+                raise ValueError(f"kind must be one of center, speciality, insurance, doctor, closed;"
+                                 f" got {row.get('kind', '')!r}")
+        except ApiError as error:
+            problems.append((line, error.message))
+        except ValueError as error:
+            problems.append((line, str(error)))
+    for doctor_id, entries in doctors.items():
         for field in ("name", "speciality", "insurances"):
             if len({entry[field] for entry in entries}) > 1:
-                problems.append((entries[-1]["line"], f"doctor {doctor_id}: {field} differs from line "
-                                                      f"{entries[0]['line']}"))
-    # The references are checked against the database inside the transaction, even when
-    # the file already has problems, so that one run reports every bad line.
+                problems.append((entries[-1]["line"],
+                                 f"doctor {doctor_id}: {field} differs from line {entries[0]['line']}"))
+    return simple, doctors, closures, problems
 
-    def exists(table, key):
-        return conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (key,)).fetchone() is not None
 
+def _exists(conn, table, key):
+    return conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (key,)).fetchone() is not None
+
+
+def _apply_doctor(conn, doctor_id, entries):
+    """Upsert one doctor and replace their hours at the centers named; returns problems."""
+    first = entries[0]
+    problems = []
+    if not _exists(conn, "specialities", first["speciality"]):
+        problems.append((first["line"], f"speciality {first['speciality']!r} is not in the catalog"))
+    for insurance_id in first["insurances"]:
+        if not _exists(conn, "insurances", insurance_id):
+            problems.append((first["line"], f"insurance {insurance_id!r} is not in the catalog"))
+    for entry in entries:
+        if entry["center"] and not _exists(conn, "centers", entry["center"]):
+            problems.append((entry["line"], f"center {entry['center']!r} is not in the catalog"))
+    if problems:
+        return problems
+    conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES (?, ?, ?)"
+                 " ON CONFLICT (id) DO UPDATE SET name = excluded.name, speciality_id = excluded.speciality_id",
+                 (doctor_id, first["name"], first["speciality"]))
+    conn.execute("DELETE FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))
+    conn.executemany("INSERT INTO doctor_insurances (doctor_id, insurance_id) VALUES (?, ?)",
+                     [(doctor_id, insurance_id) for insurance_id in first["insurances"]])
+    for center in {entry["center"] for entry in entries}:
+        conn.execute("DELETE FROM schedules WHERE doctor_id = ? AND center_id IS ?", (doctor_id, center))
+    for entry in entries:
+        conn.executemany(
+            "INSERT INTO schedules (doctor_id, center_id, weekday, start_time, end_time, slot_minutes)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [(doctor_id, entry["center"], weekday, start, end, entry["slot_minutes"])
+             for weekday in entry["days"] for start, end in entry["hours"]])
+    overlap = conn.execute(
+        "SELECT a.weekday, a.start_time, a.end_time, b.start_time, b.end_time"
+        " FROM schedules a JOIN schedules b ON a.doctor_id = b.doctor_id AND a.weekday = b.weekday"
+        " AND a.id < b.id AND a.start_time < b.end_time AND b.start_time < a.end_time"
+        " WHERE a.doctor_id = ? LIMIT 1", (doctor_id,)).fetchone()
+    if overlap:
+        day = next(name for name, number in WEEKDAYS.items() if number == overlap[0])
+        problems.append((first["line"], f"doctor {doctor_id}: hours {overlap[1]}-{overlap[2]} and "
+                                        f"{overlap[3]}-{overlap[4]} overlap on {day}"))
+    return problems
+
+
+def _apply_closure(conn, line, doctor_id, center_id, first, last, start, end, reason):
+    """Add a closure, or update the reason of the same one; returns problems."""
+    if doctor_id and not _exists(conn, "doctors", doctor_id):
+        return [(line, f"doctor {doctor_id!r} is not in the catalog")]
+    if center_id and not _exists(conn, "centers", center_id):
+        return [(line, f"center {center_id!r} is not in the catalog")]
+    same = conn.execute("SELECT id FROM closures WHERE doctor_id IS ? AND center_id IS ? AND date_from = ?"
+                        " AND date_to = ? AND start_time IS ? AND end_time IS ?",
+                        (doctor_id, center_id, first, last, start, end)).fetchone()
+    if same:
+        conn.execute("UPDATE closures SET reason = ? WHERE id = ?", (reason, same["id"]))
+    else:
+        conn.execute("INSERT INTO closures (doctor_id, center_id, date_from, date_to, start_time, end_time, reason)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?)", (doctor_id, center_id, first, last, start, end, reason))
+    return []
+
+
+def seed_catalogs(conn, rows, *, at, source="cli"):
+    """Apply catalog rows in one transaction: all or nothing (D18).
+
+    References are checked against the database inside the transaction even when the
+    file already has problems, so one run reports every bad line. Returns a summary;
+    `changed` is False when the file held nothing new (the transaction is then rolled
+    back and no event is recorded).
+    """
+    simple, doctors, closures, problems = parse_catalog(rows)
     try:
         with transaction(conn):
             before = _snapshot(conn)
             for kind, table in (("center", "centers"), ("speciality", "specialities"), ("insurance", "insurances")):
-                for key, (_, name) in simple[kind].items():
-                    conn.execute(f"INSERT INTO {table} (id, name) VALUES (?, ?)"
-                                 " ON CONFLICT (id) DO UPDATE SET name = excluded.name", (key, name))
-            for doctor_id, entries in doctor_rows.items():
-                first = entries[0]
-                unknown = []
-                if not exists("specialities", first["speciality"]):
-                    unknown.append((first["line"], f"speciality {first['speciality']!r} is not in the catalog"))
-                for insurance_id in first["insurances"]:
-                    if not exists("insurances", insurance_id):
-                        unknown.append((first["line"], f"insurance {insurance_id!r} is not in the catalog"))
-                for entry in entries:
-                    if entry["center"] and not exists("centers", entry["center"]):
-                        unknown.append((entry["line"], f"center {entry['center']!r} is not in the catalog"))
-                if unknown:
-                    problems.extend(unknown)
-                    continue
-                conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES (?, ?, ?)"
-                             " ON CONFLICT (id) DO UPDATE SET name = excluded.name,"
-                             " speciality_id = excluded.speciality_id",
-                             (doctor_id, first["name"], first["speciality"]))
-                conn.execute("DELETE FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))
-                conn.executemany("INSERT INTO doctor_insurances (doctor_id, insurance_id) VALUES (?, ?)",
-                                 [(doctor_id, insurance_id) for insurance_id in first["insurances"]])
-                for center in {entry["center"] for entry in entries}:
-                    conn.execute("DELETE FROM schedules WHERE doctor_id = ? AND center_id IS ?", (doctor_id, center))
-                for entry in entries:
-                    conn.executemany(
-                        "INSERT INTO schedules (doctor_id, center_id, weekday, start_time, end_time, slot_minutes)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        [(doctor_id, entry["center"], weekday, start, end, entry["slot_minutes"])
-                         for weekday in entry["days"] for start, end in entry["hours"]])
-                hours = conn.execute(
-                    "SELECT a.weekday, a.start_time, a.end_time, b.start_time, b.end_time"
-                    " FROM schedules a JOIN schedules b ON a.doctor_id = b.doctor_id AND a.weekday = b.weekday"
-                    " AND a.id < b.id AND a.start_time < b.end_time AND b.start_time < a.end_time"
-                    " WHERE a.doctor_id = ? LIMIT 1", (doctor_id,)).fetchone()
-                if hours:
-                    day = [name for name, number in WEEKDAYS.items() if number == hours[0]][0]
-                    problems.append((first["line"], f"doctor {doctor_id}: hours {hours[1]}-{hours[2]} and "
-                                                    f"{hours[3]}-{hours[4]} overlap on {day}"))
+                conn.executemany(f"INSERT INTO {table} (id, name) VALUES (?, ?)"
+                                 " ON CONFLICT (id) DO UPDATE SET name = excluded.name", simple[kind].items())
             has_centers = conn.execute("SELECT 1 FROM centers LIMIT 1").fetchone() is not None
-            for doctor_id, entries in doctor_rows.items():
-                for entry in entries:
-                    if has_centers and entry["center"] is None:
-                        problems.append((entry["line"], f"doctor {doctor_id}: center is required "
-                                                        "when the clinic has centers"))
-            for line, doctor_id, center_id, first, last, start, end, reason in closed_rows:
-                if doctor_id and not exists("doctors", doctor_id):
-                    problems.append((line, f"doctor {doctor_id!r} is not in the catalog"))
-                    continue
-                if center_id and not exists("centers", center_id):
-                    problems.append((line, f"center {center_id!r} is not in the catalog"))
-                    continue
-                match = conn.execute(
-                    "SELECT id FROM closures WHERE doctor_id IS ? AND center_id IS ? AND date_from = ?"
-                    " AND date_to = ? AND start_time IS ? AND end_time IS ?",
-                    (doctor_id, center_id, first, last, start, end)).fetchone()
-                if match:
-                    conn.execute("UPDATE closures SET reason = ? WHERE id = ?", (reason, match["id"]))
-                else:
-                    conn.execute("INSERT INTO closures (doctor_id, center_id, date_from, date_to, start_time,"
-                                 " end_time, reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                 (doctor_id, center_id, first, last, start, end, reason))
+            for doctor_id, entries in doctors.items():
+                problems.extend(_apply_doctor(conn, doctor_id, entries))
+                problems.extend((entry["line"], f"doctor {doctor_id}: center is required when the clinic has centers")
+                                for entry in entries if has_centers and entry["center"] is None)
+            for closure in closures:
+                problems.extend(_apply_closure(conn, *closure))
             if problems:
                 raise SeedError(problems)
             after = _snapshot(conn)
-            summary = {table: len(rows_) for table, rows_ in after.items()}
+            summary = {table: len(table_rows) for table, table_rows in after.items()}
             if after == before:
                 raise _NothingChanged()
             record_event(conn, at, source, "catalog.seeded", "catalog", None, after=summary)
