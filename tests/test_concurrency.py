@@ -86,3 +86,16 @@ def test_concurrent_moves_onto_one_slot_give_exactly_one_winner_d8(api, server):
     assert statuses == [200] + [409] * (len(booked) - 1), answers
     on_target = api.db().execute("SELECT count(*) FROM appointments WHERE date = '2026-11-27'").fetchone()[0]
     assert on_target == 1
+
+
+def test_request_scheme_signs_the_path_and_query_exactly_as_sent_through_waitress_d5(api, server):
+    target = "/appointments?date=24%2F11%2F2026&centerId=C1"
+    signature = sign(b"", method="GET", target=target)
+    request = urllib.request.Request(server + target, headers={"X-Signature": signature})
+    with urllib.request.urlopen(request, timeout=20) as response:
+        assert response.status == 200 and json.loads(response.read()) == {"data": []}
+    decoded = "/appointments?date=24/11/2026&centerId=C1"  # what a proxy that re-encodes would forward
+    request = urllib.request.Request(server + decoded, headers={"X-Signature": signature})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=20)
+    assert refused.value.code == 401
