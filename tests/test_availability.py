@@ -8,6 +8,8 @@ C2; 08/12 is a holiday; C2 is closed 16:00-16:30 on 30/11. Now: Mon 23/11/2026 0
 
 import datetime as dt
 
+import pytest
+
 from conftest import MADRID, assert_error
 
 
@@ -188,18 +190,18 @@ def test_minimum_notice_counts_real_minutes_across_fall_back(make_api, clock):
     assert [s["time"] for s in slots(api, "doctorId=NOCHE&date=25/10/2026")] == ["03:00", "03:30"]
 
 
-def test_days_around_both_changes_keep_the_same_grid(make_api, clock):
-    clock.set(2026, 3, 25, 8, 0)
+@pytest.mark.parametrize("today, first, last", [
+    ((2026, 3, 25), "27/03/2026", "31/03/2026"),   # Fri to Tue around 29/03
+    ((2026, 10, 21), "23/10/2026", "27/10/2026"),  # Fri to Tue around 25/10
+])
+def test_days_around_both_changes_keep_the_same_grid(make_api, clock, today, first, last):
+    clock.set(*today)
     api = make_api(NIGHT_CSV)
-    for start, end in (("27/03/2026", "31/03/2026"), ("23/10/2026", "27/10/2026")):
-        if start.endswith("10/2026"):
-            clock.set(2026, 10, 21, 8, 0)
-        data = slots(api, f"doctorId=DIA&startDate={start}&endDate={end}")
-        per_day = {}
-        for slot in data:
-            per_day.setdefault(slot["date"], []).append(slot["time"])
-        assert len(per_day) == 5
-        assert all(times == ["09:00", "09:30"] for times in per_day.values())
+    per_day = {}
+    for slot in slots(api, f"doctorId=DIA&startDate={first}&endDate={last}"):
+        per_day.setdefault(slot["date"], []).append(slot["time"])
+    assert len(per_day) == 5
+    assert all(times == ["09:00", "09:30"] for times in per_day.values())
 
 
 def test_a_slot_on_the_spring_forward_day_can_be_booked_once(make_api, clock):

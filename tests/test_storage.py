@@ -134,3 +134,12 @@ def test_refused_requests_record_no_event_d16(api):
     api.delete("/appointments/77")
     api.post("/patients", {"name": "Dup", "nif": "12345678Z"})
     assert api.db().execute("SELECT count(*) FROM events").fetchone()[0] == count
+
+
+def test_bookings_survive_a_restart_of_the_service(make_api):
+    api = make_api()
+    appointment_id = api.book(api.new_patient())
+    api.app.agenda_db.close()
+    restarted = make_api(csv=None)
+    assert restarted.get(f"/appointments/{appointment_id}").json["time"] == "09:00"
+    assert restarted.book(restarted.new_patient(nif="11111111H", phone="699111222"), status=409)
