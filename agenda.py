@@ -776,7 +776,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
 
     def slot_at(doctor, day, time_text, center_id, ignore_appointment_id=None):
         """The offerable slot of this doctor at this date and time, or 409 (D7, D8)."""
-        if day <= last_bookable_day():
+        if clinic_now().date() <= day <= last_bookable_day():
             for slot in free_slots(conn(), [doctor], day, day, tz=tz, earliest=earliest_start(),
                                    center_id=center_id, ignore_appointment_id=ignore_appointment_id):
                 if slot.time == time_text:

@@ -359,3 +359,9 @@ def test_a_patient_without_phone_is_listed_with_null_phone(api):
     appointment_id = api.book(response.json["patientId"])
     assert api.get(f"/appointments/{appointment_id}").json["phone"] is None
     assert listed(api.get("/appointments?date=24/11/2026")) == [appointment_id]
+
+
+def test_booking_a_date_long_past_is_409_in_any_time_zone(make_api):
+    # 01/01/0001 09:00 in Tokyo is in year 0 in UTC: it must be refused, not overflow
+    api = make_api(tz="Asia/Tokyo")
+    assert_error(api.book(api.new_patient(), date="01/01/0001", status=409), 409, "SLOT_NOT_AVAILABLE")
