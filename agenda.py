@@ -28,6 +28,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -380,9 +381,9 @@ def appointment_row(conn, appointment_id):
 
 # --- Slots (D6) -------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Slot:
+class Slot(NamedTuple):
     date: dt.date
+    date_text: str  # DD/MM/YYYY, written once a day rather than once a slot
     time: str
     end_time: str
     duration: int
@@ -392,7 +393,7 @@ class Slot:
     center_id: str | None
 
     def as_json(self):
-        return {"date": format_date(self.date), "time": self.time, "duration": self.duration,
+        return {"date": self.date_text, "time": self.time, "duration": self.duration,
                 "doctorId": self.doctor_id, "doctorName": self.doctor_name,
                 "specialityId": self.speciality_id, "centerId": self.center_id}
 
@@ -409,6 +410,12 @@ def local_start(day, time_text, tz):
     if instant.astimezone(tz).replace(tzinfo=None) != naive:
         return None
     return instant
+
+
+def wall_clock_is_plain(day, tz):
+    """True when the clinic's clock neither skips nor repeats any time on this day."""
+    midnight = dt.datetime.combine(day, dt.time(), tzinfo=tz)
+    return midnight.utcoffset() == (midnight + dt.timedelta(days=1)).utcoffset()
 
 
 def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=None,
@@ -433,9 +440,11 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
     if center_id is not None:
         sql += " AND center_id = ?"
         params.append(center_id)
-    hours_by_weekday = {}
+    hours_by_weekday = {}  # weekday: [(schedule row, [(start, end), ...] on its slot grid)]
     for row in conn.execute(sql, params):
-        hours_by_weekday.setdefault(row["weekday"], []).append(row)
+        step, start, stop = row["slot_minutes"], minutes_of(row["start_time"]), minutes_of(row["end_time"])
+        grid = [(hhmm(begin), hhmm(begin + step)) for begin in range(start, stop - step + 1, step)]
+        hours_by_weekday.setdefault(row["weekday"], []).append((row, grid))
 
     closures = conn.execute(
         "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time FROM closures"
@@ -450,28 +459,30 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
         busy.setdefault((row["doctor_id"], row["date"]), []).append((row["time"], row["end_time"]))
 
     slots = []
+    earliest_day = earliest.astimezone(tz).date()
     day = first_day
     while day <= last_day:
-        iso = day.isoformat()
+        iso, date_text = day.isoformat(), format_date(day)
         day_closures = [c for c in closures if c["date_from"] <= iso <= c["date_to"]]
-        for hours in hours_by_weekday.get(day.weekday(), ()):
+        # Each slot's instant is worked out only where it can matter: on the days the
+        # notice reaches and on DST days; on a later plain day every slot is offerable.
+        check_instants = day <= earliest_day or not wall_clock_is_plain(day, tz)
+        for hours, grid in hours_by_weekday.get(day.weekday(), ()):
             doctor = by_id[hours["doctor_id"]]
             taken = busy.get((doctor["id"], iso), ())
             shut = [c for c in day_closures
                     if c["doctor_id"] in (None, doctor["id"]) and c["center_id"] in (None, hours["center_id"])]
-            step = hours["slot_minutes"]
-            start, stop = minutes_of(hours["start_time"]), minutes_of(hours["end_time"])
-            for begin in range(start, stop - step + 1, step):
-                time_text, end_text = hhmm(begin), hhmm(begin + step)
+            for time_text, end_text in grid:
                 if any(c["start_time"] is None or (c["start_time"] < end_text and time_text < c["end_time"])
                        for c in shut):
                     continue
                 if any(t < end_text and time_text < e for t, e in taken):
                     continue
-                starts = local_start(day, time_text, tz)
-                if starts is None or starts < earliest:
-                    continue
-                slots.append(Slot(day, time_text, end_text, step, doctor["id"], doctor["name"],
+                if check_instants:
+                    starts = local_start(day, time_text, tz)
+                    if starts is None or starts < earliest:
+                        continue
+                slots.append(Slot(day, date_text, time_text, end_text, hours["slot_minutes"], doctor["id"], doctor["name"],
                                   doctor["speciality_id"], hours["center_id"]))
         day += dt.timedelta(days=1)
     slots.sort(key=lambda slot: (slot.date, slot.time, slot.doctor_id))
