@@ -24,6 +24,7 @@ import sqlite3
 import sys
 import sysconfig
 import threading
+import unicodedata
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -143,8 +144,8 @@ def hhmm(minutes):
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-_DNI_SHAPE = re.compile(r"\d{7,8}[A-Z]|\d{8}")
-_NIE_SHAPE = re.compile(r"[XYZ]\d{7}[A-Z]?")
+_DNI_SHAPE = re.compile(r"\d{7,8}[A-Z]|\d{8}", re.ASCII)
+_NIE_SHAPE = re.compile(r"[XYZ]\d{7}[A-Z]?", re.ASCII)
 _OTHER_ID = re.compile(r"[A-Z0-9]{5,20}")
 
 
@@ -153,8 +154,10 @@ def normalise_nif(text):
 
     A DNI written without its leading zero (1234567L) is padded to eight digits.
     Values of another shape (passports) pass when they are 5 to 20 letters and digits.
+    NFKC first, so that fullwidth or other compatibility digits become ASCII and one
+    person cannot be stored twice under two spellings of the same NIF.
     """
-    nif = re.sub(r"[\s.\-]", "", text).upper()
+    nif = re.sub(r"[\s.\-]", "", unicodedata.normalize("NFKC", text)).upper()
     if _DNI_SHAPE.fullmatch(nif):
         nif = nif.zfill(9) if nif[-1].isalpha() else nif
         if not dni.is_valid(nif):
@@ -427,6 +430,7 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
     closure, overlaps no live appointment of that doctor (except the one being moved)
     and starts no earlier than `earliest`, an aware datetime in UTC.
     """
+    first_day = max(first_day, earliest.astimezone(tz).date())  # nothing earlier can be offered
     if not doctors or last_day < first_day:
         return []
     by_id = {doctor["id"]: doctor for doctor in doctors}
@@ -787,7 +791,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
 
     def slot_at(doctor, day, time_text, center_id, ignore_appointment_id=None):
         """The offerable slot of this doctor at this date and time, or 409 (D7, D8)."""
-        if clinic_now().date() <= day <= last_bookable_day():
+        if day <= last_bookable_day():
             for slot in free_slots(conn(), [doctor], day, day, tz=tz, earliest=earliest_start(),
                                    center_id=center_id, ignore_appointment_id=ignore_appointment_id):
                 if slot.time == time_text:
@@ -914,7 +918,6 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         if first > horizon:  # nothing to offer; also keeps date arithmetic far from year 9999
             return {"data": []}
         last = min(last or first + dt.timedelta(days=13), horizon)
-        first = max(first, today)
 
         db_conn = conn()
         if doctor_id is not None:

@@ -61,6 +61,14 @@ def test_nif_is_normalised_on_create_and_lookup_d11(api):
     assert api.get("/patients?nif=12%20345%20678%20Z").json["nif"] == "12345678Z"
 
 
+def test_a_nif_in_fullwidth_digits_is_the_same_patient_d11(api):
+    patient_id = api.new_patient(nif="12345678Z")
+    assert api.get("/patients?nif=%EF%BC%91%EF%BC%92345678Z").json["id"] == patient_id  # "１２345678Z"
+    error = assert_error(api.post("/patients", {"name": "Otra", "nif": "１２３４５６７８Ｚ"}), 409,
+                         "PATIENT_ALREADY_EXISTS")
+    assert error["patientId"] == patient_id
+
+
 def test_dni_without_leading_zero_is_padded_d11(api):
     patient_id = api.new_patient(nif="0000001R")
     assert api.get("/patients?nif=0000001R").json["id"] == patient_id
