@@ -16,14 +16,17 @@ import csv
 import datetime as dt
 import hashlib
 import hmac
+import io
 import json
 import logging
 import os
 import re
+import signal
 import sqlite3
 import sys
 import sysconfig
 import threading
+import time
 import unicodedata
 import uuid
 from contextlib import contextmanager
@@ -228,6 +231,24 @@ def query_first(*names):
     return names[0], None
 
 
+def patient_fields(fields, today):
+    """D11: a new patient from a JSON body or an imported CSV row, checked and normalised.
+
+    fields maps name, surname, birthDate, nif and phone to text; the answer maps the
+    patients table's columns to what it stores.
+    """
+    name = body_text(fields, "name", required=True)
+    nif = normalise_nif(body_text(fields, "nif", required=True))
+    surname = body_text(fields, "surname")
+    birth_text = body_text(fields, "birthDate")
+    birth_date = parse_date(birth_text, "birthDate") if birth_text else None
+    if birth_date and birth_date > today:
+        raise invalid("birthDate is in the future")
+    phone = body_text(fields, "phone")
+    return {"name": name, "surname": surname, "birth_date": birth_date.isoformat() if birth_date else None,
+            "nif": nif, "phone": phone, "phone_e164": parse_phone(phone) if phone else None}
+
+
 # --- Storage ----------------------------------------------------------------------
 
 SCHEMA_FILE = "schema.sql"
@@ -252,6 +273,14 @@ def schema_path():
         if candidate.is_file():
             return candidate
     raise RuntimeError(f"{SCHEMA_FILE} not found; looked in: {', '.join(map(str, candidates))}")
+
+
+def read_schema():
+    """The text of schema.sql: from a file, or from inside agenda.pyz (the one-file build)."""
+    loader = globals().get("__loader__")
+    if loader is not None and type(loader).__name__ == "zipimporter":
+        return loader.get_data(os.path.join(os.path.dirname(__file__), SCHEMA_FILE)).decode("utf-8")
+    return schema_path().read_text(encoding="utf-8")
 
 
 def schema_sections(text):
@@ -299,7 +328,7 @@ def transaction(conn):
 def migrate(conn, schema_text=None):
     """Bring the database up to the newest section of schema.sql, in order (D15)."""
     if schema_text is None:
-        schema_text = schema_path().read_text(encoding="utf-8")
+        schema_text = read_schema()
     sections = schema_sections(schema_text)
     newest = sections[-1][0] if sections else 0
     current = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -375,6 +404,107 @@ def record_event(conn, at, source, action, entity, entity_id, before=None, after
         (utc_iso(at), source, action, entity, None if entity_id is None else str(entity_id),
          None if before is None else json.dumps(before, ensure_ascii=False),
          None if after is None else json.dumps(after, ensure_ascii=False)))
+
+
+INSERT_PATIENT = ("INSERT INTO patients (name, surname, birth_date, nif, phone, phone_e164, created_at)"
+                  " VALUES (?, ?, ?, ?, ?, ?, ?)")
+
+
+def patient_row(patient, at):
+    """The parameters of INSERT_PATIENT for a patient made by patient_fields."""
+    return (patient["name"], patient["surname"], patient["birth_date"], patient["nif"], patient["phone"],
+            patient["phone_e164"], utc_iso(at))
+
+
+def remember(conn, key, value, at):
+    """Keep one fact about the service for `agenda status` (scheme seen, last backup)."""
+    conn.execute(
+        "INSERT INTO service_state (key, value, updated_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        (key, json.dumps(value, ensure_ascii=False), utc_iso(at)))
+
+
+def recall(conn, key):
+    """(value, updated_at) of a fact kept by `remember`, or (None, None)."""
+    row = conn.execute("SELECT value, updated_at FROM service_state WHERE key = ?", (key,)).fetchone()
+    return (None, None) if row is None else (json.loads(row["value"]), row["updated_at"])
+
+
+def database_counts(conn):
+    """What an admin checks a copy by: patients, appointments (live ones too), doctors."""
+    return dict(conn.execute(
+        "SELECT (SELECT count(*) FROM patients) AS patients,"
+        " (SELECT count(*) FROM appointments) AS appointments,"
+        " (SELECT count(*) FROM appointments WHERE status != 'cancelled') AS live_appointments,"
+        " (SELECT count(*) FROM doctors) AS doctors,"
+        " (SELECT count(*) FROM centers) AS centers").fetchone())
+
+
+def open_read_only(path):
+    """A connection that cannot change the file (a backup being checked before a restore)."""
+    conn = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True,
+                           isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def check_database_file(path):
+    """The schema version and counts of an agenda database file; ValueError says what is wrong.
+
+    Reads only: integrity_check first, then the schema version, then the tables.
+    """
+    newest = schema_sections(read_schema())[-1][0]
+    try:
+        conn = open_read_only(path)
+    except sqlite3.Error as error:
+        raise ValueError(f"cannot open it: {error}") from None
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+        if problems != ["ok"]:
+            raise ValueError("integrity_check failed: " + "; ".join(problems[:5]))
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            raise ValueError("it is not an agenda database (schema version 0)")
+        if version > newest:
+            raise ValueError(f"its schema version {version} is newer than this agenda's ({newest}); "
+                             "upgrade agenda first")
+        return version, database_counts(conn)
+    except sqlite3.DatabaseError as error:
+        raise ValueError(f"it is not a readable SQLite database: {error}") from None
+    finally:
+        conn.close()
+
+
+def fsync_path(path):
+    """Flush a file, or a folder's entries after a rename, to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def copy_database(conn, dest):
+    """A consistent, compact copy of conn's database at dest, mode 0600, placed atomically.
+
+    VACUUM INTO writes a temporary file beside dest from one read transaction (so a
+    server may go on writing), the copy must pass integrity_check, then it is flushed
+    and renamed over dest. Returns the copy's schema version and counts.
+    """
+    dest = Path(dest)
+    temporary = dest.with_name(f".{dest.name}.{os.getpid()}.partial")
+    temporary.unlink(missing_ok=True)
+    create_private_file(temporary)
+    try:
+        conn.execute("VACUUM INTO ?", (str(temporary),))
+        version, counts = check_database_file(temporary)
+        fsync_path(temporary)
+        os.replace(temporary, dest)
+        fsync_path(dest.parent)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return version, counts
 
 
 def appointment_row(conn, appointment_id):
@@ -558,11 +688,44 @@ def json_bytes(payload):
 
 
 def request_id():
-    environ = bottle.request.environ
-    if "agenda.request_id" not in environ:
-        environ["agenda.request_id"] = uuid.uuid4().hex[:16]
-        bottle.response.set_header("X-Request-Id", environ["agenda.request_id"])
-    return environ["agenda.request_id"]
+    """This request's id, given by `with_access_log`; it is sent back as X-Request-Id."""
+    return bottle.request.environ.setdefault("agenda.request_id", uuid.uuid4().hex[:16])
+
+
+access_log = logging.getLogger("agenda.access")
+
+
+def logged_path(environ):
+    """The path for the access log: a route's path as sent (it holds ids at most), and
+    of an unknown path only its first segment, since a caller's wrong URL may hold a NIF
+    or a phone. The query string, which may too, is never logged."""
+    path = environ.get("PATH_INFO", "")
+    if "bottle.route" in environ:
+        return path
+    first, _, rest = path.lstrip("/").partition("/")
+    return "/" + first[:40] + ("/..." if rest else "")
+
+
+def with_access_log(wsgi):
+    """WSGI middleware: a request id for every request, and one access-log line for each
+    (method, path, status, duration in ms, request id), unknown routes and crashes included."""
+
+    def app(environ, start_response):
+        started = time.perf_counter()
+        rid = environ["agenda.request_id"] = uuid.uuid4().hex[:16]
+        status = []
+
+        def start(status_line, headers, exc_info=None):
+            status.append(status_line.split(" ", 1)[0])
+            return start_response(status_line, headers + [("X-Request-Id", rid)], exc_info)
+
+        try:
+            return wsgi(environ, start)
+        finally:
+            access_log.info("%s %s %s %.1fms rid=%s", environ.get("REQUEST_METHOD", "-"), logged_path(environ),
+                            status[0] if status else "-", (time.perf_counter() - started) * 1000, rid)
+
+    return app
 
 
 def error_response(error):
@@ -598,10 +761,11 @@ class ApiPlugin:
     name = "agenda"
     api = 2
 
-    def __init__(self, secret, settings):
+    def __init__(self, secret, settings, on_new_scheme=None):
         self.secret = secret
         self.settings = settings
         self.schemes_seen = set()
+        self.on_new_scheme = on_new_scheme or (lambda scheme: None)
 
     def apply(self, callback, route):
         public = route.config.get("public", False)
@@ -652,6 +816,7 @@ class ApiPlugin:
         if scheme not in self.schemes_seen:
             self.schemes_seen.add(scheme)
             log.info("caller signs with the %r scheme (pin it with --signature-scheme %s)", scheme, scheme)
+            self.on_new_scheme(scheme)
 
 
 def json_body():
@@ -739,7 +904,8 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
     app.agenda_db = db
     app.agenda_settings = settings
     app.default_error_handler = json_error_page
-    app.install(ApiPlugin(secret or None, settings))
+    app.install(ApiPlugin(secret or None, settings, on_new_scheme=lambda scheme: remember_scheme(scheme)))
+    app.wsgi = with_access_log(app.wsgi)  # Bottle.__call__ calls self.wsgi
 
     def clinic_now():
         return clock().astimezone(tz)
@@ -753,6 +919,14 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
 
     def conn():
         return db.connection()
+
+    def remember_scheme(scheme):
+        """D5: keep the scheme the caller signs with for `agenda status`; never fail a request for it."""
+        try:
+            with transaction(conn()) as db_conn:
+                remember(db_conn, "signature_scheme", scheme, clock())
+        except sqlite3.Error as error:
+            log.warning("could not record the signature scheme: %s", error)
 
     def require_center(center_id):
         if center_id is not None and conn().execute(
@@ -865,29 +1039,15 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
 
     @app.post("/patients")
     def create_patient():
-        body = json_body()
-        name = body_text(body, "name", required=True)
-        nif = normalise_nif(body_text(body, "nif", required=True))
-        surname = body_text(body, "surname")
-        birth_text = body_text(body, "birthDate")
-        birth_date = parse_date(birth_text, "birthDate") if birth_text else None
-        if birth_date and birth_date > clinic_now().date():
-            raise invalid("birthDate is in the future")
-        phone = body_text(body, "phone")
-        phone_e164 = parse_phone(phone) if phone else None
+        patient = patient_fields(json_body(), clinic_now().date())
         at = clock()
         db_conn = conn()
         with transaction(db_conn):
-            existing = db_conn.execute("SELECT id FROM patients WHERE nif = ?", (nif,)).fetchone()
+            existing = db_conn.execute("SELECT id FROM patients WHERE nif = ?", (patient["nif"],)).fetchone()
             if existing:
                 raise ApiError(409, "PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
                                patientId=str(existing["id"]))
-            cursor = db_conn.execute(
-                "INSERT INTO patients (name, surname, birth_date, nif, phone, phone_e164, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (name, surname, birth_date.isoformat() if birth_date else None, nif, phone, phone_e164,
-                 utc_iso(at)))
-            patient_id = cursor.lastrowid
+            patient_id = db_conn.execute(INSERT_PATIENT, patient_row(patient, at)).lastrowid
             row = db_conn.execute("SELECT * FROM patients WHERE id = ?", (patient_id,)).fetchone()
             record_event(db_conn, at, "api", "patient.created", "patient", patient_id, after=dict(row))
         bottle.response.status = 201
@@ -1403,6 +1563,80 @@ def seed_catalogs(conn, rows, *, at, source="cli"):
     return {"changed": True, **summary}
 
 
+# --- Patient import -----------------------------------------------------------------
+
+PATIENT_COLUMN_NAMES = {  # a header, lower case without spaces, dashes or underscores: our field
+    "name": "name", "nombre": "name", "surname": "surname", "surnames": "surname", "apellidos": "surname",
+    "birthdate": "birthDate", "dateofbirth": "birthDate", "fechanacimiento": "birthDate",
+    "fechadenacimiento": "birthDate", "nif": "nif", "dni": "nif", "nie": "nif",
+    "phone": "phone", "telephone": "phone", "telefono": "phone", "teléfono": "phone", "movil": "phone",
+    "móvil": "phone",
+}
+
+
+class PatientFileError(Exception):
+    """A patient file that cannot be read at all (not one bad row: those are listed)."""
+
+
+def decode_text_file(raw):
+    """Text from a CSV exported by another system: UTF-8 (with or without BOM), else
+    Windows-1252, else Latin-1, which reads any byte."""
+    for encoding in ("utf-8-sig", "cp1252", "latin-1"):
+        try:
+            return raw.decode(encoding), encoding
+        except UnicodeDecodeError:
+            continue
+
+
+def read_patient_file(path):
+    """[(line, {field: text})] from a patients CSV with a header (',' ';' or tab separated)."""
+    text, _ = decode_text_file(Path(path).read_bytes())
+    if not text.strip():
+        raise PatientFileError("the file is empty; it needs a header row: name,surname,birthDate,nif,phone")
+    try:
+        dialect = csv.Sniffer().sniff(text.split("\n", 1)[0], delimiters=",;\t")
+    except csv.Error:
+        dialect = csv.excel
+    reader = csv.reader(io.StringIO(text, newline=""), dialect)
+    header = next(reader)
+    fields = [PATIENT_COLUMN_NAMES.get(re.sub(r"[\s_\-]", "", name).lower()) for name in header]
+    missing = [name for name in ("name", "nif") if name not in fields]
+    if missing:
+        raise PatientFileError(f"the header has no {' and no '.join(missing)} column; it reads {header}; "
+                           "name it name,surname,birthDate,nif,phone")
+    rows = []
+    for values in reader:
+        if any(value.strip() for value in values):
+            rows.append((reader.line_num, {field: value for field, value in zip(fields, values) if field}))
+    return rows
+
+
+def plan_patient_import(conn, rows, today):
+    """Check every row as POST /patients would (D11), against the file and the database.
+
+    Returns (patients to insert, problems, already present): problems are
+    "line N: why" texts; a NIF already in the agenda is reported, never doubled.
+    """
+    known = dict(conn.execute("SELECT nif, id FROM patients"))
+    first_line_of = {}
+    patients, problems, present = [], [], []
+    for line, fields in rows:
+        try:
+            patient = patient_fields(fields, today)
+        except ApiError as error:
+            problems.append(f"line {line}: {error.message}")
+            continue
+        nif = patient["nif"]
+        if nif in known:
+            present.append(f"line {line}: already in the agenda as patient {known[nif]}, not imported")
+        elif nif in first_line_of:
+            problems.append(f"line {line}: the same nif as line {first_line_of[nif]}")
+        else:
+            first_line_of[nif] = line
+            patients.append(patient)
+    return patients, problems, present
+
+
 # --- The command line (D17) -----------------------------------------------------
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -1413,18 +1647,28 @@ def db_option(function):
                         type=click.Path(dir_okay=False), help="The SQLite file [env: AGENDA_DB].")(function)
 
 
+version_option = click.version_option(__version__, "--version", prog_name="agenda",
+                                      help="Show the version and exit.")
+
+
 @click.group(context_settings=CONTEXT_SETTINGS)
-@click.version_option(__version__, "--version", prog_name="agenda")
+@version_option
 def cli():
     """Agenda: a small clinic's appointment agenda, served to a voice agent over HTTP.
 
-    Load the catalogs, then serve:
+    Every option may also come from an AGENDA_* environment variable (see each
+    command's -h). A first run, on the demo clinic:
 
-        agenda seed seed/catalogs.csv && AGENDA_SECRET=... agenda run
+    \b
+    Example:
+        agenda seed seed/catalogs.csv --db clinic.db
+        agenda secret set --db clinic.db
+        agenda run --db clinic.db
     """
 
 
 @cli.command()
+@version_option
 @db_option
 @click.argument("file", type=click.Path(dir_okay=False))
 def seed(db_path, file):
@@ -1437,6 +1681,7 @@ def seed(db_path, file):
 
     Example:
 
+    \b
         agenda seed seed/catalogs.csv --db clinic.db
     """
     if not Path(file).is_file():
@@ -1459,18 +1704,99 @@ def seed(db_path, file):
     click.echo(f"{file}: {state}. {db_path} now holds {counts}.")
 
 
+def cli_now(ctx):
+    """Now, from the clock a test put in the context object, else the real one (D3)."""
+    clock = (ctx.obj or {}).get("now")
+    return clock() if clock else dt.datetime.now(dt.timezone.utc)
+
+
+def existing_database(db_path):
+    """The agenda database at db_path, which must exist: a typo must not make an empty one."""
+    if not Path(db_path).is_file():
+        raise click.ClickException(f"{db_path}: no such database; give its path with --db or AGENDA_DB")
+    try:
+        return open_database(db_path)
+    except (sqlite3.Error, OSError, RuntimeError) as error:
+        raise click.ClickException(f"{db_path}: cannot open the database: {error}") from None
+
+
+def human_size(size):
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+
+
+def describe_counts(counts):
+    return (f"{counts['appointments']:,} appointments ({counts['live_appointments']:,} not cancelled), "
+            f"{counts['patients']:,} patients")
+
+
+def secret_file_option(function):
+    return click.option(
+        "--secret-file", envvar="AGENDA_SECRET_FILE", default=None, type=click.Path(dir_okay=False),
+        help="Where `agenda secret set` keeps the secret [env: AGENDA_SECRET_FILE; "
+             "default: the database's name with .secret].")(function)
+
+
+def secret_file_path(db_path, secret_file):
+    return Path(secret_file) if secret_file else Path(db_path).with_suffix(".secret")
+
+
+def read_secret_file(path):
+    """The stored secret, refused when others may read the file."""
+    mode = path.stat().st_mode
+    if mode & 0o077:
+        raise click.ClickException(f"{path} can be read by others (mode {mode & 0o777:o}); "
+                                   f"run: chmod 600 {path}")
+    value = path.read_text(encoding="utf-8").strip()
+    if not value:
+        raise click.ClickException(f"{path} is empty; store the secret with: agenda secret set")
+    return value
+
+
+def serve_until_stopped(app, **options):
+    """waitress until SIGTERM or Ctrl-C. On either, waitress stops taking requests and
+    lets the ones in flight finish (its task dispatcher's shutdown) before we return."""
+    import waitress
+
+    server = waitress.create_server(app, **options)
+
+    def stop(signum, frame):
+        raise SystemExit(0)  # waitress's loop catches it and shuts its threads down
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    listening = getattr(server, "effective_listen", None) or [(server.effective_host, server.effective_port)]
+    for host, port in listening:
+        log.info("listening on http://%s:%s", host, port)
+    try:
+        server.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.close()
+    log.info("stopped")
+
+
 @cli.command()
+@version_option
 @db_option
 @click.option("--secret", envvar="AGENDA_SECRET", default=None,
-              help="The caller's shared secret [env: AGENDA_SECRET; prefer the variable to the option].")
+              help="The caller's shared secret [env: AGENDA_SECRET]; better: `agenda secret set`.")
+@secret_file_option
 @click.option("--insecure-no-signature", is_flag=True,
               help="Development only: serve without checking signatures.")
 @click.option("--host", default="127.0.0.1", show_default=True, envvar="AGENDA_HOST",
               help="Address to listen on; keep 127.0.0.1 behind a reverse proxy.")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), envvar="AGENDA_PORT")
-@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), envvar="AGENDA_PORT",
+              help="Port to listen on (0: any free port, logged at start).")
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
+              help="waitress worker threads: requests served at once.")
 @click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
-              help="Address of the reverse proxy whose X-Forwarded-* headers to trust.")
+              help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1).")
+@click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,
+              envvar="AGENDA_TRUSTED_PROXY_HEADERS", help="Which of the proxy's headers to trust.")
+@click.option("--channel-timeout", default=60, show_default=True, type=click.IntRange(1, 3600),
+              envvar="AGENDA_CHANNEL_TIMEOUT", help="Seconds before an idle connection is closed.")
 @click.option("--tz", default="Europe/Madrid", show_default=True, envvar="AGENDA_TZ",
               help="The clinic's time zone.")
 @click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default="auto", show_default=True,
@@ -1483,21 +1809,28 @@ def seed(db_path, file):
               envvar="AGENDA_REMINDER_POLICY",
               help="What closing a reminder day does to unconfirmed appointments.")
 @click.pass_context
-def run(ctx, db_path, secret, insecure_no_signature, host, port, threads, trusted_proxy, tz,
-        signature_scheme, min_notice, horizon, reminder_policy):
+def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
+        trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, reminder_policy):
     """Serve the API with waitress (127.0.0.1:8080 unless told otherwise).
 
-    Refuses to start without a shared secret, unless --insecure-no-signature is
-    given for development.
+    The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
+    wrote. Refuses to start without one, unless --insecure-no-signature is given
+    for development. Logs one line per request (never a query string, NIF, phone
+    or name) and stops cleanly on SIGTERM or Ctrl-C.
 
     Example:
 
-        AGENDA_SECRET=change-me agenda run --db clinic.db --port 8080
+    \b
+        agenda secret set --db clinic.db && agenda run --db clinic.db --port 8080
     """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    stored = secret_file_path(db_path, secret_file)
+    if not secret and stored.is_file():
+        secret = read_secret_file(stored)
     if not secret and not insecure_no_signature:
-        raise click.ClickException("no shared secret: set AGENDA_SECRET to the secret shown in the caller's "
-                                   "integration settings (or --insecure-no-signature for development only)")
+        raise click.ClickException("no shared secret: run `agenda secret set` (or set AGENDA_SECRET) with the "
+                                   "secret shown in the caller's integration settings "
+                                   "(--insecure-no-signature for development only)")
     if insecure_no_signature and not secret:
         click.secho("WARNING: signatures are off. Anyone who reaches this port can read and change the "
                     "agenda. Never use this outside development.", fg="red", bold=True, err=True)
@@ -1507,20 +1840,405 @@ def run(ctx, db_path, secret, insecure_no_signature, host, port, threads, truste
         app = create_app(db_path, secret or None, insecure=insecure_no_signature, **settings)
     except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
         raise click.ClickException(f"cannot start: {error}") from None
-    serve = (ctx.obj or {}).get("serve")
-    if serve is None:
-        import waitress
-        serve = waitress.serve
-    options = {"host": host, "port": port, "threads": threads,
-               "max_request_body_size": 16 * app.agenda_settings.max_body_bytes}
+    serve = (ctx.obj or {}).get("serve") or serve_until_stopped
+    options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
+               "max_request_body_size": 16 * app.agenda_settings.max_body_bytes, "ident": "agenda"}
     if trusted_proxy:
-        options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers={"x-forwarded-for", "x-forwarded-proto"},
+        options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
                        clear_untrusted_proxy_headers=True)
     click.echo(f"Agenda {__version__} serving {db_path} on http://{host}:{port}", err=True)
     try:
         serve(app, **options)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
     finally:
         app.agenda_db.close()
+
+
+# Admin commands: backups, the day sheet, patients, the secret, status
+
+BACKUP_STAMP = "%Y%m%d-%H%M%S"
+
+
+@cli.command()
+@version_option
+@db_option
+@click.argument("dest", type=click.Path())
+@click.option("--keep", type=click.IntRange(1, None), default=None,
+              help="With a folder as DEST: keep the N newest dated backups and delete older ones.")
+@click.pass_context
+def backup(ctx, db_path, dest, keep):
+    """Copy the database to DEST, safely even while the service runs and writes.
+
+    The copy is made with VACUUM INTO under a temporary name, must pass
+    integrity_check, and is then renamed into place with mode 0600 (owner only).
+    With a folder as DEST the copy is named after the database and the time
+    (clinic-20261121-030000.db), and --keep N deletes all but the N newest of those.
+
+    Example:
+
+    \b
+        agenda backup /var/backups/agenda --keep 14 --db /var/lib/agenda/clinic.db
+    """
+    conn = existing_database(db_path)
+    target = Path(dest)
+    folder = target.is_dir() or dest.endswith(("/", os.sep))
+    if keep and not folder:
+        conn.close()
+        raise click.ClickException("--keep rotates dated backups in a folder: give a folder as DEST")
+    at = cli_now(ctx)
+    if folder:
+        target.mkdir(parents=True, exist_ok=True)
+        stem = Path(db_path).stem
+        target = target / f"{stem}-{at.astimezone().strftime(BACKUP_STAMP)}.db"
+        serial = 1
+        while target.exists():
+            serial += 1
+            target = target.with_name(f"{stem}-{at.astimezone().strftime(BACKUP_STAMP)}-{serial}.db")
+    try:
+        _, counts = copy_database(conn, target)
+        size = target.stat().st_size
+        with transaction(conn):
+            remember(conn, "last_backup", {"path": str(target.resolve()), "bytes": size, **counts}, at)
+    except (sqlite3.Error, OSError, ValueError) as error:
+        raise click.ClickException(f"no backup was written: {error}") from None
+    finally:
+        conn.close()
+    click.echo(f"Wrote {target} ({human_size(size)}, integrity ok): {describe_counts(counts)}.")
+    if keep:
+        pattern = re.compile(re.escape(Path(db_path).stem) + r"-\d{8}-\d{6}(-\d+)?\.db")
+        dated = sorted((path for path in target.parent.iterdir() if pattern.fullmatch(path.name)),
+                       key=lambda path: (path.stat().st_mtime, path.name))
+        for old in dated[:-keep]:
+            old.unlink()
+            click.echo(f"Deleted {old} (keeping the {keep} newest).")
+
+
+@cli.command()
+@version_option
+@db_option
+@click.argument("src", type=click.Path(dir_okay=False))
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before replacing the database.")
+@click.pass_context
+def restore(ctx, db_path, src, yes):
+    """Replace the database with the backup SRC; the current one is kept aside.
+
+    Stop the service first. SRC must pass integrity_check and be an agenda database
+    no newer than this agenda, or nothing changes. The current database is renamed
+    to DB.before-restore-YYYYMMDD-HHMMSS, never deleted.
+
+    Example:
+
+    \b
+        agenda restore /var/backups/agenda/clinic-20261121-030000.db --db /var/lib/agenda/clinic.db
+    """
+    source = Path(src)
+    if not source.is_file():
+        raise click.ClickException(f"{src}: no such file; give the path of a backup")
+    try:
+        version, counts = check_database_file(source)
+    except ValueError as error:
+        raise click.ClickException(f"{src} was not restored and nothing changed: {error}") from None
+    database = Path(db_path)
+    if database.exists() and database.resolve() == source.resolve():
+        raise click.ClickException(f"{src} is the database itself; give a backup")
+    current = None
+    if database.is_file():
+        current = connect(database, timeout=0.2)
+        try:
+            current_counts = database_counts(current)
+            # Leaving WAL mode needs the only connection: it fails while a server has the file open,
+            # and it folds the WAL into the file, so the copy kept aside is whole.
+            current.execute("PRAGMA journal_mode = DELETE")
+            if current.execute("PRAGMA journal_mode").fetchone()[0] != "delete":
+                raise sqlite3.OperationalError("database is locked")
+        except sqlite3.OperationalError as error:
+            current.close()
+            if "locked" in str(error) or "busy" in str(error):
+                raise click.ClickException(f"{db_path} is in use, probably by the running service: stop it "
+                                           "first (sudo systemctl stop agenda), then restore") from None
+            raise click.ClickException(f"{db_path}: cannot open the database: {error}") from None
+        except sqlite3.DatabaseError:
+            current_counts = None
+        current.close()
+        mine = f"{db_path} ({describe_counts(current_counts)})" if current_counts else db_path
+        if not yes:
+            click.confirm(f"Replace {mine} with {src} ({describe_counts(counts)})?", abort=True)
+    at = cli_now(ctx)
+    restoring = database.with_name(f".{database.name}.restoring")
+    try:
+        source_conn = open_read_only(source)
+        try:
+            copy_database(source_conn, restoring)
+        finally:
+            source_conn.close()
+        aside = None
+        if database.exists():
+            aside = database.with_name(f"{database.name}.before-restore-{at.astimezone().strftime(BACKUP_STAMP)}")
+            for suffix in ("", "-wal", "-shm"):
+                if Path(f"{database}{suffix}").exists():
+                    os.replace(f"{database}{suffix}", f"{aside}{suffix}")
+        os.replace(restoring, database)
+        fsync_path(database.parent)
+        conn = open_database(database)
+        try:
+            with transaction(conn):
+                record_event(conn, at, "cli", "database.restored", "database", None,
+                             after={"from": str(source.resolve()), "keptAside": str(aside) if aside else None,
+                                    "schemaVersion": version, **counts})
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError, ValueError, RuntimeError) as error:
+        restoring.unlink(missing_ok=True)
+        raise click.ClickException(f"restore failed: {error}") from None
+    click.echo(f"Restored {src} into {db_path}: {describe_counts(counts)}.")
+    if aside:
+        click.echo(f"The database it replaced is kept as {aside}.")
+    click.echo("Start the service again (sudo systemctl start agenda).")
+
+
+STATUS_NAMES = ("booked", "confirmed", "unanswered")
+WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+@cli.command()
+@version_option
+@db_option
+@click.argument("date", required=False)
+@click.option("--center", "center_id", default=None, help="Only this center's appointments (its id).")
+@click.option("--csv", "as_csv", is_flag=True, help="Comma-separated values, for a spreadsheet.")
+@click.option("--tz", default="Europe/Madrid", show_default=True, envvar="AGENDA_TZ",
+              help="The clinic's time zone, for 'today'.")
+@click.pass_context
+def day(ctx, db_path, date, center_id, as_csv, tz):
+    """The day sheet: each doctor's appointments with time, patient, phone, reason, status.
+
+    DATE as the clinic writes it, DD/MM/YYYY (default: today). Cancelled
+    appointments are left out; status is booked, confirmed or unanswered.
+
+    Example:
+
+    \b
+        agenda day 23/11/2026 --center CENTRO --csv > monday.csv
+    """
+    try:
+        zone = ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.ClickException(f"unknown time zone {tz!r}; try Europe/Madrid") from None
+    try:
+        when = parse_date(date, "DATE") if date else cli_now(ctx).astimezone(zone).date()
+    except ApiError:
+        raise click.ClickException(f"{date!r} is not a date; write it as DD/MM/YYYY, e.g. 23/11/2026") from None
+    conn = existing_database(db_path)
+    try:
+        if center_id and conn.execute("SELECT 1 FROM centers WHERE id = ?", (center_id,)).fetchone() is None:
+            known = ", ".join(row[0] for row in conn.execute("SELECT id FROM centers ORDER BY id"))
+            raise click.ClickException(f"no center {center_id!r}; the centers are: {known or 'none'}")
+        rows = conn.execute(
+            "SELECT a.time, a.end_time, a.doctor_id, d.name AS doctor_name, a.center_id, a.reason, a.status,"
+            "       trim(p.name || ' ' || coalesce(p.surname, '')) AS patient,"
+            "       coalesce(p.phone_e164, p.phone, '') AS phone"
+            " FROM appointments a JOIN doctors d ON d.id = a.doctor_id JOIN patients p ON p.id = a.patient_id"
+            " WHERE a.date = ? AND a.status != 'cancelled' AND (? IS NULL OR a.center_id = ?)"
+            " ORDER BY d.name, a.doctor_id, a.time",
+            (when.isoformat(), center_id, center_id)).fetchall()
+    finally:
+        conn.close()
+    if as_csv:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["date", "time", "end", "doctor_id", "doctor", "center", "patient", "phone", "reason",
+                         "status"])
+        for row in rows:
+            writer.writerow([format_date(when.isoformat()), row["time"], row["end_time"], row["doctor_id"],
+                             row["doctor_name"], row["center_id"] or "", row["patient"], row["phone"],
+                             row["reason"] or "", row["status"]])
+        click.echo(out.getvalue(), nl=False)
+        return
+    where = f"center {center_id}" if center_id else "all centers"
+    click.echo(f"{WEEKDAY_NAMES[when.weekday()]} {format_date(when.isoformat())}, {where}: "
+               f"{len(rows)} appointment{'s' if len(rows) != 1 else ''}")
+    width = max((len(row["patient"]) for row in rows), default=0)
+    doctor = None
+    for row in rows:
+        if row["doctor_id"] != doctor:
+            doctor = row["doctor_id"]
+            click.echo(f"\n{row['doctor_name']} ({doctor})")
+        center = f"  [{row['center_id']}]" if row["center_id"] and not center_id else ""
+        click.echo(f"  {row['time']}  {row['patient']:<{width}}  {row['phone']:<13}  "
+                   f"{row['status']:<10}  {row['reason'] or '-'}{center}")
+
+
+@cli.command("import-patients")
+@version_option
+@db_option
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="Check and report; write nothing.")
+@click.option("--tz", default="Europe/Madrid", show_default=True, envvar="AGENDA_TZ",
+              help="The clinic's time zone, for birth dates in the future.")
+@click.pass_context
+def import_patients(ctx, db_path, file, dry_run, tz):
+    """Bring in patients from another system's CSV: name,surname,birthDate,nif,phone.
+
+    UTF-8 or Latin-1, with a header row; ',' ';' or tab separated. Every row is
+    checked as the API checks a new patient (NIF letter, phone, date). Bad rows are
+    listed by line and then nothing is imported: all or nothing. A NIF already in
+    the agenda is reported and never doubled.
+
+    Example:
+
+    \b
+        agenda import-patients old-system.csv --dry-run && agenda import-patients old-system.csv
+    """
+    if not Path(file).is_file():
+        raise click.ClickException(f"{file}: no such file; give the path of the patients CSV")
+    try:
+        today = cli_now(ctx).astimezone(ZoneInfo(tz)).date()
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.ClickException(f"unknown time zone {tz!r}; try Europe/Madrid") from None
+    try:
+        rows = read_patient_file(file)
+    except PatientFileError as error:
+        raise click.ClickException(f"{file}: nothing was imported: {error}") from None
+    except csv.Error as error:
+        raise click.ClickException(f"{file}: nothing was imported: not a readable CSV: {error}") from None
+    conn = existing_database(db_path)
+    try:
+        with transaction(conn):  # BEGIN IMMEDIATE: no NIF can arrive between the check and the insert
+            if len(rows) >= 2000:
+                with click.progressbar(rows, label=f"Checking {len(rows):,} rows", file=sys.stderr) as bar:
+                    patients, problems, present = plan_patient_import(conn, bar, today)
+            else:
+                patients, problems, present = plan_patient_import(conn, rows, today)
+            if not problems and not dry_run:
+                at = cli_now(ctx)
+                conn.executemany(INSERT_PATIENT, (patient_row(patient, at) for patient in patients))
+                record_event(conn, at, "cli", "patients.imported", "patient", None,
+                             after={"file": Path(file).name, "imported": len(patients),
+                                    "alreadyPresent": len(present)})
+    finally:
+        conn.close()
+    for line in present[:20]:
+        click.echo(line)
+    if len(present) > 20:
+        click.echo(f"... and {len(present) - 20:,} more already in the agenda")
+    if problems:
+        for line in problems[:50]:
+            click.echo(line, err=True)
+        if len(problems) > 50:
+            click.echo(f"... and {len(problems) - 50:,} more bad rows", err=True)
+        raise click.ClickException(f"{file}: {len(problems):,} bad row{'s' if len(problems) != 1 else ''}; "
+                                   "nothing was imported. Fix them and run the import again.")
+    if dry_run:
+        click.echo(f"Dry run: {len(patients):,} patients would be imported; {len(present):,} are already in "
+                   "the agenda. Nothing was written.")
+    else:
+        click.echo(f"Imported {len(patients):,} patients; {len(present):,} were already in the agenda.")
+
+
+@cli.group()
+@version_option
+def secret():
+    """Keep the caller's shared secret in a file only its owner can read.
+
+    Example:
+
+    \b
+        agenda secret set --db /var/lib/agenda/clinic.db
+    """
+
+
+@secret.command("set")
+@version_option
+@db_option
+@secret_file_option
+def secret_set(db_path, secret_file):
+    """Store the shared secret, typed at a hidden prompt or piped on standard input.
+
+    Never pass the secret as an argument: it would land in the shell's history.
+    The file is written with mode 0600; `agenda run` reads it when AGENDA_SECRET
+    is not set. Restart the service to use a new secret.
+
+    Example:
+
+    \b
+        agenda secret set --db /var/lib/agenda/clinic.db
+    """
+    stdin = sys.stdin
+    if stdin.isatty():
+        value = click.prompt("Shared secret (not shown)", hide_input=True, confirmation_prompt=True)
+    else:
+        value = stdin.readline()
+    value = value.strip()
+    if not value:
+        raise click.ClickException("no secret given; type it at the prompt or pipe it in: "
+                                   "agenda secret set < file-holding-the-secret")
+    path = secret_file_path(db_path, secret_file)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    temporary.unlink(missing_ok=True)
+    create_private_file(temporary)
+    try:
+        temporary.write_text(value + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise click.ClickException(f"cannot write {path}: {error}") from None
+    if len(value) < 16:
+        click.echo("Warning: the secret is under 16 characters; a longer one is harder to guess.", err=True)
+    click.echo(f"Stored the secret in {path} (mode 600). Restart the service to use it.")
+
+
+@cli.command()
+@version_option
+@db_option
+@secret_file_option
+def status(db_path, secret_file):
+    """What the agenda holds and how it runs: file, counts, reminders, signatures, backups.
+
+    Example:
+
+    \b
+        agenda status --db /var/lib/agenda/clinic.db
+    """
+    conn = existing_database(db_path)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        counts = database_counts(conn)
+        by_status = dict(conn.execute("SELECT status, count(*) FROM appointments GROUP BY status").fetchall())
+        cycle = conn.execute("SELECT * FROM reminder_cycles ORDER BY closed_at DESC, id DESC LIMIT 1").fetchone()
+        scheme, scheme_at = recall(conn, "signature_scheme")
+        last_backup, backup_at = recall(conn, "last_backup")
+    finally:
+        conn.close()
+    size = sum(Path(f"{db_path}{suffix}").stat().st_size for suffix in ("", "-wal")
+               if Path(f"{db_path}{suffix}").exists())
+    lines = [
+        ("Database", f"{Path(db_path).resolve()} ({human_size(size)}, schema version {version})"),
+        ("Catalogs", f"{counts['centers']} centers, {counts['doctors']} doctors"),
+        ("Patients", f"{counts['patients']:,}"),
+        ("Appointments", f"{counts['appointments']:,}: " + ", ".join(
+            f"{by_status.get(name, 0):,} {name}" for name in STATUS_NAMES + ("cancelled",))),
+    ]
+    if cycle:
+        days = ", ".join(format_date(day) for day in cycle["days"].split(","))
+        center = f" at {cycle['center_id']}" if cycle["center_id"] else ""
+        lines.append(("Reminders", f"last cycle closed {cycle['closed_at']} for {days}{center}: "
+                                   f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"))
+    else:
+        lines.append(("Reminders", "no reminder cycle closed yet"))
+    lines.append(("Signatures", f"the caller was last seen signing the {scheme!r} scheme ({scheme_at}); "
+                                f"pin it with --signature-scheme {scheme}" if scheme
+                  else "no signed request seen yet"))
+    lines.append(("Last backup", f"{backup_at} to {last_backup['path']} ({human_size(last_backup['bytes'])})"
+                  if last_backup else "none yet: run `agenda backup FOLDER --keep 14`"))
+    stored = secret_file_path(db_path, secret_file)
+    if stored.is_file():
+        mode = stored.stat().st_mode & 0o777
+        lines.append(("Secret", f"stored in {stored} (mode {mode:o}{', readable by others!' if mode & 0o077 else ''})"))
+    else:
+        lines.append(("Secret", "no stored secret; AGENDA_SECRET or `agenda secret set` gives one"))
+    for label, text in lines:
+        click.echo(f"{label + ':':<14}{text}")
 
 
 if __name__ == "__main__":

@@ -147,3 +147,13 @@ CREATE TABLE IF NOT EXISTS events (
     before    TEXT,                          -- JSON or NULL
     after     TEXT                           -- JSON or NULL
 );
+
+-- version 2
+
+-- What the service remembers about itself for `agenda status`: the signature scheme
+-- the caller was last seen using (D5) and the last backup. One row a key, JSON values.
+CREATE TABLE IF NOT EXISTS service_state (
+    key        TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);

@@ -10,10 +10,13 @@ import hashlib
 import hmac
 import json
 import sqlite3
+import urllib.error
+import urllib.request
 from zoneinfo import ZoneInfo
 
 import pytest
 import webtest
+from webtest.http import StopableWSGIServer
 
 import agenda
 
@@ -121,6 +124,24 @@ class Api:
         return self.app.agenda_db.connection()
 
 
+def valid_dni(number):
+    """A DNI with the right control letter, for as many distinct patients as a test needs."""
+    return f"{number:08d}" + "TRWAGMYFPDXBNJZSQVHLCKE"[number % 23]
+
+
+def send(base_url, method, path, body=None):
+    """One signed request to a real server; (status, JSON answer)."""
+    raw = b"" if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base_url + path, data=raw if body is not None else None, method=method,
+                                     headers={"Content-Type": "application/json", "Accept": "application/json",
+                                              "X-Signature": sign(raw)})
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
 def write_csv(tmp_path, text, name="catalogs.csv"):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
@@ -136,10 +157,15 @@ def seed(db_path, csv_path):
 
 
 def table_rows(db_path):
-    """Every row of every table: to prove a refused request changed nothing."""
+    """Every row of every agenda table: to prove a refused request changed nothing.
+
+    service_state is left out: it notes the signature scheme a request was signed with,
+    which is true of a refused request too.
+    """
     conn = sqlite3.connect(db_path)
     try:
-        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        tables = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'service_state'")]
         return {table: conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall() for table in tables}
     finally:
         conn.close()
@@ -184,3 +210,14 @@ def make_api(db_path, clock, tmp_path):
 @pytest.fixture
 def api(make_api):
     return make_api()
+
+
+@pytest.fixture
+def server(api):
+    """The test app on a real waitress server on an ephemeral 127.0.0.1 port; its base URL."""
+    httpd = StopableWSGIServer.create(api.app, host="127.0.0.1", threads=8)
+    try:
+        assert httpd.wait(), "the server did not start"
+        yield httpd.application_url.rstrip("/")
+    finally:
+        httpd.shutdown()

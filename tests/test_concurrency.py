@@ -11,32 +11,10 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from webtest.http import StopableWSGIServer
 
-from conftest import sign
+from conftest import send, sign, valid_dni
 
 RACERS = 24
-
-
-@pytest.fixture
-def server(api):
-    httpd = StopableWSGIServer.create(api.app, host="127.0.0.1", threads=8)
-    try:
-        assert httpd.wait(), "the server did not start"
-        yield httpd.application_url.rstrip("/")
-    finally:
-        httpd.shutdown()
-
-
-def send(base_url, method, path, body):
-    raw = json.dumps(body).encode()
-    request = urllib.request.Request(base_url + path, data=raw, method=method, headers={
-        "Content-Type": "application/json", "Accept": "application/json", "X-Signature": sign(raw)})
-    try:
-        with urllib.request.urlopen(request, timeout=20) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def race(calls):
@@ -52,9 +30,7 @@ def race(calls):
 
 
 def patients(api, count):
-    dnis = [f"{n:08d}" for n in range(10_000_000, 10_000_000 + count)]
-    return [api.new_patient(nif=d + "TRWAGMYFPDXBNJZSQVHLCKE"[int(d) % 23], phone=f"6{n:08d}")
-            for n, d in enumerate(dnis)]
+    return [api.new_patient(nif=valid_dni(10_000_000 + n), phone=f"6{n:08d}") for n in range(count)]
 
 
 def test_concurrent_bookings_of_one_slot_give_exactly_one_201_d7(api, server):
