@@ -4,6 +4,7 @@
 never open a socket.
 """
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -285,3 +286,30 @@ def test_run_insecure_development_mode_warns_loudly(runner):
     assert result.exit_code == 0 and "WARNING" in result.output
     (app, _), = serve.calls
     assert webtest.TestApp(app).get("/custom-config").status_int == 200
+
+
+# docs/deploy.md: every agenda command line in a recipe parses as written
+
+def recipe_command_lines():
+    text = (Path(__file__).resolve().parent.parent / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        for part in re.split(r"&&|\|", line):
+            found = re.search(r"(?:/opt/agenda/bin/agenda|agenda\.pyz)\s+(.*)", part)
+            if found and not found[1].startswith("wherever"):
+                yield found[1].split("2>&1")[0].split()
+
+
+RECIPES = list(recipe_command_lines())
+
+
+def test_the_recipes_use_the_admin_commands():
+    assert {words[0] for words in RECIPES} >= {"run", "seed", "secret", "status", "backup"}
+
+
+@pytest.mark.parametrize("words", RECIPES, ids=" ".join)
+def test_every_recipe_command_line_parses(words):
+    command, args, name = agenda.cli, list(words), "agenda"
+    while isinstance(command, click.Group):
+        name = args.pop(0)
+        command = command.commands[name]
+    command.make_context(name, args)  # raises on an unknown command or option

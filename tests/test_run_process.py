@@ -1,0 +1,209 @@
+"""`agenda run` as the admin runs it: a real process on 127.0.0.1, its log, and SIGTERM.
+
+Each test starts its own server on a free loopback port, sends a bounded number of
+requests, and stops the process it started by its id.
+"""
+
+import datetime as dt
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SECRET, send, valid_dni, write_csv
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A child process runs on the real clock, so its doctor works every day of the week and
+# the tests book days counted from today: which day today is does not matter.
+EVERY_DAY_CSV = """\
+kind,id,name,speciality,center,insurances,days,hours,slot_minutes,date_from,date_to
+center,C1,Centro,,,,,,,,
+speciality,MG,Medicina general,,,,,,,,
+doctor,MARTIN,Lucía Martín,MG,C1,,mon-sun,09:00-11:00,30,,
+"""
+
+
+def days_ahead(count):
+    return (dt.date.today() + dt.timedelta(days=count)).strftime("%d/%m/%Y")
+
+
+class Server:
+    """`agenda run --port 0` in a child process; its base URL and every line it logs."""
+
+    def __init__(self, command, env):
+        self.lines = []
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        env=env, cwd=ROOT)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.url = None
+        deadline = time.monotonic() + 20
+        while self.url is None and time.monotonic() < deadline and self.process.poll() is None:
+            found = [re.search(r"listening on (http://127\.0\.0\.1:\d+)", line) for line in self.lines]
+            self.url = next((match[1] for match in found if match), None)
+            time.sleep(0.02)
+        if self.url is None:
+            self.stop()
+            raise AssertionError("the server did not start:\n" + "".join(self.lines))
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def log(self):
+        return "".join(self.lines)
+
+    def terminate(self, timeout=15):
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=timeout)
+        self.reader.join(timeout=5)
+        return code
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def agenda_command(*args):
+    return [sys.executable, str(ROOT / "agenda.py"), *args]
+
+
+@pytest.fixture
+def running(tmp_path, db_path):
+    """start(*args): the seeded test clinic served by a child `agenda run` process."""
+    subprocess.run(agenda_command("seed", str(write_csv(tmp_path, EVERY_DAY_CSV)), "--db", str(db_path)),
+                   check=True, capture_output=True, timeout=60)
+    servers = []
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
+    env.update(AGENDA_SECRET=SECRET, AGENDA_MIN_NOTICE="0", PYTHONUNBUFFERED="1")
+
+    def start(*args):
+        servers.append(Server(agenda_command("run", "--db", str(db_path), "--port", "0", *args), env))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+PII = {"nif": valid_dni(45_678_901), "phone": "699112233", "name": "Zacarías", "surname": "Ybarra-Quintanilla"}
+
+
+def full_flow(url):
+    """A patient created, found, booked, moved, reminded and confirmed, as the caller does it."""
+    status, created = send(url, "POST", "/patients", {**PII, "birthDate": "02/03/1975"})
+    assert status == 201, created
+    patient = created["patientId"]
+    assert send(url, "GET", f"/patients?nif={PII['nif']}")[0] == 200
+    assert send(url, "GET", f"/appointments?phone=%2B34{PII['phone']}")[0] == 200
+    day = days_ahead(3)
+    assert send(url, "GET", f"/availabilities?specialityId=MG&startDate={day}&endDate={day}")[0] == 200
+    status, booked = send(url, "POST", "/appointments", {"date": day, "time": "09:00",
+                                                          "doctorId": "MARTIN", "patientId": patient,
+                                                          "reason": f"control de {PII['name']}"})
+    assert status == 201, booked
+    appointment = booked["appointmentId"]
+    assert send(url, "PUT", f"/appointments/{appointment}", {"newDate": day, "newTime": "09:30"})[0] == 200
+    assert send(url, "GET", f"/appointments?date={day}")[0] == 200
+    assert send(url, "POST", "/appointments/confirm", {"appointmentId": appointment, "confirmed": True})[0] == 200
+    assert send(url, "POST", "/appointments/end-of-reminder-day",
+                {"voiceAgentConfigId": "va", "date": day})[0] == 200
+    assert send(url, "GET", f"/nonsense/{PII['nif']}/{PII['phone']}")[0] == 404
+    assert send(url, "POST", "/patients", {**PII})[0] == 409
+    return appointment
+
+
+def test_run_logs_one_line_per_request_and_no_personal_data(running):
+    server = running()
+    appointment = full_flow(server.url)
+    assert server.terminate() == 0
+    log = server.log()
+    access = [line for line in server.lines if " agenda.access " in line]
+    assert len(access) == 11, log
+    assert re.search(r" agenda\.access POST /patients 201 \d+\.\dms rid=[0-9a-f]{16}$", access[0])
+    assert f"PUT /appointments/{appointment} 200" in log
+    assert "GET /nonsense/... 404" in log and "GET /patients 200" in log
+    digits = re.sub(r"\D", "", PII["phone"])
+    for secret in (PII["nif"], PII["nif"][:8], digits, digits[-6:], PII["name"], PII["surname"], "Zacar",
+                   "Ybarra", SECRET):
+        assert secret not in log, f"{secret!r} is in the log"
+
+
+def test_sigterm_stops_the_server_cleanly_and_keeps_every_answered_booking(running, db_path):
+    server = running("--threads", "4")
+    patients = [send(server.url, "POST", "/patients", {"name": "P", "nif": valid_dni(500 + n)})[1]["patientId"]
+                for n in range(6)]
+    answered, done = [], threading.Event()
+
+    def book_stream():
+        for day in (2, 3, 4, 5):
+            for n, time_text in enumerate(("09:00", "09:30", "10:00", "10:30")):
+                try:
+                    status, payload = send(server.url, "POST", "/appointments", {
+                        "date": days_ahead(day), "time": time_text, "doctorId": "MARTIN",
+                        "patientId": patients[n]})
+                except OSError:
+                    done.set()
+                    return
+                if status == 201:
+                    answered.append(payload["appointmentId"])
+        done.set()
+
+    booker = threading.Thread(target=book_stream)
+    booker.start()
+    while len(answered) < 3 and not done.is_set():
+        time.sleep(0.01)
+    code = server.terminate()
+    booker.join(timeout=30)
+    assert code == 0, server.log()
+    assert "stopped" in server.lines[-1]
+    assert "Traceback" not in server.log()
+    conn = sqlite3.connect(db_path)
+    try:
+        stored = {str(row[0]) for row in conn.execute("SELECT id FROM appointments")}
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    finally:
+        conn.close()
+    assert set(answered) <= stored
+
+
+def test_the_one_file_build_runs_on_a_bare_python(tmp_path, db_path):
+    """agenda.pyz, built by the documented command, on this Python with no site-packages (-I -S)."""
+    pyz = tmp_path / "agenda.pyz"
+    built = subprocess.run([sys.executable, str(ROOT / "tools" / "build_pyz.py"), "-o", str(pyz)],
+                           capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    bare = [sys.executable, "-I", "-S", str(pyz)]
+
+    def agenda_pyz(*args):
+        return subprocess.run(bare + list(args), capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+    assert agenda_pyz("--version").stdout.strip() == f"agenda, version {agenda_version()}"
+    seeded = agenda_pyz("seed", str(ROOT / "seed" / "catalogs.csv"), "--db", str(db_path))
+    assert seeded.returncode == 0 and "loaded" in seeded.stdout, seeded.stderr
+    (tmp_path / "patients.csv").write_text(f"name,nif,phone\nAna,{valid_dni(9)},612 345 678\n", encoding="utf-8")
+    imported = agenda_pyz("import-patients", "patients.csv", "--db", str(db_path))
+    assert imported.returncode == 0 and "Imported 1 patients" in imported.stdout, imported.stderr
+    copied = agenda_pyz("backup", "copy.db", "--db", str(db_path))
+    assert copied.returncode == 0 and "integrity ok" in copied.stdout, copied.stderr
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
+    server = Server(bare + ["run", "--db", str(db_path), "--port", "0"], {**env, "AGENDA_SECRET": SECRET})
+    try:
+        assert send(server.url, "GET", "/custom-config")[1]["doctors"]["data"]
+        assert send(server.url, "GET", f"/patients?nif={valid_dni(9)}")[1]["phone"] == "+34612345678"
+    finally:
+        assert server.terminate() == 0
+        server.stop()
+
+
+def agenda_version():
+    return re.search(r'__version__ = "([^"]+)"', (ROOT / "agenda.py").read_text())[1]
