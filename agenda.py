@@ -1895,6 +1895,9 @@ def backup(ctx, db_path, dest, keep):
         while target.exists():
             serial += 1
             target = target.with_name(f"{stem}-{at.astimezone().strftime(BACKUP_STAMP)}-{serial}.db")
+    if target.resolve() == Path(db_path).resolve():
+        conn.close()
+        raise click.ClickException(f"{dest} is the database itself; give another file or a folder")
     try:
         _, counts = copy_database(conn, target)
         size = target.stat().st_size

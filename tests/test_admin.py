@@ -92,6 +92,8 @@ def test_backup_refuses_keep_without_a_folder_and_a_missing_database(runner, db_
     agenda.open_database(db_path).close()
     result = invoke(runner, "backup", tmp_path / "copy.db", "--keep", 3)
     assert result.exit_code == 1 and "give a folder" in result.output
+    onto_itself = invoke(runner, "backup", db_path)
+    assert onto_itself.exit_code == 1 and "the database itself" in onto_itself.output
     assert "Traceback" not in result.output
 
 
