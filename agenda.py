@@ -29,7 +29,7 @@ import threading
 import time
 import unicodedata
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -296,6 +296,23 @@ def schema_sections(text):
     return sections
 
 
+class AgendaConnection(sqlite3.Connection):
+    """A sqlite3 connection that carries the write lock shared by its file's connections."""
+
+    write_lock = None
+
+
+_write_locks = {}
+_write_locks_guard = threading.Lock()
+
+
+def write_lock_for(path):
+    """One lock per database file in this process; see `transaction`."""
+    key = os.path.realpath(path)
+    with _write_locks_guard:
+        return _write_locks.setdefault(key, threading.Lock())
+
+
 def connect(path, timeout=5.0):
     """The one way to open the database: web, CLI and tests all come through here.
 
@@ -304,7 +321,9 @@ def connect(path, timeout=5.0):
     `transaction()`. check_same_thread is off only so that `Database.close()` may
     close each thread's connection at shutdown; each is used by its own thread.
     """
-    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False,
+                           factory=AgendaConnection)
+    conn.write_lock = write_lock_for(path)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
@@ -314,15 +333,21 @@ def connect(path, timeout=5.0):
 
 @contextmanager
 def transaction(conn):
-    """One write transaction, taken with BEGIN IMMEDIATE; commits, or rolls back on error."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+    """One write transaction, taken with BEGIN IMMEDIATE; commits, or rolls back on error.
+
+    The threads of one process queue for the file's write lock first: SQLite's own busy
+    handler would make a waiting writer sleep in steps of up to 100 ms, which a patient
+    on the phone hears. Other processes (the CLI) still wait through busy_timeout.
+    """
+    with getattr(conn, "write_lock", None) or nullcontext():
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
 
 def migrate(conn, schema_text=None):
@@ -603,14 +628,19 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
         check_instants = day <= earliest_day or not wall_clock_is_plain(day, tz)
         for hours, grid in hours_by_weekday.get(day.weekday(), ()):
             doctor = by_id[hours["doctor_id"]]
-            taken = busy.get((doctor["id"], iso), ())
+            taken = sorted(busy.get((doctor["id"], iso), ()))
             shut = [c for c in day_closures
                     if c["doctor_id"] in (None, doctor["id"]) and c["center_id"] in (None, hours["center_id"])]
+            # A doctor's live appointments never overlap (schema.sql's triggers), so sorted by
+            # start they are sorted by end too, and one sweep beside the grid finds every clash.
+            next_taken = 0
             for time_text, end_text in grid:
-                if any(c["start_time"] is None or (c["start_time"] < end_text and time_text < c["end_time"])
-                       for c in shut):
+                if shut and any(c["start_time"] is None or (c["start_time"] < end_text and time_text < c["end_time"])
+                                for c in shut):
                     continue
-                if any(t < end_text and time_text < e for t, e in taken):
+                while next_taken < len(taken) and taken[next_taken][1] <= time_text:
+                    next_taken += 1
+                if next_taken < len(taken) and taken[next_taken][0] < end_text:
                     continue
                 if check_instants:
                     starts = local_start(day, time_text, tz)

@@ -4,96 +4,15 @@ Each test starts its own server on a free loopback port, sends a bounded number 
 requests, and stops the process it started by its id.
 """
 
-import datetime as dt
 import os
 import re
-import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-import pytest
-
-from conftest import SECRET, send, valid_dni, write_csv
-
-ROOT = Path(__file__).resolve().parent.parent
-
-# A child process runs on the real clock, so its doctor works every day of the week and
-# the tests book days counted from today: which day today is does not matter.
-EVERY_DAY_CSV = """\
-kind,id,name,speciality,center,insurances,days,hours,slot_minutes,date_from,date_to
-center,C1,Centro,,,,,,,,
-speciality,MG,Medicina general,,,,,,,,
-doctor,MARTIN,Lucía Martín,MG,C1,,mon-sun,09:00-11:00,30,,
-"""
-
-
-def days_ahead(count):
-    return (dt.date.today() + dt.timedelta(days=count)).strftime("%d/%m/%Y")
-
-
-class Server:
-    """`agenda run --port 0` in a child process; its base URL and every line it logs."""
-
-    def __init__(self, command, env):
-        self.lines = []
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        env=env, cwd=ROOT)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        self.url = None
-        deadline = time.monotonic() + 20
-        while self.url is None and time.monotonic() < deadline and self.process.poll() is None:
-            found = [re.search(r"listening on (http://127\.0\.0\.1:\d+)", line) for line in self.lines]
-            self.url = next((match[1] for match in found if match), None)
-            time.sleep(0.02)
-        if self.url is None:
-            self.stop()
-            raise AssertionError("the server did not start:\n" + "".join(self.lines))
-
-    def _read(self):
-        for line in self.process.stdout:
-            self.lines.append(line)
-
-    def log(self):
-        return "".join(self.lines)
-
-    def terminate(self, timeout=15):
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout=timeout)
-        self.reader.join(timeout=5)
-        return code
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-
-def agenda_command(*args):
-    return [sys.executable, str(ROOT / "agenda.py"), *args]
-
-
-@pytest.fixture
-def running(tmp_path, db_path):
-    """start(*args): the seeded test clinic served by a child `agenda run` process."""
-    subprocess.run(agenda_command("seed", str(write_csv(tmp_path, EVERY_DAY_CSV)), "--db", str(db_path)),
-                   check=True, capture_output=True, timeout=60)
-    servers = []
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
-    env.update(AGENDA_SECRET=SECRET, AGENDA_MIN_NOTICE="0", PYTHONUNBUFFERED="1")
-
-    def start(*args):
-        servers.append(Server(agenda_command("run", "--db", str(db_path), "--port", "0", *args), env))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.stop()
-
+from conftest import ROOT, SECRET, Server, days_ahead, send, valid_dni
 
 PII = {"nif": valid_dni(45_678_901), "phone": "699112233", "name": "Zacarías", "surname": "Ybarra-Quintanilla"}
 

@@ -1,0 +1,45 @@
+"""The stack's own limit: a bare WSGI app on waitress doing one indexed SQLite lookup
+and a small JSON answer, nothing else (no routing, no signature, no log).
+
+    python bench/bare_app.py DB [--port 0] [--threads 8]
+"""
+
+import argparse
+import json
+import sqlite3
+import threading
+from urllib.parse import parse_qs
+
+import waitress
+
+local = threading.local()
+
+
+def make_app(db_path):
+    def app(environ, start_response):
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = local.conn = sqlite3.connect(db_path)
+        nif = parse_qs(environ.get("QUERY_STRING", "")).get("nif", [""])[0]
+        row = conn.execute("SELECT id, name, nif FROM patients WHERE nif = ?", (nif,)).fetchone()
+        body = json.dumps({"id": str(row[0]), "name": row[1], "nif": row[2]} if row else {}).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    return app
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("db")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=8)
+    options = parser.parse_args()
+    server = waitress.create_server(make_app(options.db), host="127.0.0.1", port=options.port,
+                                    threads=options.threads)
+    print(f"listening on http://127.0.0.1:{server.effective_port}", flush=True)
+    server.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,318 @@
+"""One command for the whole benchmark (issue 5): build a large and a small clinic, serve
+each with `agenda run` on 127.0.0.1, drive every endpoint at 1 and 16 connections, do the
+same to a bare waitress + SQLite app (the stack's limit), and print a markdown table.
+
+    python bench/run.py                 # about three minutes on 2 cores
+    python bench/run.py --quick         # fewer requests, for a smoke run
+
+Every run is bounded: at most --requests requests or --seconds seconds per endpoint and
+concurrency, to 127.0.0.1 only; the servers it starts are stopped by their process id.
+"""
+
+import argparse
+import datetime as dt
+import hashlib
+import hmac
+import http.client
+import itertools
+import json
+import os
+import platform
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import generate  # noqa: E402
+
+SECRET = "bench-secret"
+LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
+
+
+class Process:
+    """A server child process on 127.0.0.1:0; its URL from the line it logs, its log drained."""
+
+    def __init__(self, command, env=None):
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        env={**os.environ, **(env or {})}, cwd=ROOT)
+        self.port = None
+        deadline = time.monotonic() + 30
+        for line in self.process.stdout:
+            found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            if found:
+                self.port = int(found[1])
+                break
+            if time.monotonic() > deadline:
+                break
+        if self.port is None:
+            self.stop()
+            raise SystemExit(f"{command} did not start")
+        threading.Thread(target=lambda: [None for _ in self.process.stdout], daemon=True).start()
+
+    def rss_mb(self):
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+) kB", status)[1]) / 1024
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def signature(body):
+    return hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+
+
+def drive(port, make_request, connections, requests, seconds):
+    """Send up to `requests` requests (or for `seconds`) over `connections` keep-alive
+    connections; (requests per second, sorted latencies in ms, non-2xx answers)."""
+    latencies, failures, lock = [], [], threading.Lock()
+    budget = iter(range(requests))
+    deadline = time.monotonic() + seconds
+
+    def worker(worker_number):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        mine, bad = [], []
+        while time.monotonic() < deadline:
+            with lock:
+                number = next(budget, None)
+            if number is None:
+                break
+            method, path, body = make_request(worker_number, number)
+            raw = b"" if body is None else json.dumps(body).encode()
+            headers = {"X-Signature": signature(raw), "Accept": "application/json"}
+            if body is not None:
+                headers["Content-Type"] = "application/json"
+            started = time.perf_counter()
+            conn.request(method, path, body=raw if body is not None else None, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            mine.append((time.perf_counter() - started) * 1000)
+            if response.status >= 300:
+                bad.append(response.status)
+        conn.close()
+        with lock:
+            latencies.extend(mine)
+            failures.extend(bad)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(connections)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return len(latencies) / elapsed, latencies, failures
+
+
+def percentile(sorted_values, fraction):
+    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]
+
+
+def workload(db_path, today):
+    """Request makers for every endpoint, with ids and free slots read from the database."""
+    conn = sqlite3.connect(db_path)
+    conn.row_factory = sqlite3.Row
+    nifs = [row[0] for row in conn.execute("SELECT nif FROM patients ORDER BY random() LIMIT 2000")]
+    patient_ids = [row[0] for row in conn.execute("SELECT id FROM patients ORDER BY random() LIMIT 2000")]
+    first, last = today + dt.timedelta(days=2), today + dt.timedelta(days=60)
+    live = [row[0] for row in conn.execute(
+        "SELECT id FROM appointments WHERE status = 'booked' AND date BETWEEN ? AND ? ORDER BY random() LIMIT 2000",
+        (first.isoformat(), last.isoformat()))]
+    future_days = [(today + dt.timedelta(days=n)).strftime("%d/%m/%Y") for n in range(2, 60)]
+    conn.close()
+    sys.path.insert(0, str(ROOT))
+    import agenda
+    conn = agenda.connect(db_path)
+    doctors = [dict(row) for row in conn.execute("SELECT * FROM doctors ORDER BY id")]
+    free = agenda.free_slots(conn, doctors, first, last, tz=agenda.ZoneInfo("Europe/Madrid"),
+                             earliest=dt.datetime.now(dt.timezone.utc))
+    conn.close()
+    random.Random(3).shuffle(free)
+    by_doctor_day = {}
+    for slot in free:
+        by_doctor_day.setdefault((slot.doctor_id, slot.date_text, slot.center_id), []).append(slot)
+    pairs = [slots[:2] for slots in by_doctor_day.values() if len(slots) >= 2]
+    paired = {id(slot) for pair in pairs for slot in pair}
+    singles = [slot for slot in free if id(slot) not in paired]
+    state = {"booked": [], "movers": {}}
+
+    def book_body(slot, patient):
+        return {"date": slot.date_text, "time": slot.time, "doctorId": slot.doctor_id,
+                "patientId": str(patient), "reason": "Bench"}
+
+    def post_appointment(worker, n):
+        return "POST", "/appointments", book_body(singles[n % len(singles)], patient_ids[n % len(patient_ids)])
+
+    def put_appointment(worker, n):
+        appointment, (one, other), turn = state["movers"][worker]
+        target = other if turn % 2 == 0 else one
+        state["movers"][worker] = (appointment, (one, other), turn + 1)
+        return "PUT", f"/appointments/{appointment}", {"newDate": target.date_text,
+                                                       "newTime": target.time}
+
+    numbers = itertools.count(70_000_000)
+
+    def new_patient(number):
+        return "POST", "/patients", {"name": "Bench", "surname": "Load", "nif": f"{number:08d}{LETTERS[number % 23]}",
+                                     "phone": f"6{number % 100_000_000:08d}"}
+
+    def delete_appointment(worker, n):
+        return "DELETE", f"/appointments/{state['booked'][n % len(state['booked'])]}", None
+
+    endpoints = [
+        ("GET /health", lambda w, n: ("GET", "/health", None)),
+        ("GET /custom-config", lambda w, n: ("GET", "/custom-config", None)),
+        ("GET /patients", lambda w, n: ("GET", f"/patients?nif={nifs[n % len(nifs)]}", None)),
+        ("POST /patients", lambda w, n: new_patient(next(numbers))),
+        ("GET /availabilities (10 doctors, 14 days)", lambda w, n: (
+            "GET", f"/availabilities?specialityId=MG&startDate={future_days[n % 20]}"
+                   f"&endDate={(today + dt.timedelta(days=2 + n % 20 + 13)).strftime('%d/%m/%Y')}", None)),
+        ("GET /appointments?date", lambda w, n: ("GET", f"/appointments?date={future_days[n % 40]}", None)),
+        ("GET /appointments?nif", lambda w, n: ("GET", f"/appointments?nif={nifs[n % len(nifs)]}", None)),
+        ("GET /appointments/range", lambda w, n: (
+            "GET", "/appointments/range?dates=" + ",".join(future_days[n % 40: n % 40 + 3]), None)),
+        ("GET /appointments/{id}", lambda w, n: ("GET", f"/appointments/{live[n % len(live)]}", None)),
+        ("POST /appointments", post_appointment),
+        ("PUT /appointments/{id}", put_appointment),
+        ("DELETE /appointments/{id}", delete_appointment),
+        ("POST /appointments/confirm", lambda w, n: ("POST", "/appointments/confirm", {
+            "appointmentId": str(live[n % len(live)]), "confirmed": True})),
+        ("POST /appointments/end-of-reminder-day", lambda w, n: ("POST", "/appointments/end-of-reminder-day", {
+            "voiceAgentConfigId": f"bench-{w}-{n}", "date": future_days[n % 50]})),
+    ]
+
+    def prepare(name, port):
+        """Book what a move or a cancel needs, before that endpoint is timed."""
+        if name == "PUT /appointments/{id}":
+            for worker, (one, other) in enumerate(pairs[:16]):
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                raw = json.dumps(book_body(one, patient_ids[worker])).encode()
+                conn.request("POST", "/appointments", body=raw, headers={
+                    "X-Signature": signature(raw), "Content-Type": "application/json"})
+                answer = json.loads(conn.getresponse().read())
+                state["movers"][worker] = (answer["appointmentId"], (one, other), 0)
+        if name == "DELETE /appointments/{id}":
+            conn = sqlite3.connect(db_path)
+            state["booked"] = [row[0] for row in conn.execute(
+                "SELECT id FROM appointments WHERE reason = 'Bench' AND status = 'booked'")]
+            conn.close()
+
+    return endpoints, prepare
+
+
+def bench_server(db_path, connections, requests, seconds, today, label):
+    server = Process([sys.executable, str(ROOT / "agenda.py"), "run", "--db", str(db_path), "--port", "0",
+                      "--threads", "8"], env={"AGENDA_SECRET": SECRET})
+    results = {}
+    try:
+        endpoints, prepare = workload(db_path, today)
+        for name, make in endpoints:
+            prepare(name, server.port)
+            for count in connections:
+                rate, latencies, failures = drive(server.port, make, count, requests, seconds)
+                results[(name, count)] = (rate, percentile(latencies, 0.5), percentile(latencies, 0.99),
+                                          len(latencies), len(failures))
+                print(f"  {label} {name} x{count}: {rate:.0f}/s p50 {results[(name, count)][1]:.2f} ms"
+                      f" p99 {results[(name, count)][2]:.2f} ms ({len(failures)} non-2xx)", file=sys.stderr)
+        rss = server.rss_mb()
+    finally:
+        server.stop()
+    return results, rss
+
+
+def bench_bare(db_path, connections, requests, seconds):
+    server = Process([sys.executable, str(HERE / "bare_app.py"), str(db_path), "--threads", "8"])
+    conn = sqlite3.connect(db_path)
+    nifs = [row[0] for row in conn.execute("SELECT nif FROM patients ORDER BY random() LIMIT 2000")]
+    conn.close()
+    results = {}
+    try:
+        for count in connections:
+            rate, latencies, _ = drive(server.port, lambda w, n: ("GET", f"/?nif={nifs[n % len(nifs)]}", None),
+                                       count, requests, seconds)
+            results[count] = (rate, percentile(latencies, 0.5), percentile(latencies, 0.99))
+    finally:
+        server.stop()
+    return results
+
+
+def machine():
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    memory = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text())[1]) / 1024 / 1024
+    return (f"{os.cpu_count()} cores ({cpu}), {memory:.0f} GiB, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=1500, help="most requests per endpoint and concurrency")
+    parser.add_argument("--seconds", type=float, default=4.0, help="most seconds per endpoint and concurrency")
+    parser.add_argument("--quick", action="store_true", help="300 requests, 2 s: a smoke run")
+    options = parser.parse_args()
+    if options.quick:
+        options.requests, options.seconds = 300, 2.0
+    today = dt.date.today()
+    with tempfile.TemporaryDirectory() as folder:
+        big, small = Path(folder) / "big.db", Path(folder) / "small.db"
+        started = time.perf_counter()
+        counts = generate.build(big, today=today)
+        built = time.perf_counter() - started
+        generate.build(small, patients=2000, appointments=3000, today=today)
+        print(f"built {counts['appointments']:,} appointments, {counts['patients']:,} patients in {built:.1f} s",
+              file=sys.stderr)
+        bare = bench_bare(big, (1, 16), options.requests, options.seconds)
+        results, rss = bench_server(big, (1, 16), options.requests, options.seconds, today, "300k")
+        small_results, _ = bench_server(small, (1,), options.requests, options.seconds, today, "3k")
+    print(report(results, small_results, bare, rss, built))
+
+
+def report(results, small_results, bare, rss, built):
+    names = list(dict.fromkeys(name for name, _ in results))
+    lines = [f"Machine: {machine()}. Database: 30 doctors, 3 centers, 60,000 patients, 300,000 appointments "
+             f"(built in {built:.0f} s). Server: `agenda run`, 8 threads, access log on.", "",
+             "| endpoint | 1 conn req/s | p50 ms | p99 ms | 16 conn req/s | p50 ms | p99 ms | vs bare at 16 "
+             "| p50 at 3k appts (1 conn) | 300k/3k p50 |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines.append(f"| bare waitress + SQLite lookup | {bare[1][0]:.0f} | {bare[1][1]:.2f} | {bare[1][2]:.2f} "
+                 f"| {bare[16][0]:.0f} | {bare[16][1]:.2f} | {bare[16][2]:.2f} | 1.00 | | |")
+    misses = []
+    for name in names:
+        one, many, few = results[(name, 1)], results[(name, 16)], small_results[(name, 1)]
+        ratio, growth = many[0] / bare[16][0], one[1] / few[1]
+        lines.append(f"| {name} | {one[0]:.0f} | {one[1]:.2f} | {one[2]:.2f} | {many[0]:.0f} | {many[1]:.2f} "
+                     f"| {many[2]:.2f} | {ratio:.2f} | {few[1]:.2f} | {growth:.2f} |")
+        if name in ("GET /patients", "GET /appointments/{id}") and ratio < 0.8:
+            misses.append(f"{name} at 16 connections is {ratio:.2f} of the bare app (target 0.80)")
+        if many[2] > 20:
+            misses.append(f"{name} p99 at 16 connections is {many[2]:.1f} ms (target 20)")
+        if name.startswith("GET /availabilities") and one[1] > 5:
+            misses.append(f"{name} p50 at 1 connection is {one[1]:.1f} ms (target 5)")
+        if growth > 1.3:
+            misses.append(f"{name} p50 at 300k is {growth:.2f} x its p50 at 3k (target 1.3)")
+        if one[4] or many[4]:
+            misses.append(f"{name}: {one[4] + many[4]} answers were not 2xx")
+    if rss >= 150:
+        misses.append(f"server resident memory {rss:.0f} MB (target under 150)")
+    lines += ["", f"Server resident memory after the run: {rss:.0f} MB.",
+              "Targets: " + ("all met." if not misses else "missed: " + "; ".join(misses) + ".")]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
