@@ -155,8 +155,13 @@ def workload(db_path, today):
         return {"date": slot.date_text, "time": slot.time, "doctorId": slot.doctor_id,
                 "patientId": str(patient), "reason": "Bench"}
 
+    bookings = itertools.count()
+
     def post_appointment(worker, n):
-        return "POST", "/appointments", book_body(singles[n % len(singles)], patient_ids[n % len(patient_ids)])
+        """A new slot each time, across both concurrencies: a repeat would be an idempotent retry (D7)."""
+        number = next(bookings)
+        return "POST", "/appointments", book_body(singles[number % len(singles)],
+                                                  patient_ids[number % len(patient_ids)])
 
     def put_appointment(worker, n):
         appointment, (one, other), turn = state["movers"][worker]
@@ -171,8 +176,12 @@ def workload(db_path, today):
         return "POST", "/patients", {"name": "Bench", "surname": "Load", "nif": f"{number:08d}{LETTERS[number % 23]}",
                                      "phone": f"6{number % 100_000_000:08d}"}
 
+    cancels = itertools.count()
+
     def delete_appointment(worker, n):
-        return "DELETE", f"/appointments/{state['booked'][n % len(state['booked'])]}", None
+        """Each request cancels another of the appointments POST /appointments booked."""
+        booked = state["booked"]
+        return "DELETE", f"/appointments/{booked[next(cancels) % len(booked)]}", None
 
     endpoints = [
         ("GET /health", lambda w, n: ("GET", "/health", None)),
