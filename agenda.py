@@ -726,11 +726,15 @@ access_log = logging.getLogger("agenda.access")
 
 
 def logged_path(environ):
-    """The path for the access log: a route's path as sent (it holds ids at most), and
-    of an unknown path only its first segment, since a caller's wrong URL may hold a NIF
-    or a phone. The query string, which may too, is never logged."""
+    """The path for the access log, without what a caller's mistake could put there: a
+    route's id is logged only when it is a number (a NIF sent as an appointment id is
+    not), and of an unknown path only its first segment. The query string, which holds
+    NIFs and phones, is never logged."""
     path = environ.get("PATH_INFO", "")
     if "bottle.route" in environ:
+        for value in environ.get("route.url_args", {}).values():
+            if not str(value).isdigit():
+                path = path.replace(str(value), "...")
         return path
     first, _, rest = path.lstrip("/").partition("/")
     return "/" + first[:40] + ("/..." if rest else "")

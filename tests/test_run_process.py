@@ -37,6 +37,7 @@ def full_flow(url):
     assert send(url, "POST", "/appointments/end-of-reminder-day",
                 {"voiceAgentConfigId": "va", "date": day})[0] == 200
     assert send(url, "GET", f"/nonsense/{PII['nif']}/{PII['phone']}")[0] == 404
+    assert send(url, "GET", f"/appointments/{PII['nif']}")[0] == 404  # a NIF said where an id was asked
     assert send(url, "POST", "/patients", {**PII})[0] == 409
     return appointment
 
@@ -47,10 +48,11 @@ def test_run_logs_one_line_per_request_and_no_personal_data(running):
     assert server.terminate() == 0
     log = server.log()
     access = [line for line in server.lines if " agenda.access " in line]
-    assert len(access) == 11, log
+    assert len(access) == 12, log
     assert re.search(r" agenda\.access POST /patients 201 \d+\.\dms rid=[0-9a-f]{16}$", access[0])
     assert f"PUT /appointments/{appointment} 200" in log
     assert "GET /nonsense/... 404" in log and "GET /patients 200" in log
+    assert "GET /appointments/... 404" in log
     digits = re.sub(r"\D", "", PII["phone"])
     for secret in (PII["nif"], PII["nif"][:8], digits, digits[-6:], PII["name"], PII["surname"], "Zacar",
                    "Ybarra", SECRET):
