@@ -252,35 +252,44 @@ def patient_fields(fields, today):
 # --- Storage ----------------------------------------------------------------------
 
 SCHEMA_FILE = "schema.sql"
+OPENAPI_FILE = "openapi.json"
 _SECTION = re.compile(r"^-- version (\d+)\s*$", re.MULTILINE)
 
 
-def schema_path():
-    """Where schema.sql is: beside this module (a checkout), or in the install's data dir.
+def data_file_path(name):
+    """Where a file shipped beside this module is: schema.sql or openapi.json.
 
-    A top-level module carries no package data, so setup.cfg installs schema.sql as
-    data into <prefix>/share/agenda/.
+    Beside this module in a checkout; in an install, in <prefix>/share/agenda/, because
+    a top-level module carries no package data and setup.cfg installs them as data.
     """
-    candidates = [Path(__file__).with_name(SCHEMA_FILE)]
+    candidates = [Path(__file__).with_name(name)]
     for scheme in (None, f"{os.name}_user"):
         try:
             data = sysconfig.get_path("data", scheme) if scheme else sysconfig.get_path("data")
         except KeyError:
             continue
-        candidates.append(Path(data) / "share" / "agenda" / SCHEMA_FILE)
-    candidates.append(Path(sys.prefix) / "share" / "agenda" / SCHEMA_FILE)
+        candidates.append(Path(data) / "share" / "agenda" / name)
+    candidates.append(Path(sys.prefix) / "share" / "agenda" / name)
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    raise RuntimeError(f"{SCHEMA_FILE} not found; looked in: {', '.join(map(str, candidates))}")
+    raise RuntimeError(f"{name} not found; looked in: {', '.join(map(str, candidates))}")
+
+
+def schema_path():
+    return data_file_path(SCHEMA_FILE)
+
+
+def read_data_file(name):
+    """The bytes of a shipped file: from disk, or from inside agenda.pyz (the one-file build)."""
+    loader = globals().get("__loader__")
+    if loader is not None and type(loader).__name__ == "zipimporter":
+        return loader.get_data(os.path.join(os.path.dirname(__file__), name))
+    return data_file_path(name).read_bytes()
 
 
 def read_schema():
-    """The text of schema.sql: from a file, or from inside agenda.pyz (the one-file build)."""
-    loader = globals().get("__loader__")
-    if loader is not None and type(loader).__name__ == "zipimporter":
-        return loader.get_data(os.path.join(os.path.dirname(__file__), SCHEMA_FILE)).decode("utf-8")
-    return schema_path().read_text(encoding="utf-8")
+    return read_data_file(SCHEMA_FILE).decode("utf-8")
 
 
 def schema_sections(text):
@@ -705,9 +714,10 @@ def request_target(environ):
     return target
 
 
-BOTTLE_ERROR_CODES = {400: "INVALID_REQUEST", 401: "INVALID_SIGNATURE", 404: "NOT_FOUND",
+STATUS_ERROR_CODES = {400: "INVALID_REQUEST", 401: "INVALID_SIGNATURE", 404: "NOT_FOUND",
                       405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE",
-                      415: "UNSUPPORTED_MEDIA_TYPE", 500: "INTERNAL_ERROR"}
+                      415: "UNSUPPORTED_MEDIA_TYPE", 431: "HEADERS_TOO_LARGE", 500: "INTERNAL_ERROR",
+                      501: "NOT_IMPLEMENTED"}
 BOTTLE_ERROR_MESSAGES = {404: "no such endpoint", 405: "method not allowed on this endpoint",
                          500: "unexpected error; the service logged it"}
 _BUSY_MARKERS = ("locked", "busy", "readonly", "read-only", "disk", "full", "unable to open")
@@ -771,7 +781,7 @@ def error_response(error):
 def json_error_page(http_error):
     """Bottle's own errors (unknown route, wrong method, crash) as JSON, never HTML (D4)."""
     status = http_error.status_code
-    code = BOTTLE_ERROR_CODES.get(status, f"HTTP_{status}")
+    code = STATUS_ERROR_CODES.get(status, f"HTTP_{status}")
     message = BOTTLE_ERROR_MESSAGES.get(status, bottle.HTTP_CODES.get(status, "error").lower())
     extra = {}
     if status >= 500:
@@ -825,7 +835,7 @@ class ApiPlugin:
             if result is None:
                 return b""
             bottle.response.content_type = "application/json"
-            return json_bytes(result)
+            return result if isinstance(result, bytes) else json_bytes(result)
 
         return wrapper
 
@@ -931,6 +941,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
     if not secret:
         log.warning("SIGNATURES ARE OFF: anyone who reaches this server can read and change the agenda")
     tz = ZoneInfo(settings.tz)
+    openapi_document = read_data_file(OPENAPI_FILE)
     clock = now or (lambda: dt.datetime.now(dt.timezone.utc))
     db = Database(db_path)
 
@@ -1023,6 +1034,11 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
     def health():
         conn().execute("SELECT 1").fetchone()
         return {"status": "ok"}
+
+    @app.get("/openapi.json", public=True)
+    def openapi():
+        """This API described in OpenAPI 3.1. It holds no data, so it needs no signature."""
+        return openapi_document
 
     @app.get("/custom-config")
     def custom_config():
@@ -1789,12 +1805,47 @@ def read_secret_file(path):
     return value
 
 
+def json_refusing_channel():
+    """A waitress channel whose own refusals are D4 JSON, not plain text.
+
+    waitress answers some requests before the app sees them: a body whose Content-Length
+    is over the limit (413, refused from its headers, never read), a chunked body that
+    grows past it (413), a malformed request (400), headers too large (431). Its answer
+    is text; the caller reads {"error": {"code", "message"}}.
+    """
+    from waitress.channel import HTTPChannel
+    from waitress.task import ErrorTask
+
+    class JsonErrorTask(ErrorTask):
+        def execute(self):
+            refusal = self.request.error
+            code = STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}")
+            message = {413: "the body is over the limit"}.get(refusal.code, refusal.reason.lower())
+            body = json_bytes(ApiError(refusal.code, code, message).payload())
+            access_log.info("- - %s 0.0ms rid=- (refused by the server: %s)", refusal.code, refusal.reason)
+            self.status = f"{refusal.code} {refusal.reason}"
+            self.response_headers.append(("Content-Type", "application/json"))
+            self.set_close_on_finish()
+            self.content_length = len(body)
+            self.write(body)
+
+    class JsonRefusingChannel(HTTPChannel):
+        error_task_class = JsonErrorTask
+
+    return JsonRefusingChannel
+
+
 def serve_until_stopped(app, **options):
     """waitress until SIGTERM or Ctrl-C. On either, waitress stops taking requests and
     lets the ones in flight finish (its task dispatcher's shutdown) before we return."""
     import waitress
 
-    server = waitress.create_server(app, **options)
+    listeners = {}
+    server = waitress.create_server(app, map=listeners, **options)
+    channel = json_refusing_channel()
+    for listener in listeners.values():
+        if hasattr(listener, "channel_class"):
+            listener.channel_class = channel
 
     def stop(signum, frame):
         raise SystemExit(0)  # waitress's loop catches it and shuts its threads down
@@ -1876,7 +1927,8 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         raise click.ClickException(f"cannot start: {error}") from None
     serve = (ctx.obj or {}).get("serve") or serve_until_stopped
     options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
-               "max_request_body_size": 16 * app.agenda_settings.max_body_bytes, "ident": "agenda"}
+               # waitress refuses a Content-Length at or over this before reading the body
+               "max_request_body_size": app.agenda_settings.max_body_bytes + 1, "ident": "agenda"}
     if trusted_proxy:
         options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
                        clear_untrusted_proxy_headers=True)

@@ -27,6 +27,7 @@ import webtest
 from webtest.http import StopableWSGIServer
 
 import agenda
+from openapi_contract import CONTRACT, checked
 
 MADRID = ZoneInfo("Europe/Madrid")
 SECRET = "test-shared-secret"
@@ -77,11 +78,12 @@ def sign(body, secret=SECRET, method=None, target=None, encoding="hex"):
 
 
 class Api:
-    """webtest against the WSGI app; every request signed over the exact bytes sent."""
+    """webtest against the WSGI app; every request signed over the exact bytes sent, and
+    every answer checked against openapi.json."""
 
     def __init__(self, app, secret=SECRET):
         self.app = app
-        self.test = webtest.TestApp(app)
+        self.test = webtest.TestApp(checked(app))
         self.secret = secret
 
     def call(self, method, url, body=None, *, raw=None, signature="body", headers=None,
@@ -138,16 +140,19 @@ def valid_dni(number):
 
 
 def send(base_url, method, path, body=None):
-    """One signed request to a real server; (status, JSON answer)."""
+    """One signed request to a real server; (status, JSON answer), the answer checked
+    against openapi.json."""
     raw = b"" if body is None else json.dumps(body).encode()
     request = urllib.request.Request(base_url + path, data=raw if body is not None else None, method=method,
                                      headers={"Content-Type": "application/json", "Accept": "application/json",
                                               "X-Signature": sign(raw)})
     try:
         with urllib.request.urlopen(request, timeout=20) as response:
-            return response.status, json.loads(response.read() or b"{}")
+            status, content_type, answer = response.status, response.headers["Content-Type"], response.read()
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        status, content_type, answer = error.code, error.headers["Content-Type"], error.read()
+    CONTRACT.check(method, path, status, content_type, answer)
+    return status, json.loads(answer or b"{}")
 
 
 def write_csv(tmp_path, text, name="catalogs.csv"):
@@ -307,3 +312,21 @@ def running(tmp_path, db_path):
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def schemathesis_run(request, tmp_path_factory):
+    """test_schemathesis.py's run against a live server, started with the session when any
+    of its tests is selected, so that its ~20 s overlap the rest of the suite."""
+    import test_schemathesis
+
+    if not any(item.module is test_schemathesis for item in request.session.items):
+        yield None
+        return
+    run = test_schemathesis.FuzzRun(tmp_path_factory.mktemp("schemathesis"))
+    run.start()
+    try:
+        yield run
+    finally:
+        run.stop()
+

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 import agenda
 from conftest import MADRID, MONDAY, SECRET, Clock, send, sign, valid_dni
+from openapi_contract import checked
 
 
 @pytest.fixture
@@ -349,7 +350,7 @@ def test_secret_set_stores_it_owner_only_and_run_uses_it(runner, db_path, tmp_pa
                             catch_exceptions=False)
     assert started.exit_code == 0, started.output
     import webtest
-    client = webtest.TestApp(served["app"])
+    client = webtest.TestApp(checked(served["app"]))
     assert client.get("/custom-config", headers={"X-Signature": sign(b"", "the-clinic-shared-secret")}).status_int == 200
     assert client.get("/custom-config", headers={"X-Signature": sign(b"", SECRET)}, expect_errors=True).status_int == 401
 

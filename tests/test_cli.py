@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 import agenda
 from conftest import CLINIC_CSV, SECRET, sign, write_csv
+from openapi_contract import checked
 
 DEMO_CSV = Path(__file__).resolve().parent.parent / "seed" / "catalogs.csv"
 
@@ -244,7 +245,7 @@ def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environ
     (app, options), = serve.calls
     assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 8)
     assert db_path.exists()
-    client = webtest.TestApp(app)
+    client = webtest.TestApp(checked(app))
     assert client.get("/health").json == {"status": "ok"}
     assert client.get("/custom-config", expect_errors=True).status_int == 401
     assert client.get("/custom-config", headers={"X-Signature": sign(b"")}).status_int == 200
@@ -285,7 +286,7 @@ def test_run_insecure_development_mode_warns_loudly(runner):
     result = runner.invoke(agenda.cli, ["run", "--insecure-no-signature"], obj={"serve": serve})
     assert result.exit_code == 0 and "WARNING" in result.output
     (app, _), = serve.calls
-    assert webtest.TestApp(app).get("/custom-config").status_int == 200
+    assert webtest.TestApp(checked(app)).get("/custom-config").status_int == 200
 
 
 # docs/deploy.md: every agenda command line in a recipe parses as written

@@ -9,6 +9,7 @@ import webtest
 
 import agenda
 from conftest import assert_error, table_rows
+from openapi_contract import checked
 
 JSON_ROUTES = [("POST", "/patients"), ("POST", "/appointments"), ("PUT", "/appointments/1"),
                ("POST", "/appointments/confirm"), ("POST", "/appointments/end-of-reminder-day")]
@@ -78,7 +79,7 @@ def test_a_body_over_the_limit_is_413_and_changes_nothing_d4(api, db_path):
 
 
 def test_a_malformed_content_length_is_400(api):
-    unchecked = webtest.TestApp(api.app, lint=False)  # webtest's lint would refuse the header itself
+    unchecked = webtest.TestApp(checked(api.app), lint=False)  # webtest's lint would refuse the header itself
     response = unchecked.get("/custom-config", extra_environ={"CONTENT_LENGTH": "many"}, expect_errors=True)
     assert_error(response, 400, "INVALID_REQUEST")
 

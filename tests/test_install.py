@@ -1,6 +1,6 @@
-"""A non-editable install gives a working `agenda` command, schema.sql included.
+"""A non-editable install gives a working `agenda` command, schema.sql and openapi.json included.
 
-A top-level module carries no package data, so schema.sql ships as data files; this
+A top-level module carries no package data, so both ship as data files; this
 builds the wheel, installs it into a fresh virtualenv, and runs the installed command
 from outside the checkout. No network: the wheel is built without build isolation and
 the fresh env borrows this env's dependencies through a .pth file, which comes after
@@ -39,9 +39,10 @@ def test_an_installed_wheel_carries_schema_sql_and_runs(tmp_path):
 
     work = tmp_path / "elsewhere"
     work.mkdir()
-    where = run(python, "-c", "import agenda; print(agenda.__file__); print(agenda.schema_path())", cwd=work)
-    module_file, schema_file = where.split()
-    assert module_file.startswith(str(env_dir)) and schema_file.startswith(str(env_dir)), where
+    where = run(python, "-c", "import agenda; print(agenda.__file__); print(agenda.schema_path());"
+                " print(agenda.data_file_path('openapi.json'))", cwd=work)
+    module_file, schema_file, openapi_file = where.split()
+    assert all(path.startswith(str(env_dir)) for path in (module_file, schema_file, openapi_file)), where
 
     agenda_command = env_dir / "bin" / "agenda"
     assert "agenda, version" in run(agenda_command, "--version", cwd=work)

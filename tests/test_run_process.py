@@ -18,7 +18,8 @@ PII = {"nif": valid_dni(45_678_901), "phone": "699112233", "name": "Zacarías", 
 
 
 def full_flow(url):
-    """A patient created, found, booked, moved, reminded and confirmed, as the caller does it."""
+    """A patient created, found, booked, moved, reminded, confirmed, and booked again and
+    cancelled, as the caller does it."""
     status, created = send(url, "POST", "/patients", {**PII, "birthDate": "02/03/1975"})
     assert status == 201, created
     patient = created["patientId"]
@@ -36,6 +37,9 @@ def full_flow(url):
     assert send(url, "POST", "/appointments/confirm", {"appointmentId": appointment, "confirmed": True})[0] == 200
     assert send(url, "POST", "/appointments/end-of-reminder-day",
                 {"voiceAgentConfigId": "va", "date": day})[0] == 200
+    status, second = send(url, "POST", "/appointments", {"date": day, "time": "10:00", "doctorId": "MARTIN",
+                                                         "patientId": patient})
+    assert status == 201 and send(url, "DELETE", f"/appointments/{second['appointmentId']}")[0] == 204
     assert send(url, "GET", f"/nonsense/{PII['nif']}/{PII['phone']}")[0] == 404
     assert send(url, "GET", f"/appointments/{PII['nif']}")[0] == 404  # a NIF said where an id was asked
     assert send(url, "POST", "/patients", {**PII})[0] == 409
@@ -48,7 +52,7 @@ def test_run_logs_one_line_per_request_and_no_personal_data(running):
     assert server.terminate() == 0
     log = server.log()
     access = [line for line in server.lines if " agenda.access " in line]
-    assert len(access) == 12, log
+    assert len(access) == 14, log
     assert re.search(r" agenda\.access POST /patients 201 \d+\.\dms rid=[0-9a-f]{16}$", access[0])
     assert f"PUT /appointments/{appointment} 200" in log
     assert "GET /nonsense/... 404" in log and "GET /patients 200" in log
@@ -121,6 +125,7 @@ def test_the_one_file_build_runs_on_a_bare_python(tmp_path, db_path):
     try:
         assert send(server.url, "GET", "/custom-config")[1]["doctors"]["data"]
         assert send(server.url, "GET", f"/patients?nif={valid_dni(9)}")[1]["phone"] == "+34612345678"
+        assert send(server.url, "GET", "/openapi.json")[1]["openapi"] == "3.1.0"
     finally:
         assert server.terminate() == 0
         server.stop()

@@ -8,6 +8,7 @@ import pytest
 
 import agenda
 from conftest import SECRET, assert_error, sign, table_rows
+from openapi_contract import CONTRACT, METHODS
 
 # Every route with a request that would succeed if it were signed.
 EVERY_ROUTE = [
@@ -25,6 +26,13 @@ EVERY_ROUTE = [
     ("POST", "/appointments/end-of-reminder-day", {"voiceAgentConfigId": "a", "dates": ["24/11/2026"]}),
     ("DELETE", "/appointments/1", None),
 ]
+
+
+def test_every_route_above_is_every_signed_operation_of_openapi_json():
+    signed = {(method.upper(), path) for path, item in CONTRACT.document["paths"].items()
+              for method, operation in item.items() if method in METHODS and operation.get("security") != []}
+    listed = {(method, CONTRACT.operation(method, url.split("?")[0])[0]) for method, url, _ in EVERY_ROUTE}
+    assert listed == signed
 
 
 @pytest.fixture

@@ -1,0 +1,119 @@
+"""openapi.json: a valid OpenAPI 3.1 document of exactly what Agenda serves, served itself.
+
+Every answer of every other test is checked against it (openapi_contract.checked and
+conftest.send); these tests hold the document to the code from the other side: every
+route is documented, every documented operation is served, and every error code the code
+can raise is listed under the status it is raised with.
+"""
+
+import json
+import re
+
+import pytest
+from openapi_spec_validator import validate
+
+import agenda
+from conftest import ROOT
+from openapi_contract import CONTRACT, METHODS, Contract
+
+DOCUMENT = json.loads((ROOT / "openapi.json").read_text(encoding="utf-8"))
+
+
+def test_the_document_is_valid_openapi_3_1():
+    validate(DOCUMENT)
+    assert DOCUMENT["openapi"].startswith("3.1.")
+    assert DOCUMENT["info"]["version"] == agenda.__version__
+
+
+def test_it_is_served_without_a_signature_exactly_as_kept_in_the_repository(api):
+    response = api.get("/openapi.json", signature=None)
+    assert response.status_int == 200 and response.content_type == "application/json"
+    assert response.json == DOCUMENT
+
+
+def operations_of(document):
+    return {(method.upper(), path) for path, item in document["paths"].items() for method in item
+            if method in METHODS}
+
+
+def test_every_route_is_documented_and_every_documented_operation_is_served(api):
+    def template(rule):
+        return re.sub(r"<(\w+)>", lambda match: "{" + re.sub(r"_(\w)", lambda m: m[1].upper(), match[1]) + "}",
+                      rule)
+
+    served = {(route.method, template(route.rule)) for route in api.app.routes}
+    assert served == operations_of(DOCUMENT)
+
+
+def test_only_health_and_the_document_are_public(api):
+    public = {(route.method, route.rule) for route in api.app.routes if route.config.get("public")}
+    documented_public = {(method.upper(), path) for path, item in DOCUMENT["paths"].items()
+                         for method, operation in item.items()
+                         if method in METHODS and operation.get("security") == []}
+    assert public == documented_public == {("GET", "/health"), ("GET", "/openapi.json")}
+    for method, path in operations_of(DOCUMENT) - documented_public:
+        assert "401" in DOCUMENT["paths"][path][method.lower()]["responses"], (method, path)
+
+
+def codes_of(response):
+    """The error codes a documented response names (enum or const of error.code)."""
+    if "$ref" in response:
+        response = CONTRACT.resolve(response["$ref"][1:])
+    schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+    code = schema.get("properties", {}).get("error", {}).get("properties", {}).get("code", {})
+    return set(code.get("enum", [])) | ({code["const"]} if "const" in code else set())
+
+
+def documented_codes():
+    found = set()
+    for path, item in DOCUMENT["paths"].items():
+        for method, operation in item.items():
+            if method in METHODS:
+                for status, response in operation["responses"].items():
+                    found |= {(int(status), code) for code in codes_of(response)}
+    return found
+
+
+def raised_codes():
+    """(status, code) of every ApiError in agenda.py, and of the errors known only by their
+    status (bottle's and waitress's own); 404 and 405 of a path the document lacks aside."""
+    source = (ROOT / "agenda.py").read_text(encoding="utf-8")
+    raised = {(int(status), code) for status, code in re.findall(r'ApiError\((\d{3}),\s*"([A-Z_]+)"', source)}
+    assert len(raised) > 15  # the pattern still finds them
+    return raised | {item for item in agenda.STATUS_ERROR_CODES.items() if item[0] not in (404, 405)}
+
+
+def test_every_error_code_the_code_raises_is_documented_under_its_status_and_no_other_d4():
+    raised = raised_codes()
+    assert raised == documented_codes()
+    assert {code for _, code in raised} | {"NOT_FOUND", "METHOD_NOT_ALLOWED"} == set(
+        DOCUMENT["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"])
+
+
+def test_every_operation_documents_each_error_it_can_always_give():
+    for method, path in operations_of(DOCUMENT):
+        responses = DOCUMENT["paths"][path][method.lower()]["responses"]
+        assert {"400", "413", "431", "500", "501", "503"} <= set(responses), (method, path)
+        if "requestBody" in DOCUMENT["paths"][path][method.lower()]:
+            assert "415" in responses, (method, path)
+
+
+@pytest.mark.parametrize("status, body, expected", [
+    (200, {"data": [{"appointmentId": "1"}]}, "'date' is a required property"),
+    (418, {"error": {"code": "X", "message": "m"}}, "a status the document does not list"),
+    (404, {"error": {"code": "SLOT_NOT_AVAILABLE", "message": "m"}}, "is not one of"),
+    (200, {"data": [], "extra": 1}, "Additional properties are not allowed"),
+])
+def test_the_check_refuses_an_answer_that_breaks_the_document(status, body, expected):
+    problems = Contract(DOCUMENT).problems("GET", "/appointments", status, "application/json",
+                                           json.dumps(body).encode())
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_the_check_refuses_html_an_undocumented_path_and_a_body_where_none_is_documented():
+    contract = Contract(DOCUMENT)
+    assert contract.problems("GET", "/health", 200, "text/html", b"<p>ok</p>")
+    assert contract.problems("GET", "/admin", 200, "application/json", b"{}")
+    assert contract.problems("DELETE", "/appointments/1", 204, None, b"{}")
+    assert not contract.problems("DELETE", "/appointments/1", 204, None, b"")
+    assert not contract.problems("GET", "/appointments/range", 200, "application/json", b'{"data": []}')

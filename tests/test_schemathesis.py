@@ -1,0 +1,137 @@
+"""Schemathesis, from PyPI, against a live `agenda run` on 127.0.0.1.
+
+Every operation of openapi.json with valid and invalid data (the examples, coverage and
+fuzzing phases), then stateful sequences that follow the document's links: create a
+patient, book, move, confirm, cancel. Every request is signed over the exact bytes sent
+(tests/schemathesis_hooks.py), and the server only takes the `request` scheme (D5), which
+covers method, path, query and body.
+
+The gate (tests/schemathesis.toml): no 5xx and no answer that breaks the document
+(status, media type, body schema). Bounded: a fixed number of examples per operation and
+of stateful scenarios, and the run is killed after 5 minutes; the server's own access log
+proves at least 1,000 requests reached it.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from conftest import ROOT, SECRET, Server, agenda_command, write_csv
+
+# The demo clinic's ids (openapi.json's examples use them), but MARTIN works every day
+# from 08:00 to 20:00 (the hooks book inside those hours); RUIZ takes only some
+# insurances; a holiday closes everyone.
+FUZZ_CLINIC_CSV = """\
+kind,id,name,speciality,center,insurances,days,hours,slot_minutes,date_from,date_to
+center,CENTRO,Centro,,,,,,,,
+center,NORTE,Norte,,,,,,,,
+speciality,MG,Medicina general,,,,,,,,
+speciality,PED,Pediatría,,,,,,,,
+insurance,PRIVADO,Privado,,,,,,,,
+insurance,SANITAS,Sanitas,,,,,,,,
+doctor,MARTIN,Lucía Martín,MG,CENTRO,,mon-sun,08:00-20:00,15,,
+doctor,RUIZ,Javier Ruiz,PED,NORTE,PRIVADO;SANITAS,mon-fri,09:00-12:00,20,,
+closed,,Navidad,,,,,,,25/12/2026,
+"""
+
+
+class FuzzRun:
+    """The server and the schemathesis run, each a child process stopped by its own id.
+
+    conftest.py starts it with the session, so its ~20 s overlap the rest of the suite;
+    the tests below wait for it to finish.
+    """
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.server = self.fuzzer = self.result = None
+
+    def start(self):
+        db_path = self.folder / "agenda.db"
+        subprocess.run(agenda_command("seed", str(write_csv(self.folder, FUZZ_CLINIC_CSV)), "--db", str(db_path)),
+                       check=True, capture_output=True, timeout=60)
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("AGENDA_", "SCHEMATHESIS_"))}
+        env.update(AGENDA_SECRET=SECRET, PYTHONUNBUFFERED="1")
+        self.server = Server(agenda_command("run", "--db", str(db_path), "--port", "0", "--min-notice", "0",
+                                            "--signature-scheme", "request"), env)
+        self.started = time.monotonic()
+        self.output = open(self.folder / "schemathesis.txt", "w+", encoding="utf-8")
+        self.fuzzer = subprocess.Popen(
+            [sys.executable, "-m", "schemathesis.cli", "--config-file", str(ROOT / "tests" / "schemathesis.toml"),
+             "run", self.server.url + "/openapi.json", "--report", "junit", "--report-dir", str(self.folder / "report")],
+            stdout=self.output, stderr=subprocess.STDOUT, cwd=self.folder,
+            env={**env, "SCHEMATHESIS_HOOKS": "schemathesis_hooks", "PYTHONPATH": str(ROOT / "tests")})
+
+    def finish(self):
+        """(exit code, schemathesis's report, the server's log, seconds taken); waits at most 5 minutes."""
+        if self.result is None:
+            try:
+                code = self.fuzzer.wait(timeout=max(1, 300 - (time.monotonic() - self.started)))
+            except subprocess.TimeoutExpired:
+                code = "killed after 5 minutes"
+            elapsed = time.monotonic() - self.started
+            self.stop()
+            self.output.seek(0)
+            self.result = code, self.output.read(), self.server.log(), elapsed
+        return self.result
+
+    def stop(self):
+        if self.fuzzer is not None and self.fuzzer.poll() is None:
+            self.fuzzer.kill()
+            self.fuzzer.wait(timeout=10)
+        if self.server is not None and self.server.process.poll() is None:
+            self.server.terminate()
+            self.server.stop()
+
+
+@pytest.fixture
+def fuzzed(schemathesis_run):
+    return schemathesis_run.finish()
+
+
+def access_lines(log):
+    """(method, path with ids as N, status) of every request the server answered."""
+    found = re.findall(r" agenda\.access (\S+) (\S+) (\d{3}) ", log)
+    return [(method, re.sub(r"/appointments/\d+", "/appointments/N", path), int(status))
+            for method, path, status in found]
+
+
+def test_no_5xx_and_no_answer_breaks_the_document(fuzzed):
+    code, output, log, _ = fuzzed
+    assert code == 0, output
+    assert "Traceback" not in log and "INTERNAL_ERROR" not in log
+    assert not [line for line in access_lines(log) if line[2] >= 500]
+
+
+def test_every_operation_ran_with_valid_and_invalid_data(fuzzed):
+    _, output, log, _ = fuzzed
+    for phase in ("Examples", "Coverage", "Fuzzing", "Stateful"):
+        assert f"✅ {phase}" in output or f"✅  {phase}" in output, output
+    answered = Counter((method, path) for method, path, _ in access_lines(log))
+    for operation in [("GET", "/health"), ("GET", "/custom-config"), ("GET", "/patients"), ("POST", "/patients"),
+                      ("GET", "/availabilities"), ("GET", "/appointments"), ("GET", "/appointments/range"),
+                      ("GET", "/appointments/N"), ("POST", "/appointments"), ("PUT", "/appointments/N"),
+                      ("DELETE", "/appointments/N"), ("POST", "/appointments/confirm"),
+                      ("POST", "/appointments/end-of-reminder-day")]:
+        assert answered[operation] >= 3, (operation, answered)
+    statuses = Counter(status for _, _, status in access_lines(log))
+    assert statuses[400] > 100 and statuses[415] > 0 and statuses[405] > 0  # invalid data was sent
+
+
+def test_stateful_sequences_create_book_move_confirm_and_cancel(fuzzed):
+    _, _, log, _ = fuzzed
+    reached = set(access_lines(log))
+    for step in [("POST", "/patients", 201), ("POST", "/appointments", 201), ("PUT", "/appointments/N", 200),
+                 ("POST", "/appointments/confirm", 200), ("DELETE", "/appointments/N", 204)]:
+        assert step in reached, step
+
+
+def test_at_least_1000_requests_in_under_5_minutes(fuzzed):
+    _, output, log, elapsed = fuzzed
+    assert len(access_lines(log)) >= 1000, output
+    assert elapsed < 300
