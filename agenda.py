@@ -28,7 +28,6 @@ import sysconfig
 import threading
 import time
 import unicodedata
-import uuid
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,10 +132,10 @@ def parse_time(text, field):
 
 
 def format_date(value):
-    """An ISO date string or a date, written as the caller reads it: DD/MM/YYYY."""
+    """An ISO date string (as stored, D15) or a date, written as the caller reads it: DD/MM/YYYY."""
     if isinstance(value, str):
-        value = dt.date.fromisoformat(value)
-    return value.strftime("%d/%m/%Y")
+        return f"{value[8:10]}/{value[5:7]}/{value[0:4]}"
+    return f"{value.day:02d}/{value.month:02d}/{value.year:04d}"
 
 
 def minutes_of(hhmm):
@@ -723,13 +722,23 @@ BOTTLE_ERROR_MESSAGES = {404: "no such endpoint", 405: "method not allowed on th
 _BUSY_MARKERS = ("locked", "busy", "readonly", "read-only", "disk", "full", "unable to open")
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # json.dumps builds one a call
+
+
 def json_bytes(payload):
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _JSON.encode(payload).encode("utf-8")
+
+
+def new_request_id():
+    return os.urandom(8).hex()
 
 
 def request_id():
     """This request's id, given by `with_access_log`; it is sent back as X-Request-Id."""
-    return bottle.request.environ.setdefault("agenda.request_id", uuid.uuid4().hex[:16])
+    environ = bottle.request.environ
+    if "agenda.request_id" not in environ:
+        environ["agenda.request_id"] = new_request_id()
+    return environ["agenda.request_id"]
 
 
 access_log = logging.getLogger("agenda.access")
@@ -756,7 +765,7 @@ def with_access_log(wsgi):
 
     def app(environ, start_response):
         started = time.perf_counter()
-        rid = environ["agenda.request_id"] = uuid.uuid4().hex[:16]
+        rid = environ["agenda.request_id"] = new_request_id()
         status = []
 
         def start(status_line, headers, exc_info=None):
@@ -846,6 +855,8 @@ class ApiPlugin:
             declared_length = request.content_length
         except ValueError:
             raise ApiError(400, "INVALID_REQUEST", "Content-Length is not a number") from None
+        if declared_length <= 0 and "chunked" not in request.environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+            return b""  # no body: nothing to read (most GETs and DELETEs)
         raw = b"" if declared_length > limit else request.body.read(limit + 1)
         if declared_length > limit or len(raw) > limit:
             raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
@@ -1820,11 +1831,13 @@ def json_refusing_channel():
         def execute(self):
             refusal = self.request.error
             code = STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}")
-            message = {413: "the body is over the limit"}.get(refusal.code, refusal.reason.lower())
+            limit = self.channel.adj.max_request_body_size - 1
+            message = {413: f"the body is over {limit} bytes"}.get(refusal.code, refusal.reason.lower())
             body = json_bytes(ApiError(refusal.code, code, message).payload())
-            access_log.info("- - %s 0.0ms rid=- (refused by the server: %s)", refusal.code, refusal.reason)
+            rid = new_request_id()
+            access_log.info("- - %s 0.0ms rid=%s (refused by the server: %s)", refusal.code, rid, refusal.reason)
             self.status = f"{refusal.code} {refusal.reason}"
-            self.response_headers.append(("Content-Type", "application/json"))
+            self.response_headers += [("Content-Type", "application/json"), ("X-Request-Id", rid)]
             self.set_close_on_finish()
             self.content_length = len(body)
             self.write(body)
@@ -1909,6 +1922,10 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         agenda secret set --db clinic.db && agenda run --db clinic.db --port 8080
     """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The format names no thread, process or source line: do not work them out for every
+    # access-log line (the logging HOWTO's "Optimization" switches; a third of /health's cost).
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    logging._srcfile = None
     stored = secret_file_path(db_path, secret_file)
     if not secret and stored.is_file():
         secret = read_secret_file(stored)

@@ -148,10 +148,10 @@ def send(base_url, method, path, body=None):
                                               "X-Signature": sign(raw)})
     try:
         with urllib.request.urlopen(request, timeout=20) as response:
-            status, content_type, answer = response.status, response.headers["Content-Type"], response.read()
+            status, headers, answer = response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        status, content_type, answer = error.code, error.headers["Content-Type"], error.read()
-    CONTRACT.check(method, path, status, content_type, answer)
+        status, headers, answer = error.code, error.headers, error.read()
+    CONTRACT.check(method, path, status, dict(headers), answer)
     return status, json.loads(answer or b"{}")
 
 

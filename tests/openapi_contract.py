@@ -49,9 +49,13 @@ class Contract:
                 return template, self.document["paths"][template].get(method.lower())
         return None, None
 
-    def problems(self, method, path, status, content_type, body):
-        """What is wrong with this answer to METHOD path (decoded, no query): a list of sentences."""
+    def problems(self, method, path, status, headers, body):
+        """What is wrong with this answer to METHOD path (decoded, no query): a list of sentences.
+
+        headers: the answer's headers, names in lower case.
+        """
         method = method.upper()
+        content_type = headers.get("content-type")
         template, operation = self.operation(method, path)
         where = f"{method} {path} answered {status}"
         if operation is None:
@@ -67,6 +71,10 @@ class Contract:
             if "$ref" in response:
                 pointer = response["$ref"][1:]
                 response = self.resolve(pointer)
+            missing = [name for name, header in response.get("headers", {}).items()
+                       if self.resolve(header["$ref"][1:]).get("required") and name.lower() not in headers]
+            if missing:
+                return [f"{where} without the header {', '.join(missing)}"]
             if "content" not in response:
                 return [] if body == b"" else [f"{where} with a body; the document says none"]
             pointer += "/content/application~1json/schema"
@@ -84,9 +92,10 @@ class Contract:
             node = node[part.replace("~1", "/").replace("~0", "~")]
         return node
 
-    def check(self, method, url, status, content_type, body):
+    def check(self, method, url, status, headers, body):
         """Assert that the answer to METHOD url (path and query as sent) keeps the document."""
-        problems = self.problems(method, unquote(urlsplit(url).path), status, content_type, body)
+        headers = {name.lower(): value for name, value in headers.items()}
+        problems = self.problems(method, unquote(urlsplit(url).path), status, headers, body)
         assert not problems, "the answer breaks openapi.json:\n" + "\n".join(problems)
 
 
@@ -101,7 +110,7 @@ def checked(app, contract=CONTRACT):
 
         def start(status, headers, exc_info=None):
             answer["status"] = int(status.split(" ", 1)[0])
-            answer["content_type"] = next((value for name, value in headers if name.lower() == "content-type"), None)
+            answer["headers"] = {name.lower(): value for name, value in headers}
             return start_response(status, headers, exc_info)
 
         chunks = app(environ, start)
@@ -115,7 +124,7 @@ def checked(app, contract=CONTRACT):
             path = path.encode("latin-1").decode("utf-8", "replace")
         except UnicodeEncodeError:  # webtest may pass it already decoded
             pass
-        problems = contract.problems(environ["REQUEST_METHOD"], path, answer["status"], answer["content_type"], body)
+        problems = contract.problems(environ["REQUEST_METHOD"], path, answer["status"], answer["headers"], body)
         assert not problems, "the answer breaks openapi.json:\n" + "\n".join(problems)
         return [body]
 

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import send, sign, valid_dni
+from openapi_contract import CONTRACT
 
 RACERS = 50
 
@@ -73,9 +74,12 @@ def test_request_scheme_signs_the_path_and_query_exactly_as_sent_through_waitres
     signature = sign(b"", method="GET", target=target)
     request = urllib.request.Request(server + target, headers={"X-Signature": signature})
     with urllib.request.urlopen(request, timeout=20) as response:
-        assert response.status == 200 and json.loads(response.read()) == {"data": []}
+        answer = response.read()
+        CONTRACT.check("GET", target, response.status, dict(response.headers), answer)
+        assert response.status == 200 and json.loads(answer) == {"data": []}
     decoded = "/appointments?date=24/11/2026&centerId=C1"  # what a proxy that re-encodes would forward
     request = urllib.request.Request(server + decoded, headers={"X-Signature": signature})
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=20)
     assert refused.value.code == 401
+    CONTRACT.check("GET", decoded, 401, dict(refused.value.headers), refused.value.read())

@@ -17,6 +17,7 @@ from conftest import ROOT
 from openapi_contract import CONTRACT, METHODS, Contract
 
 DOCUMENT = json.loads((ROOT / "openapi.json").read_text(encoding="utf-8"))
+JSON_HEADERS = {"content-type": "application/json", "x-request-id": "0123456789abcdef"}
 
 
 def test_the_document_is_valid_openapi_3_1():
@@ -105,15 +106,15 @@ def test_every_operation_documents_each_error_it_can_always_give():
     (200, {"data": [], "extra": 1}, "Additional properties are not allowed"),
 ])
 def test_the_check_refuses_an_answer_that_breaks_the_document(status, body, expected):
-    problems = Contract(DOCUMENT).problems("GET", "/appointments", status, "application/json",
-                                           json.dumps(body).encode())
+    problems = Contract(DOCUMENT).problems("GET", "/appointments", status, JSON_HEADERS, json.dumps(body).encode())
     assert any(expected in problem for problem in problems), problems
 
 
-def test_the_check_refuses_html_an_undocumented_path_and_a_body_where_none_is_documented():
+def test_the_check_refuses_html_an_undocumented_path_a_missing_header_and_an_unexpected_body():
     contract = Contract(DOCUMENT)
-    assert contract.problems("GET", "/health", 200, "text/html", b"<p>ok</p>")
-    assert contract.problems("GET", "/admin", 200, "application/json", b"{}")
-    assert contract.problems("DELETE", "/appointments/1", 204, None, b"{}")
-    assert not contract.problems("DELETE", "/appointments/1", 204, None, b"")
-    assert not contract.problems("GET", "/appointments/range", 200, "application/json", b'{"data": []}')
+    assert contract.problems("GET", "/health", 200, {**JSON_HEADERS, "content-type": "text/html"}, b"<p>ok</p>")
+    assert contract.problems("GET", "/admin", 200, JSON_HEADERS, b"{}")
+    assert contract.problems("DELETE", "/appointments/1", 204, {"x-request-id": "0" * 16}, b"{}")
+    assert contract.problems("DELETE", "/appointments/1", 204, {}, b"")
+    assert not contract.problems("DELETE", "/appointments/1", 204, {"x-request-id": "0" * 16}, b"")
+    assert not contract.problems("GET", "/appointments/range", 200, JSON_HEADERS, b'{"data": []}')

@@ -11,6 +11,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from conftest import assert_error, sign, table_rows
+from openapi_contract import CONTRACT
 
 HOSTILE_TEXTS = [
     "Robert'); DROP TABLE patients;--",
@@ -70,7 +71,10 @@ def exchange(url, raw_request, timeout=10):
     head, _, body = received.partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     headers = dict(line.split(": ", 1) for line in header_lines)
-    return int(status_line.split()[1]), {name.lower(): value for name, value in headers.items()}, body
+    status = int(status_line.split()[1])
+    method, target = raw_request.split(b" ", 2)[:2]
+    CONTRACT.check(method.decode(), target.decode(), status, headers, body)
+    return status, {name.lower(): value for name, value in headers.items()}, body
 
 
 def request_head(method, path, **headers):
