@@ -139,14 +139,15 @@ def workload(db_path, today):
     import agenda
     conn = agenda.connect(db_path)
     doctors = [dict(row) for row in conn.execute("SELECT * FROM doctors ORDER BY id")]
-    free = agenda.free_slots(conn, doctors, first, last, tz=agenda.ZoneInfo("Europe/Madrid"),
+    # every free slot up to the booking horizon (90 days): 3,000 timed bookings need as many
+    free = agenda.free_slots(conn, doctors, first, today + dt.timedelta(days=89), tz=agenda.ZoneInfo("Europe/Madrid"),
                              earliest=dt.datetime.now(dt.timezone.utc))
     conn.close()
     random.Random(3).shuffle(free)
     by_doctor_day = {}
     for slot in free:
         by_doctor_day.setdefault((slot.doctor_id, slot.date_text, slot.center_id), []).append(slot)
-    pairs = [slots[:2] for slots in by_doctor_day.values() if len(slots) >= 2]
+    pairs = [slots[:2] for slots in by_doctor_day.values() if len(slots) >= 2][:16]  # one per mover
     paired = {id(slot) for pair in pairs for slot in pair}
     singles = [slot for slot in free if id(slot) not in paired]
     state = {"booked": [], "movers": {}}
@@ -208,7 +209,7 @@ def workload(db_path, today):
     def prepare(name, port):
         """Book what a move or a cancel needs, before that endpoint is timed."""
         if name == "PUT /appointments/{id}":
-            for worker, (one, other) in enumerate(pairs[:16]):
+            for worker, (one, other) in enumerate(pairs):
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
                 raw = json.dumps(book_body(one, patient_ids[worker])).encode()
                 conn.request("POST", "/appointments", body=raw, headers={
