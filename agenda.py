@@ -1926,6 +1926,9 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     # access-log line (the logging HOWTO's "Optimization" switches; a third of /health's cost).
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     logging._srcfile = None
+    # waitress warns "Task queue depth is N" for every request that waits for a free thread:
+    # under a burst, a warning a request. The access log's durations say the same, once.
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     stored = secret_file_path(db_path, secret_file)
     if not secret and stored.is_file():
         secret = read_secret_file(stored)

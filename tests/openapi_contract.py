@@ -33,7 +33,6 @@ class Contract:
         templates = sorted(document["paths"], key=lambda path: path.count("{"))
         self.paths = [(re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path))), path) for path in templates]
         self.validators = {}
-        self.seen = set()
 
     def validate(self, pointer, value):
         if pointer not in self.validators:
@@ -63,7 +62,6 @@ class Contract:
                 return [f"{where}, but the document has no such operation"]
             pointer = "/components/schemas/Error"
         else:
-            self.seen.add((method, template, status))
             pointer = f"/paths/{pointer_part(template)}/{method.lower()}/responses/{status}"
             response = operation["responses"].get(str(status))
             if response is None:
@@ -71,10 +69,12 @@ class Contract:
             if "$ref" in response:
                 pointer = response["$ref"][1:]
                 response = self.resolve(pointer)
-            missing = [name for name, header in response.get("headers", {}).items()
-                       if self.resolve(header["$ref"][1:]).get("required") and name.lower() not in headers]
-            if missing:
-                return [f"{where} without the header {', '.join(missing)}"]
+            for name, header in response.get("headers", {}).items():
+                value = headers.get(name.lower())
+                if value is None and self.resolve(header["$ref"][1:]).get("required"):
+                    return [f"{where} without the header {name}"]
+                if value is not None and self.validate(header["$ref"][1:] + "/schema", value):
+                    return [f"{where} with {name}: {value!r}, which its schema refuses"]
             if "content" not in response:
                 return [] if body == b"" else [f"{where} with a body; the document says none"]
             pointer += "/content/application~1json/schema"

@@ -7,7 +7,7 @@ patient, book, move, confirm, cancel. Every request is signed over the exact byt
 covers method, path, query and body.
 
 The gate (tests/schemathesis.toml): no 5xx and no answer that breaks the document
-(status, media type, body schema). Bounded: a fixed number of examples per operation and
+(status, media type, headers, body schema). Bounded: a fixed number of examples per operation and
 of stateful scenarios, and the run is killed after 5 minutes; the server's own access log
 proves at least 1,000 requests reached it.
 """
@@ -78,6 +78,7 @@ class FuzzRun:
             self.stop()
             self.output.seek(0)
             self.result = code, self.output.read(), self.server.log(), elapsed
+            self.output.close()
         return self.result
 
     def stop(self):
@@ -124,7 +125,9 @@ def test_every_operation_ran_with_valid_and_invalid_data(fuzzed):
 
 
 def test_stateful_sequences_create_book_move_confirm_and_cancel(fuzzed):
-    _, _, log, _ = fuzzed
+    _, output, log, _ = fuzzed
+    links = re.search(r"API Links:\s+(\d+) covered", output)
+    assert links and int(links[1]) >= 8, output  # sequences followed openapi.json's links
     reached = set(access_lines(log))
     for step in [("POST", "/patients", 201), ("POST", "/appointments", 201), ("PUT", "/appointments/N", 200),
                  ("POST", "/appointments/confirm", 200), ("DELETE", "/appointments/N", 204)]:
