@@ -79,8 +79,8 @@ def test_a_body_over_the_limit_is_413_and_changes_nothing_d4(api, db_path):
 
 
 def test_a_malformed_content_length_is_400(api):
-    unchecked = webtest.TestApp(checked(api.app), lint=False)  # webtest's lint would refuse the header itself
-    response = unchecked.get("/custom-config", extra_environ={"CONTENT_LENGTH": "many"}, expect_errors=True)
+    unlinted = webtest.TestApp(checked(api.app), lint=False)  # webtest's lint would refuse the header itself
+    response = unlinted.get("/custom-config", extra_environ={"CONTENT_LENGTH": "many"}, expect_errors=True)
     assert_error(response, 400, "INVALID_REQUEST")
 
 
