@@ -94,6 +94,11 @@ def invalid(message):
     return ApiError(400, "INVALID_REQUEST", message)
 
 
+def body_too_large(limit):
+    """D4's 413, from the app and from waitress alike."""
+    return ApiError(413, "PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
+
+
 # --- Parsing ----------------------------------------------------------------------
 
 _DAY_MONTH_YEAR = re.compile(r"(\d{1,2})([/-])(\d{1,2})\2(\d{4})")
@@ -859,7 +864,7 @@ class ApiPlugin:
             return b""  # no body: nothing to read (most GETs and DELETEs)
         raw = b"" if declared_length > limit else request.body.read(limit + 1)
         if declared_length > limit or len(raw) > limit:
-            raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
+            raise body_too_large(limit)
         return raw
 
     def check_signature(self, request, raw):
@@ -1830,10 +1835,12 @@ def json_refusing_channel():
     class JsonErrorTask(ErrorTask):
         def execute(self):
             refusal = self.request.error
-            code = STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}")
-            limit = self.channel.adj.max_request_body_size - 1
-            message = {413: f"the body is over {limit} bytes"}.get(refusal.code, refusal.reason.lower())
-            body = json_bytes(ApiError(refusal.code, code, message).payload())
+            if refusal.code == 413:
+                error = body_too_large(self.channel.adj.max_request_body_size - 1)
+            else:
+                error = ApiError(refusal.code, STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}"),
+                                 refusal.reason.lower())
+            body = json_bytes(error.payload())
             rid = new_request_id()
             access_log.info("- - %s 0.0ms rid=%s (refused by the server: %s)", refusal.code, rid, refusal.reason)
             self.status = f"{refusal.code} {refusal.reason}"
