@@ -157,3 +157,11 @@ CREATE TABLE IF NOT EXISTS service_state (
     value      TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
+
+-- version 3
+
+-- Availability reads every live appointment of a few doctors over a fortnight (D6).
+-- With end_time and status in this index SQLite answers that, and the overlap
+-- triggers above, from the index alone, without visiting the table (issue 5).
+CREATE INDEX IF NOT EXISTS appointments_by_doctor_day
+    ON appointments (doctor_id, date, time, end_time, status);

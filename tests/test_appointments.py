@@ -41,6 +41,16 @@ def test_booking_a_free_slot_answers_201_with_an_appointment_id(api):
         "extraData": {"status": "booked", "specialityId": "MG", "insuranceId": "DKV", "duration": 30}}
 
 
+def test_a_patient_without_surname_is_named_by_the_name_alone_in_every_answer_d12(api):
+    patient = api.post("/patients", {"name": "Iker", "nif": "00000023T", "phone": "612000000"}).json["patientId"]
+    appointment_id = api.book(patient, time="10:00")
+    single = api.get(f"/appointments/{appointment_id}").json
+    assert single["patientName"] == "Iker" and single["extraData"]["duration"] == 30
+    assert api.get("/appointments?date=24/11/2026").json["data"] == [single]
+    assert api.get("/appointments?nif=00000023T").json["data"] == [single]
+    assert api.get("/appointments/range?dates=24/11/2026").json["data"] == [single]
+
+
 def test_booking_accepts_lenient_dates_and_times_d2(api):
     patient = api.new_patient()
     appointment_id = api.book(patient, date="2026-11-24", time="9:30:00")

@@ -7,10 +7,12 @@ C2; 08/12 is a holiday; C2 is closed 16:00-16:30 on 30/11. Now: Mon 23/11/2026 0
 """
 
 import datetime as dt
+import random
 
 import pytest
 
-from conftest import MADRID, assert_error
+import agenda
+from conftest import CLINIC_CSV, MADRID, assert_error, seed, valid_dni, write_csv
 
 
 def slots(api, query):
@@ -124,6 +126,46 @@ def test_booked_slot_is_not_offered_and_comes_back_when_cancelled_d6(api):
     assert "09:30" not in [s["time"] for s in slots(api, "doctorId=MARTIN&date=24/11/2026")]
     assert api.delete(f"/appointments/{appointment_id}").status_int == 204
     assert "09:30" in [s["time"] for s in slots(api, "doctorId=MARTIN&date=24/11/2026")]
+
+
+def test_a_split_shift_counts_each_appointment_against_its_own_hours_d6(make_api):
+    api = make_api(CLINIC_CSV + "doctor,SOTO,Ana Soto,DER,C1,,mon-fri,09:00-10:00;16:00-17:00,30,,\n")
+    patient = api.new_patient()
+    api.book(patient, date="24/11/2026", time="16:00", doctor="SOTO")
+    assert [s["time"] for s in slots(api, "doctorId=SOTO&date=24/11/2026")] == ["09:00", "09:30", "16:30"]
+    api.book(patient, date="24/11/2026", time="09:30", doctor="SOTO")
+    assert [s["time"] for s in slots(api, "doctorId=SOTO&date=24/11/2026")] == ["09:00", "16:30"]
+
+
+def test_an_appointment_off_a_new_grid_blocks_every_slot_it_overlaps_d6(make_api, db_path, tmp_path):
+    api = make_api()
+    api.book(api.new_patient(), date="24/11/2026", time="09:30")  # 09:30-10:00 on the 30-minute grid
+    seed(db_path, write_csv(tmp_path, CLINIC_CSV.replace("mon-fri,09:00-11:00,30", "mon-fri,09:00-11:00,20")))
+    # the new grid: 09:00 09:20 09:40 10:00 10:20 10:40; 09:20-09:40 and 09:40-10:00 overlap the booking
+    assert [s["time"] for s in slots(api, "doctorId=MARTIN&date=24/11/2026")] == ["09:00", "10:00", "10:20",
+                                                                                  "10:40"]
+    api.book(api.new_patient(nif=valid_dni(11111111)), date="24/11/2026", time="09:20", status=409)
+
+
+@pytest.mark.parametrize("seed_number", range(40))
+def test_slots_clear_of_matches_a_plain_overlap_check(seed_number):
+    """Both ways through slots_clear_of (on the grid, and off it after a schedule change)
+    give the slots that overlap no appointment, as checking each pair would."""
+    chance = random.Random(seed_number)
+    step = chance.choice((10, 15, 20, 30))
+    start = chance.randrange(7 * 60, 10 * 60, 5)
+    grid = agenda.slot_grid(start, start + step * chance.randint(1, 12), step)
+    taken, minute = set(), start - 60
+    while minute < start + 13 * 30:  # appointments that never overlap, some on the grid, some not
+        length = chance.choice((step, step, 5, 25, 45))
+        if chance.random() < 0.5:
+            taken.add(agenda.hhmm(minute) + agenda.hhmm(minute + length))
+        minute += length + chance.choice((0, 0, 5))
+    if chance.random() < 0.5:  # half the cases: only appointments on the grid (the quick way)
+        taken = {span for span in taken if span in grid.spans}
+    expected = [slot for slot in grid.slots
+                if not any(span[:5] < slot[1] and slot[0] < span[5:] for span in taken)]
+    assert list(agenda.slots_clear_of(grid, taken)) == expected
 
 
 def test_unknown_ids_answer_404_with_their_code_d6(api):

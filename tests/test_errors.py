@@ -104,10 +104,10 @@ def test_a_wrong_method_is_405_method_not_allowed_as_json_d4(api):
 
 
 def test_an_unexpected_exception_is_500_with_a_request_id_logged_not_shown_d4(booked, monkeypatch, caplog):
-    def explode(row):
+    def explode(text):
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(agenda, "appointment_json", explode)
+    monkeypatch.setattr(agenda, "numeric_id", explode)
     with caplog.at_level(logging.ERROR, logger="agenda"):
         response = booked.get("/appointments/1")
     error = assert_error(response, 500, "INTERNAL_ERROR")

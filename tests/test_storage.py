@@ -1,5 +1,6 @@
 """Storage (D15) and the audit trail (D16)."""
 
+import datetime as dt
 import json
 import sqlite3
 import stat
@@ -143,3 +144,22 @@ def test_bookings_survive_a_restart_of_the_service(make_api):
     restarted = make_api(csv=None)
     assert restarted.get(f"/appointments/{appointment_id}").json["time"] == "09:00"
     assert restarted.book(restarted.new_patient(nif="11111111H", phone="699111222"), status=409)
+
+
+def test_availability_reads_appointments_from_an_index_alone_issue_5(api, db_path):
+    """The query behind every availability answer (D6) never visits the appointments
+    table: its plan is a covering-index search, on a database without ANALYZE statistics."""
+    api.book(api.new_patient())
+    conn = agenda.connect(db_path)
+    statements = []
+    conn.set_trace_callback(statements.append)
+    doctors = conn.execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = 'MG'").fetchall()
+    now = dt.datetime(2026, 11, 23, 7, 0, tzinfo=dt.timezone.utc)
+    assert agenda.free_slots(conn, doctors, dt.date(2026, 11, 23), dt.date(2026, 12, 6),
+                             tz=agenda.ZoneInfo("Europe/Madrid"), earliest=now)
+    conn.set_trace_callback(None)
+    busy = [sql for sql in statements if "FROM appointments" in sql]
+    assert len(busy) == 1
+    plan = " ".join(row["detail"] for row in conn.execute("EXPLAIN QUERY PLAN " + busy[0]))
+    assert "COVERING INDEX appointments_by_doctor_day" in plan, plan
+    conn.close()
