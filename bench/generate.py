@@ -72,9 +72,12 @@ def all_slots(conn, first, last):
     return slots
 
 
-def build(path, patients=60_000, appointments=300_000, seed=7, today=None):
+def build(path, patients=60_000, appointments=300_000, seed=7, today=None, days=None):
+    """The clinic's database at `path`; its appointments over the year before and the year
+    after `today`, or over `days` (first, last) when given."""
     random.seed(seed)
     today = today or dt.date.today()
+    first_day, last_day = days or (today - dt.timedelta(days=365), today + dt.timedelta(days=365))
     path = Path(path)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -91,9 +94,9 @@ def build(path, patients=60_000, appointments=300_000, seed=7, today=None):
              f"{1930 + n % 90}-{1 + n % 12:02d}-{1 + n % 28:02d}",
              f"{40_000_000 + n:08d}{LETTERS[(40_000_000 + n) % 23]}", f"6{n:08d}", f"+346{n:08d}", stamp)
             for n in range(patients)))
-    slots = all_slots(conn, today - dt.timedelta(days=365), today + dt.timedelta(days=365))
+    slots = all_slots(conn, first_day, last_day)
     if appointments > len(slots):
-        raise SystemExit(f"only {len(slots)} slots in two years; ask for fewer appointments")
+        raise SystemExit(f"only {len(slots)} slots from {first_day} to {last_day}; ask for fewer appointments")
     chosen = sorted(random.sample(slots, appointments), key=lambda slot: (slot[3], slot[4], slot[0]))
     today_text = today.isoformat()
 
