@@ -1,7 +1,7 @@
 """The stack's own limit: a bare WSGI app on waitress doing one indexed SQLite lookup
 and a small JSON answer, nothing else (no routing, no signature, no log).
 
-    python bench/bare_app.py DB [--port 0] [--threads 8]
+    python bench/bare_app.py DB [--port 0] [--threads 2]
 """
 
 import argparse
@@ -33,7 +33,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("db")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
     options = parser.parse_args()
     server = waitress.create_server(make_app(options.db), host="127.0.0.1", port=options.port,
                                     threads=options.threads)

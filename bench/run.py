@@ -2,7 +2,7 @@
 each with `agenda run` on 127.0.0.1, drive every endpoint at 1 and 16 connections, do the
 same to a bare waitress + SQLite app (the stack's limit), and print a markdown table.
 
-    python bench/run.py                 # about three minutes on 2 cores
+    python bench/run.py                 # about five minutes on 2 cores
     python bench/run.py --quick         # fewer requests, for a smoke run
 
 Every run is bounded: at most --requests requests or --seconds seconds per endpoint and
