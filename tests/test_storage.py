@@ -9,6 +9,7 @@ import threading
 import pytest
 
 import agenda
+from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, write_csv
 
 
 def test_connect_sets_row_factory_foreign_keys_busy_timeout_and_full_sync_d15(db_path):
@@ -163,3 +164,28 @@ def test_availability_reads_appointments_from_an_index_alone_issue_5(api, db_pat
     plan = " ".join(row["detail"] for row in conn.execute("EXPLAIN QUERY PLAN " + busy[0]))
     assert "COVERING INDEX appointments_by_doctor_day" in plan, plan
     conn.close()
+
+
+def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings_d15(tmp_path):
+    """An admin who installs this agenda over last month's database: the service opens it,
+    adds schema version 3's index, and every booking still holds its slot."""
+    db_path = tmp_path / "clinic.db"
+    conn = agenda.connect(db_path)
+    agenda.migrate(conn, agenda.read_schema().split("-- version 3")[0])
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    agenda.seed_catalogs(conn, agenda.read_catalog_file(write_csv(tmp_path, CLINIC_CSV)), at=MONDAY)
+    with agenda.transaction(conn):
+        conn.execute("INSERT INTO patients (name, nif, created_at) VALUES ('Ana', '12345678Z', 'x')")
+        conn.execute("INSERT INTO appointments (patient_id, doctor_id, speciality_id, center_id, date, time,"
+                     " end_time, created_at, updated_at) VALUES (1, 'MARTIN', 'MG', 'C1', '2026-11-24', '09:30',"
+                     " '10:00', 'x', 'x')")
+    conn.close()
+    api = Api(agenda.create_app(db_path, SECRET, now=Clock(MONDAY)))
+    conn = agenda.connect(db_path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'appointments_by_doctor_day'"
+                        ).fetchone()[0] == 1
+    conn.close()
+    times = [slot["time"] for slot in api.get("/availabilities?doctorId=MARTIN&date=24/11/2026").json["data"]]
+    assert times == ["09:00", "10:00", "10:30"]
+    assert api.get("/appointments/1").json["time"] == "09:30"
