@@ -20,6 +20,7 @@ import io
 import json
 import logging
 import os
+import random
 import re
 import signal
 import sqlite3
@@ -310,9 +311,11 @@ def schema_sections(text):
 
 
 class AgendaConnection(sqlite3.Connection):
-    """A sqlite3 connection that carries the write lock shared by its file's connections."""
+    """A sqlite3 connection that carries the write lock shared by its file's connections,
+    and the answers kept on it until the database changes (`kept_until_change`)."""
 
     write_lock = None
+    kept_answers = (None, {})
 
 
 _write_locks = {}
@@ -428,6 +431,19 @@ class Database:
                 conn.close()
             self._connections.clear()
         self._local = threading.local()
+
+
+def kept_until_change(conn, key, compute):
+    """compute(), kept on this connection until the database changes: by this connection
+    (its total_changes) or by any other, in this process or another such as `agenda seed`
+    (PRAGMA data_version). For answers of a fixed set of keys."""
+    stamp = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+    if conn.kept_answers[0] != stamp:
+        conn.kept_answers = (stamp, {})
+    answers = conn.kept_answers[1]
+    if key not in answers:
+        answers[key] = compute()
+    return answers[key]
 
 
 def utc_iso(moment):
@@ -769,7 +785,9 @@ def json_bytes(payload):
 
 
 def new_request_id():
-    return os.urandom(8).hex()
+    """16 hex digits, unique enough to find one request in a day's log. Not os.urandom:
+    its system call lets go of the interpreter, and another thread waits to take it."""
+    return f"{random.getrandbits(64):016x}"
 
 
 def request_id():
@@ -1092,8 +1110,13 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
 
     @app.get("/custom-config")
     def custom_config():
-        """D14: the suggested shape; the keys never change once live."""
+        """D14: the suggested shape; the keys never change once live. The caller reads it at
+        every call and only `agenda seed` changes it, so its five queries run once until the
+        database changes."""
         db_conn = conn()
+        return kept_until_change(db_conn, "custom-config", lambda: json_bytes(clinic_catalogs(db_conn)))
+
+    def clinic_catalogs(db_conn):
         centers = [dict(row) for row in db_conn.execute("SELECT id, name FROM centers ORDER BY id")]
         insurance_lists = {}
         for row in db_conn.execute("SELECT doctor_id, insurance_id FROM doctor_insurances"
@@ -1394,23 +1417,27 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
                     " AND execution_date = ? AND center_id = ?",
                     (config_id, ",".join(days), execution, center_id or "")).fetchone():
                 return {"status": "ok", "processed": 0, "repeated": True}
-            sql = (f"SELECT * FROM appointments WHERE date IN ({','.join('?' * len(days))})"
+            sql = (f"SELECT id, status FROM appointments WHERE date IN ({','.join('?' * len(days))})"
                    " AND status IN ('booked', 'unanswered')")
             params = list(days)
             if center_id is not None:
                 sql += " AND center_id = ?"
                 params.append(center_id)
-            unconfirmed = [dict(row) for row in db_conn.execute(sql + " ORDER BY id", params)
-                           if str(row["id"]) not in skipped]
-            for before in unconfirmed:
+            # Ids and statuses only: a day holds hundreds, and a second cycle over the same
+            # day (another voiceAgentConfigId) changes none of them (issue 5).
+            unconfirmed = [(key, status) for key, status in db_conn.execute(sql + " ORDER BY id", params)
+                           if str(key) not in skipped]
+            for key, status in unconfirmed:
                 if policy == "release":
-                    cancel(db_conn, before, at, "no answer to reminder", "appointment.released")
-                elif policy == "flag" and before["status"] != "unanswered":
+                    cancel(db_conn, appointment_row(db_conn, key), at, "no answer to reminder",
+                           "appointment.released")
+                elif policy == "flag" and status != "unanswered":
+                    before = appointment_row(db_conn, key)
                     db_conn.execute("UPDATE appointments SET status = 'unanswered', updated_at = ? WHERE id = ?",
-                                    (utc_iso(at), before["id"]))
-                    record_event(db_conn, at, "api", "appointment.unanswered", "appointment", before["id"],
-                                 before=before, after=appointment_row(db_conn, before["id"]))
-            acted_on = [row["id"] for row in unconfirmed]
+                                    (utc_iso(at), key))
+                    record_event(db_conn, at, "api", "appointment.unanswered", "appointment", key,
+                                 before=before, after=appointment_row(db_conn, key))
+            acted_on = [key for key, _ in unconfirmed]
             cursor = db_conn.execute(
                 "INSERT INTO reminder_cycles (voice_agent_config_id, days, execution_date, center_id,"
                 " policy, appointment_ids, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -1916,7 +1943,8 @@ def log_to_stderr():
 
 
 def json_refusing_channel():
-    """A waitress channel whose own refusals are D4 JSON, not plain text.
+    """A waitress channel whose own refusals are D4 JSON, not plain text, and which keeps
+    the connection open after a 204.
 
     waitress answers some requests before the app sees them: a body whose Content-Length
     is over the limit (413, refused from its headers, never read), a chunked body that
@@ -1924,7 +1952,28 @@ def json_refusing_channel():
     is text; the caller reads {"error": {"code", "message"}}.
     """
     from waitress.channel import HTTPChannel
-    from waitress.task import ErrorTask
+    from waitress.task import ErrorTask, WSGITask
+
+    class KeepAliveTask(WSGITask):
+        """waitress 3 closes the connection after every answer without a Content-Length,
+        204 included, which may not carry one (RFC 9110, 8.6): each cancel would cost the
+        caller a new connection. An answer without a body ends at its blank line, so an
+        HTTP/1.1 connection stays open unless the client asked to close it."""
+
+        no_body_keeps_alive = False
+
+        def build_response_header(self):
+            self.no_body_keeps_alive = (
+                not self.has_body and not self.close_on_finish and self.version == "1.1"
+                and self.request.headers.get("CONNECTION", "").lower() != "close")
+            try:
+                return super().build_response_header()
+            finally:
+                self.no_body_keeps_alive = False
+
+        def set_close_on_finish(self):
+            if not self.no_body_keeps_alive:
+                super().set_close_on_finish()
 
     class JsonErrorTask(ErrorTask):
         def execute(self):
@@ -1944,6 +1993,7 @@ def json_refusing_channel():
             self.write(body)
 
     class JsonRefusingChannel(HTTPChannel):
+        task_class = KeepAliveTask
         error_task_class = JsonErrorTask
 
     return JsonRefusingChannel

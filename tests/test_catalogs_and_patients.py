@@ -1,6 +1,6 @@
 """GET /custom-config (D14, spec part 2 Catalogs) and the patient endpoints (D11, spec part 4)."""
 
-from conftest import assert_error, table_rows
+from conftest import CLINIC_CSV, assert_error, seed, table_rows, write_csv
 
 SINGLE_SITE_CSV = """\
 kind,id,name,speciality,center,insurances,days,hours,slot_minutes
@@ -36,6 +36,25 @@ def test_custom_config_of_a_single_site_clinic_has_no_centers(make_api):
     config = make_api(SINGLE_SITE_CSV).get("/custom-config").json
     assert "centers" not in config
     assert config["doctors"]["data"] == [{"id": "SOLO", "name": "Pedro Solo", "speciality": "MG"}]
+
+
+def test_custom_config_shows_a_reseed_by_another_process_at_once(api, db_path, tmp_path):
+    """The answer is built once and kept (issue 5) until the database changes: here
+    `agenda seed`'s own connection adds a doctor while the service runs."""
+    assert "NEW" not in {d["id"] for d in api.get("/custom-config").json["doctors"]["data"]}
+    seed(db_path, write_csv(tmp_path, CLINIC_CSV + "doctor,NEW,Nuevo Doctor,MG,C2,,mon,09:00-10:00,30\n",
+                            name="more.csv"))
+    doctors = {d["id"]: d for d in api.get("/custom-config").json["doctors"]["data"]}
+    assert doctors["NEW"] == {"id": "NEW", "name": "Nuevo Doctor", "speciality": "MG", "idCenter": "C2"}
+
+
+def test_custom_config_shows_a_change_made_on_the_connection_that_serves_it(api):
+    """webtest serves on the test's thread, so api.db() is the very connection that kept
+    the answer: its own writes change no data_version, only its total_changes."""
+    api.get("/custom-config")
+    api.db().execute("UPDATE doctors SET name = 'Dra. Ruiz' WHERE id = 'RUIZ'")
+    doctors = {d["id"]: d for d in api.get("/custom-config").json["doctors"]["data"]}
+    assert doctors["RUIZ"]["name"] == "Dra. Ruiz"
 
 
 def test_get_patient_by_nif_returns_the_patient_object(api):

@@ -4,6 +4,7 @@ Each test starts its own server on a free loopback port, sends a bounded number 
 requests, and stops the process it started by its id.
 """
 
+import http.client
 import logging
 import os
 import re
@@ -12,9 +13,10 @@ import subprocess
 import sys
 import threading
 import time
+from urllib.parse import urlsplit
 
 import agenda
-from conftest import ROOT, SECRET, Server, days_ahead, send, valid_dni
+from conftest import ROOT, SECRET, Server, days_ahead, send, sign, valid_dni
 
 PII = {"nif": valid_dni(45_678_901), "phone": "699112233", "name": "Zacarías", "surname": "Ybarra-Quintanilla"}
 
@@ -99,6 +101,36 @@ def test_the_buffered_log_keeps_info_for_its_writer_and_writes_warnings_and_the_
         handler.close()
         assert written() == "INFO stopped\n"
     os.close(read_end)
+
+
+def test_a_cancel_answered_204_keeps_the_callers_connection_open(running):
+    """waitress on its own closes the connection after a 204 (it has no Content-Length);
+    the caller would pay a new connection for every cancel. One asking to close still
+    gets its close."""
+    server = running()
+    _, created = send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(12_121_212),
+                                                         "phone": "611223344"})
+    day = days_ahead(4)
+    booked = [send(server.url, "POST", "/appointments", {"date": day, "time": time_text, "doctorId": "MARTIN",
+                                                        "patientId": created["patientId"]})[1]["appointmentId"]
+              for time_text in ("09:00", "09:30")]
+    address = urlsplit(server.url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=20)
+
+    def ask(method, path, **headers):
+        connection.request(method, path, headers={"X-Signature": sign(b""), **headers})
+        answer = connection.getresponse()
+        answer.read()
+        return answer
+
+    cancelled = ask("DELETE", f"/appointments/{booked[0]}")
+    assert cancelled.status == 204 and cancelled.getheader("Connection") is None
+    local_address = connection.sock.getsockname()
+    assert ask("GET", f"/appointments/{booked[0]}").status == 410
+    assert connection.sock.getsockname() == local_address  # the same connection answered
+    closing = ask("DELETE", f"/appointments/{booked[1]}", Connection="close")
+    assert closing.status == 204 and closing.getheader("Connection") == "close" and connection.sock is None
+    connection.close()
 
 
 def test_sigterm_stops_the_server_cleanly_and_keeps_every_answered_booking(running, db_path):
