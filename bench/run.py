@@ -20,7 +20,9 @@ import os
 import platform
 import random
 import re
+import selectors
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -35,7 +37,8 @@ sys.path.insert(0, str(HERE))
 import generate  # noqa: E402
 import agenda  # noqa: E402  (generate puts the repository first on sys.path)
 
-THREADS = next(option.default for option in agenda.run.params if option.name == "threads")
+THREADS = int(os.environ.get("AGENDA_THREADS") or next(
+    option.default for option in agenda.run.params if option.name == "threads"))  # agenda run reads it too
 
 SECRET = "bench-secret"
 LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
@@ -81,42 +84,89 @@ def signature(body):
 
 def drive(port, make_request, connections, requests, seconds):
     """Send up to `requests` requests (or for `seconds`) over `connections` keep-alive
-    connections; (requests per second, sorted latencies in ms, non-2xx answers)."""
-    latencies, failures, lock = [], [], threading.Lock()
+    connections; (requests per second, sorted latencies in ms, non-2xx answers).
+
+    One thread serves every connection through a selector: each sends its next request as
+    soon as its answer is in, like that many clients. Not a thread per connection: sixteen
+    Python threads wait for one another's interpreter lock, and that wait (up to 5 ms a
+    switch) would land in the latencies measured, on top of the server's."""
     budget = iter(range(requests))
     deadline = time.monotonic() + seconds
+    latencies, failures = [], []
+    selector = selectors.DefaultSelector()
 
-    def worker(worker_number):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        mine, bad = [], []
-        while time.monotonic() < deadline:
-            with lock:
-                number = next(budget, None)
-            if number is None:
-                break
-            method, path, body = make_request(worker_number, number)
-            raw = b"" if body is None else json.dumps(body).encode()
-            headers = {"X-Signature": signature(raw), "Accept": "application/json"}
-            if body is not None:
-                headers["Content-Type"] = "application/json"
-            started = time.perf_counter()
-            conn.request(method, path, body=raw if body is not None else None, headers=headers)
-            response = conn.getresponse()
-            response.read()
-            mine.append((time.perf_counter() - started) * 1000)
-            if response.status >= 300:
-                bad.append(response.status)
-        conn.close()
-        with lock:
-            latencies.extend(mine)
-            failures.extend(bad)
+    def send_next(client, started=None):
+        number = next(budget, None) if time.monotonic() < deadline else None
+        if number is None:
+            selector.unregister(client["sock"])
+            client["sock"].close()
+            return
+        method, path, body = make_request(client["worker"], number)
+        raw = b"" if body is None else json.dumps(body).encode()
+        head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Signature: {signature(raw)}\r\n" \
+               "Accept: application/json\r\n"
+        if body is not None:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(raw)}\r\n"
+        client["started"] = started or time.perf_counter()
+        client["sock"].sendall(head.encode() + b"\r\n" + raw)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(connections)]
+    def answer_in(client):
+        """(status, bytes the answer takes, whether the server closes the connection after
+        it) once its head is in the buffer, else None."""
+        buffer = client["buffer"]
+        end = buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        head = bytes(buffer[:end]).decode("latin-1").split("\r\n")
+        status = int(head[0].split(" ", 2)[1])
+        length, closing = 0, False
+        for line in head[1:]:
+            name, _, value = line.partition(":")
+            name = name.strip().lower()
+            if name == "content-length":
+                length = int(value)
+            elif name == "connection":
+                closing = value.strip().lower() == "close"
+            elif name == "transfer-encoding":
+                raise RuntimeError("the bench reads answers with a Content-Length only")
+        return status, end + 4 + length, closing
+
+    def connect(client):
+        client["sock"] = socket.create_connection(("127.0.0.1", port), timeout=30)
+        client["sock"].setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        selector.register(client["sock"], selectors.EVENT_READ, client)
+
+    clients = [{"worker": worker, "buffer": bytearray(), "started": 0.0} for worker in range(connections)]
+    for client in clients:
+        connect(client)
     started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    for client in clients:
+        send_next(client)
+    while selector.get_map():
+        events = selector.select(timeout=30)
+        if not events:
+            raise RuntimeError("no answer in 30 s")
+        for key, _ in events:
+            client = key.data
+            chunk = client["sock"].recv(262144)
+            if not chunk:
+                raise RuntimeError("the server closed a connection in the middle of the bench")
+            client["buffer"] += chunk
+            answer = answer_in(client)
+            if answer is None or len(client["buffer"]) < answer[1]:
+                continue
+            latencies.append((time.perf_counter() - client["started"]) * 1000)
+            if answer[0] >= 300:
+                failures.append(answer[0])
+            del client["buffer"][:answer[1]]
+            if answer[2]:  # as an HTTP client does: a new connection, its time counted in the next answer
+                selector.unregister(client["sock"])
+                client["sock"].close()
+                reconnected = time.perf_counter()
+                connect(client)
+                send_next(client, reconnected)
+            else:
+                send_next(client)
     elapsed = time.perf_counter() - started
     latencies.sort()
     return len(latencies) / elapsed, latencies, failures
