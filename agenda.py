@@ -329,6 +329,9 @@ def write_lock_for(path):
         return _write_locks.setdefault(key, threading.Lock())
 
 
+MMAP_BYTES = 256 * 1024 * 1024  # a clinic's years of appointments; the rest of a larger file is read()
+
+
 def connect(path, timeout=5.0):
     """The one way to open the database: web, CLI and tests all come through here.
 
@@ -344,6 +347,10 @@ def connect(path, timeout=5.0):
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     conn.execute("PRAGMA synchronous = FULL")  # D15: a booking read back to a patient survives a power cut
+    # Pages read through a memory map, not a read() call each: a lookup among 300,000
+    # appointments takes 72 µs instead of 222, as among 3,000 (issue 5). Writes still go
+    # through the journal; an I/O error while reading ends the process instead of a 503.
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
 
 
@@ -2038,9 +2045,9 @@ def serve_until_stopped(app, **options):
               help="Address to listen on; keep 127.0.0.1 behind a reverse proxy.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), envvar="AGENDA_PORT",
               help="Port to listen on (0: any free port, logged at start).")
-@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
-              help="waitress worker threads: requests served at once (Python runs one at a time; "
-                   "a second one serves while the other waits for the disk).")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
+              help="waitress worker threads, one SQLite connection each. Python runs one at a time, "
+                   "so more only pass it between them; 2 lets short requests pass a long list.")
 @click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
               help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1).")
 @click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,

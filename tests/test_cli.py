@@ -243,7 +243,7 @@ def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environ
     result = runner.invoke(agenda.cli, ["run"], obj={"serve": serve}, env={"AGENDA_SECRET": SECRET})
     assert result.exit_code == 0, result.output
     (app, options), = serve.calls
-    assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 2)
+    assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 1)
     assert db_path.exists()
     client = webtest.TestApp(checked(app))
     assert client.get("/health").json == {"status": "ok"}

@@ -12,13 +12,14 @@ import agenda
 from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, write_csv
 
 
-def test_connect_sets_row_factory_foreign_keys_busy_timeout_and_full_sync_d15(db_path):
+def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap_d15(db_path):
     agenda.open_database(db_path).close()
     conn = agenda.connect(db_path)
     assert conn.row_factory is sqlite3.Row
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert conn.execute("PRAGMA mmap_size").fetchone()[0] == agenda.MMAP_BYTES  # issue 5: reads at any size
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with pytest.raises(sqlite3.IntegrityError):  # foreign keys really are enforced
         conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES ('X', 'X', 'no-such-speciality')")
