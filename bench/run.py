@@ -65,8 +65,10 @@ class Process:
         threading.Thread(target=lambda: [None for _ in self.process.stdout], daemon=True).start()
 
     def rss_mb(self):
+        """Resident memory in MB: all of it, and the part that is the database file's pages
+        read through SQLite's memory map (shared with the page cache, not the process's own)."""
         status = Path(f"/proc/{self.process.pid}/status").read_text()
-        return int(re.search(r"VmRSS:\s+(\d+) kB", status)[1]) / 1024
+        return tuple(int(re.search(rf"{field}:\s+(\d+) kB", status)[1]) / 1024 for field in ("VmRSS", "RssFile"))
 
     def stop(self):
         if self.process.poll() is None:
@@ -367,18 +369,24 @@ def main():
         print(f"built {counts['appointments']:,} appointments, {counts['patients']:,} patients in {built:.1f} s",
               file=sys.stderr)
         density = per_working_day(big, today), per_working_day(small, today)
-        bare = bench_bare(big, (1, 16), options.requests, options.seconds)
+        bare_before = bench_bare(big, (1, 16), options.requests, options.seconds)
         results, small_results, rss = bench_servers(big, small, (1, 16), options.requests, options.seconds, today)
-    print(report(results, small_results, bare, rss, built, density))
+        bare_after = bench_bare(big, (1, 16), options.requests, options.seconds)
+    # The stack's limit is the better of the two bare runs (the shared machine drifts over
+    # the minutes between them): Agenda's ratios are the lower for it.
+    bare = {count: max(bare_before[count], bare_after[count]) for count in bare_before}
+    print(report(results, small_results, bare, rss, built, density, (bare_before[16][0], bare_after[16][0])))
 
 
-def report(results, small_results, bare, rss, built, density):
+def report(results, small_results, bare, rss, built, density, bare_rates):
     names = list(dict.fromkeys(name for name, _ in results))
     lines = [f"Machine: {machine()}. Database: 30 doctors, 3 centers, 60,000 patients, 300,000 appointments "
              f"over two years (built in {built:.0f} s). Small clinic: the same 30 doctors, 2,000 patients and "
              f"3,000 appointments in the week the day endpoints ask about ({density[1]:.0f} live appointments "
              f"a working day against the large one's {density[0]:.0f}). Server: `agenda run` with its default "
-             f"{THREADS} threads, access log on; the bare app on as many.", "",
+             f"{THREADS} thread{'s' if THREADS > 1 else ''}, access log on; the bare app on as many, run before "
+             f"and after Agenda ({bare_rates[0]:.0f} and {bare_rates[1]:.0f} requests/s at 16 connections), "
+             "the faster run counted.", "",
              "| endpoint | 1 conn req/s | p50 ms | p99 ms | 16 conn req/s | p50 ms | p99 ms | vs bare at 16 "
              "| p50 at 3k appts (1 conn) | 300k/3k p50 |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -400,9 +408,10 @@ def report(results, small_results, bare, rss, built, density):
             misses.append(f"{name} p50 at 300k is {growth:.2f} x its p50 at 3k (target 1.3)")
         if one[4] or many[4]:
             misses.append(f"{name}: {one[4] + many[4]} answers were not 2xx")
-    if rss >= 150:
-        misses.append(f"server resident memory {rss:.0f} MB (target under 150)")
-    lines += ["", f"Server resident memory after the run: {rss:.0f} MB.",
+    if rss[0] >= 150:
+        misses.append(f"server resident memory {rss[0]:.0f} MB (target under 150)")
+    lines += ["", f"Server resident memory after the run: {rss[0]:.0f} MB, of which {rss[1]:.0f} MB are files "
+                  "mapped (the database's pages read through the map, and the code).",
               "Targets: " + ("all met." if not misses else "missed: " + "; ".join(misses) + ".")]
     return "\n".join(lines)
 
