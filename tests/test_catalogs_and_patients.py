@@ -38,7 +38,7 @@ def test_custom_config_of_a_single_site_clinic_has_no_centers(make_api):
     assert config["doctors"]["data"] == [{"id": "SOLO", "name": "Pedro Solo", "speciality": "MG"}]
 
 
-def test_custom_config_shows_a_reseed_by_another_process_at_once(api, db_path, tmp_path):
+def test_custom_config_shows_a_reseed_through_another_connection_at_once(api, db_path, tmp_path):
     """The answer is built once and kept (issue 5) until the database changes: here
     `agenda seed`'s own connection adds a doctor while the service runs."""
     assert "NEW" not in {d["id"] for d in api.get("/custom-config").json["doctors"]["data"]}
