@@ -315,7 +315,7 @@ class AgendaConnection(sqlite3.Connection):
     and the answers kept on it until the database changes (`kept_until_change`)."""
 
     write_lock = None
-    kept_answers = (None, {})
+    kept_answers = (None, None)  # (stamp, {key: answer}); the first call makes its own dict
 
 
 _write_locks = {}
