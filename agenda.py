@@ -62,6 +62,7 @@ class Settings:
     horizon_days: int = 90
     reminder_policy: str = "flag"
     max_body_bytes: int = 64 * 1024
+    answer_cache_mb: int = 8  # per worker thread; see kept_until_change
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:
@@ -74,6 +75,8 @@ class Settings:
             raise ValueError("booking horizon must be at least 1 day")
         if self.max_body_bytes < 1024:
             raise ValueError("body limit must be at least 1024 bytes")
+        if self.answer_cache_mb < 0:
+            raise ValueError("answer cache must be 0 MB or more")
         try:
             ZoneInfo(self.tz)
         except (ZoneInfoNotFoundError, ValueError):
@@ -315,7 +318,7 @@ class AgendaConnection(sqlite3.Connection):
     and the answers kept on it until the database changes (`kept_until_change`)."""
 
     write_lock = None
-    kept_answers = (None, None)  # (stamp, {key: answer}); the first call makes its own dict
+    kept_answers = None  # a KeptAnswers, made by the first kept_until_change
 
 
 _write_locks = {}
@@ -440,17 +443,36 @@ class Database:
         self._local = threading.local()
 
 
-def kept_until_change(conn, key, compute):
-    """compute(), kept on this connection until the database changes: by this connection
-    (its total_changes) or by any other, in this process or another such as `agenda seed`
-    (PRAGMA data_version). For answers of a fixed set of keys."""
+class KeptAnswers:
+    """The answers one connection keeps while the database is as `stamp` says: a dict in
+    the order of last use, and the bytes it holds."""
+
+    def __init__(self, stamp):
+        self.stamp, self.answers, self.size = stamp, {}, 0
+
+
+def kept_until_change(conn, key, compute, budget):
+    """compute() (bytes), kept on this connection until the database changes: by this
+    connection (its total_changes) or by any other, in this process or another such as
+    `agenda seed` (PRAGMA data_version). Past `budget` bytes the least recently used
+    answers go; an answer larger than the budget is computed every time.
+
+    The stamp is read before compute() runs, so a change committed meanwhile leaves an
+    answer at least as new as its stamp: at worst it is computed once more. Whatever else
+    an answer depends on (the clock, a default date) must be in its key.
+    """
     stamp = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
-    if conn.kept_answers[0] != stamp:
-        conn.kept_answers = (stamp, {})
-    answers = conn.kept_answers[1]
-    if key not in answers:
-        answers[key] = compute()
-    return answers[key]
+    kept = conn.kept_answers
+    if kept is None or kept.stamp != stamp:
+        kept = conn.kept_answers = KeptAnswers(stamp)
+    answer = kept.answers.pop(key, None)
+    if answer is None:
+        answer = compute()
+        kept.size += len(answer)
+    kept.answers[key] = answer  # last: the most recently used
+    while kept.size > budget:
+        kept.size -= len(kept.answers.pop(next(iter(kept.answers))))
+    return answer
 
 
 def utc_iso(moment):
@@ -1031,14 +1053,22 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         return clock().astimezone(tz)
 
     def earliest_start():
-        """Now plus the minimum notice, in UTC: real minutes, even across a DST change (D3)."""
-        return clock().astimezone(dt.timezone.utc) + dt.timedelta(minutes=settings.min_notice_minutes)
+        """Now plus the minimum notice, in UTC: real minutes, even across a DST change (D3),
+        rounded up to a whole minute. Slots start on whole minutes, so the rounding offers
+        the very same slots, and an availability answer may be kept for that minute."""
+        earliest = clock().astimezone(dt.timezone.utc) + dt.timedelta(minutes=settings.min_notice_minutes)
+        whole = earliest.replace(second=0, microsecond=0)
+        return whole if whole == earliest else whole + dt.timedelta(minutes=1)
 
     def last_bookable_day():
         return clinic_now().date() + dt.timedelta(days=settings.horizon_days)
 
     def conn():
         return db.connection()
+
+    def kept(key, compute):
+        """compute()'s answer, kept on this thread's connection until the database changes."""
+        return kept_until_change(conn(), key, compute, settings.answer_cache_mb * 1024 * 1024)
 
     def remember_scheme(scheme):
         """D5: keep the scheme the caller signs with for `agenda status`; never fail a request for it."""
@@ -1098,6 +1128,11 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
             " ORDER BY a.date, a.time, a.doctor_id", params)
         return b'{"data":[' + ",".join(row[0] for row in rows).encode() + b"]}"
 
+    def kept_list(where, params):
+        """A day list or range: hundreds of appointments, asked again and again by the
+        reminder calls of a day, and the same until something changes (issue 5)."""
+        return kept(("appointments", where, tuple(params)), lambda: list_appointments(where, params))
+
     def center_filter(center_id, where, params):
         if center_id is not None:
             return where + " AND a.center_id = ?", [*params, center_id]
@@ -1121,7 +1156,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         every call and only `agenda seed` changes it, so its five queries run once until the
         database changes."""
         db_conn = conn()
-        return kept_until_change(db_conn, "custom-config", lambda: json_bytes(clinic_catalogs(db_conn)))
+        return kept("custom-config", lambda: json_bytes(clinic_catalogs(db_conn)))
 
     def clinic_catalogs(db_conn):
         centers = [dict(row) for row in db_conn.execute("SELECT id, name FROM centers ORDER BY id")]
@@ -1222,9 +1257,13 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         if insurance_id is not None:
             require_insurance(insurance_id)
             doctors = [d for d in doctors if accepts_insurance(d["id"], insurance_id)]
-        slots = free_slots(db_conn, doctors, first, last, tz=tz, earliest=earliest_start(),
-                           center_id=center_id)
-        return {"data": [slot.as_json() for slot in slots]}
+        # Every caller asking for a speciality gets the same answer until a booking or a
+        # minute goes by: it is computed once (issue 5). The key holds all it depends on
+        # but the data, which kept_until_change watches.
+        earliest = earliest_start()
+        return kept(("availabilities", tuple(doctor["id"] for doctor in doctors), first, last, center_id, earliest),
+                    lambda: json_bytes({"data": [slot.as_json() for slot in free_slots(
+                        db_conn, doctors, first, last, tz=tz, earliest=earliest, center_id=center_id)]}))
 
     # Appointments: lists (D1, D13)
 
@@ -1237,7 +1276,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
                 raise invalid("date (day list) or nif or phone (patient search) is required")
             day = parse_date(date_text, "date")
             where, params = center_filter(center_id, "a.date = ?", [day.isoformat()])
-            return list_appointments(where, params)
+            return kept_list(where, params)
         # D1: the patient search. NIF first; the phone when no NIF is given or it finds nobody.
         patient_ids = []
         if nif_text is not None:
@@ -1267,7 +1306,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         if len(days) > 62:
             raise invalid("dates holds more than 62 days")
         where, params = center_filter(center_id, f"a.date IN ({','.join('?' * len(days))})", days)
-        return list_appointments(where, params)
+        return kept_list(where, params)
 
     @app.get("/appointments/<appointment_id>")
     def appointment(appointment_id):
@@ -2048,6 +2087,10 @@ def serve_until_stopped(app, **options):
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
               help="waitress worker threads, one SQLite connection each. Python runs one at a time, "
                    "so more only pass it between them; 2 lets short requests pass a long list.")
+@click.option("--answer-cache-mb", default=8, show_default=True, type=click.IntRange(0, 4096),
+              envvar="AGENDA_ANSWER_CACHE_MB",
+              help="Memory per thread for availability, day lists and ranges, each kept until the "
+                   "data changes; 0 computes every answer.")
 @click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
               help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1).")
 @click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,
@@ -2066,8 +2109,9 @@ def serve_until_stopped(app, **options):
               envvar="AGENDA_REMINDER_POLICY",
               help="What closing a reminder day does to unconfirmed appointments.")
 @click.pass_context
-def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
-        trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, reminder_policy):
+def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, answer_cache_mb,
+        trusted_proxy, trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon,
+        reminder_policy):
     """Serve the API with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
@@ -2099,7 +2143,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         click.secho("WARNING: signatures are off. Anyone who reaches this port can read and change the "
                     "agenda. Never use this outside development.", fg="red", bold=True, err=True)
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
-                "horizon_days": horizon, "reminder_policy": reminder_policy}
+                "horizon_days": horizon, "reminder_policy": reminder_policy, "answer_cache_mb": answer_cache_mb}
     try:
         app = create_app(db_path, secret or None, insecure=insecure_no_signature, **settings)
     except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:

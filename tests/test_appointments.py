@@ -313,6 +313,31 @@ def test_range_covers_every_listed_day_sorted_and_deduplicated_d13(api, busy_day
     assert listed(api.get("/appointments/range?dates=24/11/2026&centerId=C2")) == []
 
 
+def test_day_list_and_range_show_each_change_at_once_issue_5(api, busy_day):
+    """Both answers are kept until the database changes (issue 5): a booking, a
+    confirmation and a cancel each show in the very next list."""
+    day, days = "/appointments?date=24/11/2026", "/appointments/range?dates=24/11/2026,25/11/2026"
+    assert listed(api.get(day)) == listed(api.get(day))  # the second one kept
+    listed(api.get(days))
+    new = api.book(api.new_patient(nif="22222222J", phone="622222222"), time="09:30")
+    assert new in listed(api.get(day)) and new in listed(api.get(days))
+    api.post("/appointments/confirm", {"appointmentId": new, "confirmed": True})
+    statuses = {a["appointmentId"]: a["extraData"]["status"] for a in api.get(day).json["data"]}
+    assert statuses[new] == "confirmed"
+    api.delete(f"/appointments/{new}")
+    assert new not in listed(api.get(day)) and new not in listed(api.get(days))
+
+
+def test_lists_show_a_booking_made_through_another_connection_issue_5(api, make_api):
+    """Another process (here another app on the same file, so another SQLite connection)
+    changes the data: PRAGMA data_version tells the kept answers apart."""
+    day = "/appointments?date=24/11/2026"
+    assert listed(api.get(day)) == []
+    other = make_api(csv=None)
+    booked = other.book(other.new_patient())
+    assert listed(api.get(day)) == [booked]
+
+
 def test_range_takes_at_most_62_days_d13(api):
     dates = ",".join(f"{day:02d}/01/2027" for day in range(1, 32)) + "," + ",".join(
         f"{day:02d}/02/2027" for day in range(1, 29))

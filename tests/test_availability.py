@@ -68,6 +68,34 @@ def test_minimum_notice_hides_slots_starting_too_soon_d6(api, clock):
     assert [s["time"] for s in slots(api, "doctorId=MARTIN&date=23/11/2026")] == ["10:30"]
 
 
+def test_minimum_notice_counts_the_seconds_of_now_too_issue_5(api, clock):
+    """Availability is kept for the minute of now + notice, rounded up (issue 5): at 08:00:00
+    a 09:00 slot is just offerable; one second later it is not, though the same question
+    was answered a second before."""
+    assert slots(api, "doctorId=MARTIN&date=23/11/2026")[0]["time"] == "09:00"
+    clock.moment += dt.timedelta(seconds=1)
+    assert slots(api, "doctorId=MARTIN&date=23/11/2026")[0]["time"] == "09:30"
+
+
+def test_a_booked_slot_leaves_the_answer_and_comes_back_when_cancelled_issue_5(api):
+    """Availability is kept until the database changes: the very next answer shows a
+    booking, and then its cancellation."""
+    query = "specialityId=MG&date=24/11/2026"
+    assert ("24/11/2026", "09:00", "MARTIN", "C1") in keys(slots(api, query))
+    booked = api.book(api.new_patient())
+    assert ("24/11/2026", "09:00", "MARTIN", "C1") not in keys(slots(api, query))
+    api.delete(f"/appointments/{booked}")
+    assert ("24/11/2026", "09:00", "MARTIN", "C1") in keys(slots(api, query))
+
+
+def test_availability_shows_a_booking_made_through_another_connection_issue_5(api, make_api):
+    query = "doctorId=MARTIN&date=24/11/2026"
+    assert slots(api, query)[0]["time"] == "09:00"
+    other = make_api(csv=None)
+    other.book(other.new_patient())
+    assert slots(api, query)[0]["time"] == "09:30"
+
+
 def test_minimum_notice_is_configurable(make_api, clock):
     api = make_api(min_notice_minutes=0)
     clock.set(2026, 11, 23, 9, 15)

@@ -244,6 +244,7 @@ def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environ
     assert result.exit_code == 0, result.output
     (app, options), = serve.calls
     assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 1)
+    assert app.agenda_settings.answer_cache_mb == 8
     assert db_path.exists()
     client = webtest.TestApp(checked(app))
     assert client.get("/health").json == {"status": "ok"}
@@ -260,7 +261,8 @@ def test_run_takes_its_settings_from_options_and_environment_d17(runner, tmp_pat
                                         "--channel-timeout", "15"],
                            obj={"serve": serve},
                            env={"AGENDA_SECRET": SECRET, "AGENDA_DB": str(other_db),
-                                "AGENDA_REMINDER_POLICY": "release", "AGENDA_MIN_NOTICE": "0"})
+                                "AGENDA_REMINDER_POLICY": "release", "AGENDA_MIN_NOTICE": "0",
+                                "AGENDA_ANSWER_CACHE_MB": "0"})
     assert result.exit_code == 0, result.output
     (app, options), = serve.calls
     assert (options["host"], options["port"], options["threads"]) == ("0.0.0.0", 9001, 4)
@@ -270,6 +272,7 @@ def test_run_takes_its_settings_from_options_and_environment_d17(runner, tmp_pat
     assert other_db.exists()
     settings = app.agenda_settings
     assert (settings.reminder_policy, settings.min_notice_minutes, settings.horizon_days) == ("release", 0, 30)
+    assert settings.answer_cache_mb == 0
 
 
 def test_run_refuses_bad_settings_with_a_clear_message(runner):

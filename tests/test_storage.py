@@ -25,6 +25,29 @@ def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap_d
         conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES ('X', 'X', 'no-such-speciality')")
 
 
+def test_kept_answers_stay_within_their_budget_least_recently_used_first_issue_5(db_path):
+    agenda.open_database(db_path).close()
+    conn = agenda.connect(db_path)
+    computed = []
+
+    def ask(key, size=10, budget=25):
+        return agenda.kept_until_change(conn, key, lambda: computed.append(key) or bytes(size), budget)
+
+    ask("a"), ask("b"), ask("a")
+    assert computed == ["a", "b"]
+    ask("c")  # 30 bytes: "b", the least recently used, goes
+    ask("a"), ask("c"), ask("b")
+    assert computed == ["a", "b", "c", "b"]
+    assert ask("big", size=26) == bytes(26) and ask("big", size=26) == bytes(26)  # over the budget
+    assert computed[-2:] == ["big", "big"]
+    ask("none", budget=0), ask("none", budget=0)
+    assert computed[-2:] == ["none", "none"]
+    agenda.remember(conn, "k", "v", MONDAY)  # this connection's own write
+    ask("a")
+    assert computed[-1] == "a"
+    conn.close()
+
+
 def test_database_files_are_readable_by_their_owner_only(api, db_path):
     api.new_patient()
     for path in (db_path, db_path.with_name(db_path.name + "-wal")):
