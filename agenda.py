@@ -318,6 +318,7 @@ class AgendaConnection(sqlite3.Connection):
     and the answers kept on it until the database changes (`kept_until_change`)."""
 
     write_lock = None
+    committed = None  # an Event that `transaction` sets after each commit (Database.start_checkpoints)
     kept_answers = None  # a KeptAnswers, made by the first kept_until_change
 
 
@@ -370,6 +371,9 @@ def transaction(conn):
         try:
             yield conn
             conn.execute("COMMIT")
+            committed = getattr(conn, "committed", None)
+            if committed is not None:
+                committed.set()
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -425,17 +429,52 @@ class Database:
         self._local = threading.local()
         self._connections = []
         self._lock = threading.Lock()
+        self._checkpointer = None
+        self._committed = threading.Event()  # set by `transaction` on this file's connections
+        self._stopping = threading.Event()
         open_database(self.path).close()
+
+    def start_checkpoints(self, pause=0.01):
+        """Copy the WAL's pages into the database file from a thread of its own, after
+        commits, at most once every `pause` seconds.
+
+        SQLite otherwise does it all inside the commit that takes the WAL past 1,000 pages:
+        every hundred bookings or so one of them, and every request queued behind it, waits
+        5 to 40 ms. A passive checkpoint takes no lock and runs with the interpreter
+        released, so the one a commit still runs (which lets the WAL start over from its
+        beginning) finds little left to copy (issue 5).
+        """
+        def checkpoint_after_commits():
+            conn = connect(self.path)
+            try:
+                while self._committed.wait() and not self._stopping.is_set():
+                    self._committed.clear()
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    if self._stopping.wait(pause):
+                        break
+            except sqlite3.Error as error:
+                log.warning("background checkpoints stopped (%s); commits still checkpoint", error)
+            finally:
+                conn.close()
+
+        self._checkpointer = threading.Thread(target=checkpoint_after_commits, name="checkpointer", daemon=True)
+        self._checkpointer.start()
 
     def connection(self):
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = connect(self.path)
+            conn.committed = self._committed
             with self._lock:
                 self._connections.append(conn)
         return conn
 
     def close(self):
+        self._stopping.set()
+        if self._checkpointer is not None:
+            self._committed.set()
+            self._checkpointer.join()
+            self._checkpointer = None
         with self._lock:
             for conn in self._connections:
                 conn.close()
@@ -676,14 +715,13 @@ def slots_clear_of(grid, taken):
     return clear
 
 
-def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=None,
-               ignore_appointment_id=None):
+def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=None, overlaps_checked=True):
     """Every offerable slot of these doctors from first_day to last_day, sorted (D6).
 
     `doctors` are rows with id, name and speciality_id. A slot lies on the doctor's
     grid inside working hours (at `center_id` when given), is not covered by a
-    closure, overlaps no live appointment of that doctor (except the one being moved)
-    and starts no earlier than `earliest`, an aware datetime in UTC.
+    closure, overlaps no live appointment of that doctor (unless overlaps_checked is
+    False) and starts no earlier than `earliest`, an aware datetime in UTC.
     """
     first_day = max(first_day, earliest.astimezone(tz).date())  # nothing earlier can be offered
     if not doctors or last_day < first_day:
@@ -711,11 +749,12 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
 
     # One row a doctor and day, its live appointments as 'HH:MMHH:MM' texts run together:
     # a few dozen rows for Python to read instead of a few thousand.
-    busy = {(doctor_id, iso): {spans[at:at + 10] for at in range(0, len(spans), 10)}
+    busy = {} if not overlaps_checked else {
+            (doctor_id, iso): {spans[at:at + 10] for at in range(0, len(spans), 10)}
             for doctor_id, iso, spans in conn.execute(
                 "SELECT doctor_id, date, group_concat(time || end_time, '') FROM appointments"
                 f" WHERE doctor_id IN ({marks}) AND date BETWEEN ? AND ? AND status != 'cancelled'"
-                " AND id IS NOT ? GROUP BY doctor_id, date", [*ids, first, last, ignore_appointment_id])}
+                " GROUP BY doctor_id, date", [*ids, first, last])}
 
     slots = []
     earliest_day = earliest.astimezone(tz).date()
@@ -1113,11 +1152,14 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
             raise ApiError(409, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
         return row
 
-    def slot_at(doctor, day, time_text, center_id, ignore_appointment_id=None):
-        """The offerable slot of this doctor at this date and time, or 409 (D7, D8)."""
+    def slot_at(doctor, day, time_text, center_id):
+        """This doctor's slot at this date and time, or 409 (D7, D8): on the grid, within
+        working hours, not closed, inside the notice and the horizon. Whether another
+        appointment overlaps it is left to the INSERT or UPDATE that follows in the same
+        transaction: schema.sql's triggers refuse it there, which costs a booking no query."""
         if day <= last_bookable_day():
             for slot in free_slots(conn(), [doctor], day, day, tz=tz, earliest=earliest_start(),
-                                   center_id=center_id, ignore_appointment_id=ignore_appointment_id):
+                                   center_id=center_id, overlaps_checked=False):
                 if slot.time == time_text:
                     return slot
         raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one")
@@ -1381,7 +1423,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         with transaction(db_conn):
             before = require_live_appointment(appointment_id)
             doctor = require_doctor(before["doctor_id"])
-            slot = slot_at(doctor, day, time_text, before["center_id"], ignore_appointment_id=before["id"])
+            slot = slot_at(doctor, day, time_text, before["center_id"])
             try:
                 db_conn.execute(
                     "UPDATE appointments SET date = ?, time = ?, end_time = ?, center_id = ?,"
@@ -2149,6 +2191,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
         raise click.ClickException(f"cannot start: {error}") from None
     serve = (ctx.obj or {}).get("serve") or serve_until_stopped
+    app.agenda_db.start_checkpoints()
     options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
                # waitress refuses a Content-Length at or over this before reading the body
                "max_request_body_size": app.agenda_settings.max_body_bytes + 1, "ident": "agenda"}

@@ -6,6 +6,7 @@ never open a socket.
 
 import re
 import sqlite3
+import threading
 from pathlib import Path
 
 import click
@@ -229,6 +230,7 @@ class FakeServe:
 
     def __call__(self, app, **options):
         self.calls.append((app, options))
+        self.threads = {thread.name for thread in threading.enumerate()}
 
 
 def test_run_refuses_to_start_without_a_secret_d5(runner):
@@ -245,6 +247,8 @@ def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environ
     (app, options), = serve.calls
     assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 1)
     assert app.agenda_settings.answer_cache_mb == 8
+    assert "checkpointer" in serve.threads  # issue 5: checkpoints off the request path
+    assert "checkpointer" not in {thread.name for thread in threading.enumerate()}  # stopped with the server
     assert db_path.exists()
     client = webtest.TestApp(checked(app))
     assert client.get("/health").json == {"status": "ok"}

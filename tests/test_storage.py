@@ -5,6 +5,7 @@ import json
 import sqlite3
 import stat
 import threading
+import time
 
 import pytest
 
@@ -46,6 +47,27 @@ def test_kept_answers_stay_within_their_budget_least_recently_used_first_issue_5
     ask("a")
     assert computed[-1] == "a"
     conn.close()
+
+
+def test_commits_reach_the_database_file_from_a_thread_of_their_own_issue_5(db_path):
+    """`agenda run` copies the WAL into the database file after commits, from a thread of
+    its own, so that no request waits for a large checkpoint. Read with the WAL ignored,
+    the file shows a commit without any other connection's help."""
+    db = agenda.Database(db_path)
+    db.start_checkpoints()
+    try:
+        with agenda.transaction(db.connection()) as conn:
+            agenda.remember(conn, "probe", "written", MONDAY)
+        found, deadline = None, time.monotonic() + 5
+        while found is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            main_file_only = sqlite3.connect(f"file:{db_path}?immutable=1", uri=True)
+            found = main_file_only.execute("SELECT value FROM service_state WHERE key = 'probe'").fetchone()
+            main_file_only.close()
+        assert found == ('"written"',)
+    finally:
+        db.close()
+    assert "checkpointer" not in {thread.name for thread in threading.enumerate()}
 
 
 def test_database_files_are_readable_by_their_owner_only(api, db_path):
