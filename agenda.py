@@ -445,8 +445,9 @@ class Database:
         beginning) finds little left to copy (issue 5).
         """
         def checkpoint_after_commits():
-            conn = connect(self.path)
+            conn = None
             try:
+                conn = connect(self.path)
                 while self._committed.wait() and not self._stopping.is_set():
                     self._committed.clear()
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
@@ -455,7 +456,8 @@ class Database:
             except sqlite3.Error as error:
                 log.warning("background checkpoints stopped (%s); commits still checkpoint", error)
             finally:
-                conn.close()
+                if conn is not None:
+                    conn.close()
 
         self._checkpointer = threading.Thread(target=checkpoint_after_commits, name="checkpointer", daemon=True)
         self._checkpointer.start()
