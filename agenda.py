@@ -717,8 +717,10 @@ def slots_clear_of(grid, taken):
     return clear
 
 
-def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=None, overlaps_checked=True):
-    """Every offerable slot of these doctors from first_day to last_day, sorted (D6).
+def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=None, overlaps_checked=True,
+               starting_at=None):
+    """Every offerable slot of these doctors from first_day to last_day, sorted (D6); only
+    those that start at `starting_at` ('HH:MM') when it is given.
 
     `doctors` are rows with id, name and speciality_id. A slot lies on the doctor's
     grid inside working hours (at `center_id` when given), is not covered by a
@@ -772,6 +774,8 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
             shut = [c for c in day_closures
                     if c["doctor_id"] in (None, doctor["id"]) and c["center_id"] in (None, hours["center_id"])]
             for time_text, end_text, _ in slots_clear_of(grid, busy.get((doctor["id"], iso))):
+                if starting_at is not None and time_text != starting_at:
+                    continue
                 if shut and any(c["start_time"] is None or (c["start_time"] < end_text and time_text < c["end_time"])
                                 for c in shut):
                     continue
@@ -1161,9 +1165,8 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         transaction: schema.sql's triggers refuse it there, which costs a booking no query."""
         if day <= last_bookable_day():
             for slot in free_slots(conn(), [doctor], day, day, tz=tz, earliest=earliest_start(),
-                                   center_id=center_id, overlaps_checked=False):
-                if slot.time == time_text:
-                    return slot
+                                   center_id=center_id, overlaps_checked=False, starting_at=time_text):
+                return slot
         raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one")
 
     def list_appointments(where, params):
@@ -1507,27 +1510,29 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
                     " AND execution_date = ? AND center_id = ?",
                     (config_id, ",".join(days), execution, center_id or "")).fetchone():
                 return {"status": "ok", "processed": 0, "repeated": True}
-            sql = (f"SELECT id, status FROM appointments WHERE date IN ({','.join('?' * len(days))})"
-                   " AND status IN ('booked', 'unanswered')")
-            params = list(days)
+            # Ids only, gathered by SQLite: a day holds hundreds, and a second cycle over the
+            # same day (another voiceAgentConfigId) changes none of them (issue 5).
+            where = (f"date IN ({','.join('?' * len(days))}) AND status IN ('booked', 'unanswered')"
+                     " AND CAST(id AS TEXT) NOT IN (SELECT value FROM json_each(?))")
+            params = [*days, json.dumps(sorted(skipped))]
             if center_id is not None:
-                sql += " AND center_id = ?"
+                where += " AND center_id = ?"
                 params.append(center_id)
-            # Ids and statuses only: a day holds hundreds, and a second cycle over the same
-            # day (another voiceAgentConfigId) changes none of them (issue 5).
-            unconfirmed = [(key, status) for key, status in db_conn.execute(sql + " ORDER BY id", params)
-                           if str(key) not in skipped]
-            for key, status in unconfirmed:
+            every_id, booked_ids = db_conn.execute(
+                "SELECT group_concat(id), group_concat(CASE WHEN status = 'booked' THEN id END)"
+                f" FROM appointments WHERE {where}", params).fetchone()
+            acted_on = sorted(json.loads(f"[{every_id or ''}]"))
+            changing = {"release": acted_on, "flag": sorted(json.loads(f"[{booked_ids or ''}]"))}.get(policy, [])
+            for key in changing:
                 if policy == "release":
                     cancel(db_conn, appointment_row(db_conn, key), at, "no answer to reminder",
                            "appointment.released")
-                elif policy == "flag" and status != "unanswered":
+                else:
                     before = appointment_row(db_conn, key)
                     db_conn.execute("UPDATE appointments SET status = 'unanswered', updated_at = ? WHERE id = ?",
                                     (utc_iso(at), key))
                     record_event(db_conn, at, "api", "appointment.unanswered", "appointment", key,
                                  before=before, after=appointment_row(db_conn, key))
-            acted_on = [key for key, _ in unconfirmed]
             cursor = db_conn.execute(
                 "INSERT INTO reminder_cycles (voice_agent_config_id, days, execution_date, center_id,"
                 " policy, appointment_ids, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",

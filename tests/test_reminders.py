@@ -174,3 +174,18 @@ def test_the_whole_reminder_flow_in_order(api, reminder_day):
     statuses = {a["appointmentId"]: a["extraData"]["status"]
                 for a in api.get("/appointments?date=24/11/2026").json["data"]}
     assert statuses == {reminder_day["confirmed"]: "confirmed", reminder_day["silent"]: "unanswered"}
+
+
+def test_a_second_cycle_over_a_closed_day_counts_the_flagged_and_changes_none_d10(api, reminder_day, db_path):
+    """Another voiceAgentConfigId closing the same day: the unanswered ones are its
+    unconfirmed too, so it counts and records them, but flags nothing again."""
+    assert close_day(api).json["processed"] == 2
+    statuses = table_rows(db_path)["appointments"]
+    events = api.db().execute("SELECT count(*) FROM events WHERE action = 'appointment.unanswered'").fetchone()[0]
+    response = close_day(api, voiceAgentConfigId="agent-2")
+    assert response.json == {"status": "ok", "processed": 2}
+    assert table_rows(db_path)["appointments"] == statuses
+    assert api.db().execute("SELECT count(*) FROM events WHERE action = 'appointment.unanswered'").fetchone()[0] \
+        == events == 2
+    cycle = api.db().execute("SELECT appointment_ids FROM reminder_cycles WHERE voice_agent_config_id = 'agent-2'")
+    assert json.loads(cycle.fetchone()[0]) == sorted([int(reminder_day["silent"]), int(reminder_day["late"])])
