@@ -318,18 +318,18 @@ class AgendaConnection(sqlite3.Connection):
     and the answers kept on it until the database changes (`kept_until_change`)."""
 
     write_lock = None
-    committed = None  # an Event that `transaction` sets after each commit (Database.start_checkpoints)
+    after_commit = None  # what `transaction` calls after each commit, under the write lock (Database)
     kept_answers = None  # a KeptAnswers, made by the first kept_until_change
 
 
 _write_locks = {}
-_write_locks_guard = threading.Lock()
+_per_file_guard = threading.Lock()
 
 
 def write_lock_for(path):
     """One lock per database file in this process; see `transaction`."""
     key = os.path.realpath(path)
-    with _write_locks_guard:
+    with _per_file_guard:
         return _write_locks.setdefault(key, threading.Lock())
 
 
@@ -371,9 +371,9 @@ def transaction(conn):
         try:
             yield conn
             conn.execute("COMMIT")
-            committed = getattr(conn, "committed", None)
-            if committed is not None:
-                committed.set()
+            after_commit = getattr(conn, "after_commit", None)
+            if after_commit is not None:
+                after_commit()
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -421,6 +421,24 @@ def open_database(path):
     return conn
 
 
+CHECKPOINT_EVERY_COMMITS = 64  # a booking adds 8 to 10 pages to the WAL: SQLite's own cycle is 1,000
+_kept_open = {}
+
+
+def kept_open_descriptor(path):
+    """A read-only descriptor of the file, opened once and kept for the process's life.
+
+    Never closed on purpose: closing any descriptor of a file drops every POSIX lock the
+    process holds on it, the locks SQLite's connections rely on. A file put in its place
+    since (`agenda restore`) gets a descriptor of its own."""
+    key = os.path.realpath(path)
+    with _per_file_guard:
+        kept = _kept_open.get(key)
+        if kept is None or os.fstat(kept).st_ino != os.stat(key).st_ino:
+            kept = _kept_open[key] = os.open(key, os.O_RDONLY)
+        return kept
+
+
 class Database:
     """One SQLite file, one connection per thread (waitress serves from several threads)."""
 
@@ -430,43 +448,57 @@ class Database:
         self._connections = []
         self._lock = threading.Lock()
         self._checkpointer = None
-        self._committed = threading.Event()  # set by `transaction` on this file's connections
+        self._commits_in_cycle = 0  # counted under the write lock (`transaction`), cleared by a checkpoint
+        self._cycle_full = threading.Event()
         self._stopping = threading.Event()
         open_database(self.path).close()
 
-    def start_checkpoints(self, pause=0.01):
-        """Copy the WAL's pages into the database file from a thread of its own, after
-        commits, at most once every `pause` seconds.
+    def _count_commit(self):
+        self._commits_in_cycle += 1
+        if self._commits_in_cycle >= CHECKPOINT_EVERY_COMMITS:
+            self._cycle_full.set()
 
-        SQLite otherwise does it all inside the commit that takes the WAL past 1,000 pages:
-        every hundred bookings or so one of them, and every request queued behind it, waits
-        5 to 40 ms. A passive checkpoint takes no lock and runs with the interpreter
-        released, so the one a commit still runs (which lets the WAL start over from its
-        beginning) finds little left to copy (issue 5).
+    def start_checkpoints(self, pause=1.0):
+        """Copy the WAL's pages into the database file from a thread of its own, every
+        CHECKPOINT_EVERY_COMMITS commits, or `pause` seconds after a commit.
+
+        SQLite otherwise does it inside the commit that takes the WAL past 1,000 pages,
+        and that commit, with every request queued behind it, waits 5 to 40 ms: for the
+        pages to be copied and for the database file's fsync. Here the copy and the fsync
+        run with no lock held and the interpreter released; a last pass under the write
+        lock then copies what was committed meanwhile, a page or two with nothing left to
+        sync, and lets the next commit start the WAL over. Passes in between would only
+        slow the commits down: each syncs the WAL, and a commit waits for that (issue 5).
         """
-        def checkpoint_after_commits():
+        def checkpoint_cycles():
             conn = None
             try:
                 conn = connect(self.path)
-                while self._committed.wait() and not self._stopping.is_set():
-                    self._committed.clear()
+                database_file = kept_open_descriptor(self.path)
+                while not self._stopping.is_set():
+                    self._cycle_full.wait(pause)
+                    self._cycle_full.clear()
+                    if self._stopping.is_set() or not self._commits_in_cycle:
+                        continue
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    if self._stopping.wait(pause):
-                        break
-            except sqlite3.Error as error:
+                    os.fdatasync(database_file)
+                    with conn.write_lock:  # no commit of this process lands mid-pass: it reaches the WAL's end
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                        self._commits_in_cycle = 0
+            except (sqlite3.Error, OSError) as error:
                 log.warning("background checkpoints stopped (%s); commits still checkpoint", error)
             finally:
                 if conn is not None:
                     conn.close()
 
-        self._checkpointer = threading.Thread(target=checkpoint_after_commits, name="checkpointer", daemon=True)
+        self._checkpointer = threading.Thread(target=checkpoint_cycles, name="checkpointer", daemon=True)
         self._checkpointer.start()
 
     def connection(self):
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = connect(self.path)
-            conn.committed = self._committed
+            conn.after_commit = self._count_commit
             with self._lock:
                 self._connections.append(conn)
         return conn
@@ -474,7 +506,7 @@ class Database:
     def close(self):
         self._stopping.set()
         if self._checkpointer is not None:
-            self._committed.set()
+            self._cycle_full.set()
             self._checkpointer.join()
             self._checkpointer = None
         with self._lock:

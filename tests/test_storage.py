@@ -54,7 +54,7 @@ def test_commits_reach_the_database_file_from_a_thread_of_their_own_issue_5(db_p
     its own, so that no request waits for a large checkpoint. Read with the WAL ignored,
     the file shows a commit without any other connection's help."""
     db = agenda.Database(db_path)
-    db.start_checkpoints()
+    db.start_checkpoints(pause=0.05)  # a commit alone is copied `pause` seconds after
     try:
         with agenda.transaction(db.connection()) as conn:
             agenda.remember(conn, "probe", "written", MONDAY)
@@ -68,6 +68,29 @@ def test_commits_reach_the_database_file_from_a_thread_of_their_own_issue_5(db_p
     finally:
         db.close()
     assert "checkpointer" not in {thread.name for thread in threading.enumerate()}
+
+
+def test_the_checkpoint_thread_ends_each_wal_cycle_under_steady_commits_issue_5(db_path):
+    """Under a steady stream of commits an unlocked checkpoint never reaches the WAL's
+    end, so the WAL would never start over: the thread's last pass of each cycle, under
+    the write lock, does. With the commits' own checkpoints off, the WAL file stops
+    growing once it holds a cycle, instead of holding every commit."""
+    db = agenda.Database(db_path)
+    db.start_checkpoints()
+    wal = db_path.with_name(db_path.name + "-wal")
+    wal_sizes = []
+    try:
+        conn = db.connection()
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        for half in range(2):
+            for number in range(8 * agenda.CHECKPOINT_EVERY_COMMITS):
+                with agenda.transaction(conn):
+                    agenda.remember(conn, f"probe-{half}-{number}", "x" * 3000, MONDAY)
+            wal_sizes.append(wal.stat().st_size)
+    finally:
+        db.close()
+    halfway, at_the_end = wal_sizes
+    assert at_the_end < 1.5 * halfway, wal_sizes  # it would be twice as long
 
 
 def test_database_files_are_readable_by_their_owner_only(api, db_path):
