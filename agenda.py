@@ -1427,24 +1427,25 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
                 if not accepts_insurance(doctor_id, insurance_id):
                     raise ApiError(409, "INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance")
             require_center(center_id)
-            retried = db_conn.execute(
-                "SELECT id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ?"
-                " AND time = ? AND status != 'cancelled'",
-                (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
-            if retried:  # D7: a retry answers the same booking, never a second one
-                bottle.response.status = 201
-                return {"appointmentId": str(retried["id"])}
-            slot = slot_at(doctor, day, time_text, center_id)
             try:
-                cursor = db_conn.execute(
+                slot = slot_at(doctor, day, time_text, center_id)
+                new_id = db_conn.execute(
                     "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
                     " date, time, end_time, reason, status, created_at, updated_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?)",
                     (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id,
-                     day.isoformat(), slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at)))
-            except sqlite3.IntegrityError:
-                raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one") from None
-            new_id = cursor.lastrowid
+                     day.isoformat(), slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at))).lastrowid
+            except (ApiError, sqlite3.IntegrityError):
+                # D7: a retry answers the same booking, never a second one. The first one
+                # holds the slot, so a retry always lands here: no booking pays the query.
+                retried = db_conn.execute(
+                    "SELECT id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ?"
+                    " AND time = ? AND status != 'cancelled'",
+                    (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
+                if retried is None:
+                    raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one") from None
+                bottle.response.status = 201
+                return {"appointmentId": str(retried["id"])}
             record_event(db_conn, at, "api", "appointment.booked", "appointment", new_id,
                          after=appointment_row(db_conn, new_id))
         bottle.response.status = 201

@@ -73,6 +73,18 @@ def test_a_retried_booking_returns_the_same_appointment_id_d7(api, db_path):
     assert table_rows(db_path) == before
 
 
+def test_a_booking_retried_once_its_slot_is_inside_the_notice_still_gets_its_id_d7(api, db_path, clock):
+    """The caller retries a booking whose answer it lost; meanwhile the slot came within
+    the minimum notice. The booking was made: the retry gets its id, not a 409."""
+    patient = api.new_patient()
+    clock.set(2026, 11, 23, 7, 30)
+    first = api.book(patient, date="23/11/2026", time="09:00")
+    clock.set(2026, 11, 23, 8, 30)  # 09:00 is now 30 minutes away; the notice is 60
+    before = table_rows(db_path)
+    assert api.book(patient, date="23/11/2026", time="09:00") == first
+    assert table_rows(db_path) == before
+
+
 @pytest.mark.parametrize("date, time, why", [
     ("24/11/2026", "09:15", "off the slot grid"),
     ("24/11/2026", "11:00", "after working hours"),
