@@ -15,6 +15,7 @@ import base64
 import csv
 import datetime as dt
 import functools
+import gc
 import hmac
 import io
 import json
@@ -2239,11 +2240,17 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
                        clear_untrusted_proxy_headers=True)
     click.echo(f"Agenda {__version__} serving {db_path} on http://{host}:{port}", err=True)
+    # What the process holds once started (modules, zone and phone metadata, the app) is
+    # there for good: out of the collector's reach, a full collection no longer walks it,
+    # and a request caught by one waits 0.6 ms instead of 7 to 19 (issue 5).
+    gc.collect()
+    gc.freeze()
     try:
         serve(app, **options)
     except OSError as error:
         raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
     finally:
+        gc.unfreeze()
         app.agenda_db.close()
 
 
