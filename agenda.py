@@ -669,6 +669,13 @@ def appointment_row(conn, appointment_id):
     return None if row is None else dict(row)
 
 
+def written_row(conn, sql, params):
+    """The row that an INSERT, or an UPDATE of one row, wrote, as the statement itself
+    returns it: D16's `after`, with no second query to read it back."""
+    (row,) = conn.execute(f"{sql} RETURNING *", params).fetchall()
+    return dict(row)
+
+
 # --- Slots (D6) -------------------------------------------------------------------
 
 class Slot(NamedTuple):
@@ -1430,12 +1437,13 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
             require_center(center_id)
             try:
                 slot = slot_at(doctor, day, time_text, center_id)
-                new_id = db_conn.execute(
+                booked = written_row(
+                    db_conn,
                     "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
                     " date, time, end_time, reason, status, created_at, updated_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?)",
                     (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id,
-                     day.isoformat(), slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at))).lastrowid
+                     day.isoformat(), slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at)))
             except (ApiError, sqlite3.IntegrityError):
                 # D7: a retry answers the same booking, never a second one. The first one
                 # holds the slot, so a retry always lands here: no booking pays the query.
@@ -1447,10 +1455,9 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
                     raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one") from None
                 bottle.response.status = 201
                 return {"appointmentId": str(retried["id"])}
-            record_event(db_conn, at, "api", "appointment.booked", "appointment", new_id,
-                         after=appointment_row(db_conn, new_id))
+            record_event(db_conn, at, "api", "appointment.booked", "appointment", booked["id"], after=booked)
         bottle.response.status = 201
-        return {"appointmentId": str(new_id)}
+        return {"appointmentId": str(booked["id"])}
 
     @app.put("/appointments/<appointment_id>")
     def move(appointment_id):
@@ -1464,22 +1471,22 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
             doctor = require_doctor(before["doctor_id"])
             slot = slot_at(doctor, day, time_text, before["center_id"])
             try:
-                db_conn.execute(
+                after = written_row(
+                    db_conn,
                     "UPDATE appointments SET date = ?, time = ?, end_time = ?, center_id = ?,"
                     " status = 'booked', confirmed_at = NULL, updated_at = ? WHERE id = ?",
                     (day.isoformat(), slot.time, slot.end_time, slot.center_id, utc_iso(at), before["id"]))
             except sqlite3.IntegrityError:
                 raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one") from None
             record_event(db_conn, at, "api", "appointment.moved", "appointment", before["id"],
-                         before=before, after=appointment_row(db_conn, before["id"]))
+                         before=before, after=after)
         return {"appointmentId": str(before["id"])}
 
     def cancel(db_conn, before, at, reason, action):
-        db_conn.execute(
-            "UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
+        after = written_row(
+            db_conn, "UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
             " updated_at = ? WHERE id = ?", (utc_iso(at), reason, utc_iso(at), before["id"]))
-        record_event(db_conn, at, "api", action, "appointment", before["id"],
-                     before=before, after=appointment_row(db_conn, before["id"]))
+        record_event(db_conn, at, "api", action, "appointment", before["id"], before=before, after=after)
 
     @app.delete("/appointments/<appointment_id>")
     def delete(appointment_id):
@@ -1512,10 +1519,10 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
                 return {"status": "cancelled"}
             if before["status"] == "confirmed":
                 return {"status": "alreadyConfirmed"}
-            db_conn.execute("UPDATE appointments SET status = 'confirmed', confirmed_at = ?, updated_at = ?"
-                            " WHERE id = ?", (utc_iso(at), utc_iso(at), before["id"]))
+            after = written_row(db_conn, "UPDATE appointments SET status = 'confirmed', confirmed_at = ?,"
+                                " updated_at = ? WHERE id = ?", (utc_iso(at), utc_iso(at), before["id"]))
             record_event(db_conn, at, "api", "appointment.confirmed", "appointment", before["id"],
-                         before=before, after=appointment_row(db_conn, before["id"]))
+                         before=before, after=after)
         return {"status": "confirmed"}
 
     @app.post("/appointments/end-of-reminder-day")
@@ -1563,10 +1570,10 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
                            "appointment.released")
                 else:
                     before = appointment_row(db_conn, key)
-                    db_conn.execute("UPDATE appointments SET status = 'unanswered', updated_at = ? WHERE id = ?",
-                                    (utc_iso(at), key))
+                    after = written_row(db_conn, "UPDATE appointments SET status = 'unanswered', updated_at = ?"
+                                        " WHERE id = ?", (utc_iso(at), key))
                     record_event(db_conn, at, "api", "appointment.unanswered", "appointment", key,
-                                 before=before, after=appointment_row(db_conn, key))
+                                 before=before, after=after)
             cursor = db_conn.execute(
                 "INSERT INTO reminder_cycles (voice_agent_config_id, days, execution_date, center_id,"
                 " policy, appointment_ids, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",

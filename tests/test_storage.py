@@ -211,6 +211,15 @@ def test_every_change_is_recorded_as_an_event_with_its_source_d16(api):
     assert moved["entity"] == "appointment" and moved["entity_id"] == appointment_id
     assert json.loads(moved["before"])["time"] == "09:00" and json.loads(moved["after"])["time"] == "10:00"
     assert all(e["at"].startswith("2026-11-23T07:00") for e in events[1:])
+    # each change's `after` is the row as written, word for word: the next change's `before`,
+    # and for the last one the row as it stands
+    booked, moved, confirmed, cancelled = events[2:6]
+    assert booked["before"] is None and booked["entity_id"] == appointment_id
+    assert [booked["after"], moved["after"], confirmed["after"]] == [moved["before"], confirmed["before"],
+                                                                      cancelled["before"]]
+    stored = api.db().execute("SELECT * FROM appointments WHERE id = ?", (appointment_id,)).fetchone()
+    assert json.loads(cancelled["after"]) == dict(stored)
+    assert json.loads(booked["after"])["status"] == "booked" and json.loads(booked["after"])["id"] == int(appointment_id)
 
 
 def test_refused_requests_record_no_event_d16(api):
