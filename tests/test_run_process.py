@@ -8,6 +8,7 @@ import http.client
 import logging
 import os
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -131,6 +132,53 @@ def test_a_cancel_answered_204_keeps_the_callers_connection_open(running):
     closing = ask("DELETE", f"/appointments/{booked[1]}", Connection="close")
     assert closing.status == 204 and closing.getheader("Connection") == "close" and connection.sock is None
     connection.close()
+
+
+def test_each_answer_leaves_in_one_send_head_and_body_together(db_path):
+    """waitress on its own sends an answer's head and its body apart (send_bytes is 1): two
+    packets, and two wake-ups of the caller, for an answer that fits in one (issue 5).
+    Agenda's server, driven here step by step from this thread, sends each in one piece."""
+    from waitress import wasyncore
+
+    sends = []
+    server, sockets = agenda.make_server(agenda.create_app(db_path, SECRET), host="127.0.0.1", port=0, threads=1)
+    for listener in sockets.values():
+        if hasattr(listener, "channel_class"):
+            class RecordingChannel(listener.channel_class):
+                def send(self, data, do_close=True):
+                    sends.append(bytes(data))
+                    return super().send(data, do_close)
+
+            listener.channel_class = RecordingChannel
+    client = socket.create_connection(("127.0.0.1", server.effective_port), timeout=10)
+    client.setblocking(False)
+
+    def answer_to(method, path):
+        sends.clear()
+        client.sendall(f"{method} {path} HTTP/1.1\r\nHost: agenda\r\nX-Signature: {sign(b'')}\r\n\r\n".encode())
+        received, deadline = b"", time.monotonic() + 10
+        while time.monotonic() < deadline:
+            wasyncore.loop(timeout=0.01, map=sockets, count=1)
+            try:
+                received += client.recv(65536)
+            except BlockingIOError:
+                continue
+            head, _, body = received.partition(b"\r\n\r\n")
+            length = re.search(rb"Content-Length: (\d+)", head)
+            if _ and len(body) == (int(length[1]) if length else 0):
+                return received
+        raise AssertionError(f"no whole answer to {method} {path} in 10 s: {received!r}")
+
+    try:
+        for method, path, status in (("GET", "/health", b" 200 "), ("GET", "/appointments/99", b" 404 "),
+                                     ("DELETE", "/appointments/99", b" 404 ")):
+            answer = answer_to(method, path)
+            assert status in answer.split(b"\r\n", 1)[0]
+            assert sends == [answer], f"{method} {path} went out in {len(sends)} sends"
+    finally:
+        client.close()
+        server.task_dispatcher.shutdown()
+        wasyncore.close_all(sockets)
 
 
 def test_sigterm_stops_the_server_cleanly_and_keeps_every_answered_booking(running, db_path):
