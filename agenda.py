@@ -2085,8 +2085,8 @@ def log_to_stderr():
 
 
 def json_refusing_channel():
-    """A waitress channel whose own refusals are D4 JSON, not plain text, and which keeps
-    the connection open after a 204.
+    """A waitress channel whose own refusals are D4 JSON, not plain text, which keeps the
+    connection open after a 204, and which sends each answer in one piece.
 
     waitress answers some requests before the app sees them: a body whose Content-Length
     is over the limit (413, refused from its headers, never read), a chunked body that
