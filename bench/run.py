@@ -2,7 +2,7 @@
 each with `agenda run` on 127.0.0.1, drive every endpoint at 1 and 16 connections, do the
 same to a bare waitress + SQLite app (the stack's limit), and print a markdown table.
 
-    python bench/run.py                 # about seven minutes on 2 cores
+    python bench/run.py                 # about ten minutes on 2 cores
     python bench/run.py --quick         # fewer requests, for a smoke run
 
 Every run is bounded: at most --requests requests or --seconds seconds per endpoint and
@@ -399,6 +399,35 @@ def per_working_day(db_path, today):
     return count / days
 
 
+def disk_flushes(folder, seconds=5.0, pages=6):
+    """How long this machine's disk takes to make a write durable, without SQLite: `pages`
+    4 KB pages written and fdatasync'd, over and over for `seconds`, about as often as the
+    WAL commits of bookings at 16 connections, each under `synchronous=FULL` (D15).
+    (p50 ms, p99 ms, max ms, how many took over 4 ms, how many in all.) A single writer
+    waits for each one: one slow flush holds up every connection queued behind it."""
+    path = Path(folder) / "flush-probe"
+    size = 4 << 20
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.pwrite(descriptor, bytes(size), 0)
+        os.fsync(descriptor)
+        page, offset, times = os.urandom(4096), 0, []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for _ in range(pages):
+                os.pwrite(descriptor, page, offset)
+                offset = (offset + len(page)) % size
+            started = time.perf_counter()
+            os.fdatasync(descriptor)
+            times.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.0006)  # the rest of a booking's ~0.9 ms turn
+    finally:
+        os.close(descriptor)
+        path.unlink()
+    times.sort()
+    return percentile(times, 0.5), percentile(times, 0.99), times[-1], sum(t > 4 for t in times), len(times)
+
+
 def machine():
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
@@ -425,6 +454,7 @@ def main():
         print(f"built {counts['appointments']:,} appointments, {counts['patients']:,} patients in {built:.1f} s",
               file=sys.stderr)
         density = per_working_day(big, today), per_working_day(small, today)
+        flushes = disk_flushes(folder)
         bare_before = bench_bare(big, (1, 16), options.requests, options.seconds)
         results, small_results, rss = bench_servers(big, small, (1, 16), options.requests, options.seconds, today)
         bare_after = bench_bare(big, (1, 16), options.requests, options.seconds)
@@ -432,12 +462,15 @@ def main():
     # The stack's limit is the better of the two bare runs (the shared machine drifts over
     # the minutes between them): Agenda's ratios are the lower for it.
     bare = {count: max(bare_before[count], bare_after[count]) for count in bare_before}
-    print(report(results, small_results, bare, rss, built, density, (bare_before[16][0], bare_after[16][0]), paired))
+    print(report(results, small_results, bare, rss, built, density, (bare_before[16][0], bare_after[16][0]), paired,
+                 flushes))
 
 
-def report(results, small_results, bare, rss, built, density, bare_rates, paired):
+def report(results, small_results, bare, rss, built, density, bare_rates, paired, flushes):
     names = list(dict.fromkeys(name for name, _ in results))
-    lines = [f"Machine: {machine()}. Database: 30 doctors, 3 centers, 60,000 patients, 300,000 appointments "
+    lines = [f"Machine: {machine()}. Disk: {flushes[4]:,} flushes of 6 pages (write and fdatasync, as a "
+             f"booking's commit) took p50 {flushes[0]:.2f} ms, p99 {flushes[1]:.2f}, max {flushes[2]:.1f}; "
+             f"{flushes[3]} over 4 ms. Database: 30 doctors, 3 centers, 60,000 patients, 300,000 appointments "
              f"over two years (built in {built:.0f} s). Small clinic: the same 30 doctors, 2,000 patients and "
              f"3,000 appointments in the week the day endpoints ask about ({density[1]:.0f} live appointments "
              f"a working day against the large one's {density[0]:.0f}). Server: `agenda run` with its default "
