@@ -23,6 +23,7 @@ import logging
 import os
 import random
 import re
+import select
 import signal
 import sqlite3
 import sys
@@ -49,7 +50,7 @@ log = logging.getLogger("agenda")
 
 # --- Settings and errors ----------------------------------------------------------
 
-SIGNATURE_SCHEMES = ("auto", "body", "request")
+SIGNATURE_SCHEMES = ("request", "body", "auto")  # the default first; see docs/design.md, "Signatures"
 REMINDER_POLICIES = ("flag", "release", "keep")
 
 
@@ -58,7 +59,7 @@ class Settings:
     """What the clinic may tune (D17); every field has a command-line option."""
 
     tz: str = "Europe/Madrid"
-    signature_scheme: str = "auto"
+    signature_scheme: str = "request"
     min_notice_minutes: int = 60
     horizon_days: int = 90
     reminder_policy: str = "flag"
@@ -862,17 +863,30 @@ def signed_messages(method, target, body):
     return {"body": body, "request": method.encode() + b"\n" + target.encode("latin-1") + b"\n" + body}
 
 
-def matching_scheme(secret, allowed, header, method, target, body):
-    """The scheme whose signature matches, or None. Every candidate is compared in
-    constant time, and all of them always, so timing tells nothing about which failed."""
+SIGNED_SCHEMES = ("request", "body")  # what `auto` accepts, the stronger first
+SCHEME_WARNINGS = {
+    "body": "signature scheme 'body': a GET or DELETE has no body, so whoever sees one signature of an "
+            "empty body can read any patient and cancel any appointment; use 'request' once the caller can",
+    "auto": "signature scheme 'auto' takes either scheme, so the weaker 'body' too: use it only to learn "
+            "the caller's scheme (the log names it), then pin that one",
+}
+
+
+def matching_schemes(secret, header, method, target, body):
+    """Every scheme of D5 whose signature matches this request, the stronger first. All
+    are compared, in constant time, so timing tells nothing about which failed."""
     given = decode_signature(header)
     if given is None:
-        return None
-    schemes = SIGNATURE_SCHEMES[1:] if allowed == "auto" else (allowed,)
+        return []
     messages = signed_messages(method, target, body)
-    matches = [scheme for scheme in schemes
-               if hmac.compare_digest(sign(secret, messages[scheme]), given)]
-    return matches[0] if matches else None
+    return [scheme for scheme in SIGNED_SCHEMES
+            if hmac.compare_digest(sign(secret, messages[scheme]), given)]
+
+
+def raw_header(environ, name):
+    """A request header as sent, one character a byte (WSGI's latin-1), or None. Not
+    bottle's get_header: it decodes UTF-8 and raises on any other byte."""
+    return environ.get("HTTP_" + name.upper().replace("-", "_"))
 
 
 def request_target(environ):
@@ -892,6 +906,7 @@ STATUS_ERROR_CODES = {400: "INVALID_REQUEST", 401: "INVALID_SIGNATURE", 404: "NO
                       501: "NOT_IMPLEMENTED"}
 BOTTLE_ERROR_MESSAGES = {404: "no such endpoint", 405: "method not allowed on this endpoint",
                          500: "unexpected error; the service logged it"}
+BODYLESS_METHODS = ("GET", "HEAD", "DELETE")  # the spec sends no body with them
 _BUSY_MARKERS = ("locked", "busy", "readonly", "read-only", "disk", "full", "unable to open")
 
 
@@ -1005,6 +1020,8 @@ class ApiPlugin:
                 raw = request.environ["agenda.raw_body"] = self.read_body(request)
                 if not public and self.secret is not None:
                     self.check_signature(request, raw)
+                if raw and request.method in BODYLESS_METHODS:
+                    raise invalid(f"a {request.method} request carries no body; send it without one")
                 result = callback(*args, **kwargs)
             except ApiError as error:
                 return error_response(error)
@@ -1038,14 +1055,22 @@ class ApiPlugin:
         return raw
 
     def check_signature(self, request, raw):
-        scheme = matching_scheme(self.secret, self.settings.signature_scheme,
-                                 request.get_header("X-Signature"), request.method,
-                                 request_target(request.environ), raw)
-        if scheme is None:
+        """401 unless X-Signature matches a scheme this server accepts (docs/design.md,
+        "Signatures"); one that matches only a scheme it does not accept is logged as such."""
+        pinned = self.settings.signature_scheme
+        allowed = SIGNED_SCHEMES if pinned == "auto" else (pinned,)
+        matched = matching_schemes(self.secret, raw_header(request.environ, "X-Signature"), request.method,
+                                   request_target(request.environ), raw)
+        accepted = [scheme for scheme in matched if scheme in allowed]
+        if not accepted:
+            if matched:
+                log.warning("request %s refused: it is signed with the %r scheme, and this server takes %r "
+                            "(--signature-scheme)", request_id(), matched[0], pinned)
             raise ApiError(401, "INVALID_SIGNATURE", "missing or invalid X-Signature")
+        scheme = accepted[0]
         if scheme not in self.schemes_seen:
             self.schemes_seen.add(scheme)
-            log.info("caller signs with the %r scheme (pin it with --signature-scheme %s)", scheme, scheme)
+            log.info("the caller signs with the %r scheme", scheme)
             self.on_new_scheme(scheme)
 
 
@@ -1061,6 +1086,11 @@ def json_body():
 
     try:
         body = json.loads(request.environ["agenda.raw_body"].decode("utf-8"), parse_constant=no_constants)
+        _JSON.encode(body).encode("utf-8")  # every text, keys too, must be one UTF-8 can carry
+    except RecursionError:
+        raise ApiError(400, "INVALID_JSON", "the body nests too deep") from None
+    except UnicodeEncodeError:
+        raise ApiError(400, "INVALID_JSON", "the body holds a lone surrogate (\\ud800 to \\udfff)") from None
     except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "INVALID_JSON", "the body is not valid UTF-8 JSON") from None
     if not isinstance(body, dict):
@@ -1113,6 +1143,11 @@ def patient_json(row):
             "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "extra": None}
 
 
+# An appointment's own path; never one of the named routes beside it, so that a wrong
+# method there answers 405 with Allow, not 404 for an appointment called "confirm".
+APPOINTMENT_PATH = "/appointments/<appointment_id:re:(?!(?:confirm|range|end-of-reminder-day)$)[^/]+>"
+
+
 def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
     """The WSGI app over the SQLite file at db_path.
 
@@ -1126,6 +1161,8 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
                          "only a development server may run without one")
     if not secret:
         log.warning("SIGNATURES ARE OFF: anyone who reaches this server can read and change the agenda")
+    elif settings.signature_scheme in SCHEME_WARNINGS:
+        log.warning(SCHEME_WARNINGS[settings.signature_scheme])
     tz = ZoneInfo(settings.tz)
     openapi_document = read_data_file(OPENAPI_FILE)
     clock = now or (lambda: dt.datetime.now(dt.timezone.utc))
@@ -1163,7 +1200,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         """D5: keep the scheme the caller signs with for `agenda status`; never fail a request for it."""
         try:
             with transaction(conn()) as db_conn:
-                remember(db_conn, "signature_scheme", scheme, clock())
+                remember(db_conn, f"signature_scheme.{scheme}", scheme, clock())
         except sqlite3.Error as error:
             log.warning("could not record the signature scheme: %s", error)
 
@@ -1399,7 +1436,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         where, params = center_filter(center_id, f"a.date IN ({','.join('?' * len(days))})", days)
         return kept_list(where, params)
 
-    @app.get("/appointments/<appointment_id>")
+    @app.get(APPOINTMENT_PATH)
     def appointment(appointment_id):
         key = numeric_id(appointment_id)
         row = None if key is None else conn().execute(
@@ -1463,7 +1500,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         bottle.response.status = 201
         return {"appointmentId": str(booked["id"])}
 
-    @app.put("/appointments/<appointment_id>")
+    @app.put(APPOINTMENT_PATH)
     def move(appointment_id):
         body = json_body()
         day = parse_date(body_text(body, "newDate", required=True), "newDate")
@@ -1492,7 +1529,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
             " updated_at = ? WHERE id = ?", (utc_iso(at), reason, utc_iso(at), before["id"]))
         record_event(db_conn, at, "api", action, "appointment", before["id"], before=before, after=after)
 
-    @app.delete("/appointments/<appointment_id>")
+    @app.delete(APPOINTMENT_PATH)
     def delete(appointment_id):
         at = clock()
         db_conn = conn()
@@ -2084,54 +2121,43 @@ def log_to_stderr():
     root.setLevel(logging.INFO)
 
 
+LINGER_SECONDS, LINGER_IDLE_SECONDS, LINGER_BYTES = 1.0, 0.2, 8 * 1024 * 1024
+
+
+def discard_unread(sock):
+    """Read and drop what the client is still sending, within LINGER_* bounds, so that
+    closing after a refusal does not reset the connection before the client reads why
+    (nginx's lingering close). Called only while waitress's loop leaves the socket alone."""
+    deadline, dropped = time.monotonic() + LINGER_SECONDS, 0
+    while dropped < LINGER_BYTES:
+        wait = min(LINGER_IDLE_SECONDS, deadline - time.monotonic())
+        if wait <= 0 or not select.select([sock], [], [], wait)[0]:
+            return
+        try:
+            chunk = sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        dropped += len(chunk)
+
+
 def json_refusing_channel():
-    """A waitress channel whose own refusals are D4 JSON, not plain text, which keeps the
-    connection open after a 204, and which sends each answer in one piece.
-
-    waitress answers some requests before the app sees them: a body whose Content-Length
-    is over the limit (413, refused from its headers, never read), a chunked body that
-    grows past it (413), a malformed request (400), headers too large (431). Its answer
-    is text; the caller reads {"error": {"code", "message"}}.
-    """
+    """waitress's channel with two class attributes of ours (docs/design.md, "Waitress's
+    refusals"): a parser that refuses a message framed two ways, and an error task that
+    answers waitress's own refusals (400, 413, 431, 501) as D4 JSON, after `discard_unread`."""
     from waitress.channel import HTTPChannel
-    from waitress.task import ErrorTask, WSGITask
+    from waitress.parser import HTTPRequestParser, ParsingError
+    from waitress.task import ErrorTask
 
-    class KeepAliveTask(WSGITask):
-        """waitress 3 closes the connection after every answer without a Content-Length,
-        204 included, which may not carry one (RFC 9110, 8.6): each cancel would cost the
-        caller a new connection. An answer without a body ends at its blank line, so an
-        HTTP/1.1 connection stays open unless the client asked to close it."""
-
-        no_body_keeps_alive = False
-
-        def build_response_header(self):
-            self.no_body_keeps_alive = (
-                not self.has_body and not self.close_on_finish and self.version == "1.1"
-                and self.request.headers.get("CONNECTION", "").lower() != "close")
-            try:
-                return super().build_response_header()
-            finally:
-                self.no_body_keeps_alive = False
-
-        def set_close_on_finish(self):
-            if not self.no_body_keeps_alive:
-                super().set_close_on_finish()
-
-        def write(self, data):
-            """The head and a whole body in one send. waitress sends each part as it is
-            written (send_bytes is 1): two sends and two wake-ups of the caller for an
-            answer that fits in one packet. One send: GET /appointments/{id} served 8%
-            more answers a second at 16 connections (issue 5)."""
-            if self.wrote_header or not data or not self.complete:
-                return super().write(data)
-            head = self.build_response_header()
-            self.wrote_header = True
-            if self.has_body and not self.chunked_response and self.content_length == len(data):
-                self.content_bytes_written = len(data)
-                self.channel.write_soon(head + data)
-                return None
-            self.channel.write_soon(head)
-            return super().write(data)
+    class OneMessageParser(HTTPRequestParser):
+        def parse_header(self, header_plus):
+            """RFC 9112, 6.1: Content-Length beside Transfer-Encoding may be a smuggled request."""
+            super().parse_header(header_plus)
+            if self.chunked and "CONTENT_LENGTH" in self.headers:
+                raise ParsingError("Content-Length and Transfer-Encoding: send one of them")
 
     class JsonErrorTask(ErrorTask):
         def execute(self):
@@ -2140,10 +2166,11 @@ def json_refusing_channel():
                 error = body_too_large(self.channel.adj.max_request_body_size - 1)
             else:
                 error = ApiError(refusal.code, STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}"),
-                                 refusal.reason.lower())
+                                 refusal.body or refusal.reason.lower())
             body = json_bytes(error.payload())
             rid = new_request_id()
             access_log.info("- - %s 0.0ms rid=%s (refused by the server: %s)", refusal.code, rid, refusal.reason)
+            discard_unread(self.channel.socket)
             self.status = f"{refusal.code} {refusal.reason}"
             self.response_headers += [("Content-Type", "application/json"), ("X-Request-Id", rid)]
             self.set_close_on_finish()
@@ -2151,7 +2178,7 @@ def json_refusing_channel():
             self.write(body)
 
     class JsonRefusingChannel(HTTPChannel):
-        task_class = KeepAliveTask
+        parser_class = OneMessageParser
         error_task_class = JsonErrorTask
 
     return JsonRefusingChannel
@@ -2218,8 +2245,10 @@ def serve_until_stopped(app, **options):
               envvar="AGENDA_CHANNEL_TIMEOUT", help="Seconds before an idle connection is closed.")
 @click.option("--tz", default="Europe/Madrid", show_default=True, envvar="AGENDA_TZ",
               help="The clinic's time zone.")
-@click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default="auto", show_default=True,
-              envvar="AGENDA_SIGNATURE_SCHEME", help="What the caller signs: the body, the request, or either.")
+@click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default="request", show_default=True,
+              envvar="AGENDA_SIGNATURE_SCHEME",
+              help="What the caller signs: the whole request; only the body (weaker: one signature of an "
+                   "empty body opens every GET and DELETE); or either, while setting up an integration.")
 @click.option("--min-notice", default=60, show_default=True, type=click.IntRange(0, None),
               envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")
 @click.option("--horizon", default=90, show_default=True, type=click.IntRange(1, None),
@@ -2261,6 +2290,8 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     if insecure_no_signature and not secret:
         click.secho("WARNING: signatures are off. Anyone who reaches this port can read and change the "
                     "agenda. Never use this outside development.", fg="red", bold=True, err=True)
+    elif signature_scheme in SCHEME_WARNINGS:
+        click.secho(f"WARNING: {SCHEME_WARNINGS[signature_scheme]}.", fg="yellow", bold=True, err=True)
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
                 "horizon_days": horizon, "reminder_policy": reminder_policy, "answer_cache_mb": answer_cache_mb}
     try:
@@ -2626,6 +2657,19 @@ def secret_set(db_path, secret_file):
     click.echo(f"Stored the secret in {path} (mode 600). Restart the service to use it.")
 
 
+def signature_advice(seen):
+    """What `agenda status` says of the schemes the caller was seen signing with ({scheme: when or None}):
+    never the weaker scheme when the caller uses the stronger one."""
+    if seen.get("request"):
+        return (f"the caller signs whole requests (last seen {seen['request']}): the default scheme, "
+                "`request`, the stronger one; keep it")
+    if seen.get("body"):
+        return (f"the caller signs only bodies (last seen {seen['body']}): under --signature-scheme body one "
+                "captured signature of an empty body opens every GET and DELETE (docs/security.md); "
+                "ask the caller to sign requests")
+    return "no signed request seen yet"
+
+
 @cli.command()
 @version_option
 @db_option
@@ -2644,7 +2688,10 @@ def status(db_path, secret_file):
         counts = database_counts(conn)
         by_status = dict(conn.execute("SELECT status, count(*) FROM appointments GROUP BY status").fetchall())
         cycle = conn.execute("SELECT * FROM reminder_cycles ORDER BY closed_at DESC, id DESC LIMIT 1").fetchone()
-        scheme, scheme_at = recall(conn, "signature_scheme")
+        seen = {scheme: recall(conn, f"signature_scheme.{scheme}")[1] for scheme in SIGNED_SCHEMES}
+        legacy, legacy_at = recall(conn, "signature_scheme")  # the one key older versions kept
+        if legacy in seen and not seen[legacy]:
+            seen[legacy] = legacy_at
         last_backup, backup_at = recall(conn, "last_backup")
     finally:
         conn.close()
@@ -2664,9 +2711,7 @@ def status(db_path, secret_file):
                                    f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"))
     else:
         lines.append(("Reminders", "no reminder cycle closed yet"))
-    lines.append(("Signatures", f"the caller was last seen signing the {scheme!r} scheme ({scheme_at}); "
-                                f"pin it with --signature-scheme {scheme}" if scheme
-                  else "no signed request seen yet"))
+    lines.append(("Signatures", signature_advice(seen)))
     lines.append(("Last backup", f"{backup_at} to {last_backup['path']} ({human_size(last_backup['bytes'])})"
                   if last_backup else "none yet: run `agenda backup FOLDER --keep 14`"))
     stored = secret_file_path(db_path, secret_file)

@@ -86,10 +86,12 @@ class Api:
         self.test = webtest.TestApp(checked(app))
         self.secret = secret
 
-    def call(self, method, url, body=None, *, raw=None, signature="body", headers=None,
+    def call(self, method, url, body=None, *, raw=None, signature="default", headers=None,
              content_type="application/json"):
         data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
         all_headers = {"Accept": "application/json"}
+        if signature == "default":  # the scheme the app takes
+            signature = "body" if self.app.agenda_settings.signature_scheme == "body" else "request"
         if signature == "body":
             all_headers["X-Signature"] = sign(data, self.secret)
         elif signature == "request":
@@ -97,7 +99,9 @@ class Api:
         elif signature is not None:
             all_headers["X-Signature"] = signature
         all_headers.update(headers or {})
-        params = {"method": method, "headers": all_headers, "expect_errors": True}
+        # REQUEST_URI: the target as sent, as waitress gives it (the request scheme signs it)
+        params = {"method": method, "headers": all_headers, "expect_errors": True,
+                  "environ": {"REQUEST_URI": url}}
         if data or method in ("POST", "PUT"):
             params["body"] = data
             params["content_type"] = content_type
@@ -145,7 +149,7 @@ def send(base_url, method, path, body=None):
     raw = b"" if body is None else json.dumps(body).encode()
     request = urllib.request.Request(base_url + path, data=raw if body is not None else None, method=method,
                                      headers={"Content-Type": "application/json", "Accept": "application/json",
-                                              "X-Signature": sign(raw)})
+                                              "X-Signature": sign(raw, SECRET, method, path)})
     try:
         with urllib.request.urlopen(request, timeout=20) as response:
             status, headers, answer = response.status, response.headers, response.read()

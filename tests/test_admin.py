@@ -351,8 +351,8 @@ def test_secret_set_stores_it_owner_only_and_run_uses_it(runner, db_path, tmp_pa
     assert started.exit_code == 0, started.output
     import webtest
     client = webtest.TestApp(checked(served["app"]))
-    assert client.get("/custom-config", headers={"X-Signature": sign(b"", "the-clinic-shared-secret")}).status_int == 200
-    assert client.get("/custom-config", headers={"X-Signature": sign(b"", SECRET)}, expect_errors=True).status_int == 401
+    assert client.get("/custom-config", headers={"X-Signature": sign(b"", "the-clinic-shared-secret", "GET", "/custom-config")}).status_int == 200
+    assert client.get("/custom-config", headers={"X-Signature": sign(b"", SECRET, "GET", "/custom-config")}, expect_errors=True).status_int == 401
 
 
 def test_secret_set_refuses_an_empty_secret_and_run_a_file_others_can_read(runner, db_path):
@@ -368,10 +368,9 @@ def test_secret_set_refuses_an_empty_secret_and_run_a_file_others_can_read(runne
 def test_status_shows_counts_the_last_cycle_the_scheme_seen_and_the_last_backup(api, runner, db_path, tmp_path):
     book_some(api)
     fresh = invoke(runner, "status")
-    assert "no signed request seen yet" not in fresh.output  # the bookings above were signed ('body')
-    assert "'body' scheme" in fresh.output and "none yet" in fresh.output
+    assert "no signed request seen yet" not in fresh.output  # the bookings above were signed
+    assert "signs whole requests" in fresh.output and "none yet" in fresh.output
     api.post("/appointments/end-of-reminder-day", {"voiceAgentConfigId": "va-1", "date": "24/11/2026"})
-    api.get("/custom-config", signature="request")
     invoke(runner, "backup", tmp_path / "nightly.db")
     result = invoke(runner, "status")
     assert result.exit_code == 0, result.output
@@ -380,6 +379,21 @@ def test_status_shows_counts_the_last_cycle_the_scheme_seen_and_the_last_backup(
     assert "Patients:     3\n" in output
     assert "Appointments: 4: 0 booked, 1 confirmed, 2 unanswered, 1 cancelled" in output  # D10 flag
     assert "for 24/11/2026: 2 handled (flag)" in output
-    assert "'request' scheme" in output
+    assert "the default scheme, `request`" in output and "only bodies" not in output
     assert str(tmp_path / "nightly.db") in output
     assert "no stored secret" in output
+
+
+def test_status_never_recommends_the_body_scheme_once_the_caller_signed_a_request(make_api, runner):
+    """Signatures: under `auto`, a caller seen signing bodies is told to sign requests; once it
+    signs a request, status speaks of that scheme only."""
+    api = make_api(signature_scheme="auto")
+    assert invoke(runner, "status").output.count("no signed request seen yet") == 1
+    assert api.get("/custom-config", signature="body").status_int == 200
+    body_only = invoke(runner, "status").output
+    assert "only bodies" in body_only and "ask the caller to sign requests" in body_only
+    assert "--signature-scheme body" not in body_only.replace("under --signature-scheme body", "")
+    assert api.get("/custom-config", signature="request").status_int == 200
+    assert api.get("/custom-config", signature="body").status_int == 200
+    both = invoke(runner, "status").output
+    assert "signs whole requests" in both and "only bodies" not in both

@@ -259,7 +259,7 @@ def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environ
     client = webtest.TestApp(checked(app))
     assert client.get("/health").json == {"status": "ok"}
     assert client.get("/custom-config", expect_errors=True).status_int == 401
-    assert client.get("/custom-config", headers={"X-Signature": sign(b"")}).status_int == 200
+    assert client.get("/custom-config", headers={"X-Signature": sign(b"", SECRET, "GET", "/custom-config")}).status_int == 200
     assert SECRET not in result.output
 
 

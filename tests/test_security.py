@@ -10,7 +10,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from conftest import assert_error, sign, table_rows
+from conftest import SECRET, assert_error, sign, table_rows
 from openapi_contract import CONTRACT
 
 HOSTILE_TEXTS = [
@@ -117,7 +117,7 @@ def test_a_body_of_exactly_64_kib_is_read(running):
     body = json.dumps({"name": "Ana", "nif": "12345678Z"}).encode()
     body += b" " * (64 * 1024 - len(body))
     head = request_head("POST", "/patients", Content_Type="application/json", Content_Length=len(body),
-                        X_Signature=sign(body))
+                        X_Signature=sign(body, SECRET, "POST", "/patients"))
     status, _, answer = exchange(server.url, head + body)
     assert status == 201, answer
 

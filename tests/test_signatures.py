@@ -86,7 +86,9 @@ def encodings(digest):
 
 
 @pytest.mark.parametrize("scheme", ["body", "request"])
-def test_both_schemes_in_every_encoding_are_accepted_d5(booked, scheme):
+def test_both_schemes_in_every_encoding_are_accepted_where_chosen(make_api, scheme):
+    booked = make_api(**({"signature_scheme": "body"} if scheme == "body" else {}))
+    booked.book(booked.new_patient())
     requests = [("GET", "/appointments?date=24/11/2026", b""),
                 ("POST", "/appointments/confirm", b'{"appointmentId": "1", "confirmed": true}')]
     for method, url, raw in requests:
@@ -143,3 +145,80 @@ def test_the_app_refuses_to_start_without_a_secret_d5(db_path, clock):
 def test_insecure_development_mode_checks_no_signature(make_api):
     api = make_api(secret=None, insecure=True)
     assert api.get("/custom-config", signature=None).status_int == 200
+
+
+# One captured signature must never open another request (docs/design.md, "Signatures").
+
+def captured_signatures(method, url, raw):
+    """What an attacker can capture of one request: its signature under each scheme and encoding."""
+    request_text = method.encode() + b"\n" + url.encode() + b"\n" + raw
+    found = {}
+    for scheme, message in (("request", request_text), ("body", raw)):
+        digest = hmac.new(SECRET.encode(), message, hashlib.sha256).digest()
+        found[f"{scheme} hex"] = digest.hex()
+        found[f"{scheme} base64"] = base64.b64encode(digest).decode()
+    return found, request_text
+
+
+def replays(captured, other):
+    """Every body and target an attacker controls, sent with a captured signature to another operation."""
+    (method, url, body), (other_method, other_url, other_body) = captured, other
+    raw, other_raw = body_bytes(body), body_bytes(other_body)
+    signatures, request_text = captured_signatures(method, url, raw)
+    path, _, query = url.partition("?")
+    other_path = other_url.partition("?")[0]
+    targets = {other_url, other_path + ("?" + query if query else ""), other_url + ("&" if "?" in other_url else "?") + "x=1"}
+    bodies = {b"", raw, other_raw, request_text, url.encode(), (method + "\n" + url + "\n").encode()}
+    for name, signature in signatures.items():
+        for target in sorted(targets):
+            for sent in sorted(bodies):
+                if (other_method, target, sent) != (method, url, raw):  # the very request: no other one
+                    yield name, other_method, target, sent, signature
+
+
+@pytest.mark.parametrize("captured", EVERY_ROUTE, ids=[f"{m} {u}" for m, u, _ in EVERY_ROUTE])
+def test_no_captured_signature_opens_another_request_under_the_default_settings(booked, db_path, captured):
+    before = table_rows(db_path)
+    tried = 0
+    for other in EVERY_ROUTE:
+        if other == captured:
+            continue
+        for name, method, target, sent, signature in replays(captured, other):
+            response = booked.call(method, target, raw=sent, signature=signature)
+            assert response.status_int == 401, (name, method, target, sent, response.text)
+            tried += 1
+    assert tried > 12 * 4 * 6
+    assert table_rows(db_path) == before
+
+
+def test_under_auto_a_request_signature_sent_as_a_body_opens_nothing(make_api, db_path):
+    """The hole `auto` had: GET and DELETE ignored their bodies, so a request-scheme signed
+    text sent as the body of one passed as a body-scheme signature."""
+    api = make_api(signature_scheme="auto")
+    api.book(api.new_patient())
+    before = table_rows(db_path)
+    for method, url, body in EVERY_ROUTE:
+        signatures, request_text = captured_signatures(method, url, body_bytes(body))
+        for other_method, other_url, _ in EVERY_ROUTE:
+            if other_method in ("GET", "DELETE") and (other_method, other_url) != (method, url):
+                for scheme in ("request hex", "request base64"):
+                    response = api.call(other_method, other_url, raw=request_text, signature=signatures[scheme])
+                    assert response.status_int in (400, 401), response.text
+                    assert response.status_int == 401 or "no body" in response.json["error"]["message"]
+    assert table_rows(db_path) == before
+
+
+def test_the_default_scheme_is_request_and_a_body_signature_is_logged_as_such(api, caplog):
+    assert api.app.agenda_settings.signature_scheme == "request"
+    with caplog.at_level("INFO", logger="agenda"):
+        assert_error(api.get("/custom-config", signature="body"), 401, "INVALID_SIGNATURE")
+    assert "signed with the 'body' scheme, and this server takes 'request'" in caplog.text
+    assert SECRET not in caplog.text and sign(b"") not in caplog.text
+
+
+@pytest.mark.parametrize("scheme, warned", [("body", "can read any patient and cancel any appointment"),
+                                            ("auto", "so the weaker 'body' too")])
+def test_choosing_a_weaker_scheme_is_warned_at_start(make_api, caplog, scheme, warned):
+    with caplog.at_level("WARNING", logger="agenda"):
+        make_api(signature_scheme=scheme)
+    assert warned in caplog.text
