@@ -1,26 +1,27 @@
 """Agenda: a small clinic's appointment agenda as one HTTP service on one SQLite file.
 
 The caller (a voice-agent platform) looks patients up, asks for free slots, books,
-moves and cancels appointments, and runs reminder cycles through the API described
-in the caller's spec; DESIGN.md's decisions (D1, D2, ...) fill what the spec leaves
-open and are cited below where they shape the code.
+moves and cancels appointments, and runs reminder cycles through the API of the
+caller's spec. docs/design.md says why things are as they are; its sections are cited
+here by name.
 
-Sections, in the order data flows: settings and errors; parsing (dates, times,
-NIF, phones, request fields); storage (connections, transactions, schema, events);
-slots (availability, D6); the web app (signatures, routes); the catalog seed (D18);
-the command line.
+Sections, in the order data flows: settings and errors; parsing (dates, times, NIF,
+phones, body fields); storage (connections, transactions, schema, events, copies);
+slots; the clinic's operations (the `Clinic` class: no HTTP); the web edge (signatures,
+handlers, the route table, waitress); catalogs and imports; the command line.
 """
 
 import base64
 import csv
 import datetime as dt
 import functools
-import gc
 import hmac
 import io
 import json
 import logging
+import logging.handlers
 import os
+import queue
 import random
 import re
 import select
@@ -31,7 +32,7 @@ import sysconfig
 import threading
 import time
 import unicodedata
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -43,28 +44,28 @@ import click
 import phonenumbers
 from stdnum.es import dni, nie
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 log = logging.getLogger("agenda")
 
 
 # --- Settings and errors ----------------------------------------------------------
 
-SIGNATURE_SCHEMES = ("request", "body", "auto")  # the default first; see docs/design.md, "Signatures"
+SIGNATURE_SCHEMES = ("request", "body", "auto")  # the default first; docs/design.md, "Signatures"
 REMINDER_POLICIES = ("flag", "release", "keep")
+DEFAULT_TZ = "Europe/Madrid"
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What the clinic may tune (D17); every field has a command-line option."""
+    """What the clinic may tune ("Configuration and CLI"); every field has an option of `agenda run`."""
 
-    tz: str = "Europe/Madrid"
+    tz: str = DEFAULT_TZ
     signature_scheme: str = "request"
     min_notice_minutes: int = 60
     horizon_days: int = 90
     reminder_policy: str = "flag"
     max_body_bytes: int = 64 * 1024
-    answer_cache_mb: int = 8  # per worker thread; see kept_until_change
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:
@@ -77,16 +78,19 @@ class Settings:
             raise ValueError("booking horizon must be at least 1 day")
         if self.max_body_bytes < 1024:
             raise ValueError("body limit must be at least 1024 bytes")
-        if self.answer_cache_mb < 0:
-            raise ValueError("answer cache must be 0 MB or more")
-        try:
-            ZoneInfo(self.tz)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {self.tz!r} (try Europe/Madrid)") from None
+        clinic_zone(self.tz)
 
 
-class ApiError(Exception):
-    """A refusal the caller can act on: an HTTP status and an error code (D4)."""
+def clinic_zone(name):
+    """The ZoneInfo of a time zone name; ValueError naming a good one when it is unknown."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r} (try {DEFAULT_TZ})") from None
+
+
+class ClinicError(Exception):
+    """A refusal the caller can act on: an HTTP status and an error code ("Errors")."""
 
     def __init__(self, status, code, message, **extra):
         super().__init__(message)
@@ -97,23 +101,23 @@ class ApiError(Exception):
 
 
 def invalid(message):
-    return ApiError(400, "INVALID_REQUEST", message)
+    return ClinicError(400, "INVALID_REQUEST", message)
 
 
 def body_too_large(limit):
-    """D4's 413, from the app and from waitress alike."""
-    return ApiError(413, "PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
+    """The 413 of "Errors", from the app and from waitress alike."""
+    return ClinicError(413, "PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
 
 
 # --- Parsing ----------------------------------------------------------------------
 
-_DAY_MONTH_YEAR = re.compile(r"(\d{1,2})([/-])(\d{1,2})\2(\d{4})")
-_ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
-_TIME = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
+_DAY_MONTH_YEAR = re.compile(r"(\d{1,2})([/-])(\d{1,2})\2(\d{4})", re.ASCII)
+_ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})", re.ASCII)
+_TIME = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?", re.ASCII)
 
 
 def parse_date(text, field):
-    """D/M/YYYY, DD/MM/YYYY, DD-MM-YYYY or YYYY-MM-DD to a date (D2)."""
+    """D/M/YYYY, DD/MM/YYYY, DD-MM-YYYY or YYYY-MM-DD to a date ("Lenient input, strict output")."""
     text = text.strip()
     match = _DAY_MONTH_YEAR.fullmatch(text)
     if match:
@@ -130,7 +134,7 @@ def parse_date(text, field):
 
 
 def parse_time(text, field):
-    """H:MM, HH:MM or HH:MM:SS to 'HH:MM' (D2); seconds must be zero."""
+    """H:MM, HH:MM or HH:MM:SS to 'HH:MM'; seconds must be zero ("Lenient input, strict output")."""
     match = _TIME.fullmatch(text.strip())
     if not match:
         raise invalid(f"{field} must be a time written HH:MM")
@@ -143,17 +147,19 @@ def parse_time(text, field):
 
 
 def format_date(value):
-    """An ISO date string (as stored, D15) or a date, written as the caller reads it: DD/MM/YYYY."""
+    """An ISO date string (as stored) or a date, written as the caller reads it: DD/MM/YYYY."""
     if isinstance(value, str):
         return f"{value[8:10]}/{value[5:7]}/{value[0:4]}"
     return f"{value.day:02d}/{value.month:02d}/{value.year:04d}"
 
 
 def minutes_of(hhmm):
+    """'HH:MM' to minutes since midnight."""
     return int(hhmm[:2]) * 60 + int(hhmm[3:5])
 
 
 def hhmm(minutes):
+    """Minutes since midnight to 'HH:MM'."""
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
@@ -163,7 +169,7 @@ _OTHER_ID = re.compile(r"[A-Z0-9]{5,20}")
 
 
 def normalise_nif(text):
-    """Trim, upper-case and drop spaces, dots and dashes; check DNI and NIE letters (D11).
+    """Trim, upper-case and drop spaces, dots and dashes; check DNI and NIE letters ("Patients").
 
     A DNI written without its leading zero (1234567L) is padded to eight digits.
     Values of another shape (passports) pass when they are 5 to 20 letters and digits.
@@ -174,17 +180,17 @@ def normalise_nif(text):
     if _DNI_SHAPE.fullmatch(nif):
         nif = nif.zfill(9) if nif[-1].isalpha() else nif
         if not dni.is_valid(nif):
-            raise ApiError(400, "INVALID_NIF", "nif is not a valid DNI: check its digits and letter")
+            raise ClinicError(400, "INVALID_NIF", "nif is not a valid DNI: check its digits and letter")
     elif _NIE_SHAPE.fullmatch(nif):
         if not nie.is_valid(nif):
-            raise ApiError(400, "INVALID_NIF", "nif is not a valid NIE: check its digits and letter")
+            raise ClinicError(400, "INVALID_NIF", "nif is not a valid NIE: check its digits and letter")
     elif not _OTHER_ID.fullmatch(nif):
-        raise ApiError(400, "INVALID_NIF", "nif must be a DNI, a NIE or an id of 5 to 20 letters and digits")
+        raise ClinicError(400, "INVALID_NIF", "nif must be a DNI, a NIE or an id of 5 to 20 letters and digits")
     return nif
 
 
 def parse_phone(text, field="phone"):
-    """A phone as the caller says it (Spain by default) to E.164 (D11)."""
+    """A phone as the caller says it (Spain by default) to E.164 ("Patients")."""
     candidates = [text]
     if not text.lstrip().startswith("+"):
         # a '+' sent unencoded in a query string arrives as a space: 34 699 ... is +34 699 ...
@@ -196,11 +202,11 @@ def parse_phone(text, field="phone"):
             continue
         if phonenumbers.is_valid_number(number):
             return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
-    raise ApiError(400, "INVALID_PHONE", f"{field} is not a valid phone number")
+    raise ClinicError(400, "INVALID_PHONE", f"{field} is not a valid phone number")
 
 
 def body_text(body, name, required=False):
-    """A string field of a JSON body: stripped; absent, null or blank is None (D2, D4)."""
+    """A string field of a JSON body: stripped; absent, null or blank is None."""
     value = body.get(name)
     if isinstance(value, str):
         value = value.strip()
@@ -214,6 +220,7 @@ def body_text(body, name, required=False):
 
 
 def body_text_list(body, name):
+    """A list of strings of a JSON body, each stripped; blank items are dropped."""
     value = body.get(name)
     if value is None:
         return []
@@ -222,27 +229,8 @@ def body_text_list(body, name):
     return [item.strip() for item in value if item.strip()]
 
 
-def query_text(name, required=False):
-    """A query-string value, read with getunicode so accents survive (bottle 0.13)."""
-    value = (bottle.request.query.getunicode(name) or "").strip()
-    if not value:
-        if required:
-            raise invalid(f"{name} is required")
-        return None
-    return value
-
-
-def query_first(*names):
-    """The first of several aliases of one query parameter that is present (D6)."""
-    for name in names:
-        value = query_text(name)
-        if value is not None:
-            return name, value
-    return names[0], None
-
-
 def patient_fields(fields, today):
-    """D11: a new patient from a JSON body or an imported CSV row, checked and normalised.
+    """A new patient ("Patients") from a JSON body or an imported CSV row, checked and normalised.
 
     fields maps name, surname, birthDate, nif and phone to text; the answer maps the
     patients table's columns to what it stores.
@@ -257,6 +245,25 @@ def patient_fields(fields, today):
     phone = body_text(fields, "phone")
     return {"name": name, "surname": surname, "birth_date": birth_date.isoformat() if birth_date else None,
             "nif": nif, "phone": phone, "phone_e164": parse_phone(phone) if phone else None}
+
+
+def numeric_id(text):
+    """A patient or appointment id as the caller writes it, to our integer key; None when it cannot be one."""
+    text = (text or "").strip()
+    return int(text) if re.fullmatch(r"[0-9]{1,18}", text) else None
+
+
+MAX_DAYS = 62  # dates one range or one reminder close may name ("Lists")
+
+
+def parse_dates(texts, field):
+    """Distinct ISO days from date texts, sorted; blank texts are skipped, and 1 to MAX_DAYS must remain."""
+    days = sorted({parse_date(text, field).isoformat() for text in texts if text.strip()})
+    if not days:
+        raise invalid(f"{field} is required")
+    if len(days) > MAX_DAYS:
+        raise invalid(f"{field} holds more than {MAX_DAYS} days")
+    return days
 
 
 # --- Storage ----------------------------------------------------------------------
@@ -315,75 +322,40 @@ def schema_sections(text):
     return sections
 
 
-class AgendaConnection(sqlite3.Connection):
-    """A sqlite3 connection that carries the write lock shared by its file's connections,
-    and the answers kept on it until the database changes (`kept_until_change`)."""
-
-    write_lock = None
-    after_commit = None  # what `transaction` calls after each commit, under the write lock (Database)
-    kept_answers = None  # a KeptAnswers, made by the first kept_until_change
-
-
-_write_locks = {}
-_per_file_guard = threading.Lock()
-
-
-def write_lock_for(path):
-    """One lock per database file in this process; see `transaction`."""
-    key = os.path.realpath(path)
-    with _per_file_guard:
-        return _write_locks.setdefault(key, threading.Lock())
-
-
-MMAP_BYTES = 256 * 1024 * 1024  # a clinic's years of appointments; the rest of a larger file is read()
+MMAP_BYTES = 256 * 1024 * 1024  # a clinic's years of appointments ("Connections and the write lock")
 
 
 def connect(path, timeout=5.0):
     """The one way to open the database: web, CLI and tests all come through here.
 
-    foreign_keys and busy_timeout are set before any statement (foreign_keys does
-    nothing inside an open transaction); isolation_level=None leaves transactions to
-    `transaction()`. check_same_thread is off only so that `Database.close()` may
-    close each thread's connection at shutdown; each is used by its own thread.
+    foreign_keys and busy_timeout are set before any statement; isolation_level=None
+    leaves transactions to `transaction()`; check_same_thread is off only so that
+    `Database.close()` may close each thread's connection ("Storage").
     """
-    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False,
-                           factory=AgendaConnection)
-    conn.write_lock = write_lock_for(path)
+    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-    conn.execute("PRAGMA synchronous = FULL")  # D15: a booking read back to a patient survives a power cut
-    # Pages read through a memory map, not a read() call each: a lookup among 300,000
-    # appointments takes 72 µs instead of 222, as among 3,000 (issue 5). Writes still go
-    # through the journal; an I/O error while reading ends the process instead of a 503.
+    conn.execute("PRAGMA synchronous = FULL")  # a booking read back to a patient survives a power cut
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
 
 
 @contextmanager
 def transaction(conn):
-    """One write transaction, taken with BEGIN IMMEDIATE; commits, or rolls back on error.
-
-    The threads of one process queue for the file's write lock first: SQLite's own busy
-    handler would make a waiting writer sleep in steps of up to 100 ms, which a patient
-    on the phone hears. Other processes (the CLI) still wait through busy_timeout.
-    """
-    with getattr(conn, "write_lock", None) or nullcontext():
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-            conn.execute("COMMIT")
-            after_commit = getattr(conn, "after_commit", None)
-            if after_commit is not None:
-                after_commit()
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+    """One write transaction, taken with BEGIN IMMEDIATE; commits, or rolls back on error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def migrate(conn, schema_text=None):
-    """Bring the database up to the newest section of schema.sql, in order (D15)."""
+    """Bring the database up to the newest section of schema.sql, in order ("Schema")."""
     if schema_text is None:
         schema_text = read_schema()
     sections = schema_sections(schema_text)
@@ -423,143 +395,50 @@ def open_database(path):
     return conn
 
 
-CHECKPOINT_EVERY_COMMITS = 64  # a booking adds 8 to 10 pages to the WAL: SQLite's own cycle is 1,000
-_kept_open = {}
-
-
-def kept_open_descriptor(path):
-    """A read-only descriptor of the file, opened once and kept for the process's life.
-
-    Never closed on purpose: closing any descriptor of a file drops every POSIX lock the
-    process holds on it, the locks SQLite's connections rely on. A file put in its place
-    since (`agenda restore`) gets a descriptor of its own."""
-    key = os.path.realpath(path)
-    with _per_file_guard:
-        kept = _kept_open.get(key)
-        if kept is None or os.fstat(kept).st_ino != os.stat(key).st_ino:
-            kept = _kept_open[key] = os.open(key, os.O_RDONLY)
-        return kept
-
-
 class Database:
-    """One SQLite file, one connection per thread (waitress serves from several threads)."""
+    """One SQLite file: a connection per thread (waitress serves from several) and one
+    write lock they queue on ("Connections and the write lock")."""
 
     def __init__(self, path):
         self.path = str(path)
+        self.write_lock = threading.Lock()
         self._local = threading.local()
         self._connections = []
-        self._lock = threading.Lock()
-        self._checkpointer = None
-        self._commits_in_cycle = 0  # counted under the write lock (`transaction`), cleared by a checkpoint
-        self._cycle_full = threading.Event()
-        self._stopping = threading.Event()
+        self._guard = threading.Lock()
         open_database(self.path).close()
-
-    def _count_commit(self):
-        self._commits_in_cycle += 1
-        if self._commits_in_cycle >= CHECKPOINT_EVERY_COMMITS:
-            self._cycle_full.set()
-
-    def start_checkpoints(self, pause=1.0):
-        """Copy the WAL's pages into the database file from a thread of its own, every
-        CHECKPOINT_EVERY_COMMITS commits, or `pause` seconds after a commit.
-
-        SQLite otherwise does it inside the commit that takes the WAL past 1,000 pages,
-        and that commit, with every request queued behind it, waits 5 to 40 ms: for the
-        pages to be copied and for the database file's fsync. Here the copy and the fsync
-        run with no lock held and the interpreter released; a last pass under the write
-        lock then copies what was committed meanwhile, a page or two with nothing left to
-        sync, and lets the next commit start the WAL over. Passes in between would only
-        slow the commits down: each syncs the WAL, and a commit waits for that (issue 5).
-        """
-        def checkpoint_cycles():
-            conn = None
-            try:
-                conn = connect(self.path)
-                database_file = kept_open_descriptor(self.path)
-                while not self._stopping.is_set():
-                    self._cycle_full.wait(pause)
-                    self._cycle_full.clear()
-                    if self._stopping.is_set() or not self._commits_in_cycle:
-                        continue
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    os.fdatasync(database_file)
-                    with conn.write_lock:  # no commit of this process lands mid-pass: it reaches the WAL's end
-                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                        self._commits_in_cycle = 0
-            except (sqlite3.Error, OSError) as error:
-                log.warning("background checkpoints stopped (%s); commits still checkpoint", error)
-            finally:
-                if conn is not None:
-                    conn.close()
-
-        self._checkpointer = threading.Thread(target=checkpoint_cycles, name="checkpointer", daemon=True)
-        self._checkpointer.start()
 
     def connection(self):
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = connect(self.path)
-            conn.after_commit = self._count_commit
-            with self._lock:
+            with self._guard:
                 self._connections.append(conn)
         return conn
 
+    @contextmanager
+    def transaction(self):
+        """`transaction()` on this thread's connection, once this process's other writers are done."""
+        with self.write_lock, transaction(self.connection()) as conn:
+            yield conn
+
     def close(self):
-        self._stopping.set()
-        if self._checkpointer is not None:
-            self._cycle_full.set()
-            self._checkpointer.join()
-            self._checkpointer = None
-        with self._lock:
+        with self._guard:
             for conn in self._connections:
                 conn.close()
             self._connections.clear()
         self._local = threading.local()
 
 
-class KeptAnswers:
-    """The answers one connection keeps while the database is as `stamp` says: a dict in
-    the order of last use, and the bytes it holds."""
-
-    def __init__(self, stamp):
-        self.stamp, self.answers, self.size = stamp, {}, 0
-
-
-def kept_until_change(conn, key, compute, budget):
-    """compute() (bytes), kept on this connection until the database changes: by this
-    connection (its total_changes) or by any other, in this process or another such as
-    `agenda seed` (PRAGMA data_version). Past `budget` bytes the least recently used
-    answers go; an answer larger than the budget is computed every time.
-
-    The stamp is read before compute() runs, so a change committed meanwhile leaves an
-    answer at least as new as its stamp: at worst it is computed once more. Whatever else
-    an answer depends on (the clock, a default date) must be in its key.
-    """
-    stamp = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
-    kept = conn.kept_answers
-    if kept is None or kept.stamp != stamp:
-        kept = conn.kept_answers = KeptAnswers(stamp)
-    answer = kept.answers.pop(key, None)
-    if answer is None:
-        answer = compute()
-        kept.size += len(answer)
-    kept.answers[key] = answer  # last: the most recently used
-    while kept.size > budget:
-        kept.size -= len(kept.answers.pop(next(iter(kept.answers))))
-    return answer
-
-
 def utc_iso(moment):
+    """An aware datetime as ISO text in UTC, to the second (how times are stored)."""
     return moment.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-# JSON as stored in events and service_state; json.dumps(..., ensure_ascii=False) builds an encoder a call
-_STORED_JSON = json.JSONEncoder(ensure_ascii=False)
+_STORED_JSON = json.JSONEncoder(ensure_ascii=False)  # events and service_state
 
 
 def record_event(conn, at, source, action, entity, entity_id, before=None, after=None):
-    """D16: every change leaves a row saying when, from where, what, and the rows around it."""
+    """Every change leaves a row saying when, from where, what, and the rows around it ("Audit")."""
     conn.execute(
         "INSERT INTO events (at, source, action, entity, entity_id, before, after)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -669,19 +548,119 @@ def copy_database(conn, dest):
     return version, counts
 
 
-def appointment_row(conn, appointment_id):
-    row = conn.execute("SELECT * FROM appointments WHERE id = ?", (appointment_id,)).fetchone()
-    return None if row is None else dict(row)
+BACKUP_STAMP = "%Y%m%d-%H%M%S"
+
+
+def backup_target(db_path, dest, at):
+    """Where a backup goes: DEST itself, or, when DEST is a folder (or ends in '/'), a new file
+    in it named after the database and `at` (clinic-20261121-030000.db)."""
+    target = Path(dest)
+    if not (target.is_dir() or str(dest).endswith(("/", os.sep))):
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    stem, stamp = Path(db_path).stem, at.astimezone().strftime(BACKUP_STAMP)
+    target, serial = target / f"{stem}-{stamp}.db", 1
+    while target.exists():
+        serial += 1
+        target = target.with_name(f"{stem}-{stamp}-{serial}.db")
+    return target
+
+
+def backup_database(conn, db_path, target, at):
+    """Copy conn's database (the file db_path) to target and note it for `agenda status`; (bytes, counts)."""
+    if target.resolve() == Path(db_path).resolve():
+        raise ValueError(f"{target} is the database itself; give another file or a folder")
+    _, counts = copy_database(conn, target)
+    size = target.stat().st_size
+    with transaction(conn):
+        remember(conn, "last_backup", {"path": str(target.resolve()), "bytes": size, **counts}, at)
+    return size, counts
+
+
+def rotate_backups(db_path, folder, keep):
+    """Delete all but the `keep` newest dated backups of db_path in folder; the paths deleted."""
+    pattern = re.compile(re.escape(Path(db_path).stem) + r"-\d{8}-\d{6}(-\d+)?\.db")
+    dated = sorted((path for path in Path(folder).iterdir() if pattern.fullmatch(path.name)),
+                   key=lambda path: (path.stat().st_mtime, path.name))
+    for old in dated[:-keep]:
+        old.unlink()
+    return dated[:-keep]
+
+
+def prepare_restore(db_path, src):
+    """Check a restore of the backup src over db_path before anything is replaced:
+    (src's schema version, src's counts, db_path's counts or None). ValueError says why not.
+
+    The current database leaves WAL mode here: that needs the only connection, so it fails
+    while a server has the file open, and it folds the WAL in, so the copy kept aside is whole.
+    """
+    source, database = Path(src), Path(db_path)
+    try:
+        version, counts = check_database_file(source)
+    except ValueError as error:
+        raise ValueError(f"{src} was not restored and nothing changed: {error}") from None
+    if database.exists() and database.resolve() == source.resolve():
+        raise ValueError(f"{src} is the database itself; give a backup")
+    if not database.is_file():
+        return version, counts, None
+    current = connect(database, timeout=0.2)
+    try:
+        current_counts = database_counts(current)
+        if current.execute("PRAGMA journal_mode = DELETE").fetchone()[0] != "delete":
+            raise sqlite3.OperationalError("database is locked")
+    except sqlite3.OperationalError as error:
+        if "locked" in str(error) or "busy" in str(error):
+            raise ValueError(f"{db_path} is in use, probably by the running service: stop it first "
+                             "(sudo systemctl stop agenda), then restore") from None
+        raise ValueError(f"{db_path}: cannot open the database: {error}") from None
+    except sqlite3.DatabaseError:
+        current_counts = None
+    finally:
+        current.close()
+    return version, counts, current_counts
+
+
+def restore_database(db_path, src, version, counts, at):
+    """Put a checked copy of src in place of db_path; the files it replaces are kept aside
+    (DB.before-restore-STAMP), never deleted. Returns that path, or None."""
+    database = Path(db_path)
+    restoring = database.with_name(f".{database.name}.restoring")
+    try:
+        source_conn = open_read_only(src)
+        try:
+            copy_database(source_conn, restoring)
+        finally:
+            source_conn.close()
+        aside = None
+        if database.exists():
+            aside = database.with_name(f"{database.name}.before-restore-{at.astimezone().strftime(BACKUP_STAMP)}")
+            for suffix in ("", "-wal", "-shm"):
+                if Path(f"{database}{suffix}").exists():
+                    os.replace(f"{database}{suffix}", f"{aside}{suffix}")
+        os.replace(restoring, database)
+        fsync_path(database.parent)
+    except BaseException:
+        restoring.unlink(missing_ok=True)
+        raise
+    conn = open_database(database)
+    try:
+        with transaction(conn):
+            record_event(conn, at, "cli", "database.restored", "database", None,
+                         after={"from": str(Path(src).resolve()), "keptAside": str(aside) if aside else None,
+                                "schemaVersion": version, **counts})
+    finally:
+        conn.close()
+    return aside
 
 
 def written_row(conn, sql, params):
     """The row that an INSERT, or an UPDATE of one row, wrote, as the statement itself
-    returns it: D16's `after`, with no second query to read it back."""
+    returns it ("Audit": the event's `after`)."""
     (row,) = conn.execute(f"{sql} RETURNING *", params).fetchall()
     return dict(row)
 
 
-# --- Slots (D6) -------------------------------------------------------------------
+# --- Slots ------------------------------------------------------------------------
 
 class Slot(NamedTuple):
     date: dt.date
@@ -764,81 +743,466 @@ def slots_clear_of(grid, taken):
 
 def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=None, overlaps_checked=True,
                starting_at=None):
-    """Every offerable slot of these doctors from first_day to last_day, sorted (D6); only
-    those that start at `starting_at` ('HH:MM') when it is given.
+    """Every offerable slot of these doctors from first_day to last_day, sorted ("Availability");
+    only those that start at `starting_at` ('HH:MM') when it is given.
 
-    `doctors` are rows with id, name and speciality_id. A slot lies on the doctor's
-    grid inside working hours (at `center_id` when given), is not covered by a
-    closure, overlaps no live appointment of that doctor (unless overlaps_checked is
-    False) and starts no earlier than `earliest`, an aware datetime in UTC.
+    `doctors` are rows with id, name and speciality_id. A slot lies on the doctor's grid
+    inside working hours (at `center_id` when given), is not covered by a closure, overlaps
+    no live appointment of that doctor (unless overlaps_checked is False) and starts no
+    earlier than `earliest`, an aware datetime in UTC.
     """
     first_day = max(first_day, earliest.astimezone(tz).date())  # nothing earlier can be offered
     if not doctors or last_day < first_day:
         return []
     by_id = {doctor["id"]: doctor for doctor in doctors}
-    marks = ",".join("?" * len(by_id))
-    ids = list(by_id)
     first, last = first_day.isoformat(), last_day.isoformat()
-
-    sql = ("SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes"
-           f" FROM schedules WHERE doctor_id IN ({marks})")
-    params = list(ids)
-    if center_id is not None:
-        sql += " AND center_id = ?"
-        params.append(center_id)
-    hours_by_weekday = {}  # weekday: [(schedule row, its SlotGrid)]
-    for row in conn.execute(sql, params):
-        grid = slot_grid(minutes_of(row["start_time"]), minutes_of(row["end_time"]), row["slot_minutes"])
-        hours_by_weekday.setdefault(row["weekday"], []).append((row, grid))
-
-    closures = conn.execute(
-        "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time FROM closures"
-        f" WHERE date_to >= ? AND date_from <= ? AND (doctor_id IS NULL OR doctor_id IN ({marks}))",
-        [first, last, *ids]).fetchall()
-
-    # One row a doctor and day, its live appointments as 'HH:MMHH:MM' texts run together:
-    # a few dozen rows for Python to read instead of a few thousand.
-    busy = {} if not overlaps_checked else {
-            (doctor_id, iso): {spans[at:at + 10] for at in range(0, len(spans), 10)}
-            for doctor_id, iso, spans in conn.execute(
-                "SELECT doctor_id, date, group_concat(time || end_time, '') FROM appointments"
-                f" WHERE doctor_id IN ({marks}) AND date BETWEEN ? AND ? AND status != 'cancelled'"
-                " GROUP BY doctor_id, date", [*ids, first, last])}
-
-    slots = []
-    earliest_day = earliest.astimezone(tz).date()
-    day = first_day
+    grids = schedule_grids(conn, list(by_id), center_id)
+    closures = closures_between(conn, list(by_id), first, last)
+    busy = busy_spans(conn, list(by_id), first, last) if overlaps_checked else {}
+    slots, day = [], first_day
     while day <= last_day:
-        iso, date_text = day.isoformat(), format_date(day)
+        iso = day.isoformat()
         day_closures = [c for c in closures if c["date_from"] <= iso <= c["date_to"]]
         # Each slot's instant is worked out only where it can matter: on the days the
         # notice reaches and on DST days; on a later plain day every slot is offerable.
-        check_instants = day <= earliest_day or not wall_clock_is_plain(day, tz)
-        for hours, grid in hours_by_weekday.get(day.weekday(), ()):
+        instants = tz if day <= earliest.astimezone(tz).date() or not wall_clock_is_plain(day, tz) else None
+        for hours, grid in grids.get(day.weekday(), ()):
             doctor = by_id[hours["doctor_id"]]
             shut = [c for c in day_closures
                     if c["doctor_id"] in (None, doctor["id"]) and c["center_id"] in (None, hours["center_id"])]
             for time_text, end_text, _ in slots_clear_of(grid, busy.get((doctor["id"], iso))):
-                if starting_at is not None and time_text != starting_at:
+                if (starting_at is not None and time_text != starting_at) or closed_at(shut, time_text, end_text):
                     continue
-                if shut and any(c["start_time"] is None or (c["start_time"] < end_text and time_text < c["end_time"])
-                                for c in shut):
-                    continue
-                if check_instants:
-                    starts = local_start(day, time_text, tz)
+                if instants is not None:
+                    starts = local_start(day, time_text, instants)
                     if starts is None or starts < earliest:
                         continue
-                slots.append(Slot(day, date_text, time_text, end_text, hours["slot_minutes"], doctor["id"], doctor["name"],
-                                  doctor["speciality_id"], hours["center_id"]))
+                slots.append(Slot(day, format_date(day), time_text, end_text, hours["slot_minutes"], doctor["id"],
+                                  doctor["name"], doctor["speciality_id"], hours["center_id"]))
         day += dt.timedelta(days=1)
     slots.sort(key=lambda slot: (slot.date, slot.time, slot.doctor_id))
     return slots
 
 
-# --- The web app --------------------------------------------------------------------
+def schedule_grids(conn, doctor_ids, center_id=None):
+    """{weekday: [(schedule row, its SlotGrid)]} of these doctors (at this center, when given)."""
+    sql = ("SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes"
+           f" FROM schedules WHERE doctor_id IN ({','.join('?' * len(doctor_ids))})")
+    params = list(doctor_ids)
+    if center_id is not None:
+        sql += " AND center_id = ?"
+        params.append(center_id)
+    grids = {}
+    for row in conn.execute(sql, params):
+        grid = slot_grid(minutes_of(row["start_time"]), minutes_of(row["end_time"]), row["slot_minutes"])
+        grids.setdefault(row["weekday"], []).append((row, grid))
+    return grids
+
+
+def closures_between(conn, doctor_ids, first, last):
+    """The closures that touch these ISO days and concern these doctors or everyone."""
+    return conn.execute(
+        "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time FROM closures"
+        f" WHERE date_to >= ? AND date_from <= ? AND (doctor_id IS NULL OR doctor_id IN ({','.join('?' * len(doctor_ids))}))",
+        [first, last, *doctor_ids]).fetchall()
+
+
+def busy_spans(conn, doctor_ids, first, last):
+    """{(doctor, ISO day): {'HH:MMHH:MM' start+end of each live appointment}}: one row a doctor
+    and day, the spans run together by SQLite, rather than a row an appointment."""
+    rows = conn.execute(
+        "SELECT doctor_id, date, group_concat(time || end_time, '') FROM appointments"
+        f" WHERE doctor_id IN ({','.join('?' * len(doctor_ids))}) AND date BETWEEN ? AND ?"
+        " AND status != 'cancelled' GROUP BY doctor_id, date", [*doctor_ids, first, last])
+    return {(doctor_id, iso): {spans[at:at + 10] for at in range(0, len(spans), 10)} for doctor_id, iso, spans in rows}
+
+
+def closed_at(closures, time_text, end_text):
+    """True when one of these closures (whole days, or hours) covers any of the slot."""
+    return any(c["start_time"] is None or (c["start_time"] < end_text and time_text < c["end_time"]) for c in closures)
+
+
+# --- The clinic's operations --------------------------------------------------------
+
+APPOINTMENT_QUERY = """
+    SELECT a.id, a.date, a.time, a.end_time, a.doctor_id, d.name AS doctor_name, a.patient_id, p.nif,
+           p.name, p.surname, p.phone_e164, a.reason, a.center_id, a.status, a.speciality_id, a.insurance_id
+    FROM appointments a
+    JOIN doctors d ON d.id = a.doctor_id
+    JOIN patients p ON p.id = a.patient_id
+"""
+
+
+def appointment_view(row):
+    """An appointment as the caller sees it ("Appointment objects"), from a row of APPOINTMENT_QUERY."""
+    return {"appointmentId": str(row["id"]), "date": format_date(row["date"]), "time": row["time"],
+            "doctorId": row["doctor_id"], "doctorName": row["doctor_name"], "patientId": str(row["patient_id"]),
+            "nif": row["nif"], "patientName": " ".join(part for part in (row["name"], row["surname"]) if part) or None,
+            "phone": row["phone_e164"], "reason": row["reason"], "centerRef": row["center_id"],
+            "extraData": {"status": row["status"], "specialityId": row["speciality_id"],
+                          "insuranceId": row["insurance_id"],
+                          "duration": minutes_of(row["end_time"]) - minutes_of(row["time"])}}
+
+
+def patient_view(row):
+    """A patient as the caller sees it ("Patients")."""
+    return {"id": str(row["id"]), "name": row["name"], "surname": row["surname"],
+            "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None,
+            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "extra": None}
+
+
+# What a cancelled appointment answers: reading it, changing it, cancelling it again ("Appointment objects").
+READ_CANCELLED = (410, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
+CHANGE_CANCELLED = (409, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
+CANCEL_CANCELLED = (409, "APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
+
+
+def slot_not_available():
+    return ClinicError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one")
+
+
+class Clinic:
+    """The clinic's operations over one database, its settings and a clock; no HTTP here.
+
+    Reads return plain data; every change is one BEGIN IMMEDIATE transaction recording an
+    event from `source` ("api", "cli", ...); refusals raise ClinicError ("One domain layer").
+    """
+
+    def __init__(self, db, settings=None, clock=None):
+        self.db = db
+        self.settings = settings or Settings()
+        self.tz = clinic_zone(self.settings.tz)
+        self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+
+    def conn(self):
+        return self.db.connection()
+
+    def today(self):
+        return self.clock().astimezone(self.tz).date()
+
+    def earliest_start(self):
+        """Now plus the minimum notice, in UTC: real minutes, even across a DST change ("Clinic time")."""
+        return self.clock().astimezone(dt.timezone.utc) + dt.timedelta(minutes=self.settings.min_notice_minutes)
+
+    def last_bookable_day(self):
+        return self.today() + dt.timedelta(days=self.settings.horizon_days)
+
+    # Look-ups: each id the caller names, or its 404
+
+    def require_center(self, center_id):
+        if center_id is not None and self.conn().execute(
+                "SELECT 1 FROM centers WHERE id = ?", (center_id,)).fetchone() is None:
+            raise ClinicError(404, "CENTER_NOT_FOUND", "no center with that centerId")
+        return center_id
+
+    def require_doctor(self, doctor_id):
+        row = self.conn().execute("SELECT id, name, speciality_id FROM doctors WHERE id = ?",
+                                  (doctor_id,)).fetchone()
+        if row is None:
+            raise ClinicError(404, "DOCTOR_NOT_FOUND", "no doctor with that doctorId")
+        return row
+
+    def require_speciality(self, speciality_id):
+        if self.conn().execute("SELECT 1 FROM specialities WHERE id = ?", (speciality_id,)).fetchone() is None:
+            raise ClinicError(404, "SPECIALITY_NOT_FOUND", "no speciality with that specialityId")
+
+    def require_insurance(self, insurance_id):
+        if self.conn().execute("SELECT 1 FROM insurances WHERE id = ?", (insurance_id,)).fetchone() is None:
+            raise ClinicError(404, "INSURANCE_NOT_FOUND", "no insurance with that insuranceId")
+
+    def accepts_insurance(self, doctor_id, insurance_id):
+        listed = [row[0] for row in self.conn().execute(
+            "SELECT insurance_id FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))]
+        return not listed or insurance_id in listed
+
+    def appointment_row(self, appointment_id, if_cancelled):
+        """The appointment's row: 404 when there is none, `if_cancelled` (status, code, message) when cancelled."""
+        key = numeric_id(appointment_id)
+        row = None if key is None else self.conn().execute(
+            "SELECT * FROM appointments WHERE id = ?", (key,)).fetchone()
+        if row is None:
+            raise ClinicError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+        if row["status"] == "cancelled":
+            raise ClinicError(*if_cancelled)
+        return dict(row)
+
+    def slot_at(self, doctor, day, time_text, center_id):
+        """This doctor's slot at this date and time, or SLOT_NOT_AVAILABLE ("Booking"): on the grid,
+        within hours, not closed, inside the notice and the horizon. An overlap with another
+        appointment is left to schema.sql's triggers, in the same transaction."""
+        if day <= self.last_bookable_day():
+            for slot in free_slots(self.conn(), [doctor], day, day, tz=self.tz, earliest=self.earliest_start(),
+                                   center_id=center_id, overlaps_checked=False, starting_at=time_text):
+                return slot
+        raise slot_not_available()
+
+    # Catalogs and patients
+
+    def catalogs(self):
+        """The catalogs in the shape the caller reads ("Catalogs"): doctors, specialities, insurances, centers."""
+        conn = self.conn()
+        centers = [dict(row) for row in conn.execute("SELECT id, name FROM centers ORDER BY id")]
+        insurance_lists, doctor_centers = {}, {}
+        for row in conn.execute("SELECT doctor_id, insurance_id FROM doctor_insurances ORDER BY 1, 2"):
+            insurance_lists.setdefault(row["doctor_id"], []).append(row["insurance_id"])
+        for row in conn.execute("SELECT DISTINCT doctor_id, center_id FROM schedules ORDER BY 1, 2"):
+            doctor_centers.setdefault(row["doctor_id"], []).append(row["center_id"])
+        doctors = []
+        for row in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id"):
+            for center_id in doctor_centers.get(row["id"], [None]):
+                entry = {"id": row["id"], "name": row["name"], "speciality": row["speciality_id"]}
+                if centers:
+                    entry["idCenter"] = center_id
+                if row["id"] in insurance_lists:
+                    entry["insurances"] = insurance_lists[row["id"]]
+                doctors.append(entry)
+        config = {
+            "doctors": {"description": "Doctors; one entry per center where the doctor works. "
+                                       "insurances, when present, lists the only insurances accepted.",
+                        "data": doctors},
+            "specialities": {"description": "Specialities and appointment types", "data": [
+                dict(row) for row in conn.execute("SELECT id, name FROM specialities ORDER BY id")]},
+            "insurances": {"description": "Insurances, private patients included", "data": [
+                dict(row) for row in conn.execute("SELECT id, name FROM insurances ORDER BY id")]},
+        }
+        if centers:
+            config["centers"] = {"description": "Sites of the clinic", "data": centers}
+        return config
+
+    def find_patient(self, nif_text):
+        row = self.conn().execute("SELECT * FROM patients WHERE nif = ?", (normalise_nif(nif_text),)).fetchone()
+        if row is None:
+            raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that nif")
+        return patient_view(row)
+
+    def register_patient(self, fields, source="api"):
+        """A new patient from name, surname, birthDate, nif, phone texts; its id. A known NIF is a 409."""
+        patient = patient_fields(fields, self.today())
+        at = self.clock()
+        with self.db.transaction() as conn:
+            existing = conn.execute("SELECT id FROM patients WHERE nif = ?", (patient["nif"],)).fetchone()
+            if existing:
+                raise ClinicError(409, "PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
+                                  patientId=str(existing["id"]))
+            row = written_row(conn, INSERT_PATIENT, patient_row(patient, at))
+            record_event(conn, at, source, "patient.created", "patient", row["id"], after=row)
+        return str(row["id"])
+
+    # Slots
+
+    def availability(self, *, doctor_id=None, speciality_id=None, center_id=None, insurance_id=None,
+                     first=None, last=None):
+        """The free slots ("Availability") of a doctor or a speciality, from `first` (today) to
+        `last` (13 days on), within the horizon."""
+        if doctor_id is None and speciality_id is None:
+            raise invalid("doctorId or specialityId is required")
+        self.require_center(center_id)
+        first = first or self.today()
+        if last is not None and last < first:
+            raise invalid("endDate is before startDate")
+        horizon = self.last_bookable_day()
+        if first > horizon:  # nothing to offer; also keeps date arithmetic far from year 9999
+            return []
+        last = min(last or first + dt.timedelta(days=13), horizon)
+        if doctor_id is not None:
+            doctors = [self.require_doctor(doctor_id)]
+            if speciality_id is not None:
+                self.require_speciality(speciality_id)
+                doctors = [d for d in doctors if d["speciality_id"] == speciality_id]
+        else:
+            self.require_speciality(speciality_id)
+            doctors = self.conn().execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = ?",
+                                          (speciality_id,)).fetchall()
+        if insurance_id is not None:
+            self.require_insurance(insurance_id)
+            doctors = [d for d in doctors if self.accepts_insurance(d["id"], insurance_id)]
+        return free_slots(self.conn(), doctors, first, last, tz=self.tz, earliest=self.earliest_start(),
+                          center_id=center_id)
+
+    # Appointments: reading
+
+    def appointment(self, appointment_id):
+        """One live appointment as the caller sees it; a cancelled one is gone (410)."""
+        row = self.appointment_row(appointment_id, READ_CANCELLED)
+        return appointment_view(self.conn().execute(APPOINTMENT_QUERY + " WHERE a.id = ?", (row["id"],)).fetchone())
+
+    def live_appointments(self, where, params, center_id=None):
+        """The live appointments matching `where` (SQL over `a`), sorted ("Lists")."""
+        self.require_center(center_id)
+        if center_id is not None:
+            where, params = where + " AND a.center_id = ?", [*params, center_id]
+        rows = self.conn().execute(f"{APPOINTMENT_QUERY} WHERE a.status != 'cancelled' AND {where}"
+                                   " ORDER BY a.date, a.time, a.doctor_id", params)
+        return [appointment_view(row) for row in rows]
+
+    def appointments_on(self, days, center_id=None):
+        """The live appointments of these ISO days ("Lists")."""
+        return self.live_appointments(f"a.date IN ({','.join('?' * len(days))})", days, center_id)
+
+    def patient_appointments(self, *, nif=None, phone=None, day=None, center_id=None):
+        """A patient's live appointments ("One route, two jobs"): found by NIF, else by phone;
+        on `day`, else from today on."""
+        self.require_center(center_id)
+        nif, phone = normalise_nif(nif) if nif else None, parse_phone(phone) if phone else None
+        patient_ids = []
+        if nif is not None:
+            patient_ids = [row[0] for row in self.conn().execute("SELECT id FROM patients WHERE nif = ?", (nif,))]
+        if not patient_ids and phone is not None:
+            patient_ids = [row[0] for row in self.conn().execute(
+                "SELECT id FROM patients WHERE phone_e164 = ?", (phone,))]
+        if not patient_ids:
+            return []
+        where, params = ("a.date = ?", [day.isoformat()]) if day else ("a.date >= ?", [self.today().isoformat()])
+        where += f" AND a.patient_id IN ({','.join('?' * len(patient_ids))})"
+        return self.live_appointments(where, [*params, *patient_ids], center_id)
+
+    # Appointments: changing
+
+    def book(self, *, day, time_text, doctor_id, patient_id, speciality_id=None, insurance_id=None,
+             center_id=None, reason=None, source="api"):
+        """A new appointment's id ("Booking"); a retry of the same booking answers the same id."""
+        at = self.clock()
+        patient_key = numeric_id(patient_id)
+        with self.db.transaction() as conn:
+            doctor = self.require_doctor(doctor_id)
+            if patient_key is None or conn.execute("SELECT 1 FROM patients WHERE id = ?",
+                                                   (patient_key,)).fetchone() is None:
+                raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that patientId")
+            if speciality_id is not None:
+                self.require_speciality(speciality_id)
+                if speciality_id != doctor["speciality_id"]:
+                    raise invalid("specialityId is not the speciality of that doctor")
+            if insurance_id is not None:
+                self.require_insurance(insurance_id)
+                if not self.accepts_insurance(doctor_id, insurance_id):
+                    raise ClinicError(409, "INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance")
+            self.require_center(center_id)
+            try:
+                slot = self.slot_at(doctor, day, time_text, center_id)
+                booked = written_row(
+                    conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
+                    " date, time, end_time, reason, status, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?)",
+                    (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id, day.isoformat(),
+                     slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at)))
+            except (ClinicError, sqlite3.IntegrityError):
+                return self.retried_booking(patient_key, doctor_id, day, time_text)
+            record_event(conn, at, source, "appointment.booked", "appointment", booked["id"], after=booked)
+        return str(booked["id"])
+
+    def retried_booking(self, patient_key, doctor_id, day, time_text):
+        """The id of this patient's live booking at this slot, or SLOT_NOT_AVAILABLE. Asked only
+        once the slot refused a booking: a retry always finds its first booking there."""
+        retried = self.conn().execute(
+            "SELECT id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ? AND time = ?"
+            " AND status != 'cancelled'", (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
+        if retried is None:
+            raise slot_not_available()
+        return str(retried["id"])
+
+    def move(self, appointment_id, day, time_text, source="api"):
+        """The appointment to another free slot of its doctor and center ("Moving"); no longer confirmed."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
+            slot = self.slot_at(self.require_doctor(before["doctor_id"]), day, time_text, before["center_id"])
+            try:
+                after = written_row(
+                    conn, "UPDATE appointments SET date = ?, time = ?, end_time = ?, center_id = ?,"
+                    " status = 'booked', confirmed_at = NULL, updated_at = ? WHERE id = ?",
+                    (day.isoformat(), slot.time, slot.end_time, slot.center_id, utc_iso(at), before["id"]))
+            except sqlite3.IntegrityError:
+                raise slot_not_available() from None
+            record_event(conn, at, source, "appointment.moved", "appointment", before["id"], before=before, after=after)
+        return str(before["id"])
+
+    def cancel(self, appointment_id, reason="cancelled by the caller", source="api"):
+        """Cancel a live appointment; its slot is free again. Nothing is deleted ("Storage")."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            before = self.appointment_row(appointment_id, CANCEL_CANCELLED)
+            self.cancelled(conn, before, at, reason, "appointment.cancelled", source)
+
+    def cancelled(self, conn, before, at, reason, action, source):
+        """Inside a transaction: mark `before` cancelled, with its event."""
+        after = written_row(conn, "UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
+                            " updated_at = ? WHERE id = ?", (utc_iso(at), reason, utc_iso(at), before["id"]))
+        record_event(conn, at, source, action, "appointment", before["id"], before=before, after=after)
+
+    def confirm(self, appointment_id, confirmed, source="api"):
+        """The patient's answer to a reminder ("Confirming"): 'confirmed', 'alreadyConfirmed', or,
+        when they will not come, 'cancelled' with the slot freed."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
+            if not confirmed:
+                self.cancelled(conn, before, at, "declined at reminder", "appointment.declined", source)
+                return "cancelled"
+            if before["status"] == "confirmed":
+                return "alreadyConfirmed"
+            after = written_row(conn, "UPDATE appointments SET status = 'confirmed', confirmed_at = ?,"
+                                " updated_at = ? WHERE id = ?", (utc_iso(at), utc_iso(at), before["id"]))
+            record_event(conn, at, source, "appointment.confirmed", "appointment", before["id"],
+                         before=before, after=after)
+        return "confirmed"
+
+    def close_reminder_day(self, *, config_id, days, execution="", skipped=(), center_id=None, source="api"):
+        """Close a reminder cycle over these ISO days ("End of a reminder day"): unconfirmed live
+        appointments, but the skipped ids, meet the policy. {"processed": N, "repeated": bool}."""
+        policy = self.settings.reminder_policy
+        at = self.clock()
+        with self.db.transaction() as conn:
+            self.require_center(center_id)
+            if conn.execute("SELECT 1 FROM reminder_cycles WHERE voice_agent_config_id = ? AND days = ?"
+                            " AND execution_date = ? AND center_id = ?",
+                            (config_id, ",".join(days), execution, center_id or "")).fetchone():
+                return {"processed": 0, "repeated": True}
+            acted_on, booked = self.unconfirmed(days, skipped, center_id)
+            for key in acted_on if policy == "release" else booked if policy == "flag" else ():
+                before = dict(conn.execute("SELECT * FROM appointments WHERE id = ?", (key,)).fetchone())
+                if policy == "release":
+                    self.cancelled(conn, before, at, "no answer to reminder", "appointment.released", source)
+                    continue
+                after = written_row(conn, "UPDATE appointments SET status = 'unanswered', updated_at = ?"
+                                    " WHERE id = ?", (utc_iso(at), key))
+                record_event(conn, at, source, "appointment.unanswered", "appointment", key, before=before, after=after)
+            cycle = conn.execute(
+                "INSERT INTO reminder_cycles (voice_agent_config_id, days, execution_date, center_id, policy,"
+                " appointment_ids, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (config_id, ",".join(days), execution, center_id or "", policy, json.dumps(acted_on), utc_iso(at)))
+            record_event(conn, at, source, "reminder.closed", "reminder_cycle", cycle.lastrowid,
+                         after={"voiceAgentConfigId": config_id, "days": days, "centerId": center_id,
+                                "policy": policy, "appointmentIds": acted_on, "skipAppointmentIds": sorted(skipped)})
+        return {"processed": len(acted_on), "repeated": False}
+
+    def unconfirmed(self, days, skipped, center_id):
+        """(ids of the live unconfirmed appointments of these days, those of them still only booked), sorted."""
+        where = f"date IN ({','.join('?' * len(days))}) AND status IN ('booked', 'unanswered')"
+        params = [*days]
+        if skipped:
+            where += " AND CAST(id AS TEXT) NOT IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(sorted(skipped)))
+        if center_id is not None:
+            where += " AND center_id = ?"
+            params.append(center_id)
+        rows = self.conn().execute(f"SELECT id, status FROM appointments WHERE {where} ORDER BY id", params).fetchall()
+        return [row["id"] for row in rows], [row["id"] for row in rows if row["status"] == "booked"]
+
+    # The service's own facts
+
+    def note_signature_scheme(self, scheme):
+        """Keep the scheme the caller signs with, for `agenda status`; never fails a request for it."""
+        try:
+            with self.db.transaction() as conn:
+                remember(conn, f"signature_scheme.{scheme}", scheme, self.clock())
+        except sqlite3.Error as error:
+            log.warning("could not record the signature scheme: %s", error)
+
+
+# --- The web edge: the API ---------------------------------------------------------
 
 def decode_signature(header):
-    """The 32 digest bytes of an X-Signature: hex or base64, with or without 'sha256=' (D5)."""
+    """The 32 digest bytes of an X-Signature: hex or base64, with or without 'sha256=' ("Signatures")."""
     text = (header or "").strip()
     if text[:7].lower() == "sha256=":
         text = text[7:]
@@ -855,11 +1219,12 @@ def decode_signature(header):
 
 
 def sign(secret, message):
+    """HMAC-SHA256 of message (bytes) keyed with the shared secret."""
     return hmac.digest(secret.encode("utf-8"), message, "sha256")  # OpenSSL's one-shot HMAC, in C
 
 
 def signed_messages(method, target, body):
-    """What each scheme of D5 signs: the raw body, or method, path with query, and body."""
+    """What each scheme signs ("Signatures"): the raw body, or method, path with query, and body."""
     return {"body": body, "request": method.encode() + b"\n" + target.encode("latin-1") + b"\n" + body}
 
 
@@ -873,7 +1238,7 @@ SCHEME_WARNINGS = {
 
 
 def matching_schemes(secret, header, method, target, body):
-    """Every scheme of D5 whose signature matches this request, the stronger first. All
+    """Every scheme whose signature matches this request, the stronger first. All
     are compared, in constant time, so timing tells nothing about which failed."""
     given = decode_signature(header)
     if given is None:
@@ -910,16 +1275,16 @@ BODYLESS_METHODS = ("GET", "HEAD", "DELETE")  # the spec sends no body with them
 _BUSY_MARKERS = ("locked", "busy", "readonly", "read-only", "disk", "full", "unable to open")
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # json.dumps builds one a call
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def json_bytes(payload):
+    """An answer's body: compact UTF-8 JSON."""
     return _JSON.encode(payload).encode("utf-8")
 
 
 def new_request_id():
-    """16 hex digits, unique enough to find one request in a day's log. Not os.urandom:
-    its system call lets go of the interpreter, and another thread waits to take it."""
+    """16 hex digits, unique enough to find one request in a day's log."""
     return f"{random.getrandbits(64):016x}"
 
 
@@ -972,13 +1337,14 @@ def with_access_log(wsgi):
 
 
 def error_response(error):
+    """A ClinicError as the JSON answer of "Errors"."""
     bottle.response.status = error.status
     bottle.response.content_type = "application/json"
     return json_bytes(error.payload())
 
 
 def json_error_page(http_error):
-    """Bottle's own errors (unknown route, wrong method, crash) as JSON, never HTML (D4)."""
+    """Bottle's own errors (unknown route, wrong method, crash) as JSON, never HTML ("Errors")."""
     status = http_error.status_code
     code = STATUS_ERROR_CODES.get(status, f"HTTP_{status}")
     message = BOTTLE_ERROR_MESSAGES.get(status, bottle.HTTP_CODES.get(status, "error").lower())
@@ -989,13 +1355,13 @@ def json_error_page(http_error):
     else:
         request_id()
     bottle.response.content_type = "application/json"
-    return json_bytes(ApiError(status, code, message, **extra).payload())
+    return json_bytes(ClinicError(status, code, message, **extra).payload())
 
 
 def internal_error(rid):
     """A 500 that names the request id; the traceback goes to the log, never to the caller."""
     log.exception("request %s failed", rid)
-    return error_response(ApiError(500, "INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500], requestId=rid))
+    return error_response(ClinicError(500, "INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500], requestId=rid))
 
 
 class ApiPlugin:
@@ -1023,13 +1389,13 @@ class ApiPlugin:
                 if raw and request.method in BODYLESS_METHODS:
                     raise invalid(f"a {request.method} request carries no body; send it without one")
                 result = callback(*args, **kwargs)
-            except ApiError as error:
+            except ClinicError as error:
                 return error_response(error)
             except sqlite3.OperationalError as error:
                 if not any(marker in str(error).lower() for marker in _BUSY_MARKERS):
                     return internal_error(rid)
                 log.error("request %s: database unavailable: %s", rid, error)
-                return error_response(ApiError(503, "SERVICE_UNAVAILABLE",
+                return error_response(ClinicError(503, "SERVICE_UNAVAILABLE",
                                                "the agenda cannot write right now; try again", requestId=rid))
             except Exception:
                 return internal_error(rid)
@@ -1046,7 +1412,7 @@ class ApiPlugin:
         try:
             declared_length = request.content_length
         except ValueError:
-            raise ApiError(400, "INVALID_REQUEST", "Content-Length is not a number") from None
+            raise ClinicError(400, "INVALID_REQUEST", "Content-Length is not a number") from None
         if declared_length <= 0 and "chunked" not in request.environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             return b""  # no body: nothing to read (most GETs and DELETEs)
         raw = b"" if declared_length > limit else request.body.read(limit + 1)
@@ -1066,7 +1432,7 @@ class ApiPlugin:
             if matched:
                 log.warning("request %s refused: it is signed with the %r scheme, and this server takes %r "
                             "(--signature-scheme)", request_id(), matched[0], pinned)
-            raise ApiError(401, "INVALID_SIGNATURE", "missing or invalid X-Signature")
+            raise ClinicError(401, "INVALID_SIGNATURE", "missing or invalid X-Signature")
         scheme = accepted[0]
         if scheme not in self.schemes_seen:
             self.schemes_seen.add(scheme)
@@ -1075,11 +1441,12 @@ class ApiPlugin:
 
 
 def json_body():
-    """The request's JSON object (D4: 415 for another media type, 400 INVALID_JSON)."""
+    """The request's JSON object: 415 for another media type, 400 INVALID_JSON for anything but
+    an object of text UTF-8 can carry ("No input reaches a 500")."""
     request = bottle.request
     media_type = (request.content_type or "").split(";")[0].strip().lower()
     if media_type != "application/json":
-        raise ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json")
+        raise ClinicError(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json")
 
     def no_constants(name):
         raise ValueError(name)
@@ -1088,72 +1455,174 @@ def json_body():
         body = json.loads(request.environ["agenda.raw_body"].decode("utf-8"), parse_constant=no_constants)
         _JSON.encode(body).encode("utf-8")  # every text, keys too, must be one UTF-8 can carry
     except RecursionError:
-        raise ApiError(400, "INVALID_JSON", "the body nests too deep") from None
+        raise ClinicError(400, "INVALID_JSON", "the body nests too deep") from None
     except UnicodeEncodeError:
-        raise ApiError(400, "INVALID_JSON", "the body holds a lone surrogate (\\ud800 to \\udfff)") from None
+        raise ClinicError(400, "INVALID_JSON", "the body holds a lone surrogate (\\ud800 to \\udfff)") from None
     except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "INVALID_JSON", "the body is not valid UTF-8 JSON") from None
+        raise ClinicError(400, "INVALID_JSON", "the body is not valid UTF-8 JSON") from None
     if not isinstance(body, dict):
-        raise ApiError(400, "INVALID_JSON", "the body must be a JSON object")
+        raise ClinicError(400, "INVALID_JSON", "the body must be a JSON object")
     return body
 
 
-def numeric_id(text):
-    """A patient or appointment id from the caller to our integer key, or None (not found)."""
-    text = (text or "").strip()
-    return int(text) if re.fullmatch(r"[0-9]{1,18}", text) else None
+def query_text(name, required=False):
+    """A query-string value, read with getunicode so accents survive; blank is None."""
+    value = (bottle.request.query.getunicode(name) or "").strip()
+    if not value:
+        if required:
+            raise invalid(f"{name} is required")
+        return None
+    return value
 
 
-# D12: the Appointment object, as JSON text that SQLite writes. A day list answers
-# hundreds of them, and SQLite writes each in a third of the time it took Python to
-# read the row and encode a dict (issue 5). Ids are strings; the date is DD/MM/YYYY;
-# patientName is name and surname, or whichever is there, or null; duration in minutes.
-APPOINTMENT_JSON = """
-    json_object(
-        'appointmentId', CAST(a.id AS TEXT),
-        'date', substr(a.date, 9, 2) || '/' || substr(a.date, 6, 2) || '/' || substr(a.date, 1, 4),
-        'time', a.time,
-        'doctorId', a.doctor_id,
-        'doctorName', d.name,
-        'patientId', CAST(a.patient_id AS TEXT),
-        'nif', p.nif,
-        'patientName', CASE WHEN coalesce(p.name, '') = '' THEN nullif(p.surname, '')
-                            WHEN coalesce(p.surname, '') = '' THEN p.name
-                            ELSE p.name || ' ' || p.surname END,
-        'phone', p.phone_e164,
-        'reason', a.reason,
-        'centerRef', a.center_id,
-        'extraData', json_object(
-            'status', a.status,
-            'specialityId', a.speciality_id,
-            'insuranceId', a.insurance_id,
-            'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
-                        - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))))
-"""
-APPOINTMENT_TABLES = """
-    FROM appointments a
-    JOIN doctors d ON d.id = a.doctor_id
-    JOIN patients p ON p.id = a.patient_id
-"""
+def query_date(*names):
+    """The date of the first of these aliases present, or None; every alias present must be a date."""
+    days = [parse_date(text, name) for name in names if (text := query_text(name)) is not None]
+    return days[0] if days else None
 
 
-def patient_json(row):
-    return {"id": str(row["id"]), "name": row["name"], "surname": row["surname"],
-            "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None,
-            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "extra": None}
+def clinic():
+    """The Clinic of the app serving this request."""
+    return bottle.request.app.clinic
+
+
+def created(payload):
+    bottle.response.status = 201
+    return payload
+
+
+# Handlers: read the request, call the clinic, shape the answer. Mounted by API_ROUTES.
+
+def health():
+    clinic().conn().execute("SELECT 1").fetchone()
+    return {"status": "ok"}
+
+
+def openapi_document():
+    """This API described in OpenAPI 3.1. It holds no data, so it needs no signature."""
+    return bottle.request.app.openapi
+
+
+def custom_config():
+    return clinic().catalogs()
+
+
+def find_patient():
+    return clinic().find_patient(query_text("nif", required=True))
+
+
+def create_patient():
+    return created({"patientId": clinic().register_patient(json_body())})
+
+
+def availabilities():
+    single = query_date("date")
+    first, last = query_date("startDate", "dateFrom", "from"), query_date("endDate", "dateTo", "to")
+    if single is not None and first is None and last is None:
+        first = last = single
+    slots = clinic().availability(doctor_id=query_text("doctorId"), speciality_id=query_text("specialityId"),
+                                  center_id=query_text("centerId"), insurance_id=query_text("insuranceId"),
+                                  first=first, last=last)
+    return {"data": [slot.as_json() for slot in slots]}
+
+
+def appointments():
+    """One route, two jobs: the patient search with nif or phone, else the day list with date."""
+    center_id, date_text = query_text("centerId"), query_text("date")
+    nif, phone = query_text("nif"), query_text("phone")
+    if nif is None and phone is None:
+        if date_text is None:
+            raise invalid("date (day list) or nif or phone (patient search) is required")
+        return {"data": clinic().appointments_on([parse_date(date_text, "date").isoformat()], center_id)}
+    day = parse_date(date_text, "date") if date_text else None
+    return {"data": clinic().patient_appointments(nif=nif, phone=phone, day=day, center_id=center_id)}
+
+
+def appointments_range():
+    days = parse_dates(query_text("dates", required=True).split(","), "dates")
+    return {"data": clinic().appointments_on(days, query_text("centerId"))}
+
+
+def appointment(appointment_id):
+    return clinic().appointment(appointment_id)
+
+
+def book():
+    body = json_body()
+    return created({"appointmentId": clinic().book(
+        day=parse_date(body_text(body, "date", required=True), "date"),
+        time_text=parse_time(body_text(body, "time", required=True), "time"),
+        doctor_id=body_text(body, "doctorId", required=True), patient_id=body_text(body, "patientId", required=True),
+        speciality_id=body_text(body, "specialityId"), insurance_id=body_text(body, "insuranceId"),
+        center_id=body_text(body, "centerId"), reason=body_text(body, "reason"))})
+
+
+def move(appointment_id):
+    body = json_body()
+    return {"appointmentId": clinic().move(appointment_id, parse_date(body_text(body, "newDate", required=True),
+                                                                      "newDate"),
+                                           parse_time(body_text(body, "newTime", required=True), "newTime"))}
+
+
+def cancel(appointment_id):
+    clinic().cancel(appointment_id)
+    bottle.response.status = 204
+
+
+def confirm():
+    body = json_body()
+    appointment_id = body_text(body, "appointmentId", required=True)
+    confirmed = body.get("confirmed")
+    if not isinstance(confirmed, bool):
+        raise invalid("confirmed is required and must be true or false")
+    return {"status": clinic().confirm(appointment_id, confirmed)}
+
+
+def end_of_reminder_day():
+    body = json_body()
+    single = body_text(body, "date")
+    if single is not None:
+        parse_date(single, "date")  # a wrong date is refused even beside dates
+    day_texts = body_text_list(body, "dates") or [single or ""]
+    if not any(day_texts):
+        raise invalid("date or dates is required")
+    execution = body_text(body, "executionDate")
+    closed = clinic().close_reminder_day(
+        config_id=body_text(body, "voiceAgentConfigId") or "", days=parse_dates(day_texts, "dates"),
+        execution=parse_date(execution, "executionDate").isoformat() if execution else "",
+        skipped=set(body_text_list(body, "skipAppointmentIds")), center_id=body_text(body, "centerId"))
+    answer = {"status": "ok", "processed": closed["processed"]}
+    return {**answer, "repeated": True} if closed["repeated"] else answer
 
 
 # An appointment's own path; never one of the named routes beside it, so that a wrong
 # method there answers 405 with Allow, not 404 for an appointment called "confirm".
 APPOINTMENT_PATH = "/appointments/<appointment_id:re:(?!(?:confirm|range|end-of-reminder-day)$)[^/]+>"
 
+API_ROUTES = [  # (method, path, handler, route config)
+    ("GET", "/health", health, {"public": True}),
+    ("GET", "/openapi.json", openapi_document, {"public": True}),
+    ("GET", "/custom-config", custom_config, {}),
+    ("GET", "/patients", find_patient, {}),
+    ("POST", "/patients", create_patient, {}),
+    ("GET", "/availabilities", availabilities, {}),
+    ("GET", "/appointments", appointments, {}),
+    ("GET", "/appointments/range", appointments_range, {}),
+    ("POST", "/appointments", book, {}),
+    ("POST", "/appointments/confirm", confirm, {}),
+    ("POST", "/appointments/end-of-reminder-day", end_of_reminder_day, {}),
+    ("GET", APPOINTMENT_PATH, appointment, {}),
+    ("PUT", APPOINTMENT_PATH, move, {}),
+    ("DELETE", APPOINTMENT_PATH, cancel, {}),
+]
+
 
 def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
-    """The WSGI app over the SQLite file at db_path.
+    """The WSGI app over the SQLite file at db_path; its Clinic is `app.clinic`.
 
-    secret: the caller's shared secret (D5); None is refused unless insecure=True, a
-    development mode that checks no signature. now: a function returning an aware
-    datetime, the clock (D3); tests freeze it. options: the fields of Settings.
+    secret: the caller's shared secret ("Signatures"); None is refused unless insecure=True,
+    a development mode that checks no signature. now: the clock, a function returning an
+    aware datetime ("Clinic time"). options: the fields of Settings.
     """
     settings = Settings(**options)
     if not secret and not insecure:
@@ -1163,475 +1632,147 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
         log.warning("SIGNATURES ARE OFF: anyone who reaches this server can read and change the agenda")
     elif settings.signature_scheme in SCHEME_WARNINGS:
         log.warning(SCHEME_WARNINGS[settings.signature_scheme])
-    tz = ZoneInfo(settings.tz)
-    openapi_document = read_data_file(OPENAPI_FILE)
-    clock = now or (lambda: dt.datetime.now(dt.timezone.utc))
-    db = Database(db_path)
-
     app = bottle.Bottle()
-    app.agenda_db = db
-    app.agenda_settings = settings
+    app.clinic = Clinic(Database(db_path), settings, now)
+    app.openapi = read_data_file(OPENAPI_FILE)
     app.default_error_handler = json_error_page
-    app.install(ApiPlugin(secret or None, settings, on_new_scheme=lambda scheme: remember_scheme(scheme)))
+    app.install(ApiPlugin(secret or None, settings, on_new_scheme=app.clinic.note_signature_scheme))
+    for method, path, handler, config in API_ROUTES:
+        app.route(path, method, handler, **config)
     app.wsgi = with_access_log(app.wsgi)  # Bottle.__call__ calls self.wsgi
-
-    def clinic_now():
-        return clock().astimezone(tz)
-
-    def earliest_start():
-        """Now plus the minimum notice, in UTC: real minutes, even across a DST change (D3),
-        rounded up to a whole minute. Slots start on whole minutes, so the rounding offers
-        the very same slots, and an availability answer may be kept for that minute."""
-        earliest = clock().astimezone(dt.timezone.utc) + dt.timedelta(minutes=settings.min_notice_minutes)
-        whole = earliest.replace(second=0, microsecond=0)
-        return whole if whole == earliest else whole + dt.timedelta(minutes=1)
-
-    def last_bookable_day():
-        return clinic_now().date() + dt.timedelta(days=settings.horizon_days)
-
-    def conn():
-        return db.connection()
-
-    def kept(key, compute):
-        """compute()'s answer, kept on this thread's connection until the database changes."""
-        return kept_until_change(conn(), key, compute, settings.answer_cache_mb * 1024 * 1024)
-
-    def remember_scheme(scheme):
-        """D5: keep the scheme the caller signs with for `agenda status`; never fail a request for it."""
-        try:
-            with transaction(conn()) as db_conn:
-                remember(db_conn, f"signature_scheme.{scheme}", scheme, clock())
-        except sqlite3.Error as error:
-            log.warning("could not record the signature scheme: %s", error)
-
-    def require_center(center_id):
-        if center_id is not None and conn().execute(
-                "SELECT 1 FROM centers WHERE id = ?", (center_id,)).fetchone() is None:
-            raise ApiError(404, "CENTER_NOT_FOUND", "no center with that centerId")
-        return center_id
-
-    def require_doctor(doctor_id):
-        row = conn().execute("SELECT id, name, speciality_id FROM doctors WHERE id = ?", (doctor_id,)).fetchone()
-        if row is None:
-            raise ApiError(404, "DOCTOR_NOT_FOUND", "no doctor with that doctorId")
-        return row
-
-    def require_speciality(speciality_id):
-        if conn().execute("SELECT 1 FROM specialities WHERE id = ?", (speciality_id,)).fetchone() is None:
-            raise ApiError(404, "SPECIALITY_NOT_FOUND", "no speciality with that specialityId")
-
-    def require_insurance(insurance_id):
-        if conn().execute("SELECT 1 FROM insurances WHERE id = ?", (insurance_id,)).fetchone() is None:
-            raise ApiError(404, "INSURANCE_NOT_FOUND", "no insurance with that insuranceId")
-
-    def accepts_insurance(doctor_id, insurance_id):
-        listed = [row[0] for row in conn().execute(
-            "SELECT insurance_id FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))]
-        return not listed or insurance_id in listed
-
-    def require_live_appointment(appointment_id):
-        """The appointment row, 404 if unknown, 409 if cancelled (D8, D9)."""
-        key = numeric_id(appointment_id)
-        row = None if key is None else appointment_row(conn(), key)
-        if row is None:
-            raise ApiError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
-        if row["status"] == "cancelled":
-            raise ApiError(409, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
-        return row
-
-    def slot_at(doctor, day, time_text, center_id):
-        """This doctor's slot at this date and time, or 409 (D7, D8): on the grid, within
-        working hours, not closed, inside the notice and the horizon. Whether another
-        appointment overlaps it is left to the INSERT or UPDATE that follows in the same
-        transaction: schema.sql's triggers refuse it there, which costs a booking no query."""
-        if day <= last_bookable_day():
-            for slot in free_slots(conn(), [doctor], day, day, tz=tz, earliest=earliest_start(),
-                                   center_id=center_id, overlaps_checked=False, starting_at=time_text):
-                return slot
-        raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one")
-
-    def list_appointments(where, params):
-        rows = conn().execute(
-            f"SELECT {APPOINTMENT_JSON} {APPOINTMENT_TABLES} WHERE a.status != 'cancelled' AND {where}"
-            " ORDER BY a.date, a.time, a.doctor_id", params)
-        return b'{"data":[' + ",".join(row[0] for row in rows).encode() + b"]}"
-
-    def kept_list(where, params):
-        """A day list or range: hundreds of appointments, asked again and again by the
-        reminder calls of a day, and the same until something changes (issue 5)."""
-        return kept(("appointments", where, tuple(params)), lambda: list_appointments(where, params))
-
-    def center_filter(center_id, where, params):
-        if center_id is not None:
-            return where + " AND a.center_id = ?", [*params, center_id]
-        return where, params
-
-    # Health and catalogs
-
-    @app.get("/health", public=True)
-    def health():
-        conn().execute("SELECT 1").fetchone()
-        return {"status": "ok"}
-
-    @app.get("/openapi.json", public=True)
-    def openapi():
-        """This API described in OpenAPI 3.1. It holds no data, so it needs no signature."""
-        return openapi_document
-
-    @app.get("/custom-config")
-    def custom_config():
-        """D14: the suggested shape; the keys never change once live. The caller reads it at
-        every call and only `agenda seed` changes it, so its five queries run once until the
-        database changes."""
-        db_conn = conn()
-        return kept("custom-config", lambda: json_bytes(clinic_catalogs(db_conn)))
-
-    def clinic_catalogs(db_conn):
-        centers = [dict(row) for row in db_conn.execute("SELECT id, name FROM centers ORDER BY id")]
-        insurance_lists = {}
-        for row in db_conn.execute("SELECT doctor_id, insurance_id FROM doctor_insurances"
-                                   " ORDER BY doctor_id, insurance_id"):
-            insurance_lists.setdefault(row["doctor_id"], []).append(row["insurance_id"])
-        doctor_centers = {}
-        for row in db_conn.execute("SELECT DISTINCT doctor_id, center_id FROM schedules"
-                                   " ORDER BY doctor_id, center_id"):
-            doctor_centers.setdefault(row["doctor_id"], []).append(row["center_id"])
-        doctors = []
-        for row in db_conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id"):
-            for center_id in doctor_centers.get(row["id"], [None]):
-                entry = {"id": row["id"], "name": row["name"], "speciality": row["speciality_id"]}
-                if centers:
-                    entry["idCenter"] = center_id
-                if row["id"] in insurance_lists:
-                    entry["insurances"] = insurance_lists[row["id"]]
-                doctors.append(entry)
-        config = {
-            "doctors": {"description": "Doctors; one entry per center where the doctor works. "
-                                       "insurances, when present, lists the only insurances accepted.",
-                        "data": doctors},
-            "specialities": {"description": "Specialities and appointment types",
-                             "data": [dict(r) for r in db_conn.execute(
-                                 "SELECT id, name FROM specialities ORDER BY id")]},
-            "insurances": {"description": "Insurances, private patients included",
-                           "data": [dict(r) for r in db_conn.execute(
-                               "SELECT id, name FROM insurances ORDER BY id")]},
-        }
-        if centers:
-            config["centers"] = {"description": "Sites of the clinic", "data": centers}
-        return config
-
-    # Patients (D11)
-
-    @app.get("/patients")
-    def find_patient():
-        nif = normalise_nif(query_text("nif", required=True))
-        row = conn().execute("SELECT * FROM patients WHERE nif = ?", (nif,)).fetchone()
-        if row is None:
-            raise ApiError(404, "PATIENT_NOT_FOUND", "no patient with that nif")
-        return patient_json(row)
-
-    @app.post("/patients")
-    def create_patient():
-        patient = patient_fields(json_body(), clinic_now().date())
-        at = clock()
-        db_conn = conn()
-        with transaction(db_conn):
-            existing = db_conn.execute("SELECT id FROM patients WHERE nif = ?", (patient["nif"],)).fetchone()
-            if existing:
-                raise ApiError(409, "PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
-                               patientId=str(existing["id"]))
-            patient_id = db_conn.execute(INSERT_PATIENT, patient_row(patient, at)).lastrowid
-            row = db_conn.execute("SELECT * FROM patients WHERE id = ?", (patient_id,)).fetchone()
-            record_event(db_conn, at, "api", "patient.created", "patient", patient_id, after=dict(row))
-        bottle.response.status = 201
-        return {"patientId": str(patient_id)}
-
-    # Availability (D6)
-
-    @app.get("/availabilities")
-    def availabilities():
-        doctor_id = query_text("doctorId")
-        speciality_id = query_text("specialityId")
-        if doctor_id is None and speciality_id is None:
-            raise invalid("doctorId or specialityId is required")
-        center_id = require_center(query_text("centerId"))
-        insurance_id = query_text("insuranceId")
-        today = clinic_now().date()
-        single = query_text("date")
-        start_name, start_text = query_first("startDate", "dateFrom", "from")
-        end_name, end_text = query_first("endDate", "dateTo", "to")
-        if single is not None and start_text is None and end_text is None:
-            first = last = parse_date(single, "date")
-        else:
-            first = parse_date(start_text, start_name) if start_text else today
-            last = parse_date(end_text, end_name) if end_text else None
-        if last is not None and last < first:
-            raise invalid(f"{end_name} is before {start_name}")
-        horizon = last_bookable_day()
-        if first > horizon:  # nothing to offer; also keeps date arithmetic far from year 9999
-            return {"data": []}
-        last = min(last or first + dt.timedelta(days=13), horizon)
-
-        db_conn = conn()
-        if doctor_id is not None:
-            doctors = [require_doctor(doctor_id)]
-            if speciality_id is not None:
-                require_speciality(speciality_id)
-                doctors = [d for d in doctors if d["speciality_id"] == speciality_id]
-        else:
-            require_speciality(speciality_id)
-            doctors = db_conn.execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = ?",
-                                      (speciality_id,)).fetchall()
-        if insurance_id is not None:
-            require_insurance(insurance_id)
-            doctors = [d for d in doctors if accepts_insurance(d["id"], insurance_id)]
-        # Every caller asking for a speciality gets the same answer until a booking or a
-        # minute goes by: it is computed once (issue 5). The key holds all it depends on
-        # but the data, which kept_until_change watches.
-        earliest = earliest_start()
-        return kept(("availabilities", tuple(doctor["id"] for doctor in doctors), first, last, center_id, earliest),
-                    lambda: json_bytes({"data": [slot.as_json() for slot in free_slots(
-                        db_conn, doctors, first, last, tz=tz, earliest=earliest, center_id=center_id)]}))
-
-    # Appointments: lists (D1, D13)
-
-    @app.get("/appointments")
-    def appointments():
-        center_id = require_center(query_text("centerId"))
-        nif_text, phone_text, date_text = query_text("nif"), query_text("phone"), query_text("date")
-        if nif_text is None and phone_text is None:
-            if date_text is None:
-                raise invalid("date (day list) or nif or phone (patient search) is required")
-            day = parse_date(date_text, "date")
-            where, params = center_filter(center_id, "a.date = ?", [day.isoformat()])
-            return kept_list(where, params)
-        # D1: the patient search. NIF first; the phone when no NIF is given or it finds nobody.
-        patient_ids = []
-        if nif_text is not None:
-            nif = normalise_nif(nif_text)
-            patient_ids = [row[0] for row in conn().execute("SELECT id FROM patients WHERE nif = ?", (nif,))]
-        if not patient_ids and phone_text is not None:
-            phone = parse_phone(phone_text)
-            patient_ids = [row[0] for row in conn().execute(
-                "SELECT id FROM patients WHERE phone_e164 = ?", (phone,))]
-        if not patient_ids:
-            return {"data": []}
-        if date_text is not None:
-            where, params = "a.date = ?", [parse_date(date_text, "date").isoformat()]
-        else:
-            where, params = "a.date >= ?", [clinic_now().date().isoformat()]
-        where += f" AND a.patient_id IN ({','.join('?' * len(patient_ids))})"
-        where, params = center_filter(center_id, where, [*params, *patient_ids])
-        return list_appointments(where, params)
-
-    @app.get("/appointments/range")
-    def appointments_range():
-        center_id = require_center(query_text("centerId"))
-        texts = [part for part in query_text("dates", required=True).split(",") if part.strip()]
-        days = sorted({parse_date(text, "dates").isoformat() for text in texts})
-        if not days:
-            raise invalid("dates is required")
-        if len(days) > 62:
-            raise invalid("dates holds more than 62 days")
-        where, params = center_filter(center_id, f"a.date IN ({','.join('?' * len(days))})", days)
-        return kept_list(where, params)
-
-    @app.get(APPOINTMENT_PATH)
-    def appointment(appointment_id):
-        key = numeric_id(appointment_id)
-        row = None if key is None else conn().execute(
-            f"SELECT a.status, {APPOINTMENT_JSON} AS json {APPOINTMENT_TABLES} WHERE a.id = ?", (key,)).fetchone()
-        if row is None:
-            raise ApiError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
-        if row["status"] == "cancelled":
-            raise ApiError(410, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
-        return row["json"].encode()
-
-    # Appointments: changes (D7, D8, D9, D10)
-
-    @app.post("/appointments")
-    def book():
-        body = json_body()
-        day = parse_date(body_text(body, "date", required=True), "date")
-        time_text = parse_time(body_text(body, "time", required=True), "time")
-        doctor_id = body_text(body, "doctorId", required=True)
-        patient_key = numeric_id(body_text(body, "patientId", required=True))
-        speciality_id = body_text(body, "specialityId")
-        insurance_id = body_text(body, "insuranceId")
-        center_id = body_text(body, "centerId")
-        reason = body_text(body, "reason")
-        at = clock()
-        db_conn = conn()
-        with transaction(db_conn):
-            doctor = require_doctor(doctor_id)
-            if patient_key is None or db_conn.execute(
-                    "SELECT 1 FROM patients WHERE id = ?", (patient_key,)).fetchone() is None:
-                raise ApiError(404, "PATIENT_NOT_FOUND", "no patient with that patientId")
-            if speciality_id is not None:
-                require_speciality(speciality_id)
-                if speciality_id != doctor["speciality_id"]:
-                    raise invalid("specialityId is not the speciality of that doctor")
-            if insurance_id is not None:
-                require_insurance(insurance_id)
-                if not accepts_insurance(doctor_id, insurance_id):
-                    raise ApiError(409, "INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance")
-            require_center(center_id)
-            try:
-                slot = slot_at(doctor, day, time_text, center_id)
-                booked = written_row(
-                    db_conn,
-                    "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
-                    " date, time, end_time, reason, status, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?)",
-                    (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id,
-                     day.isoformat(), slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at)))
-            except (ApiError, sqlite3.IntegrityError):
-                # D7: a retry answers the same booking, never a second one. The first one
-                # holds the slot, so a retry always lands here: no booking pays the query.
-                retried = db_conn.execute(
-                    "SELECT id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ?"
-                    " AND time = ? AND status != 'cancelled'",
-                    (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
-                if retried is None:
-                    raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one") from None
-                bottle.response.status = 201
-                return {"appointmentId": str(retried["id"])}
-            record_event(db_conn, at, "api", "appointment.booked", "appointment", booked["id"], after=booked)
-        bottle.response.status = 201
-        return {"appointmentId": str(booked["id"])}
-
-    @app.put(APPOINTMENT_PATH)
-    def move(appointment_id):
-        body = json_body()
-        day = parse_date(body_text(body, "newDate", required=True), "newDate")
-        time_text = parse_time(body_text(body, "newTime", required=True), "newTime")
-        at = clock()
-        db_conn = conn()
-        with transaction(db_conn):
-            before = require_live_appointment(appointment_id)
-            doctor = require_doctor(before["doctor_id"])
-            slot = slot_at(doctor, day, time_text, before["center_id"])
-            try:
-                after = written_row(
-                    db_conn,
-                    "UPDATE appointments SET date = ?, time = ?, end_time = ?, center_id = ?,"
-                    " status = 'booked', confirmed_at = NULL, updated_at = ? WHERE id = ?",
-                    (day.isoformat(), slot.time, slot.end_time, slot.center_id, utc_iso(at), before["id"]))
-            except sqlite3.IntegrityError:
-                raise ApiError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one") from None
-            record_event(db_conn, at, "api", "appointment.moved", "appointment", before["id"],
-                         before=before, after=after)
-        return {"appointmentId": str(before["id"])}
-
-    def cancel(db_conn, before, at, reason, action):
-        after = written_row(
-            db_conn, "UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
-            " updated_at = ? WHERE id = ?", (utc_iso(at), reason, utc_iso(at), before["id"]))
-        record_event(db_conn, at, "api", action, "appointment", before["id"], before=before, after=after)
-
-    @app.delete(APPOINTMENT_PATH)
-    def delete(appointment_id):
-        at = clock()
-        db_conn = conn()
-        with transaction(db_conn):
-            key = numeric_id(appointment_id)
-            before = None if key is None else appointment_row(db_conn, key)
-            if before is None:
-                raise ApiError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
-            if before["status"] == "cancelled":
-                raise ApiError(409, "APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
-            cancel(db_conn, before, at, "cancelled by the caller", "appointment.cancelled")
-        bottle.response.status = 204
-        return None
-
-    @app.post("/appointments/confirm")
-    def confirm():
-        body = json_body()
-        appointment_id = body_text(body, "appointmentId", required=True)
-        confirmed = body.get("confirmed")
-        if not isinstance(confirmed, bool):
-            raise invalid("confirmed is required and must be true or false")
-        at = clock()
-        db_conn = conn()
-        with transaction(db_conn):
-            before = require_live_appointment(appointment_id)
-            if not confirmed:  # D9: the patient will not come; free the slot
-                cancel(db_conn, before, at, "declined at reminder", "appointment.declined")
-                return {"status": "cancelled"}
-            if before["status"] == "confirmed":
-                return {"status": "alreadyConfirmed"}
-            after = written_row(db_conn, "UPDATE appointments SET status = 'confirmed', confirmed_at = ?,"
-                                " updated_at = ? WHERE id = ?", (utc_iso(at), utc_iso(at), before["id"]))
-            record_event(db_conn, at, "api", "appointment.confirmed", "appointment", before["id"],
-                         before=before, after=after)
-        return {"status": "confirmed"}
-
-    @app.post("/appointments/end-of-reminder-day")
-    def end_of_reminder_day():
-        body = json_body()
-        config_id = body_text(body, "voiceAgentConfigId") or ""
-        day_texts = body_text_list(body, "dates")
-        if not day_texts and body_text(body, "date"):
-            day_texts = [body_text(body, "date")]
-        if not day_texts:
-            raise invalid("date or dates is required")
-        days = sorted({parse_date(text, "dates").isoformat() for text in day_texts})
-        if len(days) > 62:
-            raise invalid("dates holds more than 62 days")
-        execution_text = body_text(body, "executionDate")
-        execution = parse_date(execution_text, "executionDate").isoformat() if execution_text else ""
-        skipped = set(body_text_list(body, "skipAppointmentIds"))
-        center_id = body_text(body, "centerId")
-        policy = settings.reminder_policy
-        at = clock()
-        db_conn = conn()
-        with transaction(db_conn):
-            require_center(center_id)
-            if db_conn.execute(
-                    "SELECT 1 FROM reminder_cycles WHERE voice_agent_config_id = ? AND days = ?"
-                    " AND execution_date = ? AND center_id = ?",
-                    (config_id, ",".join(days), execution, center_id or "")).fetchone():
-                return {"status": "ok", "processed": 0, "repeated": True}
-            # Ids only, gathered by SQLite: a day holds hundreds, and a second cycle over the
-            # same day (another voiceAgentConfigId) changes none of them (issue 5).
-            where = f"date IN ({','.join('?' * len(days))}) AND status IN ('booked', 'unanswered')"
-            params = [*days]
-            if skipped:
-                where += " AND CAST(id AS TEXT) NOT IN (SELECT value FROM json_each(?))"
-                params.append(json.dumps(sorted(skipped)))
-            if center_id is not None:
-                where += " AND center_id = ?"
-                params.append(center_id)
-            every_id, booked_ids = db_conn.execute(
-                "SELECT group_concat(id), group_concat(CASE WHEN status = 'booked' THEN id END)"
-                f" FROM appointments WHERE {where}", params).fetchone()
-            acted_on = sorted(json.loads(f"[{every_id or ''}]"))
-            changing = {"release": acted_on, "flag": sorted(json.loads(f"[{booked_ids or ''}]"))}.get(policy, [])
-            for key in changing:
-                if policy == "release":
-                    cancel(db_conn, appointment_row(db_conn, key), at, "no answer to reminder",
-                           "appointment.released")
-                else:
-                    before = appointment_row(db_conn, key)
-                    after = written_row(db_conn, "UPDATE appointments SET status = 'unanswered', updated_at = ?"
-                                        " WHERE id = ?", (utc_iso(at), key))
-                    record_event(db_conn, at, "api", "appointment.unanswered", "appointment", key,
-                                 before=before, after=after)
-            cursor = db_conn.execute(
-                "INSERT INTO reminder_cycles (voice_agent_config_id, days, execution_date, center_id,"
-                " policy, appointment_ids, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (config_id, ",".join(days), execution, center_id or "", policy, json.dumps(acted_on),
-                 utc_iso(at)))
-            record_event(db_conn, at, "api", "reminder.closed", "reminder_cycle", cursor.lastrowid,
-                         after={"voiceAgentConfigId": config_id, "days": days, "centerId": center_id,
-                                "policy": policy, "appointmentIds": acted_on,
-                                "skipAppointmentIds": sorted(skipped)})
-        return {"status": "ok", "processed": len(acted_on)}
-
     return app
 
 
-# --- The catalog seed (D18) ------------------------------------------------------
+# --- The web edge: waitress -------------------------------------------------------
+
+LINGER_SECONDS, LINGER_IDLE_SECONDS, LINGER_BYTES = 1.0, 0.2, 8 * 1024 * 1024
+
+
+def discard_unread(sock):
+    """Read and drop what the client is still sending, within LINGER_* bounds, so that
+    closing after a refusal does not reset the connection before the client reads why
+    (nginx's lingering close). Called only while waitress's loop leaves the socket alone."""
+    deadline, dropped = time.monotonic() + LINGER_SECONDS, 0
+    while dropped < LINGER_BYTES:
+        wait = min(LINGER_IDLE_SECONDS, deadline - time.monotonic())
+        if wait <= 0 or not select.select([sock], [], [], wait)[0]:
+            return
+        try:
+            chunk = sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        dropped += len(chunk)
+
+
+def json_refusing_channel():
+    """waitress's channel with two class attributes of ours (docs/design.md, "Waitress's
+    refusals"): a parser that refuses a message framed two ways, and an error task that
+    answers waitress's own refusals (400, 413, 431, 501) as the JSON of "Errors", after
+    `discard_unread`."""
+    from waitress.channel import HTTPChannel
+    from waitress.parser import HTTPRequestParser, ParsingError
+    from waitress.task import ErrorTask
+
+    class OneMessageParser(HTTPRequestParser):
+        def parse_header(self, header_plus):
+            """RFC 9112, 6.1: Content-Length beside Transfer-Encoding may be a smuggled request."""
+            super().parse_header(header_plus)
+            if self.chunked and "CONTENT_LENGTH" in self.headers:
+                raise ParsingError("Content-Length and Transfer-Encoding: send one of them")
+
+    class JsonErrorTask(ErrorTask):
+        def execute(self):
+            refusal = self.request.error
+            if refusal.code == 413:
+                error = body_too_large(self.channel.adj.max_request_body_size - 1)
+            else:
+                error = ClinicError(refusal.code, STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}"),
+                                 refusal.body or refusal.reason.lower())
+            body = json_bytes(error.payload())
+            rid = new_request_id()
+            access_log.info("- - %s 0.0ms rid=%s (refused by the server: %s)", refusal.code, rid, refusal.reason)
+            discard_unread(self.channel.socket)
+            self.status = f"{refusal.code} {refusal.reason}"
+            self.response_headers += [("Content-Type", "application/json"), ("X-Request-Id", rid)]
+            self.set_close_on_finish()
+            self.content_length = len(body)
+            self.write(body)
+
+    class JsonRefusingChannel(HTTPChannel):
+        parser_class = OneMessageParser
+        error_task_class = JsonErrorTask
+
+    return JsonRefusingChannel
+
+
+def make_server(app, **options):
+    """waitress's server for `app` with Agenda's channel (`json_refusing_channel`), and
+    the map its loop watches: the listeners, then each connection."""
+    import waitress
+
+    sockets = {}
+    server = waitress.create_server(app, map=sockets, **options)
+    channel = json_refusing_channel()
+    for listener in sockets.values():
+        if hasattr(listener, "channel_class"):
+            listener.channel_class = channel
+    return server, sockets
+
+
+def serve_until_stopped(app, **options):
+    """waitress until SIGTERM or Ctrl-C. On either, waitress stops taking requests and
+    lets the ones in flight finish (its task dispatcher's shutdown) before we return."""
+    server, _ = make_server(app, **options)
+
+    def stop(signum, frame):
+        raise SystemExit(0)  # waitress's loop catches it and shuts its threads down
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    listening = getattr(server, "effective_listen", None) or [(server.effective_host, server.effective_port)]
+    for host, port in listening:
+        log.info("listening on http://%s:%s", host, port)
+    try:
+        server.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.close()
+    log.info("stopped")
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def log_to_stderr():
+    """`agenda run`'s log on stderr through the standard library's queue ("Access log"): a
+    request hands its line over, a listener thread writes it. Returns the listener, or None
+    when the host program has set its own logging (tests do)."""
+    root = logging.getLogger()
+    if root.handlers:
+        return None
+    writer = logging.StreamHandler()
+    writer.setFormatter(logging.Formatter(LOG_FORMAT))
+    records = queue.SimpleQueue()
+    root.addHandler(logging.handlers.QueueHandler(records))
+    root.setLevel(logging.INFO)
+    listener = logging.handlers.QueueListener(records, writer)
+    listener.start()
+    return listener
+
+
+def stop_logging(listener):
+    """Write out what is queued and give stderr back (the end of `log_to_stderr`)."""
+    if listener is not None:
+        listener.stop()
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if isinstance(h, logging.handlers.QueueHandler)]:
+            root.removeHandler(handler)
+
+
+# --- Catalogs and imports -----------------------------------------------------------
 
 CATALOG_COLUMNS = ("kind", "id", "name", "speciality", "center", "insurances", "days", "hours",
                    "slot_minutes", "date_from", "date_to")
@@ -1687,7 +1828,7 @@ def parse_hours(text, required=True):
         start, sep, end = part.partition("-")
         try:
             start, end = parse_time(start, "hours"), parse_time(end, "hours")
-        except ApiError:
+        except ClinicError:
             sep = ""
         if not sep:
             raise ValueError(f"hours: {part!r} is not a range like 09:00-14:00")
@@ -1708,7 +1849,7 @@ def parse_slot_minutes(text):
 
 
 def read_catalog_file(path):
-    """[(line number, row dict), ...] of a D18 CSV; columns by name, extra columns ignored."""
+    """[(line number, row dict), ...] of a "Catalog file" CSV; columns by name, extra columns ignored."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle)
@@ -1763,7 +1904,7 @@ def parse_catalog(rows):
             else:
                 raise ValueError(f"kind must be one of center, speciality, insurance, doctor, closed;"
                                  f" got {row.get('kind', '')!r}")
-        except ApiError as error:
+        except ClinicError as error:
             problems.append((line, error.message))
         except ValueError as error:
             problems.append((line, str(error)))
@@ -1837,7 +1978,7 @@ def _apply_closure(conn, line, doctor_id, center_id, first, last, start, end, re
 
 
 def seed_catalogs(conn, rows, *, at, source="cli"):
-    """Apply catalog rows in one transaction: all or nothing (D18).
+    """Apply catalog rows in one transaction: all or nothing ("Catalog file").
 
     References are checked against the database inside the transaction even when the
     file already has problems, so one run reports every bad line. Returns a summary;
@@ -1919,7 +2060,7 @@ def read_patient_file(path):
 
 
 def plan_patient_import(conn, rows, today):
-    """Check every row as POST /patients would (D11), against the file and the database.
+    """Check every row as POST /patients would ("Patients"), against the file and the database.
 
     Returns (patients to insert, problems, already present): problems are
     "line N: why" texts; a NIF already in the agenda is reported, never doubled.
@@ -1930,7 +2071,7 @@ def plan_patient_import(conn, rows, today):
     for line, fields in rows:
         try:
             patient = patient_fields(fields, today)
-        except ApiError as error:
+        except ClinicError as error:
             problems.append(f"line {line}: {error.message}")
             continue
         nif = patient["nif"]
@@ -1944,22 +2085,32 @@ def plan_patient_import(conn, rows, today):
     return patients, problems, present
 
 
-# --- The command line (D17) -----------------------------------------------------
+# --- The command line ------------------------------------------------------------
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def db_option(function):
+    """--db: the SQLite file, from AGENDA_DB too."""
     return click.option("--db", "db_path", envvar="AGENDA_DB", default="agenda.db", show_default=True,
                         type=click.Path(dir_okay=False), help="The SQLite file [env: AGENDA_DB].")(function)
 
 
-version_option = click.version_option(__version__, "--version", prog_name="agenda",
-                                      help="Show the version and exit.")
+def tz_option(function):
+    return click.option("--tz", default=DEFAULT_TZ, show_default=True, envvar="AGENDA_TZ",
+                        help="The clinic's time zone, for 'today' and 'now' [env: AGENDA_TZ].")(function)
+
+
+def cli_zone(tz):
+    """The clinic's ZoneInfo, or a ClickException naming a good one."""
+    try:
+        return clinic_zone(tz)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
-@version_option
+@click.version_option(__version__, "--version", prog_name="agenda", help="Show the version and exit.")
 def cli():
     """Agenda: a small clinic's appointment agenda, served to a voice agent over HTTP.
 
@@ -1975,7 +2126,6 @@ def cli():
 
 
 @cli.command()
-@version_option
 @db_option
 @click.argument("file", type=click.Path(dir_okay=False))
 def seed(db_path, file):
@@ -2012,7 +2162,7 @@ def seed(db_path, file):
 
 
 def cli_now(ctx):
-    """Now, from the clock a test put in the context object, else the real one (D3)."""
+    """Now, from the clock a test put in the context object, else the real one ("Clinic time")."""
     clock = (ctx.obj or {}).get("now")
     return clock() if clock else dt.datetime.now(dt.timezone.utc)
 
@@ -2062,164 +2212,7 @@ def read_secret_file(path):
     return value
 
 
-class BufferedLogHandler(logging.StreamHandler):
-    """The service's log to stderr through a buffer, written out every `interval` seconds,
-    at once for a warning or worse, and at exit: nginx's `access_log ... buffer= flush=`.
-
-    Each write to stderr lets go of the GIL, and under load waitress's main thread takes
-    it, so one write a request costs two thread switches: a quarter of `GET /patients`'s
-    rate at 16 connections (issue 5). An access-log line now shows within `interval`;
-    a kill -9 loses at most that much of the log, never a booking.
-    """
-
-    def __init__(self, stream=None, interval=0.25):
-        stream = stream or sys.stderr
-        super().__init__(io.TextIOWrapper(
-            io.BufferedWriter(io.FileIO(stream.fileno(), "w", closefd=False), 1 << 16),
-            encoding=getattr(stream, "encoding", None) or "utf-8", errors="backslashreplace"))
-        self.interval = interval
-        self._closed = threading.Event()
-        threading.Thread(target=self._write_out_regularly, name="log-writer", daemon=True).start()
-
-    def flush(self):
-        """StreamHandler.emit calls this after every record; the writer thread does it instead."""
-
-    def emit(self, record):
-        super().emit(record)
-        if record.levelno >= logging.WARNING:
-            self.write_out()
-
-    def write_out(self):
-        with self.lock:
-            if not self.stream.closed:
-                self.stream.flush()
-
-    def _write_out_regularly(self):
-        while not self._closed.wait(self.interval):
-            self.write_out()
-
-    def close(self):
-        self._closed.set()
-        self.write_out()
-        super().close()
-
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
-
-
-def log_to_stderr():
-    """`agenda run`'s logging, unless the host program has set its own (tests do)."""
-    root = logging.getLogger()
-    if root.handlers:
-        return
-    try:
-        handler = BufferedLogHandler()
-    except (AttributeError, OSError, ValueError):  # a stderr with no file behind it
-        handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-
-
-LINGER_SECONDS, LINGER_IDLE_SECONDS, LINGER_BYTES = 1.0, 0.2, 8 * 1024 * 1024
-
-
-def discard_unread(sock):
-    """Read and drop what the client is still sending, within LINGER_* bounds, so that
-    closing after a refusal does not reset the connection before the client reads why
-    (nginx's lingering close). Called only while waitress's loop leaves the socket alone."""
-    deadline, dropped = time.monotonic() + LINGER_SECONDS, 0
-    while dropped < LINGER_BYTES:
-        wait = min(LINGER_IDLE_SECONDS, deadline - time.monotonic())
-        if wait <= 0 or not select.select([sock], [], [], wait)[0]:
-            return
-        try:
-            chunk = sock.recv(65536)
-        except (BlockingIOError, InterruptedError):
-            continue
-        except OSError:
-            return
-        if not chunk:
-            return
-        dropped += len(chunk)
-
-
-def json_refusing_channel():
-    """waitress's channel with two class attributes of ours (docs/design.md, "Waitress's
-    refusals"): a parser that refuses a message framed two ways, and an error task that
-    answers waitress's own refusals (400, 413, 431, 501) as D4 JSON, after `discard_unread`."""
-    from waitress.channel import HTTPChannel
-    from waitress.parser import HTTPRequestParser, ParsingError
-    from waitress.task import ErrorTask
-
-    class OneMessageParser(HTTPRequestParser):
-        def parse_header(self, header_plus):
-            """RFC 9112, 6.1: Content-Length beside Transfer-Encoding may be a smuggled request."""
-            super().parse_header(header_plus)
-            if self.chunked and "CONTENT_LENGTH" in self.headers:
-                raise ParsingError("Content-Length and Transfer-Encoding: send one of them")
-
-    class JsonErrorTask(ErrorTask):
-        def execute(self):
-            refusal = self.request.error
-            if refusal.code == 413:
-                error = body_too_large(self.channel.adj.max_request_body_size - 1)
-            else:
-                error = ApiError(refusal.code, STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}"),
-                                 refusal.body or refusal.reason.lower())
-            body = json_bytes(error.payload())
-            rid = new_request_id()
-            access_log.info("- - %s 0.0ms rid=%s (refused by the server: %s)", refusal.code, rid, refusal.reason)
-            discard_unread(self.channel.socket)
-            self.status = f"{refusal.code} {refusal.reason}"
-            self.response_headers += [("Content-Type", "application/json"), ("X-Request-Id", rid)]
-            self.set_close_on_finish()
-            self.content_length = len(body)
-            self.write(body)
-
-    class JsonRefusingChannel(HTTPChannel):
-        parser_class = OneMessageParser
-        error_task_class = JsonErrorTask
-
-    return JsonRefusingChannel
-
-
-def make_server(app, **options):
-    """waitress's server for `app` with Agenda's channel (`json_refusing_channel`), and
-    the map its loop watches: the listeners, then each connection."""
-    import waitress
-
-    sockets = {}
-    server = waitress.create_server(app, map=sockets, **options)
-    channel = json_refusing_channel()
-    for listener in sockets.values():
-        if hasattr(listener, "channel_class"):
-            listener.channel_class = channel
-    return server, sockets
-
-
-def serve_until_stopped(app, **options):
-    """waitress until SIGTERM or Ctrl-C. On either, waitress stops taking requests and
-    lets the ones in flight finish (its task dispatcher's shutdown) before we return."""
-    server, _ = make_server(app, **options)
-
-    def stop(signum, frame):
-        raise SystemExit(0)  # waitress's loop catches it and shuts its threads down
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    listening = getattr(server, "effective_listen", None) or [(server.effective_host, server.effective_port)]
-    for host, port in listening:
-        log.info("listening on http://%s:%s", host, port)
-    try:
-        server.run()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        server.close()
-    log.info("stopped")
-
-
 @cli.command()
-@version_option
 @db_option
 @click.option("--secret", envvar="AGENDA_SECRET", default=None,
               help="The caller's shared secret [env: AGENDA_SECRET]; better: `agenda secret set`.")
@@ -2233,18 +2226,13 @@ def serve_until_stopped(app, **options):
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
               help="waitress worker threads, one SQLite connection each. Python runs one at a time, "
                    "so more only pass it between them; 2 lets short requests pass a long list.")
-@click.option("--answer-cache-mb", default=8, show_default=True, type=click.IntRange(0, 4096),
-              envvar="AGENDA_ANSWER_CACHE_MB",
-              help="Memory per thread for availability, day lists and ranges, each kept until the "
-                   "data changes; 0 computes every answer.")
 @click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
               help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1).")
 @click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,
               envvar="AGENDA_TRUSTED_PROXY_HEADERS", help="Which of the proxy's headers to trust.")
 @click.option("--channel-timeout", default=60, show_default=True, type=click.IntRange(1, 3600),
               envvar="AGENDA_CHANNEL_TIMEOUT", help="Seconds before an idle connection is closed.")
-@click.option("--tz", default="Europe/Madrid", show_default=True, envvar="AGENDA_TZ",
-              help="The clinic's time zone.")
+@tz_option
 @click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default="request", show_default=True,
               envvar="AGENDA_SIGNATURE_SCHEME",
               help="What the caller signs: the whole request; only the body (weaker: one signature of an "
@@ -2257,9 +2245,8 @@ def serve_until_stopped(app, **options):
               envvar="AGENDA_REMINDER_POLICY",
               help="What closing a reminder day does to unconfirmed appointments.")
 @click.pass_context
-def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, answer_cache_mb,
-        trusted_proxy, trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon,
-        reminder_policy):
+def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
+        trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, reminder_policy):
     """Serve the API with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
@@ -2272,62 +2259,57 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     \b
         agenda secret set --db clinic.db && agenda run --db clinic.db --port 8080
     """
-    log_to_stderr()
-    # The format names no thread, process or source line: do not work them out for every
-    # access-log line (the logging HOWTO's "Optimization" switches; a third of /health's cost).
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    logging._srcfile = None
-    # waitress warns "Task queue depth is N" for every request that waits for a free thread:
-    # under a burst, a warning a request. The access log's durations say the same, once.
+    secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
+    settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
+                "horizon_days": horizon, "reminder_policy": reminder_policy}
+    serve = (ctx.obj or {}).get("serve") or serve_until_stopped
+    listener = log_to_stderr()
+    # waitress warns "Task queue depth is N" for every request that waits for a free thread;
+    # the access log's durations say the same, once.
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+    try:
+        try:
+            app = create_app(db_path, secret, insecure=insecure_no_signature, **settings)
+        except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
+            raise click.ClickException(f"cannot start: {error}") from None
+        options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
+                   # waitress refuses a Content-Length at or over this before reading the body
+                   "max_request_body_size": app.clinic.settings.max_body_bytes + 1, "ident": "agenda"}
+        if trusted_proxy:
+            options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
+                           clear_untrusted_proxy_headers=True)
+        click.echo(f"Agenda {__version__} serving {db_path} on http://{host}:{port}", err=True)
+        try:
+            serve(app, **options)
+        except OSError as error:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
+        finally:
+            app.clinic.db.close()
+    finally:
+        stop_logging(listener)
+
+
+def secret_to_serve(db_path, secret, secret_file, insecure, scheme):
+    """The secret `run` serves with (the option, else the stored file), or None in development
+    mode; a ClickException saying how to set one; a warning for a weaker scheme."""
     stored = secret_file_path(db_path, secret_file)
     if not secret and stored.is_file():
         secret = read_secret_file(stored)
-    if not secret and not insecure_no_signature:
+    if not secret and not insecure:
         raise click.ClickException("no shared secret: run `agenda secret set` (or set AGENDA_SECRET) with the "
                                    "secret shown in the caller's integration settings "
                                    "(--insecure-no-signature for development only)")
-    if insecure_no_signature and not secret:
+    if insecure and not secret:
         click.secho("WARNING: signatures are off. Anyone who reaches this port can read and change the "
                     "agenda. Never use this outside development.", fg="red", bold=True, err=True)
-    elif signature_scheme in SCHEME_WARNINGS:
-        click.secho(f"WARNING: {SCHEME_WARNINGS[signature_scheme]}.", fg="yellow", bold=True, err=True)
-    settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
-                "horizon_days": horizon, "reminder_policy": reminder_policy, "answer_cache_mb": answer_cache_mb}
-    try:
-        app = create_app(db_path, secret or None, insecure=insecure_no_signature, **settings)
-    except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
-        raise click.ClickException(f"cannot start: {error}") from None
-    serve = (ctx.obj or {}).get("serve") or serve_until_stopped
-    app.agenda_db.start_checkpoints()
-    options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
-               # waitress refuses a Content-Length at or over this before reading the body
-               "max_request_body_size": app.agenda_settings.max_body_bytes + 1, "ident": "agenda"}
-    if trusted_proxy:
-        options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
-                       clear_untrusted_proxy_headers=True)
-    click.echo(f"Agenda {__version__} serving {db_path} on http://{host}:{port}", err=True)
-    # What the process holds once started (modules, zone and phone metadata, the app) is
-    # there for good: out of the collector's reach, a full collection no longer walks it,
-    # and a request caught by one waits 0.6 ms instead of 7 to 19 (issue 5).
-    gc.collect()
-    gc.freeze()
-    try:
-        serve(app, **options)
-    except OSError as error:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
-    finally:
-        gc.unfreeze()
-        app.agenda_db.close()
+    elif scheme in SCHEME_WARNINGS:
+        click.secho(f"WARNING: {SCHEME_WARNINGS[scheme]}.", fg="yellow", bold=True, err=True)
+    return secret or None
 
 
 # Admin commands: backups, the day sheet, patients, the secret, status
 
-BACKUP_STAMP = "%Y%m%d-%H%M%S"
-
-
 @cli.command()
-@version_option
 @db_option
 @click.argument("dest", type=click.Path())
 @click.option("--keep", type=click.IntRange(1, None), default=None,
@@ -2346,45 +2328,23 @@ def backup(ctx, db_path, dest, keep):
     \b
         agenda backup /var/backups/agenda --keep 14 --db /var/lib/agenda/clinic.db
     """
-    conn = existing_database(db_path)
-    target = Path(dest)
-    folder = target.is_dir() or dest.endswith(("/", os.sep))
-    if keep and not folder:
-        conn.close()
-        raise click.ClickException("--keep rotates dated backups in a folder: give a folder as DEST")
     at = cli_now(ctx)
-    if folder:
-        target.mkdir(parents=True, exist_ok=True)
-        stem = Path(db_path).stem
-        target = target / f"{stem}-{at.astimezone().strftime(BACKUP_STAMP)}.db"
-        serial = 1
-        while target.exists():
-            serial += 1
-            target = target.with_name(f"{stem}-{at.astimezone().strftime(BACKUP_STAMP)}-{serial}.db")
-    if target.resolve() == Path(db_path).resolve():
-        conn.close()
-        raise click.ClickException(f"{dest} is the database itself; give another file or a folder")
+    target = backup_target(db_path, dest, at)
+    if keep and target == Path(dest):
+        raise click.ClickException("--keep rotates dated backups in a folder: give a folder as DEST")
+    conn = existing_database(db_path)
     try:
-        _, counts = copy_database(conn, target)
-        size = target.stat().st_size
-        with transaction(conn):
-            remember(conn, "last_backup", {"path": str(target.resolve()), "bytes": size, **counts}, at)
+        size, counts = backup_database(conn, db_path, target, at)
     except (sqlite3.Error, OSError, ValueError) as error:
         raise click.ClickException(f"no backup was written: {error}") from None
     finally:
         conn.close()
     click.echo(f"Wrote {target} ({human_size(size)}, integrity ok): {describe_counts(counts)}.")
-    if keep:
-        pattern = re.compile(re.escape(Path(db_path).stem) + r"-\d{8}-\d{6}(-\d+)?\.db")
-        dated = sorted((path for path in target.parent.iterdir() if pattern.fullmatch(path.name)),
-                       key=lambda path: (path.stat().st_mtime, path.name))
-        for old in dated[:-keep]:
-            old.unlink()
-            click.echo(f"Deleted {old} (keeping the {keep} newest).")
+    for old in rotate_backups(db_path, target.parent, keep) if keep else ():
+        click.echo(f"Deleted {old} (keeping the {keep} newest).")
 
 
 @cli.command()
-@version_option
 @db_option
 @click.argument("src", type=click.Path(dir_okay=False))
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before replacing the database.")
@@ -2401,64 +2361,18 @@ def restore(ctx, db_path, src, yes):
     \b
         agenda restore /var/backups/agenda/clinic-20261121-030000.db --db /var/lib/agenda/clinic.db
     """
-    source = Path(src)
-    if not source.is_file():
+    if not Path(src).is_file():
         raise click.ClickException(f"{src}: no such file; give the path of a backup")
     try:
-        version, counts = check_database_file(source)
+        version, counts, current_counts = prepare_restore(db_path, src)
     except ValueError as error:
-        raise click.ClickException(f"{src} was not restored and nothing changed: {error}") from None
-    database = Path(db_path)
-    if database.exists() and database.resolve() == source.resolve():
-        raise click.ClickException(f"{src} is the database itself; give a backup")
-    current = None
-    if database.is_file():
-        current = connect(database, timeout=0.2)
-        try:
-            current_counts = database_counts(current)
-            # Leaving WAL mode needs the only connection: it fails while a server has the file open,
-            # and it folds the WAL into the file, so the copy kept aside is whole.
-            current.execute("PRAGMA journal_mode = DELETE")
-            if current.execute("PRAGMA journal_mode").fetchone()[0] != "delete":
-                raise sqlite3.OperationalError("database is locked")
-        except sqlite3.OperationalError as error:
-            current.close()
-            if "locked" in str(error) or "busy" in str(error):
-                raise click.ClickException(f"{db_path} is in use, probably by the running service: stop it "
-                                           "first (sudo systemctl stop agenda), then restore") from None
-            raise click.ClickException(f"{db_path}: cannot open the database: {error}") from None
-        except sqlite3.DatabaseError:
-            current_counts = None
-        current.close()
+        raise click.ClickException(str(error)) from None
+    if Path(db_path).is_file() and not yes:
         mine = f"{db_path} ({describe_counts(current_counts)})" if current_counts else db_path
-        if not yes:
-            click.confirm(f"Replace {mine} with {src} ({describe_counts(counts)})?", abort=True)
-    at = cli_now(ctx)
-    restoring = database.with_name(f".{database.name}.restoring")
+        click.confirm(f"Replace {mine} with {src} ({describe_counts(counts)})?", abort=True)
     try:
-        source_conn = open_read_only(source)
-        try:
-            copy_database(source_conn, restoring)
-        finally:
-            source_conn.close()
-        aside = None
-        if database.exists():
-            aside = database.with_name(f"{database.name}.before-restore-{at.astimezone().strftime(BACKUP_STAMP)}")
-            for suffix in ("", "-wal", "-shm"):
-                if Path(f"{database}{suffix}").exists():
-                    os.replace(f"{database}{suffix}", f"{aside}{suffix}")
-        os.replace(restoring, database)
-        fsync_path(database.parent)
-        conn = open_database(database)
-        try:
-            with transaction(conn):
-                record_event(conn, at, "cli", "database.restored", "database", None,
-                             after={"from": str(source.resolve()), "keptAside": str(aside) if aside else None,
-                                    "schemaVersion": version, **counts})
-        finally:
-            conn.close()
+        aside = restore_database(db_path, src, version, counts, cli_now(ctx))
     except (sqlite3.Error, OSError, ValueError, RuntimeError) as error:
-        restoring.unlink(missing_ok=True)
         raise click.ClickException(f"restore failed: {error}") from None
     click.echo(f"Restored {src} into {db_path}: {describe_counts(counts)}.")
     if aside:
@@ -2470,14 +2384,31 @@ STATUS_NAMES = ("booked", "confirmed", "unanswered")
 WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
+def cli_clinic(ctx, db_path, tz=DEFAULT_TZ):
+    """The Clinic over an existing database, on the CLI's clock ("Clinic time")."""
+    existing_database(db_path).close()
+    try:
+        return Clinic(Database(db_path), Settings(tz=tz), lambda: cli_now(ctx))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def day_sheet(clinic, day, center_id=None):
+    """A day's live appointments, each doctor's together, by time: what `agenda day` prints."""
+    try:
+        appointments = clinic.appointments_on([day.isoformat()], center_id)
+    except ClinicError:
+        known = ", ".join(row[0] for row in clinic.conn().execute("SELECT id FROM centers ORDER BY id"))
+        raise click.ClickException(f"no center {center_id!r}; the centers are: {known or 'none'}") from None
+    return sorted(appointments, key=lambda a: (a["doctorName"], a["doctorId"], a["time"]))
+
+
 @cli.command()
-@version_option
 @db_option
 @click.argument("date", required=False)
 @click.option("--center", "center_id", default=None, help="Only this center's appointments (its id).")
 @click.option("--csv", "as_csv", is_flag=True, help="Comma-separated values, for a spreadsheet.")
-@click.option("--tz", default="Europe/Madrid", show_default=True, envvar="AGENDA_TZ",
-              help="The clinic's time zone, for 'today'.")
+@tz_option
 @click.pass_context
 def day(ctx, db_path, date, center_id, as_csv, tz):
     """The day sheet: each doctor's appointments with time, patient, phone, reason, status.
@@ -2490,61 +2421,59 @@ def day(ctx, db_path, date, center_id, as_csv, tz):
     \b
         agenda day 23/11/2026 --center CENTRO --csv > monday.csv
     """
-    try:
-        zone = ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise click.ClickException(f"unknown time zone {tz!r}; try Europe/Madrid") from None
+    zone = cli_zone(tz)
     try:
         when = parse_date(date, "DATE") if date else cli_now(ctx).astimezone(zone).date()
-    except ApiError:
+    except ClinicError:
         raise click.ClickException(f"{date!r} is not a date; write it as DD/MM/YYYY, e.g. 23/11/2026") from None
-    conn = existing_database(db_path)
+    clinic = cli_clinic(ctx, db_path, tz)
     try:
-        if center_id and conn.execute("SELECT 1 FROM centers WHERE id = ?", (center_id,)).fetchone() is None:
-            known = ", ".join(row[0] for row in conn.execute("SELECT id FROM centers ORDER BY id"))
-            raise click.ClickException(f"no center {center_id!r}; the centers are: {known or 'none'}")
-        rows = conn.execute(
-            "SELECT a.time, a.end_time, a.doctor_id, d.name AS doctor_name, a.center_id, a.reason, a.status,"
-            "       trim(p.name || ' ' || coalesce(p.surname, '')) AS patient,"
-            "       coalesce(p.phone_e164, p.phone, '') AS phone"
-            " FROM appointments a JOIN doctors d ON d.id = a.doctor_id JOIN patients p ON p.id = a.patient_id"
-            " WHERE a.date = ? AND a.status != 'cancelled' AND (? IS NULL OR a.center_id = ?)"
-            " ORDER BY d.name, a.doctor_id, a.time",
-            (when.isoformat(), center_id, center_id)).fetchall()
+        rows = day_sheet(clinic, when, center_id)
     finally:
-        conn.close()
-    if as_csv:
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["date", "time", "end", "doctor_id", "doctor", "center", "patient", "phone", "reason",
-                         "status"])
-        for row in rows:
-            writer.writerow([format_date(when.isoformat()), row["time"], row["end_time"], row["doctor_id"],
-                             row["doctor_name"], row["center_id"] or "", row["patient"], row["phone"],
-                             row["reason"] or "", row["status"]])
-        click.echo(out.getvalue(), nl=False)
-        return
+        clinic.db.close()
+    click.echo(day_sheet_csv(rows) if as_csv else day_sheet_text(rows, when, center_id), nl=False)
+
+
+def end_time(appointment):
+    return hhmm(minutes_of(appointment["time"]) + appointment["extraData"]["duration"])
+
+
+def day_sheet_csv(rows):
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["date", "time", "end", "doctor_id", "doctor", "center", "patient", "phone", "reason", "status"])
+    for row in rows:
+        writer.writerow([row["date"], row["time"], end_time(row), row["doctorId"], row["doctorName"],
+                         row["centerRef"] or "", row["patientName"] or "", row["phone"] or "", row["reason"] or "",
+                         row["extraData"]["status"]])
+    return out.getvalue()
+
+
+def day_sheet_text(rows, when, center_id):
     where = f"center {center_id}" if center_id else "all centers"
-    click.echo(f"{WEEKDAY_NAMES[when.weekday()]} {format_date(when.isoformat())}, {where}: "
-               f"{len(rows)} appointment{'s' if len(rows) != 1 else ''}")
-    width = max((len(row["patient"]) for row in rows), default=0)
+    lines = [f"{WEEKDAY_NAMES[when.weekday()]} {format_date(when)}, {where}: {plural(len(rows), 'appointment')}"]
+    width = max((len(row["patientName"] or "") for row in rows), default=0)
     doctor = None
     for row in rows:
-        if row["doctor_id"] != doctor:
-            doctor = row["doctor_id"]
-            click.echo(f"\n{row['doctor_name']} ({doctor})")
-        center = f"  [{row['center_id']}]" if row["center_id"] and not center_id else ""
-        click.echo(f"  {row['time']}  {row['patient']:<{width}}  {row['phone']:<13}  "
-                   f"{row['status']:<10}  {row['reason'] or '-'}{center}")
+        if row["doctorId"] != doctor:
+            doctor = row["doctorId"]
+            lines.append(f"\n{row['doctorName']} ({doctor})")
+        center = f"  [{row['centerRef']}]" if row["centerRef"] and not center_id else ""
+        lines.append(f"  {row['time']}  {row['patientName'] or '':<{width}}  {row['phone'] or '':<13}  "
+                     f"{row['extraData']['status']:<10}  {row['reason'] or '-'}{center}")
+    return "\n".join(lines) + "\n"
+
+
+def plural(count, noun):
+    """'1 patient', '2 patients', '1,234 appointments'."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 @cli.command("import-patients")
-@version_option
 @db_option
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--dry-run", is_flag=True, help="Check and report; write nothing.")
-@click.option("--tz", default="Europe/Madrid", show_default=True, envvar="AGENDA_TZ",
-              help="The clinic's time zone, for birth dates in the future.")
+@tz_option
 @click.pass_context
 def import_patients(ctx, db_path, file, dry_run, tz):
     """Bring in patients from another system's CSV: name,surname,birthDate,nif,phone.
@@ -2561,10 +2490,7 @@ def import_patients(ctx, db_path, file, dry_run, tz):
     """
     if not Path(file).is_file():
         raise click.ClickException(f"{file}: no such file; give the path of the patients CSV")
-    try:
-        today = cli_now(ctx).astimezone(ZoneInfo(tz)).date()
-    except (ZoneInfoNotFoundError, ValueError):
-        raise click.ClickException(f"unknown time zone {tz!r}; try Europe/Madrid") from None
+    today = cli_now(ctx).astimezone(cli_zone(tz)).date()
     try:
         rows = read_patient_file(file)
     except PatientFileError as error:
@@ -2606,7 +2532,6 @@ def import_patients(ctx, db_path, file, dry_run, tz):
 
 
 @cli.group()
-@version_option
 def secret():
     """Keep the caller's shared secret in a file only its owner can read.
 
@@ -2618,7 +2543,6 @@ def secret():
 
 
 @secret.command("set")
-@version_option
 @db_option
 @secret_file_option
 def secret_set(db_path, secret_file):
@@ -2671,7 +2595,6 @@ def signature_advice(seen):
 
 
 @cli.command()
-@version_option
 @db_option
 @secret_file_option
 def status(db_path, secret_file):

@@ -1,4 +1,4 @@
--- Agenda's SQLite schema (D15).
+-- Agenda's SQLite schema ("Storage").
 --
 -- The file is a list of numbered sections. A section headed "-- version N" holds
 -- the statements that take a database from version N-1 to version N; `agenda`
@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS doctors (
     speciality_id TEXT NOT NULL REFERENCES specialities (id)
 );
 
--- A doctor with no rows here accepts every insurance (D6, D18).
+-- A doctor with no rows here accepts every insurance ("Availability", "Catalog file").
 CREATE TABLE IF NOT EXISTS doctor_insurances (
     doctor_id    TEXT NOT NULL REFERENCES doctors (id),
     insurance_id TEXT NOT NULL REFERENCES insurances (id),
@@ -71,7 +71,7 @@ CREATE TABLE IF NOT EXISTS patients (
     birth_date TEXT,
     nif        TEXT NOT NULL UNIQUE,
     phone      TEXT,            -- as the caller gave it
-    phone_e164 TEXT,            -- what searches and answers use (D11)
+    phone_e164 TEXT,            -- what searches and answers use ("Patients")
     created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS patients_by_phone ON patients (phone_e164);
@@ -98,7 +98,7 @@ CREATE TABLE IF NOT EXISTS appointments (
 CREATE INDEX IF NOT EXISTS appointments_by_date ON appointments (date, time, doctor_id);
 CREATE INDEX IF NOT EXISTS appointments_by_patient ON appointments (patient_id, date);
 
--- D7: the database itself refuses a second live appointment in a doctor's slot.
+-- "Booking": the database itself refuses a second live appointment in a doctor's slot.
 -- The unique index holds for the same start; the triggers for any overlap.
 CREATE UNIQUE INDEX IF NOT EXISTS one_live_appointment_per_slot
     ON appointments (doctor_id, date, time) WHERE status != 'cancelled';
@@ -123,7 +123,7 @@ BEGIN
     SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
 END;
 
--- D10: one row per closed reminder cycle; the same call twice changes nothing more.
+-- "End of a reminder day": one row per closed reminder cycle; the same call twice changes nothing more.
 CREATE TABLE IF NOT EXISTS reminder_cycles (
     id                    INTEGER PRIMARY KEY,
     voice_agent_config_id TEXT NOT NULL,
@@ -136,7 +136,7 @@ CREATE TABLE IF NOT EXISTS reminder_cycles (
     UNIQUE (voice_agent_config_id, days, execution_date, center_id)
 );
 
--- D16: every change, with where it came from and the row before and after.
+-- "Audit": every change, with where it came from and the row before and after.
 CREATE TABLE IF NOT EXISTS events (
     id        INTEGER PRIMARY KEY,
     at        TEXT NOT NULL,                 -- UTC, ISO 8601
@@ -151,7 +151,7 @@ CREATE TABLE IF NOT EXISTS events (
 -- version 2
 
 -- What the service remembers about itself for `agenda status`: the signature scheme
--- the caller was last seen using (D5) and the last backup. One row a key, JSON values.
+-- the caller was last seen using ("Signatures") and the last backup. One row a key, JSON values.
 CREATE TABLE IF NOT EXISTS service_state (
     key        TEXT PRIMARY KEY,
     value      TEXT NOT NULL,
@@ -160,8 +160,8 @@ CREATE TABLE IF NOT EXISTS service_state (
 
 -- version 3
 
--- Availability reads every live appointment of a few doctors over a fortnight (D6).
+-- Availability reads every live appointment of a few doctors over a fortnight ("Availability").
 -- With end_time and status in this index SQLite answers that, and the overlap
--- triggers above, from the index alone, without visiting the table (issue 5).
+-- triggers above, from the index alone, without visiting the table.
 CREATE INDEX IF NOT EXISTS appointments_by_doctor_day
     ON appointments (doctor_id, date, time, end_time, status);

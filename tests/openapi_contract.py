@@ -128,5 +128,5 @@ def checked(app, contract=CONTRACT):
         assert not problems, "the answer breaks openapi.json:\n" + "\n".join(problems)
         return [body]
 
-    wsgi.agenda_db = getattr(app, "agenda_db", None)
+    wsgi.clinic = getattr(app, "clinic", None)
     return wsgi

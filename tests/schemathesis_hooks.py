@@ -1,11 +1,17 @@
 """Schemathesis hooks for tests/test_schemathesis.py (loaded with SCHEMATHESIS_HOOKS).
 
-- before_call: signs every request over the exact bytes sent. The signature is made by a
-  requests auth hook, which runs after requests has prepared the body and the URL.
-- flatmap_body: lets about half the generated new patients carry a real DNI, and half
-  the bookings and moves a slot that the fuzz clinic really has, so that sequences go
-  past 400 and 409 into move, confirm and cancel. Drawn through Hypothesis, so a replayed
-  case draws the same values.
+- before_call: signs every request that schemathesis authenticates, over the exact bytes
+  sent. schemathesis.toml gives the `signature` scheme the placeholder SIGN_ME as its key,
+  so schemathesis knows the requests it authenticates (`ignored_auth` then probes without
+  it and with a wrong one); a requests auth hook, which runs after requests has prepared
+  the body and the URL, puts the real signature in place of the placeholder only. A request
+  sent without the header, or with another value, goes as it is, to be refused with 401.
+- flatmap_body: lets about half the generated new patients carry a real DNI, phone and
+  birth date, and half the bookings and moves a slot that the fuzz clinic really has, so
+  that sequences go past 400 and 409 into move, confirm and cancel. Only a body that
+  openapi.json allows is changed: a body generated to break it (negative_data_rejection
+  wants it refused) is sent as it is. Drawn through Hypothesis, so a replayed case draws
+  the same values.
 """
 
 import datetime as dt
@@ -17,16 +23,24 @@ import requests
 import schemathesis
 from hypothesis import strategies as st
 
+from openapi_contract import CONTRACT
+
 DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
 
 
+SIGN_ME = "SIGN_ME"  # [auth.openapi.signature] in schemathesis.toml
+
+
 class Signer(requests.auth.AuthBase):
-    """X-Signature, scheme `request` (D5): METHOD, path with query, and body, as sent."""
+    """X-Signature, scheme `request` (D5): METHOD, path with query, and body, as sent; only
+    in place of the placeholder."""
 
     def __init__(self, secret):
         self.secret = secret.encode("utf-8")
 
     def __call__(self, prepared):
+        if prepared.headers.get("X-Signature") != SIGN_ME:
+            return prepared
         body = prepared.body or b""
         if isinstance(body, str):
             body = body.encode("latin-1")  # what http.client does with a str body
@@ -47,6 +61,15 @@ def real_dnis():
     return st.integers(10_000_000, 99_999_999).map(lambda number: f"{number}{DNI_LETTERS[number % 23]}")
 
 
+def real_patients():
+    """nif, phone and birthDate that D11 accepts: a DNI with its letter, a Spanish mobile,
+    a birth date before today."""
+    phones = st.integers(0, 999_999).map(lambda number: f"612{number:06d}")
+    births = st.dates(dt.date(1920, 1, 1), dt.date.today() - dt.timedelta(days=1)).map(
+        lambda day: day.strftime("%d/%m/%Y"))
+    return st.fixed_dictionaries({"nif": real_dnis(), "phone": phones, "birthDate": births})
+
+
 def real_slots():
     """(date, time) of MARTIN's hours in the fuzz clinic: every day, 08:00 to 20:00, 15 minutes."""
     tomorrow = dt.date.today() + dt.timedelta(days=1)
@@ -55,17 +78,20 @@ def real_slots():
     return st.tuples(days, times)
 
 
+BODY_SCHEMAS = {"POST /patients": "NewPatient", "POST /appointments": "NewAppointment",
+                "PUT /appointments/{appointmentId}": "Move"}
+
+
 @schemathesis.hook
 def flatmap_body(context, body):
     label = context.operation.label if context.operation is not None else ""
-    if not isinstance(body, dict):
+    if label not in BODY_SCHEMAS or not isinstance(body, dict) or CONTRACT.validate(
+            f"/components/schemas/{BODY_SCHEMAS[label]}", body):
         return st.just(body)
     if label == "POST /patients":
-        real = real_dnis().map(lambda nif: {**body, "nif": nif})
+        real = real_patients().map(lambda fields: {**body, **fields})
     elif label == "POST /appointments":
         real = real_slots().map(lambda slot: {**body, "date": slot[0], "time": slot[1], "doctorId": "MARTIN"})
-    elif label == "PUT /appointments/{appointmentId}":
-        real = real_slots().map(lambda slot: {**body, "newDate": slot[0], "newTime": slot[1]})
     else:
-        return st.just(body)
+        real = real_slots().map(lambda slot: {**body, "newDate": slot[0], "newTime": slot[1]})
     return st.one_of(st.just(body), real)

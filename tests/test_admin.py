@@ -1,4 +1,4 @@
-"""The admin's commands (D17): backup, restore, the day sheet, patient import, the
+"""The admin's commands ("Configuration and CLI"): backup, restore, the day sheet, patient import, the
 secret and status, through click's CliRunner on each test's own database.
 """
 
@@ -144,7 +144,7 @@ def test_restore_brings_a_backup_back_and_keeps_the_current_database_aside(api, 
     book_some(api)
     invoke(runner, "backup", tmp_path / "monday.db")
     api.new_patient(nif=valid_dni(50), phone="611000050")  # a change after the backup
-    api.app.agenda_db.close()
+    api.app.clinic.db.close()
     result = invoke(runner, "restore", tmp_path / "monday.db", "--yes", now=MONDAY + dt.timedelta(hours=1))
     assert result.exit_code == 0, result.output
     assert "4 appointments (3 not cancelled), 3 patients" in result.output
@@ -186,7 +186,7 @@ def not_a_backup(tmp_path, kind):
                                       ("corrupt", "")])
 def test_restore_refuses_a_bad_file_and_changes_nothing(api, runner, db_path, tmp_path, kind, why):
     book_some(api)
-    api.app.agenda_db.close()
+    api.app.clinic.db.close()
     before = db_path.read_bytes()
     bad = not_a_backup(tmp_path, kind)
     result = invoke(runner, "restore", bad, "--yes")
@@ -209,7 +209,7 @@ def test_restore_refuses_while_the_service_has_the_database_open(api, runner, db
 def test_restore_asks_first_and_a_no_changes_nothing(api, runner, db_path, tmp_path):
     book_some(api)
     invoke(runner, "backup", tmp_path / "copy.db")
-    api.app.agenda_db.close()
+    api.app.clinic.db.close()
     result = invoke(runner, "restore", tmp_path / "copy.db", input="n\n")
     assert result.exit_code == 1 and "Replace" in result.output and "Aborted" in result.output
     assert not [name for name in os.listdir(tmp_path) if "before-restore" in name]
@@ -377,7 +377,7 @@ def test_status_shows_counts_the_last_cycle_the_scheme_seen_and_the_last_backup(
     output = result.output
     assert str(db_path) in output and "schema version 3" in output
     assert "Patients:     3\n" in output
-    assert "Appointments: 4: 0 booked, 1 confirmed, 2 unanswered, 1 cancelled" in output  # D10 flag
+    assert "Appointments: 4: 0 booked, 1 confirmed, 2 unanswered, 1 cancelled" in output  # "End of a reminder day" flag
     assert "for 24/11/2026: 2 handled (flag)" in output
     assert "the default scheme, `request`" in output and "only bodies" not in output
     assert str(tmp_path / "nightly.db") in output

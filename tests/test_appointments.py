@@ -1,4 +1,4 @@
-"""Booking (D7), moving (D8), cancelling, reading and listing appointments (D1, D12, D13),
+"""Booking ("Booking"), moving ("Moving"), cancelling, reading and listing appointments ("One route, two jobs", "Appointment objects", "Lists"),
 the spec's state table (part 3) and its multi-center rules (part 4)."""
 
 import sqlite3
@@ -12,7 +12,7 @@ OPTIONAL_STRING_FIELDS = ("doctorName", "nif", "patientName", "phone", "reason",
 
 
 def assert_appointment_shape(appointment):
-    """D12: required fields are non-empty strings, optional ones strings or null."""
+    """"Appointment objects": required fields are non-empty strings, optional ones strings or null."""
     for field in REQUIRED_STRING_FIELDS:
         assert isinstance(appointment[field], str) and appointment[field], field
     for field in OPTIONAL_STRING_FIELDS:
@@ -24,7 +24,7 @@ def assert_appointment_shape(appointment):
     assert {"specialityId", "insuranceId", "duration"} <= set(extra)
 
 
-# Booking (D7; spec part 3 rows 1-2; part 4 rule 3)
+# Booking ("Booking"; spec part 3 rows 1-2; part 4 rule 3)
 
 def test_booking_a_free_slot_answers_201_with_an_appointment_id(api):
     patient = api.new_patient()
@@ -41,7 +41,7 @@ def test_booking_a_free_slot_answers_201_with_an_appointment_id(api):
         "extraData": {"status": "booked", "specialityId": "MG", "insuranceId": "DKV", "duration": 30}}
 
 
-def test_a_patient_without_surname_is_named_by_the_name_alone_in_every_answer_d12(api):
+def test_a_patient_without_surname_is_named_by_the_name_alone_in_every_answer(api):
     patient = api.post("/patients", {"name": "Iker", "nif": "00000023T", "phone": "612000000"}).json["patientId"]
     appointment_id = api.book(patient, time="10:00")
     single = api.get(f"/appointments/{appointment_id}").json
@@ -51,7 +51,7 @@ def test_a_patient_without_surname_is_named_by_the_name_alone_in_every_answer_d1
     assert api.get("/appointments/range?dates=24/11/2026").json["data"] == [single]
 
 
-def test_booking_accepts_lenient_dates_and_times_d2(api):
+def test_booking_accepts_lenient_dates_and_times(api):
     patient = api.new_patient()
     appointment_id = api.book(patient, date="2026-11-24", time="9:30:00")
     assert api.get(f"/appointments/{appointment_id}").json["time"] == "09:30"
@@ -65,7 +65,7 @@ def test_booking_a_taken_slot_is_409_slot_not_available(api, db_path):
     assert table_rows(db_path) == before
 
 
-def test_a_retried_booking_returns_the_same_appointment_id_d7(api, db_path):
+def test_a_retried_booking_returns_the_same_appointment_id(api, db_path):
     patient = api.new_patient()
     first = api.book(patient, time="10:00")
     before = table_rows(db_path)
@@ -73,7 +73,7 @@ def test_a_retried_booking_returns_the_same_appointment_id_d7(api, db_path):
     assert table_rows(db_path) == before
 
 
-def test_a_booking_retried_once_its_slot_is_inside_the_notice_still_gets_its_id_d7(api, db_path, clock):
+def test_a_booking_retried_once_its_slot_is_inside_the_notice_still_gets_its_id(api, db_path, clock):
     """The caller retries a booking whose answer it lost; meanwhile the slot came within
     the minimum notice. The booking was made: the retry gets its id, not a 409."""
     patient = api.new_patient()
@@ -93,26 +93,26 @@ def test_a_booking_retried_once_its_slot_is_inside_the_notice_still_gets_its_id_
     ("20/11/2026", "09:00", "in the past"),
     ("01/06/2027", "09:00", "beyond the horizon"),
 ])
-def test_booking_a_slot_that_is_not_offered_is_409_d7(api, date, time, why):
+def test_booking_a_slot_that_is_not_offered_is_409(api, date, time, why):
     patient = api.new_patient()
     assert_error(api.book(patient, date=date, time=time, status=409), 409, "SLOT_NOT_AVAILABLE")
 
 
-def test_booking_inside_the_minimum_notice_is_409_d7(api, clock):
+def test_booking_inside_the_minimum_notice_is_409(api, clock):
     patient = api.new_patient()
     clock.set(2026, 11, 23, 8, 1)  # 09:00 is now 59 minutes away; the notice is 60
     assert_error(api.book(patient, date="23/11/2026", time="09:00", status=409), 409, "SLOT_NOT_AVAILABLE")
     assert api.book(patient, date="23/11/2026", time="09:30")
 
 
-def test_booking_with_an_insurance_the_doctor_does_not_take_is_409_d7(api):
+def test_booking_with_an_insurance_the_doctor_does_not_take_is_409(api):
     patient = api.new_patient()
     response = api.book(patient, doctor="RUIZ", insuranceId="DKV", status=409)
     assert_error(response, 409, "INSURANCE_NOT_ACCEPTED")
     assert api.book(patient, doctor="RUIZ", insuranceId="SAN")
 
 
-def test_booking_at_a_center_where_the_doctor_is_not_then_is_409_d7(api):
+def test_booking_at_a_center_where_the_doctor_is_not_then_is_409(api):
     patient = api.new_patient()
     assert_error(api.book(patient, centerId="C2", status=409), 409, "SLOT_NOT_AVAILABLE")
     appointment_id = api.book(patient, date="28/11/2026", time="10:00", centerId="C2")
@@ -125,7 +125,7 @@ def test_booking_without_center_takes_the_center_of_the_doctors_hours(api):
     assert api.get(f"/appointments/{appointment_id}").json["centerRef"] == "C2"
 
 
-def test_booking_with_another_doctors_speciality_is_400_d7(api):
+def test_booking_with_another_doctors_speciality_is_400(api):
     patient = api.new_patient()
     error = assert_error(api.book(patient, specialityId="PED", status=400), 400, "INVALID_REQUEST")
     assert "specialityId" in error["message"]
@@ -139,7 +139,7 @@ def test_booking_with_another_doctors_speciality_is_400_d7(api):
     ({"insuranceId": "NOPE"}, "INSURANCE_NOT_FOUND"),
     ({"centerId": "C9"}, "CENTER_NOT_FOUND"),
 ])
-def test_booking_with_unknown_ids_is_404_and_changes_nothing_d4(api, db_path, change, code):
+def test_booking_with_unknown_ids_is_404_and_changes_nothing(api, db_path, change, code):
     patient = api.new_patient()
     before = table_rows(db_path)
     body = {"date": "24/11/2026", "time": "09:00", "doctorId": "MARTIN", "patientId": patient, **change}
@@ -148,13 +148,13 @@ def test_booking_with_unknown_ids_is_404_and_changes_nothing_d4(api, db_path, ch
 
 
 @pytest.mark.parametrize("missing", ["date", "time", "doctorId", "patientId"])
-def test_booking_requires_date_time_doctor_and_patient_d7(api, missing):
+def test_booking_requires_date_time_doctor_and_patient(api, missing):
     body = {"date": "24/11/2026", "time": "09:00", "doctorId": "MARTIN", "patientId": api.new_patient()}
     del body[missing]
     assert missing in assert_error(api.post("/appointments", body), 400, "INVALID_REQUEST")["message"]
 
 
-def test_the_database_itself_refuses_a_second_live_appointment_in_a_slot_d7(api):
+def test_the_database_itself_refuses_a_second_live_appointment_in_a_slot(api):
     patient = api.new_patient()
     api.book(patient, time="09:00")
     conn = api.db()
@@ -167,9 +167,9 @@ def test_the_database_itself_refuses_a_second_live_appointment_in_a_slot_d7(api)
     conn.execute(insert, (int(patient), "09:30", "10:00"))  # the next slot is free
 
 
-# Moving (D8; spec part 3 row 3)
+# Moving ("Moving"; spec part 3 row 3)
 
-def test_moving_keeps_the_id_and_frees_the_old_slot_d8(api):
+def test_moving_keeps_the_id_and_frees_the_old_slot(api):
     patient = api.new_patient()
     appointment_id = api.book(patient, time="09:00")
     response = api.put(f"/appointments/{appointment_id}", {"newDate": "26/11/2026", "newTime": "10:30"})
@@ -180,14 +180,14 @@ def test_moving_keeps_the_id_and_frees_the_old_slot_d8(api):
     assert "09:00" in free
 
 
-def test_a_moved_appointment_is_no_longer_confirmed_d8(api):
+def test_a_moved_appointment_is_no_longer_confirmed(api):
     appointment_id = api.book(api.new_patient())
     api.post("/appointments/confirm", {"appointmentId": appointment_id, "confirmed": True})
     api.put(f"/appointments/{appointment_id}", {"newDate": "24/11/2026", "newTime": "10:00"})
     assert api.get(f"/appointments/{appointment_id}").json["extraData"]["status"] == "booked"
 
 
-def test_moving_onto_an_overlapping_part_of_its_own_slot_is_allowed_d8(make_api):
+def test_moving_onto_an_overlapping_part_of_its_own_slot_is_allowed(make_api):
     csv = ("kind,id,name,speciality,center,insurances,days,hours,slot_minutes\n"
            "speciality,FIS,Fisioterapia,,,,,,\ndoctor,FISIO,Eva Fisio,FIS,,,mon-fri,09:00-10:00,15\n")
     api = make_api(csv)
@@ -196,7 +196,7 @@ def test_moving_onto_an_overlapping_part_of_its_own_slot_is_allowed_d8(make_api)
     assert api.put(f"/appointments/{appointment_id}", {"newDate": "24/11/2026", "newTime": "09:15"}).status_int == 200
 
 
-def test_moving_onto_a_taken_slot_is_409_and_changes_nothing_d8(api, db_path):
+def test_moving_onto_a_taken_slot_is_409_and_changes_nothing(api, db_path):
     mine = api.book(api.new_patient(), time="09:00")
     api.book(api.new_patient(nif="11111111H", phone="699111222"), time="10:00")
     before = table_rows(db_path)
@@ -205,20 +205,20 @@ def test_moving_onto_a_taken_slot_is_409_and_changes_nothing_d8(api, db_path):
     assert table_rows(db_path) == before
 
 
-def test_moving_stays_with_the_same_doctor_and_center_d8(api):
+def test_moving_stays_with_the_same_doctor_and_center(api):
     appointment_id = api.book(api.new_patient(), time="09:00")  # MARTIN at C1
     response = api.put(f"/appointments/{appointment_id}", {"newDate": "28/11/2026", "newTime": "10:00"})
     assert_error(response, 409, "SLOT_NOT_AVAILABLE")  # Saturday hours are at C2
 
 
-def test_moving_a_cancelled_appointment_is_409_previously_cancelled_d8(api):
+def test_moving_a_cancelled_appointment_is_409_previously_cancelled(api):
     appointment_id = api.book(api.new_patient())
     api.delete(f"/appointments/{appointment_id}")
     response = api.put(f"/appointments/{appointment_id}", {"newDate": "26/11/2026", "newTime": "10:00"})
     assert_error(response, 409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
 
 
-def test_moving_an_unknown_appointment_is_404_d8(api):
+def test_moving_an_unknown_appointment_is_404(api):
     for unknown in ("999", "abc"):
         response = api.put(f"/appointments/{unknown}", {"newDate": "26/11/2026", "newTime": "10:00"})
         assert_error(response, 404, "APPOINTMENT_NOT_FOUND")
@@ -259,7 +259,7 @@ def test_a_confirmed_appointment_can_be_cancelled(api):
     assert api.delete(f"/appointments/{appointment_id}").status_int == 204
 
 
-def test_reading_a_cancelled_appointment_is_410_previously_cancelled_d12(api):
+def test_reading_a_cancelled_appointment_is_410_previously_cancelled(api):
     appointment_id = api.book(api.new_patient())
     api.delete(f"/appointments/{appointment_id}")
     assert_error(api.get(f"/appointments/{appointment_id}"), 410, "APPOINTMENT_PREVIOUSLY_CANCELLED")
@@ -273,7 +273,7 @@ def test_a_cancelled_slot_can_be_booked_again(api):
     assert second != first
 
 
-# Lists: day list, range and patient search (D1, D13; spec part 4 rules 1-2)
+# Lists: day list, range and patient search ("One route, two jobs", "Lists"; spec part 4 rules 1-2)
 
 @pytest.fixture
 def busy_day(api):
@@ -301,7 +301,7 @@ def listed(response):
     return [a["appointmentId"] for a in response.json["data"]]
 
 
-def test_day_list_is_sorted_by_time_then_doctor_and_leaves_out_cancelled_d13(api, busy_day):
+def test_day_list_is_sorted_by_time_then_doctor_and_leaves_out_cancelled(api, busy_day):
     assert listed(api.get("/appointments?date=24/11/2026")) == [
         busy_day["eva_martin"], busy_day["luis_ruiz"], busy_day["ana_martin"]]
 
@@ -319,17 +319,16 @@ def test_every_listed_appointment_carries_its_center_ref(api, busy_day):
         busy_day["ana_nunez"]: "C2", busy_day["luis_sat"]: "C2"}
 
 
-def test_range_covers_every_listed_day_sorted_and_deduplicated_d13(api, busy_day):
+def test_range_covers_every_listed_day_sorted_and_deduplicated(api, busy_day):
     ids = listed(api.get("/appointments/range?dates=25/11/2026,24/11/2026,24-11-2026"))
     assert ids == [busy_day["eva_martin"], busy_day["luis_ruiz"], busy_day["ana_martin"], busy_day["ana_nunez"]]
     assert listed(api.get("/appointments/range?dates=24/11/2026&centerId=C2")) == []
 
 
-def test_day_list_and_range_show_each_change_at_once_issue_5(api, busy_day):
-    """Both answers are kept until the database changes (issue 5): a booking, a
-    confirmation and a cancel each show in the very next list."""
+def test_day_list_and_range_show_each_change_at_once(api, busy_day):
+    """A booking, a confirmation and a cancel each show in the very next list."""
     day, days = "/appointments?date=24/11/2026", "/appointments/range?dates=24/11/2026,25/11/2026"
-    assert listed(api.get(day)) == listed(api.get(day))  # the second one kept
+    assert listed(api.get(day)) == listed(api.get(day))
     listed(api.get(days))
     new = api.book(api.new_patient(nif="22222222J", phone="622222222"), time="09:30")
     assert new in listed(api.get(day)) and new in listed(api.get(days))
@@ -340,9 +339,9 @@ def test_day_list_and_range_show_each_change_at_once_issue_5(api, busy_day):
     assert new not in listed(api.get(day)) and new not in listed(api.get(days))
 
 
-def test_lists_show_a_booking_made_through_another_connection_issue_5(api, make_api):
+def test_lists_show_a_booking_made_through_another_connection(api, make_api):
     """Another process (here another app on the same file, so another SQLite connection)
-    changes the data: PRAGMA data_version tells the kept answers apart."""
+    changes the data; the next list shows it."""
     day = "/appointments?date=24/11/2026"
     assert listed(api.get(day)) == []
     other = make_api(csv=None)
@@ -350,7 +349,7 @@ def test_lists_show_a_booking_made_through_another_connection_issue_5(api, make_
     assert listed(api.get(day)) == [booked]
 
 
-def test_range_takes_at_most_62_days_d13(api):
+def test_range_takes_at_most_62_days(api):
     dates = ",".join(f"{day:02d}/01/2027" for day in range(1, 32)) + "," + ",".join(
         f"{day:02d}/02/2027" for day in range(1, 29))
     assert api.get(f"/appointments/range?dates={dates}").status_int == 200
@@ -359,13 +358,13 @@ def test_range_takes_at_most_62_days_d13(api):
     assert_error(api.get("/appointments/range"), 400, "INVALID_REQUEST")
 
 
-def test_search_by_nif_returns_the_patients_appointments_from_today_on_d1(api, busy_day, clock):
+def test_search_by_nif_returns_the_patients_appointments_from_today_on(api, busy_day, clock):
     assert listed(api.get("/appointments?nif=12345678Z")) == [busy_day["ana_martin"], busy_day["ana_nunez"]]
     clock.set(2026, 11, 25)
     assert listed(api.get("/appointments?nif=12345678Z")) == [busy_day["ana_nunez"]]
 
 
-def test_search_by_phone_finds_the_patient_d1(api, busy_day):
+def test_search_by_phone_finds_the_patient(api, busy_day):
     assert listed(api.get("/appointments?phone=%2B34699111222")) == [busy_day["luis_ruiz"], busy_day["luis_sat"]]
     assert listed(api.get("/appointments?phone=699%2011%2012%2022")) == [busy_day["luis_ruiz"],
                                                                         busy_day["luis_sat"]]
@@ -374,7 +373,7 @@ def test_search_by_phone_finds_the_patient_d1(api, busy_day):
     assert_error(api.get("/appointments?phone=12"), 400, "INVALID_PHONE")
 
 
-def test_search_with_date_returns_that_day_only_d1(api, busy_day):
+def test_search_with_date_returns_that_day_only(api, busy_day):
     assert listed(api.get("/appointments?nif=12345678Z&date=25/11/2026")) == [busy_day["ana_nunez"]]
 
 
@@ -382,7 +381,7 @@ def test_search_with_center_id_returns_that_site_only(api, busy_day):
     assert listed(api.get("/appointments?nif=11111111H&centerId=C2")) == [busy_day["luis_sat"]]
 
 
-def test_search_by_nif_falls_back_to_the_phone_when_the_nif_finds_nobody_d1(api, busy_day):
+def test_search_by_nif_falls_back_to_the_phone_when_the_nif_finds_nobody(api, busy_day):
     assert listed(api.get("/appointments?nif=00000001R&phone=655443322")) == [busy_day["eva_martin"]]
 
 
@@ -390,12 +389,12 @@ def test_search_for_an_unknown_patient_is_an_empty_list(api, busy_day):
     assert listed(api.get("/appointments?nif=00000001R")) == []
 
 
-def test_get_appointments_without_date_nif_or_phone_is_400_d1(api):
+def test_get_appointments_without_date_nif_or_phone_is_400(api):
     assert_error(api.get("/appointments"), 400, "INVALID_REQUEST")
     assert_error(api.get("/appointments?centerId=C1"), 400, "INVALID_REQUEST")
 
 
-def test_lists_with_an_unknown_center_are_404_center_not_found_d13(api):
+def test_lists_with_an_unknown_center_are_404_center_not_found(api):
     assert_error(api.get("/appointments?date=24/11/2026&centerId=NOPE"), 404, "CENTER_NOT_FOUND")
     assert_error(api.get("/appointments/range?dates=24/11/2026&centerId=NOPE"), 404, "CENTER_NOT_FOUND")
     assert_error(api.get("/appointments?nif=12345678Z&centerId=NOPE"), 404, "CENTER_NOT_FOUND")

@@ -1,4 +1,4 @@
-"""GET /availabilities (D6), with the clock frozen (D3), across daylight-saving changes.
+"""GET /availabilities ("Availability"), with the clock frozen ("Clinic time"), across daylight-saving changes.
 
 The test clinic (conftest): MARTIN works Mon-Fri 09:00-11:00 at C1 and Sat 10:00-11:00
 at C2 in 30-minute slots, and is away on Wed 25/11; RUIZ (PED, only PRIV and SAN)
@@ -25,7 +25,7 @@ def keys(data):
     return [(slot["date"], slot["time"], slot["doctorId"], slot["centerId"]) for slot in data]
 
 
-def test_slots_follow_weekly_hours_slot_grid_and_absences_d6(api):
+def test_slots_follow_weekly_hours_slot_grid_and_absences(api):
     data = slots(api, "doctorId=MARTIN&startDate=24/11/2026&endDate=28/11/2026")
     c1_morning = ["09:00", "09:30", "10:00", "10:30"]
     assert keys(data) == (
@@ -36,31 +36,31 @@ def test_slots_follow_weekly_hours_slot_grid_and_absences_d6(api):
         + [("28/11/2026", t, "MARTIN", "C2") for t in ("10:00", "10:30")])
 
 
-def test_slot_has_every_field_of_d6(api):
+def test_slot_has_every_field_of(api):
     slot = slots(api, "doctorId=RUIZ&date=24/11/2026")[0]
     assert slot == {"date": "24/11/2026", "time": "09:00", "duration": 20, "doctorId": "RUIZ",
                     "doctorName": "Javier Ruiz", "specialityId": "PED", "centerId": "C1"}
 
 
-def test_holiday_for_everyone_has_no_slots_d6(api):
+def test_holiday_for_everyone_has_no_slots(api):
     assert slots(api, "specialityId=MG&date=08/12/2026") == []
     assert slots(api, "specialityId=PED&date=08/12/2026") == []
     assert len(slots(api, "specialityId=PED&date=09/12/2026")) == 3
 
 
-def test_partial_closure_of_a_center_removes_only_its_hours_d6(api):
+def test_partial_closure_of_a_center_removes_only_its_hours(api):
     assert [s["time"] for s in slots(api, "doctorId=NUNEZ&date=30/11/2026")] == ["16:30"]
     assert [s["time"] for s in slots(api, "doctorId=NUNEZ&date=02/12/2026")] == ["16:00", "16:30"]
 
 
-def test_speciality_lists_every_doctor_sorted_by_date_time_doctor_d6(api):
+def test_speciality_lists_every_doctor_sorted_by_date_time_doctor(api):
     data = slots(api, "specialityId=MG&startDate=30/11/2026&endDate=30/11/2026")
     assert keys(data) == [("30/11/2026", "09:00", "MARTIN", "C1"), ("30/11/2026", "09:30", "MARTIN", "C1"),
                           ("30/11/2026", "10:00", "MARTIN", "C1"), ("30/11/2026", "10:30", "MARTIN", "C1"),
                           ("30/11/2026", "16:30", "NUNEZ", "C2")]
 
 
-def test_minimum_notice_hides_slots_starting_too_soon_d6(api, clock):
+def test_minimum_notice_hides_slots_starting_too_soon(api, clock):
     # now 08:00 and 60 minutes of notice: 09:00 is just offerable
     assert [s["time"] for s in slots(api, "doctorId=MARTIN&date=23/11/2026")] == ["09:00", "09:30", "10:00",
                                                                                   "10:30"]
@@ -68,18 +68,16 @@ def test_minimum_notice_hides_slots_starting_too_soon_d6(api, clock):
     assert [s["time"] for s in slots(api, "doctorId=MARTIN&date=23/11/2026")] == ["10:30"]
 
 
-def test_minimum_notice_counts_the_seconds_of_now_too_issue_5(api, clock):
-    """Availability is kept for the minute of now + notice, rounded up (issue 5): at 08:00:00
-    a 09:00 slot is just offerable; one second later it is not, though the same question
-    was answered a second before."""
+def test_minimum_notice_counts_the_seconds_of_now_too(api, clock):
+    """At 08:00:00 a 09:00 slot is just offerable; one second later it is not, though the
+    same question was answered a second before."""
     assert slots(api, "doctorId=MARTIN&date=23/11/2026")[0]["time"] == "09:00"
     clock.moment += dt.timedelta(seconds=1)
     assert slots(api, "doctorId=MARTIN&date=23/11/2026")[0]["time"] == "09:30"
 
 
-def test_a_booked_slot_leaves_the_answer_and_comes_back_when_cancelled_issue_5(api):
-    """Availability is kept until the database changes: the very next answer shows a
-    booking, and then its cancellation."""
+def test_a_booked_slot_leaves_the_answer_and_comes_back_when_cancelled(api):
+    """The very next answer shows a booking, and then its cancellation."""
     query = "specialityId=MG&date=24/11/2026"
     assert ("24/11/2026", "09:00", "MARTIN", "C1") in keys(slots(api, query))
     booked = api.book(api.new_patient())
@@ -88,7 +86,7 @@ def test_a_booked_slot_leaves_the_answer_and_comes_back_when_cancelled_issue_5(a
     assert ("24/11/2026", "09:00", "MARTIN", "C1") in keys(slots(api, query))
 
 
-def test_availability_shows_a_booking_made_through_another_connection_issue_5(api, make_api):
+def test_availability_shows_a_booking_made_through_another_connection(api, make_api):
     query = "doctorId=MARTIN&date=24/11/2026"
     assert slots(api, query)[0]["time"] == "09:00"
     other = make_api(csv=None)
@@ -112,27 +110,27 @@ def test_past_days_have_no_slots(api):
     assert slots(api, "doctorId=MARTIN&startDate=16/11/2026&endDate=20/11/2026") == []
 
 
-def test_range_is_clamped_to_the_booking_horizon_d6(make_api):
+def test_range_is_clamped_to_the_booking_horizon(make_api):
     api = make_api(horizon_days=3)
     data = slots(api, "doctorId=MARTIN&startDate=23/11/2026&endDate=31/12/2026")
     assert sorted({s["date"] for s in data}) == ["23/11/2026", "24/11/2026", "26/11/2026"]
 
 
-def test_default_range_is_today_and_the_next_13_days_d6(api):
+def test_default_range_is_today_and_the_next_13_days(api):
     dates = {s["date"] for s in slots(api, "doctorId=RUIZ")}
     weekdays = [dt.date(2026, 11, 23) + dt.timedelta(days=n) for n in range(14)]
     expected = {d.strftime("%d/%m/%Y") for d in weekdays if d.weekday() < 5 and d != dt.date(2026, 12, 8)}
     assert dates == expected
 
 
-def test_date_aliases_are_accepted_d6(api):
+def test_date_aliases_are_accepted(api):
     expected = keys(slots(api, "doctorId=RUIZ&startDate=24/11/2026&endDate=26/11/2026"))
     assert keys(slots(api, "doctorId=RUIZ&dateFrom=24/11/2026&dateTo=26/11/2026")) == expected
     assert keys(slots(api, "doctorId=RUIZ&from=2026-11-24&to=26-11-2026")) == expected
     assert len(expected) == 9
 
 
-def test_insurance_filter_keeps_doctors_who_accept_it_d6(api):
+def test_insurance_filter_keeps_doctors_who_accept_it(api):
     assert slots(api, "specialityId=PED&insuranceId=DKV&date=24/11/2026") == []
     assert len(slots(api, "specialityId=PED&insuranceId=SAN&date=24/11/2026")) == 3
     # doctors without an insurance list accept every insurance
@@ -140,7 +138,7 @@ def test_insurance_filter_keeps_doctors_who_accept_it_d6(api):
         "MARTIN", "NUNEZ"}
 
 
-def test_center_id_counts_only_that_centers_hours_d6(api):
+def test_center_id_counts_only_that_centers_hours(api):
     week = "startDate=23/11/2026&endDate=29/11/2026"
     assert {s["date"] for s in slots(api, f"doctorId=MARTIN&centerId=C2&{week}")} == {"28/11/2026"}
     c1 = slots(api, f"doctorId=MARTIN&centerId=C1&{week}")
@@ -148,7 +146,7 @@ def test_center_id_counts_only_that_centers_hours_d6(api):
     assert {s["doctorId"] for s in slots(api, f"specialityId=MG&centerId=C2&{week}")} == {"MARTIN", "NUNEZ"}
 
 
-def test_booked_slot_is_not_offered_and_comes_back_when_cancelled_d6(api):
+def test_booked_slot_is_not_offered_and_comes_back_when_cancelled(api):
     patient = api.new_patient()
     appointment_id = api.book(patient, date="24/11/2026", time="09:30")
     assert "09:30" not in [s["time"] for s in slots(api, "doctorId=MARTIN&date=24/11/2026")]
@@ -156,7 +154,7 @@ def test_booked_slot_is_not_offered_and_comes_back_when_cancelled_d6(api):
     assert "09:30" in [s["time"] for s in slots(api, "doctorId=MARTIN&date=24/11/2026")]
 
 
-def test_a_split_shift_counts_each_appointment_against_its_own_hours_d6(make_api):
+def test_a_split_shift_counts_each_appointment_against_its_own_hours(make_api):
     api = make_api(CLINIC_CSV + "doctor,SOTO,Ana Soto,DER,C1,,mon-fri,09:00-10:00;16:00-17:00,30,,\n")
     patient = api.new_patient()
     api.book(patient, date="24/11/2026", time="16:00", doctor="SOTO")
@@ -165,7 +163,7 @@ def test_a_split_shift_counts_each_appointment_against_its_own_hours_d6(make_api
     assert [s["time"] for s in slots(api, "doctorId=SOTO&date=24/11/2026")] == ["09:00", "16:30"]
 
 
-def test_an_appointment_off_a_new_grid_blocks_every_slot_it_overlaps_d6(make_api, db_path, tmp_path):
+def test_an_appointment_off_a_new_grid_blocks_every_slot_it_overlaps(make_api, db_path, tmp_path):
     api = make_api()
     api.book(api.new_patient(), date="24/11/2026", time="09:30")  # 09:30-10:00 on the 30-minute grid
     seed(db_path, write_csv(tmp_path, CLINIC_CSV.replace("mon-fri,09:00-11:00,30", "mon-fri,09:00-11:00,20")))
@@ -196,14 +194,14 @@ def test_slots_clear_of_matches_a_plain_overlap_check(seed_number):
     assert list(agenda.slots_clear_of(grid, taken)) == expected
 
 
-def test_unknown_ids_answer_404_with_their_code_d6(api):
+def test_unknown_ids_answer_404_with_their_code(api):
     assert_error(api.get("/availabilities?doctorId=NOBODY"), 404, "DOCTOR_NOT_FOUND")
     assert_error(api.get("/availabilities?specialityId=NOPE"), 404, "SPECIALITY_NOT_FOUND")
     assert_error(api.get("/availabilities?doctorId=MARTIN&centerId=C9"), 404, "CENTER_NOT_FOUND")
     assert_error(api.get("/availabilities?doctorId=MARTIN&insuranceId=XX"), 404, "INSURANCE_NOT_FOUND")
 
 
-def test_bad_queries_answer_400_d6(api):
+def test_bad_queries_answer_400(api):
     assert_error(api.get("/availabilities"), 400, "INVALID_REQUEST")
     error = assert_error(api.get("/availabilities?doctorId=MARTIN&startDate=26/11/2026&endDate=24/11/2026"),
                          400, "INVALID_REQUEST")
@@ -221,7 +219,7 @@ def test_query_values_with_accents_are_read_as_utf8(make_api):
     assert [(s["doctorId"], s["centerId"], s["doctorName"]) for s in data] == [("PEÑA", "CÁDIZ", "Luis Peña")] * 2
 
 
-# Daylight saving (D3): in Madrid 2026 the clocks go 02:00 -> 03:00 on Sun 29/03
+# Daylight saving ("Clinic time"): in Madrid 2026 the clocks go 02:00 -> 03:00 on Sun 29/03
 # and 03:00 -> 02:00 on Sun 25/10.
 
 NIGHT_CSV = """\

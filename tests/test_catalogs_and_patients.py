@@ -1,4 +1,4 @@
-"""GET /custom-config (D14, spec part 2 Catalogs) and the patient endpoints (D11, spec part 4)."""
+"""GET /custom-config ("Catalogs", spec part 2 Catalogs) and the patient endpoints ("Patients", spec part 4)."""
 
 from conftest import CLINIC_CSV, assert_error, seed, table_rows, write_csv
 
@@ -9,7 +9,7 @@ doctor,SOLO,Pedro Solo,MG,,,mon-fri,09:00-10:00,30
 """
 
 
-def test_custom_config_has_the_suggested_shape_d14(api):
+def test_custom_config_has_the_suggested_shape(api):
     config = api.get("/custom-config").json
     for key in ("doctors", "specialities", "insurances", "centers"):
         assert isinstance(config[key]["description"], str)
@@ -39,8 +39,7 @@ def test_custom_config_of_a_single_site_clinic_has_no_centers(make_api):
 
 
 def test_custom_config_shows_a_reseed_through_another_connection_at_once(api, db_path, tmp_path):
-    """The answer is built once and kept (issue 5) until the database changes: here
-    `agenda seed`'s own connection adds a doctor while the service runs."""
+    """`agenda seed`'s own connection adds a doctor while the service runs."""
     assert "NEW" not in {d["id"] for d in api.get("/custom-config").json["doctors"]["data"]}
     seed(db_path, write_csv(tmp_path, CLINIC_CSV + "doctor,NEW,Nuevo Doctor,MG,C2,,mon,09:00-10:00,30\n",
                             name="more.csv"))
@@ -49,8 +48,7 @@ def test_custom_config_shows_a_reseed_through_another_connection_at_once(api, db
 
 
 def test_custom_config_shows_a_change_made_on_the_connection_that_serves_it(api):
-    """webtest serves on the test's thread, so api.db() is the very connection that kept
-    the answer: its own writes change no data_version, only its total_changes."""
+    """webtest serves on the test's thread, so api.db() is the very connection that serves it."""
     api.get("/custom-config")
     api.db().execute("UPDATE doctors SET name = 'Dra. Ruiz' WHERE id = 'RUIZ'")
     doctors = {d["id"]: d for d in api.get("/custom-config").json["doctors"]["data"]}
@@ -74,13 +72,13 @@ def test_get_patient_without_nif_is_400(api):
     assert "nif" in error["message"]
 
 
-def test_nif_is_normalised_on_create_and_lookup_d11(api):
+def test_nif_is_normalised_on_create_and_lookup(api):
     patient_id = api.new_patient(nif=" 12.345.678-z ")
     assert api.get("/patients?nif=12345678z").json["id"] == patient_id
     assert api.get("/patients?nif=12%20345%20678%20Z").json["nif"] == "12345678Z"
 
 
-def test_a_nif_in_fullwidth_digits_is_the_same_patient_d11(api):
+def test_a_nif_in_fullwidth_digits_is_the_same_patient(api):
     patient_id = api.new_patient(nif="12345678Z")
     assert api.get("/patients?nif=%EF%BC%91%EF%BC%92345678Z").json["id"] == patient_id  # "１２345678Z"
     error = assert_error(api.post("/patients", {"name": "Otra", "nif": "１２３４５６７８Ｚ"}), 409,
@@ -88,13 +86,13 @@ def test_a_nif_in_fullwidth_digits_is_the_same_patient_d11(api):
     assert error["patientId"] == patient_id
 
 
-def test_dni_without_leading_zero_is_padded_d11(api):
+def test_dni_without_leading_zero_is_padded(api):
     patient_id = api.new_patient(nif="0000001R")
     assert api.get("/patients?nif=0000001R").json["id"] == patient_id
     assert api.get("/patients?nif=00000001R").json["nif"] == "00000001R"
 
 
-def test_dni_or_nie_with_wrong_letter_is_400_invalid_nif_d11(api, db_path):
+def test_dni_or_nie_with_wrong_letter_is_400_invalid_nif(api, db_path):
     before = table_rows(db_path)
     for bad in ("12345678A", "X1234567A", "12345678"):
         assert_error(api.get(f"/patients?nif={bad}"), 400, "INVALID_NIF")
@@ -103,7 +101,7 @@ def test_dni_or_nie_with_wrong_letter_is_400_invalid_nif_d11(api, db_path):
     assert table_rows(db_path) == before
 
 
-def test_nie_and_passport_numbers_are_accepted_d11(api):
+def test_nie_and_passport_numbers_are_accepted(api):
     assert api.new_patient(nif="X1234567L", phone="699111222")
     assert api.new_patient(nif="PAA123456", phone="655443322")
     assert api.get("/patients?nif=x-1234567-l").json["nif"] == "X1234567L"
@@ -118,13 +116,13 @@ def test_create_patient_answers_201_with_patient_id(api):
     assert (patient["name"], patient["surname"], patient["birthDate"]) == ("Íñigo", "Ibáñez", "03/04/1990")
 
 
-def test_phone_is_stored_as_given_and_as_e164_d11(api):
+def test_phone_is_stored_as_given_and_as_e164(api):
     api.new_patient(phone="699 11 12 22")
     row = api.db().execute("SELECT phone, phone_e164 FROM patients").fetchone()
     assert tuple(row) == ("699 11 12 22", "+34699111222")
 
 
-def test_duplicate_nif_is_409_with_the_existing_patient_id_d11(api, db_path):
+def test_duplicate_nif_is_409_with_the_existing_patient_id(api, db_path):
     # spec part 4 Patients rule 2: the service may reject a duplicate with 409
     patient_id = api.new_patient(nif="12345678Z")
     before = table_rows(db_path)
@@ -134,13 +132,13 @@ def test_duplicate_nif_is_409_with_the_existing_patient_id_d11(api, db_path):
     assert table_rows(db_path) == before
 
 
-def test_unparseable_phone_is_400_invalid_phone_d11(api, db_path):
+def test_unparseable_phone_is_400_invalid_phone(api, db_path):
     before = table_rows(db_path)
     assert_error(api.post("/patients", {"name": "Ana", "nif": "12345678Z", "phone": "12"}), 400, "INVALID_PHONE")
     assert table_rows(db_path) == before
 
 
-def test_name_and_nif_are_required_d11(api):
+def test_name_and_nif_are_required(api):
     assert "name" in assert_error(api.post("/patients", {"nif": "12345678Z"}), 400, "INVALID_REQUEST")["message"]
     assert "nif" in assert_error(api.post("/patients", {"name": "Ana"}), 400, "INVALID_REQUEST")["message"]
 

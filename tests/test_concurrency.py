@@ -1,4 +1,4 @@
-"""Racing requests against a real waitress server on 127.0.0.1 (D7, D8): 50 at once (issue 5).
+"""Racing requests against a real waitress server on 127.0.0.1 ("Booking", "Moving"): 50 at once.
 
 Each test starts its own server on an ephemeral loopback port, sends a bounded number
 of requests with a time-out, and stops the server itself.
@@ -34,7 +34,7 @@ def patients(api, count):
     return [api.new_patient(nif=valid_dni(10_000_000 + n), phone=f"6{n:08d}") for n in range(count)]
 
 
-def test_concurrent_bookings_of_one_slot_give_exactly_one_201_d7(api, server):
+def test_concurrent_bookings_of_one_slot_give_exactly_one_201(api, server):
     body = {"date": "24/11/2026", "time": "09:30", "doctorId": "MARTIN"}
     answers = race([lambda p=p: send(server, "POST", "/appointments", {**body, "patientId": p})
                     for p in patients(api, RACERS)])
@@ -45,14 +45,14 @@ def test_concurrent_bookings_of_one_slot_give_exactly_one_201_d7(api, server):
     assert live == 1
 
 
-def test_concurrent_retries_of_one_booking_all_get_the_same_id_d7(api, server):
+def test_concurrent_retries_of_one_booking_all_get_the_same_id(api, server):
     body = {"date": "24/11/2026", "time": "10:00", "doctorId": "MARTIN", "patientId": api.new_patient()}
     answers = race([lambda: send(server, "POST", "/appointments", body)] * 12)
     assert {status for status, _ in answers} == {201}
     assert len({payload["appointmentId"] for _, payload in answers}) == 1
 
 
-def test_concurrent_moves_onto_one_slot_give_exactly_one_winner_d8(api, server):
+def test_concurrent_moves_onto_one_slot_give_exactly_one_winner(api, server):
     people = patients(api, RACERS)
     days = ("24/11/2026", "26/11/2026", "27/11/2026", "30/11/2026", "01/12/2026", "02/12/2026", "03/12/2026",
             "04/12/2026", "07/12/2026", "09/12/2026", "10/12/2026", "11/12/2026", "14/12/2026")
@@ -69,7 +69,7 @@ def test_concurrent_moves_onto_one_slot_give_exactly_one_winner_d8(api, server):
     assert on_target == 1
 
 
-def test_request_scheme_signs_the_path_and_query_exactly_as_sent_through_waitress_d5(api, server):
+def test_request_scheme_signs_the_path_and_query_exactly_as_sent_through_waitress(api, server):
     target = "/appointments?date=24%2F11%2F2026&centerId=C1"
     signature = sign(b"", method="GET", target=target)
     request = urllib.request.Request(server + target, headers={"X-Signature": signature})

@@ -1,4 +1,4 @@
-"""Bad input (D2, D4; spec part 7): always a 4xx JSON error with code and message, never
+"""Bad input ("Lenient input, strict output", "Errors"; spec part 7): always a 4xx JSON error with code and message, never
 HTML, never a traceback, and nothing in the database changes."""
 
 import logging
@@ -24,7 +24,7 @@ def booked(api):
 
 @pytest.mark.parametrize("method, path", JSON_ROUTES)
 @pytest.mark.parametrize("raw", [b"{not json", b'{"a": 1,}', b"\xff\xfe{}", b'{"a": NaN}', b""])
-def test_malformed_json_is_400_invalid_json_and_changes_nothing_d4(booked, db_path, method, path, raw):
+def test_malformed_json_is_400_invalid_json_and_changes_nothing(booked, db_path, method, path, raw):
     before = table_rows(db_path)
     assert_error(booked.call(method, path, raw=raw), 400, "INVALID_JSON")
     assert table_rows(db_path) == before
@@ -32,7 +32,7 @@ def test_malformed_json_is_400_invalid_json_and_changes_nothing_d4(booked, db_pa
 
 @pytest.mark.parametrize("method, path", JSON_ROUTES)
 @pytest.mark.parametrize("raw", [b"[]", b'"text"', b"42", b"null"])
-def test_a_body_that_is_not_an_object_is_400_invalid_json_d4(booked, db_path, method, path, raw):
+def test_a_body_that_is_not_an_object_is_400_invalid_json(booked, db_path, method, path, raw):
     before = table_rows(db_path)
     assert_error(booked.call(method, path, raw=raw), 400, "INVALID_JSON")
     assert table_rows(db_path) == before
@@ -45,14 +45,14 @@ def test_a_body_of_another_media_type_is_415(booked, method, path):
 
 
 @pytest.mark.parametrize("field, value", [
-    # D4: wrong types
+    # "Errors": wrong types
     ("date", 20261124), ("time", 900), ("doctorId", 7), ("patientId", 1), ("reason", ["a"]),
     ("centerId", {"id": "C1"}), ("insuranceId", True),
-    # D2: impossible or unreadable dates and times
+    # "Lenient input, strict output": impossible or unreadable dates and times
     ("date", "31/02/2026"), ("date", "29/02/2027"), ("date", "24/13/2026"), ("date", "tomorrow"),
     ("date", "2026/11/24"), ("time", "25:00"), ("time", "10:60"), ("time", "9h"), ("time", "09:00:30"),
 ])
-def test_a_bad_field_value_is_400_naming_the_field_and_changes_nothing_d2_d4(api, db_path, field, value):
+def test_a_bad_field_value_is_400_naming_the_field_and_changes_nothing(api, db_path, field, value):
     body = {"date": "24/11/2026", "time": "09:00", "doctorId": "MARTIN", "patientId": api.new_patient(),
             field: value}
     before = table_rows(db_path)
@@ -62,16 +62,16 @@ def test_a_bad_field_value_is_400_naming_the_field_and_changes_nothing_d2_d4(api
 
 
 @pytest.mark.parametrize("date", ["1/3/2026", "01/03/2026", "01-03-2026", "2026-03-01"])
-def test_every_lenient_date_form_is_read_the_same_d2(api, date):
+def test_every_lenient_date_form_is_read_the_same(api, date):
     response = api.get(f"/appointments?date={date}")
     assert response.status_int == 200
 
 
-def test_impossible_date_in_a_query_is_400_naming_it_d2(api):
+def test_impossible_date_in_a_query_is_400_naming_it(api):
     assert "date" in assert_error(api.get("/appointments?date=31/02/2026"), 400, "INVALID_REQUEST")["message"]
 
 
-def test_a_body_over_the_limit_is_413_and_changes_nothing_d4(api, db_path):
+def test_a_body_over_the_limit_is_413_and_changes_nothing(api, db_path):
     before = table_rows(db_path)
     body = {"name": "A" * 70_000, "nif": "12345678Z"}
     assert_error(api.post("/patients", body), 413, "PAYLOAD_TOO_LARGE")
@@ -89,21 +89,21 @@ def test_a_body_just_under_the_limit_is_read(api):
     assert response.status_int == 201
 
 
-def test_an_unknown_route_is_404_not_found_as_json_d4(api):
+def test_an_unknown_route_is_404_not_found_as_json(api):
     for path in ("/nothing", "/appointments/1/extra", "/"):
         response = api.get(path)
         assert_error(response, 404, "NOT_FOUND")
         assert b"<" not in response.body
 
 
-def test_a_wrong_method_is_405_method_not_allowed_as_json_d4(api):
+def test_a_wrong_method_is_405_method_not_allowed_as_json(api):
     for method, path in (("PATCH", "/appointments"), ("DELETE", "/patients"), ("POST", "/custom-config")):
         response = api.call(method, path, raw=b"{}")
         assert_error(response, 405, "METHOD_NOT_ALLOWED")
         assert b"<" not in response.body
 
 
-def test_an_unexpected_exception_is_500_with_a_request_id_logged_not_shown_d4(booked, monkeypatch, caplog):
+def test_an_unexpected_exception_is_500_with_a_request_id_logged_not_shown(booked, monkeypatch, caplog):
     def explode(text):
         raise RuntimeError("secret internal detail")
 

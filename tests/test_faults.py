@@ -1,4 +1,4 @@
-"""Faults (issue 5): a killed server and a database that cannot be written.
+"""Faults: a killed server and a database that cannot be written.
 
 Bounded and loopback only; every process is started by the test and stopped by its id.
 """
@@ -17,7 +17,7 @@ ROUNDS = 5
 
 def test_kill_9_mid_bookings_loses_no_answered_booking(running, db_path):
     """Five times: a stream of bookings, SIGKILL in the middle, a restart; every booking
-    answered 201 is there after the restart and the file passes integrity_check (D15)."""
+    answered 201 is there after the restart and the file passes integrity_check ("Storage")."""
     server = running()
     people = [send(server.url, "POST", "/patients", {"name": "P", "nif": valid_dni(900 + n)})[1]["patientId"]
               for n in range(4)]

@@ -9,13 +9,12 @@ and dropped (within bounds) so that its sender gets the 413.
 
 import http.client
 import json
-import socket
 import time
 from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import SECRET, assert_error, days_ahead, send, sign, table_rows
+from conftest import SECRET, assert_error, days_ahead, raw_exchange, send, sign, table_rows
 from test_errors import JSON_ROUTES
 
 # Every text field of every JSON body the API reads, with a body that is otherwise valid.
@@ -102,17 +101,6 @@ def test_a_wrong_method_on_a_named_route_is_405_with_allow(booked, db_path, meth
 
 # On a real server: raw bytes, as an attacker sends them.
 
-def exchange(url, raw, timeout=10):
-    """Send raw bytes on one connection; every byte the server answers until it closes."""
-    parts = urlsplit(url)
-    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as connection:
-        connection.sendall(raw)
-        received = b""
-        while chunk := connection.recv(65536):
-            received += chunk
-    return received
-
-
 def statuses(received):
     return [int(line.split()[1]) for line in received.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
 
@@ -132,7 +120,7 @@ def test_non_utf8_bytes_in_any_header_are_refused_never_a_500(running, db_path):
     for header in (b"X-Signature: \xff\xfe\xe9" + b"0" * 61, b"X-Signature: sha256=\xc3\x28",
                    b"X-Signature: " + sign(b"", SECRET, "GET", "/custom-config").encode() + b"\xff",
                    b"Content-Type: application/json; charset=\xff", b"X-Anything: \x80\x81"):
-        received = exchange(server.url, b"GET /custom-config HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
+        received = raw_exchange(server.url, b"GET /custom-config HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
                                          + header + b"\r\n\r\n")
         assert statuses(received) == [401], received
         assert json.loads(received.partition(b"\r\n\r\n")[2])["error"]["code"] == "INVALID_SIGNATURE"
@@ -154,7 +142,7 @@ def test_content_length_beside_transfer_encoding_is_refused_and_nothing_after_it
     for transfer_encoding in (b"chunked", b"gzip, chunked"):
         first = (b"POST /patients HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
                  b"Content-Length: %d\r\nTransfer-Encoding: %s\r\n\r\n" % (len(body), transfer_encoding))
-        received = exchange(server.url, first + body)
+        received = raw_exchange(server.url, first + body)
         head = received.partition(b"\r\n\r\n")[0]
         assert statuses(received) in ([400], [501]), received  # one answer; the connection closed after it
         assert b"Connection: close" in head
@@ -169,7 +157,7 @@ def test_a_chunked_request_alone_is_still_served(running):
     server = running()
     body = json.dumps({"name": "Ana", "nif": "12345678Z"}).encode()
     chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
-    received = exchange(server.url, b"POST /patients HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+    received = raw_exchange(server.url, b"POST /patients HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
                                     b"Transfer-Encoding: chunked\r\nConnection: close\r\nX-Signature: "
                                     + sign(body, SECRET, "POST", "/patients").encode() + b"\r\n\r\n" + chunked)
     assert statuses(received) == [201], received

@@ -56,4 +56,6 @@ def test_the_readme_quick_start_is_two_command_lines_and_ci_runs_the_second():
     run_demo, run_tests = block.strip().splitlines()
     assert "agenda seed seed/catalogs.csv" in run_demo and "agenda run" in run_demo
     assert "pytest" in run_tests
-    assert run_tests in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    # CI runs the very line, with skips for a missing tool turned into failures
+    ci_line = run_tests.replace(".venv/bin/python -m pytest", "AGENDA_NO_SKIP=1 .venv/bin/python -m pytest")
+    assert ci_line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()

@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 import agenda
@@ -39,7 +40,7 @@ def operations_of(document):
 
 def test_every_route_is_documented_and_every_documented_operation_is_served(api):
     def template(rule):
-        return re.sub(r"<(\w+)>", lambda match: "{" + re.sub(r"_(\w)", lambda m: m[1].upper(), match[1]) + "}",
+        return re.sub(r"<(\w+)(?::[^>]*)?>", lambda match: "{" + re.sub(r"_(\w)", lambda m: m[1].upper(), match[1]) + "}",
                       rule)
 
     served = {(route.method, template(route.rule)) for route in api.app.routes}
@@ -76,12 +77,14 @@ def documented_codes():
 
 
 def raised_codes():
-    """(status, code) of every ApiError in agenda.py, and of the errors known only by their
-    status (bottle's and waitress's own); 404 and 405 of a path the document lacks aside."""
+    """(status, code) of every ClinicError in agenda.py, and of the errors known only by their
+    status (bottle's and waitress's own); 404 of a path the document lacks aside. The router's
+    405 is documented where a path's neighbour answers it: /appointments/confirm, range and
+    end-of-reminder-day, which /appointments/{appointmentId} is not."""
     source = (ROOT / "agenda.py").read_text(encoding="utf-8")
-    raised = {(int(status), code) for status, code in re.findall(r'ApiError\((\d{3}),\s*"([A-Z_]+)"', source)}
+    raised = {(int(status), code) for status, code in re.findall(r'(?:ClinicError\(|= \()(\d{3}),\s*"([A-Z_]+)"', source)}
     assert len(raised) > 15  # the pattern still finds them
-    return raised | {item for item in agenda.STATUS_ERROR_CODES.items() if item[0] not in (404, 405)}
+    return raised | {item for item in agenda.STATUS_ERROR_CODES.items() if item[0] != 404}
 
 
 def test_every_error_code_the_code_raises_is_documented_under_its_status_and_no_other_d4():
@@ -118,3 +121,65 @@ def test_the_check_refuses_html_an_undocumented_path_a_missing_header_and_an_une
     assert contract.problems("DELETE", "/appointments/1", 204, {}, b"")
     assert not contract.problems("DELETE", "/appointments/1", 204, {"x-request-id": "0" * 16}, b"")
     assert not contract.problems("GET", "/appointments/range", 200, JSON_HEADERS, b'{"data": []}')
+
+
+@pytest.mark.parametrize("path, allowed", [("/appointments/confirm", "POST"), ("/appointments/range", "GET"),
+                                           ("/appointments/end-of-reminder-day", "POST")])
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_a_wrong_method_beside_an_appointment_is_405_with_allow_as_documented(api, method, path, allowed):
+    """Not an appointment called "confirm": the document's appointmentId is never one of
+    these names, and each operation on it lists the 405 they answer (the check holds it)."""
+    if (method, path) == ("GET", "/appointments/range"):
+        return  # that one exists
+    response = api.call(method, path, {} if method == "PUT" else None)
+    assert response.status_int == 405 and response.json["error"]["code"] == "METHOD_NOT_ALLOWED"
+    assert response.headers["Allow"] == allowed
+    schema = {"$ref": "urn:agenda:openapi#/paths/~1appointments~1{appointmentId}/parameters/0/schema"}
+    assert list(Draft202012Validator(schema, registry=CONTRACT.registry).iter_errors(path.rsplit("/", 1)[1]))
+    for name in ("get", "put", "delete"):
+        assert DOCUMENT["paths"]["/appointments/{appointmentId}"][name]["responses"]["405"]
+    problems = CONTRACT.problems(method, path, 405, {"content-type": "application/json",
+                                                     "x-request-id": "0" * 16, "allow": allowed}, response.body)
+    assert not problems, problems
+
+
+def test_documented_dates_are_exactly_the_dates_the_server_reads():
+    """D2: D/M/YYYY, DD/MM/YYYY, DD-MM-YYYY, YYYY-MM-DD; no impossible day, no year 0000."""
+    pattern = re.compile(DOCUMENT["components"]["schemas"]["DateText"]["pattern"])
+    days = [f"{n}" for n in range(0, 33)] + [f"{n:02d}" for n in range(0, 10)] + ["001"]
+    months = [f"{n}" for n in range(0, 14)] + [f"{n:02d}" for n in range(0, 10)]
+    years = ["0000", "0001", "0004", "0100", "0400", "1900", "2000", "2024", "2026", "2100", "9999", "10000", "999"]
+    checked = 0
+    for day in days:
+        for month in months:
+            for year in years:
+                for text in (f"{day}/{month}/{year}", f"{day}-{month}-{year}", f"{year}-{month}-{day}",
+                             f"{day}/{month}-{year}", f" {day}/{month}/{year} "):
+                    try:
+                        agenda.parse_date(text, "date")
+                        read = True
+                    except agenda.ClinicError:
+                        read = False
+                    assert bool(pattern.search(text)) == read, text
+                    checked += 1
+    assert checked > 60_000
+
+
+@pytest.mark.parametrize("pointer, value, valid", [
+    ("/components/schemas/NewPatient", {"name": "Ana", "nif": "12345678Z", "birthDate": ""}, True),
+    ("/components/schemas/NewPatient", {"name": "Ana", "nif": "12345678Z", "birthDate": "  "}, True),
+    ("/components/schemas/NewPatient", {"name": " ", "nif": "12345678Z"}, False),
+    ("/components/schemas/ReminderDayEnd", {"dates": ["", "24/11/2026", " "]}, True),
+    ("/components/schemas/ReminderDayEnd", {"dates": ["", " "], "date": "24/11/2026"}, True),
+    ("/components/schemas/ReminderDayEnd", {"dates": ["", " "]}, False),
+    ("/components/schemas/ReminderDayEnd", {"date": " ", "executionDate": ""}, False),
+    ("/components/schemas/ReminderDayEnd", {}, False),
+    ("/paths/~1appointments~1range/get/parameters/0/schema", "24/11/2026,,25/11/2026,", True),
+    ("/paths/~1appointments~1range/get/parameters/0/schema", " , ", False),
+    ("/paths/~1patients/get/parameters/0/schema", " ", False),
+])
+def test_the_document_takes_blank_items_and_states_what_is_required(pointer, value, valid):
+    """Blank dates items and a blank birthDate are read as absent (the server's way); nif
+    and one of date or dates are required, not blank."""
+    problems = CONTRACT.validate(pointer, value)
+    assert (not problems) == valid, problems

@@ -1,5 +1,5 @@
-"""The reminder cycle: POST /appointments/confirm (D9; spec part 3 rows 4-5 and 8, part 4
-rule 4) and POST /appointments/end-of-reminder-day (D10; spec part 4 rule 6)."""
+"""The reminder cycle: POST /appointments/confirm ("Confirming"; spec part 3 rows 4-5 and 8, part 4
+rule 4) and POST /appointments/end-of-reminder-day ("End of a reminder day"; spec part 4 rule 6)."""
 
 import json
 
@@ -37,7 +37,7 @@ def test_confirming_an_unknown_appointment_is_404_not_found(api):
     assert_error(confirm(api, "no-such-id"), 404, "APPOINTMENT_NOT_FOUND")
 
 
-def test_declining_cancels_and_frees_the_slot_d9(api):
+def test_declining_cancels_and_frees_the_slot(api):
     appointment_id = api.book(api.new_patient(), time="10:00")
     response = confirm(api, appointment_id, confirmed=False)
     assert response.status_int == 200 and response.json == {"status": "cancelled"}
@@ -48,14 +48,14 @@ def test_declining_cancels_and_frees_the_slot_d9(api):
 
 
 @pytest.mark.parametrize("confirmed", [True, False])
-def test_confirming_a_cancelled_appointment_is_409_previously_cancelled_d9(api, confirmed):
+def test_confirming_a_cancelled_appointment_is_409_previously_cancelled(api, confirmed):
     appointment_id = api.book(api.new_patient())
     api.delete(f"/appointments/{appointment_id}")
     assert_error(confirm(api, appointment_id, confirmed), 409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
 
 
 @pytest.mark.parametrize("confirmed", ["true", 1, None, "yes"])
-def test_confirmed_that_is_not_a_boolean_is_400_d9(api, db_path, confirmed):
+def test_confirmed_that_is_not_a_boolean_is_400(api, db_path, confirmed):
     appointment_id = api.book(api.new_patient())
     before = table_rows(db_path)
     response = api.post("/appointments/confirm", {"appointmentId": appointment_id, "confirmed": confirmed})
@@ -83,7 +83,7 @@ def close_day(api, **body):
     return api.post("/appointments/end-of-reminder-day", body)
 
 
-def test_end_of_day_flags_unconfirmed_appointments_by_default_d10(api, reminder_day):
+def test_end_of_day_flags_unconfirmed_appointments_by_default(api, reminder_day):
     response = close_day(api, skipAppointmentIds=[reminder_day["late"]])
     assert response.status_int == 200 and response.json == {"status": "ok", "processed": 1}
     assert status_of(api, reminder_day["silent"]) == "unanswered"
@@ -94,7 +94,7 @@ def test_end_of_day_flags_unconfirmed_appointments_by_default_d10(api, reminder_
     assert {a["appointmentId"]: a["extraData"]["status"] for a in day}[reminder_day["silent"]] == "unanswered"
 
 
-def test_end_of_day_release_policy_cancels_and_frees_slots_d10(make_api):
+def test_end_of_day_release_policy_cancels_and_frees_slots(make_api):
     api = make_api(reminder_policy="release")
     patient = api.new_patient()
     confirmed, silent = api.book(patient, time="09:00"), api.book(patient, time="09:30")
@@ -108,7 +108,7 @@ def test_end_of_day_release_policy_cancels_and_frees_slots_d10(make_api):
     assert "09:30" in [s["time"] for s in api.get("/availabilities?doctorId=MARTIN&date=24/11/2026").json["data"]]
 
 
-def test_end_of_day_keep_policy_only_records_the_cycle_d10(make_api):
+def test_end_of_day_keep_policy_only_records_the_cycle(make_api):
     api = make_api(reminder_policy="keep")
     silent = api.book(api.new_patient(), time="09:30")
     assert close_day(api).json == {"status": "ok", "processed": 1}
@@ -117,7 +117,7 @@ def test_end_of_day_keep_policy_only_records_the_cycle_d10(make_api):
     assert cycle["policy"] == "keep" and json.loads(cycle["appointment_ids"]) == [int(silent)]
 
 
-def test_repeating_the_same_end_of_day_call_changes_nothing_more_d10(make_api, db_path):
+def test_repeating_the_same_end_of_day_call_changes_nothing_more(make_api, db_path):
     api = make_api(reminder_policy="release")
     patient = api.new_patient()
     api.book(patient, time="09:00")
@@ -130,18 +130,18 @@ def test_repeating_the_same_end_of_day_call_changes_nothing_more_d10(make_api, d
     assert status_of(api, added_after) == "booked"
 
 
-def test_end_of_day_without_center_covers_every_center_d10(api, reminder_day):
+def test_end_of_day_without_center_covers_every_center(api, reminder_day):
     response = close_day(api, dates=["24/11/2026", "25/11/2026"], centerId=None)
     assert response.json["processed"] == 3
     assert status_of(api, reminder_day["other_day"]) == "unanswered"
 
 
-def test_end_of_day_with_center_leaves_other_centers_alone_d10(api, reminder_day):
+def test_end_of_day_with_center_leaves_other_centers_alone(api, reminder_day):
     assert close_day(api, dates=["25/11/2026"], date="25/11/2026", centerId="C1").json["processed"] == 0
     assert status_of(api, reminder_day["other_day"]) == "booked"
 
 
-def test_end_of_day_uses_date_when_dates_is_absent_d10(api, reminder_day):
+def test_end_of_day_uses_date_when_dates_is_absent(api, reminder_day):
     body = {"voiceAgentConfigId": "agent-1", "date": "25/11/2026", "executionDate": "24/11/2026"}
     assert api.post("/appointments/end-of-reminder-day", body).json["processed"] == 1
     assert status_of(api, reminder_day["other_day"]) == "unanswered"
@@ -176,7 +176,7 @@ def test_the_whole_reminder_flow_in_order(api, reminder_day):
     assert statuses == {reminder_day["confirmed"]: "confirmed", reminder_day["silent"]: "unanswered"}
 
 
-def test_a_second_cycle_over_a_closed_day_counts_the_flagged_and_changes_none_d10(api, reminder_day, db_path):
+def test_a_second_cycle_over_a_closed_day_counts_the_flagged_and_changes_none(api, reminder_day, db_path):
     """Another voiceAgentConfigId closing the same day: the unanswered ones are its
     unconfirmed too, so it counts and records them, but flags nothing again."""
     assert close_day(api).json["processed"] == 2

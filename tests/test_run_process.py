@@ -4,20 +4,15 @@ Each test starts its own server on a free loopback port, sends a bounded number 
 requests, and stops the process it started by its id.
 """
 
-import http.client
-import logging
 import os
 import re
-import socket
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
-from urllib.parse import urlsplit
 
-import agenda
-from conftest import ROOT, SECRET, Server, days_ahead, send, sign, valid_dni
+from conftest import ROOT, SECRET, Server, days_ahead, send, valid_dni
 
 PII = {"nif": valid_dni(45_678_901), "phone": "699112233", "name": "Zacarías", "surname": "Ybarra-Quintanilla"}
 
@@ -69,7 +64,7 @@ def test_run_logs_one_line_per_request_and_no_personal_data(running):
 
 
 def test_access_lines_show_while_the_server_runs(running):
-    """The log is buffered (issue 5) but written out within a fraction of a second."""
+    """The log goes through a queue but is written out within a fraction of a second."""
     server = running()
     assert send(server.url, "GET", "/health")[0] == 200
     deadline = time.monotonic() + 5
@@ -77,31 +72,6 @@ def test_access_lines_show_while_the_server_runs(running):
         time.sleep(0.02)
     assert any("GET /health 200" in line for line in server.lines), server.log()
     assert server.process.poll() is None
-
-
-def test_the_buffered_log_keeps_info_for_its_writer_and_writes_warnings_and_the_rest_at_once():
-    read_end, write_end = os.pipe()
-    os.set_blocking(read_end, False)
-    with os.fdopen(write_end, "w") as stream:
-        handler = agenda.BufferedLogHandler(stream, interval=3600)  # the writer thread never comes round
-        handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
-
-        def written():
-            try:
-                return os.read(read_end, 65536).decode()
-            except BlockingIOError:
-                return ""
-
-        handler.handle(logging.makeLogRecord({"msg": "GET /health 200 rid=1", "levelno": logging.INFO,
-                                              "levelname": "INFO"}))
-        assert written() == ""
-        handler.handle(logging.makeLogRecord({"msg": "database unavailable: á", "levelno": logging.ERROR,
-                                              "levelname": "ERROR"}))
-        assert written() == "INFO GET /health 200 rid=1\nERROR database unavailable: á\n"
-        handler.handle(logging.makeLogRecord({"msg": "stopped", "levelno": logging.INFO, "levelname": "INFO"}))
-        handler.close()
-        assert written() == "INFO stopped\n"
-    os.close(read_end)
 
 
 def test_sigterm_stops_the_server_cleanly_and_keeps_every_answered_booking(running, db_path):

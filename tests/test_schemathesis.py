@@ -2,14 +2,18 @@
 
 Every operation of openapi.json with valid and invalid data (the examples, coverage and
 fuzzing phases), then stateful sequences that follow the document's links: create a
-patient, book, move, confirm, cancel. Every request is signed over the exact bytes sent
-(tests/schemathesis_hooks.py), and the server only takes the `request` scheme (D5), which
-covers method, path, query and body.
+patient, book, move, confirm, cancel. Every request schemathesis authenticates is signed
+over the exact bytes sent (tests/schemathesis_hooks.py), and the server only takes the
+`request` scheme (D5), which covers method, path, query and body.
 
-The gate (tests/schemathesis.toml): no 5xx and no answer that breaks the document
-(status, media type, headers, body schema). Bounded: a fixed number of examples per operation and
-of stateful scenarios, and the run is killed after 5 minutes; the server's own access log
-proves at least 1,000 requests reached it.
+The gate (tests/schemathesis.toml): every check schemathesis has. No 5xx; no answer that
+breaks the document (status, media type, headers, body schema); a request the document
+allows is accepted and one it refuses is refused; a missing or wrong signature is 401; a
+method a path lacks is 405 with Allow; a cancelled appointment is not read as live. The
+few exceptions are written there, each with its reason, and the first test below holds
+them to that. Bounded: a fixed number of examples per operation and of stateful
+scenarios, and the run is killed after 5 minutes; the server's own access log proves at
+least 1,000 requests reached it.
 """
 
 import os
@@ -93,6 +97,27 @@ class FuzzRun:
 @pytest.fixture
 def fuzzed(schemathesis_run):
     return schemathesis_run.finish()
+
+
+def test_every_check_is_on_and_the_exceptions_are_the_written_ones():
+    """Every check of this schemathesis is enabled; per operation, positive_data_acceptance
+    takes one more status and nothing else is changed (see schemathesis.toml)."""
+    import schemathesis.specs.openapi.checks  # noqa: F401  (registers the OpenAPI checks)
+    from schemathesis.checks import CHECKS
+    from schemathesis.config import SchemathesisConfig
+    from schemathesis.config._checks import POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES as DEFAULT
+
+    project = SchemathesisConfig.from_path(ROOT / "tests" / "schemathesis.toml").projects.default
+    names = set(CHECKS.get_all_names())
+    assert len(names) >= 14 and {"negative_data_rejection", "ignored_auth", "use_after_free"} <= names
+    assert not [name for name in names if not project.checks.get_by_name(name=name).enabled]
+    added = []
+    for operation in project.operations.operations:
+        assert {name for name in names if operation.checks.get_by_name(name=name).enabled is False} == set()
+        statuses = operation.checks.positive_data_acceptance.expected_statuses
+        assert set(DEFAULT) < set(statuses), statuses
+        added.append(sorted(set(statuses) - set(DEFAULT)))
+    assert sorted(added) == [["400"], ["410"]], added
 
 
 def access_lines(log):

@@ -1,16 +1,15 @@
-"""Hostile input (issue 4): SQL-shaped and Unicode values, and the body limit on a real server.
+"""Hostile input: SQL-shaped and Unicode values, and the body limit on a real server.
 
 Signatures on every route are in test_signatures.py, personal data kept out of the log in
 test_run_process.py, file modes in test_storage.py and test_admin.py.
 """
 
 import json
-import socket
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import pytest
 
-from conftest import SECRET, assert_error, sign, table_rows
+from conftest import SECRET, assert_error, raw_exchange, sign, table_rows
 from openapi_contract import CONTRACT
 
 HOSTILE_TEXTS = [
@@ -62,13 +61,7 @@ def test_sql_shaped_ids_in_a_query_find_nothing_and_change_nothing(api, db_path,
 
 def exchange(url, raw_request, timeout=10):
     """Send raw bytes to the server; (status, headers, body) of its answer, read until it closes."""
-    parts = urlsplit(url)
-    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as connection:
-        connection.sendall(raw_request)
-        received = b""
-        while chunk := connection.recv(65536):
-            received += chunk
-    head, _, body = received.partition(b"\r\n\r\n")
+    head, _, body = raw_exchange(url, raw_request, timeout).partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     headers = dict(line.split(": ", 1) for line in header_lines)
     status = int(status_line.split()[1])

@@ -1,4 +1,4 @@
-"""X-Signature on every route but /health (D5; spec part 5)."""
+"""X-Signature on every route but /health ("Signatures"; spec part 5)."""
 
 import base64
 import hashlib
@@ -47,7 +47,7 @@ def body_bytes(body):
 
 
 @pytest.mark.parametrize("method, url, body", EVERY_ROUTE)
-def test_every_route_refuses_missing_wrong_and_other_requests_signatures_d5(booked, db_path, method, url, body):
+def test_every_route_refuses_missing_wrong_and_other_requests_signatures(booked, db_path, method, url, body):
     raw = body_bytes(body)
     other_target = "/appointments/2" if url != "/appointments/2" else "/appointments/3"
     refused = {
@@ -69,7 +69,7 @@ def test_every_route_refuses_missing_wrong_and_other_requests_signatures_d5(book
     assert accepted.status_int < 300, accepted.text
 
 
-def test_health_needs_no_signature_d17(booked):
+def test_health_needs_no_signature(booked):
     response = booked.get("/health", signature=None)
     assert response.status_int == 200 and response.json == {"status": "ok"}
 
@@ -106,7 +106,7 @@ def test_request_scheme_signs_the_query_as_sent(booked):
     assert_error(booked.get(url, signature=forged), 401, "INVALID_SIGNATURE")
 
 
-def test_a_pinned_scheme_refuses_the_other_one_d5(make_api):
+def test_a_pinned_scheme_refuses_the_other_one(make_api):
     body_only = make_api(signature_scheme="body")
     assert body_only.get("/custom-config", signature="body").status_int == 200
     assert_error(body_only.get("/custom-config", signature="request"), 401, "INVALID_SIGNATURE")
@@ -115,14 +115,14 @@ def test_a_pinned_scheme_refuses_the_other_one_d5(make_api):
     assert_error(request_only.get("/custom-config", signature="body"), 401, "INVALID_SIGNATURE")
 
 
-def test_auto_logs_which_scheme_the_caller_uses_without_the_secret_d5(api, caplog):
+def test_auto_logs_which_scheme_the_caller_uses_without_the_secret(api, caplog):
     with caplog.at_level("INFO", logger="agenda"):
         api.get("/custom-config", signature="request")
     text = caplog.text
     assert "'request' scheme" in text and SECRET not in text
 
 
-def test_signatures_are_compared_in_constant_time_d5(api, monkeypatch):
+def test_signatures_are_compared_in_constant_time(api, monkeypatch):
     calls = []
     real_compare = hmac.compare_digest
 
@@ -135,7 +135,7 @@ def test_signatures_are_compared_in_constant_time_d5(api, monkeypatch):
     assert calls == [(32, 32), (32, 32)]  # both schemes compared, always
 
 
-def test_the_app_refuses_to_start_without_a_secret_d5(db_path, clock):
+def test_the_app_refuses_to_start_without_a_secret(db_path, clock):
     with pytest.raises(ValueError, match="secret"):
         agenda.create_app(db_path, None, now=clock)
     with pytest.raises(ValueError, match="secret"):
@@ -209,7 +209,7 @@ def test_under_auto_a_request_signature_sent_as_a_body_opens_nothing(make_api, d
 
 
 def test_the_default_scheme_is_request_and_a_body_signature_is_logged_as_such(api, caplog):
-    assert api.app.agenda_settings.signature_scheme == "request"
+    assert api.app.clinic.settings.signature_scheme == "request"
     with caplog.at_level("INFO", logger="agenda"):
         assert_error(api.get("/custom-config", signature="body"), 401, "INVALID_SIGNATURE")
     assert "signed with the 'body' scheme, and this server takes 'request'" in caplog.text

@@ -1,12 +1,10 @@
-"""Storage (D15) and the audit trail (D16)."""
+"""Storage ("Storage") and the audit trail ("Audit")."""
 
 import datetime as dt
 import json
-import os
 import sqlite3
 import stat
 import threading
-import time
 
 import pytest
 
@@ -14,98 +12,17 @@ import agenda
 from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, write_csv
 
 
-def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap_d15(db_path):
+def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap(db_path):
     agenda.open_database(db_path).close()
     conn = agenda.connect(db_path)
     assert conn.row_factory is sqlite3.Row
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    assert conn.execute("PRAGMA mmap_size").fetchone()[0] == agenda.MMAP_BYTES  # issue 5: reads at any size
+    assert conn.execute("PRAGMA mmap_size").fetchone()[0] == agenda.MMAP_BYTES  # reads at any size
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with pytest.raises(sqlite3.IntegrityError):  # foreign keys really are enforced
         conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES ('X', 'X', 'no-such-speciality')")
-
-
-def test_kept_answers_stay_within_their_budget_least_recently_used_first_issue_5(db_path):
-    agenda.open_database(db_path).close()
-    conn = agenda.connect(db_path)
-    computed = []
-
-    def ask(key, size=10, budget=25):
-        return agenda.kept_until_change(conn, key, lambda: computed.append(key) or bytes(size), budget)
-
-    ask("a"), ask("b"), ask("a")
-    assert computed == ["a", "b"]
-    ask("c")  # 30 bytes: "b", the least recently used, goes
-    ask("a"), ask("c"), ask("b")
-    assert computed == ["a", "b", "c", "b"]
-    assert ask("big", size=26) == bytes(26) and ask("big", size=26) == bytes(26)  # over the budget
-    assert computed[-2:] == ["big", "big"]
-    ask("none", budget=0), ask("none", budget=0)
-    assert computed[-2:] == ["none", "none"]
-    agenda.remember(conn, "k", "v", MONDAY)  # this connection's own write
-    ask("a")
-    assert computed[-1] == "a"
-    conn.close()
-
-
-def test_commits_reach_the_database_file_from_a_thread_of_their_own_issue_5(db_path):
-    """`agenda run` copies the WAL into the database file after commits, from a thread of
-    its own, so that no request waits for a large checkpoint. Read with the WAL ignored,
-    the file shows a commit without any other connection's help."""
-    db = agenda.Database(db_path)
-    db.start_checkpoints(pause=0.05)  # a commit alone is copied `pause` seconds after
-    try:
-        with agenda.transaction(db.connection()) as conn:
-            agenda.remember(conn, "probe", "written", MONDAY)
-        found, deadline = None, time.monotonic() + 5
-        while found is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-            main_file_only = sqlite3.connect(f"file:{db_path}?immutable=1", uri=True)
-            found = main_file_only.execute("SELECT value FROM service_state WHERE key = 'probe'").fetchone()
-            main_file_only.close()
-        assert found == ('"written"',)
-    finally:
-        db.close()
-    assert "checkpointer" not in {thread.name for thread in threading.enumerate()}
-
-
-def test_the_checkpoint_thread_ends_each_wal_cycle_under_steady_commits_issue_5(db_path):
-    """Under a steady stream of commits an unlocked checkpoint never reaches the WAL's
-    end, so the WAL would never start over: the thread's last pass of each cycle, under
-    the write lock, does. With the commits' own checkpoints off, the WAL ends up holding a
-    few cycles, not every commit (each writes a page or more: 17 MB here without cycles)."""
-    db = agenda.Database(db_path)
-    db.start_checkpoints()
-    commits = 16 * agenda.CHECKPOINT_EVERY_COMMITS
-    try:
-        conn = db.connection()
-        conn.execute("PRAGMA wal_autocheckpoint = 0")
-        for number in range(commits):
-            with agenda.transaction(conn):
-                agenda.remember(conn, f"probe-{number}", "x" * 3000, MONDAY)
-            time.sleep(0.0001)  # as a server's thread goes back to its sockets between requests
-        wal_pages = db_path.with_name(db_path.name + "-wal").stat().st_size // 4096
-    finally:
-        db.close()
-    assert wal_pages < commits / 2, wal_pages
-
-
-def test_the_checkpoint_thread_syncs_the_file_now_in_place_after_a_restore_issue_5(db_path, tmp_path):
-    """The descriptor the checkpoint thread syncs through is kept for the process's life
-    (closing one would drop SQLite's locks on the file), but a file put in its place, as
-    `agenda restore` does, is the one synced from then on."""
-    agenda.open_database(db_path).close()
-    kept = agenda.kept_open_descriptor(db_path)
-    assert agenda.kept_open_descriptor(db_path) == kept
-    replacement = tmp_path / "restored.db"
-    agenda.open_database(replacement).close()
-    os.replace(replacement, db_path)
-    now_kept = agenda.kept_open_descriptor(db_path)
-    assert now_kept != kept
-    assert os.fstat(now_kept).st_ino == db_path.stat().st_ino
-    assert os.fstat(kept).st_nlink == 0  # the old one stays open, on the file that was replaced
 
 
 def test_database_files_are_readable_by_their_owner_only(api, db_path):
@@ -114,7 +31,7 @@ def test_database_files_are_readable_by_their_owner_only(api, db_path):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 
-def test_a_new_database_is_at_the_newest_schema_version_d15(db_path):
+def test_a_new_database_is_at_the_newest_schema_version(db_path):
     conn = agenda.open_database(db_path)
     sections = agenda.schema_sections(agenda.schema_path().read_text())
     assert conn.execute("PRAGMA user_version").fetchone()[0] == sections[-1][0] >= 1
@@ -130,7 +47,7 @@ INSERT INTO notes (body) VALUES ('added by 3, after the column of 2');
 """
 
 
-def test_upgrades_run_in_order_from_the_current_version_d15(tmp_path):
+def test_upgrades_run_in_order_from_the_current_version(tmp_path):
     conn = agenda.connect(tmp_path / "old.db")
     assert agenda.migrate(conn, SCHEMA_V3.split("-- version 2")[0]) == 1
     assert agenda.migrate(conn, SCHEMA_V3) == 3
@@ -140,7 +57,7 @@ def test_upgrades_run_in_order_from_the_current_version_d15(tmp_path):
     assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 1
 
 
-def test_a_failing_upgrade_changes_nothing_d15(tmp_path):
+def test_a_failing_upgrade_changes_nothing(tmp_path):
     conn = agenda.connect(tmp_path / "old.db")
     agenda.migrate(conn, SCHEMA_V3)
     broken = SCHEMA_V3 + "-- version 4\nCREATE TABLE half (id INTEGER);\nTHIS IS NOT SQL;\n"
@@ -150,7 +67,7 @@ def test_a_failing_upgrade_changes_nothing_d15(tmp_path):
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half'").fetchone()[0] == 0
 
 
-def test_a_database_newer_than_the_code_is_refused_d15(tmp_path):
+def test_a_database_newer_than_the_code_is_refused(tmp_path):
     conn = agenda.connect(tmp_path / "new.db")
     conn.execute("PRAGMA user_version = 99")
     with pytest.raises(RuntimeError, match="newer"):
@@ -163,7 +80,7 @@ def test_schema_sections_must_be_numbered_in_order():
 
 
 def test_one_connection_per_thread(api):
-    database = api.app.agenda_db
+    database = api.app.clinic.db
     mine = database.connection()
     assert database.connection() is mine
     theirs = []
@@ -186,7 +103,7 @@ def test_writes_take_the_write_lock_at_begin_and_roll_back_on_error(db_path):
     assert not writer.in_transaction
 
 
-def test_dates_are_stored_iso_and_cancellations_keep_the_row_d15(api):
+def test_dates_are_stored_iso_and_cancellations_keep_the_row(api):
     appointment_id = api.book(api.new_patient(), date="24/11/2026", time="9:30")
     api.delete(f"/appointments/{appointment_id}")
     row = api.db().execute("SELECT date, time, end_time, status, cancelled_at FROM appointments").fetchone()
@@ -195,7 +112,7 @@ def test_dates_are_stored_iso_and_cancellations_keep_the_row_d15(api):
     assert row["cancelled_at"].startswith("2026-11-23T07:00")  # the app's clock, in UTC
 
 
-def test_every_change_is_recorded_as_an_event_with_its_source_d16(api):
+def test_every_change_is_recorded_as_an_event_with_its_source(api):
     patient = api.new_patient()
     appointment_id = api.book(patient, time="09:00")
     api.put(f"/appointments/{appointment_id}", {"newDate": "24/11/2026", "newTime": "10:00"})
@@ -223,7 +140,7 @@ def test_every_change_is_recorded_as_an_event_with_its_source_d16(api):
     assert (first["id"], first["status"]) == (int(appointment_id), "booked")
 
 
-def test_refused_requests_record_no_event_d16(api):
+def test_refused_requests_record_no_event(api):
     api.new_patient()
     count = api.db().execute("SELECT count(*) FROM events").fetchone()[0]
     api.book("1", time="09:15", status=409)
@@ -235,14 +152,14 @@ def test_refused_requests_record_no_event_d16(api):
 def test_bookings_survive_a_restart_of_the_service(make_api):
     api = make_api()
     appointment_id = api.book(api.new_patient())
-    api.app.agenda_db.close()
+    api.app.clinic.db.close()
     restarted = make_api(csv=None)
     assert restarted.get(f"/appointments/{appointment_id}").json["time"] == "09:00"
     assert restarted.book(restarted.new_patient(nif="11111111H", phone="699111222"), status=409)
 
 
-def test_availability_reads_appointments_from_an_index_alone_issue_5(api, db_path):
-    """The query behind every availability answer (D6) never visits the appointments
+def test_availability_reads_appointments_from_an_index_alone(api, db_path):
+    """The query behind every availability answer ("Availability") never visits the appointments
     table: its plan is a covering-index search, on a database without ANALYZE statistics."""
     api.book(api.new_patient())
     conn = agenda.connect(db_path)
@@ -260,7 +177,7 @@ def test_availability_reads_appointments_from_an_index_alone_issue_5(api, db_pat
     conn.close()
 
 
-def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings_d15(tmp_path):
+def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings(tmp_path):
     """An admin who installs this agenda over last month's database: the service opens it,
     adds schema version 3's index, and every booking still holds its slot."""
     db_path = tmp_path / "clinic.db"

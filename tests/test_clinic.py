@@ -1,0 +1,165 @@
+"""The clinic's rules, called directly on its one domain layer (docs/design.md, "One domain
+layer"): no HTTP, no signature; what the API, the CLI and the desk all share."""
+
+import datetime as dt
+import json
+
+import pytest
+
+import agenda
+from conftest import CLINIC_CSV, MONDAY, seed, write_csv
+
+TUESDAY = dt.date(2026, 11, 24)
+
+
+@pytest.fixture
+def clinic(db_path, tmp_path, clock):
+    seed(db_path, write_csv(tmp_path, CLINIC_CSV))
+    made = agenda.Clinic(agenda.Database(db_path), agenda.Settings(), clock)
+    yield made
+    made.db.close()
+
+
+@pytest.fixture
+def ana(clinic):
+    return clinic.register_patient({"name": "Ana", "surname": "García", "nif": "12345678Z", "phone": "612345678"},
+                                   source="cli")
+
+
+def refusal(call, *args, **kwargs):
+    with pytest.raises(agenda.ClinicError) as caught:
+        call(*args, **kwargs)
+    return caught.value.status, caught.value.code
+
+
+def events(clinic):
+    return [(row["source"], row["action"]) for row in clinic.conn().execute("SELECT * FROM events ORDER BY id")
+            if row["action"] != "catalog.seeded"]
+
+
+def test_the_domain_layer_imports_nothing_of_the_web():
+    source = open(agenda.__file__, encoding="utf-8").read()
+    domain = source[source.index("# --- The clinic's operations"):source.index("# --- The web edge")]
+    assert "bottle." not in domain and "bottle.request" not in domain
+
+
+def test_a_booking_is_one_event_from_its_source_and_reads_back_as_the_caller_sees_it(clinic, ana):
+    appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana,
+                                 reason="Revisión", source="cli")
+    seen = clinic.appointment(appointment_id)
+    assert (seen["date"], seen["time"], seen["patientName"], seen["centerRef"]) == ("24/11/2026", "09:00",
+                                                                                   "Ana García", "C1")
+    assert seen["extraData"] == {"status": "booked", "specialityId": "MG", "insuranceId": None, "duration": 30}
+    assert events(clinic) == [("cli", "patient.created"), ("cli", "appointment.booked")]
+
+
+def test_a_retried_booking_is_the_same_appointment(clinic, ana):
+    first = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    assert clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana) == first
+    assert clinic.conn().execute("SELECT count(*) FROM appointments").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("day, time_text", [
+    (TUESDAY, "09:10"),                # off the 30-minute grid
+    (TUESDAY, "12:00"),                # outside hours
+    (dt.date(2026, 11, 25), "09:00"),  # MARTIN's holiday
+    (dt.date(2026, 12, 8), "09:00"),   # everyone's holiday
+    (dt.date(2026, 11, 23), "08:30"),  # before now plus the notice
+    (dt.date(2027, 6, 1), "09:00"),    # beyond the horizon
+])
+def test_a_slot_that_is_not_offered_is_refused_and_nothing_is_written(clinic, ana, day, time_text):
+    assert refusal(clinic.book, day=day, time_text=time_text, doctor_id="MARTIN", patient_id=ana) == (
+        409, "SLOT_NOT_AVAILABLE")
+    assert clinic.conn().execute("SELECT count(*) FROM appointments").fetchone()[0] == 0
+
+
+def test_another_patient_cannot_take_a_taken_slot(clinic, ana):
+    clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    other = clinic.register_patient({"name": "Luis", "nif": "11111111H"})
+    assert refusal(clinic.book, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=other) == (
+        409, "SLOT_NOT_AVAILABLE")
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"doctor_id": "NOBODY"}, (404, "DOCTOR_NOT_FOUND")),
+    ({"patient_id": "999"}, (404, "PATIENT_NOT_FOUND")),
+    ({"patient_id": "not a number"}, (404, "PATIENT_NOT_FOUND")),
+    ({"speciality_id": "PED"}, (400, "INVALID_REQUEST")),
+    ({"doctor_id": "RUIZ", "insurance_id": "DKV"}, (409, "INSURANCE_NOT_ACCEPTED")),
+    ({"center_id": "C2"}, (409, "SLOT_NOT_AVAILABLE")),
+    ({"center_id": "NOWHERE"}, (404, "CENTER_NOT_FOUND")),
+])
+def test_a_booking_names_what_is_wrong(clinic, ana, change, expected):
+    booking = {"day": TUESDAY, "time_text": "09:00", "doctor_id": "MARTIN", "patient_id": ana, **change}
+    assert refusal(clinic.book, **booking) == expected
+
+
+def test_move_cancel_and_confirm_obey_one_rule_for_a_cancelled_appointment(clinic, ana):
+    appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    assert clinic.move(appointment_id, TUESDAY, "10:00") == appointment_id
+    assert clinic.confirm(appointment_id, True) == "confirmed"
+    assert clinic.confirm(appointment_id, True) == "alreadyConfirmed"
+    assert clinic.move(appointment_id, TUESDAY, "10:30") and clinic.appointment(appointment_id)["extraData"][
+        "status"] == "booked"  # a moved appointment is no longer confirmed
+    clinic.cancel(appointment_id, reason="the patient phoned", source="cli")
+    assert refusal(clinic.appointment, appointment_id) == (410, "APPOINTMENT_PREVIOUSLY_CANCELLED")
+    assert refusal(clinic.move, appointment_id, TUESDAY, "09:00") == (409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
+    assert refusal(clinic.confirm, appointment_id, True) == (409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
+    assert refusal(clinic.cancel, appointment_id) == (409, "APPOINTMENT_ALREADY_CANCELLED")
+    assert refusal(clinic.cancel, "12345") == (404, "APPOINTMENT_NOT_FOUND")
+    row = clinic.conn().execute("SELECT status, cancel_reason FROM appointments").fetchone()
+    assert tuple(row) == ("cancelled", "the patient phoned")
+
+
+def test_declining_at_a_reminder_frees_the_slot(clinic, ana):
+    appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    assert clinic.confirm(appointment_id, False) == "cancelled"
+    assert ("24/11/2026", "09:00") in {(slot.date_text, slot.time) for slot in clinic.availability(
+        doctor_id="MARTIN", first=TUESDAY, last=TUESDAY)}
+
+
+@pytest.mark.parametrize("policy, status_after", [("flag", "unanswered"), ("release", "cancelled"),
+                                                  ("keep", "booked")])
+def test_closing_a_reminder_day_follows_the_policy_once(db_path, tmp_path, clock, policy, status_after):
+    seed(db_path, write_csv(tmp_path, CLINIC_CSV))
+    clinic = agenda.Clinic(agenda.Database(db_path), agenda.Settings(reminder_policy=policy), clock)
+    try:
+        patient = clinic.register_patient({"name": "Ana", "nif": "12345678Z"})
+        silent = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=patient)
+        skipped = clinic.book(day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id=patient)
+        answered = clinic.book(day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=patient)
+        clinic.confirm(answered, True)
+        close = {"config_id": "va", "days": ["2026-11-24"], "skipped": {skipped}}
+        assert clinic.close_reminder_day(**close) == {"processed": 1, "repeated": False}
+        assert clinic.close_reminder_day(**close) == {"processed": 0, "repeated": True}
+        status = dict(clinic.conn().execute("SELECT id, status FROM appointments").fetchall())
+        assert status == {int(silent): status_after, int(skipped): "booked", int(answered): "confirmed"}
+        cycle = clinic.conn().execute("SELECT policy, appointment_ids FROM reminder_cycles").fetchone()
+        assert (cycle["policy"], json.loads(cycle["appointment_ids"])) == (policy, [int(silent)])
+    finally:
+        clinic.db.close()
+
+
+def test_availability_defaults_to_two_weeks_from_today_within_the_horizon(clinic, clock):
+    days = {slot.date for slot in clinic.availability(speciality_id="MG")}
+    assert min(days) == MONDAY.date() and max(days) <= MONDAY.date() + dt.timedelta(days=13)
+    assert clinic.availability(doctor_id="MARTIN", first=dt.date(2027, 6, 1)) == []
+    assert refusal(clinic.availability) == (400, "INVALID_REQUEST")
+    assert refusal(clinic.availability, doctor_id="MARTIN", first=TUESDAY, last=MONDAY.date()) == (
+        400, "INVALID_REQUEST")
+
+
+def test_a_patient_is_found_by_any_spelling_of_the_nif_and_never_registered_twice(clinic, ana):
+    assert clinic.find_patient(" 12.345.678-z ")["id"] == ana
+    with pytest.raises(agenda.ClinicError) as caught:
+        clinic.register_patient({"name": "Otra", "nif": "12345678z"})
+    assert (caught.value.code, caught.value.extra) == ("PATIENT_ALREADY_EXISTS", {"patientId": ana})
+
+
+def test_a_patients_appointments_by_nif_or_phone_from_today_on(clinic, ana, clock):
+    booked = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    assert [a["appointmentId"] for a in clinic.patient_appointments(nif="12345678Z")] == [booked]
+    assert [a["appointmentId"] for a in clinic.patient_appointments(phone="+34 612 345 678")] == [booked]
+    clock.set(2026, 11, 25)
+    assert clinic.patient_appointments(nif="12345678Z") == []
+    assert clinic.patient_appointments(nif="12345678Z", day=TUESDAY)[0]["appointmentId"] == booked
