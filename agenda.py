@@ -153,6 +153,13 @@ def format_date(value):
     return f"{value.day:02d}/{value.month:02d}/{value.year:04d}"
 
 
+def plural(count, noun):
+    """'1 patient', '2 patients', '1,234 appointments', '3 specialities'."""
+    if count == 1:
+        return f"1 {noun}"
+    return f"{count:,} {noun[:-1] + 'ies' if noun.endswith('y') and noun[-2] not in 'aeiou' else noun + 's'}"
+
+
 def minutes_of(hhmm):
     """'HH:MM' to minutes since midnight."""
     return int(hhmm[:2]) * 60 + int(hhmm[3:5])
@@ -229,22 +236,60 @@ def body_text_list(body, name):
     return [item.strip() for item in value if item.strip()]
 
 
+def all_fields(readers):
+    """{name: read()} for each reader; a refusal names every field at fault, not only the first
+    (one field's own code when it is the only one, else INVALID_REQUEST)."""
+    values, refusals = {}, []
+    for name, read in readers.items():
+        try:
+            values[name] = read()
+        except ClinicError as refusal:
+            if refusal.status != 400:
+                raise
+            refusals.append(refusal)
+    if len(refusals) == 1:
+        raise refusals[0]
+    if refusals:
+        raise invalid("; ".join(refusal.message for refusal in refusals))
+    return values
+
+
+def optional_date(fields, name):
+    text = body_text(fields, name)
+    return parse_date(text, name) if text else None
+
+
+def iso_or_blank(day):
+    return day.isoformat() if day else ""
+
+
+def past_date(fields, name, today):
+    day = optional_date(fields, name)
+    if day and day > today:
+        raise invalid(f"{name} is in the future")
+    return day
+
+
+def optional_phone(fields, name="phone"):
+    text = body_text(fields, name)
+    return parse_phone(text, name) if text else None
+
+
 def patient_fields(fields, today):
     """A new patient ("Patients") from a JSON body or an imported CSV row, checked and normalised.
 
     fields maps name, surname, birthDate, nif and phone to text; the answer maps the
     patients table's columns to what it stores.
     """
-    name = body_text(fields, "name", required=True)
-    nif = normalise_nif(body_text(fields, "nif", required=True))
-    surname = body_text(fields, "surname")
-    birth_text = body_text(fields, "birthDate")
-    birth_date = parse_date(birth_text, "birthDate") if birth_text else None
-    if birth_date and birth_date > today:
-        raise invalid("birthDate is in the future")
-    phone = body_text(fields, "phone")
-    return {"name": name, "surname": surname, "birth_date": birth_date.isoformat() if birth_date else None,
-            "nif": nif, "phone": phone, "phone_e164": parse_phone(phone) if phone else None}
+    patient = all_fields({
+        "name": lambda: body_text(fields, "name", required=True),
+        "nif": lambda: normalise_nif(body_text(fields, "nif", required=True)),
+        "surname": lambda: body_text(fields, "surname"),
+        "birth_date": lambda: past_date(fields, "birthDate", today),
+        "phone": lambda: body_text(fields, "phone"),
+        "phone_e164": lambda: optional_phone(fields)})
+    birth_date = patient["birth_date"]
+    return {**patient, "birth_date": birth_date.isoformat() if birth_date else None}
 
 
 def numeric_id(text):
@@ -270,16 +315,17 @@ def parse_dates(texts, field):
 
 SCHEMA_FILE = "schema.sql"
 OPENAPI_FILE = "openapi.json"
+DEMO_CATALOGS = "seed/catalogs.csv"
 _SECTION = re.compile(r"^-- version (\d+)\s*$", re.MULTILINE)
 
 
 def data_file_path(name):
-    """Where a file shipped beside this module is: schema.sql or openapi.json.
+    """Where a file shipped with this module is: schema.sql, openapi.json, seed/catalogs.csv.
 
     Beside this module in a checkout; in an install, in <prefix>/share/agenda/, because
     a top-level module carries no package data and setup.cfg installs them as data.
     """
-    candidates = [Path(__file__).with_name(name)]
+    candidates = [Path(__file__).parent / name]
     for scheme in (None, f"{os.name}_user"):
         try:
             data = sysconfig.get_path("data", scheme) if scheme else sysconfig.get_path("data")
@@ -857,8 +903,21 @@ CHANGE_CANCELLED = (409, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment w
 CANCEL_CANCELLED = (409, "APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
 
 
-def slot_not_available():
-    return ClinicError(409, "SLOT_NOT_AVAILABLE", "that slot is not free; offer another one")
+SLOT_REFUSALS = {  # reason: what the message says ("Slot refusal reasons")
+    "taken": "another appointment holds that time",
+    "off_grid": "that time is not on the doctor's slot grid",
+    "outside_hours": "the doctor does not work at that time",
+    "closed": "the doctor or the center is closed then",
+    "too_soon": "that time is past or inside the minimum notice",
+    "beyond_horizon": "that day is beyond the booking horizon",
+    "wrong_center": "the doctor works at another center at that time",
+}
+
+
+def slot_not_available(reason, detail=None):
+    """The one refusal of a slot: 409 SLOT_NOT_AVAILABLE with why ("Slot refusal reasons")."""
+    return ClinicError(409, "SLOT_NOT_AVAILABLE",
+                       f"that slot is not free: {detail or SLOT_REFUSALS[reason]}; offer another one", reason=reason)
 
 
 class Clinic:
@@ -927,14 +986,41 @@ class Clinic:
         return dict(row)
 
     def slot_at(self, doctor, day, time_text, center_id):
-        """This doctor's slot at this date and time, or SLOT_NOT_AVAILABLE ("Booking"): on the grid,
-        within hours, not closed, inside the notice and the horizon. An overlap with another
-        appointment is left to schema.sql's triggers, in the same transaction."""
+        """This doctor's slot at this date and time, or SLOT_NOT_AVAILABLE with its reason ("Booking"):
+        on the grid, within hours, not closed, inside the notice and the horizon. An overlap with
+        another appointment is left to schema.sql's triggers, in the same transaction."""
         if day <= self.last_bookable_day():
             for slot in free_slots(self.conn(), [doctor], day, day, tz=self.tz, earliest=self.earliest_start(),
                                    center_id=center_id, overlaps_checked=False, starting_at=time_text):
                 return slot
-        raise slot_not_available()
+        raise self.slot_refusal(doctor["id"], day, time_text, center_id)
+
+    def slot_refusal(self, doctor_id, day, time_text, center_id):
+        """Why this doctor has no slot at this date and time: the first of the horizon, the
+        notice, the hours (at this center), the grid, a closure ("Slot refusal reasons")."""
+        if day > self.last_bookable_day():
+            return slot_not_available("beyond_horizon", f"{format_date(day)} is beyond the booking horizon "
+                                                        f"({self.settings.horizon_days} days)")
+        starts = local_start(day, time_text, self.tz) if day >= self.today() else None
+        if day < self.today() or (starts is not None and starts < self.earliest_start()):
+            return slot_not_available("too_soon", f"{format_date(day)} {time_text} is past or inside the "
+                                                  f"minimum notice ({self.settings.min_notice_minutes} minutes)")
+        minute = minutes_of(time_text)
+        hours = [row for row in self.conn().execute(
+            "SELECT center_id, start_time, end_time, slot_minutes FROM schedules WHERE doctor_id = ? AND weekday = ?",
+            (doctor_id, day.weekday())) if minutes_of(row["start_time"]) <= minute < minutes_of(row["end_time"])]
+        here = [row for row in hours if center_id is None or row["center_id"] == center_id]
+        if hours and not here:
+            return slot_not_available("wrong_center", f"at {time_text} the doctor works at center "
+                                                      f"{hours[0]['center_id']}")
+        if not here:
+            return slot_not_available("outside_hours", f"the doctor does not work at {time_text} on that day")
+        row = here[0]
+        if starts is None or (minute - minutes_of(row["start_time"])) % row["slot_minutes"] or \
+                minute + row["slot_minutes"] > minutes_of(row["end_time"]):
+            return slot_not_available("off_grid", f"{time_text} is not on the doctor's grid of "
+                                                  f"{row['slot_minutes']} minutes from {row['start_time']}")
+        return slot_not_available("closed")
 
     # Catalogs and patients
 
@@ -1085,22 +1171,24 @@ class Clinic:
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?)",
                     (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id, day.isoformat(),
                      slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at)))
-            except (ClinicError, sqlite3.IntegrityError):
-                return self.retried_booking(patient_key, doctor_id, day, time_text)
+            except ClinicError as refusal:
+                return self.retried_booking(patient_key, doctor_id, day, time_text, refusal)
+            except sqlite3.IntegrityError:
+                return self.retried_booking(patient_key, doctor_id, day, time_text, slot_not_available("taken"))
             record_event(conn, at, source, "appointment.booked", "appointment", booked["id"], after=booked)
         return str(booked["id"])
 
-    def retried_booking(self, patient_key, doctor_id, day, time_text):
-        """The id of this patient's live booking at this slot, or SLOT_NOT_AVAILABLE. Asked only
+    def retried_booking(self, patient_key, doctor_id, day, time_text, refusal):
+        """The id of this patient's live booking at this slot, or the slot's refusal. Asked only
         once the slot refused a booking: a retry always finds its first booking there."""
         retried = self.conn().execute(
             "SELECT id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ? AND time = ?"
             " AND status != 'cancelled'", (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
         if retried is None:
-            raise slot_not_available()
+            raise refusal
         return str(retried["id"])
 
-    def move(self, appointment_id, day, time_text, source="api"):
+    def move(self, appointment_id, *, day, time_text, source="api"):
         """The appointment to another free slot of its doctor and center ("Moving"); no longer confirmed."""
         at = self.clock()
         with self.db.transaction() as conn:
@@ -1112,7 +1200,7 @@ class Clinic:
                     " status = 'booked', confirmed_at = NULL, updated_at = ? WHERE id = ?",
                     (day.isoformat(), slot.time, slot.end_time, slot.center_id, utc_iso(at), before["id"]))
             except sqlite3.IntegrityError:
-                raise slot_not_available() from None
+                raise slot_not_available("taken") from None
             record_event(conn, at, source, "appointment.moved", "appointment", before["id"], before=before, after=after)
         return str(before["id"])
 
@@ -1190,13 +1278,16 @@ class Clinic:
 
     # The service's own facts
 
-    def note_signature_scheme(self, scheme):
-        """Keep the scheme the caller signs with, for `agenda status`; never fails a request for it."""
+    def note_signatures(self, counts):
+        """Add {scheme: signed requests} to what `agenda status` shows; never fails a request for it."""
         try:
             with self.db.transaction() as conn:
-                remember(conn, f"signature_scheme.{scheme}", scheme, self.clock())
+                for scheme, count in counts.items():
+                    noted, _ = recall(conn, f"signature_scheme.{scheme}")
+                    total = count + (noted.get("count", 0) if isinstance(noted, dict) else 0)
+                    remember(conn, f"signature_scheme.{scheme}", {"count": total}, self.clock())
         except sqlite3.Error as error:
-            log.warning("could not record the signature scheme: %s", error)
+            log.warning("could not note the signature schemes: %s", error)
 
 
 # --- The web edge: the API ---------------------------------------------------------
@@ -1225,7 +1316,7 @@ def sign(secret, message):
 
 def signed_messages(method, target, body):
     """What each scheme signs ("Signatures"): the raw body, or method, path with query, and body."""
-    return {"body": body, "request": method.encode() + b"\n" + target.encode("latin-1") + b"\n" + body}
+    return {"body": body, "request": method.encode() + b"\n" + target.encode("latin-1", "replace") + b"\n" + body}
 
 
 SIGNED_SCHEMES = ("request", "body")  # what `auto` accepts, the stronger first
@@ -1246,6 +1337,20 @@ def matching_schemes(secret, header, method, target, body):
     messages = signed_messages(method, target, body)
     return [scheme for scheme in SIGNED_SCHEMES
             if hmac.compare_digest(sign(secret, messages[scheme]), given)]
+
+
+def signature_problem(header):
+    """Why an X-Signature can match nothing whatever was signed, or None when it is a digest."""
+    if not header:
+        return "no X-Signature header"
+    if decode_signature(header) is not None:
+        return None
+    text = header.strip()[7:] if header.strip()[:7].lower() == "sha256=" else header.strip()
+    if re.fullmatch(r"[0-9a-fA-F]+", text):
+        return f"hex of the wrong length ({len(text)} digits; an HMAC-SHA256 has 64)"
+    if re.fullmatch(r"[A-Za-z0-9+/_-]+=*", text):
+        return "base64 of the wrong length (an HMAC-SHA256 is 32 bytes)"
+    return "neither hex nor base64"
 
 
 def raw_header(environ, name):
@@ -1370,11 +1475,13 @@ class ApiPlugin:
     name = "agenda"
     api = 2
 
-    def __init__(self, secret, settings, on_new_scheme=None):
+    NOTE_EVERY_SECONDS = 60  # how often the count of signed requests per scheme is written down
+
+    def __init__(self, secret, settings, on_signatures=None):
         self.secret = secret
         self.settings = settings
-        self.schemes_seen = set()
-        self.on_new_scheme = on_new_scheme or (lambda scheme: None)
+        self.on_signatures = on_signatures or (lambda counts: None)
+        self.seen, self.unnoted, self.noted_at, self.counting = set(), {}, 0.0, threading.Lock()
 
     def apply(self, callback, route):
         public = route.config.get("public", False)
@@ -1421,23 +1528,36 @@ class ApiPlugin:
         return raw
 
     def check_signature(self, request, raw):
-        """401 unless X-Signature matches a scheme this server accepts (docs/design.md,
-        "Signatures"); one that matches only a scheme it does not accept is logged as such."""
+        """401 unless X-Signature matches a scheme this server accepts ("Signatures"); a refusal
+        is logged with why, never with the signature, the secret or the query ("The caller's scheme")."""
         pinned = self.settings.signature_scheme
         allowed = SIGNED_SCHEMES if pinned == "auto" else (pinned,)
-        matched = matching_schemes(self.secret, raw_header(request.environ, "X-Signature"), request.method,
-                                   request_target(request.environ), raw)
+        header = raw_header(request.environ, "X-Signature")
+        matched = matching_schemes(self.secret, header, request.method, request_target(request.environ), raw)
         accepted = [scheme for scheme in matched if scheme in allowed]
         if not accepted:
-            if matched:
-                log.warning("request %s refused: it is signed with the %r scheme, and this server takes %r "
-                            "(--signature-scheme)", request_id(), matched[0], pinned)
+            why = signature_problem(header) or (
+                f"signed with the {matched[0]!r} scheme, and this server takes {pinned!r} (--signature-scheme)"
+                if matched else "it matches no scheme")
+            log.warning("request %s: signature refused: %s; tried %s; body %d bytes, path %s, query %d bytes",
+                        request_id(), why, " and ".join(allowed), len(raw), logged_path(request.environ),
+                        len(request.environ.get("QUERY_STRING", "").encode("latin-1")))
             raise ClinicError(401, "INVALID_SIGNATURE", "missing or invalid X-Signature")
-        scheme = accepted[0]
-        if scheme not in self.schemes_seen:
-            self.schemes_seen.add(scheme)
+        self.count_signature(accepted[0])
+
+    def count_signature(self, scheme):
+        """Count the signed requests per scheme; hand the counts over (for `agenda status`) when a
+        scheme is first seen, then at most every NOTE_EVERY_SECONDS."""
+        with self.counting:
+            self.unnoted[scheme] = self.unnoted.get(scheme, 0) + 1
+            new = scheme not in self.seen
+            self.seen.add(scheme)
+            if not new and time.monotonic() - self.noted_at < self.NOTE_EVERY_SECONDS:
+                return
+            counts, self.unnoted, self.noted_at = self.unnoted, {}, time.monotonic()
+        if new:
             log.info("the caller signs with the %r scheme", scheme)
-            self.on_new_scheme(scheme)
+        self.on_signatures(counts)
 
 
 def json_body():
@@ -1516,10 +1636,12 @@ def create_patient():
 
 
 def availabilities():
-    single = query_date("date")
-    first, last = query_date("startDate", "dateFrom", "from"), query_date("endDate", "dateTo", "to")
-    if single is not None and first is None and last is None:
-        first = last = single
+    asked = all_fields({"single": lambda: query_date("date"),
+                        "first": lambda: query_date("startDate", "dateFrom", "from"),
+                        "last": lambda: query_date("endDate", "dateTo", "to")})
+    first, last = asked["first"], asked["last"]
+    if asked["single"] is not None and first is None and last is None:
+        first = last = asked["single"]
     slots = clinic().availability(doctor_id=query_text("doctorId"), speciality_id=query_text("specialityId"),
                                   center_id=query_text("centerId"), insurance_id=query_text("insuranceId"),
                                   first=first, last=last)
@@ -1549,19 +1671,22 @@ def appointment(appointment_id):
 
 def book():
     body = json_body()
-    return created({"appointmentId": clinic().book(
-        day=parse_date(body_text(body, "date", required=True), "date"),
-        time_text=parse_time(body_text(body, "time", required=True), "time"),
-        doctor_id=body_text(body, "doctorId", required=True), patient_id=body_text(body, "patientId", required=True),
-        speciality_id=body_text(body, "specialityId"), insurance_id=body_text(body, "insuranceId"),
-        center_id=body_text(body, "centerId"), reason=body_text(body, "reason"))})
+    return created({"appointmentId": clinic().book(**all_fields({
+        "day": lambda: parse_date(body_text(body, "date", required=True), "date"),
+        "time_text": lambda: parse_time(body_text(body, "time", required=True), "time"),
+        "doctor_id": lambda: body_text(body, "doctorId", required=True),
+        "patient_id": lambda: body_text(body, "patientId", required=True),
+        "speciality_id": lambda: body_text(body, "specialityId"),
+        "insurance_id": lambda: body_text(body, "insuranceId"),
+        "center_id": lambda: body_text(body, "centerId"),
+        "reason": lambda: body_text(body, "reason")}))})
 
 
 def move(appointment_id):
     body = json_body()
-    return {"appointmentId": clinic().move(appointment_id, parse_date(body_text(body, "newDate", required=True),
-                                                                      "newDate"),
-                                           parse_time(body_text(body, "newTime", required=True), "newTime"))}
+    return {"appointmentId": clinic().move(appointment_id, **all_fields({
+        "day": lambda: parse_date(body_text(body, "newDate", required=True), "newDate"),
+        "time_text": lambda: parse_time(body_text(body, "newTime", required=True), "newTime")}))}
 
 
 def cancel(appointment_id):
@@ -1571,26 +1696,34 @@ def cancel(appointment_id):
 
 def confirm():
     body = json_body()
-    appointment_id = body_text(body, "appointmentId", required=True)
-    confirmed = body.get("confirmed")
-    if not isinstance(confirmed, bool):
-        raise invalid("confirmed is required and must be true or false")
-    return {"status": clinic().confirm(appointment_id, confirmed)}
+    return {"status": clinic().confirm(**all_fields({
+        "appointment_id": lambda: body_text(body, "appointmentId", required=True),
+        "confirmed": lambda: body_flag(body, "confirmed")}))}
+
+
+def body_flag(body, name):
+    if not isinstance(body.get(name), bool):
+        raise invalid(f"{name} is required and must be true or false")
+    return body[name]
+
+
+def reminder_days(body):
+    """The days of a reminder close: `dates`, else `date`; a wrong `date` is refused even beside `dates`."""
+    single = optional_date(body, "date")
+    texts = body_text_list(body, "dates")
+    if not texts and single is None:
+        raise invalid("date or dates is required")
+    return parse_dates(texts, "dates") if texts else [single.isoformat()]
 
 
 def end_of_reminder_day():
     body = json_body()
-    single = body_text(body, "date")
-    if single is not None:
-        parse_date(single, "date")  # a wrong date is refused even beside dates
-    day_texts = body_text_list(body, "dates") or [single or ""]
-    if not any(day_texts):
-        raise invalid("date or dates is required")
-    execution = body_text(body, "executionDate")
-    closed = clinic().close_reminder_day(
-        config_id=body_text(body, "voiceAgentConfigId") or "", days=parse_dates(day_texts, "dates"),
-        execution=parse_date(execution, "executionDate").isoformat() if execution else "",
-        skipped=set(body_text_list(body, "skipAppointmentIds")), center_id=body_text(body, "centerId"))
+    closed = clinic().close_reminder_day(**all_fields({
+        "config_id": lambda: body_text(body, "voiceAgentConfigId") or "",
+        "days": lambda: reminder_days(body),
+        "execution": lambda: iso_or_blank(optional_date(body, "executionDate")),
+        "skipped": lambda: set(body_text_list(body, "skipAppointmentIds")),
+        "center_id": lambda: body_text(body, "centerId")}))
     answer = {"status": "ok", "processed": closed["processed"]}
     return {**answer, "repeated": True} if closed["repeated"] else answer
 
@@ -1636,7 +1769,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
     app.clinic = Clinic(Database(db_path), settings, now)
     app.openapi = read_data_file(OPENAPI_FILE)
     app.default_error_handler = json_error_page
-    app.install(ApiPlugin(secret or None, settings, on_new_scheme=app.clinic.note_signature_scheme))
+    app.install(ApiPlugin(secret or None, settings, on_signatures=app.clinic.note_signatures))
     for method, path, handler, config in API_ROUTES:
         app.route(path, method, handler, **config)
     app.wsgi = with_access_log(app.wsgi)  # Bottle.__call__ calls self.wsgi
@@ -1723,9 +1856,10 @@ def make_server(app, **options):
     return server, sockets
 
 
-def serve_until_stopped(app, **options):
+def serve_until_stopped(app, on_listening=None, **options):
     """waitress until SIGTERM or Ctrl-C. On either, waitress stops taking requests and
-    lets the ones in flight finish (its task dispatcher's shutdown) before we return."""
+    lets the ones in flight finish (its task dispatcher's shutdown) before we return.
+    on_listening(url) runs once the port is bound: a port in use fails before it."""
     server, _ = make_server(app, **options)
 
     def stop(signum, frame):
@@ -1735,6 +1869,8 @@ def serve_until_stopped(app, **options):
     listening = getattr(server, "effective_listen", None) or [(server.effective_host, server.effective_port)]
     for host, port in listening:
         log.info("listening on http://%s:%s", host, port)
+    if on_listening is not None:
+        on_listening(f"http://{listening[0][0]}:{listening[0][1]}")
     try:
         server.run()
     finally:
@@ -1776,8 +1912,10 @@ def stop_logging(listener):
 
 CATALOG_COLUMNS = ("kind", "id", "name", "speciality", "center", "insurances", "days", "hours",
                    "slot_minutes", "date_from", "date_to")
-WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6,
-            "lun": 0, "mar": 1, "mie": 2, "mié": 2, "jue": 3, "vie": 4, "sab": 5, "sáb": 5, "dom": 6}
+WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6,  # and in Spanish:
+            "lun": 0, "mar": 1, "mie": 2, "mié": 2, "jue": 3, "vie": 4, "sab": 5, "sáb": 5, "dom": 6,
+            "lunes": 0, "martes": 1, "miercoles": 2, "miércoles": 2, "jueves": 3, "viernes": 4, "sabado": 5,
+            "sábado": 5, "domingo": 6}
 CATALOG_TABLES = {  # what a seed may change, in the order a snapshot reads it
     "centers": "SELECT id, name FROM centers ORDER BY id",
     "specialities": "SELECT id, name FROM specialities ORDER BY id",
@@ -1789,6 +1927,10 @@ CATALOG_TABLES = {  # what a seed may change, in the order a snapshot reads it
     "closures": "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time, reason"
                 " FROM closures ORDER BY 1, 2, 3, 4, 5",
 }
+
+
+CATALOG_NOUNS = {"centers": "center", "specialities": "speciality", "insurances": "insurance", "doctors": "doctor",
+                 "doctor_insurances": "doctor insurance", "schedules": "schedule", "closures": "closure"}
 
 
 class SeedError(Exception):
@@ -1851,19 +1993,31 @@ def parse_slot_minutes(text):
 def read_catalog_file(path):
     """[(line number, row dict), ...] of a "Catalog file" CSV; columns by name, extra columns ignored."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle)
-            if reader.fieldnames is None or "kind" not in [name.strip().lower() for name in reader.fieldnames]:
-                raise SeedError([(1, "the header row must name the columns: " + ",".join(CATALOG_COLUMNS))])
-            rows = []
-            for row in reader:
-                clean = {(key or "").strip().lower(): (value or "").strip()
-                         for key, value in row.items() if isinstance(value, str) or value is None}
-                if any(clean.values()):
-                    rows.append((reader.line_num, clean))
-            return rows
+        return read_catalog_text(Path(path).read_bytes().decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise SeedError([(1, "the file is not UTF-8: save it as 'CSV UTF-8'")]) from None
+
+
+CSV_SEPARATORS = {",": "','", ";": "';'", "\t": "a tab"}
+
+
+def read_catalog_text(text):
+    """read_catalog_file's rows from the text of the file. The separator is the header's: ','
+    or ';' (a Spanish spreadsheet's CSV) or a tab; a cell holding ';' lists is then quoted."""
+    separator = max(CSV_SEPARATORS, key=text.split("\n", 1)[0].count)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=separator)
+    found = [name.strip().lower() for name in reader.fieldnames or []]
+    if "kind" not in found:
+        raise SeedError([(1, f"the header row must name the columns {','.join(CATALOG_COLUMNS)}; it was read "
+                             f"with {CSV_SEPARATORS[separator]} as the separator and has the columns "
+                             f"{found or 'none'}")])
+    rows = []
+    for row in reader:
+        clean = {(key or "").strip().lower(): (value or "").strip()
+                 for key, value in row.items() if isinstance(value, str) or value is None}
+        if any(clean.values()):
+            rows.append((reader.line_num, clean))
+    return rows
 
 
 def _snapshot(conn):
@@ -2127,24 +2281,29 @@ def cli():
 
 @cli.command()
 @db_option
-@click.argument("file", type=click.Path(dir_okay=False))
-def seed(db_path, file):
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--demo", is_flag=True, help="Load the demo clinic shipped with agenda instead of a FILE.")
+def seed(db_path, file, demo):
     """Load centers, specialities, insurances, doctors' hours and closures from a CSV.
 
-    The file (UTF-8, header row) is applied in one transaction: every error is
-    reported with its line number and nothing changes; loading the same file again
-    changes nothing more. Columns: kind,id,name,speciality,center,insurances,days,
-    hours,slot_minutes,date_from,date_to (see the README).
+    The file (UTF-8, header row, ',' or ';' separated) is applied in one transaction:
+    every error is reported with its line number and nothing changes; loading the same
+    file again changes nothing more. Columns: kind,id,name,speciality,center,insurances,
+    days,hours,slot_minutes,date_from,date_to (see the README). Days may be written in
+    English or Spanish (mon-fri, lun-vie, lunes;miércoles).
 
     Example:
 
     \b
         agenda seed seed/catalogs.csv --db clinic.db
     """
-    if not Path(file).is_file():
+    if demo == bool(file):
+        raise click.ClickException("give the catalog CSV to load, or --demo for the demo clinic (not both)")
+    if file and not Path(file).is_file():
         raise click.ClickException(f"{file}: no such file; give the path of the catalog CSV")
+    file = file or "the demo clinic"
     try:
-        rows = read_catalog_file(file)
+        rows = read_catalog_text(read_data_file(DEMO_CATALOGS).decode("utf-8-sig")) if demo else read_catalog_file(file)
         conn = open_database(db_path)
     except SeedError as error:
         raise click.ClickException(f"{file}: nothing was loaded.\n{error}") from None
@@ -2156,7 +2315,7 @@ def seed(db_path, file):
         raise click.ClickException(f"{file}: nothing was loaded.\n{error}") from None
     finally:
         conn.close()
-    counts = ", ".join(f"{summary[table]} {table.replace('_', ' ')}" for table in CATALOG_TABLES)
+    counts = ", ".join(plural(summary[table], noun) for table, noun in CATALOG_NOUNS.items())
     state = "loaded" if summary["changed"] else "already up to date, nothing changed"
     click.echo(f"{file}: {state}. {db_path} now holds {counts}.")
 
@@ -2185,8 +2344,8 @@ def human_size(size):
 
 
 def describe_counts(counts):
-    return (f"{counts['appointments']:,} appointments ({counts['live_appointments']:,} not cancelled), "
-            f"{counts['patients']:,} patients")
+    return (f"{plural(counts['appointments'], 'appointment')} ({counts['live_appointments']:,} not cancelled), "
+            f"{plural(counts['patients'], 'patient')}")
 
 
 def secret_file_option(function):
@@ -2259,6 +2418,9 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     \b
         agenda secret set --db clinic.db && agenda run --db clinic.db --port 8080
     """
+    if not Path(db_path).is_file():
+        raise click.ClickException(f"{db_path}: no such database; create it with `agenda seed CATALOGS.csv --db "
+                                   f"{db_path}` (or `agenda seed --demo`), or give its path with --db or AGENDA_DB")
     secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
                 "horizon_days": horizon, "reminder_policy": reminder_policy}
@@ -2278,9 +2440,11 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         if trusted_proxy:
             options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
                            clear_untrusted_proxy_headers=True)
-        click.echo(f"Agenda {__version__} serving {db_path} on http://{host}:{port}", err=True)
+        if not app.clinic.conn().execute("SELECT 1 FROM doctors LIMIT 1").fetchone():
+            log.warning("%s has no doctors: no slot can be offered; load the catalogs with `agenda seed`", db_path)
         try:
-            serve(app, **options)
+            serve(app, on_listening=lambda url: click.echo(f"Agenda {__version__} serving {db_path} on {url}",
+                                                           err=True), **options)
         except OSError as error:
             raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
         finally:
@@ -2464,11 +2628,6 @@ def day_sheet_text(rows, when, center_id):
     return "\n".join(lines) + "\n"
 
 
-def plural(count, noun):
-    """'1 patient', '2 patients', '1,234 appointments'."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
 @cli.command("import-patients")
 @db_option
 @click.argument("file", type=click.Path(dir_okay=False))
@@ -2522,13 +2681,13 @@ def import_patients(ctx, db_path, file, dry_run, tz):
             click.echo(line, err=True)
         if len(problems) > 50:
             click.echo(f"... and {len(problems) - 50:,} more bad rows", err=True)
-        raise click.ClickException(f"{file}: {len(problems):,} bad row{'s' if len(problems) != 1 else ''}; "
+        raise click.ClickException(f"{file}: {plural(len(problems), 'bad row')}; "
                                    "nothing was imported. Fix them and run the import again.")
     if dry_run:
-        click.echo(f"Dry run: {len(patients):,} patients would be imported; {len(present):,} are already in "
+        click.echo(f"Dry run: {plural(len(patients), 'patient')} would be imported; {len(present):,} already in "
                    "the agenda. Nothing was written.")
     else:
-        click.echo(f"Imported {len(patients):,} patients; {len(present):,} were already in the agenda.")
+        click.echo(f"Imported {plural(len(patients), 'patient')}; {len(present):,} already in the agenda.")
 
 
 @cli.group()
@@ -2581,62 +2740,147 @@ def secret_set(db_path, secret_file):
     click.echo(f"Stored the secret in {path} (mode 600). Restart the service to use it.")
 
 
-def signature_advice(seen):
-    """What `agenda status` says of the schemes the caller was seen signing with ({scheme: when or None}):
-    never the weaker scheme when the caller uses the stronger one."""
-    if seen.get("request"):
-        return (f"the caller signs whole requests (last seen {seen['request']}): the default scheme, "
-                "`request`, the stronger one; keep it")
-    if seen.get("body"):
-        return (f"the caller signs only bodies (last seen {seen['body']}): under --signature-scheme body one "
-                "captured signature of an empty body opens every GET and DELETE (docs/security.md); "
-                "ask the caller to sign requests")
+@cli.command("sign")
+@db_option
+@click.argument("method")
+@click.argument("target")
+@click.option("--body", "body_file", type=click.File("rb"), default=None,
+              help="The file holding the body exactly as sent ('-': standard input); none for GET and DELETE.")
+@click.option("--secret", envvar="AGENDA_SECRET", default=None,
+              help="The caller's shared secret [env: AGENDA_SECRET]; else the stored one.")
+@secret_file_option
+def sign_command(db_path, method, target, body_file, secret, secret_file):
+    """Show what each scheme signs for a request, byte for byte, and its X-Signature.
+
+    TARGET is the path and query exactly as sent, not the full URL. The signed
+    bytes are printed escaped, so a stray newline shows as \\n. The secret comes from
+    the same places `agenda run` reads it, and is never printed.
+
+    Example:
+
+    \b
+        agenda sign POST /patients --body patient.json --db /var/lib/agenda/clinic.db
+    """
+    secret = secret or (read_secret_file(secret_file_path(db_path, secret_file))
+                        if secret_file_path(db_path, secret_file).is_file() else None)
+    if not secret:
+        raise click.ClickException("no shared secret: set AGENDA_SECRET or run `agenda secret set` first")
+    body = body_file.read() if body_file else b""
+    for warning in signing_warnings(method, target, body):
+        click.echo(f"Warning: {warning}", err=True)
+    messages = signed_messages(method.upper(), target, body)
+    for scheme in SIGNED_SCHEMES:
+        message = messages[scheme]
+        digest = sign(secret, message)
+        click.echo(f"{scheme} scheme signs {plural(len(message), 'byte')}:\n  {repr(message)[2:-1] or '(nothing)'}")
+        click.echo(f"  hex     {digest.hex()}\n  base64  {base64.b64encode(digest).decode()}")
+
+
+def signing_warnings(method, target, body):
+    """The integrators' usual mistakes, seen in what they are about to sign."""
+    if re.match(r"[a-z]+://", target, re.IGNORECASE):
+        yield "TARGET is a full URL; the request scheme signs the path and query only, as sent"
+    if not target.startswith("/"):
+        yield "TARGET should start with '/'"
+    if re.search(r"[^\x21-\x7e]", target):
+        yield ("TARGET holds a space or a character that cannot go on the wire as it is: sign the path and "
+               "query exactly as the request sends them, percent-encoded (Ib%C3%A1%C3%B1ez, not Ibáñez)")
+    if body.endswith(b"\n"):
+        yield "the body ends with a newline: sign it only if the request sends it too"
+    if body and method.upper() in BODYLESS_METHODS:
+        yield f"a {method.upper()} carries no body"
+
+
+def signature_advice(seen, tz):
+    """What `agenda status` says of the schemes the caller signed with ({scheme: (count, last UTC time)}):
+    never the weaker scheme when the caller uses the stronger one ("The caller's scheme")."""
+    request_count, request_last = seen.get("request", (0, None))
+    body_count, body_last = seen.get("body", (0, None))
+    if request_last:
+        also = f"; {plural(body_count, 'request')} signed the body alone" if body_count else ""
+        return (f"the caller signs whole requests ({plural(request_count, 'request')}, last "
+                f"{clinic_time(request_last, tz)}{also}): the default scheme, `request`, the stronger one; keep it")
+    if body_last:
+        return (f"the caller signs only bodies ({plural(body_count, 'request')}, last {clinic_time(body_last, tz)}): "
+                "under --signature-scheme body one captured signature of an empty body opens every GET and "
+                "DELETE (docs/security.md); ask the caller to sign requests")
     return "no signed request seen yet"
+
+
+def clinic_time(utc_text, tz):
+    """A stored UTC time as the clinic reads it: DD/MM/YYYY HH:MM, local."""
+    moment = dt.datetime.fromisoformat(utc_text).astimezone(tz)
+    return f"{format_date(moment.date())} {moment:%H:%M}"
+
+
+def signatures_seen(conn):
+    """{scheme: (signed requests counted, last time seen in UTC)} from what `run` noted."""
+    seen = {}
+    for scheme in SIGNED_SCHEMES:
+        value, at = recall(conn, f"signature_scheme.{scheme}")
+        if at:
+            seen[scheme] = (value.get("count", 1) if isinstance(value, dict) else 1, at)
+    legacy, legacy_at = recall(conn, "signature_scheme")  # the one key older versions kept
+    if legacy in SIGNED_SCHEMES and legacy not in seen:
+        seen[legacy] = (1, legacy_at)
+    return seen
+
+
+def status_lines(conn, db_path, now, tz):
+    """(label, text) of what `agenda status` shows of the database."""
+    counts = database_counts(conn)
+    by_status = dict(conn.execute("SELECT status, count(*) FROM appointments GROUP BY status").fetchall())
+    cycle = conn.execute("SELECT * FROM reminder_cycles ORDER BY closed_at DESC, id DESC LIMIT 1").fetchone()
+    last_backup, backup_at = recall(conn, "last_backup")
+    size = sum(Path(f"{db_path}{suffix}").stat().st_size for suffix in ("", "-wal")
+               if Path(f"{db_path}{suffix}").exists())
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    catalogs = f"{plural(counts['centers'], 'center')}, {plural(counts['doctors'], 'doctor')}"
+    lines = [
+        ("Database", f"{Path(db_path).resolve()} ({human_size(size)}, schema version {version})"),
+        ("Catalogs", catalogs if counts["doctors"] else catalogs + ": nothing can be booked; load the catalogs "
+                                                                   "with `agenda seed FILE`"),
+        ("Patients", f"{counts['patients']:,}"),
+        ("Appointments", f"{counts['appointments']:,}: " + ", ".join(
+            f"{by_status.get(name, 0):,} {name}" for name in STATUS_NAMES + ("cancelled",))),
+        ("Reminders", "no reminder cycle closed yet" if not cycle else
+         f"last cycle closed {clinic_time(cycle['closed_at'], tz)} for "
+         f"{', '.join(format_date(day) for day in cycle['days'].split(','))}"
+         f"{' at ' + cycle['center_id'] if cycle['center_id'] else ''}: "
+         f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"),
+        ("Signatures", signature_advice(signatures_seen(conn), tz)),
+    ]
+    if not last_backup:
+        lines.append(("Last backup", "none yet: run `agenda backup FOLDER --keep 14`"))
+    else:
+        stale = now - dt.datetime.fromisoformat(backup_at) > dt.timedelta(days=1)
+        lines.append(("Last backup", f"{clinic_time(backup_at, tz)} to {last_backup['path']} "
+                                     f"({human_size(last_backup['bytes'])})"
+                                     + ("; more than a day ago: check the nightly backup" if stale else "")))
+    return lines
 
 
 @cli.command()
 @db_option
 @secret_file_option
-def status(db_path, secret_file):
+@tz_option
+@click.pass_context
+def status(ctx, db_path, secret_file, tz):
     """What the agenda holds and how it runs: file, counts, reminders, signatures, backups.
+
+    Times are the clinic's (--tz).
 
     Example:
 
     \b
         agenda status --db /var/lib/agenda/clinic.db
     """
+    zone = cli_zone(tz)
     conn = existing_database(db_path)
     try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        counts = database_counts(conn)
-        by_status = dict(conn.execute("SELECT status, count(*) FROM appointments GROUP BY status").fetchall())
-        cycle = conn.execute("SELECT * FROM reminder_cycles ORDER BY closed_at DESC, id DESC LIMIT 1").fetchone()
-        seen = {scheme: recall(conn, f"signature_scheme.{scheme}")[1] for scheme in SIGNED_SCHEMES}
-        legacy, legacy_at = recall(conn, "signature_scheme")  # the one key older versions kept
-        if legacy in seen and not seen[legacy]:
-            seen[legacy] = legacy_at
-        last_backup, backup_at = recall(conn, "last_backup")
+        lines = status_lines(conn, db_path, cli_now(ctx), zone)
     finally:
         conn.close()
-    size = sum(Path(f"{db_path}{suffix}").stat().st_size for suffix in ("", "-wal")
-               if Path(f"{db_path}{suffix}").exists())
-    lines = [
-        ("Database", f"{Path(db_path).resolve()} ({human_size(size)}, schema version {version})"),
-        ("Catalogs", f"{counts['centers']} centers, {counts['doctors']} doctors"),
-        ("Patients", f"{counts['patients']:,}"),
-        ("Appointments", f"{counts['appointments']:,}: " + ", ".join(
-            f"{by_status.get(name, 0):,} {name}" for name in STATUS_NAMES + ("cancelled",))),
-    ]
-    if cycle:
-        days = ", ".join(format_date(day) for day in cycle["days"].split(","))
-        center = f" at {cycle['center_id']}" if cycle["center_id"] else ""
-        lines.append(("Reminders", f"last cycle closed {cycle['closed_at']} for {days}{center}: "
-                                   f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"))
-    else:
-        lines.append(("Reminders", "no reminder cycle closed yet"))
-    lines.append(("Signatures", signature_advice(seen)))
-    lines.append(("Last backup", f"{backup_at} to {last_backup['path']} ({human_size(last_backup['bytes'])})"
-                  if last_backup else "none yet: run `agenda backup FOLDER --keep 14`"))
     stored = secret_file_path(db_path, secret_file)
     if stored.is_file():
         mode = stored.stat().st_mode & 0o777

@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if "agenda" not in sys.modules:  # bench/run.py --agenda PATH imports another agenda.py first
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agenda  # noqa: E402
 
 CENTERS = ("CENTRO", "NORTE", "SUR")

@@ -305,7 +305,7 @@ def test_import_dry_run_writes_nothing_and_a_known_nif_is_never_doubled(api, run
     known = api.new_patient(nif=valid_dni(1))
     source = patients_file(tmp_path, "name,nif\n" f"Ana,{valid_dni(1)}\n" f"Eva,{valid_dni(2)}\n")
     dry = invoke(runner, "import-patients", source, "--dry-run")
-    assert dry.exit_code == 0 and "1 patients would be imported" in dry.output
+    assert dry.exit_code == 0 and "1 patient would be imported;" in dry.output
     assert f"line 2: already in the agenda as patient {known}" in dry.output
     assert query(db_path, "SELECT count(*) FROM patients") == [(1,)]
     for _ in range(2):  # importing the same file twice doubles nobody
@@ -346,6 +346,7 @@ def test_secret_set_stores_it_owner_only_and_run_uses_it(runner, db_path, tmp_pa
     assert mode(stored) == 0o600 and stored.read_text() == "the-clinic-shared-secret\n"
     assert "the-clinic-shared-secret" not in result.output
     served = {}
+    agenda.open_database(db_path).close()
     started = runner.invoke(agenda.cli, ["run"], obj={"serve": lambda app, **options: served.update(app=app)},
                             catch_exceptions=False)
     assert started.exit_code == 0, started.output
@@ -361,6 +362,7 @@ def test_secret_set_refuses_an_empty_secret_and_run_a_file_others_can_read(runne
     assert not db_path.with_suffix(".secret").exists()
     invoke(runner, "secret", "set", input="short\n")
     os.chmod(db_path.with_suffix(".secret"), 0o644)
+    agenda.open_database(db_path).close()
     refused = runner.invoke(agenda.cli, ["run"], obj={"serve": lambda app, **options: None})
     assert refused.exit_code == 1 and "chmod 600" in refused.output
 

@@ -411,3 +411,46 @@ def test_booking_a_date_long_past_is_409_in_any_time_zone(make_api):
     # 01/01/0001 09:00 in Tokyo is in year 0 in UTC: it must be refused, not overflow
     api = make_api(tz="Asia/Tokyo")
     assert_error(api.book(api.new_patient(), date="01/01/0001", status=409), 409, "SLOT_NOT_AVAILABLE")
+
+
+# Slot refusal reasons: each refusal of a slot says why, in the API's answer
+
+@pytest.mark.parametrize("date, time, reason, named", [
+    ("24/11/2026", "10:07", "off_grid", "10:07"), ("24/11/2026", "18:00", "outside_hours", "18:00"),
+    ("25/11/2026", "09:00", "closed", "closed"), ("23/11/2026", "08:30", "too_soon", "minimum notice"),
+    ("01/06/2027", "09:00", "beyond_horizon", "horizon"),
+])
+def test_a_refused_slot_says_why_in_reason_and_message(api, db_path, date, time, reason, named):
+    patient = api.new_patient()
+    before = table_rows(db_path)
+    error = assert_error(api.post("/appointments", {"date": date, "time": time, "doctorId": "MARTIN",
+                                                     "patientId": patient}), 409, "SLOT_NOT_AVAILABLE")
+    assert error["reason"] == reason and named in error["message"]
+    assert table_rows(db_path) == before
+
+
+def test_a_taken_slot_and_another_centers_hours_say_so(api):
+    api.book(api.new_patient())
+    other = api.new_patient(nif="11111111H", phone="622222222")
+    taken = assert_error(api.post("/appointments", {"date": "24/11/2026", "time": "09:00", "doctorId": "MARTIN",
+                                                     "patientId": other}), 409, "SLOT_NOT_AVAILABLE")
+    elsewhere = assert_error(api.post("/appointments", {"date": "28/11/2026", "time": "10:00", "doctorId": "MARTIN",
+                                                         "patientId": other, "centerId": "C1"}),
+                             409, "SLOT_NOT_AVAILABLE")
+    assert (taken["reason"], elsewhere["reason"]) == ("taken", "wrong_center")
+    assert "C2" in elsewhere["message"]
+
+
+def test_a_request_with_several_wrong_fields_names_every_one(api, db_path):
+    before = table_rows(db_path)
+    error = assert_error(api.post("/appointments", {"date": "31/02/2026", "time": "25:00", "patientId": 7}),
+                         400, "INVALID_REQUEST")
+    for field in ("date", "time", "doctorId", "patientId"):
+        assert field in error["message"], error["message"]
+    error = assert_error(api.post("/patients", {"nif": "12345678A", "phone": "12", "birthDate": "01/01/2999"}),
+                         400, "INVALID_REQUEST")
+    for field in ("name", "nif", "phone", "birthDate"):
+        assert field in error["message"], error["message"]
+    error = assert_error(api.put("/appointments/1", {"newDate": "x"}), 400, "INVALID_REQUEST")
+    assert "newDate" in error["message"] and "newTime" in error["message"]
+    assert table_rows(db_path) == before

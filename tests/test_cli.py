@@ -227,25 +227,49 @@ class FakeServe:
     def __init__(self):
         self.calls = []
 
-    def __call__(self, app, **options):
+    def __call__(self, app, on_listening=None, **options):
         self.calls.append((app, options))
 
 
-def test_run_refuses_to_start_without_a_secret(runner):
+@pytest.fixture
+def clinic_db(db_path, tmp_path):
+    """The test clinic's database, as `agenda seed` leaves it."""
+    agenda.open_database(db_path).close()
+    seed_result = CliRunner().invoke(agenda.cli, ["seed", str(write_csv(tmp_path, CLINIC_CSV)), "--db", str(db_path)])
+    assert seed_result.exit_code == 0, seed_result.output
+    return db_path
+
+
+def test_run_refuses_a_database_that_does_not_exist_and_names_the_fix(runner, db_path):
+    serve = FakeServe()
+    result = runner.invoke(agenda.cli, ["run", "--db", "typo.db"], obj={"serve": serve}, env={"AGENDA_SECRET": SECRET})
+    assert result.exit_code == 1 and "typo.db: no such database" in result.output and "agenda seed" in result.output
+    assert serve.calls == [] and not Path("typo.db").exists()
+
+
+def test_run_warns_when_the_database_has_no_doctors(runner, db_path, caplog):
+    agenda.open_database(db_path).close()
+    serve = FakeServe()
+    with caplog.at_level("WARNING", logger="agenda"):
+        result = runner.invoke(agenda.cli, ["run"], obj={"serve": serve}, env={"AGENDA_SECRET": SECRET})
+    assert result.exit_code == 0 and "has no doctors" in caplog.text
+    assert "nothing can be booked" in invoke(runner, "status").output
+
+
+def test_run_refuses_to_start_without_a_secret(runner, clinic_db):
     serve = FakeServe()
     result = runner.invoke(agenda.cli, ["run"], obj={"serve": serve})
     assert result.exit_code == 1 and "AGENDA_SECRET" in result.output
     assert serve.calls == []
 
 
-def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environment(runner, db_path):
+def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environment(runner, clinic_db):
     serve = FakeServe()
     result = runner.invoke(agenda.cli, ["run"], obj={"serve": serve}, env={"AGENDA_SECRET": SECRET})
     assert result.exit_code == 0, result.output
     (app, options), = serve.calls
     assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 1)
     assert app.clinic.settings.signature_scheme == "request"
-    assert db_path.exists()
     client = webtest.TestApp(checked(app))
     assert client.get("/health").json == {"status": "ok"}
     assert client.get("/custom-config", expect_errors=True).status_int == 401
@@ -256,6 +280,7 @@ def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environ
 def test_run_takes_its_settings_from_options_and_environment(runner, tmp_path):
     serve = FakeServe()
     other_db = tmp_path / "other.db"
+    agenda.open_database(other_db).close()
     result = runner.invoke(agenda.cli, ["run", "--host", "0.0.0.0", "--port", "9001", "--threads", "4",
                                         "--trusted-proxy", "127.0.0.1", "--horizon", "30",
                                         "--channel-timeout", "15"],
@@ -268,12 +293,11 @@ def test_run_takes_its_settings_from_options_and_environment(runner, tmp_path):
     assert options["trusted_proxy"] == "127.0.0.1" and options["clear_untrusted_proxy_headers"] is True
     assert options["trusted_proxy_headers"] == "x-forwarded-for x-forwarded-proto"
     assert options["channel_timeout"] == 15
-    assert other_db.exists()
     settings = app.clinic.settings
     assert (settings.reminder_policy, settings.min_notice_minutes, settings.horizon_days) == ("release", 0, 30)
 
 
-def test_run_refuses_bad_settings_with_a_clear_message(runner):
+def test_run_refuses_bad_settings_with_a_clear_message(runner, clinic_db):
     result = runner.invoke(agenda.cli, ["run", "--tz", "Mars/Olympus"], obj={"serve": FakeServe()},
                            env={"AGENDA_SECRET": SECRET})
     assert result.exit_code == 1 and "time zone" in result.output
@@ -282,7 +306,7 @@ def test_run_refuses_bad_settings_with_a_clear_message(runner):
     assert result.exit_code == 2 and "delete" in result.output
 
 
-def test_run_insecure_development_mode_warns_loudly(runner):
+def test_run_insecure_development_mode_warns_loudly(runner, clinic_db):
     serve = FakeServe()
     result = runner.invoke(agenda.cli, ["run", "--insecure-no-signature"], obj={"serve": serve})
     assert result.exit_code == 0 and "WARNING" in result.output

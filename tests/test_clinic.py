@@ -59,25 +59,35 @@ def test_a_retried_booking_is_the_same_appointment(clinic, ana):
     assert clinic.conn().execute("SELECT count(*) FROM appointments").fetchone()[0] == 1
 
 
-@pytest.mark.parametrize("day, time_text", [
-    (TUESDAY, "09:10"),                # off the 30-minute grid
-    (TUESDAY, "12:00"),                # outside hours
-    (dt.date(2026, 11, 25), "09:00"),  # MARTIN's holiday
-    (dt.date(2026, 12, 8), "09:00"),   # everyone's holiday
-    (dt.date(2026, 11, 23), "08:30"),  # before now plus the notice
-    (dt.date(2027, 6, 1), "09:00"),    # beyond the horizon
+@pytest.mark.parametrize("day, time_text, center_id, reason", [
+    (TUESDAY, "09:10", None, "off_grid"),                   # off the 30-minute grid
+    (TUESDAY, "10:45", None, "off_grid"),                   # would end after 11:00
+    (TUESDAY, "12:00", None, "outside_hours"),
+    (dt.date(2026, 11, 28), "10:00", "C1", "wrong_center"),  # on Saturdays MARTIN is at C2
+    (dt.date(2026, 11, 25), "09:00", None, "closed"),        # MARTIN's holiday
+    (dt.date(2026, 12, 8), "09:00", None, "closed"),         # everyone's holiday
+    (dt.date(2026, 11, 23), "08:30", None, "too_soon"),      # before now plus the notice
+    (dt.date(2026, 11, 20), "09:00", None, "too_soon"),      # in the past
+    (dt.date(2027, 6, 1), "09:00", None, "beyond_horizon"),
 ])
-def test_a_slot_that_is_not_offered_is_refused_and_nothing_is_written(clinic, ana, day, time_text):
-    assert refusal(clinic.book, day=day, time_text=time_text, doctor_id="MARTIN", patient_id=ana) == (
-        409, "SLOT_NOT_AVAILABLE")
+def test_a_slot_that_is_not_offered_is_refused_with_its_reason(clinic, ana, day, time_text, center_id, reason):
+    with pytest.raises(agenda.ClinicError) as caught:
+        clinic.book(day=day, time_text=time_text, doctor_id="MARTIN", patient_id=ana, center_id=center_id)
+    assert (caught.value.status, caught.value.code, caught.value.extra) == (409, "SLOT_NOT_AVAILABLE",
+                                                                            {"reason": reason})
     assert clinic.conn().execute("SELECT count(*) FROM appointments").fetchone()[0] == 0
 
 
 def test_another_patient_cannot_take_a_taken_slot(clinic, ana):
     clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    moving = clinic.book(day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=ana)
     other = clinic.register_patient({"name": "Luis", "nif": "11111111H"})
-    assert refusal(clinic.book, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=other) == (
-        409, "SLOT_NOT_AVAILABLE")
+    for attempt in (lambda: clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=other),
+                    lambda: clinic.move(moving, day=TUESDAY, time_text="09:00")):
+        with pytest.raises(agenda.ClinicError) as caught:
+            attempt()
+        assert (caught.value.code, caught.value.extra) == ("SLOT_NOT_AVAILABLE", {"reason": "taken"})
+        assert "another appointment holds that time" in caught.value.message
 
 
 @pytest.mark.parametrize("change, expected", [
@@ -96,14 +106,14 @@ def test_a_booking_names_what_is_wrong(clinic, ana, change, expected):
 
 def test_move_cancel_and_confirm_obey_one_rule_for_a_cancelled_appointment(clinic, ana):
     appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
-    assert clinic.move(appointment_id, TUESDAY, "10:00") == appointment_id
+    assert clinic.move(appointment_id, day=TUESDAY, time_text="10:00") == appointment_id
     assert clinic.confirm(appointment_id, True) == "confirmed"
     assert clinic.confirm(appointment_id, True) == "alreadyConfirmed"
-    assert clinic.move(appointment_id, TUESDAY, "10:30") and clinic.appointment(appointment_id)["extraData"][
+    assert clinic.move(appointment_id, day=TUESDAY, time_text="10:30") and clinic.appointment(appointment_id)["extraData"][
         "status"] == "booked"  # a moved appointment is no longer confirmed
     clinic.cancel(appointment_id, reason="the patient phoned", source="cli")
     assert refusal(clinic.appointment, appointment_id) == (410, "APPOINTMENT_PREVIOUSLY_CANCELLED")
-    assert refusal(clinic.move, appointment_id, TUESDAY, "09:00") == (409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
+    assert refusal(clinic.move, appointment_id, day=TUESDAY, time_text="09:00") == (409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
     assert refusal(clinic.confirm, appointment_id, True) == (409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
     assert refusal(clinic.cancel, appointment_id) == (409, "APPOINTMENT_ALREADY_CANCELLED")
     assert refusal(clinic.cancel, "12345") == (404, "APPOINTMENT_NOT_FOUND")

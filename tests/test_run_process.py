@@ -128,7 +128,7 @@ def test_the_one_file_build_runs_on_a_bare_python(tmp_path, db_path):
     assert seeded.returncode == 0 and "loaded" in seeded.stdout, seeded.stderr
     (tmp_path / "patients.csv").write_text(f"name,nif,phone\nAna,{valid_dni(9)},612 345 678\n", encoding="utf-8")
     imported = agenda_pyz("import-patients", "patients.csv", "--db", str(db_path))
-    assert imported.returncode == 0 and "Imported 1 patients" in imported.stdout, imported.stderr
+    assert imported.returncode == 0 and "Imported 1 patient;" in imported.stdout, imported.stderr
     copied = agenda_pyz("backup", "copy.db", "--db", str(db_path))
     assert copied.returncode == 0 and "integrity ok" in copied.stdout, copied.stderr
     env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}

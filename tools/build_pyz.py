@@ -76,7 +76,8 @@ def build(output):
         for key, distribution in sorted(with_dependencies(requirement_names()).items()):
             count = copy_distribution(distribution, staging)
             print(f"  {distribution.metadata['Name']} {distribution.version}: {count} files")
-        for name in ("agenda.py", "schema.sql", "openapi.json"):
+        for name in ("agenda.py", "schema.sql", "openapi.json", "seed/catalogs.csv"):
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ROOT / name, staging / name)
         (staging / "__main__.py").write_text(MAIN, encoding="utf-8")
         zipapp.create_archive(staging, output, interpreter="/usr/bin/env python3", compressed=True)
