@@ -15,6 +15,7 @@ import base64
 import csv
 import datetime as dt
 import functools
+import hashlib
 import hmac
 import io
 import json
@@ -24,6 +25,7 @@ import os
 import queue
 import random
 import re
+import secrets
 import select
 import signal
 import sqlite3
@@ -36,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
+import urllib.parse
 from urllib.parse import quote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -66,6 +69,7 @@ class Settings:
     horizon_days: int = 90
     reminder_policy: str = "flag"
     max_body_bytes: int = 64 * 1024
+    desk_idle_minutes: int = 30
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:
@@ -78,6 +82,8 @@ class Settings:
             raise ValueError("booking horizon must be at least 1 day")
         if self.max_body_bytes < 1024:
             raise ValueError("body limit must be at least 1024 bytes")
+        if self.desk_idle_minutes < 1:
+            raise ValueError("the desk's idle time must be at least 1 minute")
         clinic_zone(self.tz)
 
 
@@ -813,6 +819,8 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
         # notice reaches and on DST days; on a later plain day every slot is offerable.
         instants = tz if day <= earliest.astimezone(tz).date() or not wall_clock_is_plain(day, tz) else None
         for hours, grid in grids.get(day.weekday(), ()):
+            if hours["retired_from"] is not None and iso >= hours["retired_from"]:
+                continue
             doctor = by_id[hours["doctor_id"]]
             shut = [c for c in day_closures
                     if c["doctor_id"] in (None, doctor["id"]) and c["center_id"] in (None, hours["center_id"])]
@@ -831,12 +839,13 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
 
 
 def schedule_grids(conn, doctor_ids, center_id=None):
-    """{weekday: [(schedule row, its SlotGrid)]} of these doctors (at this center, when given)."""
-    sql = ("SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes"
-           f" FROM schedules WHERE doctor_id IN ({','.join('?' * len(doctor_ids))})")
+    """{weekday: [(schedule row, its SlotGrid)]} of these doctors (at this center, when given);
+    each row carries the doctor's retired_from."""
+    sql = ("SELECT s.doctor_id, s.center_id, s.weekday, s.start_time, s.end_time, s.slot_minutes, d.retired_from"
+           f" FROM schedules s JOIN doctors d ON d.id = s.doctor_id WHERE s.doctor_id IN ({','.join('?' * len(doctor_ids))})")
     params = list(doctor_ids)
     if center_id is not None:
-        sql += " AND center_id = ?"
+        sql += " AND s.center_id = ?"
         params.append(center_id)
     grids = {}
     for row in conn.execute(sql, params):
@@ -890,6 +899,11 @@ def appointment_view(row):
                           "duration": minutes_of(row["end_time"]) - minutes_of(row["time"])}}
 
 
+def iso_of(date_text):
+    """DD/MM/YYYY, as answers write it, back to ISO."""
+    return f"{date_text[6:10]}-{date_text[3:5]}-{date_text[0:2]}"
+
+
 def patient_view(row):
     """A patient as the caller sees it ("Patients")."""
     return {"id": str(row["id"]), "name": row["name"], "surname": row["surname"],
@@ -911,6 +925,7 @@ SLOT_REFUSALS = {  # reason: what the message says ("Slot refusal reasons")
     "too_soon": "that time is past or inside the minimum notice",
     "beyond_horizon": "that day is beyond the booking horizon",
     "wrong_center": "the doctor works at another center at that time",
+    "doctor_retired": "the doctor no longer sees patients then",
 }
 
 
@@ -918,6 +933,41 @@ def slot_not_available(reason, detail=None):
     """The one refusal of a slot: 409 SLOT_NOT_AVAILABLE with why ("Slot refusal reasons")."""
     return ClinicError(409, "SLOT_NOT_AVAILABLE",
                        f"that slot is not free: {detail or SLOT_REFUSALS[reason]}; offer another one", reason=reason)
+
+
+LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
+
+
+def hash_password(password):
+    """scrypt with a salt of its own, as staff.password stores it."""
+    if len(password) < 8:
+        raise invalid("a password needs 8 characters or more")
+    salt = os.urandom(16)
+    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${salt.hex()}${digest.hex()}"
+
+
+def password_matches(stored, password):
+    _, n, r, p, salt, digest = stored.split("$")
+    tried = hashlib.scrypt(password.encode("utf-8", "replace"), salt=bytes.fromhex(salt), n=int(n), r=int(r),
+                           p=int(p), dklen=32)
+    return hmac.compare_digest(tried.hex(), digest)
+
+
+DUMMY_PASSWORD = "scrypt$16384$8$1$" + "00" * 16 + "$" + "00" * 32  # an unknown name costs one scrypt too
+
+
+def token_hash(token):
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
+def staff_name(name):
+    """A staff account's name: 1 to 40 letters, digits, dots, dashes or underscores."""
+    name = (name or "").strip()
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,40}", name):
+        raise invalid("a staff name is 1 to 40 letters, digits, dots, dashes or underscores")
+    return name
 
 
 class Clinic:
@@ -998,6 +1048,10 @@ class Clinic:
     def slot_refusal(self, doctor_id, day, time_text, center_id):
         """Why this doctor has no slot at this date and time: the first of the horizon, the
         notice, the hours (at this center), the grid, a closure ("Slot refusal reasons")."""
+        retired_from = self.conn().execute("SELECT retired_from FROM doctors WHERE id = ?", (doctor_id,)).fetchone()[0]
+        if retired_from is not None and day.isoformat() >= retired_from:
+            return slot_not_available("doctor_retired", f"the doctor no longer sees patients from "
+                                                        f"{format_date(retired_from)}")
         if day > self.last_bookable_day():
             return slot_not_available("beyond_horizon", f"{format_date(day)} is beyond the booking horizon "
                                                         f"({self.settings.horizon_days} days)")
@@ -1276,6 +1330,240 @@ class Clinic:
         rows = self.conn().execute(f"SELECT id, status FROM appointments WHERE {where} ORDER BY id", params).fetchall()
         return [row["id"] for row in rows], [row["id"] for row in rows if row["status"] == "booked"]
 
+    # Staff accounts and desk sessions ("Staff desk")
+
+    def add_staff(self, name, password, source="cli"):
+        name = staff_name(name)
+        at = self.clock()
+        with self.db.transaction() as conn:
+            if conn.execute("SELECT 1 FROM staff WHERE name = ?", (name,)).fetchone():
+                raise ClinicError(409, "STAFF_ALREADY_EXISTS", f"there is already a staff account {name!r}")
+            conn.execute("INSERT INTO staff (name, password, created_at) VALUES (?, ?, ?)",
+                         (name, hash_password(password), utc_iso(at)))
+            record_event(conn, at, source, "staff.added", "staff", name)
+
+    def set_staff_password(self, name, password, source="cli"):
+        """A new password; the account's sessions end and its lock is lifted."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            self.require_staff(name)
+            conn.execute("UPDATE staff SET password = ?, failed_logins = 0, locked_until = NULL WHERE name = ?",
+                         (hash_password(password), name))
+            conn.execute("DELETE FROM desk_sessions WHERE staff_name = ?", (name,))
+            record_event(conn, at, source, "staff.password_set", "staff", name)
+
+    def remove_staff(self, name, source="cli"):
+        at = self.clock()
+        with self.db.transaction() as conn:
+            self.require_staff(name)
+            conn.execute("DELETE FROM staff WHERE name = ?", (name,))  # and, by cascade, its sessions
+            record_event(conn, at, source, "staff.removed", "staff", name)
+
+    def require_staff(self, name):
+        row = self.conn().execute("SELECT * FROM staff WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise ClinicError(404, "STAFF_NOT_FOUND", f"no staff account {name!r}")
+        return row
+
+    def staff(self):
+        return [dict(row) for row in self.conn().execute(
+            "SELECT name, created_at, failed_logins, locked_until FROM staff ORDER BY name")]
+
+    def log_in(self, name, password):
+        """A new desk session's (token, csrf) for the right password. The fifth wrong one in a row
+        locks the name for LOCK_MINUTES; an unknown name costs the same time and says the same."""
+        at = self.clock()
+        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        with self.db.transaction() as conn:  # a failure is written down too: refused after the commit
+            row = conn.execute("SELECT * FROM staff WHERE name = ?", (name,)).fetchone()
+            if row is not None and row["locked_until"] and row["locked_until"] > utc_iso(at):
+                refusal = ClinicError(429, "LOGIN_LOCKED", "too many failed logins: try again in a few minutes")
+            elif row is None or not password_matches(row["password"], password):
+                if row is None:
+                    password_matches(DUMMY_PASSWORD, password)  # as long as for a known name
+                refusal = ClinicError(401, "LOGIN_FAILED", "wrong name or password")
+                if row is not None:
+                    failures = row["failed_logins"] + 1
+                    locked = utc_iso(at + dt.timedelta(minutes=LOCK_MINUTES)) if failures >= LOCK_AFTER else None
+                    conn.execute("UPDATE staff SET failed_logins = ?, locked_until = ? WHERE name = ?",
+                                 (0 if locked else failures, locked, name))
+                    if locked:
+                        record_event(conn, at, "desk", "staff.locked", "staff", name)
+            else:
+                refusal = None
+                conn.execute("UPDATE staff SET failed_logins = 0, locked_until = NULL WHERE name = ?", (name,))
+                conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
+                             " VALUES (?, ?, ?, ?, ?)", (token_hash(token), name, csrf, utc_iso(at), utc_iso(at)))
+        if refusal is not None:
+            raise refusal
+        return token, csrf
+
+    def desk_session(self, token):
+        """{"name", "csrf"} of a live session, its idle time restarted; None when unknown or idle too long."""
+        if not token:
+            return None
+        at = self.clock()
+        row = self.conn().execute("SELECT * FROM desk_sessions WHERE token_hash = ?", (token_hash(token),)).fetchone()
+        if row is None:
+            return None
+        idle = at - dt.datetime.fromisoformat(row["last_seen"])
+        with self.db.transaction() as conn:
+            if idle > dt.timedelta(minutes=self.settings.desk_idle_minutes):
+                conn.execute("DELETE FROM desk_sessions WHERE token_hash = ?", (row["token_hash"],))
+                return None
+            if idle > dt.timedelta(minutes=1):
+                conn.execute("UPDATE desk_sessions SET last_seen = ? WHERE token_hash = ?",
+                             (utc_iso(at), row["token_hash"]))
+        return {"name": row["staff_name"], "csrf": row["csrf"]}
+
+    def log_out(self, token):
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM desk_sessions WHERE token_hash = ?", (token_hash(token or ""),))
+
+    # Closures and doctors (the desk and their CLI twins)
+
+    def closures(self, since=None):
+        """Closures ending on or after `since` (today), by first day: who, where, when, why."""
+        since = (since or self.today()).isoformat()
+        return [dict(row) for row in self.conn().execute(
+            "SELECT c.id, c.doctor_id, d.name AS doctor_name, c.center_id, c.date_from, c.date_to, c.start_time,"
+            " c.end_time, c.reason FROM closures c LEFT JOIN doctors d ON d.id = c.doctor_id WHERE c.date_to >= ?"
+            " ORDER BY c.date_from, c.date_to, c.id", (since,))]
+
+    def closure_fields(self, doctor_id, center_id, first, last, start, end):
+        """A closure's fields, checked: known doctor and center, days in order, hours both or neither."""
+        if doctor_id is not None:
+            self.require_doctor(doctor_id)
+        self.require_center(center_id)
+        last = last or first
+        if last < first:
+            raise invalid("the last day is before the first")
+        if (start is None) != (end is None) or (start is not None and end <= start):
+            raise invalid("hours need a start and a later end, or neither for whole days")
+        return doctor_id, center_id, first.isoformat(), last.isoformat(), start, end
+
+    def covered_by(self, doctor_id, center_id, first, last, start, end):
+        """The live appointments a closure would cover: each needs a call."""
+        where, params = "a.date BETWEEN ? AND ?", [first, last]
+        if doctor_id is not None:
+            where, params = where + " AND a.doctor_id = ?", [*params, doctor_id]
+        if start is not None:
+            where, params = where + " AND a.time < ? AND ? < a.end_time", [*params, end, start]
+        return self.live_appointments(where, params, center_id)
+
+    def add_closure(self, *, doctor_id=None, center_id=None, first, last=None, start=None, end=None, reason="",
+                    source="cli"):
+        """Close a doctor (or everyone) at a center (or every one) for days or hours; its slots leave
+        availability at once. {"id", "covered": the live appointments it covers, for rebooking}."""
+        fields = self.closure_fields(doctor_id, center_id, first, last, start, end)
+        at = self.clock()
+        with self.db.transaction() as conn:
+            row = written_row(conn, "INSERT INTO closures (doctor_id, center_id, date_from, date_to, start_time,"
+                                    " end_time, reason) VALUES (?, ?, ?, ?, ?, ?, ?)", (*fields, reason or ""))
+            record_event(conn, at, source, "closure.added", "closure", row["id"], after=row)
+        return {"id": str(row["id"]), "covered": self.covered_by(*fields)}
+
+    def remove_closure(self, closure_id, source="cli"):
+        """Remove a closure (one typed on the wrong date); its slots are offered again."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            key = numeric_id(closure_id)
+            before = None if key is None else conn.execute("SELECT * FROM closures WHERE id = ?", (key,)).fetchone()
+            if before is None:
+                raise ClinicError(404, "CLOSURE_NOT_FOUND", "no closure with that id")
+            conn.execute("DELETE FROM closures WHERE id = ?", (key,))
+            record_event(conn, at, source, "closure.removed", "closure", key, before=dict(before))
+
+    def doctors(self):
+        """Every doctor with their weekly hours at each center and the day they retire from, if any."""
+        hours = {}
+        for row in self.conn().execute("SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes"
+                                       " FROM schedules ORDER BY doctor_id, center_id, weekday, start_time"):
+            hours.setdefault(row["doctor_id"], []).append(dict(row))
+        return [{**dict(row), "hours": hours.get(row["id"], [])} for row in self.conn().execute(
+            "SELECT id, name, speciality_id, retired_from FROM doctors ORDER BY name, id")]
+
+    def retire_doctor(self, doctor_id, day, source="cli"):
+        """No slot of this doctor is offered from `day` on; the live appointments left from then on
+        are returned for rebooking, never cancelled ("Staff desk")."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            before = dict(self.require_doctor(doctor_id))
+            after = written_row(conn, "UPDATE doctors SET retired_from = ? WHERE id = ?", (day.isoformat(), doctor_id))
+            record_event(conn, at, source, "doctor.retired", "doctor", doctor_id, before=before, after=after)
+        return self.live_appointments("a.doctor_id = ? AND a.date >= ?", [doctor_id, day.isoformat()])
+
+    # Patients, as the desk looks for them
+
+    def search_patients(self, text):
+        """Patients by NIF, phone or name (up to 20), best matches first."""
+        text = (text or "").strip()
+        if not text:
+            return []
+        found = []
+        for column, value in (("nif", self.quietly(normalise_nif, text)), ("phone_e164", self.quietly(parse_phone, text))):
+            if value:
+                found += self.conn().execute(f"SELECT * FROM patients WHERE {column} = ?", (value,)).fetchall()
+        if not found:
+            pattern = "%" + re.sub(r"([%_\\])", r"\\\1", text) + "%"
+            found = self.conn().execute(
+                "SELECT * FROM patients WHERE name || ' ' || coalesce(surname, '') LIKE ? ESCAPE '\\'"
+                " ORDER BY name, surname, id LIMIT 20", (pattern,)).fetchall()
+        return [patient_view(row) for row in found]
+
+    @staticmethod
+    def quietly(parse, text):
+        try:
+            return parse(text)
+        except ClinicError:
+            return None
+
+    def patient_record(self, patient_id):
+        """A patient and their live appointments, the coming ones first, then the past."""
+        key = numeric_id(patient_id)
+        row = None if key is None else self.conn().execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()
+        if row is None:
+            raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that patientId")
+        appointments = self.live_appointments("a.patient_id = ?", [key])
+        today = self.today().isoformat()
+        coming = [a for a in appointments if iso_of(a["date"]) >= today]
+        return {**patient_view(row), "appointments": coming + [a for a in appointments if iso_of(a["date"]) < today][::-1]}
+
+    # The desk's day
+
+    def day_plan(self, day, center_id=None):
+        """One center's day for the desk ("Staff desk"): each doctor who works there that day with
+        their slots, each one free, booked (its appointment), closed (the reason) or past."""
+        iso, earliest = day.isoformat(), self.earliest_start()
+        sql = ("SELECT s.*, d.name, d.speciality_id, d.retired_from FROM schedules s JOIN doctors d ON d.id = s.doctor_id"
+               " WHERE s.weekday = ? AND (d.retired_from IS NULL OR d.retired_from > ?)")
+        params = [day.weekday(), iso]
+        if center_id is not None:
+            sql, params = sql + " AND s.center_id = ?", [*params, center_id]
+        plans = {}
+        for row in self.conn().execute(sql + " ORDER BY d.name, s.doctor_id, s.start_time", params):
+            plan = plans.setdefault(row["doctor_id"], {"id": row["doctor_id"], "name": row["name"],
+                                                        "speciality_id": row["speciality_id"], "slots": {}})
+            grid = slot_grid(minutes_of(row["start_time"]), minutes_of(row["end_time"]), row["slot_minutes"])
+            shut = [c for c in closures_between(self.conn(), [row["doctor_id"]], iso, iso)
+                    if c["center_id"] in (None, row["center_id"])]
+            for time_text, end_text, _ in grid.slots:
+                starts = local_start(day, time_text, self.tz)
+                closure = next((c for c in shut if closed_at([c], time_text, end_text)), None)
+                state = "closed" if closure else "past" if starts is None or starts < earliest else "free"
+                plan["slots"][time_text] = {"time": time_text, "end": end_text, "state": state,
+                                            "reason": closure["reason"] if closure else None, "center_id": row["center_id"]}
+        for appointment in self.appointments_on([iso], center_id):  # a retired doctor's too: to rebook
+            plan = plans.setdefault(appointment["doctorId"], {
+                "id": appointment["doctorId"], "name": appointment["doctorName"],
+                "speciality_id": appointment["extraData"]["specialityId"], "slots": {}})
+            end = hhmm(minutes_of(appointment["time"]) + appointment["extraData"]["duration"])
+            for slot in [s for s in plan["slots"].values() if s["time"] < end and appointment["time"] < s["end"]]:
+                del plan["slots"][slot["time"]]  # a slot the appointment overlaps is not on offer
+            plan["slots"][appointment["time"]] = {"time": appointment["time"], "end": end, "state": "booked",
+                                                  "appointment": appointment}
+        return [{**plan, "slots": [plan["slots"][key] for key in sorted(plan["slots"])]} for plan in plans.values()]
+
     # The service's own facts
 
     def note_signatures(self, counts):
@@ -1449,8 +1737,11 @@ def error_response(error):
 
 
 def json_error_page(http_error):
-    """Bottle's own errors (unknown route, wrong method, crash) as JSON, never HTML ("Errors")."""
+    """Bottle's own errors (unknown route, wrong method, crash) as JSON, never HTML ("Errors");
+    under /desk, a page for the receptionist."""
     status = http_error.status_code
+    if bottle.request.path.startswith("/desk"):
+        return desk_error_page(http_error)
     code = STATUS_ERROR_CODES.get(status, f"HTTP_{status}")
     message = BOTTLE_ERROR_MESSAGES.get(status, bottle.HTTP_CODES.get(status, "error").lower())
     extra = {}
@@ -1484,6 +1775,8 @@ class ApiPlugin:
         self.seen, self.unnoted, self.noted_at, self.counting = set(), {}, 0.0, threading.Lock()
 
     def apply(self, callback, route):
+        if route.config.get("desk"):
+            return callback  # the desk's own plugin guards it; a signature never opens it
         public = route.config.get("public", False)
 
         def wrapper(*args, **kwargs):
@@ -1669,7 +1962,7 @@ def appointment(appointment_id):
     return clinic().appointment(appointment_id)
 
 
-def book():
+def book_appointment():
     body = json_body()
     return created({"appointmentId": clinic().book(**all_fields({
         "day": lambda: parse_date(body_text(body, "date", required=True), "date"),
@@ -1682,19 +1975,19 @@ def book():
         "reason": lambda: body_text(body, "reason")}))})
 
 
-def move(appointment_id):
+def move_appointment(appointment_id):
     body = json_body()
     return {"appointmentId": clinic().move(appointment_id, **all_fields({
         "day": lambda: parse_date(body_text(body, "newDate", required=True), "newDate"),
         "time_text": lambda: parse_time(body_text(body, "newTime", required=True), "newTime")}))}
 
 
-def cancel(appointment_id):
+def cancel_appointment(appointment_id):
     clinic().cancel(appointment_id)
     bottle.response.status = 204
 
 
-def confirm():
+def confirm_appointment():
     body = json_body()
     return {"status": clinic().confirm(**all_fields({
         "appointment_id": lambda: body_text(body, "appointmentId", required=True),
@@ -1741,12 +2034,12 @@ API_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/availabilities", availabilities, {}),
     ("GET", "/appointments", appointments, {}),
     ("GET", "/appointments/range", appointments_range, {}),
-    ("POST", "/appointments", book, {}),
-    ("POST", "/appointments/confirm", confirm, {}),
+    ("POST", "/appointments", book_appointment, {}),
+    ("POST", "/appointments/confirm", confirm_appointment, {}),
     ("POST", "/appointments/end-of-reminder-day", end_of_reminder_day, {}),
     ("GET", APPOINTMENT_PATH, appointment, {}),
-    ("PUT", APPOINTMENT_PATH, move, {}),
-    ("DELETE", APPOINTMENT_PATH, cancel, {}),
+    ("PUT", APPOINTMENT_PATH, move_appointment, {}),
+    ("DELETE", APPOINTMENT_PATH, cancel_appointment, {}),
 ]
 
 
@@ -1770,10 +2063,408 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, **options):
     app.openapi = read_data_file(OPENAPI_FILE)
     app.default_error_handler = json_error_page
     app.install(ApiPlugin(secret or None, settings, on_signatures=app.clinic.note_signatures))
-    for method, path, handler, config in API_ROUTES:
+    app.install(DeskPlugin())
+    for method, path, handler, config in API_ROUTES + DESK_ROUTES:
         app.route(path, method, handler, **config)
     app.wsgi = with_access_log(app.wsgi)  # Bottle.__call__ calls self.wsgi
     return app
+
+
+# --- The web edge: the staff desk ---------------------------------------------------
+
+# Every text the desk shows, in Spanish and English ("Staff desk"): one table.
+TEXTS = {
+    "app": ("Agenda", "Agenda"), "login": ("Entrar", "Log in"), "logout": ("Salir", "Log out"),
+    "name": ("Nombre", "Name"), "surname": ("Apellidos", "Surname"), "password": ("Contraseña", "Password"),
+    "nif": ("NIF", "NIF"), "phone": ("Teléfono", "Phone"), "birth": ("Nacimiento", "Birth date"),
+    "today": ("Hoy", "Today"), "previous": ("Día anterior", "Previous day"), "next": ("Día siguiente", "Next day"),
+    "center": ("Centro", "Center"), "all_centers": ("Todos los centros", "All centers"), "show": ("Ver", "Show"),
+    "free": ("libre", "free"), "past": ("pasado", "past"), "closed": ("cerrado", "closed"),
+    "booked": ("reservada", "booked"), "confirmed": ("✓ confirmada", "✓ confirmed"),
+    "unanswered": ("? sin respuesta", "? no answer"), "no_doctors": ("Nadie pasa consulta este día en este centro.",
+                                                                    "No doctor sees patients that day at this center."),
+    "search": ("Buscar paciente", "Find a patient"), "find": ("Buscar", "Find"),
+    "search_hint": ("NIF, teléfono o nombre", "NIF, phone or name"), "no_patients": ("Ningún paciente encontrado.",
+                                                                                   "No patient found."),
+    "book": ("Reservar", "Book"), "book_title": ("Reservar cita", "Book an appointment"),
+    "choose": ("Elegir", "Choose"), "new_patient": ("Paciente nuevo", "New patient"),
+    "register_and_book": ("Registrar y reservar", "Register and book"), "reason": ("Motivo", "Reason"),
+    "doctor": ("Médico", "Doctor"), "date": ("Fecha", "Date"), "time": ("Hora", "Time"), "status": ("Estado", "Status"),
+    "appointment": ("Cita", "Appointment"), "move": ("Mover", "Move"), "move_to": ("Mover a", "Move to"),
+    "cancel": ("Anular", "Cancel"), "cancel_reason": ("Motivo de la anulación", "Why it is cancelled"),
+    "confirm": ("Marcar confirmada", "Mark confirmed"), "patient": ("Paciente", "Patient"),
+    "appointments": ("Citas", "Appointments"), "none": ("Ninguna.", "None."), "back": ("Volver al día", "Back to the day"),
+    "closures": ("Cierres", "Closures"), "add_closure": ("Añadir cierre", "Add a closure"),
+    "everyone": ("Todos", "Everyone"), "from": ("Desde", "From"), "to": ("Hasta", "To"),
+    "hours_from": ("Hora inicio (vacío: todo el día)", "From (blank: whole day)"), "hours_to": ("Hora fin", "To"),
+    "remove": ("Quitar", "Remove"), "covers": ("Este cierre cubre estas citas, que habrá que llamar:",
+                                              "This closure covers these appointments, which need a call:"),
+    "save_anyway": ("Guardar el cierre", "Save the closure"), "doctors": ("Médicos", "Doctors"),
+    "hours": ("Horario", "Hours"), "retire": ("Retirar desde", "Retire from"), "retired_from": ("Retirado desde",
+                                                                                              "Retired from"),
+    "left_to_rebook": ("Citas que quedan por reubicar:", "Appointments left to rebook:"),
+    "retire_anyway": ("Retirar", "Retire"), "day": ("Día", "Day"),
+    "weekdays": (("lun", "mar", "mié", "jue", "vie", "sáb", "dom"), ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")),
+    "booked_done": ("Cita de {patient} reservada el {date} a las {time}.", "{patient} booked on {date} at {time}."),
+    "moved_done": ("Cita de {patient} movida al {date} a las {time}.", "{patient}'s appointment moved to {date} at {time}."),
+    "cancelled_done": ("Cita de {patient} anulada.", "{patient}'s appointment cancelled."),
+    "confirmed_done": ("Cita de {patient} confirmada.", "{patient}'s appointment confirmed."),
+    "closure_done": ("Cierre guardado.", "Closure saved."), "closure_removed": ("Cierre quitado.", "Closure removed."),
+    "retired_done": ("{doctor} retirado desde el {date}.", "{doctor} retired from {date}."),
+    "LOGIN_FAILED": ("Nombre o contraseña incorrectos.", "Wrong name or password."),
+    "LOGIN_LOCKED": ("Demasiados intentos fallidos: espera 15 minutos.", "Too many failed logins: wait 15 minutes."),
+    "CSRF": ("El formulario ha caducado; vuelve a intentarlo.", "The form expired; try again."),
+    "reason_taken": ("Otra cita acaba de ocupar ese hueco: elige otro.", "Another booking just took that slot: choose another."),
+    "reason_off_grid": ("Esa hora no está en la agenda del médico.", "That time is not on the doctor's grid."),
+    "reason_outside_hours": ("El médico no pasa consulta a esa hora.", "The doctor does not work at that time."),
+    "reason_too_soon": ("Esa hora ya ha pasado o está demasiado cerca.", "That time is past or too soon."),
+    "reason_closed": ("Ese hueco está cerrado.", "That slot is closed."),
+    "reason_beyond_horizon": ("Esa fecha está demasiado lejos.", "That date is too far ahead."),
+    "reason_wrong_center": ("A esa hora el médico está en otro centro.", "At that time the doctor is at another center."),
+    "reason_doctor_retired": ("El médico ya no pasa consulta ese día.", "The doctor no longer works that day."),
+    "PATIENT_ALREADY_EXISTS": ("Ya hay un paciente con ese NIF.", "A patient with that NIF exists."),
+    "APPOINTMENT_PREVIOUSLY_CANCELLED": ("Esa cita ya estaba anulada.", "That appointment was already cancelled."),
+    "APPOINTMENT_ALREADY_CANCELLED": ("Esa cita ya estaba anulada.", "That appointment was already cancelled."),
+    "not_found": ("No existe.", "Not found."), "error": ("Algo ha fallado.", "Something went wrong."),
+}
+DESK_COOKIE, LOGIN_COOKIE, FLASH_COOKIE = "agenda_desk", "agenda_login", "agenda_flash"
+DESK_HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+}
+
+
+def desk_language(environ):
+    """'en' when the browser puts English before Spanish, else 'es' (the default)."""
+    for part in environ.get("HTTP_ACCEPT_LANGUAGE", "").split(","):
+        tag = part.split(";")[0].strip().lower()
+        if tag[:2] in ("es", "en"):
+            return tag[:2]
+    return "es"
+
+
+def translator(language):
+    """t(key, **values): the text of TEXTS in this language."""
+    index = 1 if language == "en" else 0
+
+    def t(key, **values):
+        text = TEXTS[key][index] if key in TEXTS else key
+        return text.format(**values) if values else text
+    return t
+
+
+@functools.lru_cache(maxsize=None)
+def desk_template(name):
+    """A template of templates/, compiled once (bottle's SimpleTemplate)."""
+    return bottle.SimpleTemplate(read_data_file(f"templates/{name}.tpl").decode("utf-8"))
+
+
+def desk_page(template, status=200, **values):
+    """A desk page: the template inside the layout, in the desk's language."""
+    desk = bottle.request.environ["agenda.desk"]
+    t = translator(desk["lang"])
+    flash = bottle.request.get_cookie(FLASH_COOKIE)
+    if flash:
+        bottle.response.delete_cookie(FLASH_COOKIE, path="/desk")
+    values = {"t": t, "desk": desk, "format_date": format_date, "error": None, **values}
+    body = desk_template(template).render(**values)
+    bottle.response.status = status
+    bottle.response.content_type = "text/html; charset=utf-8"
+    return desk_template("layout").render(body=body, flash=urllib.parse.unquote(flash or ""), **values)
+
+
+def desk_refusal(error):
+    """What a receptionist reads for a refusal: their words for a known one, else its message."""
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    key = f"reason_{error.extra['reason']}" if error.extra.get("reason") else error.code
+    return t(key) if key in TEXTS else error.message
+
+
+def done(message, to):
+    """After a change: say what changed (on the next page) and go back to `to`."""
+    secure = bottle.request.urlparts.scheme == "https"
+    bottle.response.set_cookie(FLASH_COOKIE, urllib.parse.quote(message), path="/desk", httponly=True,
+                               samesite="strict", secure=secure, max_age=60)
+    bottle.redirect(to, 303)
+
+
+def day_address(date, center_id):
+    query = {"date": format_date(date)}
+    if center_id:
+        query["centerId"] = center_id
+    return "/desk/day?" + urllib.parse.urlencode(query)
+
+
+class DeskPlugin:
+    """Wraps every desk route: the session cookie, CSRF on every POST, no X-Signature, safe headers,
+    HTML answers in the desk's language ("Staff desk")."""
+
+    name = "desk"
+    api = 2
+
+    def apply(self, callback, route):
+        if not route.config.get("desk"):
+            return callback
+        open_page = route.config.get("open_page", False)
+
+        def wrapper(*args, **kwargs):
+            request, environ = bottle.request, bottle.request.environ
+            request_id()
+            for name, value in DESK_HEADERS.items():
+                bottle.response.set_header(name, value)
+            environ["agenda.desk"] = desk = {"lang": desk_language(environ), "name": None, "csrf": None}
+            if raw_header(environ, "X-Signature") is not None:
+                return desk_error(400, "a desk page takes no X-Signature: sign in at /desk/login")
+            session = clinic().desk_session(request.get_cookie(DESK_COOKIE))
+            if session is None and not open_page:
+                bottle.redirect("/desk/login", 303)
+            desk.update(session or {})
+            if request.method == "POST" and not open_page and not hmac.compare_digest(
+                    (request.forms.getunicode("csrf") or "").encode(), desk["csrf"].encode()):
+                return desk_error(403, translator(desk["lang"])("CSRF"))
+            try:
+                return callback(*args, **kwargs)
+            except ClinicError as error:
+                return desk_error(error.status, desk_refusal(error))
+            except bottle.HTTPResponse:
+                raise  # a redirect
+            except Exception:
+                log.exception("request %s failed", request_id())
+                return desk_error(500, translator(desk["lang"])("error"))
+        return wrapper
+
+
+def desk_error_page(http_error):
+    """Bottle's own errors under /desk (an unknown page, a crash) as a page, with the desk's headers."""
+    environ = bottle.request.environ
+    environ.setdefault("agenda.desk", {"lang": desk_language(environ), "name": None, "csrf": None})
+    for name, value in DESK_HEADERS.items():
+        bottle.response.set_header(name, value)
+    if http_error.status_code >= 500:
+        log.error("request %s failed: %s", request_id(), http_error.exception)
+    t = translator(environ["agenda.desk"]["lang"])
+    return desk_error(http_error.status_code, t("not_found") if http_error.status_code == 404 else t("error"))
+
+
+def desk_error(status, message):
+    return desk_page("error", status=status, message=message)
+
+
+def desk_source():
+    return f"desk:{bottle.request.environ['agenda.desk']['name']}"
+
+
+def form(name):
+    """A form field, read with getunicode; blank is None."""
+    return (bottle.request.forms.getunicode(name) or "").strip() or None
+
+
+# Desk handlers: read the form, call the clinic with the receptionist as the source, show the page.
+
+def desk_home():
+    bottle.redirect("/desk/day", 303)
+
+
+def desk_login_page(error=None, name=""):
+    token = secrets.token_urlsafe(24)
+    secure = bottle.request.urlparts.scheme == "https"
+    bottle.response.set_cookie(LOGIN_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
+    return desk_page("login", status=401 if error else 200, login_token=token, error=error, name=name)
+
+
+def desk_log_in():
+    """Log in: the login form's token must match its cookie (CSRF before a session exists)."""
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    given, expected = form("csrf") or "", bottle.request.get_cookie(LOGIN_COOKIE) or ""
+    if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+        return desk_error(403, t("CSRF"))
+    name = form("name") or ""
+    try:
+        token, _ = clinic().log_in(name, bottle.request.forms.getunicode("password") or "")
+    except ClinicError as error:
+        return desk_login_page(t(error.code), name)
+    secure = bottle.request.urlparts.scheme == "https"
+    bottle.response.set_cookie(DESK_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
+    bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")
+    bottle.redirect("/desk/day", 303)
+
+
+def desk_log_out():
+    clinic().log_out(bottle.request.get_cookie(DESK_COOKIE))
+    bottle.response.delete_cookie(DESK_COOKIE, path="/desk")
+    bottle.redirect("/desk/login", 303)
+
+
+def desk_centers():
+    return [dict(row) for row in clinic().conn().execute("SELECT id, name FROM centers ORDER BY id")]
+
+
+def desk_day():
+    """The day view: one center, its doctors side by side, every slot free, booked, closed or past."""
+    day = parse_date(query_text("date"), "date") if query_text("date") else clinic().today()
+    centers = desk_centers()
+    center_id = query_text("centerId") or (centers[0]["id"] if centers else None)
+    plans = clinic().day_plan(day, clinic().require_center(center_id))
+    times = sorted({slot["time"] for plan in plans for slot in plan["slots"]})
+    cells = {(plan["id"], slot["time"]): slot for plan in plans for slot in plan["slots"]}
+    return desk_page("day", day=day, center_id=center_id, centers=centers, plans=plans, times=times, cells=cells,
+                     previous=day_address(day - dt.timedelta(days=1), center_id),
+                     following=day_address(day + dt.timedelta(days=1), center_id),
+                     today=day_address(clinic().today(), center_id))
+
+
+def desk_book_page(error=None, status=200):
+    """Booking a free slot: the slot, a patient search, and a new patient's form."""
+    slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId")}
+    doctor = clinic().require_doctor(slot["doctorId"])
+    found = clinic().search_patients(query_text("q")) if query_text("q") else None
+    typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason")}
+    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, q=query_text("q") or "",
+                     typed=typed, error=error)
+
+
+def desk_book():
+    """Book the slot for a patient found, or for a new one registered in the same form."""
+    source, slot = desk_source(), {name: form(name) for name in ("doctorId", "date", "time", "centerId")}
+    try:
+        patient_id = form("patientId") or clinic().register_patient(
+            {name: form(name) for name in ("name", "surname", "nif", "phone", "birthDate")}, source=source)
+        day = parse_date(slot["date"] or "", "date")
+        clinic().book(day=day, time_text=parse_time(slot["time"] or "", "time"), doctor_id=slot["doctorId"],
+                      patient_id=patient_id, center_id=slot["centerId"], reason=form("reason"), source=source)
+    except ClinicError as error:
+        return desk_book_page(desk_refusal(error), status=error.status)
+    patient = clinic().patient_record(patient_id)
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    done(t("booked_done", patient=patient["name"], date=format_date(day), time=slot["time"]),
+         day_address(day, slot["centerId"]))
+
+
+def desk_appointment(appointment_id, error=None, status=200):
+    """One appointment: move it to a free slot of its doctor, cancel it with a reason, confirm it."""
+    appointment = clinic().appointment(appointment_id)
+    day = parse_date(query_text("date") or appointment["date"], "date")
+    free = clinic().availability(doctor_id=appointment["doctorId"], center_id=appointment["centerRef"],
+                                 first=day, last=day)
+    return desk_page("appointment", status=status, appointment=appointment, free=free, day=day, error=error)
+
+
+def desk_move(appointment_id):
+    before = clinic().appointment(appointment_id)
+    try:
+        day = parse_date(form("date") or "", "date")
+        time_text = parse_time(form("time") or "", "time")
+        clinic().move(appointment_id, day=day, time_text=time_text, source=desk_source())
+    except ClinicError as error:
+        return desk_appointment(appointment_id, desk_refusal(error), error.status)
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    done(t("moved_done", patient=before["patientName"], date=format_date(day), time=time_text),
+         day_address(day, before["centerRef"]))
+
+
+def desk_cancel(appointment_id):
+    before = clinic().appointment(appointment_id)
+    clinic().cancel(appointment_id, reason=form("reason") or "cancelled at the desk", source=desk_source())
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    done(t("cancelled_done", patient=before["patientName"]), day_address(parse_date(before["date"], "date"),
+                                                                        before["centerRef"]))
+
+
+def desk_confirm(appointment_id):
+    before = clinic().appointment(appointment_id)
+    clinic().confirm(appointment_id, True, source=desk_source())
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    done(t("confirmed_done", patient=before["patientName"]), day_address(parse_date(before["date"], "date"),
+                                                                        before["centerRef"]))
+
+
+def desk_patients():
+    q = query_text("q") or ""
+    return desk_page("patients", q=q, found=clinic().search_patients(q) if q else None)
+
+
+def desk_patient(patient_id):
+    return desk_page("patient", patient=clinic().patient_record(patient_id))
+
+
+def desk_closures(error=None, status=200, covered=None):
+    typed = {name: form(name) or "" for name in ("doctorId", "centerId", "dateFrom", "dateTo", "start", "end",
+                                                 "reason")}
+    return desk_page("closures", status=status, closures=clinic().closures(), doctors=clinic().doctors(),
+                     centers=desk_centers(), typed=typed, error=error, covered=covered)
+
+
+def desk_add_closure():
+    """Add a closure; when it covers booked appointments they are listed first, and saved on confirmation."""
+    try:
+        fields = all_fields({
+            "doctor_id": lambda: form("doctorId"), "center_id": lambda: form("centerId"),
+            "first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
+            "last": lambda: parse_date(form("dateTo"), "dateTo") if form("dateTo") else None,
+            "start": lambda: parse_time(form("start"), "start") if form("start") else None,
+            "end": lambda: parse_time(form("end"), "end") if form("end") else None})
+        covered = clinic().covered_by(*clinic().closure_fields(**fields))
+        if covered and not form("confirmed"):
+            return desk_closures(covered=covered)
+        clinic().add_closure(**fields, reason=form("reason") or "", source=desk_source())
+    except ClinicError as error:
+        return desk_closures(desk_refusal(error), error.status)
+    done(translator(bottle.request.environ["agenda.desk"]["lang"])("closure_done"), "/desk/closures")
+
+
+def desk_remove_closure(closure_id):
+    clinic().remove_closure(closure_id, source=desk_source())
+    done(translator(bottle.request.environ["agenda.desk"]["lang"])("closure_removed"), "/desk/closures")
+
+
+def desk_doctors(error=None, status=200, left=None):
+    return desk_page("doctors", status=status, doctors=clinic().doctors(), error=error, left=left,
+                     weekdays=translator(bottle.request.environ["agenda.desk"]["lang"])("weekdays"))
+
+
+def desk_retire(doctor_id):
+    """Retire a doctor from a date; the appointments left after it are listed to rebook."""
+    try:
+        day = parse_date(form("date") or "", "date")
+        doctor = clinic().require_doctor(doctor_id)
+        left = clinic().live_appointments("a.doctor_id = ? AND a.date >= ?", [doctor_id, day.isoformat()])
+        if not form("confirmed"):
+            return desk_doctors(left={"doctor": dict(doctor), "date": format_date(day), "appointments": left})
+        clinic().retire_doctor(doctor_id, day, source=desk_source())
+    except ClinicError as error:
+        return desk_doctors(desk_refusal(error), error.status)
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    done(t("retired_done", doctor=doctor["name"], date=format_date(day)), "/desk/doctors")
+
+
+def desk_stylesheet():
+    bottle.response.content_type = "text/css; charset=utf-8"
+    return read_data_file("templates/desk.css")
+
+
+DESK = {"desk": True}
+DESK_ROUTES = [  # (method, path, handler, route config)
+    ("GET", "/desk", desk_home, {**DESK, "open_page": True}),
+    ("GET", "/desk/desk.css", desk_stylesheet, {**DESK, "open_page": True}),
+    ("GET", "/desk/login", desk_login_page, {**DESK, "open_page": True}),
+    ("POST", "/desk/login", desk_log_in, {**DESK, "open_page": True}),
+    ("POST", "/desk/logout", desk_log_out, DESK),
+    ("GET", "/desk/day", desk_day, DESK),
+    ("GET", "/desk/book", desk_book_page, DESK),
+    ("POST", "/desk/book", desk_book, DESK),
+    ("GET", "/desk/appointments/<appointment_id:int>", desk_appointment, DESK),
+    ("POST", "/desk/appointments/<appointment_id:int>/move", desk_move, DESK),
+    ("POST", "/desk/appointments/<appointment_id:int>/cancel", desk_cancel, DESK),
+    ("POST", "/desk/appointments/<appointment_id:int>/confirm", desk_confirm, DESK),
+    ("GET", "/desk/patients", desk_patients, DESK),
+    ("GET", "/desk/patients/<patient_id:int>", desk_patient, DESK),
+    ("GET", "/desk/closures", desk_closures, DESK),
+    ("POST", "/desk/closures", desk_add_closure, DESK),
+    ("POST", "/desk/closures/<closure_id:int>/remove", desk_remove_closure, DESK),
+    ("GET", "/desk/doctors", desk_doctors, DESK),
+    ("POST", "/desk/doctors/<doctor_id>/retire", desk_retire, DESK),
+]
 
 
 # --- The web edge: waitress -------------------------------------------------------
@@ -2738,6 +3429,333 @@ def secret_set(db_path, secret_file):
     if len(value) < 16:
         click.echo("Warning: the secret is under 16 characters; a longer one is harder to guess.", err=True)
     click.echo(f"Stored the secret in {path} (mode 600). Restart the service to use it.")
+
+
+# The desk's twins: every staff action as a command, for scripts and an admin without a browser
+
+@contextmanager
+def clinic_at(ctx, db_path, tz=DEFAULT_TZ):
+    """The Clinic over an existing database for one command; a refusal becomes one `Error:` line."""
+    clinic = cli_clinic(ctx, db_path, tz)
+    try:
+        yield clinic
+    except ClinicError as error:
+        raise click.ClickException(error.message) from None
+    finally:
+        clinic.db.close()
+
+
+def cli_date(text, option):
+    try:
+        return parse_date(text, option)
+    except ClinicError:
+        raise click.ClickException(f"{option} {text!r} is not a date; write it as DD/MM/YYYY, e.g. 24/11/2026") from None
+
+
+def cli_time(text, option):
+    try:
+        return parse_time(text, option)
+    except ClinicError:
+        raise click.ClickException(f"{option} {text!r} is not a time; write it as HH:MM, e.g. 09:30") from None
+
+
+def appointment_line(a):
+    return (f"{a['appointmentId']}: {a['date']} {a['time']} {a['doctorName']} ({a['doctorId']})"
+            f"{' at ' + a['centerRef'] if a['centerRef'] else ''}, {a['patientName']} {a['phone'] or ''}".rstrip())
+
+
+@cli.command()
+@db_option
+@click.option("--doctor", "doctor_id", required=True, help="The doctor's id.")
+@click.option("--date", "date_text", required=True, help="The day, DD/MM/YYYY.")
+@click.option("--time", "time_text", required=True, help="The slot's start, HH:MM.")
+@click.option("--patient", "patient_id", default=None, help="The patient's id (or give --nif).")
+@click.option("--nif", default=None, help="The patient's NIF, when the id is not at hand.")
+@click.option("--center", "center_id", default=None, help="The center (where the doctor works then).")
+@click.option("--reason", default=None, help="Why the patient comes.")
+@tz_option
+@click.pass_context
+def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, tz):
+    """Book a free slot for a patient, with the same rules as the API and the desk.
+
+    Example:
+
+    \b
+        agenda book --doctor MARTIN --date 24/11/2026 --time 09:30 --nif 12345678Z --reason Revisión
+    """
+    day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
+    with clinic_at(ctx, db_path, tz) as clinic:
+        if patient_id is None:
+            if nif is None:
+                raise click.ClickException("give the patient: --patient ID or --nif NIF")
+            patient_id = clinic.find_patient(nif)["id"]
+        booked = clinic.book(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id,
+                             center_id=center_id, reason=reason, source="cli")
+        click.echo(f"Booked {appointment_line(clinic.appointment(booked))}")
+
+
+@cli.command()
+@db_option
+@click.argument("appointment_id")
+@click.option("--date", "date_text", required=True, help="The new day, DD/MM/YYYY.")
+@click.option("--time", "time_text", required=True, help="The new start, HH:MM.")
+@tz_option
+@click.pass_context
+def move(ctx, db_path, appointment_id, date_text, time_text, tz):
+    """Move an appointment to another free slot of its doctor and center; it is no longer confirmed.
+
+    Example:
+
+    \b
+        agenda move 123 --date 25/11/2026 --time 10:00
+    """
+    day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
+    with clinic_at(ctx, db_path, tz) as clinic:
+        clinic.move(appointment_id, day=day, time_text=start, source="cli")
+        click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id))}")
+
+
+@cli.command()
+@db_option
+@click.argument("appointment_id")
+@click.option("--reason", default="cancelled by the clinic", show_default=True, help="Why it is cancelled.")
+@tz_option
+@click.pass_context
+def cancel(ctx, db_path, appointment_id, reason, tz):
+    """Cancel an appointment; its slot is free again (nothing is deleted).
+
+    Example:
+
+    \b
+        agenda cancel 123 --reason "the patient phoned the front desk"
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        line = appointment_line(clinic.appointment(appointment_id))
+        clinic.cancel(appointment_id, reason=reason, source="cli")
+        click.echo(f"Cancelled {line}")
+
+
+@cli.command()
+@db_option
+@click.argument("appointment_id")
+@tz_option
+@click.pass_context
+def confirm(ctx, db_path, appointment_id, tz):
+    """Mark an appointment confirmed (the patient said they will come).
+
+    Example:
+
+    \b
+        agenda confirm 123
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        state = clinic.confirm(appointment_id, True, source="cli")
+        click.echo(f"{'Already confirmed' if state == 'alreadyConfirmed' else 'Confirmed'} "
+                   f"{appointment_line(clinic.appointment(appointment_id))}")
+
+
+@cli.group()
+def closed():
+    """Holidays and absences: list, add and remove closures; their slots leave availability at once.
+
+    Example:
+
+    \b
+        agenda closed add --from 24/12/2026 --to 26/12/2026 --reason Navidad
+    """
+
+
+@closed.command("list")
+@db_option
+@tz_option
+@click.pass_context
+def closed_list(ctx, db_path, tz):
+    """The closures from today on: id, who, where, days, hours, reason.
+
+    Example:
+
+    \b
+        agenda closed list --db /var/lib/agenda/clinic.db
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        for c in clinic.closures():
+            hours = f" {c['start_time']}-{c['end_time']}" if c["start_time"] else ""
+            click.echo(f"{c['id']}: {c['doctor_name'] or 'everyone'} at {c['center_id'] or 'every center'}, "
+                       f"{format_date(c['date_from'])} to {format_date(c['date_to'])}{hours}: {c['reason']}")
+
+
+@closed.command("add")
+@db_option
+@click.option("--doctor", "doctor_id", default=None, help="The doctor's id (default: everyone).")
+@click.option("--center", "center_id", default=None, help="The center (default: every center).")
+@click.option("--from", "first", required=True, help="The first day, DD/MM/YYYY.")
+@click.option("--to", "last", default=None, help="The last day (default: the first).")
+@click.option("--hours", default=None, help="Only these hours, HH:MM-HH:MM (default: the whole day).")
+@click.option("--reason", default="", help="Why: a holiday, a course, an absence.")
+@tz_option
+@click.pass_context
+def closed_add(ctx, db_path, doctor_id, center_id, first, last, hours, reason, tz):
+    """Close a doctor or everyone, at a center or all, for days or hours; lists the bookings it covers.
+
+    Example:
+
+    \b
+        agenda closed add --doctor MARTIN --from 30/11/2026 --hours 09:00-11:00 --reason Congreso
+    """
+    start = end = None
+    if hours:
+        start_text, _, end_text = hours.partition("-")
+        start, end = cli_time(start_text, "--hours"), cli_time(end_text, "--hours")
+    with clinic_at(ctx, db_path, tz) as clinic:
+        added = clinic.add_closure(doctor_id=doctor_id, center_id=center_id, first=cli_date(first, "--from"),
+                                   last=cli_date(last, "--to") if last else None, start=start, end=end,
+                                   reason=reason, source="cli")
+        click.echo(f"Added closure {added['id']}; it covers {plural(len(added['covered']), 'booked appointment')}"
+                   f"{': call to rebook' if added['covered'] else '.'}")
+        for appointment in added["covered"]:
+            click.echo(f"  {appointment_line(appointment)}")
+
+
+@closed.command("remove")
+@db_option
+@click.argument("closure_id")
+@tz_option
+@click.pass_context
+def closed_remove(ctx, db_path, closure_id, tz):
+    """Remove a closure (one typed on the wrong date): its slots are offered again.
+
+    Example:
+
+    \b
+        agenda closed remove 12
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        clinic.remove_closure(closure_id, source="cli")
+        click.echo(f"Removed closure {closure_id}.")
+
+
+@cli.group()
+def doctor():
+    """Doctors: retire one who leaves (no slot offered from a date on).
+
+    Example:
+
+    \b
+        agenda doctor retire RUIZ --from 01/01/2027
+    """
+
+
+@doctor.command("retire")
+@db_option
+@click.argument("doctor_id")
+@click.option("--from", "first", required=True, help="The first day the doctor no longer sees patients.")
+@tz_option
+@click.pass_context
+def doctor_retire(ctx, db_path, doctor_id, first, tz):
+    """Offer no slot of DOCTOR_ID from a date on; lists the appointments left after it, to rebook.
+
+    They are never cancelled by this: call each patient and move or cancel it.
+
+    Example:
+
+    \b
+        agenda doctor retire RUIZ --from 01/01/2027
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        left = clinic.retire_doctor(doctor_id, cli_date(first, "--from"), source="cli")
+        click.echo(f"{doctor_id} offers no slot from {first} on; {plural(len(left), 'appointment')} left to rebook"
+                   f"{':' if left else '.'}")
+        for appointment in left:
+            click.echo(f"  {appointment_line(appointment)}")
+
+
+@cli.group()
+def staff():
+    """Reception's accounts for the desk (/desk), apart from the caller's secret.
+
+    Example:
+
+    \b
+        agenda staff add ana --db /var/lib/agenda/clinic.db
+    """
+
+
+def new_password():
+    """A password from a hidden prompt (twice), or the first line of standard input when it is not a terminal."""
+    if sys.stdin.isatty():
+        return click.prompt("Password (not shown)", hide_input=True, confirmation_prompt=True)
+    return sys.stdin.readline().rstrip("\n")
+
+
+@staff.command("add")
+@db_option
+@click.argument("name")
+@click.pass_context
+def staff_add(ctx, db_path, name):
+    """Add a staff account; its password from a hidden prompt, or from standard input.
+
+    Example:
+
+    \b
+        agenda staff add ana --db /var/lib/agenda/clinic.db
+    """
+    with clinic_at(ctx, db_path) as clinic:
+        clinic.add_staff(name, new_password(), source="cli")
+        click.echo(f"Added {name}: they log in at /desk.")
+
+
+@staff.command("password")
+@db_option
+@click.argument("name")
+@click.pass_context
+def staff_password(ctx, db_path, name):
+    """Set a new password (it also ends their sessions and lifts a lock).
+
+    Example:
+
+    \b
+        agenda staff password ana
+    """
+    with clinic_at(ctx, db_path) as clinic:
+        clinic.set_staff_password(name, new_password(), source="cli")
+        click.echo(f"New password set for {name}; their desk sessions are closed.")
+
+
+@staff.command("remove")
+@db_option
+@click.argument("name")
+@click.pass_context
+def staff_remove(ctx, db_path, name):
+    """Remove a staff account and end its sessions.
+
+    Example:
+
+    \b
+        agenda staff remove ana
+    """
+    with clinic_at(ctx, db_path) as clinic:
+        clinic.remove_staff(name, source="cli")
+        click.echo(f"Removed {name}.")
+
+
+@staff.command("list")
+@db_option
+@tz_option
+@click.pass_context
+def staff_list(ctx, db_path, tz):
+    """The staff accounts, when each was added, and any lock.
+
+    Example:
+
+    \b
+        agenda staff list
+    """
+    zone = cli_zone(tz)
+    with clinic_at(ctx, db_path, tz) as clinic:
+        for member in clinic.staff():
+            locked = member["locked_until"] and member["locked_until"] > utc_iso(cli_now(ctx))
+            click.echo(f"{member['name']}  added {clinic_time(member['created_at'], zone)}"
+                       f"{'  locked until ' + clinic_time(member['locked_until'], zone) if locked else ''}")
 
 
 @cli.command("sign")

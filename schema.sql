@@ -165,3 +165,27 @@ CREATE TABLE IF NOT EXISTS service_state (
 -- triggers above, from the index alone, without visiting the table.
 CREATE INDEX IF NOT EXISTS appointments_by_doctor_day
     ON appointments (doctor_id, date, time, end_time, status);
+
+-- version 4
+
+-- A doctor who left: no slot is offered on or after this ISO date ("Staff desk").
+ALTER TABLE doctors ADD COLUMN retired_from TEXT;
+
+-- Reception's accounts, apart from the caller's secret. password is
+-- "scrypt$N$r$p$salt$hash" (hex); five failed logins in a row lock the name until locked_until.
+CREATE TABLE IF NOT EXISTS staff (
+    name          TEXT PRIMARY KEY,
+    password      TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    failed_logins INTEGER NOT NULL DEFAULT 0,
+    locked_until  TEXT
+);
+
+-- A signed-in desk: the cookie's token is kept only as its SHA-256; csrf is the form token.
+CREATE TABLE IF NOT EXISTS desk_sessions (
+    token_hash TEXT PRIMARY KEY,
+    staff_name TEXT NOT NULL REFERENCES staff (name) ON DELETE CASCADE,
+    csrf       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    last_seen  TEXT NOT NULL
+);

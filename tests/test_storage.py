@@ -193,10 +193,42 @@ def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings(tmp_pat
     conn.close()
     api = Api(agenda.create_app(db_path, SECRET, now=Clock(MONDAY)))
     conn = agenda.connect(db_path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] >= 3
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'appointments_by_doctor_day'"
                         ).fetchone()[0] == 1
     conn.close()
     times = [slot["time"] for slot in api.get("/availabilities?doctorId=MARTIN&date=24/11/2026").json["data"]]
     assert times == ["09:00", "10:00", "10:30"]
     assert api.get("/appointments/1").json["time"] == "09:30"
+
+
+def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
+    """The upgrade path an admin takes (docs/deploy.md): a database at the previous schema
+    version, with bookings in it, opened by this agenda: upgraded on start, every booking kept."""
+    sections = agenda.schema_sections(agenda.read_schema())
+    newest = sections[-1][0]
+    db_path = tmp_path / "clinic.db"
+    conn = agenda.connect(db_path)
+    agenda.migrate(conn, agenda.read_schema().split(f"-- version {newest}")[0])
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == newest - 1
+    agenda.seed_catalogs(conn, agenda.read_catalog_file(write_csv(tmp_path, CLINIC_CSV)), at=MONDAY)
+    with agenda.transaction(conn):
+        for n, (nif, time_text, status) in enumerate([("12345678Z", "09:00", "booked"),
+                                                      ("11111111H", "09:30", "confirmed"),
+                                                      ("22222222J", "10:00", "cancelled")], start=1):
+            conn.execute("INSERT INTO patients (name, nif, created_at) VALUES (?, ?, 'x')", (f"P{n}", nif))
+            conn.execute("INSERT INTO appointments (patient_id, doctor_id, speciality_id, center_id, date, time,"
+                         " end_time, status, created_at, updated_at) VALUES (?, 'MARTIN', 'MG', 'C1', '2026-11-24',"
+                         " ?, ?, ?, 'x', 'x')", (n, time_text, agenda.hhmm(agenda.minutes_of(time_text) + 30), status))
+    before = [tuple(row) for row in conn.execute("SELECT * FROM appointments ORDER BY id")]
+    conn.close()
+    api = Api(agenda.create_app(db_path, SECRET, now=Clock(MONDAY)))
+    try:
+        assert api.db().execute("PRAGMA user_version").fetchone()[0] == newest
+        assert [tuple(row) for row in api.db().execute("SELECT * FROM appointments ORDER BY id")] == before
+        listed = api.get("/appointments?date=24/11/2026").json["data"]
+        assert [(a["time"], a["extraData"]["status"]) for a in listed] == [("09:00", "booked"), ("09:30", "confirmed")]
+        times = [slot["time"] for slot in api.get("/availabilities?doctorId=MARTIN&date=24/11/2026").json["data"]]
+        assert times == ["10:00", "10:30"]
+    finally:
+        api.app.clinic.db.close()

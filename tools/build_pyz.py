@@ -76,7 +76,9 @@ def build(output):
         for key, distribution in sorted(with_dependencies(requirement_names()).items()):
             count = copy_distribution(distribution, staging)
             print(f"  {distribution.metadata['Name']} {distribution.version}: {count} files")
-        for name in ("agenda.py", "schema.sql", "openapi.json", "seed/catalogs.csv"):
+        shipped = ["agenda.py", "schema.sql", "openapi.json", "seed/catalogs.csv",
+                   *(f"templates/{path.name}" for path in sorted((ROOT / "templates").iterdir()))]
+        for name in shipped:
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ROOT / name, staging / name)
         (staging / "__main__.py").write_text(MAIN, encoding="utf-8")

@@ -1,0 +1,53 @@
+<h1>{{t('book_title')}}</h1>
+<p>{{doctor['name']}} · {{slot['date']}} · {{slot['time']}}</p>
+% if error:
+<p class="error" role="alert">{{error}}</p>
+% end
+<form method="get" action="/desk/book" class="search">
+  % for key in ('doctorId', 'date', 'time', 'centerId'):
+  % if slot[key]:
+  <input type="hidden" name="{{key}}" value="{{slot[key]}}">
+  % end
+  % end
+  <label>{{t('search')}} <input name="q" value="{{q}}" placeholder="{{t('search_hint')}}"></label>
+  <button type="submit">{{t('find')}}</button>
+</form>
+% if found is not None:
+% if not found:
+<p>{{t('no_patients')}}</p>
+% end
+<ul class="found">
+% for patient in found:
+  <li>
+    <form method="post" action="/desk/book">
+      <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+      % for key in ('doctorId', 'date', 'time', 'centerId'):
+      % if slot[key]:
+      <input type="hidden" name="{{key}}" value="{{slot[key]}}">
+      % end
+      % end
+      <input type="hidden" name="patientId" value="{{patient['id']}}">
+      {{patient['name']}} {{patient['surname'] or ''}} · {{patient['nif']}} · {{patient['phone'] or ''}}
+      <label>{{t('reason')}} <input name="reason" value="{{typed['reason']}}"></label>
+      <button type="submit">{{t('book')}}</button>
+    </form>
+  </li>
+% end
+</ul>
+% end
+<h2>{{t('new_patient')}}</h2>
+<form method="post" action="/desk/book" class="grid">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+  % for key in ('doctorId', 'date', 'time', 'centerId'):
+  % if slot[key]:
+  <input type="hidden" name="{{key}}" value="{{slot[key]}}">
+  % end
+  % end
+  <label>{{t('name')}} <input name="name" value="{{typed['name']}}" required></label>
+  <label>{{t('surname')}} <input name="surname" value="{{typed['surname']}}"></label>
+  <label>{{t('nif')}} <input name="nif" value="{{typed['nif']}}" required></label>
+  <label>{{t('phone')}} <input name="phone" value="{{typed['phone']}}"></label>
+  <label>{{t('birth')}} <input name="birthDate" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA"></label>
+  <label>{{t('reason')}} <input name="reason" value="{{typed['reason']}}"></label>
+  <button type="submit">{{t('register_and_book')}}</button>
+</form>

@@ -1,0 +1,57 @@
+<h1>{{t('closures')}}</h1>
+% if error:
+<p class="error" role="alert">{{error}}</p>
+% end
+<table>
+  <thead><tr><th>{{t('doctor')}}</th><th>{{t('center')}}</th><th>{{t('from')}}</th><th>{{t('to')}}</th><th>{{t('hours')}}</th><th>{{t('reason')}}</th><th></th></tr></thead>
+  <tbody>
+  % for c in closures:
+  <tr>
+    <td>{{c['doctor_name'] or t('everyone')}}</td><td>{{c['center_id'] or t('all_centers')}}</td>
+    <td>{{format_date(c['date_from'])}}</td><td>{{format_date(c['date_to'])}}</td>
+    <td>{{(c['start_time'] + '-' + c['end_time']) if c['start_time'] else ''}}</td><td>{{c['reason']}}</td>
+    <td><form method="post" action="/desk/closures/{{c['id']}}/remove">
+      <input type="hidden" name="csrf" value="{{desk['csrf']}}"><button type="submit">{{t('remove')}}</button></form></td>
+  </tr>
+  % end
+  </tbody>
+</table>
+<h2>{{t('add_closure')}}</h2>
+% if covered:
+<div class="warning" role="alert">
+  <p>{{t('covers')}}</p>
+  <ul>
+  % for a in covered:
+    <li>{{a['date']}} {{a['time']}} · {{a['doctorName']}} · {{a['patientName']}} · {{a['phone'] or ''}}</li>
+  % end
+  </ul>
+</div>
+% end
+<form method="post" action="/desk/closures" class="grid">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+  % if covered:
+  <input type="hidden" name="confirmed" value="1">
+  % end
+  <label>{{t('doctor')}}
+    <select name="doctorId">
+      <option value="">{{t('everyone')}}</option>
+      % for d in doctors:
+      <option value="{{d['id']}}" {{'selected' if d['id'] == typed['doctorId'] else ''}}>{{d['name']}}</option>
+      % end
+    </select>
+  </label>
+  <label>{{t('center')}}
+    <select name="centerId">
+      <option value="">{{t('all_centers')}}</option>
+      % for c in centers:
+      <option value="{{c['id']}}" {{'selected' if c['id'] == typed['centerId'] else ''}}>{{c['name']}}</option>
+      % end
+    </select>
+  </label>
+  <label>{{t('from')}} <input name="dateFrom" value="{{typed['dateFrom']}}" placeholder="DD/MM/AAAA" required></label>
+  <label>{{t('to')}} <input name="dateTo" value="{{typed['dateTo']}}" placeholder="DD/MM/AAAA"></label>
+  <label>{{t('hours_from')}} <input name="start" value="{{typed['start']}}" placeholder="HH:MM"></label>
+  <label>{{t('hours_to')}} <input name="end" value="{{typed['end']}}" placeholder="HH:MM"></label>
+  <label>{{t('reason')}} <input name="reason" value="{{typed['reason']}}"></label>
+  <button type="submit">{{t('save_anyway') if covered else t('add_closure')}}</button>
+</form>

@@ -1,0 +1,32 @@
+<!doctype html>
+<html lang="{{desk['lang']}}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{t('app')}}</title>
+<link rel="stylesheet" href="/desk/desk.css">
+</head>
+<body>
+% if desk['name']:
+<header>
+  <nav>
+    <a href="/desk/day" class="brand">{{t('app')}}</a>
+    <a href="/desk/day">{{t('day')}}</a>
+    <a href="/desk/patients">{{t('search')}}</a>
+    <a href="/desk/closures">{{t('closures')}}</a>
+    <a href="/desk/doctors">{{t('doctors')}}</a>
+  </nav>
+  <form method="post" action="/desk/logout" class="logout">
+    <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+    <span>{{desk['name']}}</span> <button type="submit">{{t('logout')}}</button>
+  </form>
+</header>
+% end
+<main>
+% if flash:
+<p class="flash" role="status">{{flash}}</p>
+% end
+{{!body}}
+</main>
+</body>
+</html>
