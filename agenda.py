@@ -300,7 +300,7 @@ def patient_fields(fields, today):
 
 def numeric_id(text):
     """A patient or appointment id as the caller writes it, to our integer key; None when it cannot be one."""
-    text = (text or "").strip()
+    text = ("" if text is None else str(text)).strip()
     return int(text) if re.fullmatch(r"[0-9]{1,18}", text) else None
 
 
@@ -2183,7 +2183,7 @@ def desk_refusal(error):
 
 def done(message, to):
     """After a change: say what changed (on the next page) and go back to `to`."""
-    secure = bottle.request.urlparts.scheme == "https"
+    secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(FLASH_COOKIE, urllib.parse.quote(message), path="/desk", httponly=True,
                                samesite="strict", secure=secure, max_age=60)
     bottle.redirect(to, 303)
@@ -2268,7 +2268,7 @@ def desk_home():
 
 def desk_login_page(error=None, name=""):
     token = secrets.token_urlsafe(24)
-    secure = bottle.request.urlparts.scheme == "https"
+    secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(LOGIN_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
     return desk_page("login", status=401 if error else 200, login_token=token, error=error, name=name)
 
@@ -2284,7 +2284,7 @@ def desk_log_in():
         token, _ = clinic().log_in(name, bottle.request.forms.getunicode("password") or "")
     except ClinicError as error:
         return desk_login_page(t(error.code), name)
-    secure = bottle.request.urlparts.scheme == "https"
+    secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(DESK_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
     bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")
     bottle.redirect("/desk/day", 303)

@@ -189,3 +189,19 @@ CREATE TABLE IF NOT EXISTS desk_sessions (
     created_at TEXT NOT NULL,
     last_seen  TEXT NOT NULL
 );
+
+-- Changes come from the desk too, as desk:NAME (the receptionist): the events table is
+-- rebuilt with that source allowed, every row kept ("Audit").
+CREATE TABLE events_v4 (
+    id        INTEGER PRIMARY KEY,
+    at        TEXT NOT NULL,                 -- UTC, ISO 8601
+    source    TEXT NOT NULL CHECK (source IN ('api', 'cli', 'desk') OR source LIKE 'desk:_%'),
+    action    TEXT NOT NULL,
+    entity    TEXT NOT NULL,
+    entity_id TEXT,
+    before    TEXT,                          -- JSON or NULL
+    after     TEXT                           -- JSON or NULL
+);
+INSERT INTO events_v4 SELECT * FROM events;
+DROP TABLE events;
+ALTER TABLE events_v4 RENAME TO events;

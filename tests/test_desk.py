@@ -1,0 +1,248 @@
+"""The staff desk at /desk (docs/design.md, "Staff desk"), through webtest: accounts and
+sessions, CSRF, the day view and every action, each obeying the clinic's rules and recorded
+as an event from desk:NAME. The same flows in a real browser: test_desk_browser.py."""
+
+import datetime as dt
+import re
+import urllib.parse
+
+import pytest
+import webtest
+
+from conftest import SECRET, assert_error, table_rows
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def desk(api):
+    api.app.clinic.add_staff("ana", PASSWORD)
+    return webtest.TestApp(api.app)
+
+
+def log_in(client, name="ana", password=PASSWORD, **headers):
+    page = client.get("/desk/login", headers=headers)
+    form = page.forms[0]
+    form["name"], form["password"] = name, password
+    return form.submit(headers=headers, expect_errors=True)
+
+
+def last_form(page):
+    return page.forms[len(page.forms) - 1]
+
+
+def events(api, action):
+    return [tuple(row) for row in api.db().execute("SELECT source, entity_id FROM events WHERE action = ?", (action,))]
+
+
+def slots(api, query):
+    return {(s["date"], s["time"], s["doctorId"]) for s in api.get(f"/availabilities?{query}").json["data"]}
+
+
+def test_every_desk_page_needs_a_login_and_the_api_never_takes_the_desk_cookie(api, desk):
+    for path in ("/desk/day", "/desk/closures", "/desk/doctors", "/desk/patients", "/desk/appointments/1"):
+        answer = desk.get(path, expect_errors=True)
+        assert answer.status_int == 303 and answer.headers["Location"].endswith("/desk/login"), path
+    assert log_in(desk).status_int == 303
+    assert desk.get("/desk/day").status_int == 200
+    assert_error(api.call("GET", "/custom-config", signature=None,
+                          headers={"Cookie": f"agenda_desk={desk.cookies['agenda_desk']}"}), 401, "INVALID_SIGNATURE")
+
+
+def test_a_desk_page_never_takes_an_x_signature(api, desk):
+    from conftest import sign
+    answer = desk.get("/desk/day", headers={"X-Signature": sign(b"", SECRET, "GET", "/desk/day")}, expect_errors=True)
+    assert answer.status_int == 400 and answer.content_type == "text/html"
+    log_in(desk)
+    assert desk.get("/desk/day", headers={"X-Signature": "0" * 64}, expect_errors=True).status_int == 400
+
+
+def test_the_session_cookie_and_every_page_are_guarded(api, desk):
+    answer = log_in(desk, **{"X-Forwarded-Proto": "https"})  # from no trusted proxy: plain HTTP still
+    cookie, = [value for value in answer.headers.getall("Set-Cookie") if value.startswith("agenda_desk=")]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict") and "Path=/desk" in cookie
+    page = desk.get("/desk/day")
+    assert page.headers["Cache-Control"] == "no-store"
+    assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+    assert page.headers["X-Frame-Options"] == "DENY"
+    secure_app = webtest.TestApp(api.app, extra_environ={"wsgi.url_scheme": "https"})
+    secure_cookie, = [value for value in log_in(secure_app).headers.getall("Set-Cookie")
+                      if value.startswith("agenda_desk=")]
+    assert "; Secure" in secure_cookie
+    assert "Secure" not in cookie  # plain HTTP on loopback: a Secure cookie would never come back
+
+
+def test_a_wrong_password_is_refused_and_five_lock_the_name_for_15_minutes(api, desk, clock):
+    for _ in range(4):
+        refused = log_in(desk, password="wrong password")
+        assert refused.status_int == 401 and "incorrectos" in refused.text
+    unknown = log_in(desk, name="nobody", password="wrong password")
+    assert unknown.status_int == 401 and "incorrectos" in unknown.text  # the same words for an unknown name
+    assert log_in(desk, password="wrong password").status_int == 401  # the fifth
+    locked = log_in(desk)  # the right password, while locked
+    assert locked.status_int == 401 and "15 minutos" in locked.text
+    assert events(api, "staff.locked") == [("desk", "ana")]
+    clock.moment += dt.timedelta(minutes=16)
+    assert log_in(desk).status_int == 303
+
+
+def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(api, desk, db_path):
+    log_in(desk)
+    before = table_rows(db_path)
+    for path, fields in [("/desk/book", {"doctorId": "MARTIN", "date": "24/11/2026", "time": "09:00",
+                                         "name": "Eva", "nif": "11111111H"}),
+                         ("/desk/closures", {"dateFrom": "24/11/2026"}), ("/desk/logout", {})]:
+        for token in (None, "forged"):
+            answer = desk.post(path, {**fields, **({"csrf": token} if token else {})}, expect_errors=True)
+            assert answer.status_int == 403, path
+    assert table_rows(db_path) == before
+    login_page = desk.get("/desk/login")
+    assert desk.post("/desk/login", {"name": "ana", "password": PASSWORD, "csrf": "forged"},
+                     expect_errors=True).status_int == 403
+    assert login_page.status_int == 200
+
+
+def test_idle_sessions_expire_and_logging_out_ends_the_session(api, desk, clock):
+    log_in(desk)
+    clock.moment += dt.timedelta(minutes=29)
+    assert desk.get("/desk/day").status_int == 200  # activity keeps it alive
+    clock.moment += dt.timedelta(minutes=31)
+    assert desk.get("/desk/day", expect_errors=True).status_int == 303
+    log_in(desk)
+    page = desk.get("/desk/day")
+    page.forms[0 if page.forms[0].action == "/desk/logout" else 1].submit()
+    assert desk.get("/desk/day", expect_errors=True).status_int == 303
+
+
+def book_from_the_day_view(desk, time="09:30", **patient):
+    day = desk.get("/desk/day?date=24/11/2026&centerId=C1")
+    link = day.html.find("a", href=re.compile(rf"doctorId=MARTIN.*time={time}"))
+    form = last_form(desk.get(link["href"]))  # the new patient's form
+    for name, value in {"name": "Eva", "surname": "Ros", "nif": "11111111H", "phone": "622222222",
+                        "reason": "Control", **patient}.items():
+        form[name] = value
+    return form.submit(expect_errors=True)
+
+
+def test_booking_a_free_slot_from_the_day_view_reaches_the_api_as_an_event_of_the_receptionist(api, desk):
+    log_in(desk)
+    answer = book_from_the_day_view(desk)
+    assert answer.status_int == 303 and "/desk/day?date=24%2F11%2F2026&centerId=C1" in answer.headers["Location"]
+    day = answer.follow()
+    assert "Cita de Eva reservada el 24/11/2026 a las 09:30." in day.text and "Eva Ros" in day.text
+    listed = api.get("/appointments?date=24/11/2026").json["data"]
+    assert [(a["time"], a["patientName"], a["reason"]) for a in listed] == [("09:30", "Eva Ros", "Control")]
+    assert events(api, "appointment.booked") == [("desk:ana", listed[0]["appointmentId"])]
+    assert events(api, "patient.created") == [("desk:ana", listed[0]["patientId"])]
+
+
+def test_bad_input_on_a_form_names_the_field_keeps_what_was_typed_and_changes_nothing(api, desk, db_path):
+    log_in(desk)
+    before = table_rows(db_path)
+    answer = book_from_the_day_view(desk, nif="12345678A", phone="12")
+    assert answer.status_int == 400
+    assert "nif" in answer.text and "phone" in answer.text  # each field's message
+    form = last_form(answer)
+    assert (form["name"].value, form["nif"].value, form["phone"].value) == ("Eva", "12345678A", "12")
+    assert table_rows(db_path) == before
+
+
+def test_two_receptionists_booking_one_slot_get_one_booking_and_one_clear_message(api, desk):
+    other = webtest.TestApp(api.app)
+    api.app.clinic.add_staff("luis", PASSWORD)
+    log_in(desk)
+    log_in(other, name="luis")
+    first = last_form(desk.get("/desk/book?doctorId=MARTIN&date=24/11/2026&time=10:00&centerId=C1"))
+    second = last_form(other.get("/desk/book?doctorId=MARTIN&date=24/11/2026&time=10:00&centerId=C1"))
+    first["name"], first["nif"] = "Eva", "11111111H"
+    second["name"], second["nif"] = "Jon", "22222222J"
+    assert first.submit().status_int == 303
+    refused = second.submit(expect_errors=True)
+    assert refused.status_int == 409 and "Otra cita acaba de ocupar ese hueco" in refused.text
+    assert last_form(refused)["name"].value == "Jon"
+    assert len(api.get("/appointments?date=24/11/2026").json["data"]) == 1
+
+
+def test_move_confirm_and_cancel_from_the_appointment_page(api, desk):
+    log_in(desk)
+    appointment_id = api.book(api.new_patient())
+    page = desk.get(f"/desk/appointments/{appointment_id}")
+    move = next(form for form in page.forms.values() if form.action.endswith("/move"))
+    move["time"] = "10:30"
+    assert "movida al 24/11/2026 a las 10:30" in move.submit().follow().text
+    assert api.get(f"/appointments/{appointment_id}").json["time"] == "10:30"
+    page = desk.get(f"/desk/appointments/{appointment_id}")
+    next(form for form in page.forms.values() if form.action.endswith("/confirm")).submit()
+    assert api.get(f"/appointments/{appointment_id}").json["extraData"]["status"] == "confirmed"
+    page = desk.get(f"/desk/appointments/{appointment_id}")
+    cancel = next(form for form in page.forms.values() if form.action.endswith("/cancel"))
+    cancel["reason"] = "llamó para anular"
+    cancel.submit()
+    assert_error(api.get(f"/appointments/{appointment_id}"), 410, "APPOINTMENT_PREVIOUSLY_CANCELLED")
+    assert [row[0] for row in api.db().execute("SELECT source FROM events WHERE entity = 'appointment'"
+                                               " ORDER BY id")] == ["api", "desk:ana", "desk:ana", "desk:ana"]
+    assert api.db().execute("SELECT cancel_reason FROM appointments").fetchone()[0] == "llamó para anular"
+
+
+def test_a_closure_lists_what_it_covers_before_it_is_saved_and_its_slots_leave_availability(api, desk):
+    log_in(desk)
+    api.book(api.new_patient(), time="09:00")
+    page = desk.get("/desk/closures")
+    form = last_form(page)
+    form["doctorId"], form["dateFrom"], form["reason"] = "MARTIN", "24/11/2026", "Congreso"
+    preview = form.submit()
+    assert "Este cierre cubre estas citas" in preview.text and "Ana García" in preview.text
+    assert ("24/11/2026", "09:30", "MARTIN") in slots(api, "doctorId=MARTIN&date=24/11/2026")  # not saved yet
+    last_form(preview).submit().follow()
+    assert slots(api, "doctorId=MARTIN&date=24/11/2026") == set()
+    listed = desk.get("/desk/closures")
+    assert "Congreso" in listed.text
+    next(form for form in listed.forms.values() if form.action.endswith("/remove")).submit()
+    assert ("24/11/2026", "09:30", "MARTIN") in slots(api, "doctorId=MARTIN&date=24/11/2026")
+    assert [source for source, _ in events(api, "closure.added") + events(api, "closure.removed")] == [
+        "desk:ana", "desk:ana"]
+
+
+def test_retiring_a_doctor_lists_the_appointments_left_and_offers_nothing_after(api, desk):
+    log_in(desk)
+    later = api.book(api.new_patient(), date="26/11/2026", time="09:00")
+    page = desk.get("/desk/doctors")
+    form = next(form for form in page.forms.values() if form.action == "/desk/doctors/MARTIN/retire")
+    form["date"] = "26/11/2026"
+    preview = form.submit()
+    assert "Citas que quedan por reubicar" in preview.text and f"/desk/appointments/{later}" in preview.text
+    next(form for form in preview.forms.values() if "confirmed" in form.fields).submit().follow()
+    assert slots(api, "doctorId=MARTIN&startDate=26/11/2026&endDate=30/11/2026") == set()
+    assert slots(api, "doctorId=MARTIN&date=24/11/2026")
+    assert api.get(f"/appointments/{later}").json["extraData"]["status"] == "booked"  # never cancelled silently
+    refused = assert_error(api.post("/appointments", {"date": "27/11/2026", "time": "09:00", "doctorId": "MARTIN",
+                                                      "patientId": "1"}), 409, "SLOT_NOT_AVAILABLE")
+    assert refused["reason"] == "doctor_retired"
+
+
+def test_a_patients_page_and_the_search_by_nif_phone_or_name(api, desk):
+    log_in(desk)
+    patient = api.new_patient()
+    api.book(patient)
+    for query in ("12345678z", "612 345 678", "garcía", "Ana"):
+        found = desk.get("/desk/patients?" + urllib.parse.urlencode({"q": query}))
+        assert f"/desk/patients/{patient}" in found.text, query
+    page = desk.get(f"/desk/patients/{patient}")
+    assert "12345678Z" in page.text and "24/11/2026 09:00" in page.text
+    assert desk.get("/desk/patients?q=%25").text.count("/desk/patients/") == 0  # a LIKE wildcard finds nobody
+
+
+def test_the_desk_speaks_english_to_an_english_browser(api, desk):
+    english = {"Accept-Language": "en-GB,en;q=0.9,es;q=0.5"}
+    assert "Log in" in desk.get("/desk/login", headers=english).text
+    assert "Entrar" in desk.get("/desk/login", headers={"Accept-Language": "es-ES,es"}).text
+    assert "Entrar" in desk.get("/desk/login").text  # Spanish by default
+    log_in(desk, **english)
+    assert "Previous day" in desk.get("/desk/day", headers=english).text
+
+
+def test_an_unknown_desk_page_is_html_and_an_unknown_api_path_json(api, desk):
+    log_in(desk)
+    page = desk.get("/desk/nothing-here", expect_errors=True)
+    assert page.status_int == 404 and page.content_type == "text/html"
+    assert_error(api.get("/nothing-here"), 404, "NOT_FOUND")
