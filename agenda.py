@@ -866,7 +866,7 @@ def schedule_grids(conn, doctor_ids, center_id=None):
 def closures_between(conn, doctor_ids, first, last):
     """The closures that touch these ISO days and concern these doctors or everyone."""
     return conn.execute(
-        "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time FROM closures"
+        "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time, reason FROM closures"
         f" WHERE date_to >= ? AND date_from <= ? AND (doctor_id IS NULL OR doctor_id IN ({','.join('?' * len(doctor_ids))}))",
         [first, last, *doctor_ids]).fetchall()
 
@@ -2202,11 +2202,22 @@ def desk_page(template, status=200, **values):
     flash = bottle.request.get_cookie(FLASH_COOKIE)
     if flash:
         bottle.response.delete_cookie(FLASH_COOKIE, path="/desk")
-    values = {"t": t, "desk": desk, "format_date": format_date, "error": None, **values}
+    values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "error": None, **values}
     body = desk_template(template).render(**values)
     bottle.response.status = status
     bottle.response.content_type = "text/html; charset=utf-8"
     return desk_template("layout").render(body=body, flash=urllib.parse.unquote(flash or ""), **values)
+
+
+def dialled(e164):
+    """A phone as reception dials it: Spanish numbers without +34, in groups (612 34 56 78)."""
+    try:
+        number = phonenumbers.parse(e164 or "")
+    except phonenumbers.NumberParseException:
+        return e164 or ""
+    style = phonenumbers.PhoneNumberFormat.NATIONAL if number.country_code == 34 else \
+        phonenumbers.PhoneNumberFormat.INTERNATIONAL
+    return phonenumbers.format_number(number, style)
 
 
 def desk_refusal(error):
@@ -2372,7 +2383,8 @@ def desk_book():
         return desk_book_page(desk_refusal(error), status=error.status)
     patient = clinic().patient_record(patient_id)
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("booked_done", patient=patient["name"], date=format_date(day), time=slot["time"]),
+    full_name = " ".join(part for part in (patient["name"], patient["surname"]) if part)
+    done(t("booked_done", patient=full_name, date=format_date(day), time=slot["time"]),
          day_address(day, slot["centerId"]))
 
 

@@ -5,7 +5,7 @@
 <dl>
   <dt>{{t('date')}}</dt><dd>{{appointment['date']}} {{appointment['time']}}</dd>
   <dt>{{t('doctor')}}</dt><dd>{{appointment['doctorName']}}</dd>
-  <dt>{{t('phone')}}</dt><dd>{{appointment['phone'] or ''}}</dd>
+  <dt>{{t('phone')}}</dt><dd>{{dialled(appointment['phone'])}}</dd>
   <dt>{{t('status')}}</dt><dd>{{t(appointment['extraData']['status'])}}</dd>
   <dt>{{t('reason')}}</dt><dd>{{appointment['reason'] or ''}}</dd>
 </dl>

@@ -27,7 +27,7 @@
       % end
       % end
       <input type="hidden" name="patientId" value="{{patient['id']}}">
-      {{patient['name']}} {{patient['surname'] or ''}} · {{patient['nif']}} · {{patient['phone'] or ''}}
+      {{patient['name']}} {{patient['surname'] or ''}} · {{patient['nif']}} · {{dialled(patient['phone'])}}
       <label>{{t('reason')}} <input name="reason" value="{{typed['reason']}}"></label>
       <button type="submit">{{t('book')}}</button>
     </form>

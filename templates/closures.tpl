@@ -22,7 +22,7 @@
   <p>{{t('covers')}}</p>
   <ul>
   % for a in covered:
-    <li>{{a['date']}} {{a['time']}} · {{a['doctorName']}} · {{a['patientName']}} · {{a['phone'] or ''}}</li>
+    <li>{{a['date']}} {{a['time']}} · {{a['doctorName']}} · {{a['patientName']}} · {{dialled(a['phone'])}}</li>
   % end
   </ul>
 </div>

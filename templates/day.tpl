@@ -41,7 +41,7 @@
     % a = cell['appointment']
     <td class="booked {{a['extraData']['status']}}">
       <a href="/desk/appointments/{{a['appointmentId']}}">{{a['patientName']}}</a>
-      <span class="phone">{{a['phone'] or ''}}</span>
+      <span class="phone">{{dialled(a['phone'])}}</span>
       <span class="status">{{t(a['extraData']['status'])}}</span>
       % if a['reason']:
       <span class="reason">· {{a['reason']}}</span>

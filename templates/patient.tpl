@@ -1,7 +1,7 @@
 <h1>{{patient['name']}} {{patient['surname'] or ''}}</h1>
 <dl>
   <dt>{{t('nif')}}</dt><dd>{{patient['nif']}}</dd>
-  <dt>{{t('phone')}}</dt><dd>{{patient['phone'] or ''}}</dd>
+  <dt>{{t('phone')}}</dt><dd>{{dialled(patient['phone'])}}</dd>
   <dt>{{t('birth')}}</dt><dd>{{patient['birthDate'] or ''}}</dd>
 </dl>
 <h2>{{t('appointments')}}</h2>

@@ -9,7 +9,7 @@
 % end
 <ul class="found">
 % for patient in found:
-  <li><a href="/desk/patients/{{patient['id']}}">{{patient['name']}} {{patient['surname'] or ''}}</a> · {{patient['nif']}} · {{patient['phone'] or ''}}</li>
+  <li><a href="/desk/patients/{{patient['id']}}">{{patient['name']}} {{patient['surname'] or ''}}</a> · {{patient['nif']}} · {{dialled(patient['phone'])}}</li>
 % end
 </ul>
 % end

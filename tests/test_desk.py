@@ -129,7 +129,7 @@ def test_booking_a_free_slot_from_the_day_view_reaches_the_api_as_an_event_of_th
     answer = book_from_the_day_view(desk)
     assert answer.status_int == 303 and "/desk/day?date=24%2F11%2F2026&centerId=C1" in answer.headers["Location"]
     day = answer.follow()
-    assert "Cita de Eva reservada el 24/11/2026 a las 09:30." in day.text and "Eva Ros" in day.text
+    assert "Cita de Eva Ros reservada el 24/11/2026 a las 09:30." in day.text and "622 22 22 22" in day.text
     listed = api.get("/appointments?date=24/11/2026").json["data"]
     assert [(a["time"], a["patientName"], a["reason"]) for a in listed] == [("09:30", "Eva Ros", "Control")]
     assert events(api, "appointment.booked") == [("desk:ana", listed[0]["appointmentId"])]
