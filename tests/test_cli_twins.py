@@ -118,3 +118,21 @@ def test_a_lock_shows_in_the_staff_list_until_it_ends(api, runner, clock):
             api.app.clinic.log_in("ana", "wrong")
     assert "locked until 23/11/2026 08:15" in invoke(runner, "staff", "list").output
     assert "locked" not in invoke(runner, "staff", "list", now=MONDAY + dt.timedelta(minutes=16)).output
+
+
+def test_the_twins_book_by_the_services_rules_and_staff_names_ignore_case(api, runner):
+    api.new_patient()
+    far = (MONDAY + dt.timedelta(days=120)).date()
+    far = far + dt.timedelta(days=(1 - far.weekday()) % 7)  # a Tuesday: MARTIN works
+    booking = ["book", "--doctor", "MARTIN", "--date", far.strftime("%d/%m/%Y"), "--time", "09:00", "--patient", "1"]
+    assert "beyond the booking horizon" in invoke(runner, *booking).output
+    assert invoke(runner, *booking, env={"AGENDA_HORIZON": "180"}).exit_code == 0
+    assert invoke(runner, "staff", "add", "Ana", input="correct horse battery\n").exit_code == 0
+    assert invoke(runner, "staff", "add", "ana", input="correct horse battery\n").exit_code == 1
+    assert api.app.clinic.log_in(" ANA ", "correct horse battery")
+
+
+def test_a_replica_url_is_shown_without_its_password():
+    assert agenda.without_password("sftp://bob:hunter2@nas.local/agenda") == "sftp://bob:***@nas.local/agenda"
+    assert agenda.without_password("sftp://bob@nas.local/agenda") == "sftp://bob@nas.local/agenda"
+    assert agenda.without_password("file:///mnt/agenda") == "file:///mnt/agenda"

@@ -287,15 +287,18 @@ def test_a_form_sent_without_its_csrf_token_is_refused_and_changes_nothing(desk)
     assert not desk.driver.find_elements(By.XPATH, "//table//tr[td[normalize-space()='Congreso']]")
 
 
+REFUSED = "Nombre o contraseña incorrectos. Tras 5 intentos fallidos el nombre queda bloqueado 15 minutos."
+
+
 def test_a_wrong_password_is_refused_and_five_lock_the_name(desk):
     for attempt in range(5):
         desk.log_in(password=f"wrong password {attempt}")
         assert desk.status() == 401 and desk.path() == "/desk/login"
-        assert desk.find(By.CSS_SELECTOR, "p.error").text == "Nombre o contraseña incorrectos."
+        assert desk.find(By.CSS_SELECTOR, "p.error").text == REFUSED
         assert desk.find(By.NAME, "name").get_attribute("value") == "ana"  # kept as typed
-    desk.log_in()  # the right password, while locked
+    desk.log_in()  # the right password, while locked: the same words, so a lock tells no one the name exists
     assert desk.status() == 401 and desk.path() == "/desk/login"
-    assert desk.find(By.CSS_SELECTOR, "p.error").text == "Demasiados intentos fallidos: espera 15 minutos."
+    assert desk.find(By.CSS_SELECTOR, "p.error").text == REFUSED
     desk.open("/desk/day")
     assert desk.path() == "/desk/login"
 
