@@ -1725,9 +1725,9 @@ access_log = logging.getLogger("agenda.access")
 def logged_path(environ):
     """The path for the access log, without what a caller's mistake could put there ("Access
     log"): a route's id only when it is a number (a NIF sent as an appointment id is not), an
-    unknown path not at all, never the query string (it holds NIFs and phones)."""
+    unknown path (or method) as `/?`, never the query string (it holds NIFs and phones)."""
     if "bottle.route" not in environ:
-        return "(unknown path)"
+        return "/?"
     path = environ.get("PATH_INFO", "")
     for value in environ.get("route.url_args", {}).values():
         if not str(value).isdigit():

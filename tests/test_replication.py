@@ -5,6 +5,7 @@ that cannot be written. Every process is started here and stopped by its own id;
 is bounded."""
 
 import datetime as dt
+import http.client
 import os
 import re
 import shutil
@@ -103,7 +104,7 @@ class BookingStream:
             try:
                 status, answer = send(self.server.url, "POST", "/appointments", {
                     "date": date, "time": time_text, "doctorId": "MARTIN", "patientId": self.patient})
-            except OSError:
+            except (OSError, http.client.HTTPException):  # the server was killed mid-answer
                 return
             if status == 201:
                 self.acknowledged.append(int(answer["appointmentId"]))
