@@ -1036,16 +1036,19 @@ class Clinic:
             "SELECT insurance_id FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))]
         return not listed or insurance_id in listed
 
-    def appointment_row(self, appointment_id, if_cancelled):
-        """The appointment's row: 404 when there is none, `if_cancelled` (status, code, message) when cancelled."""
+    def appointment_row(self, appointment_id, if_cancelled, columns="a.*"):
+        """`columns` (of APPOINTMENT_TABLES) of a live appointment: 404 when there is none,
+        `if_cancelled` (status, code, message) when it was cancelled. The one lookup of an appointment."""
         key = numeric_id(appointment_id)
         row = None if key is None else self.conn().execute(
-            "SELECT * FROM appointments WHERE id = ?", (key,)).fetchone()
+            f"SELECT a.status AS lookup_status, {columns} {APPOINTMENT_TABLES} WHERE a.id = ?", (key,)).fetchone()
         if row is None:
             raise ClinicError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
-        if row["status"] == "cancelled":
+        if row["lookup_status"] == "cancelled":
             raise ClinicError(*if_cancelled)
-        return dict(row)
+        found = dict(row)
+        del found["lookup_status"]
+        return found
 
     def slot_at(self, doctor, day, time_text, center_id):
         """This doctor's slot at this date and time, or SLOT_NOT_AVAILABLE with its reason ("Booking"):
@@ -1175,14 +1178,7 @@ class Clinic:
 
     def appointment_json(self, appointment_id):
         """One live appointment as the caller sees it, as JSON text; a cancelled one is gone (410)."""
-        key = numeric_id(appointment_id)
-        row = None if key is None else self.conn().execute(
-            f"SELECT a.status, {APPOINTMENT_JSON} AS json {APPOINTMENT_TABLES} WHERE a.id = ?", (key,)).fetchone()
-        if row is None:
-            raise ClinicError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
-        if row["status"] == "cancelled":
-            raise ClinicError(*READ_CANCELLED)
-        return row["json"]
+        return self.appointment_row(appointment_id, READ_CANCELLED, columns=f"{APPOINTMENT_JSON} AS json")["json"]
 
     def appointment(self, appointment_id):
         return json.loads(self.appointment_json(appointment_id))

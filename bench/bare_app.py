@@ -29,17 +29,17 @@ def make_app(db_path):
     return app
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def serve(make, description, threads=2):
+    """The bare app `make(db_path)` on waitress at 127.0.0.1, as the bench starts both bare apps."""
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
     parser.add_argument("db")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=threads)
     options = parser.parse_args()
-    server = waitress.create_server(make_app(options.db), host="127.0.0.1", port=options.port,
-                                    threads=options.threads)
+    server = waitress.create_server(make(options.db), host="127.0.0.1", port=options.port, threads=options.threads)
     print(f"listening on http://127.0.0.1:{server.effective_port}", flush=True)
     server.run()
 
 
 if __name__ == "__main__":
-    main()
+    serve(make_app, __doc__)

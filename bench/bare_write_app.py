@@ -9,12 +9,10 @@ one lock before writing, as Agenda's do ("Connections and the write lock"), so n
 in SQLite's busy handler.
 """
 
-import argparse
 import json
 import sqlite3
 import threading
 
-import waitress
 
 local = threading.local()
 write_lock = threading.Lock()
@@ -48,17 +46,7 @@ def make_app(db_path):
     return app
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("db")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    options = parser.parse_args()
-    server = waitress.create_server(make_app(options.db), host="127.0.0.1", port=options.port,
-                                    threads=options.threads)
-    print(f"listening on http://127.0.0.1:{server.effective_port}", flush=True)
-    server.run()
-
-
 if __name__ == "__main__":
-    main()
+    from bare_app import serve  # bench/ is the script's folder, first on sys.path
+
+    serve(make_app, __doc__, threads=1)

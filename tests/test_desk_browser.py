@@ -229,16 +229,21 @@ def test_moving_and_cancelling_from_the_appointment_page(desk):
     desk.assert_log_keeps_patients_out()
 
 
-def test_a_closure_takes_a_doctors_slots_out_of_availability_until_it_is_removed(desk):
-    date = days_ahead(3)
-    assert desk.free_times(date) == ["09:00", "09:30", "10:00", "10:30"]
-    desk.log_in()
+def add_closure(desk, date):
+    """Close Lucía Martín on `date` for a congress, from the closures page."""
     form = desk.closures()
     Select(form.find_element(By.NAME, "doctorId")).select_by_visible_text("Lucía Martín")
     desk.type("dateFrom", date, form)
     desk.type("reason", "Congreso", form)
     desk.click(desk.button("Añadir cierre", form))
     assert desk.flash() == "Cierre guardado."
+
+
+def test_a_closure_takes_a_doctors_slots_out_of_availability_until_it_is_removed(desk):
+    date = days_ahead(3)
+    assert desk.free_times(date) == ["09:00", "09:30", "10:00", "10:30"]
+    desk.log_in()
+    add_closure(desk, date)
     row = desk.find(By.XPATH, "//table//tr[td[normalize-space()='Congreso']]")
     assert "Lucía Martín" in row.text and date in row.text
     assert desk.free_times(date) == []
@@ -255,12 +260,7 @@ def test_a_closure_takes_a_doctors_slots_out_of_availability_until_it_is_removed
 def test_a_closed_day_shows_each_slot_closed_with_its_reason_in_the_day_view(desk):
     date = days_ahead(3)
     desk.log_in()
-    form = desk.closures()
-    Select(form.find_element(By.NAME, "doctorId")).select_by_visible_text("Lucía Martín")
-    desk.type("dateFrom", date, form)
-    desk.type("reason", "Congreso", form)
-    desk.click(desk.button("Añadir cierre", form))
-    assert desk.flash() == "Cierre guardado."
+    add_closure(desk, date)
     desk.open(f"/desk/day?date={date}&centerId=C1")
     assert desk.status() == 200, f"{desk.text()}\n--- the server's log:\n{desk.server.log()[-3000:]}"
     cells = desk.find(By.CSS_SELECTOR, "table.day").find_elements(By.CSS_SELECTOR, "tbody td")
