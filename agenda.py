@@ -380,6 +380,7 @@ def schema_sections(text):
 
 
 MMAP_BYTES = 256 * 1024 * 1024  # a clinic's years of appointments ("Connections and the write lock")
+CHECKPOINT_PAGES = 100  # SQLite's own auto-checkpoint, kept small so the write that runs it stays quick ("Storage")
 
 
 def connect(path, timeout=5.0):
@@ -395,6 +396,7 @@ def connect(path, timeout=5.0):
     conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     conn.execute("PRAGMA synchronous = FULL")  # a booking read back to a patient survives a power cut
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
     return conn
 
 
@@ -733,10 +735,6 @@ class Slot(NamedTuple):
     speciality_id: str
     center_id: str | None
 
-    def as_json(self):
-        return {"date": self.date_text, "time": self.time, "duration": self.duration,
-                "doctorId": self.doctor_id, "doctorName": self.doctor_name,
-                "specialityId": self.speciality_id, "centerId": self.center_id}
 
 
 def local_start(day, time_text, tz):
@@ -832,6 +830,8 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
             doctor = by_id[hours["doctor_id"]]
             shut = [c for c in day_closures
                     if c["doctor_id"] in (None, doctor["id"]) and c["center_id"] in (None, hours["center_id"])]
+            if any(c["start_time"] is None for c in shut):
+                continue  # closed all day
             for time_text, end_text, _ in slots_clear_of(grid, busy.get((doctor["id"], iso))):
                 if (starting_at is not None and time_text != starting_at) or (shut and closed_at(shut, time_text,
                                                                                                    end_text)):
@@ -845,6 +845,21 @@ def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=No
         day += dt.timedelta(days=1)
     slots.sort(key=lambda slot: (slot.date, slot.time, slot.doctor_id))
     return slots
+
+
+def slots_json(slots):
+    """Free slots as the caller sees them ("Availability"), as a JSON array's text: each
+    {date, time, duration, doctorId, doctorName, specialityId, centerId}."""
+    shared = {}  # what a doctor's slots at one center have in common, encoded once
+    parts = []
+    for slot in slots:
+        key = (slot.doctor_id, slot.center_id)
+        if key not in shared:
+            shared[key] = json.dumps({"doctorId": slot.doctor_id, "doctorName": slot.doctor_name,
+                                      "specialityId": slot.speciality_id, "centerId": slot.center_id},
+                                     separators=(",", ":"))[1:]
+        parts.append(f'{{"date":"{slot.date_text}","time":"{slot.time}","duration":{slot.duration},{shared[key]}')
+    return "[" + ",".join(parts) + "]"
 
 
 def schedule_grids(conn, doctor_ids, center_id=None):
@@ -1188,9 +1203,11 @@ class Clinic:
         self.require_center(center_id)
         if center_id is not None:
             where, params = where + " AND a.center_id = ?", [*params, center_id]
-        rows = self.conn().execute(f"SELECT {APPOINTMENT_JSON} {APPOINTMENT_TABLES} WHERE a.status != 'cancelled'"
-                                   f" AND {where} ORDER BY a.date, a.time, a.doctor_id", params)
-        return "[" + ",".join(row[0] for row in rows) + "]"
+        (text,) = self.conn().execute(  # the whole array in one step ("Lists")
+            f"SELECT '[' || coalesce(group_concat(json), '') || ']' FROM (SELECT {APPOINTMENT_JSON} AS json"
+            f" {APPOINTMENT_TABLES} WHERE a.status != 'cancelled' AND {where} ORDER BY a.date, a.time, a.doctor_id)",
+            params).fetchone()
+        return text
 
     def live_appointments(self, where, params, center_id=None):
         return json.loads(self.live_appointments_json(where, params, center_id))
@@ -1965,7 +1982,7 @@ def availabilities():
     slots = clinic().availability(doctor_id=query_text("doctorId"), speciality_id=query_text("specialityId"),
                                   center_id=query_text("centerId"), insurance_id=query_text("insuranceId"),
                                   first=first, last=last)
-    return {"data": [slot.as_json() for slot in slots]}
+    return data_json(slots_json(slots))
 
 
 def appointments():

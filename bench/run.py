@@ -697,6 +697,25 @@ def disk_flushes(folder, seconds=5.0, pages=6):
     return percentile(times, 0.5), percentile(times, 0.99), times[-1], sum(t > 4 for t in times), len(times)
 
 
+def cpu_steadiness(seconds=5.0):
+    """How steady this machine's cores run: one fixed piece of Python work (about 1 ms), timed
+    over and over for `seconds`; (its p50 and p90 as multiples of its fastest, how many times).
+    On a shared host the same work may take up to twice as long when a neighbour is busy, and
+    every latency of the run moves with it."""
+    def work():
+        total = 0
+        for number in range(20000):
+            total += number * number
+        return total
+    times, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    times.sort()
+    return percentile(times, 0.5) / times[0], percentile(times, 0.9) / times[0], len(times)
+
+
 def cpu_seconds():
     """(CPU seconds the whole machine has been busy, those of this process and its waited-for
     children): their difference over the run is what other tenants of the machine took."""
@@ -751,11 +770,12 @@ def main():
         if not options.replication_only:
             generate.build(small, patients=2000, appointments=3000, today=today, days=window(today))
             density += (per_working_day(small, today),)
-        flushes = disk_flushes(folder)
+        flushes, steadiness = disk_flushes(folder), cpu_steadiness()
         out = {} if options.replication_only else bench(big, small, options, today, folder)
         out["replication"] = replication(copies, options, today, folder, rounds=1 if options.quick else 3)
     cpu_after = cpu_seconds()
-    setup = {"built": built, "density": density, "flushes": flushes, "code": code, "today": today,
+    setup = {"built": built, "density": density, "flushes": flushes, "steadiness": steadiness, "code": code,
+             "today": today,
              "minutes": (time.perf_counter() - started_all) / 60, "options": options,
              "others": ((cpu_after[0] - cpu_before[0]) - (cpu_after[1] - cpu_before[1]))
              / (time.perf_counter() - started_all)}
@@ -860,12 +880,14 @@ def report(out, setup):
 
 
 def run_line(setup):
-    flushes, options = setup["flushes"], setup["options"]
+    flushes, steadiness, options = setup["flushes"], setup["steadiness"], setup["options"]
     return (f"Run {setup['today']} ({setup['minutes']:.1f} minutes, {options.requests} requests or "
             f"{options.seconds:g} s per endpoint and concurrency). Machine: {machine()}. Disk: {flushes[4]:,} flushes "
             f"of 6 pages (write and fdatasync, as a booking's commit) took p50 {flushes[0]:.2f} ms, p99 "
-            f"{flushes[1]:.2f}, max {flushes[2]:.1f}; {flushes[3]} over 4 ms. Other processes on the machine kept on "
-            f"average {setup['others']:.2f} of its {os.cpu_count()} cores busy during the run.")
+            f"{flushes[1]:.2f}, max {flushes[2]:.1f}; {flushes[3]} over 4 ms. CPU: {steadiness[2]:,} runs of the "
+            f"same 1 ms of Python took p50 {steadiness[0]:.2f} and p90 {steadiness[1]:.2f} times the fastest. "
+            f"Other processes on the machine kept on average {setup['others']:.2f} of its {os.cpu_count()} cores "
+            f"busy during the run.")
 
 
 def replication_report(out, setup):

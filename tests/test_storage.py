@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import agenda
-from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, write_csv
+from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, valid_dni, write_csv
 
 
 def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap(db_path):
@@ -23,6 +23,17 @@ def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap(d
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with pytest.raises(sqlite3.IntegrityError):  # foreign keys really are enforced
         conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES ('X', 'X', 'no-such-speciality')")
+
+
+def test_the_write_log_is_checkpointed_every_few_pages_so_no_write_pays_for_a_large_one(api, db_path):
+    """"Storage": SQLite's own auto-checkpoint at CHECKPOINT_PAGES, not its default 1000 pages."""
+    page_size = agenda.connect(db_path).execute("PRAGMA page_size").fetchone()[0]
+    wal = db_path.with_name(db_path.name + "-wal")
+    largest = 0
+    for number in range(200):  # about 800 pages written in all
+        api.new_patient(nif=valid_dni(30000000 + number), phone=f"6{number:08d}")
+        largest = max(largest, wal.stat().st_size)
+    assert largest <= 32 + (agenda.CHECKPOINT_PAGES + 20) * (page_size + 24)  # a WAL frame: header and page
 
 
 def test_database_files_are_readable_by_their_owner_only(api, db_path):
