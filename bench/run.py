@@ -471,9 +471,10 @@ def paired_rounds(ours, bare, rounds, requests, seconds, label, before=lambda: N
 
 def bench(big, small, options, today, folder):
     """Every measurement, with all four servers running (an idle one costs nothing):
-    the bare lookup app at every concurrency; each endpoint on the large clinic at 1, 4 and
-    16 connections, then at once on the small one at 1 (the two p50s of the 300k/3k ratio a
-    few seconds apart, so that the shared machine's drift does not land between them); the
+    the bare lookup app at every concurrency; each endpoint on the large clinic at 1
+    connection, at once on the small one at 1 (the two p50s of the 300k/3k ratio taken back to
+    back, so that the shared machine's drift does not land between them), then on the large
+    one at 4 and 16; the
     bare lookup app again (the better of its two runs counts); the paired read rounds; the
     bare write app at every concurrency; the paired write rounds."""
     servers = {}
@@ -493,12 +494,11 @@ def bench(big, small, options, today, folder):
             if out["300k"]:
                 break
             for number, (name, _) in enumerate(loads["300k"][0]):
-                for label, counts in (("300k", CONNECTIONS), ("3k", (1,))):
+                for label, count in (("300k", 1), ("3k", 1), *(("300k", count) for count in CONNECTIONS[1:])):
                     endpoints, prepare, _, _ = loads[label]
-                    for count in counts:
-                        prepare(name, servers[label].port, options.requests)
-                        out[label][name, count] = measure(servers[label].port, endpoints[number][1], count,
-                                                          options.requests, options.seconds, f"{label} {name}")
+                    prepare(name, servers[label].port, options.requests)
+                    out[label][name, count] = measure(servers[label].port, endpoints[number][1], count,
+                                                      options.requests, options.seconds, f"{label} {name}")
             out["rss"] = servers["300k"].rss_mb()
         out["bare read"] = {count: max((runs[count] for runs in bare_runs), key=lambda f: f["rate"])
                             for count in CONNECTIONS}
@@ -697,22 +697,33 @@ def disk_flushes(folder, seconds=5.0, pages=6):
     return percentile(times, 0.5), percentile(times, 0.99), times[-1], sum(t > 4 for t in times), len(times)
 
 
-def cpu_steadiness(seconds=5.0):
-    """How steady this machine's cores run: one fixed piece of Python work (about 1 ms), timed
-    over and over for `seconds`; (its p50 and p90 as multiples of its fastest, how many times).
-    On a shared host the same work may take up to twice as long when a neighbour is busy, and
-    every latency of the run moves with it."""
-    def work():
-        total = 0
-        for number in range(20000):
-            total += number * number
-        return total
-    times, deadline = [], time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    times.sort()
+CPU_WATCH = """
+import json, signal, sys, time
+def work():
+    total = 0
+    for number in range(20000):
+        total += number * number
+times = []
+signal.signal(signal.SIGTERM, lambda *_: (print(json.dumps(times)), sys.exit(0)))
+while True:
+    started = time.thread_time()
+    work()
+    times.append(time.thread_time() - started)
+    time.sleep(0.5)
+"""
+
+
+def watch_cpu():
+    """A child that times one fixed piece of Python work (about 1 ms) every half second, in
+    CPU time, so that waiting for a core does not count: on a shared host the same work takes
+    up to twice as long while a neighbour is busy, and every latency of the run moves with it."""
+    return subprocess.Popen([sys.executable, "-c", CPU_WATCH], stdout=subprocess.PIPE, text=True)
+
+
+def cpu_steadiness(watcher):
+    """Stop the watcher: (its p50 and p90 as multiples of its fastest, how many times)."""
+    watcher.send_signal(signal.SIGTERM)
+    times = sorted(json.loads(watcher.communicate(timeout=30)[0]))
     return percentile(times, 0.5) / times[0], percentile(times, 0.9) / times[0], len(times)
 
 
@@ -770,9 +781,10 @@ def main():
         if not options.replication_only:
             generate.build(small, patients=2000, appointments=3000, today=today, days=window(today))
             density += (per_working_day(small, today),)
-        flushes, steadiness = disk_flushes(folder), cpu_steadiness()
+        flushes, watcher = disk_flushes(folder), watch_cpu()
         out = {} if options.replication_only else bench(big, small, options, today, folder)
         out["replication"] = replication(copies, options, today, folder, rounds=1 if options.quick else 3)
+        steadiness = cpu_steadiness(watcher)
     cpu_after = cpu_seconds()
     setup = {"built": built, "density": density, "flushes": flushes, "steadiness": steadiness, "code": code,
              "today": today,
@@ -884,8 +896,9 @@ def run_line(setup):
     return (f"Run {setup['today']} ({setup['minutes']:.1f} minutes, {options.requests} requests or "
             f"{options.seconds:g} s per endpoint and concurrency). Machine: {machine()}. Disk: {flushes[4]:,} flushes "
             f"of 6 pages (write and fdatasync, as a booking's commit) took p50 {flushes[0]:.2f} ms, p99 "
-            f"{flushes[1]:.2f}, max {flushes[2]:.1f}; {flushes[3]} over 4 ms. CPU: {steadiness[2]:,} runs of the "
-            f"same 1 ms of Python took p50 {steadiness[0]:.2f} and p90 {steadiness[1]:.2f} times the fastest. "
+            f"{flushes[1]:.2f}, max {flushes[2]:.1f}; {flushes[3]} over 4 ms. CPU: the same 1 ms of Python, timed "
+            f"in CPU time every half second through the run ({steadiness[2]:,} times), took p50 {steadiness[0]:.2f} "
+            f"and p90 {steadiness[1]:.2f} times its fastest. "
             f"Other processes on the machine kept on average {setup['others']:.2f} of its {os.cpu_count()} cores "
             f"busy during the run.")
 
