@@ -736,7 +736,6 @@ class Slot(NamedTuple):
     center_id: str | None
 
 
-
 def local_start(day, time_text, tz):
     """The UTC instant a wall-clock slot starts, or None when DST skips that wall time.
 

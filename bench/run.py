@@ -698,14 +698,15 @@ def disk_flushes(folder, seconds=5.0, pages=6):
 
 
 CPU_WATCH = """
-import json, signal, sys, time
+import json, os, signal, sys, time
+parent = int(sys.argv[1])
 def work():
     total = 0
     for number in range(20000):
         total += number * number
 times = []
 signal.signal(signal.SIGTERM, lambda *_: (print(json.dumps(times)), sys.exit(0)))
-while True:
+while os.getppid() == parent:  # the bench gone, the watcher goes too
     started = time.thread_time()
     work()
     times.append(time.thread_time() - started)
@@ -717,13 +718,15 @@ def watch_cpu():
     """A child that times one fixed piece of Python work (about 1 ms) every half second, in
     CPU time, so that waiting for a core does not count: on a shared host the same work takes
     up to twice as long while a neighbour is busy, and every latency of the run moves with it."""
-    return subprocess.Popen([sys.executable, "-c", CPU_WATCH], stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-c", CPU_WATCH, str(os.getpid())], stdout=subprocess.PIPE, text=True)
 
 
 def cpu_steadiness(watcher):
     """Stop the watcher: (its p50 and p90 as multiples of its fastest, how many times)."""
     watcher.send_signal(signal.SIGTERM)
-    times = sorted(json.loads(watcher.communicate(timeout=30)[0]))
+    times = sorted(json.loads(watcher.communicate(timeout=30)[0] or "[]"))
+    if not times:
+        return float("nan"), float("nan"), 0
     return percentile(times, 0.5) / times[0], percentile(times, 0.9) / times[0], len(times)
 
 
@@ -782,9 +785,11 @@ def main():
             generate.build(small, patients=2000, appointments=3000, today=today, days=window(today))
             density += (per_working_day(small, today),)
         flushes, watcher = disk_flushes(folder), watch_cpu()
-        out = {} if options.replication_only else bench(big, small, options, today, folder)
-        out["replication"] = replication(copies, options, today, folder, rounds=1 if options.quick else 3)
-        steadiness = cpu_steadiness(watcher)
+        try:
+            out = {} if options.replication_only else bench(big, small, options, today, folder)
+            out["replication"] = replication(copies, options, today, folder, rounds=1 if options.quick else 3)
+        finally:
+            steadiness = cpu_steadiness(watcher)
     cpu_after = cpu_seconds()
     setup = {"built": built, "density": density, "flushes": flushes, "steadiness": steadiness, "code": code,
              "today": today,

@@ -27,7 +27,9 @@ def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap(d
 
 def test_the_write_log_is_checkpointed_every_few_pages_so_no_write_pays_for_a_large_one(api, db_path):
     """"Storage": SQLite's own auto-checkpoint at CHECKPOINT_PAGES, not its default 1000 pages."""
-    page_size = agenda.connect(db_path).execute("PRAGMA page_size").fetchone()[0]
+    conn = agenda.connect(db_path)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
     wal = db_path.with_name(db_path.name + "-wal")
     largest = 0
     for number in range(200):  # about 800 pages written in all
