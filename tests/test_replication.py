@@ -43,12 +43,14 @@ def clinic_db(tmp_path):
 
 
 @pytest.fixture
-def servers():
+def servers(tmp_path):
+    """`agenda run`s killed with -9 at the end; their private Litestream folders (which a killed
+    process cannot remove) go in the test's own temporary folder."""
     started = []
 
     def start(db_path, *args):
         env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
-        env.update(AGENDA_SECRET=SECRET, AGENDA_MIN_NOTICE="0", PYTHONUNBUFFERED="1")
+        env.update(AGENDA_SECRET=SECRET, AGENDA_MIN_NOTICE="0", PYTHONUNBUFFERED="1", TMPDIR=str(tmp_path))
         started.append(Server(agenda_command("run", "--db", str(db_path), "--port", "0", *args), env))
         return started[-1]
 
