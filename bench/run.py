@@ -400,8 +400,8 @@ def workload(db_path, today):
     ]
 
     def prepare(name, port, requests):
-        """Book what a move needs, list what a cancel takes, and free slots for bookings,
-        before each timed run of that endpoint."""
+        """Book what a move needs, list what a cancel takes (the bench's bookings since the
+        last run added), and free slots for bookings, before each timed run of that endpoint."""
         if name == "POST /appointments":
             refill(requests)
         if name == "PUT /appointments/{id}" and not state["movers"]:
@@ -415,13 +415,15 @@ def workload(db_path, today):
                     raise SystemExit(f"booking a mover: {answer.status} {answer.read()[:300]!r}")
                 state["movers"][worker] = (json.loads(answer.read())["appointmentId"], (one, other), 0)
                 conn.close()
-        if name == "DELETE /appointments/{id}" and state["to_cancel"] is None:
+        if name == "DELETE /appointments/{id}":  # the bookings since the last run join the pool's end
             movers = {int(appointment) for appointment, _, _ in state["movers"].values()}
             conn = sqlite3.connect(db_path)
             booked = [row[0] for row in conn.execute(
                 "SELECT id FROM appointments WHERE reason = 'Bench' AND status = 'booked' ORDER BY id")]
             conn.close()
-            state["to_cancel"] = [key for key in booked if key not in movers] + cancel_pool
+            known = set(state["to_cancel"] or ())
+            fresh = [key for key in booked if key not in movers and key not in known]
+            state["to_cancel"] = fresh + cancel_pool if state["to_cancel"] is None else state["to_cancel"] + fresh
             state["pools"]["to cancel"] = len(state["to_cancel"])
 
     return endpoints, prepare, state, nifs
