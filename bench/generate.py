@@ -1,4 +1,4 @@
-"""Build a large clinic's database for the benchmark (issue 5).
+"""Build a large clinic's database for the benchmark (bench/README.md).
 
 30 doctors over 3 centers with weekly hours like a real clinic's (mornings, afternoons,
 some part-time), 6 insurances, national holidays, 60,000 patients and 300,000

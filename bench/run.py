@@ -1,4 +1,4 @@
-r"""One command for the whole benchmark (issue 5, "One clinic core with thin edges", item 5):
+r"""One command for the whole benchmark (bench/README.md, its targets and results):
 build a large clinic (300,000 appointments) and a small one (3,000), serve each with
 `agenda run` on 127.0.0.1 with no cache of answers, drive every endpoint at 1, 4 and 16
 connections on the large one and at 1 on the small one, do the same to two bare waitress +

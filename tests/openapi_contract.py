@@ -3,7 +3,8 @@
 `checked(app)` wraps a WSGI app: each response passing through it must be one its
 operation documents (status, media type, body schema). `CONTRACT.check(...)` does the
 same for answers read off a real server. An answer of a path or method the document does
-not have must still be D4's error object (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED).
+not have must still be the error object of design.md's "Errors" (404 NOT_FOUND, 405
+METHOD_NOT_ALLOWED).
 """
 
 import json

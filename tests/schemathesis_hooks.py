@@ -32,8 +32,8 @@ SIGN_ME = "SIGN_ME"  # [auth.openapi.signature] in schemathesis.toml
 
 
 class Signer(requests.auth.AuthBase):
-    """X-Signature, scheme `request` (D5): METHOD, path with query, and body, as sent; only
-    in place of the placeholder."""
+    """X-Signature, scheme `request` (design.md, "Signatures"): METHOD, path with query, and
+    body, as sent; only in place of the placeholder."""
 
     def __init__(self, secret):
         self.secret = secret.encode("utf-8")
@@ -62,8 +62,8 @@ def real_dnis():
 
 
 def real_patients():
-    """nif, phone and birthDate that D11 accepts: a DNI with its letter, a Spanish mobile,
-    a birth date before today."""
+    """nif, phone and birthDate that design.md's "Patients" accepts: a DNI with its letter, a
+    Spanish mobile, a birth date before today."""
     phones = st.integers(0, 999_999).map(lambda number: f"612{number:06d}")
     births = st.dates(dt.date(1920, 1, 1), dt.date.today() - dt.timedelta(days=1)).map(
         lambda day: day.strftime("%d/%m/%Y"))

@@ -4,7 +4,7 @@ openapi-python-client (PyPI, the `test` extra) writes the client once per module
 `GET /openapi.json` of a real `agenda run`, offline, with no post hooks (no formatter to
 run) and --fail-on-warning, so a part of the document it cannot read fails here. Each test
 then runs the flow through it against `agenda run --signature-scheme request` and `body`,
-signing every request in an httpx event hook over the exact bytes sent (D5).
+signing every request in an httpx event hook over the exact bytes sent (design.md, "Signatures").
 """
 
 import datetime as dt
@@ -32,7 +32,7 @@ PACKAGE = "agenda_client"
 
 
 def signer(scheme, secret=SECRET):
-    """An httpx request hook: X-Signature over the request as it leaves (D5)."""
+    """An httpx request hook: X-Signature over the request as it leaves ("Signatures")."""
 
     def sign(request):
         body = request.read()

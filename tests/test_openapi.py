@@ -147,7 +147,8 @@ def test_a_wrong_method_beside_an_appointment_is_405_with_allow_as_documented(ap
 
 
 def test_documented_dates_are_exactly_the_dates_the_server_reads():
-    """D2: D/M/YYYY, DD/MM/YYYY, DD-MM-YYYY, YYYY-MM-DD; no impossible day, no year 0000."""
+    """Dates as "Lenient input, strict output" reads them: D/M/YYYY, DD/MM/YYYY, DD-MM-YYYY,
+    YYYY-MM-DD; no impossible day, no year 0000."""
     pattern = re.compile(DOCUMENT["components"]["schemas"]["DateText"]["pattern"])
     days = [f"{n}" for n in range(0, 33)] + [f"{n:02d}" for n in range(0, 10)] + ["001"]
     months = [f"{n}" for n in range(0, 14)] + [f"{n:02d}" for n in range(0, 10)]

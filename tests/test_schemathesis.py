@@ -4,7 +4,7 @@ Every operation of openapi.json with valid and invalid data (the examples, cover
 fuzzing phases), then stateful sequences that follow the document's links: create a
 patient, book, move, confirm, cancel. Every request schemathesis authenticates is signed
 over the exact bytes sent (tests/schemathesis_hooks.py), and the server only takes the
-`request` scheme (D5), which covers method, path, query and body.
+`request` scheme (design.md, "Signatures"), which covers method, path, query and body.
 
 The gate (tests/schemathesis.toml): every check schemathesis has. No 5xx; no answer that
 breaks the document (status, media type, headers, body schema); a request the document
