@@ -53,6 +53,8 @@ def main():
     parser.add_argument("--requests", type=int, default=400, help="most requests a run")
     parser.add_argument("--seconds", type=float, default=3.0, help="most seconds a run")
     options = parser.parse_args()
+    if options.rounds < 1 or options.requests < 1:
+        parser.error("--rounds and --requests must be at least 1")
     run.load_agenda(run.ROOT / "agenda.py")
     with tempfile.TemporaryDirectory() as folder:
         db_path = Path(options.db) if options.db else Path(folder) / "big.db"

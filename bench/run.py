@@ -796,7 +796,10 @@ def main():
     options = parser.parse_args()
     if options.quick:
         options.requests, options.seconds, options.rounds, options.write_rounds = 300, 2.0, 3, 3
-    options.table_rounds = options.table_rounds or (1 if options.quick else 3)
+    if options.table_rounds is None:
+        options.table_rounds = 1 if options.quick else 3
+    if options.table_rounds < 1 or options.requests < options.table_rounds:
+        parser.error("--table-rounds must be at least 1 and at most --requests")
     load_agenda(options.agenda)
     SERVER_ARGS[:] = options.server_arg
     today = dt.date.today()
