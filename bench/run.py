@@ -54,6 +54,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -286,7 +287,7 @@ def workload(db_path, today):
         """Every free slot up to the booking horizon (90 days), shuffled."""
         conn = agenda.connect(db_path)
         doctors = [dict(row) for row in conn.execute("SELECT * FROM doctors ORDER BY id")]
-        free = agenda.free_slots(conn, doctors, first, horizon, tz=agenda.ZoneInfo("Europe/Madrid"),
+        free = agenda.free_slots(conn, doctors, first, horizon, tz=ZoneInfo("Europe/Madrid"),
                                  earliest=dt.datetime.now(dt.timezone.utc))
         conn.close()
         random.Random(seed).shuffle(free)

@@ -271,7 +271,7 @@ def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environ
     assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 1)
     assert app.clinic.settings.signature_scheme == "request"
     client = webtest.TestApp(checked(app))
-    assert client.get("/health").json == {"status": "ok"}
+    assert client.get("/health").json == {"status": "ok", "replica": "off"}
     assert client.get("/custom-config", expect_errors=True).status_int == 401
     assert client.get("/custom-config", headers={"X-Signature": sign(b"", SECRET, "GET", "/custom-config")}).status_int == 200
     assert SECRET not in result.output

@@ -95,18 +95,18 @@ def test_staff_accounts_from_the_command_line(api, runner, clock):
     assert invoke(runner, "staff", "add", "ana", input="another password\n").exit_code == 1
     assert invoke(runner, "staff", "add", "bad name!", input="correct horse battery\n").exit_code == 1
     assert invoke(runner, "staff", "add", "luis", input="short\n").exit_code == 1  # 8 characters at least
-    clinic = api.app.clinic
-    token, _ = clinic.log_in("ana", "correct horse battery")
+    accounts = api.app.accounts
+    token, _ = accounts.log_in("ana", "correct horse battery")
     stored = api.db().execute("SELECT password FROM staff WHERE name = 'ana'").fetchone()[0]
     assert stored.startswith("scrypt$") and "correct horse" not in stored
     assert "ana  added 23/11/2026 08:00" in invoke(runner, "staff", "list").output
     assert invoke(runner, "staff", "password", "ana", input="a new long password\n").exit_code == 0
-    assert clinic.desk_session(token) is None  # the new password ends the old sessions
+    assert accounts.desk_session(token) is None  # the new password ends the old sessions
     with pytest.raises(agenda.ClinicError):
-        clinic.log_in("ana", "correct horse battery")
-    token, _ = clinic.log_in("ana", "a new long password")
+        accounts.log_in("ana", "correct horse battery")
+    token, _ = accounts.log_in("ana", "a new long password")
     assert invoke(runner, "staff", "remove", "ana").exit_code == 0
-    assert clinic.desk_session(token) is None and invoke(runner, "staff", "list").output == ""
+    assert accounts.desk_session(token) is None and invoke(runner, "staff", "list").output == ""
     assert invoke(runner, "staff", "remove", "ana").exit_code == 1
     assert sources(api, "staff") == ["cli"] * 3
 
@@ -115,7 +115,7 @@ def test_a_lock_shows_in_the_staff_list_until_it_ends(api, runner, clock):
     invoke(runner, "staff", "add", "ana", input="correct horse battery\n")
     for _ in range(5):
         with pytest.raises(agenda.ClinicError):
-            api.app.clinic.log_in("ana", "wrong")
+            api.app.accounts.log_in("ana", "wrong")
     assert "locked until 23/11/2026 08:15" in invoke(runner, "staff", "list").output
     assert "locked" not in invoke(runner, "staff", "list", now=MONDAY + dt.timedelta(minutes=16)).output
 
@@ -129,7 +129,7 @@ def test_the_twins_book_by_the_services_rules_and_staff_names_ignore_case(api, r
     assert invoke(runner, *booking, env={"AGENDA_HORIZON": "180"}).exit_code == 0
     assert invoke(runner, "staff", "add", "Ana", input="correct horse battery\n").exit_code == 0
     assert invoke(runner, "staff", "add", "ana", input="correct horse battery\n").exit_code == 1
-    assert api.app.clinic.log_in(" ANA ", "correct horse battery")
+    assert api.app.accounts.log_in(" ANA ", "correct horse battery")
 
 
 def test_a_replica_url_is_shown_without_its_password():

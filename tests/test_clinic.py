@@ -37,12 +37,6 @@ def events(clinic):
             if row["action"] != "catalog.seeded"]
 
 
-def test_the_domain_layer_imports_nothing_of_the_web():
-    source = open(agenda.__file__, encoding="utf-8").read()
-    domain = source[source.index("# --- The clinic's operations"):source.index("# --- The web edge")]
-    assert "bottle." not in domain and "bottle.request" not in domain
-
-
 def test_a_booking_is_one_event_from_its_source_and_reads_back_as_the_caller_sees_it(clinic, ana):
     appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana,
                                  reason="Revisión", source="cli")

@@ -109,7 +109,7 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 def test_wrong_passwords_in_flight_never_undo_the_lock_and_the_right_one_stays_out(api, threads):
     """Many wrong passwords at once through waitress: the fifth locks the name, no failure in flight
     unlocks it, and the right password is refused while the lock lasts ("Desk accounts and sessions")."""
-    api.app.clinic.add_staff("ana", "correct horse battery")
+    api.app.accounts.add_staff("ana", "correct horse battery")
     httpd = StopableWSGIServer.create(api.app, host="127.0.0.1", threads=threads)
     try:
         assert httpd.wait(), "the server did not start"

@@ -16,7 +16,7 @@ PASSWORD = "correct horse battery"
 
 @pytest.fixture
 def desk(api):
-    api.app.clinic.add_staff("ana", PASSWORD)
+    api.app.accounts.add_staff("ana", PASSWORD)
     return webtest.TestApp(api.app)
 
 
@@ -149,7 +149,7 @@ def test_bad_input_on_a_form_names_the_field_keeps_what_was_typed_and_changes_no
 
 def test_two_receptionists_booking_one_slot_get_one_booking_and_one_clear_message(api, desk):
     other = webtest.TestApp(api.app)
-    api.app.clinic.add_staff("luis", PASSWORD)
+    api.app.accounts.add_staff("luis", PASSWORD)
     log_in(desk)
     log_in(other, name="luis")
     first = last_form(desk.get("/desk/book?doctorId=MARTIN&date=24/11/2026&time=10:00&centerId=C1"))
@@ -251,22 +251,22 @@ def test_an_unknown_desk_page_is_html_and_an_unknown_api_path_json(api, desk):
 def test_a_login_holds_no_write_lock_while_it_checks_the_password_and_locks_read_like_unknown_names(api, desk):
     """scrypt runs outside the write transaction, so a stream of logins never holds up a booking;
     a locked name answers exactly as an unknown one (docs/design.md, "Desk accounts and sessions")."""
-    import agenda
+    from _agenda import staff
     seen = []
-    real = agenda.password_matches
+    real = staff.password_matches
 
     def spy(stored, password):
         seen.append(api.app.clinic.db.write_lock.locked())
         return real(stored, password)
 
-    agenda.password_matches = spy
+    staff.password_matches = spy
     try:
         for _ in range(6):
             log_in(desk, password="wrong password")
         unknown = log_in(desk, name="nobody", password="wrong password")
         locked = log_in(desk)
     finally:
-        agenda.password_matches = real
+        staff.password_matches = real
     assert seen and not any(seen)
     assert unknown.status_int == locked.status_int == 401
     assert unknown.html.find("p", class_="error").text == locked.html.find("p", class_="error").text

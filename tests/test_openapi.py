@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 import agenda
+from _agenda.api import WIRE_CODES
 from conftest import ROOT
 from openapi_contract import CONTRACT, METHODS, Contract
 
@@ -77,12 +78,14 @@ def documented_codes():
 
 
 def raised_codes():
-    """(status, code) of every ClinicError in agenda.py, and of the errors known only by their
+    """(status, code) of every ClinicError in agenda.py and _agenda/, as the caller reads it (the
+    domain's own codes mapped by the API's WIRE_CODES), and of the errors known only by their
     status (bottle's and waitress's own); 404 of a path the document lacks aside. The router's
     405 is documented where a path's neighbour answers it: /appointments/confirm, range and
     end-of-reminder-day, which /appointments/{appointmentId} is not."""
-    source = (ROOT / "agenda.py").read_text(encoding="utf-8")
-    raised = {(int(status), code) for status, code in re.findall(r'(?:ClinicError\(|= \()(\d{3}),\s*"([A-Z_]+)"', source)}
+    source = "".join(path.read_text(encoding="utf-8") for path in [ROOT / "agenda.py", *(ROOT / "_agenda").glob("*.py")])
+    raised = {(int(status), WIRE_CODES.get(code, code))
+              for status, code in re.findall(r'(?:ClinicError\(|= \()(\d{3}),\s*"([A-Z_]+)"', source)}
     assert len(raised) > 15  # the pattern still finds them
     # refusals of the staff desk and the CLI only, never of an API operation
     raised -= {(401, "LOGIN_FAILED"), (429, "LOGIN_LOCKED"), (404, "STAFF_NOT_FOUND"), (409, "STAFF_ALREADY_EXISTS"),

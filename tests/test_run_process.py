@@ -143,4 +143,4 @@ def test_the_one_file_build_runs_on_a_bare_python(tmp_path, db_path):
 
 
 def agenda_version():
-    return re.search(r'__version__ = "([^"]+)"', (ROOT / "agenda.py").read_text())[1]
+    return re.search(r'__version__ = "([^"]+)"', (ROOT / "_agenda" / "__init__.py").read_text())[1]

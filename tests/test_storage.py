@@ -5,6 +5,7 @@ import json
 import sqlite3
 import stat
 import threading
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -181,7 +182,7 @@ def test_availability_reads_appointments_from_an_index_alone(api, db_path):
     doctors = conn.execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = 'MG'").fetchall()
     now = dt.datetime(2026, 11, 23, 7, 0, tzinfo=dt.timezone.utc)
     assert agenda.free_slots(conn, doctors, dt.date(2026, 11, 23), dt.date(2026, 12, 6),
-                             tz=agenda.ZoneInfo("Europe/Madrid"), earliest=now)
+                             tz=ZoneInfo("Europe/Madrid"), earliest=now)
     conn.set_trace_callback(None)
     busy = [sql for sql in statements if "FROM appointments" in sql]
     assert len(busy) == 1

@@ -70,15 +70,27 @@ def copy_distribution(distribution, staging):
     return copied
 
 
+def shipped_files():
+    """Agenda's own files by setup.cfg's own rules, so the one-file build ships what a wheel ships: the
+    module, the package's modules and package data, and the data files (globs from the project's top)."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg", encoding="utf-8")
+    names = [f"{module}.py" for module in config["options"]["py_modules"].split()]
+    for package in config["options"]["packages"].split():
+        patterns = ["*.py", *config["options.package_data"].get(package, "").split()]
+        names += [path for pattern in patterns for path in sorted((ROOT / package).glob(pattern))]
+    names += [path for patterns in config["options.data_files"].values() for pattern in patterns.split()
+              for path in sorted(ROOT.glob(pattern))]
+    return [Path(name).relative_to(ROOT).as_posix() if Path(name).is_absolute() else name for name in names]
+
+
 def build(output):
     with tempfile.TemporaryDirectory() as folder:
         staging = Path(folder)
         for key, distribution in sorted(with_dependencies(requirement_names()).items()):
             count = copy_distribution(distribution, staging)
             print(f"  {distribution.metadata['Name']} {distribution.version}: {count} files")
-        shipped = ["agenda.py", "schema.sql", "openapi.json", "seed/catalogs.csv",
-                   *(f"templates/{path.name}" for path in sorted((ROOT / "templates").iterdir()))]
-        for name in shipped:
+        for name in shipped_files():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ROOT / name, staging / name)
         (staging / "__main__.py").write_text(MAIN, encoding="utf-8")

@@ -1,0 +1,483 @@
+"""The desk's twins on the command line (the day sheet, patient import, book, move, cancel, confirm,
+closures, doctors, staff accounts), registered on the one group."""
+
+import csv
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from .values import (ClinicError, DEFAULT_TZ, format_date, hhmm, minutes_of, parse_date, plural, printable,
+                     Settings, sheet_csv)
+from .store import Database, INSERT_PATIENT, patient_row, record_event, transaction, utc_iso
+from .staff import Accounts
+from .clinic import Clinic
+from .imports import PatientFileError, plan_patient_import, read_patient_file
+from .cli import (cli, cli_date, cli_now, cli_time, cli_zone, clinic_time, db_option, existing_database,
+                  rules_options, tz_option, WEEKDAY_NAMES)
+
+
+def cli_clinic(ctx, db_path, tz=DEFAULT_TZ, **rules):
+    """The Clinic over an existing database, on the CLI's clock ("Clinic time"); rules: Settings' fields."""
+    existing_database(db_path).close()
+    try:
+        return Clinic(Database(db_path), Settings(tz=tz, **rules), lambda: cli_now(ctx))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def day_sheet(clinic, day, center_id=None):
+    """A day's live appointments, each doctor's together, by time: what `agenda day` prints."""
+    try:
+        appointments = clinic.appointments_on([day.isoformat()], center_id)
+    except ClinicError:
+        known = ", ".join(center["id"] for center in clinic.centers())
+        raise click.ClickException(f"no center {center_id!r}; the centers are: {known or 'none'}") from None
+    return sorted(appointments, key=lambda a: (a["doctorName"], a["doctorId"], a["time"]))
+
+
+@cli.command()
+@db_option
+@click.argument("date", required=False)
+@click.option("--center", "center_id", default=None, help="Only this center's appointments (its id).")
+@click.option("--csv", "as_csv", is_flag=True, help="Comma-separated values, for a spreadsheet.")
+@tz_option
+@click.pass_context
+def day(ctx, db_path, date, center_id, as_csv, tz):
+    """The day sheet: each doctor's appointments with time, patient, phone, reason, status.
+
+    DATE as the clinic writes it, DD/MM/YYYY (default: today). Cancelled
+    appointments are left out; status is booked, confirmed or unanswered.
+
+    Example:
+
+    \b
+        agenda day 23/11/2026 --center CENTRO --csv > monday.csv
+    """
+    zone = cli_zone(tz)
+    try:
+        when = parse_date(date, "DATE") if date else cli_now(ctx).astimezone(zone).date()
+    except ClinicError:
+        raise click.ClickException(f"{date!r} is not a date; write it as DD/MM/YYYY, e.g. 23/11/2026") from None
+    clinic = cli_clinic(ctx, db_path, tz)
+    try:
+        rows = day_sheet(clinic, when, center_id)
+    finally:
+        clinic.db.close()
+    click.echo(day_sheet_csv(rows) if as_csv else day_sheet_text(rows, when, center_id), nl=False)
+
+
+def end_time(appointment):
+    return hhmm(minutes_of(appointment["time"]) + appointment["extraData"]["duration"])
+
+
+def day_sheet_csv(rows):
+    return sheet_csv(["date", "time", "end", "doctor_id", "doctor", "center", "patient", "phone", "reason", "status"],
+                     ([row["date"], row["time"], end_time(row), row["doctorId"], row["doctorName"], row["centerRef"],
+                       row["patientName"], row["phone"], row["reason"], row["extraData"]["status"]] for row in rows))
+
+
+def day_sheet_text(rows, when, center_id):
+    """The day sheet for a terminal: every value made printable, so each appointment keeps its one line."""
+    where = f"center {printable(center_id)}" if center_id else "all centers"
+    lines = [f"{WEEKDAY_NAMES[when.weekday()]} {format_date(when)}, {where}: {plural(len(rows), 'appointment')}"]
+    width = max((len(printable(row["patientName"])) for row in rows), default=0)
+    doctor = None
+    for row in rows:
+        if row["doctorId"] != doctor:
+            doctor = row["doctorId"]
+            lines.append(f"\n{printable(row['doctorName'])} ({printable(doctor)})")
+        center = f"  [{printable(row['centerRef'])}]" if row["centerRef"] and not center_id else ""
+        lines.append(f"  {row['time']}  {printable(row['patientName']):<{width}}  {printable(row['phone']):<13}  "
+                     f"{row['extraData']['status']:<10}  {printable(row['reason']) or '-'}{center}")
+    return "\n".join(lines) + "\n"
+
+
+@cli.command("import-patients")
+@db_option
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="Check and report; write nothing.")
+@tz_option
+@click.pass_context
+def import_patients(ctx, db_path, file, dry_run, tz):
+    """Bring in patients from another system's CSV: name,surname,birthDate,nif,phone.
+
+    UTF-8 or Latin-1, with a header row; ',' ';' or tab separated. Every row is
+    checked as the API checks a new patient (NIF letter, phone, date). Bad rows are
+    listed by line and then nothing is imported: all or nothing. A NIF already in
+    the agenda is reported and never doubled.
+
+    Example:
+
+    \b
+        agenda import-patients old-system.csv --dry-run && agenda import-patients old-system.csv
+    """
+    if not Path(file).is_file():
+        raise click.ClickException(f"{file}: no such file; give the path of the patients CSV")
+    today = cli_now(ctx).astimezone(cli_zone(tz)).date()
+    try:
+        rows = read_patient_file(file)
+    except PatientFileError as error:
+        raise click.ClickException(f"{file}: nothing was imported: {error}") from None
+    except csv.Error as error:
+        raise click.ClickException(f"{file}: nothing was imported: not a readable CSV: {error}") from None
+    conn = existing_database(db_path)
+    try:
+        with transaction(conn):  # BEGIN IMMEDIATE: no NIF can arrive between the check and the insert
+            if len(rows) >= 2000:
+                with click.progressbar(rows, label=f"Checking {len(rows):,} rows", file=sys.stderr) as bar:
+                    patients, problems, present = plan_patient_import(conn, bar, today)
+            else:
+                patients, problems, present = plan_patient_import(conn, rows, today)
+            if not problems and not dry_run:
+                at = cli_now(ctx)
+                conn.executemany(INSERT_PATIENT, (patient_row(patient, at) for patient in patients))
+                record_event(conn, at, "cli", "patients.imported", "patient", None,
+                             after={"file": Path(file).name, "imported": len(patients),
+                                    "alreadyPresent": len(present)})
+    finally:
+        conn.close()
+    for line in present[:20]:
+        click.echo(printable(line))
+    if len(present) > 20:
+        click.echo(f"... and {len(present) - 20:,} more already in the agenda")
+    if problems:
+        for line in problems[:50]:
+            click.echo(printable(line), err=True)
+        if len(problems) > 50:
+            click.echo(f"... and {len(problems) - 50:,} more bad rows", err=True)
+        raise click.ClickException(f"{file}: {plural(len(problems), 'bad row')}; "
+                                   "nothing was imported. Fix them and run the import again.")
+    if dry_run:
+        click.echo(f"Dry run: {plural(len(patients), 'patient')} would be imported; {len(present):,} already in "
+                   "the agenda. Nothing was written.")
+    else:
+        click.echo(f"Imported {plural(len(patients), 'patient')}; {len(present):,} already in the agenda.")
+
+
+# The desk's twins: every staff action as a command, for scripts and an admin without a browser
+
+@contextmanager
+def clinic_at(ctx, db_path, tz=DEFAULT_TZ, **rules):
+    """The Clinic over an existing database for one command; a refusal becomes one `Error:` line."""
+    clinic = cli_clinic(ctx, db_path, tz, **rules)
+    try:
+        yield clinic
+    except ClinicError as error:
+        raise click.ClickException(error.message) from None
+    finally:
+        clinic.db.close()
+
+
+def appointment_line(a):
+    """One appointment on one line of a terminal."""
+    return printable(f"{a['appointmentId']}: {a['date']} {a['time']} {a['doctorName']} ({a['doctorId']})"
+                     f"{' at ' + a['centerRef'] if a['centerRef'] else ''}, {a['patientName']} "
+                     f"{a['phone'] or ''}").rstrip()
+
+
+@cli.command()
+@db_option
+@click.option("--doctor", "doctor_id", required=True, help="The doctor's id.")
+@click.option("--date", "date_text", required=True, help="The day, DD/MM/YYYY.")
+@click.option("--time", "time_text", required=True, help="The slot's start, HH:MM.")
+@click.option("--patient", "patient_id", default=None, help="The patient's id (or give --nif).")
+@click.option("--nif", default=None, help="The patient's NIF, when the id is not at hand.")
+@click.option("--center", "center_id", default=None, help="The center (where the doctor works then).")
+@click.option("--reason", default=None, help="Why the patient comes.")
+@tz_option
+@rules_options
+@click.pass_context
+def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, tz, min_notice, horizon):
+    """Book a free slot for a patient, with the same rules as the API and the desk.
+
+    Example:
+
+    \b
+        agenda book --doctor MARTIN --date 24/11/2026 --time 09:30 --nif 12345678Z --reason Revisión
+    """
+    day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
+    with clinic_at(ctx, db_path, tz, min_notice_minutes=min_notice, horizon_days=horizon) as clinic:
+        if patient_id is None:
+            if nif is None:
+                raise click.ClickException("give the patient: --patient ID or --nif NIF")
+            patient_id = clinic.find_patient(nif)["id"]
+        booked = clinic.book(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id,
+                             center_id=center_id, reason=reason, source="cli")
+        click.echo(f"Booked {appointment_line(clinic.appointment(booked))}")
+
+
+@cli.command()
+@db_option
+@click.argument("appointment_id")
+@click.option("--date", "date_text", required=True, help="The new day, DD/MM/YYYY.")
+@click.option("--time", "time_text", required=True, help="The new start, HH:MM.")
+@tz_option
+@rules_options
+@click.pass_context
+def move(ctx, db_path, appointment_id, date_text, time_text, tz, min_notice, horizon):
+    """Move an appointment to another free slot of its doctor and center; it is no longer confirmed.
+
+    Example:
+
+    \b
+        agenda move 123 --date 25/11/2026 --time 10:00
+    """
+    day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
+    with clinic_at(ctx, db_path, tz, min_notice_minutes=min_notice, horizon_days=horizon) as clinic:
+        clinic.move(appointment_id, day=day, time_text=start, source="cli")
+        click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id))}")
+
+
+@cli.command()
+@db_option
+@click.argument("appointment_id")
+@click.option("--reason", default="cancelled by the clinic", show_default=True, help="Why it is cancelled.")
+@tz_option
+@click.pass_context
+def cancel(ctx, db_path, appointment_id, reason, tz):
+    """Cancel an appointment; its slot is free again (nothing is deleted).
+
+    Example:
+
+    \b
+        agenda cancel 123 --reason "the patient phoned the front desk"
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        line = appointment_line(clinic.appointment(appointment_id))
+        clinic.cancel(appointment_id, reason=reason, source="cli")
+        click.echo(f"Cancelled {line}")
+
+
+@cli.command()
+@db_option
+@click.argument("appointment_id")
+@tz_option
+@click.pass_context
+def confirm(ctx, db_path, appointment_id, tz):
+    """Mark an appointment confirmed (the patient said they will come).
+
+    Example:
+
+    \b
+        agenda confirm 123
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        state = clinic.confirm(appointment_id, True, source="cli")
+        click.echo(f"{'Already confirmed' if state == 'alreadyConfirmed' else 'Confirmed'} "
+                   f"{appointment_line(clinic.appointment(appointment_id))}")
+
+
+@cli.group()
+def closed():
+    """Holidays and absences: list, add and remove closures; their slots leave availability at once.
+
+    Example:
+
+    \b
+        agenda closed add --from 24/12/2026 --to 26/12/2026 --reason Navidad
+    """
+
+
+@closed.command("list")
+@db_option
+@tz_option
+@click.pass_context
+def closed_list(ctx, db_path, tz):
+    """The closures from today on: id, who, where, days, hours, reason.
+
+    Example:
+
+    \b
+        agenda closed list --db /var/lib/agenda/clinic.db
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        for c in clinic.closures():
+            hours = f" {c['start_time']}-{c['end_time']}" if c["start_time"] else ""
+            click.echo(printable(f"{c['id']}: {c['doctor_name'] or 'everyone'} at {c['center_id'] or 'every center'}, "
+                                 f"{format_date(c['date_from'])} to {format_date(c['date_to'])}{hours}: {c['reason']}"))
+
+
+@closed.command("add")
+@db_option
+@click.option("--doctor", "doctor_id", default=None, help="The doctor's id (default: everyone).")
+@click.option("--center", "center_id", default=None, help="The center (default: every center).")
+@click.option("--from", "first", required=True, help="The first day, DD/MM/YYYY.")
+@click.option("--to", "last", default=None, help="The last day (default: the first).")
+@click.option("--hours", default=None, help="Only these hours, HH:MM-HH:MM (default: the whole day).")
+@click.option("--reason", default="", help="Why: a holiday, a course, an absence.")
+@tz_option
+@click.pass_context
+def closed_add(ctx, db_path, doctor_id, center_id, first, last, hours, reason, tz):
+    """Close a doctor or everyone, at a center or all, for days or hours; lists the bookings it covers.
+
+    Example:
+
+    \b
+        agenda closed add --doctor MARTIN --from 30/11/2026 --hours 09:00-11:00 --reason Congreso
+    """
+    start = end = None
+    if hours:
+        start_text, _, end_text = hours.partition("-")
+        start, end = cli_time(start_text, "--hours"), cli_time(end_text, "--hours")
+    with clinic_at(ctx, db_path, tz) as clinic:
+        added = clinic.add_closure(doctor_id=doctor_id, center_id=center_id, first=cli_date(first, "--from"),
+                                   last=cli_date(last, "--to") if last else None, start=start, end=end,
+                                   reason=reason, source="cli")
+        click.echo(f"Added closure {added['id']}; it covers {plural(len(added['covered']), 'booked appointment')}"
+                   f"{': call to rebook' if added['covered'] else '.'}")
+        for appointment in added["covered"]:
+            click.echo(f"  {appointment_line(appointment)}")
+
+
+@closed.command("remove")
+@db_option
+@click.argument("closure_id")
+@tz_option
+@click.pass_context
+def closed_remove(ctx, db_path, closure_id, tz):
+    """Remove a closure (one typed on the wrong date): its slots are offered again.
+
+    Example:
+
+    \b
+        agenda closed remove 12
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        clinic.remove_closure(closure_id, source="cli")
+        click.echo(f"Removed closure {closure_id}.")
+
+
+@cli.group()
+def doctor():
+    """Doctors: retire one who leaves (no slot offered from a date on).
+
+    Example:
+
+    \b
+        agenda doctor retire RUIZ --from 01/01/2027
+    """
+
+
+@doctor.command("retire")
+@db_option
+@click.argument("doctor_id")
+@click.option("--from", "first", required=True, help="The first day the doctor no longer sees patients.")
+@tz_option
+@click.pass_context
+def doctor_retire(ctx, db_path, doctor_id, first, tz):
+    """Offer no slot of DOCTOR_ID from a date on; lists the appointments left after it, to rebook.
+
+    They are never cancelled by this: call each patient and move or cancel it.
+
+    Example:
+
+    \b
+        agenda doctor retire RUIZ --from 01/01/2027
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        left = clinic.retire_doctor(doctor_id, cli_date(first, "--from"), source="cli")
+        click.echo(f"{doctor_id} offers no slot from {first} on; {plural(len(left), 'appointment')} left to rebook"
+                   f"{':' if left else '.'}")
+        for appointment in left:
+            click.echo(f"  {appointment_line(appointment)}")
+
+
+@contextmanager
+def accounts_at(ctx, db_path, tz=DEFAULT_TZ):
+    """The staff Accounts over an existing database for one command; a refusal becomes one `Error:` line."""
+    with clinic_at(ctx, db_path, tz) as clinic:
+        yield Accounts(clinic.db, clinic.settings, clinic.clock)
+
+
+@cli.group()
+def staff():
+    """Reception's accounts for the desk (/desk), apart from the caller's secret.
+
+    Example:
+
+    \b
+        agenda staff add ana --db /var/lib/agenda/clinic.db
+    """
+
+
+def new_password():
+    """A password from a hidden prompt (twice), or the first line of standard input when it is not a terminal."""
+    if sys.stdin.isatty():
+        return click.prompt("Password (not shown)", hide_input=True, confirmation_prompt=True)
+    try:
+        return sys.stdin.readline().rstrip("\n")
+    except UnicodeDecodeError:
+        raise click.ClickException("the password on standard input is not UTF-8 text") from None
+
+
+@staff.command("add")
+@db_option
+@click.argument("name")
+@click.pass_context
+def staff_add(ctx, db_path, name):
+    """Add a staff account; its password from a hidden prompt, or from standard input.
+
+    Example:
+
+    \b
+        agenda staff add ana --db /var/lib/agenda/clinic.db
+    """
+    with accounts_at(ctx, db_path) as accounts:
+        accounts.add_staff(name, new_password(), source="cli")
+        click.echo(f"Added {name}: they log in at /desk.")
+
+
+@staff.command("password")
+@db_option
+@click.argument("name")
+@click.pass_context
+def staff_password(ctx, db_path, name):
+    """Set a new password (it also ends their sessions and lifts a lock).
+
+    Example:
+
+    \b
+        agenda staff password ana
+    """
+    with accounts_at(ctx, db_path) as accounts:
+        accounts.set_staff_password(name, new_password(), source="cli")
+        click.echo(f"New password set for {name}; their desk sessions are closed.")
+
+
+@staff.command("remove")
+@db_option
+@click.argument("name")
+@click.pass_context
+def staff_remove(ctx, db_path, name):
+    """Remove a staff account and end its sessions.
+
+    Example:
+
+    \b
+        agenda staff remove ana
+    """
+    with accounts_at(ctx, db_path) as accounts:
+        accounts.remove_staff(name, source="cli")
+        click.echo(f"Removed {name}.")
+
+
+@staff.command("list")
+@db_option
+@tz_option
+@click.pass_context
+def staff_list(ctx, db_path, tz):
+    """The staff accounts, when each was added, and any lock.
+
+    Example:
+
+    \b
+        agenda staff list
+    """
+    zone = cli_zone(tz)
+    with accounts_at(ctx, db_path, tz) as accounts:
+        for member in accounts.staff():
+            locked = member["locked_until"] and member["locked_until"] > utc_iso(cli_now(ctx))
+            click.echo(f"{member['name']}  added {clinic_time(member['created_at'], zone)}"
+                       f"{'  locked until ' + clinic_time(member['locked_until'], zone) if locked else ''}")

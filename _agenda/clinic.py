@@ -1,0 +1,552 @@
+"""The clinic's operations (`Clinic`): patients, booking, moving, cancelling, confirming, reminder
+cycles, closures and doctors. No HTTP here."""
+
+import datetime as dt
+import json
+import logging
+import re
+import sqlite3
+
+from .values import (clinic_zone, ClinicError, format_date, invalid, minutes_of, normalise_nif,
+                     numeric_id, parse_phone, patient_fields, Settings)
+from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
+from .slots import free_slots, local_start, slot_not_available
+
+log = logging.getLogger("agenda")
+
+
+# An appointment as the caller sees it ("Appointment objects"), written as JSON by SQLite: the one
+# place its shape is set. Ids are text; the date DD/MM/YYYY; patientName is name and surname, or
+# whichever there is, or null; duration in minutes. A list of hundreds is written three times as
+# fast as Python builds and encodes them.
+APPOINTMENT_JSON = """json_object(
+    'appointmentId', CAST(a.id AS TEXT),
+    'date', substr(a.date, 9, 2) || '/' || substr(a.date, 6, 2) || '/' || substr(a.date, 1, 4),
+    'time', a.time, 'doctorId', a.doctor_id, 'doctorName', d.name, 'patientId', CAST(a.patient_id AS TEXT),
+    'nif', p.nif,
+    'patientName', CASE WHEN coalesce(p.name, '') = '' THEN nullif(p.surname, '')
+                        WHEN coalesce(p.surname, '') = '' THEN p.name ELSE p.name || ' ' || p.surname END,
+    'phone', p.phone_e164, 'reason', a.reason, 'centerRef', a.center_id,
+    'extraData', json_object('status', a.status, 'specialityId', a.speciality_id, 'insuranceId', a.insurance_id,
+                             'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
+                                         - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))))"""
+
+
+APPOINTMENT_TABLES = """
+    FROM appointments a
+    JOIN doctors d ON d.id = a.doctor_id
+    JOIN patients p ON p.id = a.patient_id
+"""
+
+
+def iso_of(date_text):
+    """DD/MM/YYYY, as answers write it, back to ISO."""
+    return f"{date_text[6:10]}-{date_text[3:5]}-{date_text[0:2]}"
+
+
+def patient_view(row):
+    """A patient as the caller sees it ("Patients")."""
+    return {"id": str(row["id"]), "name": row["name"], "surname": row["surname"],
+            "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None,
+            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "extra": None}
+
+
+# What a cancelled appointment answers: reading it, changing it, cancelling it again ("Appointment objects").
+READ_CANCELLED = (410, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
+
+
+CHANGE_CANCELLED = (409, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
+
+
+CANCEL_CANCELLED = (409, "APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
+
+
+class Clinic:
+    """The clinic's operations over one database, its settings and a clock; no HTTP here.
+
+    Reads return plain data; every change is one BEGIN IMMEDIATE transaction recording an
+    event from `source` ("api", "cli", ...); refusals raise ClinicError ("One domain layer").
+    """
+
+    def __init__(self, db, settings=None, clock=None):
+        self.db = db
+        self.settings = settings or Settings()
+        self.tz = clinic_zone(self.settings.tz)
+        self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+
+    def conn(self):
+        return self.db.connection()
+
+    def today(self):
+        return self.clock().astimezone(self.tz).date()
+
+    def earliest_start(self):
+        """Now plus the minimum notice, in UTC: real minutes, even across a DST change ("Clinic time")."""
+        return self.clock().astimezone(dt.timezone.utc) + dt.timedelta(minutes=self.settings.min_notice_minutes)
+
+    def last_bookable_day(self):
+        return self.today() + dt.timedelta(days=self.settings.horizon_days)
+
+    # Look-ups: each id the caller names, or its 404
+
+    def require_center(self, center_id):
+        if center_id is not None and self.conn().execute(
+                "SELECT 1 FROM centers WHERE id = ?", (center_id,)).fetchone() is None:
+            raise ClinicError(404, "CENTER_NOT_FOUND", "no center with that centerId")
+        return center_id
+
+    def require_doctor(self, doctor_id):
+        row = self.conn().execute("SELECT id, name, speciality_id FROM doctors WHERE id = ?",
+                                  (doctor_id,)).fetchone()
+        if row is None:
+            raise ClinicError(404, "DOCTOR_NOT_FOUND", "no doctor with that doctorId")
+        return row
+
+    def require_speciality(self, speciality_id):
+        if self.conn().execute("SELECT 1 FROM specialities WHERE id = ?", (speciality_id,)).fetchone() is None:
+            raise ClinicError(404, "SPECIALITY_NOT_FOUND", "no speciality with that specialityId")
+
+    def require_insurance(self, insurance_id):
+        if self.conn().execute("SELECT 1 FROM insurances WHERE id = ?", (insurance_id,)).fetchone() is None:
+            raise ClinicError(404, "INSURANCE_NOT_FOUND", "no insurance with that insuranceId")
+
+    def accepts_insurance(self, doctor_id, insurance_id):
+        listed = [row[0] for row in self.conn().execute(
+            "SELECT insurance_id FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))]
+        return not listed or insurance_id in listed
+
+    def appointment_row(self, appointment_id, if_cancelled, columns="a.*"):
+        """`columns` (of APPOINTMENT_TABLES) of a live appointment: 404 when there is none,
+        `if_cancelled` (status, code, message) when it was cancelled. The one lookup of an appointment."""
+        key = numeric_id(appointment_id)
+        row = None if key is None else self.conn().execute(
+            f"SELECT a.status AS lookup_status, {columns} {APPOINTMENT_TABLES} WHERE a.id = ?", (key,)).fetchone()
+        if row is None:
+            raise ClinicError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+        if row["lookup_status"] == "cancelled":
+            raise ClinicError(*if_cancelled)
+        found = dict(row)
+        del found["lookup_status"]
+        return found
+
+    def slot_at(self, doctor, day, time_text, center_id):
+        """This doctor's slot at this date and time, or SLOT_NOT_AVAILABLE with its reason ("Booking"):
+        on the grid, within hours, not closed, inside the notice and the horizon. An overlap with
+        another appointment is left to schema.sql's triggers, in the same transaction."""
+        if day <= self.last_bookable_day():
+            for slot in free_slots(self.conn(), [doctor], day, day, tz=self.tz, earliest=self.earliest_start(),
+                                   center_id=center_id, overlaps_checked=False, starting_at=time_text):
+                return slot
+        raise self.slot_refusal(doctor["id"], day, time_text, center_id)
+
+    def slot_refusal(self, doctor_id, day, time_text, center_id):
+        """Why this doctor has no slot at this date and time: the first of the horizon, the
+        notice, the hours (at this center), the grid, a closure ("Slot refusal reasons")."""
+        retired_from = self.conn().execute("SELECT retired_from FROM doctors WHERE id = ?", (doctor_id,)).fetchone()[0]
+        if retired_from is not None and day.isoformat() >= retired_from:
+            return slot_not_available("doctor_retired", f"the doctor no longer sees patients from "
+                                                        f"{format_date(retired_from)}")
+        if day > self.last_bookable_day():
+            return slot_not_available("beyond_horizon", f"{format_date(day)} is beyond the booking horizon "
+                                                        f"({self.settings.horizon_days} days)")
+        starts = local_start(day, time_text, self.tz) if day >= self.today() else None
+        if day < self.today() or (starts is not None and starts < self.earliest_start()):
+            return slot_not_available("too_soon", f"{format_date(day)} {time_text} is past or inside the "
+                                                  f"minimum notice ({self.settings.min_notice_minutes} minutes)")
+        minute = minutes_of(time_text)
+        hours = [row for row in self.conn().execute(
+            "SELECT center_id, start_time, end_time, slot_minutes FROM schedules WHERE doctor_id = ? AND weekday = ?",
+            (doctor_id, day.weekday())) if minutes_of(row["start_time"]) <= minute < minutes_of(row["end_time"])]
+        here = [row for row in hours if center_id is None or row["center_id"] == center_id]
+        if hours and not here:
+            return slot_not_available("wrong_center", f"at {time_text} the doctor works at center "
+                                                      f"{hours[0]['center_id']}")
+        if not here:
+            return slot_not_available("outside_hours", f"the doctor does not work at {time_text} on that day")
+        row = here[0]
+        if starts is None or (minute - minutes_of(row["start_time"])) % row["slot_minutes"] or \
+                minute + row["slot_minutes"] > minutes_of(row["end_time"]):
+            return slot_not_available("off_grid", f"{time_text} is not on the doctor's grid of "
+                                                  f"{row['slot_minutes']} minutes from {row['start_time']}")
+        return slot_not_available("closed")
+
+    # Catalogs and patients
+
+    def centers(self):
+        """The clinic's centers: id and name, by id."""
+        return [dict(row) for row in self.conn().execute("SELECT id, name FROM centers ORDER BY id")]
+
+    def catalogs(self):
+        """The catalogs in the shape the caller reads ("Catalogs"): doctors, specialities, insurances, centers."""
+        conn = self.conn()
+        centers = [dict(row) for row in conn.execute("SELECT id, name FROM centers ORDER BY id")]
+        insurance_lists, doctor_centers = {}, {}
+        for row in conn.execute("SELECT doctor_id, insurance_id FROM doctor_insurances ORDER BY 1, 2"):
+            insurance_lists.setdefault(row["doctor_id"], []).append(row["insurance_id"])
+        for row in conn.execute("SELECT DISTINCT doctor_id, center_id FROM schedules ORDER BY 1, 2"):
+            doctor_centers.setdefault(row["doctor_id"], []).append(row["center_id"])
+        doctors = []
+        for row in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id"):
+            for center_id in doctor_centers.get(row["id"], [None]):
+                entry = {"id": row["id"], "name": row["name"], "speciality": row["speciality_id"]}
+                if centers:
+                    entry["idCenter"] = center_id
+                if row["id"] in insurance_lists:
+                    entry["insurances"] = insurance_lists[row["id"]]
+                doctors.append(entry)
+        config = {
+            "doctors": {"description": "Doctors; one entry per center where the doctor works. "
+                                       "insurances, when present, lists the only insurances accepted.",
+                        "data": doctors},
+            "specialities": {"description": "Specialities and appointment types", "data": [
+                dict(row) for row in conn.execute("SELECT id, name FROM specialities ORDER BY id")]},
+            "insurances": {"description": "Insurances, private patients included", "data": [
+                dict(row) for row in conn.execute("SELECT id, name FROM insurances ORDER BY id")]},
+        }
+        if centers:
+            config["centers"] = {"description": "Sites of the clinic", "data": centers}
+        return config
+
+    def find_patient(self, nif_text):
+        row = self.conn().execute("SELECT * FROM patients WHERE nif = ?", (normalise_nif(nif_text),)).fetchone()
+        if row is None:
+            raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that nif")
+        return patient_view(row)
+
+    def register_patient(self, fields, source="api"):
+        """A new patient from name, surname, birthDate, nif, phone texts; its id. A known NIF is a 409."""
+        patient = patient_fields(fields, self.today())
+        at = self.clock()
+        with self.db.transaction() as conn:
+            existing = conn.execute("SELECT id FROM patients WHERE nif = ?", (patient["nif"],)).fetchone()
+            if existing:
+                raise ClinicError(409, "PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
+                                  patientId=str(existing["id"]))
+            row = written_row(conn, INSERT_PATIENT, patient_row(patient, at))
+            record_event(conn, at, source, "patient.created", "patient", row["id"], after=row)
+        return str(row["id"])
+
+    # Slots
+
+    def availability(self, *, doctor_id=None, speciality_id=None, center_id=None, insurance_id=None,
+                     first=None, last=None):
+        """The free slots ("Availability") of a doctor or a speciality, from `first` (today) to
+        `last` (13 days on), within the horizon."""
+        if doctor_id is None and speciality_id is None:
+            raise invalid("doctorId or specialityId is required")
+        self.require_center(center_id)
+        first = first or self.today()
+        if last is not None and last < first:
+            raise invalid("endDate is before startDate")
+        horizon = self.last_bookable_day()
+        if first > horizon:  # nothing to offer; also keeps date arithmetic far from year 9999
+            return []
+        last = min(last or first + dt.timedelta(days=13), horizon)
+        if doctor_id is not None:
+            doctors = [self.require_doctor(doctor_id)]
+            if speciality_id is not None:
+                self.require_speciality(speciality_id)
+                doctors = [d for d in doctors if d["speciality_id"] == speciality_id]
+        else:
+            self.require_speciality(speciality_id)
+            doctors = self.conn().execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = ?",
+                                          (speciality_id,)).fetchall()
+        if insurance_id is not None:
+            self.require_insurance(insurance_id)
+            doctors = [d for d in doctors if self.accepts_insurance(d["id"], insurance_id)]
+        return free_slots(self.conn(), doctors, first, last, tz=self.tz, earliest=self.earliest_start(),
+                          center_id=center_id)
+
+    # Appointments: reading
+
+    def appointment_json(self, appointment_id):
+        """One live appointment as the caller sees it, as JSON text; a cancelled one is gone (410)."""
+        return self.appointment_row(appointment_id, READ_CANCELLED, columns=f"{APPOINTMENT_JSON} AS json")["json"]
+
+    def appointment(self, appointment_id):
+        return json.loads(self.appointment_json(appointment_id))
+
+    def live_appointments_json(self, where, params, center_id=None):
+        """The live appointments matching `where` (SQL over `a`), sorted ("Lists"), as a JSON array's text."""
+        self.require_center(center_id)
+        if center_id is not None:
+            where, params = where + " AND a.center_id = ?", [*params, center_id]
+        (text,) = self.conn().execute(  # the whole array in one step ("Lists")
+            f"SELECT '[' || coalesce(group_concat(json), '') || ']' FROM (SELECT {APPOINTMENT_JSON} AS json"
+            f" {APPOINTMENT_TABLES} WHERE a.status != 'cancelled' AND {where} ORDER BY a.date, a.time, a.doctor_id)",
+            params).fetchone()
+        return text
+
+    def live_appointments(self, where, params, center_id=None):
+        return json.loads(self.live_appointments_json(where, params, center_id))
+
+    def appointments_on_json(self, days, center_id=None):
+        """The live appointments of these ISO days ("Lists"), as a JSON array's text."""
+        return self.live_appointments_json(f"a.date IN ({','.join('?' * len(days))})", days, center_id)
+
+    def appointments_on(self, days, center_id=None):
+        return json.loads(self.appointments_on_json(days, center_id))
+
+    def patient_appointments(self, *, nif=None, phone=None, day=None, center_id=None):
+        """A patient's live appointments ("One route, two jobs"): found by NIF, else by phone;
+        on `day`, else from today on."""
+        self.require_center(center_id)
+        nif, phone = normalise_nif(nif) if nif else None, parse_phone(phone) if phone else None
+        patient_ids = []
+        if nif is not None:
+            patient_ids = [row[0] for row in self.conn().execute("SELECT id FROM patients WHERE nif = ?", (nif,))]
+        if not patient_ids and phone is not None:
+            patient_ids = [row[0] for row in self.conn().execute(
+                "SELECT id FROM patients WHERE phone_e164 = ?", (phone,))]
+        if not patient_ids:
+            return []
+        where, params = ("a.date = ?", [day.isoformat()]) if day else ("a.date >= ?", [self.today().isoformat()])
+        where += f" AND a.patient_id IN ({','.join('?' * len(patient_ids))})"
+        return self.live_appointments(where, [*params, *patient_ids], center_id)
+
+    # Appointments: changing
+
+    def book(self, *, day, time_text, doctor_id, patient_id, speciality_id=None, insurance_id=None,
+             center_id=None, reason=None, source="api"):
+        """A new appointment's id ("Booking"); a retry of the same booking answers the same id."""
+        at = self.clock()
+        patient_key = numeric_id(patient_id)
+        with self.db.transaction() as conn:
+            doctor = self.require_doctor(doctor_id)
+            if patient_key is None or conn.execute("SELECT 1 FROM patients WHERE id = ?",
+                                                   (patient_key,)).fetchone() is None:
+                raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that patientId")
+            if speciality_id is not None:
+                self.require_speciality(speciality_id)
+                if speciality_id != doctor["speciality_id"]:
+                    raise invalid("specialityId is not the speciality of that doctor")
+            if insurance_id is not None:
+                self.require_insurance(insurance_id)
+                if not self.accepts_insurance(doctor_id, insurance_id):
+                    raise ClinicError(409, "INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance")
+            self.require_center(center_id)
+            try:
+                slot = self.slot_at(doctor, day, time_text, center_id)
+                booked = written_row(
+                    conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
+                    " date, time, end_time, reason, status, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?)",
+                    (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id, day.isoformat(),
+                     slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at)))
+            except ClinicError as refusal:
+                return self.retried_booking(patient_key, doctor_id, day, time_text, refusal)
+            except sqlite3.IntegrityError:
+                return self.retried_booking(patient_key, doctor_id, day, time_text, slot_not_available("taken"))
+            record_event(conn, at, source, "appointment.booked", "appointment", booked["id"], after=booked)
+        return str(booked["id"])
+
+    def retried_booking(self, patient_key, doctor_id, day, time_text, refusal):
+        """The id of this patient's live booking at this slot, or the slot's refusal. Asked only
+        once the slot refused a booking: a retry always finds its first booking there."""
+        retried = self.conn().execute(
+            "SELECT id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ? AND time = ?"
+            " AND status != 'cancelled'", (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
+        if retried is None:
+            raise refusal
+        return str(retried["id"])
+
+    def move(self, appointment_id, *, day, time_text, source="api"):
+        """The appointment to another free slot of its doctor and center ("Moving"); no longer confirmed."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
+            slot = self.slot_at(self.require_doctor(before["doctor_id"]), day, time_text, before["center_id"])
+            try:
+                after = written_row(
+                    conn, "UPDATE appointments SET date = ?, time = ?, end_time = ?, center_id = ?,"
+                    " status = 'booked', confirmed_at = NULL, updated_at = ? WHERE id = ?",
+                    (day.isoformat(), slot.time, slot.end_time, slot.center_id, utc_iso(at), before["id"]))
+            except sqlite3.IntegrityError:
+                raise slot_not_available("taken") from None
+            record_event(conn, at, source, "appointment.moved", "appointment", before["id"], before=before, after=after)
+        return str(before["id"])
+
+    def cancel(self, appointment_id, reason="cancelled by the caller", source="api"):
+        """Cancel a live appointment; its slot is free again. Nothing is deleted ("Storage")."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            before = self.appointment_row(appointment_id, CANCEL_CANCELLED)
+            self.cancelled(conn, before, at, reason, "appointment.cancelled", source)
+
+    def cancelled(self, conn, before, at, reason, action, source):
+        """Inside a transaction: mark `before` cancelled, with its event."""
+        after = written_row(conn, "UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
+                            " updated_at = ? WHERE id = ?", (utc_iso(at), reason, utc_iso(at), before["id"]))
+        record_event(conn, at, source, action, "appointment", before["id"], before=before, after=after)
+
+    def confirm(self, appointment_id, confirmed, source="api"):
+        """The patient's answer to a reminder ("Confirming"): 'confirmed', 'alreadyConfirmed', or,
+        when they will not come, 'cancelled' with the slot freed."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
+            if not confirmed:
+                self.cancelled(conn, before, at, "declined at reminder", "appointment.declined", source)
+                return "cancelled"
+            if before["status"] == "confirmed":
+                return "alreadyConfirmed"
+            after = written_row(conn, "UPDATE appointments SET status = 'confirmed', confirmed_at = ?,"
+                                " updated_at = ? WHERE id = ?", (utc_iso(at), utc_iso(at), before["id"]))
+            record_event(conn, at, source, "appointment.confirmed", "appointment", before["id"],
+                         before=before, after=after)
+        return "confirmed"
+
+    def close_reminder_day(self, *, config_id, days, execution="", skipped=(), center_id=None, source="api"):
+        """Close a reminder cycle over these ISO days ("End of a reminder day"): unconfirmed live
+        appointments, but the skipped ids, meet the policy. {"processed": N, "repeated": bool}."""
+        policy = self.settings.reminder_policy
+        at = self.clock()
+        with self.db.transaction() as conn:
+            self.require_center(center_id)
+            if conn.execute("SELECT 1 FROM reminder_cycles WHERE voice_agent_config_id = ? AND days = ?"
+                            " AND execution_date = ? AND center_id = ?",
+                            (config_id, ",".join(days), execution, center_id or "")).fetchone():
+                return {"processed": 0, "repeated": True}
+            acted_on, booked = self.unconfirmed(days, skipped, center_id)
+            for key in acted_on if policy == "release" else booked if policy == "flag" else ():
+                before = dict(conn.execute("SELECT * FROM appointments WHERE id = ?", (key,)).fetchone())
+                if policy == "release":
+                    self.cancelled(conn, before, at, "no answer to reminder", "appointment.released", source)
+                    continue
+                after = written_row(conn, "UPDATE appointments SET status = 'unanswered', updated_at = ?"
+                                    " WHERE id = ?", (utc_iso(at), key))
+                record_event(conn, at, source, "appointment.unanswered", "appointment", key, before=before, after=after)
+            cycle = conn.execute(
+                "INSERT INTO reminder_cycles (voice_agent_config_id, days, execution_date, center_id, policy,"
+                " appointment_ids, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (config_id, ",".join(days), execution, center_id or "", policy, json.dumps(acted_on), utc_iso(at)))
+            record_event(conn, at, source, "reminder.closed", "reminder_cycle", cycle.lastrowid,
+                         after={"voiceAgentConfigId": config_id, "days": days, "centerId": center_id,
+                                "policy": policy, "appointmentIds": acted_on, "skipAppointmentIds": sorted(skipped)})
+        return {"processed": len(acted_on), "repeated": False}
+
+    def unconfirmed(self, days, skipped, center_id):
+        """(ids of the live unconfirmed appointments of these days, those of them still only booked), sorted."""
+        where = f"date IN ({','.join('?' * len(days))}) AND status IN ('booked', 'unanswered')"
+        params = [*days]
+        if skipped:
+            where += " AND CAST(id AS TEXT) NOT IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(sorted(skipped)))
+        if center_id is not None:
+            where += " AND center_id = ?"
+            params.append(center_id)
+        rows = self.conn().execute(f"SELECT id, status FROM appointments WHERE {where} ORDER BY id", params).fetchall()
+        return [row["id"] for row in rows], [row["id"] for row in rows if row["status"] == "booked"]
+
+    # Closures and doctors (the desk and their CLI twins)
+
+    def closures(self, since=None):
+        """Closures ending on or after `since` (today), by first day: who, where, when, why."""
+        since = (since or self.today()).isoformat()
+        return [dict(row) for row in self.conn().execute(
+            "SELECT c.id, c.doctor_id, d.name AS doctor_name, c.center_id, c.date_from, c.date_to, c.start_time,"
+            " c.end_time, c.reason FROM closures c LEFT JOIN doctors d ON d.id = c.doctor_id WHERE c.date_to >= ?"
+            " ORDER BY c.date_from, c.date_to, c.id", (since,))]
+
+    def closure_fields(self, doctor_id, center_id, first, last, start, end):
+        """A closure's fields, checked: known doctor and center, days in order, hours both or neither."""
+        if doctor_id is not None:
+            self.require_doctor(doctor_id)
+        self.require_center(center_id)
+        last = last or first
+        if last < first:
+            raise invalid("the last day is before the first")
+        if (start is None) != (end is None) or (start is not None and end <= start):
+            raise invalid("hours need a start and a later end, or neither for whole days")
+        return doctor_id, center_id, first.isoformat(), last.isoformat(), start, end
+
+    def covered_by(self, doctor_id, center_id, first, last, start, end):
+        """The live appointments a closure would cover: each needs a call."""
+        where, params = "a.date BETWEEN ? AND ?", [first, last]
+        if doctor_id is not None:
+            where, params = where + " AND a.doctor_id = ?", [*params, doctor_id]
+        if start is not None:
+            where, params = where + " AND a.time < ? AND ? < a.end_time", [*params, end, start]
+        return self.live_appointments(where, params, center_id)
+
+    def add_closure(self, *, doctor_id=None, center_id=None, first, last=None, start=None, end=None, reason="",
+                    source="cli"):
+        """Close a doctor (or everyone) at a center (or every one) for days or hours; its slots leave
+        availability at once. {"id", "covered": the live appointments it covers, for rebooking}."""
+        fields = self.closure_fields(doctor_id, center_id, first, last, start, end)
+        at = self.clock()
+        with self.db.transaction() as conn:
+            row = written_row(conn, "INSERT INTO closures (doctor_id, center_id, date_from, date_to, start_time,"
+                                    " end_time, reason) VALUES (?, ?, ?, ?, ?, ?, ?)", (*fields, reason or ""))
+            record_event(conn, at, source, "closure.added", "closure", row["id"], after=row)
+        return {"id": str(row["id"]), "covered": self.covered_by(*fields)}
+
+    def remove_closure(self, closure_id, source="cli"):
+        """Remove a closure (one typed on the wrong date); its slots are offered again."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            key = numeric_id(closure_id)
+            before = None if key is None else conn.execute("SELECT * FROM closures WHERE id = ?", (key,)).fetchone()
+            if before is None:
+                raise ClinicError(404, "CLOSURE_NOT_FOUND", "no closure with that id")
+            conn.execute("DELETE FROM closures WHERE id = ?", (key,))
+            record_event(conn, at, source, "closure.removed", "closure", key, before=dict(before))
+
+    def doctors(self):
+        """Every doctor with their weekly hours at each center and the day they retire from, if any."""
+        hours = {}
+        for row in self.conn().execute("SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes"
+                                       " FROM schedules ORDER BY doctor_id, center_id, weekday, start_time"):
+            hours.setdefault(row["doctor_id"], []).append(dict(row))
+        return [{**dict(row), "hours": hours.get(row["id"], [])} for row in self.conn().execute(
+            "SELECT id, name, speciality_id, retired_from FROM doctors ORDER BY name, id")]
+
+    def retire_doctor(self, doctor_id, day, source="cli"):
+        """No slot of this doctor is offered from `day` on; the live appointments left from then on
+        are returned for rebooking, never cancelled ("Staff desk")."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            before = dict(self.require_doctor(doctor_id))
+            after = written_row(conn, "UPDATE doctors SET retired_from = ? WHERE id = ?", (day.isoformat(), doctor_id))
+            record_event(conn, at, source, "doctor.retired", "doctor", doctor_id, before=before, after=after)
+        return self.appointments_from(doctor_id, day)
+
+    def appointments_from(self, doctor_id, day):
+        """This doctor's live appointments from `day` on: those a retirement leaves to rebook."""
+        return self.live_appointments("a.doctor_id = ? AND a.date >= ?", [doctor_id, day.isoformat()])
+
+    # Patients, as the desk looks for them
+
+    def search_patients(self, text):
+        """Patients by NIF, phone or name (up to 20), best matches first."""
+        text = (text or "").strip()
+        if not text:
+            return []
+        found = []
+        for column, value in (("nif", self.quietly(normalise_nif, text)), ("phone_e164", self.quietly(parse_phone, text))):
+            if value:
+                found += self.conn().execute(f"SELECT * FROM patients WHERE {column} = ?", (value,)).fetchall()
+        if not found:
+            pattern = "%" + re.sub(r"([%_\\])", r"\\\1", text) + "%"
+            found = self.conn().execute(
+                "SELECT * FROM patients WHERE name || ' ' || coalesce(surname, '') LIKE ? ESCAPE '\\'"
+                " ORDER BY name, surname, id LIMIT 20", (pattern,)).fetchall()
+        return [patient_view(row) for row in found]
+
+    @staticmethod
+    def quietly(parse, text):
+        try:
+            return parse(text)
+        except ClinicError:
+            return None
+
+    def patient_record(self, patient_id):
+        """A patient and their live appointments, the coming ones first, then the past."""
+        key = numeric_id(patient_id)
+        row = None if key is None else self.conn().execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()
+        if row is None:
+            raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that patientId")
+        appointments = self.live_appointments("a.patient_id = ?", [key])
+        today = self.today().isoformat()
+        coming = [a for a in appointments if iso_of(a["date"]) >= today]
+        return {**patient_view(row), "appointments": coming + [a for a in appointments if iso_of(a["date"]) < today][::-1]}

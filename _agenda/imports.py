@@ -1,0 +1,341 @@
+"""Catalogs and imports: the seed CSV (centers, specialities, insurances, doctors, closures) and patient
+files from other systems."""
+
+import csv
+import io
+import re
+from pathlib import Path
+
+from .values import ClinicError, parse_date, parse_time, patient_fields
+from .store import record_event, transaction
+
+
+CATALOG_COLUMNS = ("kind", "id", "name", "speciality", "center", "insurances", "days", "hours",
+                   "slot_minutes", "date_from", "date_to")
+
+
+WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6,  # and in Spanish:
+            "lun": 0, "mar": 1, "mie": 2, "mié": 2, "jue": 3, "vie": 4, "sab": 5, "sáb": 5, "dom": 6,
+            "lunes": 0, "martes": 1, "miercoles": 2, "miércoles": 2, "jueves": 3, "viernes": 4, "sabado": 5,
+            "sábado": 5, "domingo": 6}
+
+
+CATALOG_TABLES = {  # what a seed may change, in the order a snapshot reads it
+    "centers": "SELECT id, name FROM centers ORDER BY id",
+    "specialities": "SELECT id, name FROM specialities ORDER BY id",
+    "insurances": "SELECT id, name FROM insurances ORDER BY id",
+    "doctors": "SELECT id, name, speciality_id FROM doctors ORDER BY id",
+    "doctor_insurances": "SELECT doctor_id, insurance_id FROM doctor_insurances ORDER BY 1, 2",
+    "schedules": "SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes FROM schedules"
+                 " ORDER BY 1, 2, 3, 4",
+    "closures": "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time, reason"
+                " FROM closures ORDER BY 1, 2, 3, 4, 5",
+}
+
+
+CATALOG_NOUNS = {"centers": "center", "specialities": "speciality", "insurances": "insurance", "doctors": "doctor",
+                 "doctor_insurances": "doctor insurance", "schedules": "schedule", "closures": "closure"}
+
+
+class SeedError(Exception):
+    """A catalog file that cannot be applied; `problems` are (line, message) pairs."""
+
+    def __init__(self, problems):
+        self.problems = sorted(problems)
+        super().__init__("\n".join(f"line {line}: {message}" for line, message in self.problems))
+
+
+class _NothingChanged(Exception):
+    pass
+
+
+def parse_days(text):
+    days = set()
+    for part in re.split(r"[;\s]+", text.strip().lower()):
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        if first not in WEEKDAYS or (last and last not in WEEKDAYS):
+            raise ValueError(f"days: {part!r} is not a weekday (mon, tue, ... or ranges like mon-fri)")
+        start, stop = WEEKDAYS[first], WEEKDAYS[last or first]
+        if stop < start:
+            raise ValueError(f"days: {part!r} runs backwards")
+        days.update(range(start, stop + 1))
+    if not days:
+        raise ValueError("days is required (like mon-fri or mon;wed;fri)")
+    return sorted(days)
+
+
+def parse_hours(text, required=True):
+    ranges = []
+    for part in re.split(r"[;\s]+", text.strip()):
+        if not part:
+            continue
+        start, sep, end = part.partition("-")
+        try:
+            start, end = parse_time(start, "hours"), parse_time(end, "hours")
+        except ClinicError:
+            sep = ""
+        if not sep:
+            raise ValueError(f"hours: {part!r} is not a range like 09:00-14:00")
+        if end <= start:
+            raise ValueError(f"hours: {part!r} ends before it starts")
+        ranges.append((start, end))
+    if required and not ranges:
+        raise ValueError("hours is required (like 09:00-14:00;16:00-19:00)")
+    return ranges
+
+
+def parse_slot_minutes(text):
+    if not text:
+        return 15
+    if not text.isdigit() or not 5 <= int(text) <= 480:
+        raise ValueError(f"slot_minutes: {text!r} must be a whole number of minutes from 5 to 480")
+    return int(text)
+
+
+def read_catalog_file(path):
+    """[(line number, row dict), ...] of a "Catalog file" CSV; columns by name, extra columns ignored."""
+    try:
+        return read_catalog_text(Path(path).read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise SeedError([(1, "the file is not UTF-8: save it as 'CSV UTF-8'")]) from None
+
+
+CSV_SEPARATORS = {",": "','", ";": "';'", "\t": "a tab"}
+
+
+def read_catalog_text(text):
+    """read_catalog_file's rows from the text of the file. The separator is the header's: ','
+    or ';' (a Spanish spreadsheet's CSV) or a tab; a cell holding ';' lists is then quoted."""
+    separator = max(CSV_SEPARATORS, key=text.split("\n", 1)[0].count)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=separator)
+    found = [name.strip().lower() for name in reader.fieldnames or []]
+    if "kind" not in found:
+        raise SeedError([(1, f"the header row must name the columns {','.join(CATALOG_COLUMNS)}; it was read "
+                             f"with {CSV_SEPARATORS[separator]} as the separator and has the columns "
+                             f"{found or 'none'}")])
+    rows = []
+    for row in reader:
+        clean = {(key or "").strip().lower(): (value or "").strip()
+                 for key, value in row.items() if isinstance(value, str) or value is None}
+        if any(clean.values()):
+            rows.append((reader.line_num, clean))
+    return rows
+
+
+def _snapshot(conn):
+    return {table: [tuple(row) for row in conn.execute(sql)] for table, sql in CATALOG_TABLES.items()}
+
+
+def parse_catalog(rows):
+    """Read catalog rows into what seed_catalogs applies; problems are (line, message)."""
+    problems = []
+    simple = {"center": {}, "speciality": {}, "insurance": {}}
+    doctors, closures = {}, []
+    for line, row in rows:
+        kind = row.get("kind", "").lower()
+        try:
+            if kind in simple:
+                if not row.get("id") or not row.get("name"):
+                    raise ValueError(f"a {kind} row needs id and name")
+                simple[kind][row["id"]] = row["name"]
+            elif kind == "doctor":
+                if not row.get("id") or not row.get("name") or not row.get("speciality"):
+                    raise ValueError("a doctor row needs id, name and speciality")
+                insurances = {item.strip() for item in row.get("insurances", "").split(";") if item.strip()}
+                entry = {"line": line, "name": row["name"], "speciality": row["speciality"],
+                         "center": row.get("center") or None, "insurances": tuple(sorted(insurances)),
+                         "days": parse_days(row.get("days", "")), "hours": parse_hours(row.get("hours", "")),
+                         "slot_minutes": parse_slot_minutes(row.get("slot_minutes", ""))}
+                doctors.setdefault(row["id"], []).append(entry)
+            elif kind == "closed":
+                if not row.get("date_from"):
+                    raise ValueError("a closed row needs date_from (DD/MM/YYYY)")
+                first = parse_date(row["date_from"], "date_from")
+                last = parse_date(row["date_to"], "date_to") if row.get("date_to") else first
+                if last < first:
+                    raise ValueError("date_to is before date_from")
+                for start, end in parse_hours(row.get("hours", ""), required=False) or [(None, None)]:
+                    closures.append((line, row.get("id") or None, row.get("center") or None,
+                                     first.isoformat(), last.isoformat(), start, end, row.get("name", "")))
+            else:
+                raise ValueError(f"kind must be one of center, speciality, insurance, doctor, closed;"
+                                 f" got {row.get('kind', '')!r}")
+        except ClinicError as error:
+            problems.append((line, error.message))
+        except ValueError as error:
+            problems.append((line, str(error)))
+    for doctor_id, entries in doctors.items():
+        for field in ("name", "speciality", "insurances"):
+            if len({entry[field] for entry in entries}) > 1:
+                problems.append((entries[-1]["line"],
+                                 f"doctor {doctor_id}: {field} differs from line {entries[0]['line']}"))
+    return simple, doctors, closures, problems
+
+
+def _exists(conn, table, key):
+    return conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (key,)).fetchone() is not None
+
+
+def _apply_doctor(conn, doctor_id, entries):
+    """Upsert one doctor and replace their hours at the centers named; returns problems."""
+    first = entries[0]
+    problems = []
+    if not _exists(conn, "specialities", first["speciality"]):
+        problems.append((first["line"], f"speciality {first['speciality']!r} is not in the catalog"))
+    for insurance_id in first["insurances"]:
+        if not _exists(conn, "insurances", insurance_id):
+            problems.append((first["line"], f"insurance {insurance_id!r} is not in the catalog"))
+    for entry in entries:
+        if entry["center"] and not _exists(conn, "centers", entry["center"]):
+            problems.append((entry["line"], f"center {entry['center']!r} is not in the catalog"))
+    if problems:
+        return problems
+    conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES (?, ?, ?)"
+                 " ON CONFLICT (id) DO UPDATE SET name = excluded.name, speciality_id = excluded.speciality_id",
+                 (doctor_id, first["name"], first["speciality"]))
+    conn.execute("DELETE FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))
+    conn.executemany("INSERT INTO doctor_insurances (doctor_id, insurance_id) VALUES (?, ?)",
+                     [(doctor_id, insurance_id) for insurance_id in first["insurances"]])
+    for center in {entry["center"] for entry in entries}:
+        conn.execute("DELETE FROM schedules WHERE doctor_id = ? AND center_id IS ?", (doctor_id, center))
+    for entry in entries:
+        conn.executemany(
+            "INSERT INTO schedules (doctor_id, center_id, weekday, start_time, end_time, slot_minutes)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [(doctor_id, entry["center"], weekday, start, end, entry["slot_minutes"])
+             for weekday in entry["days"] for start, end in entry["hours"]])
+    overlap = conn.execute(
+        "SELECT a.weekday, a.start_time, a.end_time, b.start_time, b.end_time"
+        " FROM schedules a JOIN schedules b ON a.doctor_id = b.doctor_id AND a.weekday = b.weekday"
+        " AND a.id < b.id AND a.start_time < b.end_time AND b.start_time < a.end_time"
+        " WHERE a.doctor_id = ? LIMIT 1", (doctor_id,)).fetchone()
+    if overlap:
+        day = next(name for name, number in WEEKDAYS.items() if number == overlap[0])
+        problems.append((first["line"], f"doctor {doctor_id}: hours {overlap[1]}-{overlap[2]} and "
+                                        f"{overlap[3]}-{overlap[4]} overlap on {day}"))
+    return problems
+
+
+def _apply_closure(conn, line, doctor_id, center_id, first, last, start, end, reason):
+    """Add a closure, or update the reason of the same one; returns problems."""
+    if doctor_id and not _exists(conn, "doctors", doctor_id):
+        return [(line, f"doctor {doctor_id!r} is not in the catalog")]
+    if center_id and not _exists(conn, "centers", center_id):
+        return [(line, f"center {center_id!r} is not in the catalog")]
+    same = conn.execute("SELECT id FROM closures WHERE doctor_id IS ? AND center_id IS ? AND date_from = ?"
+                        " AND date_to = ? AND start_time IS ? AND end_time IS ?",
+                        (doctor_id, center_id, first, last, start, end)).fetchone()
+    if same:
+        conn.execute("UPDATE closures SET reason = ? WHERE id = ?", (reason, same["id"]))
+    else:
+        conn.execute("INSERT INTO closures (doctor_id, center_id, date_from, date_to, start_time, end_time, reason)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?)", (doctor_id, center_id, first, last, start, end, reason))
+    return []
+
+
+def seed_catalogs(conn, rows, *, at, source="cli"):
+    """Apply catalog rows in one transaction: all or nothing ("Catalog file").
+
+    References are checked against the database inside the transaction even when the
+    file already has problems, so one run reports every bad line. Returns a summary;
+    `changed` is False when the file held nothing new (the transaction is then rolled
+    back and no event is recorded).
+    """
+    simple, doctors, closures, problems = parse_catalog(rows)
+    try:
+        with transaction(conn):
+            before = _snapshot(conn)
+            for kind, table in (("center", "centers"), ("speciality", "specialities"), ("insurance", "insurances")):
+                conn.executemany(f"INSERT INTO {table} (id, name) VALUES (?, ?)"
+                                 " ON CONFLICT (id) DO UPDATE SET name = excluded.name", simple[kind].items())
+            has_centers = conn.execute("SELECT 1 FROM centers LIMIT 1").fetchone() is not None
+            for doctor_id, entries in doctors.items():
+                problems.extend(_apply_doctor(conn, doctor_id, entries))
+                problems.extend((entry["line"], f"doctor {doctor_id}: center is required when the clinic has centers")
+                                for entry in entries if has_centers and entry["center"] is None)
+            for closure in closures:
+                problems.extend(_apply_closure(conn, *closure))
+            if problems:
+                raise SeedError(problems)
+            after = _snapshot(conn)
+            summary = {table: len(table_rows) for table, table_rows in after.items()}
+            if after == before:
+                raise _NothingChanged()
+            record_event(conn, at, source, "catalog.seeded", "catalog", None, after=summary)
+    except _NothingChanged:
+        return {"changed": False, **summary}
+    return {"changed": True, **summary}
+
+
+PATIENT_COLUMN_NAMES = {  # a header, lower case without spaces, dashes or underscores: our field
+    "name": "name", "nombre": "name", "surname": "surname", "surnames": "surname", "apellidos": "surname",
+    "birthdate": "birthDate", "dateofbirth": "birthDate", "fechanacimiento": "birthDate",
+    "fechadenacimiento": "birthDate", "nif": "nif", "dni": "nif", "nie": "nif",
+    "phone": "phone", "telephone": "phone", "telefono": "phone", "teléfono": "phone", "movil": "phone",
+    "móvil": "phone",
+}
+
+
+class PatientFileError(Exception):
+    """A patient file that cannot be read at all (not one bad row: those are listed)."""
+
+
+def decode_text_file(raw):
+    """Text from a CSV exported by another system: UTF-8 (with or without BOM), else
+    Windows-1252, else Latin-1, which reads any byte."""
+    for encoding in ("utf-8-sig", "cp1252", "latin-1"):
+        try:
+            return raw.decode(encoding), encoding
+        except UnicodeDecodeError:
+            continue
+
+
+def read_patient_file(path):
+    """[(line, {field: text})] from a patients CSV with a header (',' ';' or tab separated)."""
+    text, _ = decode_text_file(Path(path).read_bytes())
+    if not text.strip():
+        raise PatientFileError("the file is empty; it needs a header row: name,surname,birthDate,nif,phone")
+    try:
+        dialect = csv.Sniffer().sniff(text.split("\n", 1)[0], delimiters=",;\t")
+    except csv.Error:
+        dialect = csv.excel
+    reader = csv.reader(io.StringIO(text, newline=""), dialect)
+    header = next(reader)
+    fields = [PATIENT_COLUMN_NAMES.get(re.sub(r"[\s_\-]", "", name).lower()) for name in header]
+    missing = [name for name in ("name", "nif") if name not in fields]
+    if missing:
+        raise PatientFileError(f"the header has no {' and no '.join(missing)} column; it reads {header}; "
+                           "name it name,surname,birthDate,nif,phone")
+    rows = []
+    for values in reader:
+        if any(value.strip() for value in values):
+            rows.append((reader.line_num, {field: value for field, value in zip(fields, values) if field}))
+    return rows
+
+
+def plan_patient_import(conn, rows, today):
+    """Check every row as POST /patients would ("Patients"), against the file and the database.
+
+    Returns (patients to insert, problems, already present): problems are
+    "line N: why" texts; a NIF already in the agenda is reported, never doubled.
+    """
+    known = dict(conn.execute("SELECT nif, id FROM patients"))
+    first_line_of = {}
+    patients, problems, present = [], [], []
+    for line, fields in rows:
+        try:
+            patient = patient_fields(fields, today)
+        except ClinicError as error:
+            problems.append(f"line {line}: {error.message}")
+            continue
+        nif = patient["nif"]
+        if nif in known:
+            present.append(f"line {line}: already in the agenda as patient {known[nif]}, not imported")
+        elif nif in first_line_of:
+            problems.append(f"line {line}: the same nif as line {first_line_of[nif]}")
+        else:
+            first_line_of[nif] = line
+            patients.append(patient)
+    return patients, problems, present

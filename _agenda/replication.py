@@ -1,0 +1,204 @@
+"""Replication with Litestream beside the service: supervision, acknowledgements, the replica's position."""
+
+import datetime as dt
+import http.client
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from pathlib import Path
+import urllib.parse
+
+from .values import ClinicError
+
+log = logging.getLogger("agenda")
+
+
+LITESTREAM_SYNC_SECONDS = 10  # how long --ack-after-replication waits for the replica before a 503
+STOP_SECONDS = 5  # how long a stopping Litestream may take to ship its last changes
+
+
+def litestream_binary():
+    """The litestream executable: AGENDA_LITESTREAM, else the one `pip install 'agenda[replica]'`
+    put beside this Python, else on PATH; None when there is none."""
+    candidates = [os.environ.get("AGENDA_LITESTREAM"), str(Path(sysconfig.get_path("scripts")) / "litestream"),
+                  str(Path(sys.executable).parent / "litestream"), shutil.which("litestream")]
+    return next((path for path in candidates if path and os.access(path, os.X_OK)), None)
+
+
+def without_password(url):
+    """A replica URL fit for a log or a status line: user@host, never user:password@host."""
+    return re.sub(r"^(\w+://[^/:@]+):[^/@]*@", r"\1:***@", url)
+
+
+def replica_url(target):
+    """A replica as Litestream names it: a folder becomes file:///its/absolute/path."""
+    if re.match(r"(file|sftp|s3|gs|abs|webdav|nats)://", target):
+        return target
+    return "file://" + str(Path(target).expanduser().resolve())
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket: Litestream's control socket."""
+
+    def __init__(self, path, timeout):
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.socket_path)
+
+
+def litestream_call(socket_path, method, path, body=None, timeout=LITESTREAM_SYNC_SECONDS + 5):
+    """(status, JSON answer) of a request to Litestream's control socket; OSError when it is not there."""
+    connection = UnixHTTPConnection(socket_path, timeout)
+    try:
+        connection.request(method, path, body=None if body is None else json.dumps(body),
+                           headers={"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        text = answer.read()
+    finally:
+        connection.close()
+    try:
+        return answer.status, json.loads(text or b"{}")
+    except ValueError:
+        return answer.status, {"error": text.decode("utf-8", "replace")}
+
+
+def private_folder():
+    """A new folder only this user can enter (0700, a random name made atomically), short enough to
+    hold a unix socket (108 bytes): Litestream's config and control socket ("Replication")."""
+    folder = tempfile.mkdtemp(prefix="agenda-litestream-")
+    if len(folder) > 80:  # a long TMPDIR: /tmp holds it instead, just as privately
+        os.rmdir(folder)
+        folder = tempfile.mkdtemp(prefix="agenda-litestream-", dir="/tmp")
+    return folder
+
+
+class Replicator:
+    """Litestream replicating the database while `agenda run` serves ("Replication"): started
+    with it, restarted with backoff when it dies (an unreachable replica never stops bookings),
+    stopped on shutdown after a last sync; its output goes to the log."""
+
+    def __init__(self, binary, db_path, url, key_path=None, host_key=None, sync_interval="1s"):
+        self.binary, self.db_path, self.url = binary, str(Path(db_path).resolve()), replica_url(url)
+        self.folder = private_folder()  # the config names a key; the socket answers /sync
+        self.socket_path = str(Path(self.folder) / "control.sock")
+        self.config = Path(self.folder) / "litestream.yml"
+        replica = {"url": self.url, "sync-interval": sync_interval, **({"key-path": key_path} if key_path else {}),
+                   **({"host-key": host_key} if host_key else {})}
+        self.config.write_text(json.dumps({  # JSON is YAML: no YAML library needed
+            "socket": {"enabled": True, "path": self.socket_path},
+            "dbs": [{"path": self.db_path, "replica": replica}]}), encoding="utf-8")
+        os.chmod(self.config, 0o600)
+        self.process, self.stopping, self.thread, self.failed_at = None, threading.Event(), None, None
+
+    def start(self):
+        self.thread = threading.Thread(target=self.supervise, name="litestream", daemon=True)
+        self.thread.start()
+
+    def supervise(self, backoff=1.0):
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            self.process = subprocess.Popen([self.binary, "replicate", "-config", str(self.config)],
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                            errors="replace")
+            log.info("litestream started (pid %s), replicating to %s", self.process.pid, without_password(self.url))
+            log_litestream(self.process.stdout)
+            code = self.process.wait()
+            if self.stopping.is_set():
+                return
+            backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, 60.0)
+            log.warning("litestream stopped (exit %s); bookings go on; restarting it in %.0f s", code, backoff)
+            self.stopping.wait(backoff)
+
+    def stop(self, timeout=STOP_SECONDS):
+        """Stop Litestream: on SIGTERM it ships what it has not yet shipped, then exits; one that cannot
+        finish in `timeout` seconds (an unreachable replica) is killed, and the log says so."""
+        self.stopping.set()
+        if self.process is not None and self.process.poll() is None:
+            shipped = self.last_shipment()
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                log.warning("litestream could not ship its last changes in %d s and was stopped: what changed "
+                            "after %s is in %s but not yet in the replica; the next `agenda run --replica` ships "
+                            "it", timeout, shipped, self.db_path)
+        if self.thread is not None:
+            self.thread.join(timeout=2)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def last_shipment(self):
+        """When Litestream last shipped to the replica, as its control socket says; or 'its start'."""
+        try:
+            _, listed = litestream_call(self.socket_path, "GET", "/list", timeout=1)
+        except OSError:
+            return "its start"
+        entry = next((db for db in listed.get("databases", []) if db.get("path") == self.db_path), {})
+        return entry.get("last_sync_at") or "its start"
+
+    def sync(self, timeout=LITESTREAM_SYNC_SECONDS):
+        """Wait until everything committed so far is in the replica; ClinicError NOT_REPLICATED (503)
+        when it cannot be."""
+        try:
+            status, answer = litestream_call(self.socket_path, "POST", "/sync", {
+                "path": self.db_path, "wait": True, "timeout": timeout}, timeout=timeout + 5)
+        except OSError as error:
+            status, answer = 0, {"error": str(error)}
+        if status != 200:
+            self.failed_at = time.monotonic()
+            log.warning("a change is not acknowledged: the replica did not confirm it (%s)", answer.get("error", status))
+            raise ClinicError(503, "NOT_REPLICATED", "saved here but not yet in the replica; retry: a retried "
+                                                     "change is not made twice")
+        self.failed_at = None
+
+    def state(self):
+        """What /health says of the replica ("What the caller sees of the desk's work"): 'ok' when
+        Litestream's socket answers and the last acknowledgement held (asked again, briefly, when it
+        did not); else 'starting' or 'not answering'."""
+        try:
+            litestream_call(self.socket_path, "GET", "/list", timeout=1)
+        except OSError:
+            return "starting" if self.failed_at is None else "not answering"
+        if self.failed_at is not None:
+            try:
+                self.sync(timeout=2)
+            except ClinicError:
+                return "not answering"
+        return "ok"
+
+
+def log_litestream(stream):
+    """Litestream's output into the log, its warnings and errors as warnings."""
+    for line in stream:
+        text = re.sub(r"^time=\S+ ", "", line.rstrip())
+        log.log(logging.WARNING if re.search(r"level=(WARN|ERROR)", text) else logging.INFO, "litestream: %s", text)
+
+
+def replica_position(socket_path, db_path, now):
+    """What `agenda status` says of the replica: its transaction id and how long since the last
+    shipment, from the running Litestream; or why it cannot say."""
+    try:
+        _, listed = litestream_call(socket_path, "GET", "/list", timeout=2)
+        _, txid = litestream_call(socket_path, "GET", "/txid?" + urllib.parse.urlencode({"path": db_path}),
+                                  timeout=2)
+    except OSError:
+        return "Litestream is not running (`agenda run --replica` starts it)"
+    entry = next((db for db in listed.get("databases", []) if db.get("path") == db_path), {})
+    last = entry.get("last_sync_at")
+    if not last:
+        return f"transaction {txid.get('txid', '?')}; nothing shipped yet since Litestream started"
+    behind = (now - dt.datetime.fromisoformat(last.replace("Z", "+00:00"))).total_seconds()
+    return f"transaction {txid.get('txid', '?')}; last shipped {behind:.0f} s ago"

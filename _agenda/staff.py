@@ -1,0 +1,160 @@
+"""Staff accounts: passwords (scrypt), the login lock and desk sessions, apart from the clinic's operations."""
+
+import datetime as dt
+import hashlib
+import hmac
+import os
+import re
+import secrets
+
+from .values import ClinicError, Settings, invalid
+from .store import record_event, utc_iso
+
+LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name
+SESSION_HOURS = 12  # a desk session ends after this long, however busy
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
+
+
+def hash_password(password):
+    """scrypt with a salt of its own, as staff.password stores it."""
+    if len(password) < 8:
+        raise invalid("a password needs 8 characters or more")
+    salt = os.urandom(16)
+    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${salt.hex()}${digest.hex()}"
+
+
+def password_matches(stored, password):
+    _, n, r, p, salt, digest = stored.split("$")
+    tried = hashlib.scrypt(password.encode("utf-8", "replace"), salt=bytes.fromhex(salt), n=int(n), r=int(r),
+                           p=int(p), dklen=32)
+    return hmac.compare_digest(tried.hex(), digest)
+
+
+DUMMY_PASSWORD = "scrypt$16384$8$1$" + "00" * 16 + "$" + "00" * 32  # an unknown name costs one scrypt too
+
+
+def token_hash(token):
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
+def staff_name(name):
+    """A staff account's name: 1 to 40 letters, digits, dots, dashes or underscores."""
+    name = (name or "").strip().lower()
+    if not re.fullmatch(r"[a-z0-9._-]{1,40}", name):
+        raise invalid("a staff name is 1 to 40 letters, digits, dots, dashes or underscores")
+    return name
+
+
+class Accounts:
+    """Staff accounts over one database, its settings (the desk's idle time) and a clock: passwords,
+    the login lock and desk sessions ("Desk accounts and sessions"). Every change is one transaction
+    with its event."""
+
+    def __init__(self, db, settings=None, clock=None):
+        self.db = db
+        self.settings = settings or Settings()
+        self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+
+    def conn(self):
+        return self.db.connection()
+
+    def add_staff(self, name, password, source="cli"):
+        name = staff_name(name)
+        at = self.clock()
+        with self.db.transaction() as conn:
+            if conn.execute("SELECT 1 FROM staff WHERE name = ?", (name,)).fetchone():
+                raise ClinicError(409, "STAFF_ALREADY_EXISTS", f"there is already a staff account {name!r}")
+            conn.execute("INSERT INTO staff (name, password, created_at) VALUES (?, ?, ?)",
+                         (name, hash_password(password), utc_iso(at)))
+            record_event(conn, at, source, "staff.added", "staff", name)
+
+    def set_staff_password(self, name, password, source="cli"):
+        """A new password; the account's sessions end and its lock is lifted."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            name = self.require_staff(name)["name"]
+            conn.execute("UPDATE staff SET password = ?, failed_logins = 0, locked_until = NULL WHERE name = ?",
+                         (hash_password(password), name))
+            conn.execute("DELETE FROM desk_sessions WHERE staff_name = ?", (name,))
+            record_event(conn, at, source, "staff.password_set", "staff", name)
+
+    def remove_staff(self, name, source="cli"):
+        at = self.clock()
+        with self.db.transaction() as conn:
+            name = self.require_staff(name)["name"]
+            conn.execute("DELETE FROM staff WHERE name = ?", (name,))  # and, by cascade, its sessions
+            record_event(conn, at, source, "staff.removed", "staff", name)
+
+    def require_staff(self, name):
+        row = self.conn().execute("SELECT * FROM staff WHERE name = ?", ((name or "").strip().lower(),)).fetchone()
+        if row is None:
+            raise ClinicError(404, "STAFF_NOT_FOUND", f"no staff account {name!r}")
+        return row
+
+    def staff(self):
+        return [dict(row) for row in self.conn().execute(
+            "SELECT name, created_at, failed_logins, locked_until FROM staff ORDER BY name")]
+
+    def log_in(self, name, password):
+        """A new desk session's (token, csrf) for the right password. The fifth wrong one in a row
+        locks the name for LOCK_MINUTES; the lock is decided inside the write transaction, after the
+        scrypt, and no failure clears it ("Desk accounts and sessions")."""
+        at, name = self.clock(), (name or "").strip().lower()
+        row = self.conn().execute("SELECT password FROM staff WHERE name = ?", (name,)).fetchone()
+        checked = row["password"] if row else DUMMY_PASSWORD
+        matches = password_matches(checked, password) and row is not None
+        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        granted = False
+        if row is not None:
+            with self.db.transaction() as conn:
+                granted = self.settle_login(conn, name, checked, matches, at, (token, csrf))
+        if not granted:
+            raise ClinicError(401, "LOGIN_FAILED", "wrong name or password, or the name is locked for "
+                                                   f"{LOCK_MINUTES} minutes after {LOCK_AFTER} failures")
+        return token, csrf
+
+    def settle_login(self, conn, name, checked, matches, at, session):
+        """Inside the login's write transaction: a locked name stays locked and counts nothing; the right
+        password (the one checked is still the account's) opens a session; a wrong one counts."""
+        row = conn.execute("SELECT password, failed_logins, locked_until FROM staff WHERE name = ?",
+                           (name,)).fetchone()
+        if row is None or (row["locked_until"] is not None and row["locked_until"] > utc_iso(at)):
+            return False
+        if matches and row["password"] == checked:
+            conn.execute("UPDATE staff SET failed_logins = 0, locked_until = NULL WHERE name = ?", (name,))
+            conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
+                         " VALUES (?, ?, ?, ?, ?)", (token_hash(session[0]), name, session[1], utc_iso(at), utc_iso(at)))
+            return True
+        failures = row["failed_logins"] + 1
+        if failures < LOCK_AFTER:
+            conn.execute("UPDATE staff SET failed_logins = ? WHERE name = ?", (failures, name))
+            return False
+        conn.execute("UPDATE staff SET failed_logins = 0, locked_until = ? WHERE name = ?",
+                     (utc_iso(at + dt.timedelta(minutes=LOCK_MINUTES)), name))
+        record_event(conn, at, "desk", "staff.locked", "staff", name)
+        return False
+
+    def desk_session(self, token):
+        """{"name", "csrf"} of a live session, its idle time restarted; None when unknown or idle too long."""
+        if not token:
+            return None
+        at = self.clock()
+        row = self.conn().execute("SELECT * FROM desk_sessions WHERE token_hash = ?", (token_hash(token),)).fetchone()
+        if row is None:
+            return None
+        idle = at - dt.datetime.fromisoformat(row["last_seen"])
+        age = at - dt.datetime.fromisoformat(row["created_at"])
+        if idle > dt.timedelta(minutes=self.settings.desk_idle_minutes) or age > dt.timedelta(hours=SESSION_HOURS):
+            with self.db.transaction() as conn:
+                conn.execute("DELETE FROM desk_sessions WHERE token_hash = ?", (row["token_hash"],))
+            return None
+        if idle > dt.timedelta(minutes=1):  # written down once a minute at most, not at every page
+            with self.db.transaction() as conn:
+                conn.execute("UPDATE desk_sessions SET last_seen = ? WHERE token_hash = ?",
+                             (utc_iso(at), row["token_hash"]))
+        return {"name": row["staff_name"], "csrf": row["csrf"]}
+
+    def log_out(self, token):
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM desk_sessions WHERE token_hash = ?", (token_hash(token or ""),))

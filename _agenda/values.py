@@ -1,0 +1,312 @@
+"""Values and parsing: the clinic's settings, its refusals (ClinicError), and how dates, times, NIFs,
+phones, body fields and printed text are read and written. Imports nothing of Agenda's."""
+
+import csv
+import datetime as dt
+import io
+import re
+import unicodedata
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import phonenumbers
+from stdnum.es import dni, nie
+
+
+SIGNATURE_SCHEMES = ("request", "body", "auto")  # the default first; docs/design.md, "Signatures"
+
+
+REMINDER_POLICIES = ("flag", "release", "keep")
+
+
+DEFAULT_TZ = "Europe/Madrid"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the clinic may tune ("Configuration and CLI"); every field has an option of `agenda run`."""
+
+    tz: str = DEFAULT_TZ
+    signature_scheme: str = "request"
+    min_notice_minutes: int = 60
+    horizon_days: int = 90
+    reminder_policy: str = "flag"
+    max_body_bytes: int = 64 * 1024
+    desk_idle_minutes: int = 30
+
+    def __post_init__(self):
+        if self.signature_scheme not in SIGNATURE_SCHEMES:
+            raise ValueError(f"signature scheme must be one of {', '.join(SIGNATURE_SCHEMES)}")
+        if self.reminder_policy not in REMINDER_POLICIES:
+            raise ValueError(f"reminder policy must be one of {', '.join(REMINDER_POLICIES)}")
+        if self.min_notice_minutes < 0:
+            raise ValueError("minimum notice must be 0 minutes or more")
+        if self.horizon_days < 1:
+            raise ValueError("booking horizon must be at least 1 day")
+        if self.max_body_bytes < 1024:
+            raise ValueError("body limit must be at least 1024 bytes")
+        if self.desk_idle_minutes < 1:
+            raise ValueError("the desk's idle time must be at least 1 minute")
+        clinic_zone(self.tz)
+
+
+def clinic_zone(name):
+    """The ZoneInfo of a time zone name; ValueError naming a good one when it is unknown."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r} (try {DEFAULT_TZ})") from None
+
+
+class ClinicError(Exception):
+    """A refusal the caller can act on: an HTTP status and an error code ("Errors")."""
+
+    def __init__(self, status, code, message, **extra):
+        super().__init__(message)
+        self.status, self.code, self.message, self.extra = status, code, message, extra
+
+    def payload(self):
+        return {"error": {"code": self.code, "message": self.message, **self.extra}}
+
+
+def invalid(message):
+    return ClinicError(400, "INVALID_REQUEST", message)
+
+
+def body_too_large(limit):
+    """The 413 of "Errors", from the app and from waitress alike."""
+    return ClinicError(413, "PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
+
+
+_DAY_MONTH_YEAR = re.compile(r"(\d{1,2})([/-])(\d{1,2})\2(\d{4})", re.ASCII)
+
+
+_ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})", re.ASCII)
+
+
+_TIME = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?", re.ASCII)
+
+
+def parse_date(text, field):
+    """D/M/YYYY, DD/MM/YYYY, DD-MM-YYYY or YYYY-MM-DD to a date ("Lenient input, strict output")."""
+    text = text.strip()
+    match = _DAY_MONTH_YEAR.fullmatch(text)
+    if match:
+        day, month, year = int(match[1]), int(match[3]), int(match[4])
+    else:
+        match = _ISO_DATE.fullmatch(text)
+        if not match:
+            raise invalid(f"{field} must be a date written DD/MM/YYYY")
+        year, month, day = (int(part) for part in match.groups())
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        raise invalid(f"{field} is not a real date") from None
+
+
+def parse_time(text, field):
+    """H:MM, HH:MM or HH:MM:SS to 'HH:MM'; seconds must be zero ("Lenient input, strict output")."""
+    match = _TIME.fullmatch(text.strip())
+    if not match:
+        raise invalid(f"{field} must be a time written HH:MM")
+    hours, minutes, seconds = int(match[1]), int(match[2]), int(match[3] or 0)
+    if hours > 23 or minutes > 59 or seconds > 59:
+        raise invalid(f"{field} is not a real time")
+    if seconds:
+        raise invalid(f"{field} must be on the minute (HH:MM)")
+    return f"{hours:02d}:{minutes:02d}"
+
+
+def format_date(value):
+    """An ISO date string (as stored) or a date, written as the caller reads it: DD/MM/YYYY."""
+    if isinstance(value, str):
+        return f"{value[8:10]}/{value[5:7]}/{value[0:4]}"
+    return f"{value.day:02d}/{value.month:02d}/{value.year:04d}"
+
+
+def plural(count, noun):
+    """'1 patient', '2 patients', '1,234 appointments', '3 specialities'."""
+    if count == 1:
+        return f"1 {noun}"
+    return f"{count:,} {noun[:-1] + 'ies' if noun.endswith('y') and noun[-2] not in 'aeiou' else noun + 's'}"
+
+
+def minutes_of(hhmm):
+    """'HH:MM' to minutes since midnight."""
+    return int(hhmm[:2]) * 60 + int(hhmm[3:5])
+
+
+def hhmm(minutes):
+    """Minutes since midnight to 'HH:MM'."""
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+_DNI_SHAPE = re.compile(r"\d{7,8}[A-Z]|\d{8}", re.ASCII)
+
+
+_NIE_SHAPE = re.compile(r"[XYZ]\d{7}[A-Z]?", re.ASCII)
+
+
+_OTHER_ID = re.compile(r"[A-Z0-9]{5,20}")
+
+
+def normalise_nif(text):
+    """Trim, upper-case and drop spaces, dots and dashes; check DNI and NIE letters ("Patients").
+
+    A DNI written without its leading zero (1234567L) is padded to eight digits.
+    Values of another shape (passports) pass when they are 5 to 20 letters and digits.
+    NFKC first, so that fullwidth or other compatibility digits become ASCII and one
+    person cannot be stored twice under two spellings of the same NIF.
+    """
+    nif = re.sub(r"[\s.\-]", "", unicodedata.normalize("NFKC", text)).upper()
+    if _DNI_SHAPE.fullmatch(nif):
+        nif = nif.zfill(9) if nif[-1].isalpha() else nif
+        if not dni.is_valid(nif):
+            raise ClinicError(400, "INVALID_NIF", "nif is not a valid DNI: check its digits and letter")
+    elif _NIE_SHAPE.fullmatch(nif):
+        if not nie.is_valid(nif):
+            raise ClinicError(400, "INVALID_NIF", "nif is not a valid NIE: check its digits and letter")
+    elif not _OTHER_ID.fullmatch(nif):
+        raise ClinicError(400, "INVALID_NIF", "nif must be a DNI, a NIE or an id of 5 to 20 letters and digits")
+    return nif
+
+
+def parse_phone(text, field="phone"):
+    """A phone as the caller says it (Spain by default) to E.164 ("Patients")."""
+    candidates = [text]
+    if not text.lstrip().startswith("+"):
+        # a '+' sent unencoded in a query string arrives as a space: 34 699 ... is +34 699 ...
+        candidates.append("+" + text.strip())
+    for candidate in candidates:
+        try:
+            number = phonenumbers.parse(candidate, "ES")
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    raise ClinicError(400, "INVALID_PHONE", f"{field} is not a valid phone number")
+
+
+def body_text(body, name, required=False):
+    """A string field of a JSON body: stripped; absent, null or blank is None."""
+    value = body.get(name)
+    if isinstance(value, str):
+        value = value.strip()
+    elif value is not None:
+        raise invalid(f"{name} must be a string")
+    if not value:
+        if required:
+            raise invalid(f"{name} is required")
+        return None
+    return value
+
+
+def body_text_list(body, name):
+    """A list of strings of a JSON body, each stripped; blank items are dropped."""
+    value = body.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise invalid(f"{name} must be a list of strings")
+    return [item.strip() for item in value if item.strip()]
+
+
+def all_fields(readers):
+    """{name: read()} for each reader; a refusal names every field at fault, not only the first
+    (one field's own code when it is the only one, else INVALID_REQUEST)."""
+    values, refusals = {}, []
+    for name, read in readers.items():
+        try:
+            values[name] = read()
+        except ClinicError as refusal:
+            if refusal.status != 400:
+                raise
+            refusals.append(refusal)
+    if len(refusals) == 1:
+        raise refusals[0]
+    if refusals:
+        raise invalid("; ".join(refusal.message for refusal in refusals))
+    return values
+
+
+def optional_date(fields, name):
+    text = body_text(fields, name)
+    return parse_date(text, name) if text else None
+
+
+def iso_or_blank(day):
+    return day.isoformat() if day else ""
+
+
+def past_date(fields, name, today):
+    day = optional_date(fields, name)
+    if day and day > today:
+        raise invalid(f"{name} is in the future")
+    return day
+
+
+def optional_phone(fields, name="phone"):
+    text = body_text(fields, name)
+    return parse_phone(text, name) if text else None
+
+
+def patient_fields(fields, today):
+    """A new patient ("Patients") from a JSON body or an imported CSV row, checked and normalised.
+
+    fields maps name, surname, birthDate, nif and phone to text; the answer maps the
+    patients table's columns to what it stores.
+    """
+    patient = all_fields({
+        "name": lambda: body_text(fields, "name", required=True),
+        "nif": lambda: normalise_nif(body_text(fields, "nif", required=True)),
+        "surname": lambda: body_text(fields, "surname"),
+        "birth_date": lambda: past_date(fields, "birthDate", today),
+        "phone": lambda: body_text(fields, "phone"),
+        "phone_e164": lambda: optional_phone(fields)})
+    birth_date = patient["birth_date"]
+    return {**patient, "birth_date": birth_date.isoformat() if birth_date else None}
+
+
+def numeric_id(text):
+    """A patient or appointment id as the caller writes it, to our integer key; None when it cannot be one."""
+    text = ("" if text is None else str(text)).strip()
+    return int(text) if re.fullmatch(r"[0-9]{1,18}", text) else None
+
+
+MAX_DAYS = 62  # dates one range or one reminder close may name ("Lists")
+
+
+def parse_dates(texts, field):
+    """Distinct ISO days from date texts, sorted; blank texts are skipped, and 1 to MAX_DAYS must remain."""
+    days = sorted({parse_date(text, field).isoformat() for text in texts if text.strip()})
+    if not days:
+        raise invalid(f"{field} is required")
+    if len(days) > MAX_DAYS:
+        raise invalid(f"{field} holds more than {MAX_DAYS} days")
+    return days
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet run a cell ("What Agenda prints")
+
+
+def printable(value):
+    """Text fit for one line of a terminal: escapes, newlines and direction overrides become spaces."""
+    return _UNPRINTABLE.sub(" ", "" if value is None else str(value))
+
+
+def sheet_cell(value):
+    """A cell a spreadsheet shows and never runs: text that would start a formula gets a leading '."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def sheet_csv(header, rows):
+    """The one CSV writer for sheets people open: every cell quoted and neutralised ("What Agenda prints")."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    writer.writerow(header)
+    writer.writerows([sheet_cell(value) for value in row] for row in rows)
+    return out.getvalue()

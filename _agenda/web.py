@@ -1,0 +1,313 @@
+"""The web edge both channels share: request ids, the access log, JSON answers and errors, and
+waitress (its channel, serving until stopped, the log's thread)."""
+
+import json
+import logging
+import logging.handlers
+import queue
+import random
+import select
+import signal
+import sqlite3
+import time
+from urllib.parse import quote
+
+import bottle
+
+from .values import body_too_large, ClinicError, invalid, parse_date
+
+log = logging.getLogger("agenda")
+
+
+def raw_header(environ, name):
+    """A request header as sent, one character a byte (WSGI's latin-1), or None. Not
+    bottle's get_header: it decodes UTF-8 and raises on any other byte."""
+    return environ.get("HTTP_" + name.upper().replace("-", "_"))
+
+
+def request_target(environ):
+    """The path and query as the client sent them (waitress keeps REQUEST_URI)."""
+    target = environ.get("REQUEST_URI") or environ.get("RAW_URI")
+    if not target:
+        raw_path = environ.get("SCRIPT_NAME", "") + environ.get("bottle.raw_path", environ.get("PATH_INFO", ""))
+        target = quote(raw_path.encode("latin-1"), safe="/:@!$&'()*+,;=-._~%")
+        if environ.get("QUERY_STRING"):
+            target += "?" + environ["QUERY_STRING"]
+    return target
+
+
+STATUS_ERROR_CODES = {400: "INVALID_REQUEST", 401: "INVALID_SIGNATURE", 404: "NOT_FOUND",
+                      405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE",
+                      415: "UNSUPPORTED_MEDIA_TYPE", 431: "HEADERS_TOO_LARGE", 500: "INTERNAL_ERROR",
+                      501: "NOT_IMPLEMENTED"}
+
+
+BOTTLE_ERROR_MESSAGES = {404: "no such endpoint", 405: "method not allowed on this endpoint",
+                         500: "unexpected error; the service logged it"}
+
+
+_BUSY_MARKERS = ("locked", "busy", "readonly", "read-only", "disk", "full", "unable to open")
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def json_bytes(payload):
+    """An answer's body: compact UTF-8 JSON."""
+    return _JSON.encode(payload).encode("utf-8")
+
+
+def new_request_id():
+    """16 hex digits, unique enough to find one request in a day's log."""
+    return f"{random.getrandbits(64):016x}"
+
+
+def request_id():
+    """This request's id, given by `with_access_log`; it is sent back as X-Request-Id."""
+    environ = bottle.request.environ
+    if "agenda.request_id" not in environ:
+        environ["agenda.request_id"] = new_request_id()
+    return environ["agenda.request_id"]
+
+
+access_log = logging.getLogger("agenda.access")
+
+
+def logged_path(environ):
+    """The path for the access log, without what a caller's mistake could put there ("Access
+    log"): a route's id only when it is a number (a NIF sent as an appointment id is not), an
+    unknown path (or method) as `/?`, never the query string (it holds NIFs and phones)."""
+    if "bottle.route" not in environ:
+        return "/?"
+    path = environ.get("PATH_INFO", "")
+    for value in environ.get("route.url_args", {}).values():
+        if not str(value).isdigit():
+            path = path.replace(str(value), "...")
+    return path
+
+
+def with_access_log(wsgi):
+    """WSGI middleware: a request id for every request, and one access-log line for each
+    (method, path, status, duration in ms, request id), unknown routes and crashes included."""
+
+    def app(environ, start_response):
+        started = time.perf_counter()
+        rid = environ["agenda.request_id"] = new_request_id()
+        status = []
+
+        def start(status_line, headers, exc_info=None):
+            status.append(status_line.split(" ", 1)[0])
+            return start_response(status_line, headers + [("X-Request-Id", rid)], exc_info)
+
+        try:
+            return wsgi(environ, start)
+        finally:
+            access_log.info("%s %s %s %.1fms rid=%s", environ.get("REQUEST_METHOD", "-"), logged_path(environ),
+                            status[0] if status else "-", (time.perf_counter() - started) * 1000, rid)
+
+    return app
+
+
+def refusal_for(error):
+    """What an exception means to either edge: a ClinicError as it is; a database that is busy or
+    cannot be written, a 503 "try again" (DATABASE_BUSY); None for anything else, a bug ("Errors")."""
+    if isinstance(error, sqlite3.OperationalError) and any(m in str(error).lower() for m in _BUSY_MARKERS):
+        log.error("request %s: database unavailable: %s", request_id(), error)
+        error = ClinicError(503, "DATABASE_BUSY", "the agenda cannot write right now; try again")
+    if not isinstance(error, ClinicError):
+        return None
+    if error.status >= 500:
+        error.extra.setdefault("requestId", request_id())
+    return error
+
+
+class AfterChange:
+    """A bottle plugin installed once by `create_app` inside both edges' own: a change about to be
+    answered as done (a 2xx or 3xx on POST, PUT or DELETE) is first handed to `hook`, which raises
+    a ClinicError when it cannot hold it ("Replication": --ack-after-replication)."""
+
+    name = "after_change"
+    api = 2
+
+    def __init__(self, hook):
+        self.hook = hook
+
+    def apply(self, callback, route):
+        if self.hook is None or route.method not in ("POST", "PUT", "DELETE") or route.config.get("no_change"):
+            return callback
+
+        def wrapper(*args, **kwargs):
+            try:
+                result = callback(*args, **kwargs)
+            except bottle.HTTPResponse as answer:  # the desk's redirect after a change
+                if answer.status_code < 400:
+                    self.hook()
+                raise
+            if bottle.response.status_code < 400:
+                self.hook()
+            return result
+        return wrapper
+
+
+def error_response(error):
+    """A ClinicError as the JSON answer of "Errors"."""
+    bottle.response.status = error.status
+    bottle.response.content_type = "application/json"
+    return json_bytes(error.payload())
+
+
+def internal_error(rid):
+    """A 500 that names the request id; the traceback goes to the log, never to the caller."""
+    log.exception("request %s failed", rid)
+    return error_response(ClinicError(500, "INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500], requestId=rid))
+
+
+def query_text(name, required=False):
+    """A query-string value, read with getunicode so accents survive; blank is None."""
+    value = (bottle.request.query.getunicode(name) or "").strip()
+    if not value:
+        if required:
+            raise invalid(f"{name} is required")
+        return None
+    return value
+
+
+def query_date(*names):
+    """The date of the first of these aliases present, or None; every alias present must be a date."""
+    days = [parse_date(text, name) for name in names if (text := query_text(name)) is not None]
+    return days[0] if days else None
+
+
+def clinic():
+    """The Clinic of the app serving this request."""
+    return bottle.request.app.clinic
+
+
+LINGER_SECONDS, LINGER_IDLE_SECONDS, LINGER_BYTES = 1.0, 0.2, 8 * 1024 * 1024
+
+
+def discard_unread(sock):
+    """Read and drop what the client is still sending, within LINGER_* bounds, so that
+    closing after a refusal does not reset the connection before the client reads why
+    (nginx's lingering close). Called only while waitress's loop leaves the socket alone."""
+    deadline, dropped = time.monotonic() + LINGER_SECONDS, 0
+    while dropped < LINGER_BYTES:
+        wait = min(LINGER_IDLE_SECONDS, deadline - time.monotonic())
+        if wait <= 0 or not select.select([sock], [], [], wait)[0]:
+            return
+        try:
+            chunk = sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        dropped += len(chunk)
+
+
+def json_refusing_channel():
+    """waitress's channel with two class attributes of ours (docs/design.md, "Waitress's
+    refusals"): a parser that refuses a message framed two ways, and an error task that
+    answers waitress's own refusals (400, 413, 431, 501) as the JSON of "Errors", after
+    `discard_unread`."""
+    from waitress.channel import HTTPChannel
+    from waitress.parser import HTTPRequestParser, ParsingError
+    from waitress.task import ErrorTask
+
+    class OneMessageParser(HTTPRequestParser):
+        def parse_header(self, header_plus):
+            """RFC 9112, 6.1: Content-Length beside Transfer-Encoding may be a smuggled request."""
+            super().parse_header(header_plus)
+            if self.chunked and "CONTENT_LENGTH" in self.headers:
+                raise ParsingError("Content-Length and Transfer-Encoding: send one of them")
+
+    class JsonErrorTask(ErrorTask):
+        def execute(self):
+            refusal = self.request.error
+            if refusal.code == 413:
+                error = body_too_large(self.channel.adj.max_request_body_size - 1)
+            else:
+                error = ClinicError(refusal.code, STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}"),
+                                 refusal.body or refusal.reason.lower())
+            body = json_bytes(error.payload())
+            rid = new_request_id()
+            access_log.info("- - %s 0.0ms rid=%s (refused by the server: %s)", refusal.code, rid, refusal.reason)
+            discard_unread(self.channel.socket)
+            self.status = f"{refusal.code} {refusal.reason}"
+            self.response_headers += [("Content-Type", "application/json"), ("X-Request-Id", rid)]
+            self.set_close_on_finish()
+            self.content_length = len(body)
+            self.write(body)
+
+    class JsonRefusingChannel(HTTPChannel):
+        parser_class = OneMessageParser
+        error_task_class = JsonErrorTask
+
+    return JsonRefusingChannel
+
+
+def make_server(app, **options):
+    """waitress's server for `app` with Agenda's channel (`json_refusing_channel`), and
+    the map its loop watches: the listeners, then each connection."""
+    import waitress
+
+    sockets = {}
+    server = waitress.create_server(app, map=sockets, **options)
+    channel = json_refusing_channel()
+    for listener in sockets.values():
+        if hasattr(listener, "channel_class"):
+            listener.channel_class = channel
+    return server, sockets
+
+
+def serve_until_stopped(app, on_listening=None, **options):
+    """waitress until SIGTERM or Ctrl-C. On either, waitress stops taking requests and
+    lets the ones in flight finish (its task dispatcher's shutdown) before we return.
+    on_listening(url) runs once the port is bound: a port in use fails before it."""
+    server, _ = make_server(app, **options)
+
+    def stop(signum, frame):
+        raise SystemExit(0)  # waitress's loop catches it and shuts its threads down
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    listening = getattr(server, "effective_listen", None) or [(server.effective_host, server.effective_port)]
+    for host, port in listening:
+        log.info("listening on http://%s:%s", host, port)
+    if on_listening is not None:
+        on_listening(f"http://{listening[0][0]}:{listening[0][1]}")
+    try:
+        server.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.close()
+    log.info("stopped")
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def log_to_stderr():
+    """`agenda run`'s log on stderr through the standard library's queue ("Access log"): a
+    request hands its line over, a listener thread writes it. Returns the listener, or None
+    when the host program has set its own logging (tests do)."""
+    root = logging.getLogger()
+    if root.handlers:
+        return None
+    writer = logging.StreamHandler()
+    writer.setFormatter(logging.Formatter(LOG_FORMAT))
+    records = queue.SimpleQueue()
+    root.addHandler(logging.handlers.QueueHandler(records))
+    root.setLevel(logging.INFO)
+    listener = logging.handlers.QueueListener(records, writer)
+    listener.start()
+    return listener
+
+
+def stop_logging(listener):
+    """Write out what is queued and give stderr back (the end of `log_to_stderr`)."""
+    if listener is not None:
+        listener.stop()
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if isinstance(h, logging.handlers.QueueHandler)]:
+            root.removeHandler(handler)

@@ -1,0 +1,72 @@
+"""The rooms of `_agenda/` (docs/design.md, "Where things live"): imports run one way, from the CLI
+down to values; the clinic's operations speak no HTTP; no module passes about 900 lines and no
+function 60; agenda.py is only the face."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import agenda
+from conftest import ROOT
+
+PACKAGE = ROOT / "_agenda"
+# Lowest first: a module may import only modules before it. replication and imports sit beside
+# the app, over the clinic and storage; cli_desk registers the desk's twins on cli's group.
+LAYERS = ["values", "store", "slots", "staff", "clinic", "web", "api", "desk", "app", "replication", "imports",
+          "cli", "cli_desk"]
+DOMAIN = ["values", "store", "slots", "staff", "clinic"]
+
+
+def own_imports(path):
+    """The _agenda modules a module imports, by name."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module} if node.module else {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("_agenda."):
+            found.add(node.module.split(".", 1)[1])
+        elif isinstance(node, ast.Import):
+            found |= {alias.name.split(".", 1)[1] for alias in node.names if alias.name.startswith("_agenda.")}
+    return found - {"__init__"}
+
+
+def test_every_module_of_the_package_has_its_place_in_the_layers():
+    assert sorted(path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__") == sorted(LAYERS)
+
+
+@pytest.mark.parametrize("module", LAYERS)
+def test_a_module_imports_only_the_modules_below_it(module):
+    above = set(LAYERS[LAYERS.index(module):])
+    imported = own_imports(PACKAGE / f"{module}.py")
+    assert not imported & above, f"_agenda/{module}.py imports {sorted(imported & above)}, which stand above it"
+
+
+def test_the_check_would_see_an_import_upward(tmp_path):
+    upward = tmp_path / "clinic.py"
+    upward.write_text("from .web import clinic\nfrom _agenda.api import sign\nimport _agenda.desk\n")
+    assert own_imports(upward) == {"web", "api", "desk"}
+
+
+@pytest.mark.parametrize("module", DOMAIN)
+def test_the_clinics_operations_speak_no_http(module):
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])}
+    assert not imported & {"bottle", "waitress", "click", "http", "webob"}
+
+
+@pytest.mark.parametrize("path", [ROOT / "agenda.py", *sorted(PACKAGE.glob("*.py"))], ids=lambda path: path.name)
+def test_no_module_passes_900_lines_and_no_function_60(path):
+    source = path.read_text(encoding="utf-8")
+    assert source.count("\n") <= 900
+    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60]
+    assert not long
+
+
+def test_agenda_py_is_the_face_and_only_names_what_others_import():
+    tree = ast.parse((ROOT / "agenda.py").read_text(encoding="utf-8"))
+    assert not [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    assert all(hasattr(agenda, name) for name in agenda.__all__)
+    assert agenda.cli.commands.keys() >= {"run", "seed", "day", "book", "staff", "closed"}
