@@ -4,12 +4,16 @@ as an event from desk:NAME. The same flows in a real browser: test_desk_browser.
 
 import datetime as dt
 import re
+import sqlite3
 import urllib.parse
 
 import pytest
 import webtest
 
-from conftest import SECRET, assert_error, table_rows
+import _agenda.clinic
+from agenda import ClinicError
+
+from conftest import SECRET, assert_error, table_rows, valid_dni
 
 PASSWORD = "correct horse battery"
 
@@ -279,3 +283,48 @@ def test_redirects_are_relative_and_ids_in_links_are_encoded(api, desk):
     day = desk.get("/desk/day?date=24/11/2026&centerId=C1")
     assert "doctorId=MARTIN&amp;date=24/11/2026&amp;time=09:00&amp;centerId=C1" in day.text
     assert desk.get("/desk/day?date=31/12/9999", expect_errors=True).status_int == 400
+
+
+def test_a_busy_database_is_a_try_again_page_on_the_desk_never_a_500(api, desk, db_path, monkeypatch):
+    """The same mapping as the API's 503 ("Errors"): the receptionist reads that nothing was saved."""
+    log_in(desk)
+    before = table_rows(db_path)
+
+    def locked(*args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(_agenda.clinic, "written_row", locked)
+    answer = book_from_the_day_view(desk)
+    assert answer.status_int == 503 and "vuelve a intentarlo" in answer.text and "no se ha guardado nada" in answer.text
+    assert "Algo ha fallado" not in answer.text
+    monkeypatch.setattr(_agenda.clinic.Clinic, "centers", locked)
+    assert desk.get("/desk/day?date=24/11/2026&centerId=C1", expect_errors=True).status_int == 503
+    assert table_rows(db_path) == before
+
+
+def test_under_acknowledgement_a_desk_change_is_confirmed_only_once_the_hook_holds_it(make_api, db_path):
+    """--ack-after-replication's hook runs once for every desk change (not for a login) before the
+    receptionist is told it is done; when it cannot hold it, the page says it is saved here only."""
+    held, failing = [], []
+
+    def hook():
+        held.append(len(table_rows(db_path)["appointments"]))
+        if failing:
+            raise ClinicError(503, "NOT_REPLICATED", "saved here but not yet in the replica")
+
+    api = make_api(after_write=hook)
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    assert log_in(desk).status_int == 303 and held == []  # a login is not the clinic's change
+    assert book_from_the_day_view(desk).status_int == 303 and held == [1]  # the booking was held, then answered
+    failing.append(True)
+    answer = book_from_the_day_view(desk, time="10:00", nif=valid_dni(22), phone="633333333")
+    assert answer.status_int == 503 and "Guardado aquí" in answer.text and "copia continua" in answer.text
+    assert held == [1, 2] and len(api.get("/appointments?date=24/11/2026").json["data"]) == 2  # saved here
+    day = desk.get("/desk/day?date=24/11/2026&centerId=C1")
+    form = last_form(desk.get(day.html.find("a", href=re.compile(r"doctorId=MARTIN.*time=10:30"))["href"]))
+    form["name"], form["nif"] = "Leo", valid_dni(33)
+    other = api.app.clinic.register_patient({"name": "Ada", "nif": valid_dni(44)}, source="cli")
+    api.app.clinic.book(day=dt.date(2026, 11, 24), time_text="10:30", doctor_id="MARTIN", patient_id=other, source="cli")
+    refused = form.submit(expect_errors=True)  # the slot went meanwhile
+    assert refused.status_int == 409 and held == [1, 2]  # a refusal: nothing to hold

@@ -7,15 +7,19 @@ is bounded."""
 import datetime as dt
 import hashlib
 import http.client
+import http.cookiejar
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import threading
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -279,3 +283,70 @@ def test_the_control_socket_lives_in_a_private_folder_never_at_a_guessable_path(
     folder = socket_path.parent
     assert folder.stat().st_mode & 0o777 == 0o700 and folder.stat().st_uid == os.getuid()
     assert re.fullmatch(r"agenda-litestream-\w{8}", folder.name), folder
+
+
+def test_health_is_503_until_the_replica_answers_and_no_write_is_refused_once_it_said_200(clinic_db, tmp_path,
+                                                                                          servers):
+    """One rule for /health ("What the caller sees of the desk's work"): under --ack-after-replication
+    it says 503 while a write would be refused, then 200 with the replica's state; every write after
+    the first 200 is taken."""
+    server = servers(clinic_db, "--replica", str(tmp_path / "replica"), "--ack-after-replication")
+    seen = []
+    wait_for(lambda: seen.append(send(server.url, "GET", "/health")) or seen[-1][0] == 200, message="health 200")
+    assert seen[-1][1] == {"status": "ok", "replica": "ok"}
+    assert all(status == 503 and answer["error"]["code"] == "SERVICE_UNAVAILABLE" for status, answer in seen[:-1])
+    answers = [send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(n)}) for n in range(1, 11)]
+    assert [status for status, _ in answers] == [201] * 10
+
+
+def test_without_acknowledgement_health_is_200_and_names_the_replicas_state(clinic_db, tmp_path, servers):
+    server = servers(clinic_db, "--replica", str(tmp_path / "replica"))
+    status, answer = send(server.url, "GET", "/health")
+    assert status == 200 and answer["replica"] in ("ok", "starting")
+
+
+def test_a_desk_booking_is_confirmed_to_the_receptionist_only_once_the_replica_holds_it(clinic_db, tmp_path,
+                                                                                        servers):
+    added = subprocess.run(agenda_command("staff", "add", "ana", "--db", str(clinic_db)), input="correct horse battery\n",
+                           capture_output=True, text=True, timeout=60)
+    assert added.returncode == 0, added.stderr
+    replica = tmp_path / "replica"
+    server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
+    wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, message="the replica answers")
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    login = browser.open(server.url + "/desk/login", timeout=20).read().decode()
+    token = re.search(r'name="csrf" value="([^"]+)"', login)[1]
+    browser.open(server.url + "/desk/login", urllib.parse.urlencode(
+        {"csrf": token, "name": "ana", "password": "correct horse battery"}).encode(), timeout=20)
+    day = (dt.date.today() + dt.timedelta(days=2)).strftime("%d/%m/%Y")
+    slot = {"doctorId": "MARTIN", "date": day, "time": "12:00", "centerId": "C1"}
+    page = browser.open(f"{server.url}/desk/book?{urllib.parse.urlencode(slot)}", timeout=20).read().decode()
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page)[1]
+    booked = browser.open(server.url + "/desk/book", urllib.parse.urlencode(
+        {**slot, "csrf": csrf, "name": "Eva", "nif": valid_dni(5), "reason": "Control"}).encode(), timeout=30)
+    assert "/desk/day" in booked.url and "reservada" in booked.read().decode()  # told it is done ...
+    kill_all(server)  # ... and then the machine is gone
+    restored = tmp_path / "restored.db"
+    subprocess.run(agenda_command("restore", "--from-replica", str(replica), "--db", str(restored), "-y"),
+                   check=True, capture_output=True, timeout=120)
+    conn = sqlite3.connect(restored)
+    assert conn.execute("SELECT time, reason FROM appointments").fetchall() == [("12:00", "Control")]
+    conn.close()
+
+
+def test_sigterm_stops_within_15_seconds_when_the_replica_cannot_be_reached(clinic_db, tmp_path, servers):
+    """An SFTP replica whose server never answers (a port that takes connections and says nothing)."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        port = silent.getsockname()[1]
+        server = servers(clinic_db, "--replica", f"sftp://agenda:pw@127.0.0.1:{port}/replica")
+        assert send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(1)})[0] == 201
+        time.sleep(2)
+        started = time.monotonic()
+        assert server.terminate(timeout=20) == 0
+        assert time.monotonic() - started < 15, server.log()
+    finally:
+        silent.close()
+    assert "Traceback" not in server.log()
