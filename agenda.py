@@ -14,7 +14,7 @@ from _agenda.values import (FORMULA_STARTS, ClinicError, Settings, hhmm, minutes
 from _agenda.store import (CHECKPOINT_PAGES, INSERT_PATIENT, MMAP_BYTES, Database, connect,
                            data_file_path, database_counts, migrate, open_database, read_schema, schema_path,
                            schema_sections, transaction, utc_iso)
-from _agenda.slots import free_slots, slot_grid, slots_clear_of
+from _agenda.slots import booking_window, free_slots, slot_grid, slot_state, slots_clear_of
 from _agenda.staff import Accounts, password_matches
 from _agenda.clinic import Clinic
 from _agenda.web import json_refusing_channel, STATUS_ERROR_CODES
@@ -26,11 +26,11 @@ from _agenda.cli import cli, run
 import _agenda.cli_desk  # noqa: F401  (registers the desk's twins on the group)
 
 __all__ = ["Accounts", "CATALOG_TABLES", "CHECKPOINT_PAGES", "Clinic", "ClinicError", "Database", "FORMULA_STARTS",
-           "INSERT_PATIENT", "MMAP_BYTES", "STATUS_ERROR_CODES", "Settings", "__version__", "cli", "connect",
+           "INSERT_PATIENT", "MMAP_BYTES", "STATUS_ERROR_CODES", "Settings", "__version__", "booking_window", "cli", "connect",
            "create_app", "data_file_path", "database_counts", "free_slots", "hhmm", "json_refusing_channel",
            "litestream_binary", "migrate", "minutes_of", "open_database", "parse_date", "password_matches", "plural",
            "printable", "read_catalog_file", "read_schema", "run", "schema_path", "schema_sections", "seed_catalogs",
-           "sheet_csv", "sign", "slot_grid", "slots_clear_of", "transaction", "utc_iso", "without_password"]
+           "sheet_csv", "sign", "slot_grid", "slot_state", "slots_clear_of", "transaction", "utc_iso", "without_password"]
 
 if __name__ == "__main__":
     cli()

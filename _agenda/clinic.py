@@ -7,10 +7,11 @@ import logging
 import re
 import sqlite3
 
-from .values import (clinic_zone, ClinicError, format_date, invalid, minutes_of, normalise_nif,
+from .values import (clinic_zone, ClinicError, format_date, invalid, normalise_nif,
                      numeric_id, parse_phone, patient_fields, Settings)
 from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
-from .slots import free_slots, local_start, slot_not_available
+from .slots import (booking_window, day_states, free_slots, FREE, read_schedule, slot_not_available,
+                    slot_state)
 
 log = logging.getLogger("agenda")
 
@@ -80,12 +81,9 @@ class Clinic:
     def today(self):
         return self.clock().astimezone(self.tz).date()
 
-    def earliest_start(self):
-        """Now plus the minimum notice, in UTC: real minutes, even across a DST change ("Clinic time")."""
-        return self.clock().astimezone(dt.timezone.utc) + dt.timedelta(minutes=self.settings.min_notice_minutes)
-
-    def last_bookable_day(self):
-        return self.today() + dt.timedelta(days=self.settings.horizon_days)
+    def window(self):
+        """When the caller's channel may book now: its notice and horizon ("Slot states")."""
+        return booking_window(self.clock(), self.tz, self.settings.min_notice_minutes, self.settings.horizon_days)
 
     # Look-ups: each id the caller names, or its 404
 
@@ -130,45 +128,33 @@ class Clinic:
         return found
 
     def slot_at(self, doctor, day, time_text, center_id):
-        """This doctor's slot at this date and time, or SLOT_NOT_AVAILABLE with its reason ("Booking"):
-        on the grid, within hours, not closed, inside the notice and the horizon. An overlap with
-        another appointment is left to schema.sql's triggers, in the same transaction."""
-        if day <= self.last_bookable_day():
-            for slot in free_slots(self.conn(), [doctor], day, day, tz=self.tz, earliest=self.earliest_start(),
-                                   center_id=center_id, overlaps_checked=False, starting_at=time_text):
-                return slot
-        raise self.slot_refusal(doctor["id"], day, time_text, center_id)
+        """This doctor's free slot at this date and time, or SLOT_NOT_AVAILABLE with the reason `slot_state`
+        gives ("Slot refusal reasons"). An overlap with another appointment is left to schema.sql's
+        triggers, in the booking's own transaction."""
+        window = self.window()
+        for slot in free_slots(self.conn(), [doctor], day, day, window=window, center_id=center_id,
+                               starting_at=time_text, with_bookings=False):
+            return slot
+        schedule = read_schedule(self.conn(), [doctor["id"]], day, day, with_bookings=False)
+        reason, detail = slot_state(schedule, window, doctor["id"], day, time_text, center_id)
+        if reason == "free":
+            raise RuntimeError(f"the slot rules disagree on {doctor['id']} {day} {time_text}")
+        raise slot_not_available(reason, detail)
 
-    def slot_refusal(self, doctor_id, day, time_text, center_id):
-        """Why this doctor has no slot at this date and time: the first of the horizon, the
-        notice, the hours (at this center), the grid, a closure ("Slot refusal reasons")."""
-        retired_from = self.conn().execute("SELECT retired_from FROM doctors WHERE id = ?", (doctor_id,)).fetchone()[0]
-        if retired_from is not None and day.isoformat() >= retired_from:
-            return slot_not_available("doctor_retired", f"the doctor no longer sees patients from "
-                                                        f"{format_date(retired_from)}")
-        if day > self.last_bookable_day():
-            return slot_not_available("beyond_horizon", f"{format_date(day)} is beyond the booking horizon "
-                                                        f"({self.settings.horizon_days} days)")
-        starts = local_start(day, time_text, self.tz) if day >= self.today() else None
-        if day < self.today() or (starts is not None and starts < self.earliest_start()):
-            return slot_not_available("too_soon", f"{format_date(day)} {time_text} is past or inside the "
-                                                  f"minimum notice ({self.settings.min_notice_minutes} minutes)")
-        minute = minutes_of(time_text)
-        hours = [row for row in self.conn().execute(
-            "SELECT center_id, start_time, end_time, slot_minutes FROM schedules WHERE doctor_id = ? AND weekday = ?",
-            (doctor_id, day.weekday())) if minutes_of(row["start_time"]) <= minute < minutes_of(row["end_time"])]
-        here = [row for row in hours if center_id is None or row["center_id"] == center_id]
-        if hours and not here:
-            return slot_not_available("wrong_center", f"at {time_text} the doctor works at center "
-                                                      f"{hours[0]['center_id']}")
-        if not here:
-            return slot_not_available("outside_hours", f"the doctor does not work at {time_text} on that day")
-        row = here[0]
-        if starts is None or (minute - minutes_of(row["start_time"])) % row["slot_minutes"] or \
-                minute + row["slot_minutes"] > minutes_of(row["end_time"]):
-            return slot_not_available("off_grid", f"{time_text} is not on the doctor's grid of "
-                                                  f"{row['slot_minutes']} minutes from {row['start_time']}")
-        return slot_not_available("closed")
+    def day_slots(self, day, center_id=None):
+        """Every slot of the doctors who work at this center (or anywhere) on `day`, with its state for
+        the caller's channel: [(schedule row with the doctor's name, time, end, (state, detail))]."""
+        doctors = self.conn().execute("SELECT id, name, speciality_id FROM doctors").fetchall()
+        window, names = self.window(), {row["id"]: row for row in doctors}
+        schedule = read_schedule(self.conn(), list(names), day, day, center_id)
+        found = []
+        for row, grid in schedule.grids.get(day.weekday(), ()):
+            states = day_states(window, row, grid, day, schedule.closures, schedule.busy.get((row["doctor_id"],
+                                                                                             day.isoformat())))
+            doctor = {**dict(row), "name": names[row["doctor_id"]]["name"],
+                      "speciality_id": names[row["doctor_id"]]["speciality_id"]}
+            found += [(doctor, time_text, end_text, states.get(time_text, FREE)) for time_text, end_text, _ in grid.slots]
+        return found
 
     # Catalogs and patients
 
@@ -238,10 +224,10 @@ class Clinic:
         first = first or self.today()
         if last is not None and last < first:
             raise invalid("endDate is before startDate")
-        horizon = self.last_bookable_day()
-        if first > horizon:  # nothing to offer; also keeps date arithmetic far from year 9999
+        window = self.window()
+        if first > window.last_day:  # nothing to offer; also keeps date arithmetic far from year 9999
             return []
-        last = min(last or first + dt.timedelta(days=13), horizon)
+        last = min(last or first + dt.timedelta(days=13), window.last_day)
         if doctor_id is not None:
             doctors = [self.require_doctor(doctor_id)]
             if speciality_id is not None:
@@ -254,8 +240,7 @@ class Clinic:
         if insurance_id is not None:
             self.require_insurance(insurance_id)
             doctors = [d for d in doctors if self.accepts_insurance(d["id"], insurance_id)]
-        return free_slots(self.conn(), doctors, first, last, tz=self.tz, earliest=self.earliest_start(),
-                          center_id=center_id)
+        return free_slots(self.conn(), doctors, first, last, window=window, center_id=center_id)
 
     # Appointments: reading
 

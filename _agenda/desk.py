@@ -13,7 +13,6 @@ import phonenumbers
 
 from .values import all_fields, ClinicError, format_date, hhmm, invalid, minutes_of, parse_date, parse_time
 from .store import read_data_file, TEMPLATES
-from .slots import closed_at, closures_between, local_start, slot_grid
 from .web import clinic, query_text, raw_header, refusal_for, request_id
 
 log = logging.getLogger("agenda")
@@ -27,6 +26,7 @@ TEXTS = {
     "today": ("Hoy", "Today"), "previous": ("Día anterior", "Previous day"), "next": ("Día siguiente", "Next day"),
     "center": ("Centro", "Center"), "all_centers": ("Todos los centros", "All centers"), "show": ("Ver", "Show"),
     "free": ("libre", "free"), "past": ("pasado", "past"), "closed": ("cerrado", "closed"),
+    "taken": ("ocupado", "taken"), "beyond_horizon": ("fuera de plazo", "too far ahead"),
     "booked": ("reservada", "booked"), "confirmed": ("✓ confirmada", "✓ confirmed"),
     "unanswered": ("? sin respuesta", "? no answer"), "no_doctors": ("Nadie pasa consulta este día en este centro.",
                                                                     "No doctor sees patients that day at this center."),
@@ -290,37 +290,27 @@ def desk_centers():
 
 
 def day_plan(clinic, day, center_id=None):
-    """One center's day for the desk ("Staff desk"): each doctor who works there that day with
-    their slots, each one free, booked (its appointment), closed (the reason) or past."""
-    iso, earliest = day.isoformat(), clinic.earliest_start()
-    sql = ("SELECT s.*, d.name, d.speciality_id, d.retired_from FROM schedules s JOIN doctors d ON d.id = s.doctor_id"
-           " WHERE s.weekday = ? AND (d.retired_from IS NULL OR d.retired_from > ?)")
-    params = [day.weekday(), iso]
-    if center_id is not None:
-        sql, params = sql + " AND s.center_id = ?", [*params, center_id]
+    """One center's day for the desk ("Staff desk"): each doctor who works there that day with their
+    slots in time order, each in the state `slot_state` gives it (a taken one as its appointment). A
+    retired doctor's day shows only the appointments left to rebook."""
     plans = {}
-    for row in clinic.conn().execute(sql + " ORDER BY d.name, s.doctor_id, s.start_time", params):
-        plan = plans.setdefault(row["doctor_id"], {"id": row["doctor_id"], "name": row["name"],
-                                                    "speciality_id": row["speciality_id"], "slots": {}})
-        grid = slot_grid(minutes_of(row["start_time"]), minutes_of(row["end_time"]), row["slot_minutes"])
-        shut = [c for c in closures_between(clinic.conn(), [row["doctor_id"]], iso, iso)
-                if c["center_id"] in (None, row["center_id"])]
-        for time_text, end_text, _ in grid.slots:
-            starts = local_start(day, time_text, clinic.tz)
-            closure = next((c for c in shut if closed_at([c], time_text, end_text)), None)
-            state = "closed" if closure else "past" if starts is None or starts < earliest else "free"
-            plan["slots"][time_text] = {"time": time_text, "end": end_text, "state": state,
-                                        "reason": closure["reason"] if closure else None, "center_id": row["center_id"]}
-    for appointment in clinic.appointments_on([iso], center_id):  # a retired doctor's too: to rebook
+    for doctor, time_text, end_text, (state, detail) in clinic.day_slots(day, center_id):
+        plan = plans.setdefault(doctor["doctor_id"], {"id": doctor["doctor_id"], "name": doctor["name"],
+                                                      "speciality_id": doctor["speciality_id"], "slots": {}})
+        if state != "doctor_retired":
+            plan["slots"][time_text] = {"time": time_text, "end": end_text, "state": state, "reason": detail,
+                                        "center_id": doctor["center_id"]}
+    for appointment in clinic.appointments_on([day.isoformat()], center_id):
         plan = plans.setdefault(appointment["doctorId"], {
             "id": appointment["doctorId"], "name": appointment["doctorName"],
             "speciality_id": appointment["extraData"]["specialityId"], "slots": {}})
         end = hhmm(minutes_of(appointment["time"]) + appointment["extraData"]["duration"])
         for slot in [s for s in plan["slots"].values() if s["time"] < end and appointment["time"] < s["end"]]:
-            del plan["slots"][slot["time"]]  # a slot the appointment overlaps is not on offer
+            del plan["slots"][slot["time"]]  # a slot the appointment overlaps shows the appointment instead
         plan["slots"][appointment["time"]] = {"time": appointment["time"], "end": end, "state": "booked",
                                               "appointment": appointment}
-    return [{**plan, "slots": [plan["slots"][key] for key in sorted(plan["slots"])]} for plan in plans.values()]
+    return sorted(({**plan, "slots": [plan["slots"][key] for key in sorted(plan["slots"])]}
+                   for plan in plans.values() if plan["slots"]), key=lambda plan: (plan["name"], plan["id"]))
 
 
 def desk_day():

@@ -82,49 +82,156 @@ def slots_clear_of(grid, taken):
     return clear
 
 
-def free_slots(conn, doctors, first_day, last_day, *, tz, earliest, center_id=None, overlaps_checked=True,
-               starting_at=None):
-    """Every offerable slot of these doctors from first_day to last_day, sorted ("Availability");
-    only those that start at `starting_at` ('HH:MM') when it is given.
+class Window(NamedTuple):
+    """When a channel may book ("Slot states"): slots that start at `earliest` (now plus its notice,
+    in UTC) or later, so on `first_day` (its date) or later, up to `last_day` (today plus its horizon)."""
+    tz: object
+    earliest: dt.datetime
+    first_day: dt.date
+    last_day: dt.date
+    notice_minutes: int
+    horizon_days: int
 
-    `doctors` are rows with id, name and speciality_id. A slot lies on the doctor's grid
-    inside working hours (at `center_id` when given), is not covered by a closure, overlaps
-    no live appointment of that doctor (unless overlaps_checked is False) and starts no
-    earlier than `earliest`, an aware datetime in UTC.
-    """
-    first_day = max(first_day, earliest.astimezone(tz).date())  # nothing earlier can be offered
+
+def booking_window(now, tz, notice_minutes, horizon_days):
+    """The Window of a channel whose rules are this notice and horizon, at the moment `now`."""
+    earliest = now.astimezone(dt.timezone.utc) + dt.timedelta(minutes=notice_minutes)
+    return Window(tz, earliest, earliest.astimezone(tz).date(),
+                  now.astimezone(tz).date() + dt.timedelta(days=horizon_days), notice_minutes, horizon_days)
+
+
+class Schedule(NamedTuple):
+    """What decides some doctors' slots over some days, read in four queries: {weekday: [(schedule row,
+    its SlotGrid)]}, the closures, {(doctor, ISO day): live appointments' spans}, {doctor: retired_from}."""
+    grids: dict
+    closures: list
+    busy: dict
+    retired: dict
+
+
+def read_schedule(conn, doctor_ids, first_day, last_day, center_id=None, with_bookings=True):
+    """The Schedule of these doctors (at this center, when given) from first_day to last_day; without
+    bookings when `taken` is left to the schema's triggers (a booking's own transaction)."""
+    first, last = first_day.isoformat(), last_day.isoformat()
+    marks = ",".join("?" * len(doctor_ids))
+    retired = dict(conn.execute(f"SELECT id, retired_from FROM doctors WHERE id IN ({marks})", list(doctor_ids)))
+    busy = busy_spans(conn, doctor_ids, first, last) if with_bookings else {}
+    return Schedule(schedule_grids(conn, doctor_ids, center_id), closures_between(conn, doctor_ids, first, last),
+                    busy, retired)
+
+
+FREE, TAKEN = ("free", None), ("taken", None)
+
+
+def day_state(window, retired_from, day):
+    """The state all of a doctor's slots share on `day`, when one does: retired, beyond the horizon,
+    or a day already past; else None."""
+    if retired_from is not None and day.isoformat() >= retired_from:
+        return "doctor_retired", f"the doctor no longer sees patients from {format_date(retired_from)}"
+    if day > window.last_day:
+        return "beyond_horizon", f"{format_date(day)} is beyond the booking horizon ({window.horizon_days} days)"
+    if day < window.first_day:
+        return too_soon(window, day, None)
+    return None
+
+
+def too_soon(window, day, time_text):
+    return "too_soon", (f"{format_date(day)}{' ' + time_text if time_text else ''} is past or inside the minimum "
+                        f"notice ({window.notice_minutes} minutes)")
+
+
+def day_states(window, row, grid, day, closures, taken):
+    """{time: (state, detail)} of the slots of one schedule row's grid on `day` that are not free; a slot
+    not in it is free. The rules of `slot_state`, in its order, over a whole grid at once."""
+    whole = day_state(window, row["retired_from"], day)
+    if whole is not None:
+        return dict.fromkeys((slot[0] for slot in grid.slots), whole)
+    iso = day.isoformat()
+    shut = [c for c in closures if c["date_from"] <= iso <= c["date_to"] and c["doctor_id"] in (None, row["doctor_id"])
+            and c["center_id"] in (None, row["center_id"])]
+    # a slot's instant matters only on the days the notice reaches and on days the clocks change
+    timed = day <= window.first_day or not wall_clock_is_plain(day, window.tz)
+    busy = taken_times(grid, taken) if taken else ()
+    if not (timed or shut):
+        return dict.fromkeys(busy, TAKEN)
+    states = {}
+    for time_text, end_text, _ in grid.slots:
+        state = time_state(window, day, time_text, end_text) if timed else None
+        if state is None and shut:
+            closure = next((c for c in shut if closed_at([c], time_text, end_text)), None)
+            state = ("closed", closure["reason"] or None) if closure else None
+        if state is None and time_text in busy:
+            state = TAKEN
+        if state is not None:
+            states[time_text] = state
+    return states
+
+
+def taken_times(grid, taken):
+    """The start times of the grid's slots that overlap one of `taken` ('HH:MMHH:MM' spans); quick
+    when every appointment within the grid's hours fills one of its slots, as on the usual day."""
+    opens, closes = grid.slots[0][0], grid.slots[-1][1]
+    if not any(span[:5] < closes and opens < span[5:] for span in taken - grid.spans):
+        return {span[:5] for span in taken & grid.spans}
+    return {slot[0] for slot in grid.slots} - {slot[0] for slot in slots_clear_of(grid, taken)}
+
+
+def time_state(window, day, time_text, end_text):
+    """too_soon when the slot starts before the window; off_grid when the clocks skip its start."""
+    starts = local_start(day, time_text, window.tz)
+    if starts is None:
+        return "off_grid", f"the clocks skip {time_text} on {format_date(day)}"
+    return too_soon(window, day, time_text) if starts < window.earliest else None
+
+
+def slot_state(schedule, window, doctor_id, day, time_text, center_id=None):
+    """The one decision of a doctor's slot at a date and time for a channel ("Slot states"): FREE, or the
+    first (reason, detail) of retired, beyond the horizon, too soon, another center, outside the hours,
+    off the grid, closed and taken. `schedule` holds this doctor's day at every center."""
+    whole = day_state(window, schedule.retired.get(doctor_id), day)
+    if whole is not None:
+        return whole
+    starts = local_start(day, time_text, window.tz)
+    if starts is not None and starts < window.earliest:
+        return too_soon(window, day, time_text)
+    minute = minutes_of(time_text)
+    rows = [(row, grid) for row, grid in schedule.grids.get(day.weekday(), ())
+            if row["doctor_id"] == doctor_id and minutes_of(row["start_time"]) <= minute < minutes_of(row["end_time"])]
+    here = [(row, grid) for row, grid in rows if center_id is None or row["center_id"] == center_id]
+    if rows and not here:
+        return "wrong_center", f"at {time_text} the doctor works at center {rows[0][0]['center_id']}"
+    if not here:
+        return "outside_hours", f"the doctor does not work at {time_text} on that day"
+    row, grid = here[0]
+    if starts is None or not any(slot[0] == time_text for slot in grid.slots):
+        return "off_grid", (f"{time_text} is not on the doctor's grid of {row['slot_minutes']} minutes from "
+                            f"{row['start_time']}")
+    taken = schedule.busy.get((doctor_id, day.isoformat()))
+    return day_states(window, row, grid, day, schedule.closures, taken).get(time_text, FREE)
+
+
+def free_slots(conn, doctors, first_day, last_day, *, window, center_id=None, starting_at=None, with_bookings=True):
+    """Every slot of these doctors that `day_states` leaves free from first_day to last_day, sorted
+    ("Availability"); only those that start at `starting_at` ('HH:MM') when it is given.
+    `doctors` are rows with id, name and speciality_id."""
+    first_day, last_day = max(first_day, window.first_day), min(last_day, window.last_day)
     if not doctors or last_day < first_day:
         return []
     by_id = {doctor["id"]: doctor for doctor in doctors}
-    first, last = first_day.isoformat(), last_day.isoformat()
-    grids = schedule_grids(conn, list(by_id), center_id)
-    closures = closures_between(conn, list(by_id), first, last)
-    busy = busy_spans(conn, list(by_id), first, last) if overlaps_checked else {}
+    schedule = read_schedule(conn, list(by_id), first_day, last_day, center_id, with_bookings)
     slots, day = [], first_day
     while day <= last_day:
         iso, date_text = day.isoformat(), format_date(day)  # once a day, not once a slot
-        day_closures = [c for c in closures if c["date_from"] <= iso <= c["date_to"]]
-        # Each slot's instant is worked out only where it can matter: on the days the
-        # notice reaches and on DST days; on a later plain day every slot is offerable.
-        instants = tz if day <= earliest.astimezone(tz).date() or not wall_clock_is_plain(day, tz) else None
-        for hours, grid in grids.get(day.weekday(), ()):
-            if hours["retired_from"] is not None and iso >= hours["retired_from"]:
+        for row, grid in schedule.grids.get(day.weekday(), ()):
+            doctor = by_id[row["doctor_id"]]
+            blocked = day_states(window, row, grid, day, schedule.closures, schedule.busy.get((doctor["id"], iso)))
+            if len(blocked) == len(grid.slots):
                 continue
-            doctor = by_id[hours["doctor_id"]]
-            shut = [c for c in day_closures
-                    if c["doctor_id"] in (None, doctor["id"]) and c["center_id"] in (None, hours["center_id"])]
-            if any(c["start_time"] is None for c in shut):
-                continue  # closed all day
-            for time_text, end_text, _ in slots_clear_of(grid, busy.get((doctor["id"], iso))):
-                if (starting_at is not None and time_text != starting_at) or (shut and closed_at(shut, time_text,
-                                                                                                   end_text)):
-                    continue
-                if instants is not None:
-                    starts = local_start(day, time_text, instants)
-                    if starts is None or starts < earliest:
-                        continue
-                slots.append(Slot(day, date_text, time_text, end_text, hours["slot_minutes"], doctor["id"],
-                                  doctor["name"], doctor["speciality_id"], hours["center_id"]))
+            offered = grid.slots if not blocked and starting_at is None else [
+                slot for slot in grid.slots if slot[0] not in blocked and starting_at in (None, slot[0])]
+            minutes, center = row["slot_minutes"], row["center_id"]
+            slots += [Slot(day, date_text, time_text, end_text, minutes, doctor["id"], doctor["name"],
+                           doctor["speciality_id"], center) for time_text, end_text, _ in offered]
         day += dt.timedelta(days=1)
     slots.sort(key=lambda slot: (slot.date, slot.time, slot.doctor_id))
     return slots
@@ -197,6 +304,8 @@ SLOT_REFUSALS = {  # reason: what the message says ("Slot refusal reasons")
 
 
 def slot_not_available(reason, detail=None):
-    """The one refusal of a slot: 409 SLOT_NOT_AVAILABLE with why ("Slot refusal reasons")."""
+    """The one refusal of a slot: 409 SLOT_NOT_AVAILABLE with why ("Slot refusal reasons"). A closure's
+    own words (a doctor off sick) are the clinic's, never the caller's: a closed slot is only 'closed'."""
+    detail = None if reason == "closed" else detail
     return ClinicError(409, "SLOT_NOT_AVAILABLE",
                        f"that slot is not free: {detail or SLOT_REFUSALS[reason]}; offer another one", reason=reason)

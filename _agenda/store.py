@@ -3,6 +3,7 @@ the service's own facts, and copies of the file (backup and restore)."""
 
 import datetime as dt
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -13,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+log = logging.getLogger("agenda")
 
 # Every file the code reads, by its path from the project's top: the same tree in a checkout, in an
 # install (the package's own files beside it; the rest under <prefix>/share/agenda, by setup.cfg's
@@ -118,6 +120,8 @@ def migrate(conn, schema_text=None):
         raise RuntimeError(
             f"the database is at schema version {current}, newer than this agenda ({newest}): "
             "upgrade agenda before using it")
+    if current and any(version > current for version, _ in sections):
+        set_aside(conn, current, newest)
     for version, sql in sections:
         if version <= current:
             continue
@@ -129,6 +133,31 @@ def migrate(conn, schema_text=None):
                 conn.execute("ROLLBACK")
             raise
     return newest
+
+
+def set_aside(conn, current, newest):
+    """Before an upgrade: a checked copy of the database beside it, named with both versions and kept
+    (clinic.db.before-schema-4-to-5), so that an upgrade can be undone by hand ("Schema")."""
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    if not path:
+        return None  # an in-memory database has nothing to keep
+    aside = Path(path).with_name(f"{Path(path).name}.before-schema-{current}-to-{newest}")
+    if aside.exists():  # an earlier try of the same upgrade: keep its copy too
+        aside = aside.with_name(f"{aside.name}.{dt.datetime.now():{BACKUP_STAMP}}")
+    copy_database(conn, aside, check=integrity_checked)
+    log.info("upgrading %s from schema %s to %s; the database as it was is kept as %s", path, current, newest, aside)
+    return aside
+
+
+def integrity_checked(path):
+    """ValueError unless the SQLite file at path passes integrity_check."""
+    conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+    finally:
+        conn.close()
+    if problems != ["ok"]:
+        raise ValueError("integrity_check failed: " + "; ".join(problems[:5]))
 
 
 def create_private_file(path):
@@ -278,27 +307,29 @@ def fsync_path(path):
         os.close(fd)
 
 
-def copy_database(conn, dest):
+def copy_database(conn, dest, check=None):
     """A consistent, compact copy of conn's database at dest, mode 0600, placed atomically.
 
     VACUUM INTO writes a temporary file beside dest from one read transaction (so a
-    server may go on writing), the copy must pass integrity_check, then it is flushed
-    and renamed over dest. Returns the copy's schema version and counts.
+    server may go on writing), the copy must pass `check` (check_database_file: its
+    integrity, version and tables), then it is flushed and renamed over dest. Returns
+    what the check returns: the copy's schema version and counts.
     """
+    check = check or check_database_file
     dest = Path(dest)
     temporary = dest.with_name(f".{dest.name}.{os.getpid()}.partial")
     temporary.unlink(missing_ok=True)
     create_private_file(temporary)
     try:
         conn.execute("VACUUM INTO ?", (str(temporary),))
-        version, counts = check_database_file(temporary)
+        checked = check(temporary)
         fsync_path(temporary)
         os.replace(temporary, dest)
         fsync_path(dest.parent)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    return version, counts
+    return checked
 
 
 BACKUP_STAMP = "%Y%m%d-%H%M%S"

@@ -287,8 +287,9 @@ def workload(db_path, today):
         """Every free slot up to the booking horizon (90 days), shuffled."""
         conn = agenda.connect(db_path)
         doctors = [dict(row) for row in conn.execute("SELECT * FROM doctors ORDER BY id")]
-        free = agenda.free_slots(conn, doctors, first, horizon, tz=ZoneInfo("Europe/Madrid"),
-                                 earliest=dt.datetime.now(dt.timezone.utc))
+        window = agenda.booking_window(dt.datetime.now(dt.timezone.utc), ZoneInfo("Europe/Madrid"), 0,
+                                       (horizon - first).days)
+        free = agenda.free_slots(conn, doctors, first, horizon, window=window)
         conn.close()
         random.Random(seed).shuffle(free)
         return free

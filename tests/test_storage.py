@@ -181,8 +181,8 @@ def test_availability_reads_appointments_from_an_index_alone(api, db_path):
     conn.set_trace_callback(statements.append)
     doctors = conn.execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = 'MG'").fetchall()
     now = dt.datetime(2026, 11, 23, 7, 0, tzinfo=dt.timezone.utc)
-    assert agenda.free_slots(conn, doctors, dt.date(2026, 11, 23), dt.date(2026, 12, 6),
-                             tz=ZoneInfo("Europe/Madrid"), earliest=now)
+    window = agenda.booking_window(now, ZoneInfo("Europe/Madrid"), 0, 90)
+    assert agenda.free_slots(conn, doctors, dt.date(2026, 11, 23), dt.date(2026, 12, 6), window=window)
     conn.set_trace_callback(None)
     busy = [sql for sql in statements if "FROM appointments" in sql]
     assert len(busy) == 1
@@ -246,3 +246,26 @@ def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
         assert times == ["10:00", "10:30"]
     finally:
         api.app.clinic.db.close()
+
+
+def test_an_upgrade_first_keeps_the_database_as_it_was_beside_it(tmp_path):
+    """One path for every upgrade ("Schema"): a checked, private copy named with both versions, kept;
+    a new database has nothing to keep; a second try of the same upgrade keeps both copies."""
+    db_path = tmp_path / "clinic.db"
+    conn = agenda.connect(db_path)
+    agenda.migrate(conn, SCHEMA_V3.split("-- version 3")[0])
+    with agenda.transaction(conn):
+        conn.execute("INSERT INTO notes (body) VALUES ('written at version 2')")
+    assert agenda.migrate(conn, SCHEMA_V3) == 3
+    aside = tmp_path / "clinic.db.before-schema-2-to-3"
+    assert stat.S_IMODE(aside.stat().st_mode) == 0o600
+    kept = sqlite3.connect(aside)
+    assert kept.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert kept.execute("SELECT body FROM notes").fetchall() == [("written at version 2",)]
+    kept.close()
+    conn.execute("PRAGMA user_version = 2")
+    agenda.migrate(conn, SCHEMA_V3.replace("INSERT INTO notes", "INSERT OR IGNORE INTO notes"))
+    assert len(list(tmp_path.glob("clinic.db.before-schema-2-to-3*"))) == 2
+    assert not list(tmp_path.glob("fresh.db.before-*")) and agenda.migrate(agenda.connect(tmp_path / "fresh.db"),
+                                                                           SCHEMA_V3) == 3
+    assert not list(tmp_path.glob("fresh.db.before-*"))

@@ -52,6 +52,8 @@
     <td class="free"><a href="/desk/book?{{urlencode(slot, safe='/:')}}">+ {{t('free')}}</a></td>
     % elif cell['state'] == 'closed':
     <td class="closed">░ {{t('closed')}}{{': ' + cell['reason'] if cell['reason'] else ''}}</td>
+    % elif cell['state'] in ('taken', 'beyond_horizon'):
+    <td class="past">{{t(cell['state'])}}</td>
     % else:
     <td class="past">{{t('past')}}</td>
     % end
