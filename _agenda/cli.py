@@ -18,8 +18,8 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .values import (clinic_zone, ClinicError, DEFAULT_TZ, format_date, parse_date, parse_time, plural,
-                     REMINDER_POLICIES, SIGNATURE_SCHEMES)
+from .values import (clinic_zone, ClinicError, format_date, parse_date, parse_time, plural,
+                     REMINDER_POLICIES, Settings, SIGNATURE_SCHEMES)
 from .store import (backup_database, backup_target, check_database_file, connect, create_private_file,
                     database_counts, DEMO_CATALOGS, open_database, prepare_restore, read_data_file, recall,
                     remember, restore_database, rotate_backups, transaction)
@@ -36,6 +36,9 @@ log = logging.getLogger("agenda")
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+DEFAULTS = Settings()  # every option's default for a setting comes from Settings alone
+
+
 def db_option(function):
     """--db: the SQLite file, from AGENDA_DB too."""
     return click.option("--db", "db_path", envvar="AGENDA_DB", default="agenda.db", show_default=True,
@@ -44,14 +47,15 @@ def db_option(function):
 
 def rules_options(function):
     """--min-notice and --horizon, as `agenda run` takes them, so a command books by the same rules."""
-    function = click.option("--min-notice", default=60, show_default=True, type=click.IntRange(0, None),
+    function = click.option("--min-notice", default=DEFAULTS.min_notice_minutes, show_default=True,
+                            type=click.IntRange(0, None),
                             envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")(function)
-    return click.option("--horizon", default=90, show_default=True, type=click.IntRange(1, None),
+    return click.option("--horizon", default=DEFAULTS.horizon_days, show_default=True, type=click.IntRange(1, None),
                         envvar="AGENDA_HORIZON", help="Days ahead that may be booked.")(function)
 
 
 def tz_option(function):
-    return click.option("--tz", default=DEFAULT_TZ, show_default=True, envvar="AGENDA_TZ",
+    return click.option("--tz", default=DEFAULTS.tz, show_default=True, envvar="AGENDA_TZ",
                         help="The clinic's time zone, for 'today' and 'now' [env: AGENDA_TZ].")(function)
 
 
@@ -192,15 +196,14 @@ def read_secret_file(path):
 @click.option("--channel-timeout", default=60, show_default=True, type=click.IntRange(1, 3600),
               envvar="AGENDA_CHANNEL_TIMEOUT", help="Seconds before an idle connection is closed.")
 @tz_option
-@click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default="request", show_default=True,
+@click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default=DEFAULTS.signature_scheme,
+              show_default=True,
               envvar="AGENDA_SIGNATURE_SCHEME",
               help="What the caller signs: the whole request; only the body (weaker: one signature of an "
                    "empty body opens every GET and DELETE); or either, while setting up an integration.")
-@click.option("--min-notice", default=60, show_default=True, type=click.IntRange(0, None),
-              envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")
-@click.option("--horizon", default=90, show_default=True, type=click.IntRange(1, None),
-              envvar="AGENDA_HORIZON", help="Days ahead that may be booked.")
-@click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default="flag", show_default=True,
+@rules_options
+@click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default=DEFAULTS.reminder_policy,
+              show_default=True,
               envvar="AGENDA_REMINDER_POLICY",
               help="What closing a reminder day does to unconfirmed appointments.")
 @click.option("--replica", default=None, envvar="AGENDA_REPLICA",

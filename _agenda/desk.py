@@ -13,6 +13,7 @@ import phonenumbers
 
 from .values import all_fields, ClinicError, format_date, hhmm, invalid, minutes_of, parse_date, parse_time
 from .store import read_data_file, TEMPLATES
+from .staff import LOCK_AFTER, LOCK_MINUTES
 from .web import clinic, query_text, raw_header, refusal_for, request_id
 
 log = logging.getLogger("agenda")
@@ -58,8 +59,9 @@ TEXTS = {
     "confirmed_done": ("Cita de {patient} confirmada.", "{patient}'s appointment confirmed."),
     "closure_done": ("Cierre guardado.", "Closure saved."), "closure_removed": ("Cierre quitado.", "Closure removed."),
     "retired_done": ("{doctor} retirado desde el {date}.", "{doctor} retired from {date}."),
-    "LOGIN_FAILED": ("Nombre o contraseña incorrectos. Tras 5 intentos fallidos el nombre queda bloqueado "
-                     "15 minutos.", "Wrong name or password. After 5 failed logins a name is locked for 15 minutes."),
+    "LOGIN_FAILED": ("Nombre o contraseña incorrectos. Tras {after} intentos fallidos el nombre queda bloqueado "
+                     "{minutes} minutos.", "Wrong name or password. After {after} failed logins a name is locked for "
+                                           "{minutes} minutes."),
     "CSRF": ("El formulario ha caducado; vuelve a intentarlo.", "The form expired; try again."),
     "reason_taken": ("Otra cita acaba de ocupar ese hueco: elige otro.", "Another booking just took that slot: choose another."),
     "reason_off_grid": ("Esa hora no está en la agenda del médico.", "That time is not on the doctor's grid."),
@@ -267,7 +269,7 @@ def desk_log_in():
     try:
         token, _ = accounts().log_in(name, bottle.request.forms.getunicode("password") or "")
     except ClinicError as error:
-        return desk_login_page(t(error.code), name)
+        return desk_login_page(t(error.code, after=LOCK_AFTER, minutes=LOCK_MINUTES), name)
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(DESK_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
     bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")

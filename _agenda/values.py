@@ -24,7 +24,8 @@ DEFAULT_TZ = "Europe/Madrid"
 
 @dataclass(frozen=True)
 class Settings:
-    """What the clinic may tune ("Configuration and CLI"); every field has an option of `agenda run`."""
+    """What the clinic may tune ("Configuration and CLI"), and the one home of its defaults: `agenda run`
+    has an option for each of the first five; the body limit and the desk's idle time are set by code."""
 
     tz: str = DEFAULT_TZ
     signature_scheme: str = "request"

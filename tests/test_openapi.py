@@ -6,6 +6,7 @@ route is documented, every documented operation is served, and every error code 
 can raise is listed under the status it is raised with.
 """
 
+import hashlib
 import json
 import re
 
@@ -15,6 +16,7 @@ from openapi_spec_validator import validate
 
 import agenda
 from _agenda.api import WIRE_CODES
+from _agenda.imports import CATALOG_COLUMNS
 from conftest import ROOT
 from openapi_contract import CONTRACT, METHODS, Contract
 
@@ -190,3 +192,17 @@ def test_the_document_takes_blank_items_and_states_what_is_required(pointer, val
     and one of date or dates are required, not blank."""
     problems = CONTRACT.validate(pointer, value)
     assert (not problems) == valid, problems
+
+
+def fingerprint(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def test_every_change_to_the_api_and_to_the_catalogs_shape_is_in_the_changelog():
+    """CHANGELOG.md names the fingerprints of openapi.json (its content, whatever its layout) and of the
+    catalog CSV's columns: a change to either without an entry there fails here, with the new ones."""
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    api = fingerprint(json.dumps(DOCUMENT, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    catalog = fingerprint(",".join(CATALOG_COLUMNS))
+    assert f"API fingerprint `{api}`" in changelog, f"note the change to openapi.json in CHANGELOG.md: {api}"
+    assert f"Catalog fingerprint `{catalog}`" in changelog, f"note the catalog's new shape in CHANGELOG.md: {catalog}"
