@@ -1,8 +1,7 @@
-"""A non-editable install gives a working `agenda` command, schema.sql and openapi.json included.
-
-A top-level module carries no package data, so both ship as data files; this
-builds the wheel, installs it into a fresh virtualenv, and runs the installed command
-from outside the checkout. No network: the wheel is built without build isolation and
+"""A non-editable install gives a working `agenda` command and every file the code reads ("Files that
+ship"): the desk's templates and stylesheet as package data, schema.sql, openapi.json and the demo
+seed as data files, all by setup.cfg's globs. This builds the wheel, installs it into a fresh
+virtualenv, runs the installed command from outside the checkout and renders every desk page. No network: the wheel is built without build isolation and
 the fresh env borrows this env's dependencies through a .pth file, which comes after
 the env's own site-packages, so the installed agenda.py is the one imported.
 """
@@ -24,7 +23,7 @@ def run(*args, cwd=None):
     return result.stdout + result.stderr
 
 
-def test_an_installed_wheel_carries_schema_sql_and_runs(tmp_path):
+def test_an_installed_wheel_carries_every_file_the_code_reads_and_renders_every_desk_page(tmp_path):
     wheels = tmp_path / "wheels"
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
         "-w", wheels, ROOT)
@@ -46,8 +45,40 @@ def test_an_installed_wheel_carries_schema_sql_and_runs(tmp_path):
 
     agenda_command = env_dir / "bin" / "agenda"
     assert "agenda, version" in run(agenda_command, "--version", cwd=work)
-    output = run(agenda_command, "seed", ROOT / "seed" / "catalogs.csv", "--db", work / "clinic.db", cwd=work)
+    output = run(agenda_command, "seed", "--demo", "--db", work / "clinic.db", cwd=work)  # the installed demo seed
     assert "loaded" in output
+    (work / "pages.py").write_text(EVERY_PAGE, encoding="utf-8")
+    rendered = run(python, "pages.py", env_dir, cwd=work).split()
+    assert rendered[-1] == "rendered" and len(rendered) == 10, rendered
+
+
+# Run by the fresh env's Python: every desk page and the API's document, from the installed copy only.
+EVERY_PAGE = """
+import datetime as dt, sys
+import _agenda, agenda, webtest
+assert all(path.startswith(sys.argv[1]) for path in (agenda.__file__, _agenda.__file__)), _agenda.__file__
+app = agenda.create_app("clinic.db", "a-long-enough-secret")
+clinic, accounts = app.clinic, app.accounts
+accounts.add_staff("ana", "correct horse battery")
+doctor = clinic.doctors()[0]
+free = clinic.availability(doctor_id=doctor["id"], last=clinic.today() + dt.timedelta(days=30))[0]
+patient = clinic.register_patient({"name": "Ana", "nif": "12345678Z"}, source="cli")
+booked = clinic.book(day=free.date, time_text=free.time, doctor_id=doctor["id"], patient_id=patient, source="cli")
+desk = webtest.TestApp(app)
+login = desk.get("/desk/login").forms[0]
+login["name"], login["password"] = "ana", "correct horse battery"
+assert login.submit().status_int == 303
+slot = f"doctorId={doctor['id']}&date={free.date_text}&time={free.time}&centerId={free.center_id}"
+for page in ["/desk/login", f"/desk/day?date={free.date_text}&centerId={free.center_id}", f"/desk/book?{slot}&q=Ana",
+             f"/desk/appointments/{booked}", "/desk/patients?q=Ana", f"/desk/patients/{patient}", "/desk/closures",
+             "/desk/doctors", "/desk/desk.css"]:
+    answer = desk.get(page)
+    assert answer.status_int == 200 and len(answer.body) > 200, page
+    print(page)
+assert desk.get("/desk/nowhere", status=404).status_int == 404
+assert webtest.TestApp(app).get("/openapi.json").json["openapi"] == "3.1.0"
+print("rendered")
+"""
 
 
 def test_the_readme_quick_start_is_two_command_lines_and_ci_runs_the_second():
