@@ -165,7 +165,7 @@ class Replicator:
         self.failed_at = None
 
     def state(self):
-        """What /health says of the replica ("What the caller sees of the desk's work"): 'ok' when
+        """What /health says of the replica ("Replication"): 'ok' when
         Litestream's socket answers and the last acknowledgement held (asked again, briefly, when it
         did not); else 'starting' or 'not answering'."""
         try:

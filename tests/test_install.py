@@ -7,6 +7,7 @@ the env's own site-packages, so the installed agenda.py is the one imported.
 """
 
 import os
+import re
 import site
 import subprocess
 import sys
@@ -90,3 +91,10 @@ def test_the_readme_quick_start_is_two_command_lines_and_ci_runs_the_second():
     # CI runs the very line, with skips for a missing tool turned into failures
     ci_line = run_tests.replace(".venv/bin/python -m pytest", "AGENDA_NO_SKIP=1 .venv/bin/python -m pytest")
     assert ci_line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+def test_the_readme_stays_under_16_kb_and_every_doc_it_links_exists():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode("utf-8")) < 16_000
+    for link in re.findall(r"\]\(([^)#]+)\)", readme):
+        assert (ROOT / link).exists(), link
