@@ -205,3 +205,16 @@ CREATE TABLE events_v4 (
 INSERT INTO events_v4 SELECT * FROM events;
 DROP TABLE events;
 ALTER TABLE events_v4 RENAME TO events;
+
+-- version 5
+
+-- Who booked each appointment, kept on its row for the clinic's records ("Appointment records"):
+-- the source of its booking event ('api' for the caller's voice agent, 'desk:NAME', 'cli'); the
+-- bookings made before this version take it from the audit trail.
+ALTER TABLE appointments ADD COLUMN booked_by TEXT;
+CREATE INDEX booking_events ON events (entity_id) WHERE action = 'appointment.booked';
+UPDATE appointments SET booked_by = (
+    SELECT e.source FROM events e
+    WHERE e.action = 'appointment.booked' AND e.entity_id = CAST(appointments.id AS TEXT)
+    ORDER BY e.id LIMIT 1);
+DROP INDEX booking_events;

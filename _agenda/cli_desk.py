@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from .values import (ClinicError, DEFAULT_TZ, format_date, hhmm, minutes_of, parse_date, plural, printable,
-                     Settings, sheet_csv)
+from .values import (ClinicError, DEFAULT_TZ, format_date, parse_date, plural, printable, Settings, sheet_csv)
 from .store import Database, INSERT_PATIENT, patient_row, record_event, transaction, utc_iso
 from .staff import Accounts
 from .clinic import Clinic
@@ -34,7 +33,7 @@ def day_sheet(clinic, day, center_id=None):
     except ClinicError:
         known = ", ".join(center["id"] for center in clinic.centers())
         raise click.ClickException(f"no center {center_id!r}; the centers are: {known or 'none'}") from None
-    return sorted(appointments, key=lambda a: (a["doctorName"], a["doctorId"], a["time"]))
+    return sorted(appointments, key=lambda a: (a["doctor_name"], a["doctor_id"], a["start"]))
 
 
 @cli.command()
@@ -68,29 +67,25 @@ def day(ctx, db_path, date, center_id, as_csv, tz):
     click.echo(day_sheet_csv(rows) if as_csv else day_sheet_text(rows, when, center_id), nl=False)
 
 
-def end_time(appointment):
-    return hhmm(minutes_of(appointment["time"]) + appointment["extraData"]["duration"])
-
-
 def day_sheet_csv(rows):
     return sheet_csv(["date", "time", "end", "doctor_id", "doctor", "center", "patient", "phone", "reason", "status"],
-                     ([row["date"], row["time"], end_time(row), row["doctorId"], row["doctorName"], row["centerRef"],
-                       row["patientName"], row["phone"], row["reason"], row["extraData"]["status"]] for row in rows))
+                     ([format_date(row["date"]), row["start"], row["end"], row["doctor_id"], row["doctor_name"],
+                       row["center_id"], row["patient_name"], row["phone"], row["reason"], row["status"]] for row in rows))
 
 
 def day_sheet_text(rows, when, center_id):
     """The day sheet for a terminal: every value made printable, so each appointment keeps its one line."""
     where = f"center {printable(center_id)}" if center_id else "all centers"
     lines = [f"{WEEKDAY_NAMES[when.weekday()]} {format_date(when)}, {where}: {plural(len(rows), 'appointment')}"]
-    width = max((len(printable(row["patientName"])) for row in rows), default=0)
+    width = max((len(printable(row["patient_name"])) for row in rows), default=0)
     doctor = None
     for row in rows:
-        if row["doctorId"] != doctor:
-            doctor = row["doctorId"]
-            lines.append(f"\n{printable(row['doctorName'])} ({printable(doctor)})")
-        center = f"  [{printable(row['centerRef'])}]" if row["centerRef"] and not center_id else ""
-        lines.append(f"  {row['time']}  {printable(row['patientName']):<{width}}  {printable(row['phone']):<13}  "
-                     f"{row['extraData']['status']:<10}  {printable(row['reason']) or '-'}{center}")
+        if row["doctor_id"] != doctor:
+            doctor = row["doctor_id"]
+            lines.append(f"\n{printable(row['doctor_name'])} ({printable(doctor)})")
+        center = f"  [{printable(row['center_id'])}]" if row["center_id"] and not center_id else ""
+        lines.append(f"  {row['start']}  {printable(row['patient_name']):<{width}}  {printable(row['phone']):<13}  "
+                     f"{row['status']:<10}  {printable(row['reason']) or '-'}{center}")
     return "\n".join(lines) + "\n"
 
 
@@ -172,8 +167,8 @@ def clinic_at(ctx, db_path, tz=DEFAULT_TZ, **rules):
 
 def appointment_line(a):
     """One appointment on one line of a terminal."""
-    return printable(f"{a['appointmentId']}: {a['date']} {a['time']} {a['doctorName']} ({a['doctorId']})"
-                     f"{' at ' + a['centerRef'] if a['centerRef'] else ''}, {a['patientName']} "
+    return printable(f"{a['id']}: {format_date(a['date'])} {a['start']} {a['doctor_name']} ({a['doctor_id']})"
+                     f"{' at ' + a['center_id'] if a['center_id'] else ''}, {a['patient_name']} "
                      f"{a['phone'] or ''}").rstrip()
 
 

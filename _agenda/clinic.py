@@ -7,7 +7,7 @@ import logging
 import re
 import sqlite3
 
-from .values import (clinic_zone, ClinicError, format_date, invalid, normalise_nif,
+from .values import (clinic_zone, ClinicError, invalid, normalise_nif,
                      numeric_id, parse_phone, patient_fields, Settings)
 from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
 from .slots import (booking_window, day_states, free_slots, FREE, read_schedule, slot_not_available,
@@ -16,23 +16,16 @@ from .slots import (booking_window, day_states, free_slots, FREE, read_schedule,
 log = logging.getLogger("agenda")
 
 
-# An appointment as the caller sees it ("Appointment objects"), written as JSON by SQLite: the one
-# place its shape is set. Ids are text; the date DD/MM/YYYY; patientName is name and surname, or
-# whichever there is, or null; duration in minutes. A list of hundreds is written three times as
-# fast as Python builds and encodes them.
-APPOINTMENT_JSON = """json_object(
-    'appointmentId', CAST(a.id AS TEXT),
-    'date', substr(a.date, 9, 2) || '/' || substr(a.date, 6, 2) || '/' || substr(a.date, 1, 4),
-    'time', a.time, 'doctorId', a.doctor_id, 'doctorName', d.name, 'patientId', CAST(a.patient_id AS TEXT),
-    'nif', p.nif,
-    'patientName', CASE WHEN coalesce(p.name, '') = '' THEN nullif(p.surname, '')
-                        WHEN coalesce(p.surname, '') = '' THEN p.name ELSE p.name || ' ' || p.surname END,
-    'phone', p.phone_e164, 'reason', a.reason, 'centerRef', a.center_id,
-    'extraData', json_object('status', a.status, 'specialityId', a.speciality_id, 'insuranceId', a.insurance_id,
-                             'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
-                                         - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))))"""
-
-
+# An appointment as the clinic reads it ("Appointment records"), written as JSON by SQLite so that a
+# list is one statement: ids as numbers, the ISO date, start and end, where, for whom, its status and
+# who booked it. The caller's shape is the API's own (`_agenda/api.py`), passed as `shape`.
+PATIENT_NAME = """CASE WHEN coalesce(p.name, '') = '' THEN nullif(p.surname, '')
+                        WHEN coalesce(p.surname, '') = '' THEN p.name ELSE p.name || ' ' || p.surname END"""
+APPOINTMENT_RECORD = f"""json_object(
+    'id', a.id, 'date', a.date, 'start', a.time, 'end', a.end_time, 'status', a.status, 'reason', a.reason,
+    'doctor_id', a.doctor_id, 'doctor_name', d.name, 'speciality_id', a.speciality_id, 'center_id', a.center_id,
+    'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'patient_name', {PATIENT_NAME}, 'nif', p.nif,
+    'phone', p.phone_e164, 'booked_by', a.booked_by)"""
 APPOINTMENT_TABLES = """
     FROM appointments a
     JOIN doctors d ON d.id = a.doctor_id
@@ -40,16 +33,10 @@ APPOINTMENT_TABLES = """
 """
 
 
-def iso_of(date_text):
-    """DD/MM/YYYY, as answers write it, back to ISO."""
-    return f"{date_text[6:10]}-{date_text[3:5]}-{date_text[0:2]}"
-
-
-def patient_view(row):
-    """A patient as the caller sees it ("Patients")."""
-    return {"id": str(row["id"]), "name": row["name"], "surname": row["surname"],
-            "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None,
-            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "extra": None}
+def patient_of(row):
+    """A patients row as the clinic reads it: the phone in E.164 when it could be read, else as typed."""
+    return {"id": row["id"], "name": row["name"], "surname": row["surname"], "birth_date": row["birth_date"],
+            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"]}
 
 
 # What a cancelled appointment answers: reading it, changing it, cancelling it again ("Appointment objects").
@@ -197,7 +184,7 @@ class Clinic:
         row = self.conn().execute("SELECT * FROM patients WHERE nif = ?", (normalise_nif(nif_text),)).fetchone()
         if row is None:
             raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that nif")
-        return patient_view(row)
+        return patient_of(row)
 
     def register_patient(self, fields, source="api"):
         """A new patient from name, surname, birthDate, nif, phone texts; its id. A known NIF is a 409."""
@@ -244,35 +231,29 @@ class Clinic:
 
     # Appointments: reading
 
-    def appointment_json(self, appointment_id):
-        """One live appointment as the caller sees it, as JSON text; a cancelled one is gone (410)."""
-        return self.appointment_row(appointment_id, READ_CANCELLED, columns=f"{APPOINTMENT_JSON} AS json")["json"]
+    def appointment(self, appointment_id, shape=APPOINTMENT_RECORD):
+        """One live appointment as a record, or as the JSON text of `shape` (a SQL json_object over the
+        appointment `a`, its doctor `d` and patient `p`); a cancelled one is gone (410)."""
+        text = self.appointment_row(appointment_id, READ_CANCELLED, columns=f"{shape} AS json")["json"]
+        return json.loads(text) if shape is APPOINTMENT_RECORD else text
 
-    def appointment(self, appointment_id):
-        return json.loads(self.appointment_json(appointment_id))
-
-    def live_appointments_json(self, where, params, center_id=None):
-        """The live appointments matching `where` (SQL over `a`), sorted ("Lists"), as a JSON array's text."""
+    def appointments(self, where, params, center_id=None, shape=APPOINTMENT_RECORD):
+        """The live appointments matching `where` (SQL over `a`), sorted ("Lists"): records, or the JSON
+        array's text of `shape`, written by SQLite in one statement."""
         self.require_center(center_id)
         if center_id is not None:
             where, params = where + " AND a.center_id = ?", [*params, center_id]
         (text,) = self.conn().execute(  # the whole array in one step ("Lists")
-            f"SELECT '[' || coalesce(group_concat(json), '') || ']' FROM (SELECT {APPOINTMENT_JSON} AS json"
+            f"SELECT '[' || coalesce(group_concat(json), '') || ']' FROM (SELECT {shape} AS json"
             f" {APPOINTMENT_TABLES} WHERE a.status != 'cancelled' AND {where} ORDER BY a.date, a.time, a.doctor_id)",
             params).fetchone()
-        return text
+        return json.loads(text) if shape is APPOINTMENT_RECORD else text
 
-    def live_appointments(self, where, params, center_id=None):
-        return json.loads(self.live_appointments_json(where, params, center_id))
+    def appointments_on(self, days, center_id=None, shape=APPOINTMENT_RECORD):
+        """The live appointments of these ISO days ("Lists")."""
+        return self.appointments(f"a.date IN ({','.join('?' * len(days))})", days, center_id, shape)
 
-    def appointments_on_json(self, days, center_id=None):
-        """The live appointments of these ISO days ("Lists"), as a JSON array's text."""
-        return self.live_appointments_json(f"a.date IN ({','.join('?' * len(days))})", days, center_id)
-
-    def appointments_on(self, days, center_id=None):
-        return json.loads(self.appointments_on_json(days, center_id))
-
-    def patient_appointments(self, *, nif=None, phone=None, day=None, center_id=None):
+    def patient_appointments(self, *, nif=None, phone=None, day=None, center_id=None, shape=APPOINTMENT_RECORD):
         """A patient's live appointments ("One route, two jobs"): found by NIF, else by phone;
         on `day`, else from today on."""
         self.require_center(center_id)
@@ -283,11 +264,9 @@ class Clinic:
         if not patient_ids and phone is not None:
             patient_ids = [row[0] for row in self.conn().execute(
                 "SELECT id FROM patients WHERE phone_e164 = ?", (phone,))]
-        if not patient_ids:
-            return []
         where, params = ("a.date = ?", [day.isoformat()]) if day else ("a.date >= ?", [self.today().isoformat()])
         where += f" AND a.patient_id IN ({','.join('?' * len(patient_ids))})"
-        return self.live_appointments(where, [*params, *patient_ids], center_id)
+        return self.appointments(where, [*params, *patient_ids], center_id, shape)
 
     # Appointments: changing
 
@@ -314,10 +293,10 @@ class Clinic:
                 slot = self.slot_at(doctor, day, time_text, center_id)
                 booked = written_row(
                     conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
-                    " date, time, end_time, reason, status, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?)",
+                    " date, time, end_time, reason, status, created_at, updated_at, booked_by)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?, ?)",
                     (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id, day.isoformat(),
-                     slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at)))
+                     slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at), source))
             except ClinicError as refusal:
                 return self.retried_booking(patient_key, doctor_id, day, time_text, refusal)
             except sqlite3.IntegrityError:
@@ -452,7 +431,7 @@ class Clinic:
             where, params = where + " AND a.doctor_id = ?", [*params, doctor_id]
         if start is not None:
             where, params = where + " AND a.time < ? AND ? < a.end_time", [*params, end, start]
-        return self.live_appointments(where, params, center_id)
+        return self.appointments(where, params, center_id)
 
     def add_closure(self, *, doctor_id=None, center_id=None, first, last=None, start=None, end=None, reason="",
                     source="cli"):
@@ -498,7 +477,7 @@ class Clinic:
 
     def appointments_from(self, doctor_id, day):
         """This doctor's live appointments from `day` on: those a retirement leaves to rebook."""
-        return self.live_appointments("a.doctor_id = ? AND a.date >= ?", [doctor_id, day.isoformat()])
+        return self.appointments("a.doctor_id = ? AND a.date >= ?", [doctor_id, day.isoformat()])
 
     # Patients, as the desk looks for them
 
@@ -516,7 +495,7 @@ class Clinic:
             found = self.conn().execute(
                 "SELECT * FROM patients WHERE name || ' ' || coalesce(surname, '') LIKE ? ESCAPE '\\'"
                 " ORDER BY name, surname, id LIMIT 20", (pattern,)).fetchall()
-        return [patient_view(row) for row in found]
+        return [patient_of(row) for row in found]
 
     @staticmethod
     def quietly(parse, text):
@@ -531,7 +510,7 @@ class Clinic:
         row = None if key is None else self.conn().execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()
         if row is None:
             raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that patientId")
-        appointments = self.live_appointments("a.patient_id = ?", [key])
+        appointments = self.appointments("a.patient_id = ?", [key])
         today = self.today().isoformat()
-        coming = [a for a in appointments if iso_of(a["date"]) >= today]
-        return {**patient_view(row), "appointments": coming + [a for a in appointments if iso_of(a["date"]) < today][::-1]}
+        coming = [a for a in appointments if a["date"] >= today]
+        return {**patient_of(row), "appointments": coming + [a for a in appointments if a["date"] < today][::-1]}

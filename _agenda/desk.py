@@ -11,7 +11,7 @@ import urllib.parse
 import bottle
 import phonenumbers
 
-from .values import all_fields, ClinicError, format_date, hhmm, invalid, minutes_of, parse_date, parse_time
+from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time
 from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
 from .web import clinic, query_text, raw_header, refusal_for, request_id
@@ -303,14 +303,13 @@ def day_plan(clinic, day, center_id=None):
             plan["slots"][time_text] = {"time": time_text, "end": end_text, "state": state, "reason": detail,
                                         "center_id": doctor["center_id"]}
     for appointment in clinic.appointments_on([day.isoformat()], center_id):
-        plan = plans.setdefault(appointment["doctorId"], {
-            "id": appointment["doctorId"], "name": appointment["doctorName"],
-            "speciality_id": appointment["extraData"]["specialityId"], "slots": {}})
-        end = hhmm(minutes_of(appointment["time"]) + appointment["extraData"]["duration"])
-        for slot in [s for s in plan["slots"].values() if s["time"] < end and appointment["time"] < s["end"]]:
+        plan = plans.setdefault(appointment["doctor_id"], {
+            "id": appointment["doctor_id"], "name": appointment["doctor_name"],
+            "speciality_id": appointment["speciality_id"], "slots": {}})
+        start, end = appointment["start"], appointment["end"]
+        for slot in [s for s in plan["slots"].values() if s["time"] < end and start < s["end"]]:
             del plan["slots"][slot["time"]]  # a slot the appointment overlaps shows the appointment instead
-        plan["slots"][appointment["time"]] = {"time": appointment["time"], "end": end, "state": "booked",
-                                              "appointment": appointment}
+        plan["slots"][start] = {"time": start, "end": end, "state": "booked", "appointment": appointment}
     return sorted(({**plan, "slots": [plan["slots"][key] for key in sorted(plan["slots"])]}
                    for plan in plans.values() if plan["slots"]), key=lambda plan: (plan["name"], plan["id"]))
 
@@ -366,8 +365,9 @@ def desk_patient_id(source):
         return clinic().register_patient(fields, source=source)
     except ClinicError as error:
         known = clinic().search_patients(fields["nif"] or "") if error.code == "PATIENT_ALREADY_EXISTS" else []
-        if len(known) == 1 and known[0]["name"] == (fields["name"] or "") and known[0]["id"] == error.extra["patientId"]:
-            return known[0]["id"]
+        if len(known) == 1 and known[0]["name"] == (fields["name"] or "") and \
+                str(known[0]["id"]) == error.extra["patientId"]:
+            return str(known[0]["id"])
         raise
 
 
@@ -375,7 +375,7 @@ def desk_appointment(appointment_id, error=None, status=200):
     """One appointment: move it to a free slot of its doctor, cancel it with a reason, confirm it."""
     appointment = clinic().appointment(appointment_id)
     day = parse_date(query_text("date") or appointment["date"], "date")
-    free = clinic().availability(doctor_id=appointment["doctorId"], center_id=appointment["centerRef"],
+    free = clinic().availability(doctor_id=appointment["doctor_id"], center_id=appointment["center_id"],
                                  first=day, last=day)
     return desk_page("appointment", status=status, appointment=appointment, free=free, day=day, error=error)
 
@@ -389,24 +389,24 @@ def desk_move(appointment_id):
     except ClinicError as error:
         return desk_appointment(appointment_id, desk_refusal(error), error.status)
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("moved_done", patient=before["patientName"], date=format_date(day), time=time_text),
-         day_address(day, before["centerRef"]))
+    done(t("moved_done", patient=before["patient_name"], date=format_date(day), time=time_text),
+         day_address(day, before["center_id"]))
 
 
 def desk_cancel(appointment_id):
     before = clinic().appointment(appointment_id)
     clinic().cancel(appointment_id, reason=form("reason") or "cancelled at the desk", source=desk_source())
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("cancelled_done", patient=before["patientName"]), day_address(parse_date(before["date"], "date"),
-                                                                        before["centerRef"]))
+    done(t("cancelled_done", patient=before["patient_name"]), day_address(dt.date.fromisoformat(before["date"]),
+                                                                          before["center_id"]))
 
 
 def desk_confirm(appointment_id):
     before = clinic().appointment(appointment_id)
     clinic().confirm(appointment_id, True, source=desk_source())
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("confirmed_done", patient=before["patientName"]), day_address(parse_date(before["date"], "date"),
-                                                                        before["centerRef"]))
+    done(t("confirmed_done", patient=before["patient_name"]), day_address(dt.date.fromisoformat(before["date"]),
+                                                                          before["center_id"]))
 
 
 def desk_patients():

@@ -2,7 +2,6 @@
 
 import datetime as dt
 import functools
-import json
 from typing import NamedTuple
 
 from .values import ClinicError, format_date, hhmm, minutes_of
@@ -235,21 +234,6 @@ def free_slots(conn, doctors, first_day, last_day, *, window, center_id=None, st
         day += dt.timedelta(days=1)
     slots.sort(key=lambda slot: (slot.date, slot.time, slot.doctor_id))
     return slots
-
-
-def slots_json(slots):
-    """Free slots as the caller sees them ("Availability"), as a JSON array's text: each
-    {date, time, duration, doctorId, doctorName, specialityId, centerId}."""
-    shared = {}  # what a doctor's slots at one center have in common, encoded once
-    parts = []
-    for slot in slots:
-        key = (slot.doctor_id, slot.center_id)
-        if key not in shared:
-            shared[key] = json.dumps({"doctorId": slot.doctor_id, "doctorName": slot.doctor_name,
-                                      "specialityId": slot.speciality_id, "centerId": slot.center_id},
-                                     separators=(",", ":"))[1:]
-        parts.append(f'{{"date":"{slot.date_text}","time":"{slot.time}","duration":{slot.duration},{shared[key]}')
-    return "[" + ",".join(parts) + "]"
 
 
 def schedule_grids(conn, doctor_ids, center_id=None):

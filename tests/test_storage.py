@@ -234,12 +234,13 @@ def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
             conn.execute("INSERT INTO appointments (patient_id, doctor_id, speciality_id, center_id, date, time,"
                          " end_time, status, created_at, updated_at) VALUES (?, 'MARTIN', 'MG', 'C1', '2026-11-24',"
                          " ?, ?, ?, 'x', 'x')", (n, time_text, agenda.hhmm(agenda.minutes_of(time_text) + 30), status))
-    before = [tuple(row) for row in conn.execute("SELECT * FROM appointments ORDER BY id")]
+    columns = ", ".join(row[1] for row in conn.execute("PRAGMA table_info(appointments)"))
+    before = [tuple(row) for row in conn.execute(f"SELECT {columns} FROM appointments ORDER BY id")]
     conn.close()
     api = Api(agenda.create_app(db_path, SECRET, now=Clock(MONDAY)))
     try:
         assert api.db().execute("PRAGMA user_version").fetchone()[0] == newest
-        assert [tuple(row) for row in api.db().execute("SELECT * FROM appointments ORDER BY id")] == before
+        assert [tuple(row) for row in api.db().execute(f"SELECT {columns} FROM appointments ORDER BY id")] == before
         listed = api.get("/appointments?date=24/11/2026").json["data"]
         assert [(a["time"], a["extraData"]["status"]) for a in listed] == [("09:00", "booked"), ("09:30", "confirmed")]
         times = [slot["time"] for slot in api.get("/availabilities?doctorId=MARTIN&date=24/11/2026").json["data"]]
@@ -269,3 +270,32 @@ def test_an_upgrade_first_keeps_the_database_as_it_was_beside_it(tmp_path):
     assert not list(tmp_path.glob("fresh.db.before-*")) and agenda.migrate(agenda.connect(tmp_path / "fresh.db"),
                                                                            SCHEMA_V3) == 3
     assert not list(tmp_path.glob("fresh.db.before-*"))
+
+
+def test_version_5_takes_who_booked_each_appointment_from_the_audit_trail(tmp_path):
+    """The clinic's record says who booked an appointment; the bookings made before version 5 take it
+    from their booking event, the newer ones have it on their row ("Appointment records")."""
+    db_path = tmp_path / "clinic.db"
+    conn = agenda.connect(db_path)
+    agenda.migrate(conn, agenda.read_schema().split("-- version 5")[0])
+    agenda.seed_catalogs(conn, agenda.read_catalog_file(write_csv(tmp_path, CLINIC_CSV)), at=MONDAY)
+    with agenda.transaction(conn):
+        for n, (source, start, end) in enumerate([("api", "09:00", "09:30"), ("desk:ana", "09:30", "10:00"),
+                                                  (None, "10:00", "10:30")], start=1):
+            conn.execute("INSERT INTO patients (name, nif, created_at) VALUES (?, ?, 'x')", (f"P{n}", valid_dni(n)))
+            conn.execute("INSERT INTO appointments (patient_id, doctor_id, speciality_id, center_id, date, time,"
+                         " end_time, created_at, updated_at) VALUES (?, 'MARTIN', 'MG', 'C1', '2026-11-24', ?, ?,"
+                         " 'x', 'x')", (n, start, end))
+            if source:
+                conn.execute("INSERT INTO events (at, source, action, entity, entity_id) VALUES"
+                             " ('x', ?, 'appointment.booked', 'appointment', ?)", (source, str(n)))
+    conn.close()
+    clinic = agenda.Clinic(agenda.Database(db_path), clock=Clock(MONDAY))
+    try:
+        assert [a["booked_by"] for a in clinic.appointments_on(["2026-11-24"])] == ["api", "desk:ana", None]
+        patient = clinic.register_patient({"name": "Eva", "nif": valid_dni(9)}, source="desk:luis")
+        booked = clinic.book(day=dt.date(2026, 11, 25), time_text="09:00", doctor_id="RUIZ", patient_id=patient,
+                             source="desk:luis")
+        assert clinic.appointment(booked)["booked_by"] == "desk:luis"
+    finally:
+        clinic.db.close()

@@ -1,21 +1,21 @@
-<h1>{{t('appointment')}} · {{appointment['patientName']}}</h1>
+<h1>{{t('appointment')}} · {{appointment['patient_name']}}</h1>
 % if error:
 <p class="error" role="alert">{{error}}</p>
 % end
 <dl>
-  <dt>{{t('date')}}</dt><dd>{{appointment['date']}} {{appointment['time']}}</dd>
-  <dt>{{t('doctor')}}</dt><dd>{{appointment['doctorName']}}</dd>
+  <dt>{{t('date')}}</dt><dd>{{format_date(appointment['date'])}} {{appointment['start']}}–{{appointment['end']}}</dd>
+  <dt>{{t('doctor')}}</dt><dd>{{appointment['doctor_name']}}</dd>
   <dt>{{t('phone')}}</dt><dd>{{dialled(appointment['phone'])}}</dd>
-  <dt>{{t('status')}}</dt><dd>{{t(appointment['extraData']['status'])}}</dd>
+  <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}</dd>
   <dt>{{t('reason')}}</dt><dd>{{appointment['reason'] or ''}}</dd>
 </dl>
-<p><a href="/desk/patients/{{appointment['patientId']}}">{{t('patient')}}</a></p>
+<p><a href="/desk/patients/{{appointment['patient_id']}}">{{t('patient')}}</a></p>
 <h2>{{t('move')}}</h2>
-<form method="get" action="/desk/appointments/{{appointment['appointmentId']}}">
+<form method="get" action="/desk/appointments/{{appointment['id']}}">
   <label>{{t('date')}} <input name="date" value="{{format_date(day)}}" size="10"></label>
   <button type="submit">{{t('show')}}</button>
 </form>
-<form method="post" action="/desk/appointments/{{appointment['appointmentId']}}/move">
+<form method="post" action="/desk/appointments/{{appointment['id']}}/move">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   <input type="hidden" name="date" value="{{format_date(day)}}">
   <label>{{t('move_to')}}
@@ -27,14 +27,14 @@
   </label>
   <button type="submit">{{t('move')}}</button>
 </form>
-% if appointment['extraData']['status'] != 'confirmed':
-<form method="post" action="/desk/appointments/{{appointment['appointmentId']}}/confirm">
+% if appointment['status'] != 'confirmed':
+<form method="post" action="/desk/appointments/{{appointment['id']}}/confirm">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   <button type="submit">{{t('confirm')}}</button>
 </form>
 % end
 <h2>{{t('cancel')}}</h2>
-<form method="post" action="/desk/appointments/{{appointment['appointmentId']}}/cancel">
+<form method="post" action="/desk/appointments/{{appointment['id']}}/cancel">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   <label>{{t('cancel_reason')}} <input name="reason" required></label>
   <button type="submit" class="danger">{{t('cancel')}}</button>

@@ -22,7 +22,7 @@
   <p>{{t('covers')}}</p>
   <ul>
   % for a in covered:
-    <li>{{a['date']}} {{a['time']}} · {{a['doctorName']}} · {{a['patientName']}} · {{dialled(a['phone'])}}</li>
+    <li>{{format_date(a['date'])}} {{a['start']}} · {{a['doctor_name']}} · {{a['patient_name']}} · {{dialled(a['phone'])}}</li>
   % end
   </ul>
 </div>

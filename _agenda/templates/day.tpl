@@ -39,10 +39,10 @@
     <td class="none"></td>
     % elif cell['state'] == 'booked':
     % a = cell['appointment']
-    <td class="booked {{a['extraData']['status']}}">
-      <a href="/desk/appointments/{{a['appointmentId']}}">{{a['patientName']}}</a>
+    <td class="booked {{a['status']}}">
+      <a href="/desk/appointments/{{a['id']}}">{{a['patient_name']}}</a>
       <span class="phone">{{dialled(a['phone'])}}</span>
-      <span class="status">{{t(a['extraData']['status'])}}</span>
+      <span class="status">{{t(a['status'])}}</span>
       % if a['reason']:
       <span class="reason">· {{a['reason']}}</span>
       % end

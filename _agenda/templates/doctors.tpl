@@ -8,7 +8,7 @@
   <p>{{t('left_to_rebook')}}</p>
   <ul>
   % for a in left['appointments']:
-    <li><a href="/desk/appointments/{{a['appointmentId']}}">{{a['date']}} {{a['time']}}</a> · {{a['patientName']}} · {{dialled(a['phone'])}}</li>
+    <li><a href="/desk/appointments/{{a['id']}}">{{format_date(a['date'])}} {{a['start']}}</a> · {{a['patient_name']}} · {{dialled(a['phone'])}}</li>
   % end
   % if not left['appointments']:
     <li>{{t('none')}}</li>

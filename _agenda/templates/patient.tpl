@@ -2,7 +2,7 @@
 <dl>
   <dt>{{t('nif')}}</dt><dd>{{patient['nif']}}</dd>
   <dt>{{t('phone')}}</dt><dd>{{dialled(patient['phone'])}}</dd>
-  <dt>{{t('birth')}}</dt><dd>{{patient['birthDate'] or ''}}</dd>
+  <dt>{{t('birth')}}</dt><dd>{{format_date(patient['birth_date']) if patient['birth_date'] else ''}}</dd>
 </dl>
 <h2>{{t('appointments')}}</h2>
 % if not patient['appointments']:
@@ -10,6 +10,6 @@
 % end
 <ul>
 % for a in patient['appointments']:
-  <li><a href="/desk/appointments/{{a['appointmentId']}}">{{a['date']}} {{a['time']}}</a> · {{a['doctorName']}} · {{t(a['extraData']['status'])}} · {{a['reason'] or ''}}</li>
+  <li><a href="/desk/appointments/{{a['id']}}">{{format_date(a['date'])}} {{a['start']}}</a> · {{a['doctor_name']}} · {{t(a['status'])}} · {{a['reason'] or ''}}</li>
 % end
 </ul>
