@@ -15,8 +15,9 @@ from .values import (all_fields, body_text, body_text_list, body_too_large, Clin
                      iso_or_blank, optional_date, parse_date, parse_dates, parse_time)
 from .store import recall, remember
 from .clinic import PATIENT_NAME
-from .web import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, error_response, internal_error, json_bytes, logged_path,
-                  query_date, query_text, raw_header, refusal_for, request_id, request_target, STATUS_ERROR_CODES)
+from .web import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path,
+                  query_date, query_text, raw_header, refusal_for, request_id, request_target, status_of,
+                  STATUS_ERROR_CODES)
 
 log = logging.getLogger("agenda")
 
@@ -124,14 +125,17 @@ def patient_view(patient):
 
 
 # Refusals whose code the caller's spec does not know, as the caller reads them ("Errors").
-WIRE_CODES = {"DATABASE_BUSY": "SERVICE_UNAVAILABLE", "NOT_REPLICATED": "SERVICE_UNAVAILABLE"}
+WIRE_CODES = {"DATABASE_BUSY": "SERVICE_UNAVAILABLE", "NOT_REPLICATED": "SERVICE_UNAVAILABLE",
+              "APPOINTMENT_CANCELLED": "APPOINTMENT_PREVIOUSLY_CANCELLED"}
 
 
-def wire_refusal(error):
-    """A refusal as the caller's spec names it: the domain's code mapped to the caller's."""
-    if error.code not in WIRE_CODES:
-        return error
-    return ClinicError(error.status, WIRE_CODES[error.code], error.message, **error.extra)
+def api_refusal(error):
+    """A refusal as the caller reads it ("Errors"): the status of its own code, the code the caller's
+    spec names (WIRE_CODES), its message and fields."""
+    bottle.response.status = status_of(error)
+    bottle.response.content_type = "application/json"
+    return json_bytes({"error": {"code": WIRE_CODES.get(error.code, error.code), "message": error.message,
+                                 **error.extra}})
 
 
 def note_signatures(db, clock, counts):
@@ -158,7 +162,7 @@ def api_error_page(http_error):
     else:
         request_id()
     bottle.response.content_type = "application/json"
-    return json_bytes(ClinicError(status, code, message, **extra).payload())
+    return json_bytes(ClinicError(code, message, **extra).payload())
 
 
 class ApiPlugin:
@@ -192,7 +196,7 @@ class ApiPlugin:
                 result = callback(*args, **kwargs)
             except Exception as error:
                 refusal = refusal_for(error)
-                return error_response(wire_refusal(refusal)) if refusal else internal_error(rid)
+                return api_refusal(refusal) if refusal else internal_error(rid)
             if result is None:
                 return b""
             bottle.response.content_type = "application/json"
@@ -206,7 +210,7 @@ class ApiPlugin:
         try:
             declared_length = request.content_length
         except ValueError:
-            raise ClinicError(400, "INVALID_REQUEST", "Content-Length is not a number") from None
+            raise ClinicError("INVALID_REQUEST", "Content-Length is not a number") from None
         if declared_length <= 0 and "chunked" not in request.environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             return b""  # no body: nothing to read (most GETs and DELETEs)
         raw = b"" if declared_length > limit else request.body.read(limit + 1)
@@ -229,7 +233,7 @@ class ApiPlugin:
             log.warning("request %s: signature refused: %s; tried %s; body %d bytes, path %s, query %d bytes",
                         request_id(), why, " and ".join(allowed), len(raw), logged_path(request.environ),
                         len(request.environ.get("QUERY_STRING", "").encode("latin-1")))
-            raise ClinicError(401, "INVALID_SIGNATURE", "missing or invalid X-Signature")
+            raise ClinicError("INVALID_SIGNATURE", "missing or invalid X-Signature")
         self.count_signature(accepted[0])
 
     def count_signature(self, scheme):
@@ -253,7 +257,7 @@ def json_body():
     request = bottle.request
     media_type = (request.content_type or "").split(";")[0].strip().lower()
     if media_type != "application/json":
-        raise ClinicError(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json")
+        raise ClinicError("UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json")
 
     def no_constants(name):
         raise ValueError(name)
@@ -262,13 +266,13 @@ def json_body():
         body = json.loads(request.environ["agenda.raw_body"].decode("utf-8"), parse_constant=no_constants)
         _JSON.encode(body).encode("utf-8")  # every text, keys too, must be one UTF-8 can carry
     except RecursionError:
-        raise ClinicError(400, "INVALID_JSON", "the body nests too deep") from None
+        raise ClinicError("INVALID_JSON", "the body nests too deep") from None
     except UnicodeEncodeError:
-        raise ClinicError(400, "INVALID_JSON", "the body holds a lone surrogate (\\ud800 to \\udfff)") from None
+        raise ClinicError("INVALID_JSON", "the body holds a lone surrogate (\\ud800 to \\udfff)") from None
     except (ValueError, UnicodeDecodeError):
-        raise ClinicError(400, "INVALID_JSON", "the body is not valid UTF-8 JSON") from None
+        raise ClinicError("INVALID_JSON", "the body is not valid UTF-8 JSON") from None
     if not isinstance(body, dict):
-        raise ClinicError(400, "INVALID_JSON", "the body must be a JSON object")
+        raise ClinicError("INVALID_JSON", "the body must be a JSON object")
     return body
 
 
@@ -286,7 +290,7 @@ def health():
     app = bottle.request.app
     state = app.replica.state() if app.replica is not None else "off"
     if app.acknowledged and state != "ok":
-        raise ClinicError(503, "NOT_REPLICATED", f"changes are not acknowledged while the replica is {state}; retry")
+        raise ClinicError("NOT_REPLICATED", f"changes are not acknowledged while the replica is {state}; retry")
     return {"status": "ok", "replica": state}
 
 

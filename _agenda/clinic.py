@@ -40,13 +40,13 @@ def patient_of(row):
 
 
 # What a cancelled appointment answers: reading it, changing it, cancelling it again ("Appointment objects").
-READ_CANCELLED = (410, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
+READ_CANCELLED = ("APPOINTMENT_CANCELLED", "that appointment was cancelled")
 
 
-CHANGE_CANCELLED = (409, "APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
+CHANGE_CANCELLED = ("APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
 
 
-CANCEL_CANCELLED = (409, "APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
+CANCEL_CANCELLED = ("APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
 
 
 class Clinic:
@@ -77,23 +77,23 @@ class Clinic:
     def require_center(self, center_id):
         if center_id is not None and self.conn().execute(
                 "SELECT 1 FROM centers WHERE id = ?", (center_id,)).fetchone() is None:
-            raise ClinicError(404, "CENTER_NOT_FOUND", "no center with that centerId")
+            raise ClinicError("CENTER_NOT_FOUND", "no center with that centerId")
         return center_id
 
     def require_doctor(self, doctor_id):
         row = self.conn().execute("SELECT id, name, speciality_id FROM doctors WHERE id = ?",
                                   (doctor_id,)).fetchone()
         if row is None:
-            raise ClinicError(404, "DOCTOR_NOT_FOUND", "no doctor with that doctorId")
+            raise ClinicError("DOCTOR_NOT_FOUND", "no doctor with that doctorId")
         return row
 
     def require_speciality(self, speciality_id):
         if self.conn().execute("SELECT 1 FROM specialities WHERE id = ?", (speciality_id,)).fetchone() is None:
-            raise ClinicError(404, "SPECIALITY_NOT_FOUND", "no speciality with that specialityId")
+            raise ClinicError("SPECIALITY_NOT_FOUND", "no speciality with that specialityId")
 
     def require_insurance(self, insurance_id):
         if self.conn().execute("SELECT 1 FROM insurances WHERE id = ?", (insurance_id,)).fetchone() is None:
-            raise ClinicError(404, "INSURANCE_NOT_FOUND", "no insurance with that insuranceId")
+            raise ClinicError("INSURANCE_NOT_FOUND", "no insurance with that insuranceId")
 
     def accepts_insurance(self, doctor_id, insurance_id):
         listed = [row[0] for row in self.conn().execute(
@@ -102,12 +102,12 @@ class Clinic:
 
     def appointment_row(self, appointment_id, if_cancelled, columns="a.*"):
         """`columns` (of APPOINTMENT_TABLES) of a live appointment: 404 when there is none,
-        `if_cancelled` (status, code, message) when it was cancelled. The one lookup of an appointment."""
+        `if_cancelled` (code, message) when it was cancelled. The one lookup of an appointment."""
         key = numeric_id(appointment_id)
         row = None if key is None else self.conn().execute(
             f"SELECT a.status AS lookup_status, {columns} {APPOINTMENT_TABLES} WHERE a.id = ?", (key,)).fetchone()
         if row is None:
-            raise ClinicError(404, "APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+            raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
         if row["lookup_status"] == "cancelled":
             raise ClinicError(*if_cancelled)
         found = dict(row)
@@ -183,7 +183,7 @@ class Clinic:
     def find_patient(self, nif_text):
         row = self.conn().execute("SELECT * FROM patients WHERE nif = ?", (normalise_nif(nif_text),)).fetchone()
         if row is None:
-            raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that nif")
+            raise ClinicError("PATIENT_NOT_FOUND", "no patient with that nif")
         return patient_of(row)
 
     def register_patient(self, fields, source="api"):
@@ -193,7 +193,7 @@ class Clinic:
         with self.db.transaction() as conn:
             existing = conn.execute("SELECT id FROM patients WHERE nif = ?", (patient["nif"],)).fetchone()
             if existing:
-                raise ClinicError(409, "PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
+                raise ClinicError("PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
                                   patientId=str(existing["id"]))
             row = written_row(conn, INSERT_PATIENT, patient_row(patient, at))
             record_event(conn, at, source, "patient.created", "patient", row["id"], after=row)
@@ -279,7 +279,7 @@ class Clinic:
             doctor = self.require_doctor(doctor_id)
             if patient_key is None or conn.execute("SELECT 1 FROM patients WHERE id = ?",
                                                    (patient_key,)).fetchone() is None:
-                raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that patientId")
+                raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
             if speciality_id is not None:
                 self.require_speciality(speciality_id)
                 if speciality_id != doctor["speciality_id"]:
@@ -287,7 +287,7 @@ class Clinic:
             if insurance_id is not None:
                 self.require_insurance(insurance_id)
                 if not self.accepts_insurance(doctor_id, insurance_id):
-                    raise ClinicError(409, "INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance")
+                    raise ClinicError("INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance")
             self.require_center(center_id)
             try:
                 slot = self.slot_at(doctor, day, time_text, center_id)
@@ -452,7 +452,7 @@ class Clinic:
             key = numeric_id(closure_id)
             before = None if key is None else conn.execute("SELECT * FROM closures WHERE id = ?", (key,)).fetchone()
             if before is None:
-                raise ClinicError(404, "CLOSURE_NOT_FOUND", "no closure with that id")
+                raise ClinicError("CLOSURE_NOT_FOUND", "no closure with that id")
             conn.execute("DELETE FROM closures WHERE id = ?", (key,))
             record_event(conn, at, source, "closure.removed", "closure", key, before=dict(before))
 
@@ -509,7 +509,7 @@ class Clinic:
         key = numeric_id(patient_id)
         row = None if key is None else self.conn().execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()
         if row is None:
-            raise ClinicError(404, "PATIENT_NOT_FOUND", "no patient with that patientId")
+            raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
         appointments = self.appointments("a.patient_id = ?", [key])
         today = self.today().isoformat()
         coming = [a for a in appointments if a["date"] >= today]

@@ -14,7 +14,7 @@ import phonenumbers
 from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time
 from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
-from .web import clinic, query_text, raw_header, refusal_for, request_id
+from .web import clinic, query_text, raw_header, refusal_for, request_id, status_of
 
 log = logging.getLogger("agenda")
 
@@ -73,6 +73,7 @@ TEXTS = {
     "reason_doctor_retired": ("El médico ya no pasa consulta ese día.", "The doctor no longer works that day."),
     "PATIENT_ALREADY_EXISTS": ("Ya hay un paciente con ese NIF.", "A patient with that NIF exists."),
     "APPOINTMENT_PREVIOUSLY_CANCELLED": ("Esa cita ya estaba anulada.", "That appointment was already cancelled."),
+    "APPOINTMENT_CANCELLED": ("Esa cita ya estaba anulada.", "That appointment was already cancelled."),
     "APPOINTMENT_ALREADY_CANCELLED": ("Esa cita ya estaba anulada.", "That appointment was already cancelled."),
     "DATABASE_BUSY": ("La agenda está ocupada en este momento: vuelve a intentarlo en unos segundos; no se ha "
                       "guardado nada.", "The agenda is busy right now: try again in a few seconds; nothing was saved."),
@@ -201,7 +202,7 @@ class DeskPlugin:
                 if refusal is None:
                     log.exception("request %s failed", request_id())
                     return desk_error(500, translator(desk["lang"])("error"))
-                return desk_error(refusal.status, desk_refusal(refusal))
+                return desk_error(status_of(refusal), desk_refusal(refusal))
         return wrapper
 
     @staticmethod
@@ -349,7 +350,7 @@ def desk_book():
         clinic().book(day=day, time_text=parse_time(slot["time"] or "", "time"), doctor_id=slot["doctorId"],
                       patient_id=patient_id, center_id=slot["centerId"], reason=form("reason"), source=source)
     except ClinicError as error:
-        return desk_book_page(desk_refusal(error), status=error.status)
+        return desk_book_page(desk_refusal(error), status=status_of(error))
     patient = clinic().patient_record(patient_id)
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     full_name = " ".join(part for part in (patient["name"], patient["surname"]) if part)
@@ -387,7 +388,7 @@ def desk_move(appointment_id):
         time_text = parse_time(form("time") or "", "time")
         clinic().move(appointment_id, day=day, time_text=time_text, source=desk_source())
     except ClinicError as error:
-        return desk_appointment(appointment_id, desk_refusal(error), error.status)
+        return desk_appointment(appointment_id, desk_refusal(error), status_of(error))
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     done(t("moved_done", patient=before["patient_name"], date=format_date(day), time=time_text),
          day_address(day, before["center_id"]))
@@ -439,7 +440,7 @@ def desk_add_closure():
             return desk_closures(covered=covered)
         clinic().add_closure(**fields, reason=form("reason") or "", source=desk_source())
     except ClinicError as error:
-        return desk_closures(desk_refusal(error), error.status)
+        return desk_closures(desk_refusal(error), status_of(error))
     done(translator(bottle.request.environ["agenda.desk"]["lang"])("closure_done"), "/desk/closures")
 
 
@@ -463,7 +464,7 @@ def desk_retire(doctor_id):
             return desk_doctors(left={"doctor": dict(doctor), "date": format_date(day), "appointments": left})
         clinic().retire_doctor(doctor_id, day, source=desk_source())
     except ClinicError as error:
-        return desk_doctors(desk_refusal(error), error.status)
+        return desk_doctors(desk_refusal(error), status_of(error))
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     done(t("retired_done", doctor=doctor["name"], date=format_date(day)), "/desk/doctors")
 

@@ -160,7 +160,7 @@ class Replicator:
         if status != 200:
             self.failed_at = time.monotonic()
             log.warning("a change is not acknowledged: the replica did not confirm it (%s)", answer.get("error", status))
-            raise ClinicError(503, "NOT_REPLICATED", "saved here but not yet in the replica; retry: a retried "
+            raise ClinicError("NOT_REPLICATED", "saved here but not yet in the replica; retry: a retried "
                                                      "change is not made twice")
         self.failed_at = None
 

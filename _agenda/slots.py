@@ -291,5 +291,5 @@ def slot_not_available(reason, detail=None):
     """The one refusal of a slot: 409 SLOT_NOT_AVAILABLE with why ("Slot refusal reasons"). A closure's
     own words (a doctor off sick) are the clinic's, never the caller's: a closed slot is only 'closed'."""
     detail = None if reason == "closed" else detail
-    return ClinicError(409, "SLOT_NOT_AVAILABLE",
+    return ClinicError("SLOT_NOT_AVAILABLE",
                        f"that slot is not free: {detail or SLOT_REFUSALS[reason]}; offer another one", reason=reason)

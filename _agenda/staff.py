@@ -64,7 +64,7 @@ class Accounts:
         at = self.clock()
         with self.db.transaction() as conn:
             if conn.execute("SELECT 1 FROM staff WHERE name = ?", (name,)).fetchone():
-                raise ClinicError(409, "STAFF_ALREADY_EXISTS", f"there is already a staff account {name!r}")
+                raise ClinicError("STAFF_ALREADY_EXISTS", f"there is already a staff account {name!r}")
             conn.execute("INSERT INTO staff (name, password, created_at) VALUES (?, ?, ?)",
                          (name, hash_password(password), utc_iso(at)))
             record_event(conn, at, source, "staff.added", "staff", name)
@@ -89,7 +89,7 @@ class Accounts:
     def require_staff(self, name):
         row = self.conn().execute("SELECT * FROM staff WHERE name = ?", ((name or "").strip().lower(),)).fetchone()
         if row is None:
-            raise ClinicError(404, "STAFF_NOT_FOUND", f"no staff account {name!r}")
+            raise ClinicError("STAFF_NOT_FOUND", f"no staff account {name!r}")
         return row
 
     def staff(self):
@@ -110,7 +110,7 @@ class Accounts:
             with self.db.transaction() as conn:
                 granted = self.settle_login(conn, name, checked, matches, at, (token, csrf))
         if not granted:
-            raise ClinicError(401, "LOGIN_FAILED", "wrong name or password, or the name is locked for "
+            raise ClinicError("LOGIN_FAILED", "wrong name or password, or the name is locked for "
                                                    f"{LOCK_MINUTES} minutes after {LOCK_AFTER} failures")
         return token, csrf
 

@@ -60,23 +60,24 @@ def clinic_zone(name):
 
 
 class ClinicError(Exception):
-    """A refusal the caller can act on: an HTTP status and an error code ("Errors")."""
+    """A refusal someone can act on: a code and a message ("Errors"). Each edge says it its own way:
+    the API as a status and JSON, the desk in its words, the CLI as one line."""
 
-    def __init__(self, status, code, message, **extra):
+    def __init__(self, code, message, **extra):
         super().__init__(message)
-        self.status, self.code, self.message, self.extra = status, code, message, extra
+        self.code, self.message, self.extra = code, message, extra
 
     def payload(self):
         return {"error": {"code": self.code, "message": self.message, **self.extra}}
 
 
 def invalid(message):
-    return ClinicError(400, "INVALID_REQUEST", message)
+    return ClinicError("INVALID_REQUEST", message)
 
 
 def body_too_large(limit):
     """The 413 of "Errors", from the app and from waitress alike."""
-    return ClinicError(413, "PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
+    return ClinicError("PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
 
 
 _DAY_MONTH_YEAR = re.compile(r"(\d{1,2})([/-])(\d{1,2})\2(\d{4})", re.ASCII)
@@ -163,12 +164,12 @@ def normalise_nif(text):
     if _DNI_SHAPE.fullmatch(nif):
         nif = nif.zfill(9) if nif[-1].isalpha() else nif
         if not dni.is_valid(nif):
-            raise ClinicError(400, "INVALID_NIF", "nif is not a valid DNI: check its digits and letter")
+            raise ClinicError("INVALID_NIF", "nif is not a valid DNI: check its digits and letter")
     elif _NIE_SHAPE.fullmatch(nif):
         if not nie.is_valid(nif):
-            raise ClinicError(400, "INVALID_NIF", "nif is not a valid NIE: check its digits and letter")
+            raise ClinicError("INVALID_NIF", "nif is not a valid NIE: check its digits and letter")
     elif not _OTHER_ID.fullmatch(nif):
-        raise ClinicError(400, "INVALID_NIF", "nif must be a DNI, a NIE or an id of 5 to 20 letters and digits")
+        raise ClinicError("INVALID_NIF", "nif must be a DNI, a NIE or an id of 5 to 20 letters and digits")
     return nif
 
 
@@ -185,7 +186,7 @@ def parse_phone(text, field="phone"):
             continue
         if phonenumbers.is_valid_number(number):
             return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
-    raise ClinicError(400, "INVALID_PHONE", f"{field} is not a valid phone number")
+    raise ClinicError("INVALID_PHONE", f"{field} is not a valid phone number")
 
 
 def body_text(body, name, required=False):
@@ -220,7 +221,7 @@ def all_fields(readers):
         try:
             values[name] = read()
         except ClinicError as refusal:
-            if refusal.status != 400:
+            if not refusal.code.startswith("INVALID_"):  # a field's own refusal; anything else stops here
                 raise
             refusals.append(refusal)
     if len(refusals) == 1:

@@ -42,6 +42,26 @@ STATUS_ERROR_CODES = {400: "INVALID_REQUEST", 401: "INVALID_SIGNATURE", 404: "NO
                       501: "NOT_IMPLEMENTED"}
 
 
+# The HTTP status of each refusal's code, for both edges ("Errors"): the domain speaks codes only.
+STATUS_OF = {
+    "INVALID_REQUEST": 400, "INVALID_JSON": 400, "INVALID_NIF": 400, "INVALID_PHONE": 400,
+    "INVALID_SIGNATURE": 401, "LOGIN_FAILED": 401,
+    "NOT_FOUND": 404, "APPOINTMENT_NOT_FOUND": 404, "CENTER_NOT_FOUND": 404, "CLOSURE_NOT_FOUND": 404,
+    "DOCTOR_NOT_FOUND": 404, "INSURANCE_NOT_FOUND": 404, "PATIENT_NOT_FOUND": 404, "SPECIALITY_NOT_FOUND": 404,
+    "STAFF_NOT_FOUND": 404, "METHOD_NOT_ALLOWED": 405,
+    "APPOINTMENT_ALREADY_CANCELLED": 409, "APPOINTMENT_PREVIOUSLY_CANCELLED": 409, "INSURANCE_NOT_ACCEPTED": 409,
+    "PATIENT_ALREADY_EXISTS": 409, "SLOT_NOT_AVAILABLE": 409, "STAFF_ALREADY_EXISTS": 409,
+    "APPOINTMENT_CANCELLED": 410, "PAYLOAD_TOO_LARGE": 413, "UNSUPPORTED_MEDIA_TYPE": 415, "HEADERS_TOO_LARGE": 431,
+    "INTERNAL_ERROR": 500, "NOT_IMPLEMENTED": 501,
+    "DATABASE_BUSY": 503, "NOT_REPLICATED": 503, "SERVICE_UNAVAILABLE": 503,
+}
+
+
+def status_of(error):
+    """The HTTP status of a refusal, by its code; 500 for a code no table knows (a bug)."""
+    return STATUS_OF.get(error.code, 500)
+
+
 BOTTLE_ERROR_MESSAGES = {404: "no such endpoint", 405: "method not allowed on this endpoint",
                          500: "unexpected error; the service logged it"}
 
@@ -113,10 +133,10 @@ def refusal_for(error):
     cannot be written, a 503 "try again" (DATABASE_BUSY); None for anything else, a bug ("Errors")."""
     if isinstance(error, sqlite3.OperationalError) and any(m in str(error).lower() for m in _BUSY_MARKERS):
         log.error("request %s: database unavailable: %s", request_id(), error)
-        error = ClinicError(503, "DATABASE_BUSY", "the agenda cannot write right now; try again")
+        error = ClinicError("DATABASE_BUSY", "the agenda cannot write right now; try again")
     if not isinstance(error, ClinicError):
         return None
-    if error.status >= 500:
+    if status_of(error) >= 500:
         error.extra.setdefault("requestId", request_id())
     return error
 
@@ -151,7 +171,7 @@ class AfterChange:
 
 def error_response(error):
     """A ClinicError as the JSON answer of "Errors"."""
-    bottle.response.status = error.status
+    bottle.response.status = status_of(error)
     bottle.response.content_type = "application/json"
     return json_bytes(error.payload())
 
@@ -159,7 +179,7 @@ def error_response(error):
 def internal_error(rid):
     """A 500 that names the request id; the traceback goes to the log, never to the caller."""
     log.exception("request %s failed", rid)
-    return error_response(ClinicError(500, "INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500], requestId=rid))
+    return error_response(ClinicError("INTERNAL_ERROR", BOTTLE_ERROR_MESSAGES[500], requestId=rid))
 
 
 def query_text(name, required=False):
@@ -228,8 +248,8 @@ def json_refusing_channel():
             if refusal.code == 413:
                 error = body_too_large(self.channel.adj.max_request_body_size - 1)
             else:
-                error = ClinicError(refusal.code, STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}"),
-                                 refusal.body or refusal.reason.lower())
+                error = ClinicError(STATUS_ERROR_CODES.get(refusal.code, f"HTTP_{refusal.code}"),
+                                    refusal.body or refusal.reason.lower())
             body = json_bytes(error.payload())
             rid = new_request_id()
             access_log.info("- - %s 0.0ms rid=%s (refused by the server: %s)", refusal.code, rid, refusal.reason)

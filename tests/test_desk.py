@@ -310,7 +310,7 @@ def test_under_acknowledgement_a_desk_change_is_confirmed_only_once_the_hook_hol
     def hook():
         held.append(len(table_rows(db_path)["appointments"]))
         if failing:
-            raise ClinicError(503, "NOT_REPLICATED", "saved here but not yet in the replica")
+            raise ClinicError("NOT_REPLICATED", "saved here but not yet in the replica")
 
     api = make_api(after_write=hook)
     api.app.accounts.add_staff("ana", PASSWORD)

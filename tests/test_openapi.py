@@ -16,6 +16,7 @@ from openapi_spec_validator import validate
 
 import agenda
 from _agenda.api import WIRE_CODES
+from _agenda.web import STATUS_OF
 from _agenda.imports import CATALOG_COLUMNS
 from conftest import ROOT
 from openapi_contract import CONTRACT, METHODS, Contract
@@ -86,8 +87,8 @@ def raised_codes():
     405 is documented where a path's neighbour answers it: /appointments/confirm, range and
     end-of-reminder-day, which /appointments/{appointmentId} is not."""
     source = "".join(path.read_text(encoding="utf-8") for path in [ROOT / "agenda.py", *(ROOT / "_agenda").glob("*.py")])
-    raised = {(int(status), WIRE_CODES.get(code, code))
-              for status, code in re.findall(r'(?:ClinicError\(|= \()(\d{3}),\s*"([A-Z_]+)"', source)}
+    raised = {(STATUS_OF[code], WIRE_CODES.get(code, code))
+              for code in re.findall(r'(?:ClinicError\(|_CANCELLED = \()\s*"([A-Z_]+)"', source)}
     assert len(raised) > 15  # the pattern still finds them
     # refusals of the staff desk and the CLI only, never of an API operation
     raised -= {(401, "LOGIN_FAILED"), (429, "LOGIN_LOCKED"), (404, "STAFF_NOT_FOUND"), (409, "STAFF_ALREADY_EXISTS"),
