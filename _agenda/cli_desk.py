@@ -1,6 +1,7 @@
 """The desk's twins on the command line (the day sheet, patient import, book, move, cancel, confirm,
 closures, doctors, staff accounts), registered on the one group."""
 
+import contextlib
 import csv
 import sys
 from contextlib import contextmanager
@@ -9,10 +10,10 @@ from pathlib import Path
 import click
 
 from .values import (ClinicError, DEFAULT_TZ, format_date, parse_date, plural, printable, Settings, sheet_csv)
-from .store import Database, INSERT_PATIENT, patient_row, record_event, transaction, utc_iso
+from .store import Database, utc_iso
 from .staff import Accounts
 from .clinic import Clinic
-from .imports import PatientFileError, plan_patient_import, read_patient_file
+from .imports import PatientFileError, read_patient_file
 from .cli import (cli, cli_date, cli_now, cli_time, cli_zone, clinic_time, db_option, existing_database,
                   rules_options, tz_option, WEEKDAY_NAMES)
 
@@ -110,29 +111,20 @@ def import_patients(ctx, db_path, file, dry_run, tz):
     """
     if not Path(file).is_file():
         raise click.ClickException(f"{file}: no such file; give the path of the patients CSV")
-    today = cli_now(ctx).astimezone(cli_zone(tz)).date()
     try:
         rows = read_patient_file(file)
     except PatientFileError as error:
         raise click.ClickException(f"{file}: nothing was imported: {error}") from None
     except csv.Error as error:
         raise click.ClickException(f"{file}: nothing was imported: not a readable CSV: {error}") from None
-    conn = existing_database(db_path)
+    clinic = cli_clinic(ctx, db_path, tz)
     try:
-        with transaction(conn):  # BEGIN IMMEDIATE: no NIF can arrive between the check and the insert
-            if len(rows) >= 2000:
-                with click.progressbar(rows, label=f"Checking {len(rows):,} rows", file=sys.stderr) as bar:
-                    patients, problems, present = plan_patient_import(conn, bar, today)
-            else:
-                patients, problems, present = plan_patient_import(conn, rows, today)
-            if not problems and not dry_run:
-                at = cli_now(ctx)
-                conn.executemany(INSERT_PATIENT, (patient_row(patient, at) for patient in patients))
-                record_event(conn, at, "cli", "patients.imported", "patient", None,
-                             after={"file": Path(file).name, "imported": len(patients),
-                                    "alreadyPresent": len(present)})
+        progress = click.progressbar(rows, label=f"Checking {len(rows):,} rows", file=sys.stderr) \
+            if len(rows) >= 2000 else contextlib.nullcontext(rows)
+        with progress as checked:
+            patients, problems, present = clinic.import_patients(checked, Path(file).name, dry_run=dry_run)
     finally:
-        conn.close()
+        clinic.db.close()
     for line in present[:20]:
         click.echo(printable(line))
     if len(present) > 20:

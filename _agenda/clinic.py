@@ -49,6 +49,32 @@ CHANGE_CANCELLED = ("APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was ca
 CANCEL_CANCELLED = ("APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
 
 
+def plan_patient_import(conn, rows, today):
+    """Check every row as POST /patients would ("Patients"), against the file and the database.
+
+    Returns (patients to insert, problems, already present): problems are
+    "line N: why" texts; a NIF already in the agenda is reported, never doubled.
+    """
+    known = dict(conn.execute("SELECT nif, id FROM patients"))
+    first_line_of = {}
+    patients, problems, present = [], [], []
+    for line, fields in rows:
+        try:
+            patient = patient_fields(fields, today)
+        except ClinicError as error:
+            problems.append(f"line {line}: {error.message}")
+            continue
+        nif = patient["nif"]
+        if nif in known:
+            present.append(f"line {line}: already in the agenda as patient {known[nif]}, not imported")
+        elif nif in first_line_of:
+            problems.append(f"line {line}: the same nif as line {first_line_of[nif]}")
+        else:
+            first_line_of[nif] = line
+            patients.append(patient)
+    return patients, problems, present
+
+
 class Clinic:
     """The clinic's operations over one database, its settings and a clock; no HTTP here.
 
@@ -198,6 +224,21 @@ class Clinic:
             row = written_row(conn, INSERT_PATIENT, patient_row(patient, at))
             record_event(conn, at, source, "patient.created", "patient", row["id"], after=row)
         return str(row["id"])
+
+    def import_patients(self, rows, file_name, *, dry_run=False, source="cli"):
+        """Patients from another system's rows ("Patient import"): (patients to add, problems, already
+        present). All or nothing: with any problem, or on a dry run, nothing is written; a dry run checks
+        outside the write lock, a real one inside it, so no NIF arrives between the check and the insert."""
+        today, at = self.today(), self.clock()
+        if dry_run:
+            return plan_patient_import(self.conn(), rows, today)
+        with self.db.transaction() as conn:
+            patients, problems, present = plan_patient_import(conn, rows, today)
+            if not problems:
+                conn.executemany(INSERT_PATIENT, (patient_row(patient, at) for patient in patients))
+                record_event(conn, at, source, "patients.imported", "patient", None,
+                             after={"file": file_name, "imported": len(patients), "alreadyPresent": len(present)})
+        return patients, problems, present
 
     # Slots
 

@@ -6,7 +6,7 @@ import io
 import re
 from pathlib import Path
 
-from .values import ClinicError, parse_date, parse_time, patient_fields
+from .values import ClinicError, parse_date, parse_time
 from .store import record_event, transaction
 
 
@@ -313,29 +313,3 @@ def read_patient_file(path):
         if any(value.strip() for value in values):
             rows.append((reader.line_num, {field: value for field, value in zip(fields, values) if field}))
     return rows
-
-
-def plan_patient_import(conn, rows, today):
-    """Check every row as POST /patients would ("Patients"), against the file and the database.
-
-    Returns (patients to insert, problems, already present): problems are
-    "line N: why" texts; a NIF already in the agenda is reported, never doubled.
-    """
-    known = dict(conn.execute("SELECT nif, id FROM patients"))
-    first_line_of = {}
-    patients, problems, present = [], [], []
-    for line, fields in rows:
-        try:
-            patient = patient_fields(fields, today)
-        except ClinicError as error:
-            problems.append(f"line {line}: {error.message}")
-            continue
-        nif = patient["nif"]
-        if nif in known:
-            present.append(f"line {line}: already in the agenda as patient {known[nif]}, not imported")
-        elif nif in first_line_of:
-            problems.append(f"line {line}: the same nif as line {first_line_of[nif]}")
-        else:
-            first_line_of[nif] = line
-            patients.append(patient)
-    return patients, problems, present

@@ -456,3 +456,18 @@ def test_status_never_recommends_the_body_scheme_once_the_caller_signed_a_reques
     assert api.get("/custom-config", signature="body").status_int == 200
     both = invoke(runner, "status").output
     assert "signs whole requests" in both and "only bodies" not in both
+
+
+def test_a_dry_run_import_checks_its_rows_without_taking_the_write_lock(api, runner, db_path, tmp_path):
+    """A long dry run over a big file never holds up the live server's bookings ("Patient import")."""
+    patients = tmp_path / "patients.csv"
+    patients.write_text(f"name,nif\nAna,{valid_dni(9)}\n", encoding="utf-8")
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # the live server, in the middle of a booking
+    try:
+        result = invoke(runner, "import-patients", patients, "--dry-run")
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert result.exit_code == 0 and "1 patient would be imported" in result.output, result.output
+    assert query(db_path, "SELECT count(*) FROM patients WHERE nif = ?", valid_dni(9)) == [(0,)]
