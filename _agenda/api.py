@@ -300,7 +300,29 @@ def openapi_document():
 
 
 def custom_config():
-    return clinic().catalogs()
+    return custom_config_of(clinic().catalogs())
+
+
+def custom_config_of(catalogs):
+    """The catalogs as the caller reads them ("Catalogs"): doctors once per center, described."""
+    doctors = []
+    for doctor in catalogs["doctors"]:
+        for center_id in doctor["centers"] or [None]:
+            entry = {"id": doctor["id"], "name": doctor["name"], "speciality": doctor["speciality_id"]}
+            if catalogs["centers"]:
+                entry["idCenter"] = center_id
+            if doctor["insurances"]:
+                entry["insurances"] = doctor["insurances"]
+            doctors.append(entry)
+    config = {
+        "doctors": {"description": "Doctors; one entry per center where the doctor works. "
+                                   "insurances, when present, lists the only insurances accepted.", "data": doctors},
+        "specialities": {"description": "Specialities and appointment types", "data": catalogs["specialities"]},
+        "insurances": {"description": "Insurances, private patients included", "data": catalogs["insurances"]},
+    }
+    if catalogs["centers"]:
+        config["centers"] = {"description": "Sites of the clinic", "data": catalogs["centers"]}
+    return config
 
 
 def find_patient():
@@ -377,11 +399,15 @@ def cancel_appointment(appointment_id):
     bottle.response.status = 204
 
 
+CONFIRM_STATES = {"already_confirmed": "alreadyConfirmed"}  # the caller's word for the clinic's
+
+
 def confirm_appointment():
     body = json_body()
-    return {"status": clinic().confirm(**all_fields({
+    state = clinic().confirm(**all_fields({
         "appointment_id": lambda: body_text(body, "appointmentId", required=True),
-        "confirmed": lambda: body_flag(body, "confirmed")}))}
+        "confirmed": lambda: body_flag(body, "confirmed")}))
+    return {"status": CONFIRM_STATES.get(state, state)}
 
 
 def body_flag(body, name):

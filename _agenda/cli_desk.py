@@ -252,7 +252,7 @@ def confirm(ctx, db_path, appointment_id, tz):
     """
     with clinic_at(ctx, db_path, tz) as clinic:
         state = clinic.confirm(appointment_id, True, source="cli")
-        click.echo(f"{'Already confirmed' if state == 'alreadyConfirmed' else 'Confirmed'} "
+        click.echo(f"{'Already confirmed' if state == 'already_confirmed' else 'Confirmed'} "
                    f"{appointment_line(clinic.appointment(appointment_id))}")
 
 

@@ -166,7 +166,8 @@ class Clinic:
                                                                                              day.isoformat())))
             doctor = {**dict(row), "name": names[row["doctor_id"]]["name"],
                       "speciality_id": names[row["doctor_id"]]["speciality_id"]}
-            found += [(doctor, time_text, end_text, states.get(time_text, FREE)) for time_text, end_text, _ in grid.slots]
+            found += [(doctor, time_text, end_text, states.get(time_text, FREE))
+                      for time_text, end_text, _ in grid.slots]
         return found
 
     # Catalogs and patients
@@ -176,35 +177,20 @@ class Clinic:
         return [dict(row) for row in self.conn().execute("SELECT id, name FROM centers ORDER BY id")]
 
     def catalogs(self):
-        """The catalogs in the shape the caller reads ("Catalogs"): doctors, specialities, insurances, centers."""
+        """The clinic's catalogs ("Catalogs"): centers, specialities and insurances ({id, name}), and each
+        doctor with the centers they work at and the only insurances they accept (empty: all)."""
         conn = self.conn()
-        centers = [dict(row) for row in conn.execute("SELECT id, name FROM centers ORDER BY id")]
         insurance_lists, doctor_centers = {}, {}
         for row in conn.execute("SELECT doctor_id, insurance_id FROM doctor_insurances ORDER BY 1, 2"):
             insurance_lists.setdefault(row["doctor_id"], []).append(row["insurance_id"])
         for row in conn.execute("SELECT DISTINCT doctor_id, center_id FROM schedules ORDER BY 1, 2"):
             doctor_centers.setdefault(row["doctor_id"], []).append(row["center_id"])
-        doctors = []
-        for row in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id"):
-            for center_id in doctor_centers.get(row["id"], [None]):
-                entry = {"id": row["id"], "name": row["name"], "speciality": row["speciality_id"]}
-                if centers:
-                    entry["idCenter"] = center_id
-                if row["id"] in insurance_lists:
-                    entry["insurances"] = insurance_lists[row["id"]]
-                doctors.append(entry)
-        config = {
-            "doctors": {"description": "Doctors; one entry per center where the doctor works. "
-                                       "insurances, when present, lists the only insurances accepted.",
-                        "data": doctors},
-            "specialities": {"description": "Specialities and appointment types", "data": [
-                dict(row) for row in conn.execute("SELECT id, name FROM specialities ORDER BY id")]},
-            "insurances": {"description": "Insurances, private patients included", "data": [
-                dict(row) for row in conn.execute("SELECT id, name FROM insurances ORDER BY id")]},
-        }
-        if centers:
-            config["centers"] = {"description": "Sites of the clinic", "data": centers}
-        return config
+        listed = {table: [dict(row) for row in conn.execute(f"SELECT id, name FROM {table} ORDER BY id")]
+                  for table in ("centers", "specialities", "insurances")}
+        doctors = [{**dict(row), "centers": doctor_centers.get(row["id"], []),
+                    "insurances": insurance_lists.get(row["id"], [])}
+                   for row in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id")]
+        return {**listed, "doctors": doctors}
 
     def find_patient(self, nif_text):
         row = self.conn().execute("SELECT * FROM patients WHERE nif = ?", (normalise_nif(nif_text),)).fetchone()
@@ -385,7 +371,7 @@ class Clinic:
         record_event(conn, at, source, action, "appointment", before["id"], before=before, after=after)
 
     def confirm(self, appointment_id, confirmed, source="api"):
-        """The patient's answer to a reminder ("Confirming"): 'confirmed', 'alreadyConfirmed', or,
+        """The patient's answer to a reminder ("Confirming"): 'confirmed', 'already_confirmed', or,
         when they will not come, 'cancelled' with the slot freed."""
         at = self.clock()
         with self.db.transaction() as conn:
@@ -394,7 +380,7 @@ class Clinic:
                 self.cancelled(conn, before, at, "declined at reminder", "appointment.declined", source)
                 return "cancelled"
             if before["status"] == "confirmed":
-                return "alreadyConfirmed"
+                return "already_confirmed"
             after = written_row(conn, "UPDATE appointments SET status = 'confirmed', confirmed_at = ?,"
                                 " updated_at = ? WHERE id = ?", (utc_iso(at), utc_iso(at), before["id"]))
             record_event(conn, at, source, "appointment.confirmed", "appointment", before["id"],

@@ -209,7 +209,8 @@ def slot_state(schedule, window, doctor_id, day, time_text, center_id=None):
     return day_states(window, row, grid, day, schedule.closures, taken).get(time_text, FREE)
 
 
-def free_slots(conn, doctors, first_day, last_day, *, window, center_id=None, starting_at=None, with_bookings=True):
+def free_slots(conn, doctors, first_day, last_day, *, window, center_id=None, starting_at=None,
+               with_bookings=True):
     """Every slot of these doctors that `day_states` leaves free from first_day to last_day, sorted
     ("Availability"); only those that start at `starting_at` ('HH:MM') when it is given.
     `doctors` are rows with id, name and speciality_id."""

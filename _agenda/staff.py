@@ -123,8 +123,9 @@ class Accounts:
             return False
         if matches and row["password"] == checked:
             conn.execute("UPDATE staff SET failed_logins = 0, locked_until = NULL WHERE name = ?", (name,))
+            token, csrf = session
             conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
-                         " VALUES (?, ?, ?, ?, ?)", (token_hash(session[0]), name, session[1], utc_iso(at), utc_iso(at)))
+                         " VALUES (?, ?, ?, ?, ?)", (token_hash(token), name, csrf, utc_iso(at), utc_iso(at)))
             return True
         failures = row["failed_logins"] + 1
         if failures < LOCK_AFTER:

@@ -104,7 +104,7 @@ def test_move_cancel_and_confirm_obey_one_rule_for_a_cancelled_appointment(clini
     appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
     assert clinic.move(appointment_id, day=TUESDAY, time_text="10:00") == appointment_id
     assert clinic.confirm(appointment_id, True) == "confirmed"
-    assert clinic.confirm(appointment_id, True) == "alreadyConfirmed"
+    assert clinic.confirm(appointment_id, True) == "already_confirmed"
     assert clinic.move(appointment_id, day=TUESDAY, time_text="10:30") and clinic.appointment(appointment_id)[
         "status"] == "booked"  # a moved appointment is no longer confirmed
     clinic.cancel(appointment_id, reason="the patient phoned", source="cli")
