@@ -328,3 +328,13 @@ def test_under_acknowledgement_a_desk_change_is_confirmed_only_once_the_hook_hol
     api.app.clinic.book(day=dt.date(2026, 11, 24), time_text="10:30", doctor_id="MARTIN", patient_id=other, source="cli")
     refused = form.submit(expect_errors=True)  # the slot went meanwhile
     assert refused.status_int == 409 and held == [1, 2]  # a refusal: nothing to hold
+
+
+def test_the_day_view_past_the_horizon_offers_nothing_it_would_refuse(api, desk):
+    """The desk's day comes from the same slot rules as the API ("Slot states"): a date beyond the
+    horizon shows its slots as too far ahead, never as free slots that refuse when clicked."""
+    log_in(desk)
+    far = desk.get("/desk/day?date=01/06/2027&centerId=C1")  # a Tuesday, 190 days ahead
+    assert "fuera de plazo" in far.text and not far.html.find_all("a", href=re.compile(r"/desk/book\?"))
+    near = desk.get("/desk/day?date=24/11/2026&centerId=C1")
+    assert near.html.find_all("a", href=re.compile(r"/desk/book\?"))
