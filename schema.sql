@@ -218,3 +218,22 @@ UPDATE appointments SET booked_by = (
     WHERE e.action = 'appointment.booked' AND e.entity_id = CAST(appointments.id AS TEXT)
     ORDER BY e.id LIMIT 1);
 DROP INDEX booking_events;
+
+-- version 6
+
+-- Failed logins, counted per name and per source address, for any name typed, a staff
+-- account's or not ("Desk accounts and sessions"): five in a row lock that name from that
+-- address until locked_until; no one elsewhere can aim a lock at a receptionist. A row
+-- goes when its name logs in from there, when `agenda staff unlock` lifts it, or
+-- when it has been quiet for the lock's length.
+CREATE TABLE login_failures (
+    name         TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    failures     INTEGER NOT NULL DEFAULT 0,
+    locked_until TEXT,
+    last_at      TEXT NOT NULL,
+    PRIMARY KEY (name, source)
+);
+CREATE INDEX login_failures_by_time ON login_failures (last_at);
+ALTER TABLE staff DROP COLUMN failed_logins;
+ALTER TABLE staff DROP COLUMN locked_until;

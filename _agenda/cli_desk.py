@@ -455,7 +455,7 @@ def staff_remove(ctx, db_path, name):
 @tz_option
 @click.pass_context
 def staff_list(ctx, db_path, tz):
-    """The staff accounts, when each was added, and any lock.
+    """The staff accounts, when each was added, and where a name is locked from.
 
     Example:
 
@@ -465,6 +465,23 @@ def staff_list(ctx, db_path, tz):
     zone = cli_zone(tz)
     with accounts_at(ctx, db_path, tz) as accounts:
         for member in accounts.staff():
-            locked = member["locked_until"] and member["locked_until"] > utc_iso(cli_now(ctx))
-            click.echo(f"{member['name']}  added {clinic_time(member['created_at'], zone)}"
-                       f"{'  locked until ' + clinic_time(member['locked_until'], zone) if locked else ''}")
+            locks = "".join(f"  locked from {printable(lock['source'])} until {clinic_time(lock['locked_until'], zone)}"
+                            for lock in member["locks"])
+            click.echo(f"{member['name']}  added {clinic_time(member['created_at'], zone)}{locks}")
+
+
+@staff.command("unlock")
+@db_option
+@click.argument("name")
+@click.pass_context
+def staff_unlock(ctx, db_path, name):
+    """Lift the locks that failed logins put on a name, from every address, keeping its password.
+
+    Example:
+
+    \b
+        agenda staff unlock ana
+    """
+    with accounts_at(ctx, db_path) as accounts:
+        lifted = accounts.unlock(name, source="cli")
+        click.echo(f"Unlocked {name}: {lifted} address(es) cleared; they can log in at /desk again.")

@@ -60,8 +60,11 @@ TEXTS = {
     "closure_done": ("Cierre guardado.", "Closure saved."), "closure_removed": ("Cierre quitado.", "Closure removed."),
     "retired_done": ("{doctor} retirado desde el {date}.", "{doctor} retired from {date}."),
     "LOGIN_FAILED": ("Nombre o contraseña incorrectos. Tras {after} intentos fallidos el nombre queda bloqueado "
-                     "{minutes} minutos.", "Wrong name or password. After {after} failed logins a name is locked for "
-                                           "{minutes} minutes."),
+                     "desde aquí {minutes} minutos.", "Wrong name or password. After {after} failed logins a name is "
+                                                      "locked from here for {minutes} minutes."),
+    "LOGIN_BUSY": ("Demasiados intentos de entrar en este momento: vuelve a intentarlo en un minuto. Quien ya "
+                   "ha entrado sigue trabajando.", "Too many logins right now: try again in a minute. Anyone "
+                                                   "already logged in goes on working."),
     "CSRF": ("El formulario ha caducado; vuelve a intentarlo.", "The form expired; try again."),
     "reason_taken": ("Otra cita acaba de ocupar ese hueco: elige otro.", "Another booking just took that slot: choose another."),
     "reason_off_grid": ("Esa hora no está en la agenda del médico.", "That time is not on the doctor's grid."),
@@ -84,6 +87,7 @@ TEXTS = {
 
 
 DESK_COOKIE, LOGIN_COOKIE, FLASH_COOKIE = "agenda_desk", "agenda_login", "agenda_flash"
+FLASH_CHARS = 240  # a flash message's most characters: quoted, it stays far below a cookie's 4 KB
 
 
 DESK_HEADERS = {
@@ -152,8 +156,10 @@ def desk_refusal(error):
 
 
 def done(message, to):
-    """After a change: say what changed (on the next page) and go back to `to`."""
+    """After a change: say what changed (on the next page, in FLASH_CHARS at most) and go back to `to`."""
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
+    if len(message) > FLASH_CHARS:
+        message = message[:FLASH_CHARS - 1] + "…"
     bottle.response.set_cookie(FLASH_COOKIE, urllib.parse.quote(message), path="/desk", httponly=True,
                                samesite="strict", secure=secure, max_age=60)
     see_other(to)
@@ -253,11 +259,11 @@ def desk_home():
     see_other("/desk/day")
 
 
-def desk_login_page(error=None, name=""):
+def desk_login_page(error=None, name="", status=None):
     token = secrets.token_urlsafe(24)
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(LOGIN_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
-    return desk_page("login", status=401 if error else 200, login_token=token, error=error, name=name)
+    return desk_page("login", status=status or (401 if error else 200), login_token=token, error=error, name=name)
 
 
 def desk_log_in():
@@ -268,9 +274,12 @@ def desk_log_in():
         return desk_error(403, t("CSRF"))
     name = form("name") or ""
     try:
-        token, _ = accounts().log_in(name, bottle.request.forms.getunicode("password") or "")
+        token, _ = accounts().log_in(name, bottle.request.forms.getunicode("password") or "",
+                                     bottle.request.environ.get("REMOTE_ADDR") or "unknown")
     except ClinicError as error:
-        return desk_login_page(t(error.code, after=LOCK_AFTER, minutes=LOCK_MINUTES), name)
+        if error.code == "LOGIN_BUSY":
+            bottle.response.set_header("Retry-After", "60")
+        return desk_login_page(t(error.code, after=LOCK_AFTER, minutes=LOCK_MINUTES), name, status_of(error))
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(DESK_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
     bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")
@@ -335,10 +344,10 @@ def desk_book_page(error=None, status=200):
     """Booking a free slot: the slot, a patient search, and a new patient's form."""
     slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId")}
     doctor = clinic().require_doctor(slot["doctorId"])
-    found = clinic().search_patients(query_text("q")) if query_text("q") else None
+    q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
     typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason")}
-    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, q=query_text("q") or "",
-                     typed=typed, error=error)
+    return desk_page("book", status=status, slot=slot, doctor=doctor, found=clinic().search_patients(q) if q else None,
+                     q=q, typed=typed, error=error)
 
 
 def desk_book():
@@ -411,7 +420,8 @@ def desk_confirm(appointment_id):
 
 
 def desk_patients():
-    q = query_text("q") or ""
+    """The patient search; the words searched come by POST, never in the address ("Staff desk")."""
+    q = form("q") or "" if bottle.request.method == "POST" else ""
     return desk_page("patients", q=q, found=clinic().search_patients(q) if q else None)
 
 
@@ -486,11 +496,13 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/day", desk_day, DESK),
     ("GET", "/desk/book", desk_book_page, DESK),
     ("POST", "/desk/book", desk_book, DESK),
+    ("POST", "/desk/book/search", desk_book_page, DESK),
     ("GET", "/desk/appointments/<appointment_id:int>", desk_appointment, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/move", desk_move, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel", desk_cancel, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/confirm", desk_confirm, DESK),
     ("GET", "/desk/patients", desk_patients, DESK),
+    ("POST", "/desk/patients", desk_patients, DESK),
     ("GET", "/desk/patients/<patient_id:int>", desk_patient, DESK),
     ("GET", "/desk/closures", desk_closures, DESK),
     ("POST", "/desk/closures", desk_add_closure, DESK),

@@ -292,13 +292,20 @@ def decode_text_file(raw):
             continue
 
 
+HEADER_CHARS = 1000  # a patient file's header row is shorter: longer, the file is refused before sniffing
+
+
 def read_patient_file(path):
     """[(line, {field: text})] from a patients CSV with a header (',' ';' or tab separated)."""
     text, _ = decode_text_file(Path(path).read_bytes())
     if not text.strip():
         raise PatientFileError("the file is empty; it needs a header row: name,surname,birthDate,nif,phone")
+    header_line = text.split("\n", 1)[0]
+    if len(header_line) > HEADER_CHARS:
+        raise PatientFileError(f"the first line is {len(header_line):,} characters long; a patient file starts with "
+                               "a short header row such as name,surname,birthDate,nif,phone")
     try:
-        dialect = csv.Sniffer().sniff(text.split("\n", 1)[0], delimiters=",;\t")
+        dialect = csv.Sniffer().sniff(header_line, delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
     reader = csv.reader(io.StringIO(text, newline=""), dialect)

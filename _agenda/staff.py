@@ -6,11 +6,14 @@ import hmac
 import os
 import re
 import secrets
+import threading
+import time
 
 from .values import ClinicError, Settings, invalid
 from .store import record_event, utc_iso
 
-LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name
+LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name from a source
+CHECKS_AT_ONCE, CHECKS_PER_SECOND, CHECKS_BURST = 2, 2, 10  # password checks across the process
 SESSION_HOURS = 12  # a desk session ends after this long, however busy
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
 
@@ -34,6 +37,30 @@ def password_matches(stored, password):
 DUMMY_PASSWORD = "scrypt$16384$8$1$" + "00" * 16 + "$" + "00" * 32  # an unknown name costs one scrypt too
 
 
+class PasswordGate:
+    """The process's bound on password checks: at most `at_once` running and `per_second` on average
+    (a bucket of `burst`); past it a login is refused at once, its scrypt never run ("Login flood")."""
+
+    def __init__(self, at_once=CHECKS_AT_ONCE, per_second=CHECKS_PER_SECOND, burst=CHECKS_BURST,
+                 clock=time.monotonic):
+        self.running, self.lock, self.clock = threading.BoundedSemaphore(at_once), threading.Lock(), clock
+        self.per_second, self.burst, self.tokens, self.filled_at = per_second, burst, float(burst), clock()
+
+    def enter(self):
+        """True and a check counted, or False when the bound is reached; a True is ended by leave()."""
+        with self.lock:
+            now = self.clock()
+            self.tokens = min(self.burst, self.tokens + (now - self.filled_at) * self.per_second)
+            self.filled_at = now
+            if self.tokens < 1 or not self.running.acquire(blocking=False):
+                return False
+            self.tokens -= 1
+            return True
+
+    def leave(self):
+        self.running.release()
+
+
 def token_hash(token):
     return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
@@ -51,10 +78,11 @@ class Accounts:
     the login lock and desk sessions ("Desk accounts and sessions"). Every change is one transaction
     with its event."""
 
-    def __init__(self, db, settings=None, clock=None):
+    def __init__(self, db, settings=None, clock=None, gate=None):
         self.db = db
         self.settings = settings or Settings()
         self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+        self.gate = gate or PasswordGate()
 
     def conn(self):
         return self.db.connection()
@@ -74,8 +102,8 @@ class Accounts:
         at = self.clock()
         with self.db.transaction() as conn:
             name = self.require_staff(name)["name"]
-            conn.execute("UPDATE staff SET password = ?, failed_logins = 0, locked_until = NULL WHERE name = ?",
-                         (hash_password(password), name))
+            conn.execute("UPDATE staff SET password = ? WHERE name = ?", (hash_password(password), name))
+            conn.execute("DELETE FROM login_failures WHERE name = ?", (name,))
             conn.execute("DELETE FROM desk_sessions WHERE staff_name = ?", (name,))
             record_event(conn, at, source, "staff.password_set", "staff", name)
 
@@ -92,48 +120,72 @@ class Accounts:
             raise ClinicError("STAFF_NOT_FOUND", f"no staff account {name!r}")
         return row
 
-    def staff(self):
-        return [dict(row) for row in self.conn().execute(
-            "SELECT name, created_at, failed_logins, locked_until FROM staff ORDER BY name")]
+    def staff(self, at=None):
+        """Every account with the sources its name is locked from at `at` (now by default)."""
+        at = utc_iso(at or self.clock())
+        members = [dict(row) for row in self.conn().execute("SELECT name, created_at FROM staff ORDER BY name")]
+        for member in members:
+            member["locks"] = [dict(row) for row in self.conn().execute(
+                "SELECT source, locked_until FROM login_failures WHERE name = ? AND locked_until > ?"
+                " ORDER BY locked_until", (member["name"], at))]
+        return members
 
-    def log_in(self, name, password):
-        """A new desk session's (token, csrf) for the right password. The fifth wrong one in a row
-        locks the name for LOCK_MINUTES; the lock is decided inside the write transaction, after the
-        scrypt, and no failure clears it ("Desk accounts and sessions")."""
-        at, name = self.clock(), (name or "").strip().lower()
-        row = self.conn().execute("SELECT password FROM staff WHERE name = ?", (name,)).fetchone()
-        checked = row["password"] if row else DUMMY_PASSWORD
-        matches = password_matches(checked, password) and row is not None
+    def unlock(self, name, source="cli"):
+        """Lift every lock and count of failures on a staff name, from every source; how many there were."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            name = self.require_staff(name)["name"]
+            lifted = conn.execute("DELETE FROM login_failures WHERE name = ?", (name,)).rowcount
+            record_event(conn, at, source, "staff.unlocked", "staff", name)
+        return lifted
+
+    def log_in(self, name, password, source="unknown"):
+        """A new desk session's (token, csrf) for the right password. LOGIN_BUSY past the process's bound
+        on password checks; every other refusal is LOGIN_FAILED, the same work and words for any name,
+        locked or not ("Desk accounts and sessions")."""
+        if not self.gate.enter():
+            raise ClinicError("LOGIN_BUSY", "too many logins right now: try again in a minute")
+        try:
+            at, name = self.clock(), (name or "").strip().lower()[:100]
+            row = self.conn().execute("SELECT password FROM staff WHERE name = ?", (name,)).fetchone()
+            checked = row["password"] if row else DUMMY_PASSWORD
+            matches = password_matches(checked, password) and row is not None
+        finally:
+            self.gate.leave()
         token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        granted = False
-        if row is not None:
-            with self.db.transaction() as conn:
-                granted = self.settle_login(conn, name, checked, matches, at, (token, csrf))
+        with self.db.transaction() as conn:
+            granted = self.settle_login(conn, (name, source[:100]), checked if matches else None, at, (token, csrf))
         if not granted:
-            raise ClinicError("LOGIN_FAILED", "wrong name or password, or the name is locked for "
-                                                   f"{LOCK_MINUTES} minutes after {LOCK_AFTER} failures")
+            raise ClinicError("LOGIN_FAILED", "wrong name or password, or the name is locked from here for "
+                                              f"{LOCK_MINUTES} minutes after {LOCK_AFTER} failures")
         return token, csrf
 
-    def settle_login(self, conn, name, checked, matches, at, session):
-        """Inside the login's write transaction: a locked name stays locked and counts nothing; the right
-        password (the one checked is still the account's) opens a session; a wrong one counts."""
-        row = conn.execute("SELECT password, failed_logins, locked_until FROM staff WHERE name = ?",
-                           (name,)).fetchone()
-        if row is None or (row["locked_until"] is not None and row["locked_until"] > utc_iso(at)):
+    def settle_login(self, conn, who, matched, at, session):
+        """Inside the login's write transaction: a name locked from this source stays locked and counts
+        nothing; the password that matched, still the account's, opens a session; else a failure counts."""
+        name, source = who
+        now = utc_iso(at)
+        conn.execute("DELETE FROM login_failures WHERE last_at < ? AND (locked_until IS NULL OR locked_until < ?)",
+                     (utc_iso(at - dt.timedelta(minutes=LOCK_MINUTES)), now))
+        failed = conn.execute("SELECT failures, locked_until FROM login_failures WHERE name = ? AND source = ?",
+                              (name, source)).fetchone()
+        if failed is not None and failed["locked_until"] is not None and failed["locked_until"] > now:
             return False
-        if matches and row["password"] == checked:
-            conn.execute("UPDATE staff SET failed_logins = 0, locked_until = NULL WHERE name = ?", (name,))
+        password = conn.execute("SELECT password FROM staff WHERE name = ?", (name,)).fetchone()
+        if matched is not None and password is not None and password["password"] == matched:
+            conn.execute("DELETE FROM login_failures WHERE name = ? AND source = ?", (name, source))
             token, csrf = session
             conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
-                         " VALUES (?, ?, ?, ?, ?)", (token_hash(token), name, csrf, utc_iso(at), utc_iso(at)))
+                         " VALUES (?, ?, ?, ?, ?)", (token_hash(token), name, csrf, now, now))
             return True
-        failures = row["failed_logins"] + 1
-        if failures < LOCK_AFTER:
-            conn.execute("UPDATE staff SET failed_logins = ? WHERE name = ?", (failures, name))
-            return False
-        conn.execute("UPDATE staff SET failed_logins = 0, locked_until = ? WHERE name = ?",
-                     (utc_iso(at + dt.timedelta(minutes=LOCK_MINUTES)), name))
-        record_event(conn, at, "desk", "staff.locked", "staff", name)
+        failures = (failed["failures"] if failed is not None and failed["locked_until"] is None else 0) + 1
+        locked_until = utc_iso(at + dt.timedelta(minutes=LOCK_MINUTES)) if failures >= LOCK_AFTER else None
+        conn.execute("INSERT INTO login_failures (name, source, failures, locked_until, last_at) VALUES (?, ?, ?, ?, ?)"
+                     " ON CONFLICT (name, source) DO UPDATE SET failures = excluded.failures,"
+                     " locked_until = excluded.locked_until, last_at = excluded.last_at",
+                     (name, source, failures, locked_until, now))
+        if locked_until is not None and password is not None:
+            record_event(conn, at, "desk", "staff.locked", "staff", name, after={"source": source})
         return False
 
     def desk_session(self, token):

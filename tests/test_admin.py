@@ -370,7 +370,8 @@ def test_import_dry_run_writes_nothing_and_a_known_nif_is_never_doubled(api, run
     assert query(db_path, "SELECT nif FROM patients ORDER BY id") == [(valid_dni(1),), (valid_dni(2),)]
 
 
-@pytest.mark.parametrize("text,message", [("", "empty"), ("nombre,telefono\nAna,612345678\n", "no nif column")])
+@pytest.mark.parametrize("text,message", [("", "empty"), ("nombre,telefono\nAna,612345678\n", "no nif column"),
+                                          ("nif," * 15_000 + "\nAna\n", "60,000 characters long")])
 def test_import_of_an_unusable_file_is_one_clear_message(runner, db_path, tmp_path, text, message):
     agenda.open_database(db_path).close()
     result = invoke(runner, "import-patients", patients_file(tmp_path, text))

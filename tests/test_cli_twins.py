@@ -1,5 +1,5 @@
 """Every desk action has a CLI twin (docs/design.md, "Staff desk"): book, move, cancel,
-confirm, closed add|remove|list, doctor retire, staff add|remove|list|password; each obeys
+confirm, closed add|remove|list, doctor retire, staff add|remove|list|password|unlock; each obeys
 the clinic's rules and is recorded with source cli."""
 
 import datetime as dt
@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.staff import PasswordGate
 from conftest import MONDAY, Clock
 
 
@@ -111,13 +112,25 @@ def test_staff_accounts_from_the_command_line(api, runner, clock):
     assert sources(api, "staff") == ["cli"] * 3
 
 
-def test_a_lock_shows_in_the_staff_list_until_it_ends(api, runner, clock):
+def test_a_lock_shows_in_the_staff_list_until_it_ends_or_staff_unlock_lifts_it(api, runner, clock):
     invoke(runner, "staff", "add", "ana", input="correct horse battery\n")
-    for _ in range(5):
-        with pytest.raises(agenda.ClinicError):
-            api.app.accounts.log_in("ana", "wrong")
-    assert "locked until 23/11/2026 08:15" in invoke(runner, "staff", "list").output
+    api.app.accounts.gate = PasswordGate(per_second=100, burst=100)  # more logins than the bound allows at once
+    for source in ("203.0.113.9", "198.51.100.7"):
+        for _ in range(5):
+            with pytest.raises(agenda.ClinicError):
+                api.app.accounts.log_in("ana", "wrong", source)
+    listed = invoke(runner, "staff", "list").output
+    assert "locked from 203.0.113.9 until 23/11/2026 08:15" in listed and "from 198.51.100.7" in listed
     assert "locked" not in invoke(runner, "staff", "list", now=MONDAY + dt.timedelta(minutes=16)).output
+    with pytest.raises(agenda.ClinicError):
+        api.app.accounts.log_in("ana", "correct horse battery", "203.0.113.9")
+    unlocked = invoke(runner, "staff", "unlock", "ana")
+    assert unlocked.exit_code == 0 and "2 address(es) cleared" in unlocked.output
+    assert "locked" not in invoke(runner, "staff", "list").output
+    assert api.app.accounts.log_in("ana", "correct horse battery", "203.0.113.9")
+    assert sources(api, "staff")[-1] == "cli"
+    missing = invoke(runner, "staff", "unlock", "nobody")
+    assert missing.exit_code == 1 and "no staff account 'nobody'" in missing.output
 
 
 def test_the_twins_book_by_the_services_rules_and_staff_names_ignore_case(api, runner):

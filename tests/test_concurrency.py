@@ -12,7 +12,11 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from webtest.http import StopableWSGIServer
+
+import _agenda.staff
+from _agenda.staff import CHECKS_BURST, PasswordGate
 
 from conftest import send, sign, valid_dni
 from openapi_contract import CONTRACT
@@ -87,14 +91,39 @@ def test_request_scheme_signs_the_path_and_query_exactly_as_sent_through_waitres
     CONTRACT.check("GET", decoded, 401, dict(refused.value.headers), refused.value.read())
 
 
-def desk_login(base_url, name, password):
-    """POST /desk/login as a browser would (the login form's token matched by its cookie): the status."""
+def desk_login(base_url, name, password, answer=False):
+    """POST /desk/login as a browser would (the login form's token matched by its cookie): the status, or
+    with `answer` (status, Retry-After, page text); the session cookie's value is kept on the function."""
     body = urllib.parse.urlencode({"csrf": "t" * 32, "name": name, "password": password}).encode()
     request = urllib.request.Request(base_url + "/desk/login", data=body, method="POST", headers={
         "Cookie": "agenda_login=" + "t" * 32, "Content-Type": "application/x-www-form-urlencoded"})
     opener = urllib.request.build_opener(NoRedirect)
     try:
         with opener.open(request, timeout=30) as response:
+            status, headers, text = response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as error:
+        status, headers, text = error.code, error.headers, error.read().decode()
+    return (status, headers.get("Retry-After"), text) if answer else status
+
+
+def desk_session(base_url, name, password):
+    """The desk cookie of a new session (a login that must succeed)."""
+    body = urllib.parse.urlencode({"csrf": "t" * 32, "name": name, "password": password}).encode()
+    request = urllib.request.Request(base_url + "/desk/login", data=body, method="POST", headers={
+        "Cookie": "agenda_login=" + "t" * 32, "Content-Type": "application/x-www-form-urlencoded"})
+    try:
+        urllib.request.build_opener(NoRedirect).open(request, timeout=30)
+    except urllib.error.HTTPError as error:
+        assert error.code == 303, error.code
+        return [value.split(";")[0] for value in error.headers.get_all("Set-Cookie") if "agenda_desk=" in value][0]
+    raise AssertionError("no session")
+
+
+def desk_get(base_url, path, cookie):
+    """GET a desk page with a session cookie: the status."""
+    request = urllib.request.Request(base_url + path, headers={"Cookie": cookie})
+    try:
+        with urllib.request.build_opener(NoRedirect).open(request, timeout=30) as response:
             return response.status
     except urllib.error.HTTPError as error:
         return error.code
@@ -110,6 +139,7 @@ def test_wrong_passwords_in_flight_never_undo_the_lock_and_the_right_one_stays_o
     """Many wrong passwords at once through waitress: the fifth locks the name, no failure in flight
     unlocks it, and the right password is refused while the lock lasts ("Desk accounts and sessions")."""
     api.app.accounts.add_staff("ana", "correct horse battery")
+    api.app.accounts.gate = PasswordGate(at_once=8, per_second=100, burst=100)  # every one of them checked
     httpd = StopableWSGIServer.create(api.app, host="127.0.0.1", threads=threads)
     try:
         assert httpd.wait(), "the server did not start"
@@ -120,6 +150,79 @@ def test_wrong_passwords_in_flight_never_undo_the_lock_and_the_right_one_stays_o
     finally:
         httpd.shutdown()
     assert statuses == [401] * 40 and rights == [401] * 8
-    locked_until, failures = api.db().execute("SELECT locked_until, failed_logins FROM staff").fetchone()
-    assert locked_until is not None and failures == 0
+    locked_until, failures = api.db().execute("SELECT locked_until, failures FROM login_failures").fetchone()
+    assert locked_until is not None and failures == 5
     assert api.db().execute("SELECT count(*) FROM events WHERE action = 'staff.locked'").fetchone()[0] == 1
+
+
+class FrozenClock:
+    """A monotonic clock that moves only when told."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_login_flood_is_refused_at_once_past_the_bound_and_open_sessions_and_the_caller_go_on(api, threads):
+    """Logins past the process's bound on password checks are answered 429 with Retry-After, their
+    scrypt never run; a receptionist already in and the caller are served meanwhile ("Login flood")."""
+    api.app.accounts.add_staff("ana", "correct horse battery")
+    clock = FrozenClock()
+    api.app.accounts.gate = PasswordGate(clock=clock)  # the defaults, with time standing still
+    checked = []
+    matches = _agenda.staff.password_matches
+    httpd = StopableWSGIServer.create(api.app, host="127.0.0.1", threads=threads)
+    try:
+        assert httpd.wait(), "the server did not start"
+        url = httpd.application_url.rstrip("/")
+        session = desk_session(url, "ana", "correct horse battery")
+        _agenda.staff.password_matches = lambda *args: checked.append(1) or matches(*args)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            flood = [pool.submit(desk_login, url, f"name{n}", "wrong password", True) for n in range(60)]
+            desk_day = pool.submit(desk_get, url, "/desk/day", session)
+            caller = pool.submit(send, url, "GET", "/availabilities?doctorId=MARTIN&date=24/11/2026")
+            answers = [future.result(timeout=120) for future in flood]
+            assert desk_day.result(timeout=60) == 200 and caller.result(timeout=60)[0] == 200
+        checked_in_flood = len(checked)
+        clock.now += 60  # a minute later the bound has room again
+        assert desk_login(url, "ana", "correct horse battery") == 303
+    finally:
+        _agenda.staff.password_matches = matches
+        httpd.shutdown()
+    refused = [answer for answer in answers if answer[0] == 429]
+    assert checked_in_flood == 60 - len(refused) <= CHECKS_BURST - 1  # the session's login took one
+    assert {answer[0] for answer in answers} <= {401, 429}
+    assert all(retry == "60" and "un minuto" in text for _, retry, text in refused)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.tuples(st.floats(min_value=0, max_value=3), st.sampled_from(["enter", "leave"])),
+                      max_size=80),
+       at_once=st.integers(1, 3), per_second=st.integers(1, 5), burst=st.integers(1, 12))
+def test_the_bound_on_password_checks_holds_at_once_and_per_second(steps, at_once, per_second, burst):
+    """Never more than at_once checks running, never more granted over any stretch of time than the
+    burst plus the rate times its length, and a full bucket again after a quiet burst/rate seconds."""
+    clock = FrozenClock()
+    gate, running, granted = PasswordGate(at_once, per_second, burst, clock=clock), 0, []
+    for pause, action in steps:
+        clock.now += pause
+        if action == "enter" and gate.enter():
+            running += 1
+            granted.append(clock.now)
+        elif action == "leave" and running:
+            gate.leave()
+            running -= 1
+        assert running <= at_once
+    for first, start in enumerate(granted):
+        for last in range(first, len(granted)):
+            assert last - first + 1 <= burst + per_second * (granted[last] - start) + 1e-9
+    for _ in range(running):
+        gate.leave()
+    clock.now += burst / per_second
+    for _ in range(burst):
+        assert gate.enter()
+        gate.leave()
+    assert not gate.enter()

@@ -76,18 +76,39 @@ def test_the_session_cookie_and_every_page_are_guarded(api, desk):
     assert "Secure" not in cookie  # plain HTTP on loopback: a Secure cookie would never come back
 
 
-def test_a_wrong_password_is_refused_and_five_lock_the_name_for_15_minutes(api, desk, clock):
+def from_address(api, address):
+    return webtest.TestApp(api.app, extra_environ={"REMOTE_ADDR": address})
+
+
+def test_five_wrong_passwords_lock_the_name_from_that_address_only_for_15_minutes(api, desk, clock):
+    attacker, reception = from_address(api, "203.0.113.9"), from_address(api, "192.0.2.10")
     for _ in range(4):
-        refused = log_in(desk, password="wrong password")
+        refused = log_in(attacker, password="wrong password")
         assert refused.status_int == 401 and "incorrectos" in refused.text
-    unknown = log_in(desk, name="nobody", password="wrong password")
+    unknown = log_in(attacker, name="nobody", password="wrong password")
     assert unknown.status_int == 401 and "incorrectos" in unknown.text  # the same words for an unknown name
-    assert log_in(desk, password="wrong password").status_int == 401  # the fifth
-    locked = log_in(desk)  # the right password, while locked: the same words as any refusal
+    assert log_in(attacker, password="wrong password").status_int == 401  # the fifth
+    locked = log_in(attacker)  # the right password, while locked: the same words as any refusal
     assert locked.status_int == 401 and "incorrectos" in locked.text
     assert events(api, "staff.locked") == [("desk", "ana")]
+    assert log_in(reception).status_int == 303  # the lock cannot be aimed at ana: she logs in from reception
     clock.moment += dt.timedelta(minutes=16)
-    assert log_in(desk).status_int == 303
+    assert log_in(attacker).status_int == 303
+
+
+def test_an_unknown_name_costs_the_same_work_as_a_staff_name(api, desk):
+    """A wrong password runs the same statements for any name, so time tells no one which names exist."""
+    api.app.accounts.add_staff("bea", PASSWORD)
+    statements = []
+    api.app.accounts.db.connection().set_trace_callback(statements.append)
+    work = {}
+    for name in ("ana", "nobody", "bea", "someone.else"):
+        statements.clear()
+        assert log_in(desk, name=name, password="wrong password").status_int == 401
+        work[name] = [re.sub(r"'[^']*'|\b\d+\b", "?", statement) for statement in statements]
+    api.app.accounts.db.connection().set_trace_callback(None)
+    assert any(statement.startswith("BEGIN") for statement in work["ana"])  # the failure was written
+    assert work["ana"] == work["nobody"] == work["bea"] == work["someone.else"]
 
 
 def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(api, desk, db_path):
@@ -224,16 +245,46 @@ def test_retiring_a_doctor_lists_the_appointments_left_and_offers_nothing_after(
     assert refused["reason"] == "doctor_retired"
 
 
+def search(desk, query, page="/desk/patients"):
+    """The search form of a desk page, filled and sent."""
+    form, = [form for form in desk.get(page).forms.values() if "q" in form.fields]
+    form["q"] = query
+    return form.submit()
+
+
 def test_a_patients_page_and_the_search_by_nif_phone_or_name(api, desk):
     log_in(desk)
     patient = api.new_patient()
     api.book(patient)
     for query in ("12345678z", "612 345 678", "garcía", "Ana"):
-        found = desk.get("/desk/patients?" + urllib.parse.urlencode({"q": query}))
+        found = search(desk, query)
         assert f"/desk/patients/{patient}" in found.text, query
     page = desk.get(f"/desk/patients/{patient}")
     assert "12345678Z" in page.text and "24/11/2026 09:00" in page.text
-    assert desk.get("/desk/patients?q=%25").text.count("/desk/patients/") == 0  # a LIKE wildcard finds nobody
+    assert search(desk, "%").text.count("/desk/patients/") == 0  # a LIKE wildcard finds nobody
+
+
+def test_what_reception_types_about_a_patient_stays_out_of_addresses_and_the_browser_memory(api, desk):
+    """A shared reception browser keeps no patient: searches go by POST (no NIF in an address or the
+    history), and no field about a patient lets the browser remember what was typed ("Staff desk")."""
+    log_in(desk)
+    patient = api.new_patient()
+    slot = "/desk/book?doctorId=MARTIN&date=24/11/2026&time=10:00&centerId=C1"
+    for page in ("/desk/day?date=24/11/2026", "/desk/patients", slot):
+        form, = [form for form in desk.get(page).forms.values() if "q" in form.fields]
+        assert form.method.upper() == "POST", page
+        form["q"] = "12345678Z"
+        found = form.submit()
+        assert found.status_int == 200 and "12345678Z" not in found.request.url, page
+        assert f"/desk/patients/{patient}" in found.text or "12345678Z" in found.text, page
+    assert "/desk/patients/" not in desk.get("/desk/patients?q=12345678Z").text  # an address searches nothing
+    for page in (slot, "/desk/patients", f"/desk/appointments/{api.book(patient)}"):
+        html = desk.get(page).html
+        for field in html.find_all("input", attrs={"name": ["q", "name", "surname", "nif", "phone", "birthDate",
+                                                            "reason"]}):
+            assert field.get("autocomplete") == "off", (page, field)
+        assert all(form.get("autocomplete") == "off" for form in html.find_all("form") if form.find("input", attrs={
+            "name": ["q", "nif", "reason"]})), page
 
 
 def test_the_desk_speaks_english_to_an_english_browser(api, desk):
@@ -338,3 +389,21 @@ def test_the_day_view_past_the_horizon_offers_nothing_it_would_refuse(api, desk)
     assert "fuera de plazo" in far.text and not far.html.find_all("a", href=re.compile(r"/desk/book\?"))
     near = desk.get("/desk/day?date=24/11/2026&centerId=C1")
     assert near.html.find_all("a", href=re.compile(r"/desk/book\?"))
+
+
+def test_a_patient_with_a_very_long_name_is_confirmed_and_cancelled_with_a_bounded_message(api, desk):
+    """The flash message after a change stays within a cookie's size, however long the patient's name."""
+    log_in(desk)
+    name = "Ñandú Ü" * 300  # 2,100 characters, each of them 6 or 9 bytes once quoted
+    for nif, action in (("12345678Z", "confirm"), (valid_dni(7), "cancel")):
+        appointment = api.book(api.new_patient(nif=nif, name=name), time="09:00" if action == "confirm" else "10:00")
+        page = desk.get(f"/desk/appointments/{appointment}")
+        form, = [form for form in page.forms.values() if form.action.endswith(f"/{action}")]
+        if action == "cancel":
+            form["reason"] = "a petición del paciente"
+        answer = form.submit()
+        assert answer.status_int == 303, answer.text
+        shown = answer.follow().html.find(class_="flash").get_text()
+        assert shown.startswith("Cita de Ñandú") and shown.endswith("…") and len(shown) <= 240
+        status, = api.db().execute("SELECT status FROM appointments WHERE id = ?", (appointment,)).fetchone()
+        assert status == ("confirmed" if action == "confirm" else "cancelled")

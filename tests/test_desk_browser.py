@@ -196,6 +196,7 @@ def test_booking_a_free_slot_from_the_day_view_for_a_new_patient(desk):
     # found again from the day view's search box, by NIF
     desk.type("q", "12345678z", desk.find(By.CSS_SELECTOR, ".toolbar form.search"))
     desk.click(desk.button("Buscar"))
+    assert desk.path() == "/desk/patients"  # searched by POST: the NIF is in no address and no history
     desk.click(desk.find(By.PARTIAL_LINK_TEXT, "Evarista"))
     assert "12345678Z" in desk.text() and f"{date} 09:30" in desk.text()
     desk.assert_log_keeps_patients_out()
@@ -287,7 +288,7 @@ def test_a_form_sent_without_its_csrf_token_is_refused_and_changes_nothing(desk)
     assert not desk.driver.find_elements(By.XPATH, "//table//tr[td[normalize-space()='Congreso']]")
 
 
-REFUSED = "Nombre o contraseña incorrectos. Tras 5 intentos fallidos el nombre queda bloqueado 15 minutos."
+REFUSED = "Nombre o contraseña incorrectos. Tras 5 intentos fallidos el nombre queda bloqueado desde aquí 15 minutos."
 
 
 def test_a_wrong_password_is_refused_and_five_lock_the_name(desk):

@@ -9,12 +9,14 @@ and dropped (within bounds) so that its sender gets the 413.
 
 import http.client
 import json
+import re
+import subprocess
 import time
 from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import SECRET, assert_error, days_ahead, raw_exchange, send, sign, table_rows
+from conftest import SECRET, agenda_command, assert_error, days_ahead, raw_exchange, send, sign, table_rows
 from test_errors import JSON_ROUTES
 
 # Every text field of every JSON body the API reads, with a body that is otherwise valid.
@@ -211,3 +213,27 @@ class _Adj:
     max_request_header_size = 262144
     max_request_body_size = 1073741824
     inbuf_overflow = 524288
+
+
+def test_a_line_break_or_separator_in_a_desk_id_never_splits_a_log_line(running, db_path):
+    """Every request is one access-log line, whatever a desk address carries ("Access log")."""
+    subprocess.run(agenda_command("staff", "add", "ana", "--db", str(db_path)), input="correct horse battery\n",
+                   text=True, check=True, capture_output=True, timeout=60)
+    server = running()
+    login = raw_exchange(server.url, b"POST /desk/login HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
+                                     b"Cookie: agenda_login=tttttttttttttttt\r\n"
+                                     b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 66\r\n\r\n"
+                                     b"csrf=tttttttttttttttt&name=ana&password=correct+horse+battery&x=abc")
+    cookie = re.search(rb"agenda_desk=[^;]+", login).group()
+    hostile = ["/desk/doctors/A%0Afake%20line/retire", "/desk/doctors/A%0D%0Afake/retire",
+               "/desk/doctors/A%E2%80%A8B%C2%85C/retire", "/desk/appointments/1%0A2", "/desk/patients/%0A",
+               "/desk/x%0Ay%0D"]
+    for path in hostile:
+        for method in (b"GET", b"POST"):
+            raw_exchange(server.url, method + b" " + path.encode() + b" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
+                         b"Cookie: " + cookie + b"\r\nContent-Length: 6\r\n\r\ncsrf=x")
+    server.terminate()
+    lines = [line for line in server.log().splitlines() if " rid=" in line]
+    assert len([line for line in lines if "/desk/" in line or "/? " in line]) >= 2 * len(hostile)
+    assert not [line for line in server.log().splitlines() if "fake" in line]
+    assert all(line.isprintable() for line in server.log().splitlines())

@@ -34,8 +34,8 @@
 </form>
 % end
 <h2>{{t('cancel')}}</h2>
-<form method="post" action="/desk/appointments/{{appointment['id']}}/cancel">
+<form method="post" action="/desk/appointments/{{appointment['id']}}/cancel" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-  <label>{{t('cancel_reason')}} <input name="reason" required></label>
+  <label>{{t('cancel_reason')}} <input name="reason" autocomplete="off" required></label>
   <button type="submit" class="danger">{{t('cancel')}}</button>
 </form>

@@ -3,13 +3,14 @@
 % if error:
 <p class="error" role="alert">{{error}}</p>
 % end
-<form method="get" action="/desk/book" class="search">
+<form method="post" action="/desk/book/search" class="search" autocomplete="off">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   % for key in ('doctorId', 'date', 'time', 'centerId'):
   % if slot[key]:
   <input type="hidden" name="{{key}}" value="{{slot[key]}}">
   % end
   % end
-  <label>{{t('search')}} <input name="q" value="{{q}}" placeholder="{{t('search_hint')}}"></label>
+  <label>{{t('search')}} <input name="q" autocomplete="off" value="{{q}}" placeholder="{{t('search_hint')}}"></label>
   <button type="submit">{{t('find')}}</button>
 </form>
 % if found is not None:
@@ -19,7 +20,7 @@
 <ul class="found">
 % for patient in found:
   <li>
-    <form method="post" action="/desk/book">
+    <form method="post" action="/desk/book" autocomplete="off">
       <input type="hidden" name="csrf" value="{{desk['csrf']}}">
       % for key in ('doctorId', 'date', 'time', 'centerId'):
       % if slot[key]:
@@ -28,7 +29,7 @@
       % end
       <input type="hidden" name="patientId" value="{{patient['id']}}">
       {{patient['name']}} {{patient['surname'] or ''}} · {{patient['nif']}} · {{dialled(patient['phone'])}}
-      <label>{{t('reason')}} <input name="reason" value="{{typed['reason']}}"></label>
+      <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}"></label>
       <button type="submit">{{t('book')}}</button>
     </form>
   </li>
@@ -36,18 +37,18 @@
 </ul>
 % end
 <h2>{{t('new_patient')}}</h2>
-<form method="post" action="/desk/book" class="grid">
+<form method="post" action="/desk/book" class="grid" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   % for key in ('doctorId', 'date', 'time', 'centerId'):
   % if slot[key]:
   <input type="hidden" name="{{key}}" value="{{slot[key]}}">
   % end
   % end
-  <label>{{t('name')}} <input name="name" value="{{typed['name']}}" required></label>
-  <label>{{t('surname')}} <input name="surname" value="{{typed['surname']}}"></label>
-  <label>{{t('nif')}} <input name="nif" value="{{typed['nif']}}" required></label>
-  <label>{{t('phone')}} <input name="phone" value="{{typed['phone']}}"></label>
-  <label>{{t('birth')}} <input name="birthDate" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA"></label>
-  <label>{{t('reason')}} <input name="reason" value="{{typed['reason']}}"></label>
+  <label>{{t('name')}} <input name="name" autocomplete="off" value="{{typed['name']}}" required></label>
+  <label>{{t('surname')}} <input name="surname" autocomplete="off" value="{{typed['surname']}}"></label>
+  <label>{{t('nif')}} <input name="nif" autocomplete="off" value="{{typed['nif']}}" required></label>
+  <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}"></label>
+  <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA"></label>
+  <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}"></label>
   <button type="submit">{{t('register_and_book')}}</button>
 </form>

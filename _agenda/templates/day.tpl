@@ -16,8 +16,9 @@
   <strong>{{t('weekdays')[day.weekday()]}} {{format_date(day)}}</strong>
   <a href="{{following}}" aria-label="{{t('next')}}">&gt;</a>
   <a href="{{today}}">{{t('today')}}</a>
-  <form method="get" action="/desk/patients" class="search">
-    <input name="q" placeholder="{{t('search_hint')}}" aria-label="{{t('search')}}">
+  <form method="post" action="/desk/patients" class="search" autocomplete="off">
+    <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+    <input name="q" autocomplete="off" placeholder="{{t('search_hint')}}" aria-label="{{t('search')}}">
     <button type="submit">{{t('find')}}</button>
   </form>
 </div>
