@@ -37,14 +37,13 @@ PATIENT = {"name": "Evarista", "surname": "Quintanilla", "nif": "12345678Z", "ph
 PRIVATE = ("Evarista", "Quintanilla", "12345678Z", "12345678z", "612345678", "612 345 678")
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
+def start_chromium(profile):
+    """Headless Chromium under chromedriver, with its profile (history, autofill) in `profile`."""
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--no-first-run", "--window-size=1280,800", "--lang=es-ES",
-                     f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+                     "--no-first-run", "--window-size=1280,800", "--lang=es-ES", f"--user-data-dir={profile}"):
         options.add_argument(argument)
     options.add_experimental_option("prefs", {"intl.accept_languages": "es-ES,es"})  # the desk's default
     try:
@@ -53,6 +52,12 @@ def browser(tmp_path_factory):
         raise AssertionError(f"{CHROMIUM} did not start under {CHROMEDRIVER}: {error.msg}") from None
     driver.set_page_load_timeout(WAIT)
     driver.set_script_timeout(WAIT)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
     try:
         yield driver
     finally:
@@ -313,3 +318,36 @@ def test_logging_out_from_the_header_ends_the_session(desk):
     assert desk.path() == "/desk/login" and desk.find(By.XPATH, "//button[normalize-space()='Entrar']")
     desk.open(f"/desk/day?date={days_ahead(2)}&centerId=C1")
     assert desk.path() == "/desk/login" and not desk.driver.find_elements(By.TAG_NAME, "header")
+
+
+def test_a_shared_reception_browser_keeps_no_patient_after_logout(running, db_path, tmp_path):
+    """Book a new patient, search them by NIF, log out, close the browser: its history holds no
+    NIF and its autofill store none of what was typed about the patient ("Staff desk")."""
+    subprocess.run(agenda_command("staff", "add", "ana", "--db", str(db_path)), input=PASSWORD + "\n",
+                   text=True, check=True, capture_output=True, timeout=60)
+    profile = tmp_path / "profile"
+    driver = start_chromium(profile)
+    try:
+        desk = Desk(driver, running(), db_path)
+        desk.log_in()
+        desk.book_free_slot(days_ahead(2), "09:30")
+        desk.type("q", "12345678Z", desk.find(By.CSS_SELECTOR, ".toolbar form.search"))
+        desk.click(desk.button("Buscar"))
+        assert "Evarista" in desk.text()
+        desk.click(desk.button("Salir", desk.find(By.TAG_NAME, "header")))
+        assert desk.path() == "/desk/login"
+    finally:
+        driver.quit()  # Chromium writes its history and autofill stores as it closes
+    stores = {"History": "SELECT url || ' ' || title FROM urls", "Web Data": "SELECT name || ' ' || value FROM autofill"}
+    kept = []
+    for store, query in stores.items():
+        path = profile / "Default" / store
+        assert path.exists(), f"Chromium wrote no {store} store: the test would prove nothing"
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            kept += [row[0] for row in conn.execute(query)]
+        finally:
+            conn.close()
+    assert any("/desk/" in line for line in kept)  # the history was written...
+    leaked = [line for line in kept for value in (*PRIVATE, "Control de tensi") if value.lower() in line.lower()]
+    assert not leaked, leaked  # ...and holds no patient
