@@ -237,3 +237,56 @@ CREATE TABLE login_failures (
 CREATE INDEX login_failures_by_time ON login_failures (last_at);
 ALTER TABLE staff DROP COLUMN failed_logins;
 ALTER TABLE staff DROP COLUMN locked_until;
+
+-- version 7
+
+-- Roles ("Roles"): reception does the day's work, admin also what changes the clinic or reads it
+-- whole. The accounts made before roles could do everything, so they become admin.
+ALTER TABLE staff ADD COLUMN role TEXT NOT NULL DEFAULT 'admin' CHECK (role IN ('reception', 'admin'));
+
+-- The access record ("Access record"): every read of patients' data by a person or the caller,
+-- one row a request, with the patients it showed (ids only, never a name, NIF or phone).
+-- reader is 'api', 'desk:NAME' or 'cli:LOGIN'; kind what was read (patient, appointment,
+-- search, day, print, export, blocked); allowed 0 for a refused read. Kept 2 years.
+CREATE TABLE access_records (
+    id      INTEGER PRIMARY KEY,
+    at      TEXT NOT NULL,                    -- UTC, ISO 8601
+    reader  TEXT NOT NULL,
+    kind    TEXT NOT NULL,
+    allowed INTEGER NOT NULL DEFAULT 1 CHECK (allowed IN (0, 1))
+);
+CREATE INDEX access_records_by_time ON access_records (at);
+CREATE TABLE access_patients (
+    patient_id INTEGER NOT NULL,
+    record_id  INTEGER NOT NULL REFERENCES access_records (id),
+    PRIMARY KEY (patient_id, record_id)
+);
+CREATE INDEX access_patients_by_record ON access_patients (record_id);
+
+-- Erasure under the retention law ("Erasure and retention"). An erasure request blocks the
+-- patient (LOPDGDD art. 32): the record is kept, unprocessed, until erasable_from (the ISO day
+-- the retention period ends), then anonymised. A blocked record gives up its NIF: the unique
+-- index skips it, so a new registration with that NIF is a new patient. Routine reads go
+-- through live_patients, which leaves blocked records out. The table is rebuilt to drop the
+-- NIF's old unique constraint, every row and id kept.
+CREATE TABLE patients_v7 (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL,
+    surname       TEXT,
+    birth_date    TEXT,
+    nif           TEXT NOT NULL,
+    phone         TEXT,            -- as the caller gave it
+    phone_e164    TEXT,            -- what searches and answers use ("Patients")
+    created_at    TEXT NOT NULL,
+    blocked_at    TEXT,            -- UTC, when an erasure request blocked the record
+    erasable_from TEXT,            -- ISO day from which it may be anonymised
+    anonymised_at TEXT             -- UTC, when its identity was replaced
+);
+INSERT INTO patients_v7 (id, name, surname, birth_date, nif, phone, phone_e164, created_at)
+    SELECT id, name, surname, birth_date, nif, phone, phone_e164, created_at FROM patients;
+DROP TABLE patients;
+ALTER TABLE patients_v7 RENAME TO patients;
+CREATE UNIQUE INDEX patients_by_nif ON patients (nif) WHERE blocked_at IS NULL;
+CREATE INDEX patients_by_phone ON patients (phone_e164) WHERE blocked_at IS NULL;
+CREATE INDEX patients_due_for_erasure ON patients (erasable_from) WHERE anonymised_at IS NULL;
+CREATE VIEW live_patients AS SELECT * FROM patients WHERE blocked_at IS NULL;

@@ -326,7 +326,7 @@ def custom_config_of(catalogs):
 
 
 def find_patient():
-    return patient_view(clinic().find_patient(query_text("nif", required=True)))
+    return patient_view(clinic().find_patient(query_text("nif", required=True), reader="api"))
 
 
 def create_patient():
@@ -357,7 +357,7 @@ def appointments():
                                                   APPOINTMENT_JSON))
     day = parse_date(date_text, "date") if date_text else None
     return data_json(clinic().patient_appointments(nif=nif, phone=phone, day=day, center_id=center_id,
-                                                   shape=APPOINTMENT_JSON))
+                                                   shape=APPOINTMENT_JSON, reader="api"))
 
 
 def appointments_range():
@@ -366,7 +366,7 @@ def appointments_range():
 
 
 def appointment(appointment_id):
-    return clinic().appointment(appointment_id, APPOINTMENT_JSON).encode()
+    return clinic().appointment(appointment_id, APPOINTMENT_JSON, reader="api").encode()
 
 
 def data_json(array_text):

@@ -254,6 +254,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
                              after_write=replicator.sync if ack_after_replication else None)
         except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
             raise click.ClickException(f"cannot start: {error}") from None
+        app.clinic.access.start()
         if not app.clinic.conn().execute("SELECT 1 FROM doctors LIMIT 1").fetchone():
             log.warning("%s has no doctors: no slot can be offered; load the catalogs with `agenda seed`", db_path)
         try:
@@ -263,6 +264,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         except OSError as error:
             raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
         finally:
+            app.clinic.access.stop()
             app.clinic.db.close()
     finally:
         if replicator is not None:

@@ -3,6 +3,8 @@ closures, doctors, staff accounts), registered on the one group."""
 
 import contextlib
 import csv
+import getpass
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,7 +13,7 @@ import click
 
 from .values import (ClinicError, DEFAULT_TZ, format_date, parse_date, plural, printable, Settings, sheet_csv)
 from .store import Database, utc_iso
-from .staff import Accounts
+from .staff import Accounts, ROLES
 from .clinic import Clinic
 from .imports import PatientFileError, read_patient_file
 from .cli import (cli, cli_date, cli_now, cli_time, cli_zone, clinic_time, db_option, existing_database,
@@ -27,10 +29,18 @@ def cli_clinic(ctx, db_path, tz=DEFAULT_TZ, **rules):
         raise click.ClickException(str(error)) from None
 
 
-def day_sheet(clinic, day, center_id=None):
-    """A day's live appointments, each doctor's together, by time: what `agenda day` prints."""
+def cli_reader():
+    """Who reads at the command line, for the access record: cli:LOGIN ("Access record")."""
     try:
-        appointments = clinic.appointments_on([day.isoformat()], center_id)
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # a process with no user name: its uid
+        return f"cli:{os.getuid()}"
+
+
+def day_sheet(clinic, day, center_id=None):
+    """A day's live appointments, each doctor's together, by time: what `agenda day` prints (recorded)."""
+    try:
+        appointments = clinic.appointments_on([day.isoformat()], center_id, reader=cli_reader())
     except ClinicError:
         known = ", ".join(center["id"] for center in clinic.centers())
         raise click.ClickException(f"no center {center_id!r}; the centers are: {known or 'none'}") from None
@@ -399,21 +409,45 @@ def new_password():
         raise click.ClickException("the password on standard input is not UTF-8 text") from None
 
 
+role_choice = click.Choice(ROLES, case_sensitive=False)
+
+
 @staff.command("add")
 @db_option
+@click.option("--role", type=role_choice, default="reception", show_default=True,
+              help="reception: the day's work, closures included; admin: also doctors, exports, erasure, records")
 @click.argument("name")
 @click.pass_context
-def staff_add(ctx, db_path, name):
-    """Add a staff account; its password from a hidden prompt, or from standard input.
+def staff_add(ctx, db_path, role, name):
+    """Add a staff account with its role; its password from a hidden prompt, or from standard input.
 
     Example:
 
     \b
         agenda staff add ana --db /var/lib/agenda/clinic.db
+        agenda staff add marta --role admin
     """
     with accounts_at(ctx, db_path) as accounts:
-        accounts.add_staff(name, new_password(), source="cli")
-        click.echo(f"Added {name}: they log in at /desk.")
+        accounts.add_staff(name, new_password(), source="cli", role=role)
+        click.echo(f"Added {name} ({role.lower()}): they log in at /desk.")
+
+
+@staff.command("role")
+@db_option
+@click.argument("name")
+@click.argument("role", type=role_choice)
+@click.pass_context
+def staff_set_role(ctx, db_path, name, role):
+    """Give a staff account another role: reception or admin.
+
+    Example:
+
+    \b
+        agenda staff role ana admin
+    """
+    with accounts_at(ctx, db_path) as accounts:
+        accounts.set_role(name, role, source="cli")
+        click.echo(f"{name} is now {role.lower()}; their open desk sessions take it at the next page.")
 
 
 @staff.command("password")
@@ -467,7 +501,7 @@ def staff_list(ctx, db_path, tz):
         for member in accounts.staff():
             locks = "".join(f"  locked from {printable(lock['source'])} until {clinic_time(lock['locked_until'], zone)}"
                             for lock in member["locks"])
-            click.echo(f"{member['name']}  added {clinic_time(member['created_at'], zone)}{locks}")
+            click.echo(f"{member['name']}  {member['role']}  added {clinic_time(member['created_at'], zone)}{locks}")
 
 
 @staff.command("unlock")

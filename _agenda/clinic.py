@@ -9,6 +9,7 @@ import sqlite3
 
 from .values import (clinic_zone, ClinicError, invalid, normalise_nif,
                      numeric_id, parse_phone, patient_fields, Settings)
+from .access import AccessRecord
 from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
 from .slots import (booking_window, day_states, free_slots, FREE, read_schedule, slot_not_available,
                     slot_state)
@@ -29,7 +30,7 @@ APPOINTMENT_RECORD = f"""json_object(
 APPOINTMENT_TABLES = """
     FROM appointments a
     JOIN doctors d ON d.id = a.doctor_id
-    JOIN patients p ON p.id = a.patient_id
+    JOIN live_patients p ON p.id = a.patient_id
 """
 
 
@@ -55,7 +56,7 @@ def plan_patient_import(conn, rows, today):
     Returns (patients to insert, problems, already present): problems are
     "line N: why" texts; a NIF already in the agenda is reported, never doubled.
     """
-    known = dict(conn.execute("SELECT nif, id FROM patients"))
+    known = dict(conn.execute("SELECT nif, id FROM live_patients"))
     first_line_of = {}
     patients, problems, present = [], [], []
     for line, fields in rows:
@@ -87,6 +88,7 @@ class Clinic:
         self.settings = settings or Settings()
         self.tz = clinic_zone(self.settings.tz)
         self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+        self.access = AccessRecord(db, self.clock)
 
     def conn(self):
         return self.db.connection()
@@ -192,18 +194,25 @@ class Clinic:
                    for row in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id")]
         return {**listed, "doctors": doctors}
 
-    def find_patient(self, nif_text):
-        row = self.conn().execute("SELECT * FROM patients WHERE nif = ?", (normalise_nif(nif_text),)).fetchone()
+    def find_patient(self, nif_text, reader=None):
+        """The patient with this NIF, the read recorded for `reader` ("Access record")."""
+        row = self.conn().execute("SELECT * FROM live_patients WHERE nif = ?", (normalise_nif(nif_text),)).fetchone()
         if row is None:
             raise ClinicError("PATIENT_NOT_FOUND", "no patient with that nif")
+        self.seen(reader, "patient", [row["id"]])
         return patient_of(row)
+
+    def seen(self, reader, kind, patient_ids):
+        """Record a read of these patients' data by `reader` (None: a read no one is shown)."""
+        if reader is not None:
+            self.access.note(reader, kind, patient_ids)
 
     def register_patient(self, fields, source="api"):
         """A new patient from name, surname, birthDate, nif, phone texts; its id. A known NIF is a 409."""
         patient = patient_fields(fields, self.today())
         at = self.clock()
         with self.db.transaction() as conn:
-            existing = conn.execute("SELECT id FROM patients WHERE nif = ?", (patient["nif"],)).fetchone()
+            existing = conn.execute("SELECT id FROM live_patients WHERE nif = ?", (patient["nif"],)).fetchone()
             if existing:
                 raise ClinicError("PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
                                   patientId=str(existing["id"]))
@@ -258,11 +267,12 @@ class Clinic:
 
     # Appointments: reading
 
-    def appointment(self, appointment_id, shape=APPOINTMENT_RECORD):
+    def appointment(self, appointment_id, shape=APPOINTMENT_RECORD, reader=None):
         """One live appointment as a record, or as the JSON text of `shape` (a SQL json_object over the
         appointment `a`, its doctor `d` and patient `p`); a cancelled one is gone (410)."""
-        text = self.appointment_row(appointment_id, READ_CANCELLED, columns=f"{shape} AS json")["json"]
-        return json.loads(text) if shape is APPOINTMENT_RECORD else text
+        row = self.appointment_row(appointment_id, READ_CANCELLED, columns=f"a.patient_id, {shape} AS json")
+        self.seen(reader, "appointment", [row["patient_id"]])
+        return json.loads(row["json"]) if shape is APPOINTMENT_RECORD else row["json"]
 
     def appointments(self, where, params, center_id=None, shape=APPOINTMENT_RECORD):
         """The live appointments matching `where` (SQL over `a`), sorted ("Lists"): records, or the JSON
@@ -276,23 +286,28 @@ class Clinic:
             params).fetchone()
         return json.loads(text) if shape is APPOINTMENT_RECORD else text
 
-    def appointments_on(self, days, center_id=None, shape=APPOINTMENT_RECORD):
-        """The live appointments of these ISO days ("Lists")."""
-        return self.appointments(f"a.date IN ({','.join('?' * len(days))})", days, center_id, shape)
+    def appointments_on(self, days, center_id=None, shape=APPOINTMENT_RECORD, reader=None):
+        """The live appointments of these ISO days ("Lists"); the patients shown recorded for `reader`."""
+        found = self.appointments(f"a.date IN ({','.join('?' * len(days))})", days, center_id, shape)
+        if reader is not None:  # a list of records: what the desk and the CLI show
+            self.seen(reader, "day", [appointment["patient_id"] for appointment in found])
+        return found
 
-    def patient_appointments(self, *, nif=None, phone=None, day=None, center_id=None, shape=APPOINTMENT_RECORD):
+    def patient_appointments(self, *, nif=None, phone=None, day=None, center_id=None, shape=APPOINTMENT_RECORD,
+                             reader=None):
         """A patient's live appointments ("One route, two jobs"): found by NIF, else by phone;
-        on `day`, else from today on."""
+        on `day`, else from today on; the patients found recorded for `reader`."""
         self.require_center(center_id)
         nif, phone = normalise_nif(nif) if nif else None, parse_phone(phone) if phone else None
         patient_ids = []
         if nif is not None:
-            patient_ids = [row[0] for row in self.conn().execute("SELECT id FROM patients WHERE nif = ?", (nif,))]
+            patient_ids = [row[0] for row in self.conn().execute("SELECT id FROM live_patients WHERE nif = ?", (nif,))]
         if not patient_ids and phone is not None:
             patient_ids = [row[0] for row in self.conn().execute(
-                "SELECT id FROM patients WHERE phone_e164 = ?", (phone,))]
+                "SELECT id FROM live_patients WHERE phone_e164 = ?", (phone,))]
         where, params = ("a.date = ?", [day.isoformat()]) if day else ("a.date >= ?", [self.today().isoformat()])
         where += f" AND a.patient_id IN ({','.join('?' * len(patient_ids))})"
+        self.seen(reader, "search", patient_ids)
         return self.appointments(where, [*params, *patient_ids], center_id, shape)
 
     # Appointments: changing
@@ -304,7 +319,7 @@ class Clinic:
         patient_key = numeric_id(patient_id)
         with self.db.transaction() as conn:
             doctor = self.require_doctor(doctor_id)
-            if patient_key is None or conn.execute("SELECT 1 FROM patients WHERE id = ?",
+            if patient_key is None or conn.execute("SELECT 1 FROM live_patients WHERE id = ?",
                                                    (patient_key,)).fetchone() is None:
                 raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
             if speciality_id is not None:
@@ -508,19 +523,23 @@ class Clinic:
 
     # Patients, as the desk looks for them
 
-    def search_patients(self, text):
-        """Patients by NIF, phone or name (up to 20), best matches first."""
-        text = (text or "").strip()
+    def search_patients(self, text, reader=None):
+        """Patients by NIF, phone or name (up to 20), best matches first; those shown recorded for `reader`."""
+        found = self.patients_matching((text or "").strip())
+        self.seen(reader, "search", [patient["id"] for patient in found])
+        return found
+
+    def patients_matching(self, text):
         if not text:
             return []
         found = []
         for column, value in (("nif", self.quietly(normalise_nif, text)), ("phone_e164", self.quietly(parse_phone, text))):
             if value:
-                found += self.conn().execute(f"SELECT * FROM patients WHERE {column} = ?", (value,)).fetchall()
+                found += self.conn().execute(f"SELECT * FROM live_patients WHERE {column} = ?", (value,)).fetchall()
         if not found:
             pattern = "%" + re.sub(r"([%_\\])", r"\\\1", text) + "%"
             found = self.conn().execute(
-                "SELECT * FROM patients WHERE name || ' ' || coalesce(surname, '') LIKE ? ESCAPE '\\'"
+                "SELECT * FROM live_patients WHERE name || ' ' || coalesce(surname, '') LIKE ? ESCAPE '\\'"
                 " ORDER BY name, surname, id LIMIT 20", (pattern,)).fetchall()
         return [patient_of(row) for row in found]
 
@@ -531,12 +550,24 @@ class Clinic:
         except ClinicError:
             return None
 
-    def patient_record(self, patient_id):
-        """A patient and their live appointments, the coming ones first, then the past."""
+    def patient_by_id(self, patient_id):
+        """The patients row with this id (text or number); PATIENT_NOT_FOUND when none."""
         key = numeric_id(patient_id)
-        row = None if key is None else self.conn().execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()
+        row = None if key is None else self.conn().execute("SELECT * FROM live_patients WHERE id = ?", (key,)).fetchone()
         if row is None:
             raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+        return row
+
+    def access_of(self, patient_id, since=None):
+        """Who read this patient's data, oldest first, from the day `since` on ("Access record")."""
+        return self.access.of_patient(self.patient_by_id(patient_id)["id"], since)
+
+    def patient_record(self, patient_id, reader=None):
+        """A patient and their live appointments, the coming ones first, then the past; the read
+        recorded for `reader`."""
+        row = self.patient_by_id(patient_id)
+        key = row["id"]
+        self.seen(reader, "patient", [key])
         appointments = self.appointments("a.patient_id = ?", [key])
         today = self.today().isoformat()
         coming = [a for a in appointments if a["date"] >= today]

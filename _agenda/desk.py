@@ -65,6 +65,8 @@ TEXTS = {
     "LOGIN_BUSY": ("Demasiados intentos de entrar en este momento: vuelve a intentarlo en un minuto. Quien ya "
                    "ha entrado sigue trabajando.", "Too many logins right now: try again in a minute. Anyone "
                                                    "already logged in goes on working."),
+    "admin_only": ("Esto lo hace la administración de la clínica: pídeselo a quien tenga ese papel.",
+                   "This is for the clinic's admins: ask someone with that role."),
     "CSRF": ("El formulario ha caducado; vuelve a intentarlo.", "The form expired; try again."),
     "reason_taken": ("Otra cita acaba de ocupar ese hueco: elige otro.", "Another booking just took that slot: choose another."),
     "reason_off_grid": ("Esa hora no está en la agenda del médico.", "That time is not on the doctor's grid."),
@@ -82,6 +84,17 @@ TEXTS = {
                       "guardado nada.", "The agenda is busy right now: try again in a few seconds; nothing was saved."),
     "NOT_REPLICATED": ("Guardado aquí, pero la copia continua aún no lo tiene: avisa al administrador si se repite.",
                        "Saved here, but the continuous copy does not hold it yet: tell the admin if it happens again."),
+    "access_title": ("Quién ha visto los datos de {patient}", "Who has seen {patient}'s data"),
+    "access_link": ("Quién ha visto sus datos", "Who has seen their data"),
+    "access_hint": ("Cada lectura de los datos del paciente, con quién, cuándo y qué; se guardan dos años.",
+                    "Every read of the patient's data, by whom, when and what; kept for two years."),
+    "reader": ("Quién", "Who"), "what": ("Qué", "What"), "shown_with": ("Con otros", "With others"),
+    "allowed": ("permitido", "allowed"), "refused": ("denegado", "refused"),
+    "kind_patient": ("ficha del paciente", "patient page"), "kind_appointment": ("cita", "appointment"),
+    "kind_search": ("resultado de búsqueda", "search results"), "kind_day": ("lista del día", "day list"),
+    "kind_print": ("día impreso", "printed day"), "kind_export": ("copia de sus datos", "copy of their data"),
+    "kind_blocked": ("ficha bloqueada abierta", "blocked record opened"),
+    "kind_access": ("este registro de lecturas", "this record of reads"),
     "not_found": ("No existe.", "Not found."), "error": ("Algo ha fallado.", "Something went wrong."),
 }
 
@@ -104,6 +117,11 @@ def desk_language(environ):
         if tag[:2] in ("es", "en"):
             return tag[:2]
     return "es"
+
+
+def signed_out(environ):
+    """What a desk page knows of its reader before the session is read: the language only."""
+    return {"lang": desk_language(environ), "name": None, "role": None, "csrf": None}
 
 
 def translator(language):
@@ -190,16 +208,16 @@ class DeskPlugin:
     def apply(self, callback, route):
         if not route.config.get("desk"):
             return callback
-        open_page = route.config.get("open_page", False)
+        open_page, role = route.config.get("open_page", False), route.config.get("role")
 
         def wrapper(*args, **kwargs):
             environ = bottle.request.environ
             request_id()
             for name, value in DESK_HEADERS.items():
                 bottle.response.set_header(name, value)
-            environ["agenda.desk"] = desk = {"lang": desk_language(environ), "name": None, "csrf": None}
+            environ["agenda.desk"] = desk = signed_out(environ)
             try:
-                refused = self.admit(desk, open_page)
+                refused = self.admit(desk, open_page) or self.allowed(desk, role, route.rule)
                 return refused if refused is not None else callback(*args, **kwargs)
             except bottle.HTTPResponse:
                 raise  # a redirect
@@ -228,10 +246,21 @@ class DeskPlugin:
         return None
 
 
+    @staticmethod
+    def allowed(desk, role, rule):
+        """None when the session's role may use the route; else the 403 page, the refusal recorded ("Roles")."""
+        if role is None or desk["role"] == role:
+            return None
+        accounts().refuse(desk["name"], f"{bottle.request.method} {rule}", f"desk:{desk['name']}")
+        if "patient_id" in bottle.request.url_args:  # a patient's data refused: in the access record too
+            clinic().access.note(f"desk:{desk['name']}", "access", [bottle.request.url_args["patient_id"]], False)
+        return desk_error(403, translator(desk["lang"])("admin_only"))
+
+
 def desk_error_page(http_error):
     """Bottle's own errors under /desk (an unknown page, a crash) as a page, with the desk's headers."""
     environ = bottle.request.environ
-    environ.setdefault("agenda.desk", {"lang": desk_language(environ), "name": None, "csrf": None})
+    environ.setdefault("agenda.desk", signed_out(environ))
     for name, value in DESK_HEADERS.items():
         bottle.response.set_header(name, value)
     if http_error.status_code >= 500:
@@ -301,7 +330,7 @@ def desk_centers():
     return clinic().centers()
 
 
-def day_plan(clinic, day, center_id=None):
+def day_plan(clinic, day, center_id=None, reader=None):
     """One center's day for the desk ("Staff desk"): each doctor who works there that day with their
     slots in time order, each in the state `slot_state` gives it (a taken one as its appointment). A
     retired doctor's day shows only the appointments left to rebook."""
@@ -312,7 +341,7 @@ def day_plan(clinic, day, center_id=None):
         if state != "doctor_retired":
             plan["slots"][time_text] = {"time": time_text, "end": end_text, "state": state, "reason": detail,
                                         "center_id": doctor["center_id"]}
-    for appointment in clinic.appointments_on([day.isoformat()], center_id):
+    for appointment in clinic.appointments_on([day.isoformat()], center_id, reader=reader):
         plan = plans.setdefault(appointment["doctor_id"], {
             "id": appointment["doctor_id"], "name": appointment["doctor_name"],
             "speciality_id": appointment["speciality_id"], "slots": {}})
@@ -331,7 +360,7 @@ def desk_day():
         raise invalid("date must be a year from 1900 to 2999")
     centers = desk_centers()
     center_id = query_text("centerId") or (centers[0]["id"] if centers else None)
-    plans = day_plan(clinic(), day, clinic().require_center(center_id))
+    plans = day_plan(clinic(), day, clinic().require_center(center_id), reader=desk_source())
     times = sorted({slot["time"] for plan in plans for slot in plan["slots"]})
     cells = {(plan["id"], slot["time"]): slot for plan in plans for slot in plan["slots"]}
     return desk_page("day", day=day, center_id=center_id, centers=centers, plans=plans, times=times, cells=cells,
@@ -346,7 +375,8 @@ def desk_book_page(error=None, status=200):
     doctor = clinic().require_doctor(slot["doctorId"])
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
     typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason")}
-    return desk_page("book", status=status, slot=slot, doctor=doctor, found=clinic().search_patients(q) if q else None,
+    found = clinic().search_patients(q, reader=desk_source()) if q else None
+    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found,
                      q=q, typed=typed, error=error)
 
 
@@ -383,7 +413,7 @@ def desk_patient_id(source):
 
 def desk_appointment(appointment_id, error=None, status=200):
     """One appointment: move it to a free slot of its doctor, cancel it with a reason, confirm it."""
-    appointment = clinic().appointment(appointment_id)
+    appointment = clinic().appointment(appointment_id, reader=desk_source())
     day = parse_date(query_text("date") or appointment["date"], "date")
     free = clinic().availability(doctor_id=appointment["doctor_id"], center_id=appointment["center_id"],
                                  first=day, last=day)
@@ -422,11 +452,23 @@ def desk_confirm(appointment_id):
 def desk_patients():
     """The patient search; the words searched come by POST, never in the address ("Staff desk")."""
     q = form("q") or "" if bottle.request.method == "POST" else ""
-    return desk_page("patients", q=q, found=clinic().search_patients(q) if q else None)
+    return desk_page("patients", q=q, found=clinic().search_patients(q, reader=desk_source()) if q else None)
 
 
 def desk_patient(patient_id):
-    return desk_page("patient", patient=clinic().patient_record(patient_id))
+    return desk_page("patient", patient=clinic().patient_record(patient_id, reader=desk_source()))
+
+
+def desk_patient_access(patient_id):
+    """Who has seen this patient's data (admins only): the access record, newest first ("Access record")."""
+    patient = clinic().patient_by_id(patient_id)
+    clinic().seen(desk_source(), "access", [patient["id"]])
+    records = clinic().access_of(patient["id"])[::-1]
+    zone = clinic().tz
+    for record in records:
+        moment = dt.datetime.fromisoformat(record["at"]).astimezone(zone)
+        record["when"] = f"{format_date(moment.date())} {moment:%H:%M}"
+    return desk_page("access", patient=dict(patient), records=records)
 
 
 def desk_closures(error=None, status=200, covered=None):
@@ -485,6 +527,7 @@ def desk_stylesheet():
 
 
 DESK = {"desk": True}
+ADMIN = {**DESK, "role": "admin"}  # pages and actions for the admin role only ("Roles")
 
 
 DESK_ROUTES = [  # (method, path, handler, route config)
@@ -496,17 +539,18 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/day", desk_day, DESK),
     ("GET", "/desk/book", desk_book_page, DESK),
     ("POST", "/desk/book", desk_book, DESK),
-    ("POST", "/desk/book/search", desk_book_page, DESK),
+    ("POST", "/desk/book/search", desk_book_page, {**DESK, "no_change": True}),  # a search by POST: no change
     ("GET", "/desk/appointments/<appointment_id:int>", desk_appointment, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/move", desk_move, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel", desk_cancel, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/confirm", desk_confirm, DESK),
     ("GET", "/desk/patients", desk_patients, DESK),
-    ("POST", "/desk/patients", desk_patients, DESK),
+    ("POST", "/desk/patients", desk_patients, {**DESK, "no_change": True}),
     ("GET", "/desk/patients/<patient_id:int>", desk_patient, DESK),
+    ("GET", "/desk/patients/<patient_id:int>/access", desk_patient_access, ADMIN),
     ("GET", "/desk/closures", desk_closures, DESK),
     ("POST", "/desk/closures", desk_add_closure, DESK),
     ("POST", "/desk/closures/<closure_id:int>/remove", desk_remove_closure, DESK),
-    ("GET", "/desk/doctors", desk_doctors, DESK),
-    ("POST", "/desk/doctors/<doctor_id>/retire", desk_retire, DESK),
+    ("GET", "/desk/doctors", desk_doctors, ADMIN),
+    ("POST", "/desk/doctors/<doctor_id>/retire", desk_retire, ADMIN),
 ]

@@ -15,6 +15,7 @@ from .store import record_event, utc_iso
 LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name from a source
 CHECKS_AT_ONCE, CHECKS_PER_SECOND, CHECKS_BURST = 2, 2, 10  # password checks across the process
 SESSION_HOURS = 12  # a desk session ends after this long, however busy
+ROLES = ("reception", "admin")  # what a staff account may do at the desk ("Roles")
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
 
 
@@ -35,6 +36,14 @@ def password_matches(stored, password):
 
 
 DUMMY_PASSWORD = "scrypt$16384$8$1$" + "00" * 16 + "$" + "00" * 32  # an unknown name costs one scrypt too
+
+
+def staff_role(role):
+    """One of ROLES, given in any case."""
+    role = (role or "").strip().lower()
+    if role not in ROLES:
+        raise invalid(f"a staff role is {' or '.join(ROLES)}")
+    return role
 
 
 class PasswordGate:
@@ -87,15 +96,25 @@ class Accounts:
     def conn(self):
         return self.db.connection()
 
-    def add_staff(self, name, password, source="cli"):
-        name = staff_name(name)
+    def add_staff(self, name, password, source="cli", role="reception"):
+        """A new account with its role: reception (the day's work) or admin (everything)."""
+        name, role = staff_name(name), staff_role(role)
         at = self.clock()
         with self.db.transaction() as conn:
             if conn.execute("SELECT 1 FROM staff WHERE name = ?", (name,)).fetchone():
                 raise ClinicError("STAFF_ALREADY_EXISTS", f"there is already a staff account {name!r}")
-            conn.execute("INSERT INTO staff (name, password, created_at) VALUES (?, ?, ?)",
-                         (name, hash_password(password), utc_iso(at)))
-            record_event(conn, at, source, "staff.added", "staff", name)
+            conn.execute("INSERT INTO staff (name, password, role, created_at) VALUES (?, ?, ?, ?)",
+                         (name, hash_password(password), role, utc_iso(at)))
+            record_event(conn, at, source, "staff.added", "staff", name, after={"role": role})
+
+    def set_role(self, name, role, source="cli"):
+        """Give an account another role; its open sessions take it at their next page."""
+        role, at = staff_role(role), self.clock()
+        with self.db.transaction() as conn:
+            row = self.require_staff(name)
+            conn.execute("UPDATE staff SET role = ? WHERE name = ?", (role, row["name"]))
+            record_event(conn, at, source, "staff.role_set", "staff", row["name"], before={"role": row["role"]},
+                         after={"role": role})
 
     def set_staff_password(self, name, password, source="cli"):
         """A new password; the account's sessions end and its lock is lifted."""
@@ -123,7 +142,7 @@ class Accounts:
     def staff(self, at=None):
         """Every account with the sources its name is locked from at `at` (now by default)."""
         at = utc_iso(at or self.clock())
-        members = [dict(row) for row in self.conn().execute("SELECT name, created_at FROM staff ORDER BY name")]
+        members = [dict(row) for row in self.conn().execute("SELECT name, role, created_at FROM staff ORDER BY name")]
         for member in members:
             member["locks"] = [dict(row) for row in self.conn().execute(
                 "SELECT source, locked_until FROM login_failures WHERE name = ? AND locked_until > ?"
@@ -189,11 +208,12 @@ class Accounts:
         return False
 
     def desk_session(self, token):
-        """{"name", "csrf"} of a live session, its idle time restarted; None when unknown or idle too long."""
+        """{"name", "role", "csrf"} of a live session, its idle time restarted; None when unknown or idle too long."""
         if not token:
             return None
         at = self.clock()
-        row = self.conn().execute("SELECT * FROM desk_sessions WHERE token_hash = ?", (token_hash(token),)).fetchone()
+        row = self.conn().execute("SELECT desk_sessions.*, staff.role FROM desk_sessions JOIN staff ON name = staff_name"
+                                  " WHERE token_hash = ?", (token_hash(token),)).fetchone()
         if row is None:
             return None
         idle = at - dt.datetime.fromisoformat(row["last_seen"])
@@ -206,7 +226,13 @@ class Accounts:
             with self.db.transaction() as conn:
                 conn.execute("UPDATE desk_sessions SET last_seen = ? WHERE token_hash = ?",
                              (utc_iso(at), row["token_hash"]))
-        return {"name": row["staff_name"], "csrf": row["csrf"]}
+        return {"name": row["staff_name"], "role": row["role"], "csrf": row["csrf"]}
+
+    def refuse(self, name, what, source):
+        """Record that `name` was refused `what` (a page or an action) for their role."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            record_event(conn, at, source, "staff.refused", "staff", name, after={"refused": what})
 
     def log_out(self, token):
         with self.db.transaction() as conn:

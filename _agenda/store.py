@@ -125,14 +125,44 @@ def migrate(conn, schema_text=None):
     for version, sql in sections:
         if version <= current:
             continue
-        try:
-            # executescript runs the section as written; the BEGIN makes it all or nothing.
-            conn.executescript(f"BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        run_section(conn, version, sql)
+        if current and version in UPGRADE_NOTES:
+            note_upgrade(conn, *UPGRADE_NOTES[version])
     return newest
+
+
+def run_section(conn, version, sql):
+    """One section in one transaction, foreign keys off so that a table can be rebuilt (SQLite's
+    way to change a column's constraint), and every reference checked before it commits ("Schema")."""
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        # executescript runs the section as written; the BEGIN makes it all or nothing.
+        conn.executescript(f"BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version = {version};")
+        broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if broken:
+            raise sqlite3.IntegrityError(f"schema version {version} would leave {len(broken)} broken references")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
+
+
+# What an upgrade to a version did that the admin should read: (query, words for its answer).
+UPGRADE_NOTES = {
+    7: ("SELECT group_concat(name, ', ') FROM (SELECT name FROM staff ORDER BY name)",
+        "staff accounts made before roles are now admin: {}; `agenda staff role NAME reception` for those "
+        "who only do the day's work (docs/design.md, \"Roles\")"),
+}
+
+
+def note_upgrade(conn, query, words):
+    """Log what an upgrade did, when the query finds anything."""
+    found = conn.execute(query).fetchone()[0]
+    if found:
+        log.warning(words.format(found))
 
 
 def set_aside(conn, current, newest):
@@ -198,10 +228,19 @@ class Database:
         return conn
 
     @contextmanager
-    def transaction(self):
-        """`transaction()` on this thread's connection, once this process's other writers are done."""
-        with self.write_lock, transaction(self.connection()) as conn:
-            yield conn
+    def transaction(self, durable=True):
+        """`transaction()` on this thread's connection, once this process's other writers are done;
+        `durable=False` commits without waiting for the disk (the access record's, "Access record")."""
+        conn = self.connection()
+        with self.write_lock:
+            if not durable:
+                conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with transaction(conn):
+                    yield conn
+            finally:
+                if not durable:
+                    conn.execute("PRAGMA synchronous = FULL")
 
     def close(self):
         with self._guard:

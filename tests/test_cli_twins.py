@@ -100,7 +100,15 @@ def test_staff_accounts_from_the_command_line(api, runner, clock):
     token, _ = accounts.log_in("ana", "correct horse battery")
     stored = api.db().execute("SELECT password FROM staff WHERE name = 'ana'").fetchone()[0]
     assert stored.startswith("scrypt$") and "correct horse" not in stored
-    assert "ana  added 23/11/2026 08:00" in invoke(runner, "staff", "list").output
+    assert "ana  reception  added 23/11/2026 08:00" in invoke(runner, "staff", "list").output
+    admin = invoke(runner, "staff", "add", "marta", "--role", "admin", input="correct horse battery\n")
+    assert admin.exit_code == 0 and "Added marta (admin)" in admin.output
+    assert invoke(runner, "staff", "role", "ana", "ADMIN").exit_code == 0
+    assert "ana  admin  added" in invoke(runner, "staff", "list").output
+    wrong = invoke(runner, "staff", "role", "ana", "doctor")
+    assert wrong.exit_code == 2 and "'reception', 'admin'" in wrong.output.replace("\n", " ")
+    assert invoke(runner, "staff", "role", "ana", "reception").exit_code == 0
+    assert invoke(runner, "staff", "remove", "marta").exit_code == 0
     assert invoke(runner, "staff", "password", "ana", input="a new long password\n").exit_code == 0
     assert accounts.desk_session(token) is None  # the new password ends the old sessions
     with pytest.raises(agenda.ClinicError):
@@ -109,7 +117,7 @@ def test_staff_accounts_from_the_command_line(api, runner, clock):
     assert invoke(runner, "staff", "remove", "ana").exit_code == 0
     assert accounts.desk_session(token) is None and invoke(runner, "staff", "list").output == ""
     assert invoke(runner, "staff", "remove", "ana").exit_code == 1
-    assert sources(api, "staff") == ["cli"] * 3
+    assert sources(api, "staff") == ["cli"] * 7
 
 
 def test_a_lock_shows_in_the_staff_list_until_it_ends_or_staff_unlock_lifts_it(api, runner, clock):

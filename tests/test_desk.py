@@ -3,6 +3,7 @@ sessions, CSRF, the day view and every action, each obeying the clinic's rules a
 as an event from desk:NAME. The same flows in a real browser: test_desk_browser.py."""
 
 import datetime as dt
+import json
 import re
 import sqlite3
 import urllib.parse
@@ -229,6 +230,7 @@ def test_a_closure_lists_what_it_covers_before_it_is_saved_and_its_slots_leave_a
 
 
 def test_retiring_a_doctor_lists_the_appointments_left_and_offers_nothing_after(api, desk):
+    api.app.accounts.set_role("ana", "admin")
     log_in(desk)
     later = api.book(api.new_patient(), date="26/11/2026", time="09:00")
     page = desk.get("/desk/doctors")
@@ -243,6 +245,30 @@ def test_retiring_a_doctor_lists_the_appointments_left_and_offers_nothing_after(
     refused = assert_error(api.post("/appointments", {"date": "27/11/2026", "time": "09:00", "doctorId": "MARTIN",
                                                       "patientId": "1"}), 409, "SLOT_NOT_AVAILABLE")
     assert refused["reason"] == "doctor_retired"
+
+
+def test_reception_does_the_days_work_and_only_an_admin_reaches_the_doctors(api, desk, db_path):
+    """A reception account books, closes and searches; the doctors' hours and retirement are an admin's:
+    hidden from reception and refused by the server (403, recorded), whatever the page sent ("Roles")."""
+    log_in(desk)  # ana is reception, the default
+    day = desk.get("/desk/day")
+    assert 'href="/desk/closures"' in day.text and 'href="/desk/doctors"' not in day.text
+    assert desk.get("/desk/closures").status_int == 200
+    csrf = day.html.find("input", attrs={"name": "csrf"})["value"]
+    before = table_rows(db_path)
+    refused = [desk.get("/desk/doctors", expect_errors=True),
+               desk.post("/desk/doctors/MARTIN/retire", {"csrf": csrf, "date": "26/11/2026", "confirmed": "1"},
+                         expect_errors=True)]
+    assert [page.status_int for page in refused] == [403, 403]
+    assert all("administración" in page.text for page in refused)
+    assert api.db().execute("SELECT retired_from FROM doctors WHERE id = 'MARTIN'").fetchone()[0] is None
+    recorded = api.db().execute("SELECT source, entity_id, after FROM events WHERE action = 'staff.refused'")
+    assert [(source, name, json.loads(after)["refused"]) for source, name, after in recorded] == [
+        ("desk:ana", "ana", "GET /desk/doctors"), ("desk:ana", "ana", "POST /desk/doctors/<doctor_id>/retire")]
+    assert {table: rows for table, rows in table_rows(db_path).items() if table != "events"} == {
+        table: rows for table, rows in before.items() if table != "events"}
+    api.app.accounts.set_role("ana", "admin")  # the same session takes the new role at its next page
+    assert 'href="/desk/doctors"' in desk.get("/desk/day").text and desk.get("/desk/doctors").status_int == 200
 
 
 def search(desk, query, page="/desk/patients"):

@@ -50,7 +50,7 @@ def test_an_installed_wheel_carries_every_file_the_code_reads_and_renders_every_
     assert "loaded" in output
     (work / "pages.py").write_text(EVERY_PAGE, encoding="utf-8")
     rendered = run(python, "pages.py", env_dir, cwd=work).split()
-    assert rendered[-1] == "rendered" and len(rendered) == 10, rendered
+    assert rendered[-1] == "rendered" and len(rendered) == 11, rendered
 
 
 # Run by the fresh env's Python: every desk page and the API's document, from the installed copy only.
@@ -60,7 +60,7 @@ import _agenda, agenda, webtest
 assert all(path.startswith(sys.argv[1]) for path in (agenda.__file__, _agenda.__file__)), _agenda.__file__
 app = agenda.create_app("clinic.db", "a-long-enough-secret")
 clinic, accounts = app.clinic, app.accounts
-accounts.add_staff("ana", "correct horse battery")
+accounts.add_staff("ana", "correct horse battery", role="admin")
 doctor = clinic.doctors()[0]
 free = clinic.availability(doctor_id=doctor["id"], last=clinic.today() + dt.timedelta(days=30))[0]
 patient = clinic.register_patient({"name": "Ana", "nif": "12345678Z"}, source="cli")
@@ -72,7 +72,7 @@ assert login.submit().status_int == 303
 slot = f"doctorId={doctor['id']}&date={free.date_text}&time={free.time}&centerId={free.center_id}"
 for page in ["/desk/login", f"/desk/day?date={free.date_text}&centerId={free.center_id}", f"/desk/book?{slot}",
              f"/desk/appointments/{booked}", "/desk/patients", f"/desk/patients/{patient}", "/desk/closures",
-             "/desk/doctors", "/desk/desk.css"]:
+             f"/desk/patients/{patient}/access", "/desk/doctors", "/desk/desk.css"]:
     answer = desk.get(page)
     assert answer.status_int == 200 and len(answer.body) > 200, page
     print(page)

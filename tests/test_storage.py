@@ -249,6 +249,26 @@ def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
         api.app.clinic.db.close()
 
 
+def test_staff_made_before_roles_become_admins_and_the_upgrade_says_so(tmp_path, caplog):
+    db_path = tmp_path / "clinic.db"
+    conn = agenda.connect(db_path)
+    agenda.migrate(conn, agenda.read_schema().split("-- version 7")[0])
+    with agenda.transaction(conn):
+        for name in ("luis", "ana"):
+            conn.execute("INSERT INTO staff (name, password, created_at) VALUES (?, 'x', 'x')", (name,))
+    with caplog.at_level("INFO", logger="agenda"):
+        agenda.migrate(conn)
+    assert [tuple(row) for row in conn.execute("SELECT name, role FROM staff ORDER BY name")] == [
+        ("ana", "admin"), ("luis", "admin")]
+    assert "staff accounts made before roles are now admin: ana, luis" in caplog.text
+    conn.close()
+    fresh = agenda.connect(tmp_path / "fresh.db")
+    caplog.clear()
+    agenda.migrate(fresh)
+    assert "now admin" not in caplog.text  # a new database has no one to tell about
+    fresh.close()
+
+
 def test_an_upgrade_first_keeps_the_database_as_it_was_beside_it(tmp_path):
     """One path for every upgrade ("Schema"): a checked, private copy named with both versions, kept;
     a new database has nothing to keep; a second try of the same upgrade keeps both copies."""
@@ -299,3 +319,38 @@ def test_version_5_takes_who_booked_each_appointment_from_the_audit_trail(tmp_pa
         assert clinic.appointment(booked)["booked_by"] == "desk:luis"
     finally:
         clinic.db.close()
+
+
+def test_the_upgrade_that_rebuilds_patients_keeps_every_row_id_and_reference(tmp_path, api, db_path):
+    """Version 7 rebuilds `patients` (the NIF's unique constraint becomes an index that skips blocked
+    records): every patient, id and appointment's reference survives, and a broken reference stops it."""
+    patient = api.new_patient()
+    api.book(patient)
+    api.app.clinic.db.close()
+    old = tmp_path / "old.db"
+    conn = agenda.connect(old)
+    agenda.migrate(conn, agenda.read_schema().split("-- version 7")[0])
+    agenda.seed_catalogs(conn, agenda.read_catalog_file(write_csv(tmp_path, CLINIC_CSV)), at=MONDAY)
+    source = sqlite3.connect(db_path)
+    columns = "id, name, surname, birth_date, nif, phone, phone_e164, created_at"
+    rows = source.execute(f"SELECT {columns} FROM patients").fetchall()
+    source.close()
+    with agenda.transaction(conn):
+        conn.executemany(f"INSERT INTO patients ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.execute("INSERT INTO appointments (patient_id, doctor_id, date, time, end_time, created_at, updated_at)"
+                     " VALUES (?, 'MARTIN', '2026-11-24', '09:00', '09:15', 'x', 'x')", (rows[0][0],))
+    agenda.migrate(conn)
+    assert [tuple(row) for row in conn.execute(f"SELECT {columns} FROM patients")] == rows
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    with pytest.raises(sqlite3.IntegrityError):  # the references still hold after the rebuild
+        conn.execute("INSERT INTO appointments (patient_id, doctor_id, date, time, end_time, created_at, updated_at)"
+                     " VALUES (999, 'MARTIN', '2026-11-24', '10:00', '10:15', 'x', 'x')")
+    conn.close()
+    broken = agenda.connect(tmp_path / "broken.db")
+    with pytest.raises(sqlite3.IntegrityError, match="broken references"):
+        agenda.migrate(broken, agenda.read_schema().replace(
+            "INSERT INTO patients_v7", "INSERT INTO appointments (patient_id, doctor_id, date, time, end_time, "
+            "created_at, updated_at) VALUES (5, 'X', 'd', 't', 'u', 'x', 'x');\nINSERT INTO patients_v7"))
+    assert broken.execute("PRAGMA user_version").fetchone()[0] == 6  # the failed section left nothing
+    broken.close()

@@ -14,7 +14,9 @@
     <a href="/desk/day">{{t('day')}}</a>
     <a href="/desk/patients">{{t('search')}}</a>
     <a href="/desk/closures">{{t('closures')}}</a>
+    % if desk['role'] == 'admin':
     <a href="/desk/doctors">{{t('doctors')}}</a>
+    % end
   </nav>
   <form method="post" action="/desk/logout" class="logout">
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">

@@ -13,3 +13,6 @@
   <li><a href="/desk/appointments/{{a['id']}}">{{format_date(a['date'])}} {{a['start']}}</a> · {{a['doctor_name']}} · {{t(a['status'])}} · {{a['reason'] or ''}}</li>
 % end
 </ul>
+% if desk['role'] == 'admin':
+<p><a href="/desk/patients/{{patient['id']}}/access">{{t('access_link')}}</a></p>
+% end
