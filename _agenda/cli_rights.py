@@ -1,10 +1,17 @@
-"""The patient's rights at the command line: who saw a patient's data (the access record)."""
+"""The patient's rights at the command line: who saw a patient's data, their copy, erasure and the
+retention run ("Access record", "Erasure and retention", "A patient's copy")."""
+
+import json
+import os
 
 import click
 
-from .values import printable
-from .cli import cli, clinic_time, cli_date, cli_zone, db_option, tz_option
-from .cli_desk import clinic_at
+from .values import format_date, printable, RETENTION_YEARS_AT_LEAST
+from .store import utc_iso
+from .rights import erasure_preview, patient_copy, request_erasure, retention_run
+from .desk import copy_page
+from .cli import cli, clinic_time, cli_date, cli_now, cli_zone, db_option, DEFAULTS, tz_option
+from .cli_desk import cli_reader, clinic_at
 
 ACCESS_KINDS = {"patient": "patient page", "appointment": "appointment", "search": "search results",
                 "day": "day list", "print": "printed day", "export": "patient's copy",
@@ -38,3 +45,145 @@ def access_log(ctx, db_path, patient_id, since, tz):
         click.echo(printable(f"{clinic_time(record['at'], zone)}  {record['reader']}  {what}{others}  {verdict}"))
     if not records:
         click.echo(f"No reads of patient {patient_id} recorded{' since ' + since if since else ''}.")
+
+
+def retention_option(function):
+    return click.option("--retention-years", type=int, default=DEFAULTS.retention_years, show_default=True,
+                        envvar="AGENDA_RETENTION_YEARS", show_envvar=True,
+                        help="Years a record is kept after the patient's last appointment (5 at least).")(function)
+
+
+def rights_clinic(ctx, db_path, tz, retention_years):
+    """clinic_at, with the retention setting refused clearly when below the law's minimum."""
+    if retention_years < RETENTION_YEARS_AT_LEAST:
+        raise click.BadParameter(f"at least {RETENTION_YEARS_AT_LEAST} (Ley 41/2002 art. 17)",
+                                 param_hint="--retention-years")
+    return clinic_at(ctx, db_path, tz, retention_years=retention_years)
+
+
+@cli.group()
+def patient():
+    """One patient's rights: a copy of their data, erasure.
+
+    Example:
+
+    \b
+        agenda patient export 42 --format html --output ana.html
+    """
+
+
+@patient.command("export")
+@db_option
+@click.argument("patient_id")
+@click.option("--format", "form", type=click.Choice(["json", "html"]), default="json", show_default=True,
+              help="json for a machine, html for the patient to read (in Spanish).")
+@click.option("--output", type=click.Path(dir_okay=False), default=None,
+              help="A new file, created readable by its owner only (default: standard output).")
+@click.option("--why", default=None, help="For a blocked patient only: the court's or authority's request.")
+@tz_option
+@click.pass_context
+def patient_export(ctx, db_path, patient_id, form, output, why, tz):
+    """A patient's copy of their data: details, every appointment (cancelled too), the history of
+    changes and who saw them. Recorded in the access record as yours.
+
+    Example:
+
+    \b
+        agenda patient export 42 --output ana.json
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        copy = patient_copy(clinic, patient_id, cli_reader(), why)
+        text = copy_page(copy, clinic.tz) if form == "html" else json.dumps(copy, ensure_ascii=False, indent=2) + "\n"
+    if output is None:
+        click.echo(text if form == "html" else printable_json(text), nl=False)
+        return
+    try:
+        descriptor = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise click.ClickException(f"{output} exists; give a new file name (nothing was written)") from None
+    except OSError as error:
+        raise click.ClickException(f"cannot write {output}: {error.strerror}") from None
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(text)
+    click.echo(f"Wrote patient {copy['patient']['id']}'s copy to {output} (readable by you only).", err=True)
+
+
+def printable_json(text):
+    """JSON for a terminal: what a patient typed cannot move the cursor or change colours."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+@patient.command("erase")
+@db_option
+@click.argument("patient_id")
+@click.option("--yes", is_flag=True, help="Do not ask; record the request.")
+@retention_option
+@tz_option
+@click.pass_context
+def patient_erase(ctx, db_path, patient_id, yes, retention_years, tz):
+    """Record a patient's request to erase their data: their coming appointments are cancelled
+    and they are blocked (kept, unused, gone from every search) until the retention period
+    ends; then `agenda retention run` anonymises them. Prints a notice for the caller platform.
+
+    Example:
+
+    \b
+        agenda patient erase 42
+    """
+    zone = cli_zone(tz)
+    with rights_clinic(ctx, db_path, tz, retention_years) as clinic:
+        preview = erasure_preview(clinic, patient_id)
+        for appointment in preview["cancelled"]:
+            click.echo(f"will cancel {appointment['id']}: {format_date(appointment['date'])} {appointment['time']} "
+                       f"{printable(appointment['doctor_id'])}")
+        click.echo(f"Patient {preview['patient_id']} will be blocked; erasable from "
+                   f"{format_date(preview['erasable_from'].isoformat())}.")
+        if not yes and not click.confirm("Record the erasure request?"):
+            raise click.ClickException("nothing was done")
+        done = request_erasure(clinic, patient_id, "cli")
+    ending = ("anonymised now: no appointment took place" if done["anonymised"] else
+              f"blocked until {format_date(done['erasable_from'].isoformat())}, then anonymised by `agenda retention run`")
+    click.echo(f"Recorded the erasure request of patient {done['patient_id']}: "
+               f"{len(done['cancelled'])} appointment(s) cancelled; {ending}.")
+    click.echo(printable(ERASURE_NOTICE.format(id=done["patient_id"], nif=done["nif"],
+                                               at=clinic_time(utc_iso(cli_now(ctx)), zone))))
+
+
+ERASURE_NOTICE = ("\nForward to the caller platform (our processor), which must erase what it holds:\n"
+                  "  Erasure request of patient {id} (NIF {nif}) recorded on {at}. Erase this patient's data "
+                  "from your systems (call recordings, transcripts, logs) and confirm it to the clinic.")
+
+
+@cli.group()
+def retention():
+    """The retention law's clock: anonymise what is due, forget old access records.
+
+    Example:
+
+    \b
+        agenda retention run --db /var/lib/agenda/clinic.db
+    """
+
+
+@retention.command("run")
+@db_option
+@retention_option
+@tz_option
+@click.pass_context
+def retention_run_command(ctx, db_path, retention_years, tz):
+    """Anonymise every blocked patient whose retention period has ended and remove access records
+    older than two years; say what was done. Run it daily (docs/deploy.md has a timer).
+
+    Example:
+
+    \b
+        agenda retention run
+    """
+    with rights_clinic(ctx, db_path, tz, retention_years) as clinic:
+        done = retention_run(clinic, "cli")
+    anonymised = ", ".join(str(i) for i in done["anonymised"]) or "none"
+    click.echo(f"Anonymised {len(done['anonymised'])} patient(s): {anonymised}.")
+    click.echo(f"Removed {done['access_removed']:,} access record(s) older than two years.")
+    if done["waiting"]:
+        click.echo(f"{done['waiting']} blocked patient(s) wait for their period to end; the next on "
+                   f"{format_date(done['next'].isoformat())}.")

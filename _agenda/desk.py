@@ -4,6 +4,7 @@ the handlers and DESK_ROUTES."""
 import datetime as dt
 import functools
 import hmac
+import json
 import logging
 import secrets
 import urllib.parse
@@ -14,6 +15,7 @@ import phonenumbers
 from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time
 from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
+from .rights import erasure_preview, patient_copy, request_erasure
 from .web import clinic, query_text, raw_header, refusal_for, request_id, status_of
 
 log = logging.getLogger("agenda")
@@ -95,6 +97,26 @@ TEXTS = {
     "kind_print": ("día impreso", "printed day"), "kind_export": ("copia de sus datos", "copy of their data"),
     "kind_blocked": ("ficha bloqueada abierta", "blocked record opened"),
     "kind_access": ("este registro de lecturas", "this record of reads"),
+    "copy_json": ("Copia de sus datos (JSON)", "Copy of their data (JSON)"),
+    "copy_html": ("Copia de sus datos (página)", "Copy of their data (page)"),
+    "erase": ("Solicitud de supresión", "Erasure request"),
+    "erase_title": ("Solicitud de supresión de {patient}", "Erasure request of {patient}"),
+    "erase_hint": ("Se anulan sus citas próximas y sus datos quedan bloqueados (guardados, sin usarse, fuera de "
+                   "toda búsqueda) hasta el {date}, cuando la ley permite anonimizarlos.",
+                   "Their coming appointments are cancelled and their data blocked (kept, unused, out of every "
+                   "search) until {date}, when the law allows anonymising them."),
+    "erase_now_hint": ("No ha tenido ninguna cita: sus datos se anonimizan ahora.",
+                       "They never had an appointment: their data is anonymised now."),
+    "erase_cancels": ("Se anularán estas citas (avise al paciente si hace falta):",
+                      "These appointments will be cancelled (tell the patient if needed):"),
+    "erase_confirm": ("Registrar la solicitud", "Record the request"),
+    "erase_notice": ("Avise a la plataforma del asistente telefónico (encargada del tratamiento) de que debe "
+                     "suprimir los datos del paciente {id}.", "Tell the voice agent's platform (our processor) "
+                     "to erase the data of patient {id}."),
+    "erasure_done": ("Solicitud de supresión registrada; {count} cita(s) anulada(s).",
+                     "Erasure request recorded; {count} appointment(s) cancelled."),
+    "erased_now": ("Datos anonimizados.", "Data anonymised."),
+    "erased_blocked": ("Bloqueado hasta el {date}.", "Blocked until {date}."),
     "not_found": ("No existe.", "Not found."), "error": ("Algo ha fallado.", "Something went wrong."),
 }
 
@@ -471,6 +493,65 @@ def desk_patient_access(patient_id):
     return desk_page("access", patient=dict(patient), records=records)
 
 
+COPY_WORDS = {  # the patient's copy is in Spanish: what a patient reads of the clinic's words
+    "statuses": {"booked": "reservada", "confirmed": "confirmada", "unanswered": "sin respuesta al recordatorio",
+                 "cancelled": "anulada"},
+    "actions": {"patient.created": "alta como paciente", "appointment.booked": "cita reservada",
+                "appointment.moved": "cita cambiada de hora", "appointment.cancelled": "cita anulada",
+                "appointment.confirmed": "cita confirmada", "appointment.declined": "cita rechazada en el recordatorio",
+                "appointment.unanswered": "recordatorio sin respuesta", "appointment.released": "cita liberada "
+                "tras el recordatorio sin respuesta", "patient.erasure_requested": "supresión solicitada",
+                "patient.blocked_opened": "ficha bloqueada abierta por una autoridad",
+                "patient.anonymised": "datos anonimizados"},
+    "kinds": {"patient": "su ficha", "appointment": "una cita", "search": "una búsqueda", "day": "la lista del día",
+              "print": "el día impreso", "export": "una copia de sus datos", "blocked": "su ficha bloqueada",
+              "access": "este registro"},
+}
+
+
+def copy_page(copy, zone):
+    """The patient's copy as a page they can read (Spanish), standing alone ("A patient's copy")."""
+    def when(utc_text):
+        moment = dt.datetime.fromisoformat(utc_text).astimezone(zone)
+        return f"{format_date(moment.date())} {moment:%H:%M}"
+
+    def sources(source):
+        if source == "api":
+            return "el asistente telefónico"
+        return "recepción (" + source.split(":", 1)[1] + ")" if source.startswith("desk:") else "administración"
+    return desk_template("copy").render(**copy, **COPY_WORDS, generated=copy["generatedAt"], when=when,
+                                        day=format_date, sources=sources)
+
+
+def desk_patient_copy(patient_id):
+    """The patient's copy as a download (admins only): ?format=json, else the page ("A patient's copy")."""
+    copy = patient_copy(clinic(), patient_id, desk_source())
+    as_json = bottle.request.query.get("format") == "json"
+    name = f"paciente-{copy['patient']['id']}.{'json' if as_json else 'html'}"
+    bottle.response.set_header("Content-Disposition", f'attachment; filename="{name}"')
+    if as_json:
+        bottle.response.content_type = "application/json; charset=utf-8"
+        return json.dumps(copy, ensure_ascii=False, indent=2)
+    bottle.response.content_type = "text/html; charset=utf-8"
+    return copy_page(copy, clinic().tz)
+
+
+def desk_erase_page(patient_id):
+    """What an erasure request would do, to confirm (admins only)."""
+    preview = erasure_preview(clinic(), patient_id)
+    return desk_page("erase", patient=dict(clinic().patient_by_id(patient_id)), preview=preview,
+                     today=clinic().today())
+
+
+def desk_erase(patient_id):
+    """Record the erasure request: the coming appointments cancelled, the patient blocked ("Erasure and retention")."""
+    result = request_erasure(clinic(), patient_id, desk_source())
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    done_text = t("erased_now") if result["anonymised"] else t("erased_blocked",
+                                                                 date=format_date(result["erasable_from"]))
+    done(t("erasure_done", count=len(result["cancelled"])) + " " + done_text, "/desk/patients")
+
+
 def desk_closures(error=None, status=200, covered=None):
     typed = {name: form(name) or "" for name in ("doctorId", "centerId", "dateFrom", "dateTo", "start", "end",
                                                  "reason")}
@@ -548,6 +629,9 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/patients", desk_patients, {**DESK, "no_change": True}),
     ("GET", "/desk/patients/<patient_id:int>", desk_patient, DESK),
     ("GET", "/desk/patients/<patient_id:int>/access", desk_patient_access, ADMIN),
+    ("GET", "/desk/patients/<patient_id:int>/copy", desk_patient_copy, ADMIN),
+    ("GET", "/desk/patients/<patient_id:int>/erase", desk_erase_page, ADMIN),
+    ("POST", "/desk/patients/<patient_id:int>/erase", desk_erase, ADMIN),
     ("GET", "/desk/closures", desk_closures, DESK),
     ("POST", "/desk/closures", desk_add_closure, DESK),
     ("POST", "/desk/closures/<closure_id:int>/remove", desk_remove_closure, DESK),

@@ -22,6 +22,9 @@ REMINDER_POLICIES = ("flag", "release", "keep")
 DEFAULT_TZ = "Europe/Madrid"
 
 
+RETENTION_YEARS_AT_LEAST = 5  # Ley 41/2002 art. 17: clinical documentation kept at least five years
+
+
 @dataclass(frozen=True)
 class Settings:
     """What the clinic may tune ("Configuration and CLI"), and the one home of its defaults: `agenda run`
@@ -34,6 +37,7 @@ class Settings:
     reminder_policy: str = "flag"
     max_body_bytes: int = 64 * 1024
     desk_idle_minutes: int = 30
+    retention_years: int = 5
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:
@@ -48,6 +52,9 @@ class Settings:
             raise ValueError("body limit must be at least 1024 bytes")
         if self.desk_idle_minutes < 1:
             raise ValueError("the desk's idle time must be at least 1 minute")
+        if self.retention_years < RETENTION_YEARS_AT_LEAST:
+            raise ValueError(f"clinical records are kept at least {RETENTION_YEARS_AT_LEAST} years from each episode "
+                             "(Ley 41/2002, art. 17): give a retention of 5 years or more")
         clinic_zone(self.tz)
 
 

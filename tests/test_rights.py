@@ -4,6 +4,7 @@ access-log` and the desk's page."""
 
 import datetime as dt
 import getpass
+import json
 import sqlite3
 
 import pytest
@@ -167,3 +168,152 @@ def test_a_busy_database_keeps_the_batch_for_the_next_turn(api, db_path):
     finally:
         access.stop()
     assert access_rows(db_path) == [("api", "patient", True, [patient])]
+
+
+# Erasure under the retention law ("Erasure and retention")
+
+def cli(db_path, *args, at=MONDAY, input=None):
+    """`agenda ARGS` on this database at this clinic time."""
+    runner = CliRunner(env={"AGENDA_DB": str(db_path), "AGENDA_RETENTION_YEARS": None})
+    return runner.invoke(agenda.cli, [str(arg) for arg in args], obj={"now": Clock(at)}, input=input)
+
+
+def at(year, month, day, hour=8):
+    return dt.datetime(year, month, day, hour, tzinfo=MONDAY.tzinfo)
+
+
+def patient_with_a_past_and_a_coming_appointment(api, clock):
+    """Ana (12345678Z) seen on 24/11/2026 and booked again on 26/11; the clock on 25/11."""
+    patient = api.new_patient()
+    seen = api.book(patient)
+    clock.set(2026, 11, 25)
+    coming = api.book(patient, date="26/11/2026", time="10:00")
+    return patient, seen, coming
+
+
+def test_an_erasure_request_cancels_what_is_coming_and_blocks_the_patient_out_of_every_answer(api, db_path, clock):
+    patient, seen, coming = patient_with_a_past_and_a_coming_appointment(api, clock)
+    asked = cli(db_path, "patient", "erase", patient, at=clock.moment, input="n\n")
+    assert asked.exit_code == 1 and f"will cancel {coming}: 26/11/2026 10:00" in asked.output
+    assert "erasable from 24/11/2031" in asked.output and "nothing was done" in asked.output
+    assert api.get("/patients?nif=12345678Z").status_int == 200  # a "no" changed nothing
+    erased = cli(db_path, "patient", "erase", patient, "--yes", at=clock.moment)
+    assert erased.exit_code == 0, erased.output
+    assert "1 appointment(s) cancelled; blocked until 24/11/2031" in erased.output
+    assert f"Erasure request of patient {patient} (NIF 12345678Z)" in erased.output  # the notice to forward
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT status, cancel_reason FROM appointments WHERE id = ?", (coming,)).fetchone() == (
+        "cancelled", "erasure requested")
+    assert conn.execute("SELECT source FROM events WHERE action = 'patient.erasure_requested'").fetchone() == ("cli",)
+    conn.close()
+    assert api.get("/patients?nif=12345678Z").status_int == 404
+    assert api.get("/appointments?nif=12345678Z").json["data"] == []
+    assert api.get(f"/appointments/{seen}").status_int == 404
+    assert api.get("/appointments?date=24/11/2026").json["data"] == []
+    desk = desk_client(api, role="admin")
+    assert "/desk/patients/" not in search(desk, "García").text
+    assert desk.get(f"/desk/patients/{patient}", expect_errors=True).status_int == 404
+    again = api.new_patient()  # the NIF is free: a new record that learns nothing of the old one
+    assert again != patient and api.get("/patients?nif=12345678Z").json["id"] == again
+    assert api.get("/appointments?nif=12345678Z").json["data"] == []
+    assert cli(db_path, "patient", "erase", patient, "--yes").exit_code == 1  # once is enough
+
+
+def test_the_retention_run_anonymises_on_the_day_the_period_ends_and_never_before(api, db_path, clock):
+    patient, seen, coming = patient_with_a_past_and_a_coming_appointment(api, clock)
+    api.get("/patients?nif=12345678Z")  # an access on 25/11/2026
+    assert cli(db_path, "patient", "erase", patient, "--yes", at=clock.moment).exit_code == 0
+    early = cli(db_path, "retention", "run", at=at(2031, 11, 23, 23))
+    assert early.exit_code == 0 and "Anonymised 0 patient(s): none." in early.output
+    assert "1 blocked patient(s) wait for their period to end; the next on 24/11/2031" in early.output
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT nif, anonymised_at FROM patients WHERE id = ?", (patient,)).fetchone() == (
+        "12345678Z", None)
+    due = cli(db_path, "retention", "run", at=at(2031, 11, 24, 0))
+    assert due.exit_code == 0 and f"Anonymised 1 patient(s): {patient}." in due.output
+    name, nif, phone, birth = conn.execute("SELECT name, nif, phone, birth_date FROM patients WHERE id = ?",
+                                           (patient,)).fetchone()
+    assert (name, nif, phone, birth) == ("Anonimizado", f"ANON-{patient}", None, None)
+    assert conn.execute("SELECT count(*) FROM appointments WHERE patient_id = ?", (patient,)).fetchone() == (2,)
+    trail = "\n".join(str(row) for row in conn.execute("SELECT * FROM events"))
+    assert not any(word in trail for word in ("García", "12345678Z", "612345678", "1980-02-01", "Revisión"))
+    assert "patient.anonymised" in trail
+    conn.close()
+
+
+def test_a_patient_never_seen_is_anonymised_at_once_and_the_law_s_minimum_holds(api, db_path):
+    patient = api.new_patient()
+    short = cli(db_path, "patient", "erase", patient, "--yes", "--retention-years", "4")
+    assert short.exit_code == 2 and "Ley 41/2002" in short.output
+    erased = cli(db_path, "patient", "erase", patient, "--yes")
+    assert erased.exit_code == 0 and "anonymised now: no appointment took place" in erased.output
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT name FROM patients WHERE id = ?", (patient,)).fetchone() == ("Anonimizado",)
+    conn.close()
+
+
+def test_access_records_are_kept_two_years_then_removed_by_the_retention_run(api, db_path, clock):
+    api.new_patient()
+    api.get("/patients?nif=12345678Z")  # 23/11/2026 08:00
+    kept = cli(db_path, "retention", "run", at=MONDAY + dt.timedelta(days=730) - dt.timedelta(minutes=1))
+    assert "Removed 0 access record(s)" in kept.output and len(access_rows(db_path)) == 1
+    gone = cli(db_path, "retention", "run", at=MONDAY + dt.timedelta(days=730, minutes=1))
+    assert "Removed 1 access record(s)" in gone.output and access_rows(db_path) == []
+
+
+# The patient's copy ("A patient's copy")
+
+def test_the_patients_copy_holds_everything_and_is_recorded_as_an_export(api, db_path, clock, tmp_path):
+    patient, seen, coming = patient_with_a_past_and_a_coming_appointment(api, clock)
+    api.delete(f"/appointments/{coming}")
+    out = tmp_path / "ana.json"
+    made = cli(db_path, "patient", "export", patient, "--output", out, at=clock.moment)
+    assert made.exit_code == 0, made.output
+    assert out.stat().st_mode & 0o777 == 0o600
+    copy = json.loads(out.read_text())
+    assert copy["patient"]["nif"] == "12345678Z" and copy["patient"]["name"] == "Ana"
+    assert [(a["id"], a["status"]) for a in copy["appointments"]] == [(int(seen), "booked"), (int(coming),
+                                                                                             "cancelled")]
+    assert [e["action"] for e in copy["history"]] == [
+        "patient.created", "appointment.booked", "appointment.booked", "appointment.cancelled"]
+    assert [(r["reader"], r["kind"]) for r in copy["accesses"]] == [(f"cli:{getpass.getuser()}", "export")]
+    again = cli(db_path, "patient", "export", patient, "--output", out)
+    assert again.exit_code == 1 and "exists" in again.output
+    page = cli(db_path, "patient", "export", patient, "--format", "html")
+    assert page.exit_code == 0 and "<h2>Sus citas</h2>" in page.output and "anulada" in page.output
+    assert "una copia de sus datos" in page.output
+
+
+def test_a_blocked_record_opens_only_with_a_reason_and_each_opening_is_recorded(api, db_path, clock):
+    patient, seen, coming = patient_with_a_past_and_a_coming_appointment(api, clock)
+    assert cli(db_path, "patient", "erase", patient, "--yes", at=clock.moment).exit_code == 0
+    refused = cli(db_path, "patient", "export", patient)
+    assert refused.exit_code == 1 and "blocked" in refused.output and "12345678Z" not in refused.output
+    opened = cli(db_path, "patient", "export", patient, "--why", "Juzgado n.º 3, diligencias 12/2027")
+    assert opened.exit_code == 0 and '"nif": "12345678Z"' in opened.output
+    conn = sqlite3.connect(db_path)
+    (after,), = conn.execute("SELECT after FROM events WHERE action = 'patient.blocked_opened'")
+    assert json.loads(after) == {"why": "Juzgado n.º 3, diligencias 12/2027"}
+    conn.close()
+    kinds = [(kind, allowed) for reader, kind, allowed, ids in access_rows(db_path)]
+    assert kinds == [("blocked", False), ("blocked", True), ("export", True)]
+
+
+def test_the_desk_gives_an_admin_the_copy_and_the_erasure_and_refuses_reception(api, db_path, clock):
+    patient, seen, coming = patient_with_a_past_and_a_coming_appointment(api, clock)
+    reception = desk_client(api)
+    for path in ("copy", "copy?format=json", "erase"):
+        assert reception.get(f"/desk/patients/{patient}/{path}", expect_errors=True).status_int == 403
+    admin = desk_client(api, "luis", role="admin")
+    page = admin.get(f"/desk/patients/{patient}")
+    download = page.click(href=f"/desk/patients/{patient}/copy\\?format=json")
+    assert download.headers["Content-Disposition"] == f'attachment; filename="paciente-{patient}.json"'
+    assert download.json["patient"]["nif"] == "12345678Z" and download.headers["Cache-Control"] == "no-store"
+    preview = page.click(href=f"/desk/patients/{patient}/erase")
+    assert "26/11/2026 10:00" in preview.text and "24/11/2031" in preview.text
+    assert api.get(f"/appointments/{coming}").status_int == 200  # the preview changed nothing
+    done = preview.forms[len(preview.forms) - 1].submit().follow()
+    assert "1 cita(s) anulada(s)" in done.text and "24/11/2031" in done.text
+    assert api.get(f"/appointments/{coming}").status_int == 404  # cancelled, and its patient blocked
+    assert api.get("/patients?nif=12345678Z").status_int == 404
+    assert admin.get(f"/desk/patients/{patient}", expect_errors=True).status_int == 404

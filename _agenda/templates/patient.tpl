@@ -14,5 +14,10 @@
 % end
 </ul>
 % if desk['role'] == 'admin':
-<p><a href="/desk/patients/{{patient['id']}}/access">{{t('access_link')}}</a></p>
+<p class="admin">
+  <a href="/desk/patients/{{patient['id']}}/access">{{t('access_link')}}</a> ·
+  <a href="/desk/patients/{{patient['id']}}/copy">{{t('copy_html')}}</a> ·
+  <a href="/desk/patients/{{patient['id']}}/copy?format=json">{{t('copy_json')}}</a> ·
+  <a href="/desk/patients/{{patient['id']}}/erase">{{t('erase')}}</a>
+</p>
 % end

@@ -1,0 +1,177 @@
+"""The patient's rights in the domain: erasure under the retention law, anonymisation once the period
+ends, and the patient's copy of their data ("Erasure and retention", "A patient's copy")."""
+
+import datetime as dt
+import json
+
+from .values import ClinicError, numeric_id
+from .store import record_event, utc_iso
+from .access import KEEP_DAYS
+from .clinic import APPOINTMENT_RECORD
+
+ERASED_NAME = "Anonimizado"
+# What identifies a patient, wherever a row or an event holds it; replaced when the period ends.
+IDENTITY = ("name", "surname", "birth_date", "nif", "phone", "phone_e164", "reason")
+ERASURE_REASON = "erasure requested"
+
+
+def years_after(day, years):
+    """The same day `years` later (29 February becomes 28 February)."""
+    try:
+        return day.replace(year=day.year + years)
+    except ValueError:
+        return day.replace(year=day.year + years, day=28)
+
+
+def stored_patient(conn, patient_id):
+    """The patients row, blocked or not; PATIENT_NOT_FOUND when there is none."""
+    key = numeric_id(patient_id)
+    row = None if key is None else conn.execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()
+    if row is None:
+        raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+    return row
+
+
+# Erasure: blocked first, anonymised when the retention period ends
+
+def request_erasure(clinic, patient_id, source):
+    """Record an erasure request: the coming appointments cancelled, the patient blocked until the
+    retention period ends (or anonymised now when it already has). What was done, as a dict."""
+    at, now = clinic.clock(), clinic.clock().astimezone(clinic.tz)
+    with clinic.db.transaction() as conn:
+        row = stored_patient(conn, patient_id)
+        if row["blocked_at"] is not None:
+            raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+        coming = coming_appointments(conn, row["id"], now)
+        for appointment in coming:
+            clinic.cancelled(conn, appointment, at, ERASURE_REASON, "appointment.cancelled", source)
+        until = erasable_from(conn, row["id"], now.date(), clinic.settings.retention_years)
+        conn.execute("UPDATE patients SET blocked_at = ?, erasable_from = ? WHERE id = ?",
+                     (utc_iso(at), until.isoformat(), row["id"]))
+        record_event(conn, at, source, "patient.erasure_requested", "patient", row["id"],
+                     after={"erasableFrom": until.isoformat(), "cancelled": [a["id"] for a in coming]})
+        anonymised = until <= now.date()
+        if anonymised:
+            anonymise(conn, row["id"], at, source)
+    return {"patient_id": row["id"], "nif": row["nif"], "cancelled": coming, "erasable_from": until,
+            "anonymised": anonymised}
+
+
+def erasure_preview(clinic, patient_id):
+    """What an erasure request would do, changing nothing: {patient_id, cancelled, erasable_from}."""
+    now, conn = clinic.clock().astimezone(clinic.tz), clinic.conn()
+    row = stored_patient(conn, patient_id)
+    if row["blocked_at"] is not None:
+        raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+    return {"patient_id": row["id"], "cancelled": coming_appointments(conn, row["id"], now),
+            "erasable_from": erasable_from(conn, row["id"], now.date(), clinic.settings.retention_years)}
+
+
+def coming_appointments(conn, patient_id, now):
+    """The patient's live appointments from `now` (clinic time) on, as appointments rows."""
+    today = now.date().isoformat()
+    return [dict(a) for a in conn.execute(
+        "SELECT * FROM appointments WHERE patient_id = ? AND status != 'cancelled' AND (date > ? OR"
+        " (date = ? AND time >= ?)) ORDER BY date, time", (patient_id, today, today, f"{now:%H:%M}"))]
+
+
+def erasable_from(conn, patient_id, today, years):
+    """The day the retention period ends: `years` after the patient's last appointment that took
+    place (Ley 41/2002 art. 17); today when none did (no clinical record to keep)."""
+    last = conn.execute("SELECT max(date) FROM appointments WHERE patient_id = ? AND status != 'cancelled'"
+                        " AND date <= ?", (patient_id, today.isoformat())).fetchone()[0]
+    return today if last is None else max(today, years_after(dt.date.fromisoformat(last), years))
+
+
+def anonymise(conn, patient_id, at, source):
+    """Inside a transaction: replace who the patient is, in their row, their appointments' reasons and
+    every event about them, keeping the appointments for the clinic's counts."""
+    conn.execute("UPDATE patients SET name = ?, surname = NULL, birth_date = NULL, nif = ?, phone = NULL,"
+                 " phone_e164 = NULL, anonymised_at = ? WHERE id = ?",
+                 (ERASED_NAME, f"ANON-{patient_id}", utc_iso(at), patient_id))
+    conn.execute("UPDATE appointments SET reason = NULL WHERE patient_id = ?", (patient_id,))
+    events = conn.execute(
+        "SELECT id, before, after FROM events WHERE (entity = 'patient' AND entity_id = ?) OR (entity = 'appointment'"
+        " AND entity_id IN (SELECT CAST(id AS TEXT) FROM appointments WHERE patient_id = ?))",
+        (str(patient_id), patient_id)).fetchall()
+    conn.executemany("UPDATE events SET before = ?, after = ? WHERE id = ?",
+                     [(scrubbed(event["before"]), scrubbed(event["after"]), event["id"]) for event in events])
+    record_event(conn, at, source, "patient.anonymised", "patient", patient_id)
+
+
+def scrubbed(stored):
+    """An event's stored JSON with every identifying field emptied."""
+    if stored is None:
+        return None
+    values = json.loads(stored)
+    if isinstance(values, dict):
+        values.update({key: None for key in IDENTITY if key in values})
+    return json.dumps(values, ensure_ascii=False)
+
+
+def retention_run(clinic, source):
+    """Anonymise every blocked patient whose period has ended, and remove access records older than
+    two years: {anonymised: [ids], access_removed: N, waiting: N, next: date or None}."""
+    at, today = clinic.clock(), clinic.today()
+    with clinic.db.transaction() as conn:
+        due = [row[0] for row in conn.execute(
+            "SELECT id FROM patients WHERE blocked_at IS NOT NULL AND anonymised_at IS NULL AND erasable_from <= ?"
+            " ORDER BY id", (today.isoformat(),))]
+        for patient_id in due:
+            anonymise(conn, patient_id, at, source)
+        waiting, upcoming = conn.execute(
+            "SELECT count(*), min(erasable_from) FROM patients WHERE blocked_at IS NOT NULL AND anonymised_at IS NULL"
+        ).fetchone()
+    removed = clinic.access.forget_before(at - dt.timedelta(days=KEEP_DAYS))
+    return {"anonymised": due, "access_removed": removed, "waiting": waiting,
+            "next": dt.date.fromisoformat(upcoming) if upcoming else None}
+
+
+# The patient's copy (GDPR art. 15 and 20)
+
+def patient_copy(clinic, patient_id, reader, why=None):
+    """Everything Agenda holds about one patient: details, every appointment (cancelled ones too), the
+    change history and the access record; the read recorded. A blocked patient only with `why`."""
+    conn = clinic.conn()
+    row = stored_patient(conn, patient_id)
+    if row["blocked_at"] is not None:
+        open_blocked(clinic, row, reader, why)
+    clinic.seen(reader, "export", [row["id"]])
+    appointments = [json.loads(text) for (text,) in conn.execute(
+        f"SELECT {APPOINTMENT_RECORD} FROM appointments a"
+        " JOIN doctors d ON d.id = a.doctor_id JOIN patients p ON p.id = a.patient_id"
+        " WHERE a.patient_id = ? ORDER BY a.date, a.time", (row["id"],))]
+    history = [{"at": event["at"], "source": event["source"], "action": event["action"], "entity": event["entity"],
+                "id": event["entity_id"], "before": json.loads(event["before"] or "null"),
+                "after": json.loads(event["after"] or "null")} for event in conn.execute(
+        "SELECT * FROM events WHERE (entity = 'patient' AND entity_id = ?) OR (entity = 'appointment' AND entity_id"
+        " IN (SELECT CAST(id AS TEXT) FROM appointments WHERE patient_id = ?)) ORDER BY id",
+        (str(row["id"]), row["id"]))]
+    return {"generatedAt": utc_iso(clinic.clock()), "patient": patient_details(row), "appointments": appointments,
+            "history": history, "accesses": clinic.access.of_patient(row["id"])}
+
+
+def event_source(reader):
+    """The audit trail's source for a reader: the CLI's login is the access record's alone."""
+    return "cli" if reader.startswith("cli") else reader
+
+
+def patient_details(row):
+    return {"id": row["id"], "name": row["name"], "surname": row["surname"], "birthDate": row["birth_date"],
+            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "registeredAt": row["created_at"],
+            "blockedAt": row["blocked_at"], "erasableFrom": row["erasable_from"],
+            "anonymisedAt": row["anonymised_at"]}
+
+
+def open_blocked(clinic, row, reader, why):
+    """Opening a blocked record: an explicit act for a court or an authority, with its reason recorded
+    in the audit trail and the access record; refused without one."""
+    why = (why or "").strip()
+    if not why:
+        clinic.access.note(reader, "blocked", [row["id"]], allowed=False)
+        raise ClinicError("PATIENT_BLOCKED", f"patient {row['id']} is blocked since an erasure request (erasable "
+                          f"from {row['erasable_from']}); opening it is for a court or an authority: say why")
+    with clinic.db.transaction() as conn:
+        record_event(conn, clinic.clock(), event_source(reader), "patient.blocked_opened", "patient", row["id"],
+                     after={"why": why[:500]})
+    clinic.seen(reader, "blocked", [row["id"]])
