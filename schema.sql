@@ -290,3 +290,24 @@ CREATE UNIQUE INDEX patients_by_nif ON patients (nif) WHERE blocked_at IS NULL;
 CREATE INDEX patients_by_phone ON patients (phone_e164) WHERE blocked_at IS NULL;
 CREATE INDEX patients_due_for_erasure ON patients (erasable_from) WHERE anonymised_at IS NULL;
 CREATE VIEW live_patients AS SELECT * FROM patients WHERE blocked_at IS NULL;
+
+-- version 8
+
+-- A doctor may take different insurances at different centers ("Catalogs"): each list belongs to
+-- one center (NULL: a single-site clinic, as in schedules); a doctor with no list at a center
+-- takes every insurance there. The lists made before hold at every center where the doctor has
+-- hours. The table is rebuilt to add the center to its key.
+CREATE TABLE doctor_insurances_v8 (
+    doctor_id    TEXT NOT NULL REFERENCES doctors (id),
+    center_id    TEXT REFERENCES centers (id),
+    insurance_id TEXT NOT NULL REFERENCES insurances (id)
+);
+INSERT INTO doctor_insurances_v8 (doctor_id, center_id, insurance_id)
+    SELECT DISTINCT i.doctor_id, s.center_id, i.insurance_id FROM doctor_insurances i
+    JOIN schedules s ON s.doctor_id = i.doctor_id;
+INSERT INTO doctor_insurances_v8 (doctor_id, center_id, insurance_id)
+    SELECT i.doctor_id, NULL, i.insurance_id FROM doctor_insurances i
+    WHERE NOT EXISTS (SELECT 1 FROM schedules s WHERE s.doctor_id = i.doctor_id);
+DROP TABLE doctor_insurances;
+ALTER TABLE doctor_insurances_v8 RENAME TO doctor_insurances;
+CREATE UNIQUE INDEX doctor_insurances_key ON doctor_insurances (doctor_id, coalesce(center_id, ''), insurance_id);

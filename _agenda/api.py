@@ -311,12 +311,13 @@ def custom_config_of(catalogs):
             entry = {"id": doctor["id"], "name": doctor["name"], "speciality": doctor["speciality_id"]}
             if catalogs["centers"]:
                 entry["idCenter"] = center_id
-            if doctor["insurances"]:
-                entry["insurances"] = doctor["insurances"]
+            if doctor["insurances"].get(center_id):
+                entry["insurances"] = doctor["insurances"][center_id]
             doctors.append(entry)
     config = {
         "doctors": {"description": "Doctors; one entry per center where the doctor works. "
-                                   "insurances, when present, lists the only insurances accepted.", "data": doctors},
+                                   "insurances, when present, lists the only insurances accepted at that center.",
+                    "data": doctors},
         "specialities": {"description": "Specialities and appointment types", "data": catalogs["specialities"]},
         "insurances": {"description": "Insurances, private patients included", "data": catalogs["insurances"]},
     }

@@ -123,9 +123,18 @@ class Clinic:
         if self.conn().execute("SELECT 1 FROM insurances WHERE id = ?", (insurance_id,)).fetchone() is None:
             raise ClinicError("INSURANCE_NOT_FOUND", "no insurance with that insuranceId")
 
-    def accepts_insurance(self, doctor_id, insurance_id):
-        listed = [row[0] for row in self.conn().execute(
-            "SELECT insurance_id FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))]
+    def insurance_lists(self, doctor_ids):
+        """{(doctor, center): {insurance ids}}: the only insurances each doctor takes at each center
+        ("Catalogs"); a doctor and center absent from it take every insurance."""
+        lists = {}
+        for row in self.conn().execute(
+                f"SELECT doctor_id, center_id, insurance_id FROM doctor_insurances WHERE doctor_id IN"
+                f" ({','.join('?' * len(doctor_ids))})", list(doctor_ids)):
+            lists.setdefault((row["doctor_id"], row["center_id"]), set()).add(row["insurance_id"])
+        return lists
+
+    def accepts_insurance(self, doctor_id, insurance_id, center_id):
+        listed = self.insurance_lists([doctor_id]).get((doctor_id, center_id))
         return not listed or insurance_id in listed
 
     def appointment_row(self, appointment_id, if_cancelled, columns="a.*"):
@@ -180,17 +189,17 @@ class Clinic:
 
     def catalogs(self):
         """The clinic's catalogs ("Catalogs"): centers, specialities and insurances ({id, name}), and each
-        doctor with the centers they work at and the only insurances they accept (empty: all)."""
+        doctor with the centers they work at and, by center, the only insurances they take there (none: all)."""
         conn = self.conn()
         insurance_lists, doctor_centers = {}, {}
-        for row in conn.execute("SELECT doctor_id, insurance_id FROM doctor_insurances ORDER BY 1, 2"):
-            insurance_lists.setdefault(row["doctor_id"], []).append(row["insurance_id"])
+        for row in conn.execute("SELECT doctor_id, center_id, insurance_id FROM doctor_insurances ORDER BY 1, 2, 3"):
+            insurance_lists.setdefault(row["doctor_id"], {}).setdefault(row["center_id"], []).append(row["insurance_id"])
         for row in conn.execute("SELECT DISTINCT doctor_id, center_id FROM schedules ORDER BY 1, 2"):
             doctor_centers.setdefault(row["doctor_id"], []).append(row["center_id"])
         listed = {table: [dict(row) for row in conn.execute(f"SELECT id, name FROM {table} ORDER BY id")]
                   for table in ("centers", "specialities", "insurances")}
         doctors = [{**dict(row), "centers": doctor_centers.get(row["id"], []),
-                    "insurances": insurance_lists.get(row["id"], [])}
+                    "insurances": insurance_lists.get(row["id"], {})}
                    for row in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id")]
         return {**listed, "doctors": doctors}
 
@@ -260,10 +269,12 @@ class Clinic:
             self.require_speciality(speciality_id)
             doctors = self.conn().execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = ?",
                                           (speciality_id,)).fetchall()
-        if insurance_id is not None:
-            self.require_insurance(insurance_id)
-            doctors = [d for d in doctors if self.accepts_insurance(d["id"], insurance_id)]
-        return free_slots(self.conn(), doctors, first, last, window=window, center_id=center_id)
+        slots = free_slots(self.conn(), doctors, first, last, window=window, center_id=center_id)
+        if insurance_id is None:
+            return slots
+        self.require_insurance(insurance_id)
+        lists = self.insurance_lists({slot.doctor_id for slot in slots})
+        return [slot for slot in slots if insurance_id in lists.get((slot.doctor_id, slot.center_id), {insurance_id})]
 
     # Appointments: reading
 
@@ -328,11 +339,11 @@ class Clinic:
                     raise invalid("specialityId is not the speciality of that doctor")
             if insurance_id is not None:
                 self.require_insurance(insurance_id)
-                if not self.accepts_insurance(doctor_id, insurance_id):
-                    raise ClinicError("INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance")
             self.require_center(center_id)
             try:
                 slot = self.slot_at(doctor, day, time_text, center_id)
+                if insurance_id is not None and not self.accepts_insurance(doctor_id, insurance_id, slot.center_id):
+                    raise ClinicError("INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance there")
                 booked = written_row(
                     conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
                     " date, time, end_time, reason, status, created_at, updated_at, booked_by)"
@@ -340,6 +351,8 @@ class Clinic:
                     (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id, day.isoformat(),
                      slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at), source))
             except ClinicError as refusal:
+                if refusal.code == "INSURANCE_NOT_ACCEPTED":
+                    raise
                 return self.retried_booking(patient_key, doctor_id, day, time_text, refusal)
             except sqlite3.IntegrityError:
                 return self.retried_booking(patient_key, doctor_id, day, time_text, slot_not_available("taken"))

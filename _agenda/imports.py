@@ -25,7 +25,7 @@ CATALOG_TABLES = {  # what a seed may change, in the order a snapshot reads it
     "specialities": "SELECT id, name FROM specialities ORDER BY id",
     "insurances": "SELECT id, name FROM insurances ORDER BY id",
     "doctors": "SELECT id, name, speciality_id FROM doctors ORDER BY id",
-    "doctor_insurances": "SELECT doctor_id, insurance_id FROM doctor_insurances ORDER BY 1, 2",
+    "doctor_insurances": "SELECT doctor_id, center_id, insurance_id FROM doctor_insurances ORDER BY 1, 2, 3",
     "schedules": "SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes FROM schedules"
                  " ORDER BY 1, 2, 3, 4",
     "closures": "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time, reason"
@@ -167,11 +167,24 @@ def parse_catalog(rows):
         except ValueError as error:
             problems.append((line, str(error)))
     for doctor_id, entries in doctors.items():
-        for field in ("name", "speciality", "insurances"):
-            if len({entry[field] for entry in entries}) > 1:
-                problems.append((entries[-1]["line"],
-                                 f"doctor {doctor_id}: {field} differs from line {entries[0]['line']}"))
+        problems += doctor_disagreements(doctor_id, entries)
     return simple, doctors, closures, problems
+
+
+def doctor_disagreements(doctor_id, entries):
+    """A doctor's rows must agree on name and speciality, and, at one center, on insurances (each
+    center may have its own list: "Catalogs")."""
+    problems = []
+    for field in ("name", "speciality"):
+        if len({entry[field] for entry in entries}) > 1:
+            problems.append((entries[-1]["line"], f"doctor {doctor_id}: {field} differs from line {entries[0]['line']}"))
+    first_at = {}
+    for entry in entries:
+        first = first_at.setdefault(entry["center"], entry)
+        if entry["insurances"] != first["insurances"]:
+            problems.append((entry["line"], f"doctor {doctor_id}: insurances at {entry['center'] or 'the clinic'} "
+                                            f"differ from line {first['line']} (one list per center)"))
+    return problems
 
 
 def _exists(conn, table, key):
@@ -184,10 +197,9 @@ def _apply_doctor(conn, doctor_id, entries):
     problems = []
     if not _exists(conn, "specialities", first["speciality"]):
         problems.append((first["line"], f"speciality {first['speciality']!r} is not in the catalog"))
-    for insurance_id in first["insurances"]:
-        if not _exists(conn, "insurances", insurance_id):
-            problems.append((first["line"], f"insurance {insurance_id!r} is not in the catalog"))
     for entry in entries:
+        problems += [(entry["line"], f"insurance {insurance_id!r} is not in the catalog")
+                     for insurance_id in entry["insurances"] if not _exists(conn, "insurances", insurance_id)]
         if entry["center"] and not _exists(conn, "centers", entry["center"]):
             problems.append((entry["line"], f"center {entry['center']!r} is not in the catalog"))
     if problems:
@@ -195,11 +207,12 @@ def _apply_doctor(conn, doctor_id, entries):
     conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES (?, ?, ?)"
                  " ON CONFLICT (id) DO UPDATE SET name = excluded.name, speciality_id = excluded.speciality_id",
                  (doctor_id, first["name"], first["speciality"]))
-    conn.execute("DELETE FROM doctor_insurances WHERE doctor_id = ?", (doctor_id,))
-    conn.executemany("INSERT INTO doctor_insurances (doctor_id, insurance_id) VALUES (?, ?)",
-                     [(doctor_id, insurance_id) for insurance_id in first["insurances"]])
     for center in {entry["center"] for entry in entries}:
         conn.execute("DELETE FROM schedules WHERE doctor_id = ? AND center_id IS ?", (doctor_id, center))
+        conn.execute("DELETE FROM doctor_insurances WHERE doctor_id = ? AND center_id IS ?", (doctor_id, center))
+    conn.executemany("INSERT OR IGNORE INTO doctor_insurances (doctor_id, center_id, insurance_id) VALUES (?, ?, ?)",
+                     [(doctor_id, entry["center"], insurance_id) for entry in entries
+                      for insurance_id in entry["insurances"]])
     for entry in entries:
         conn.executemany(
             "INSERT INTO schedules (doctor_id, center_id, weekday, start_time, end_time, slot_minutes)"

@@ -1,5 +1,9 @@
 """GET /custom-config ("Catalogs", spec part 2 Catalogs) and the patient endpoints ("Patients", spec part 4)."""
 
+import pytest
+
+from _agenda.imports import SeedError
+
 from conftest import CLINIC_CSV, assert_error, seed, table_rows, write_csv
 
 SINGLE_SITE_CSV = """\
@@ -162,3 +166,38 @@ def test_sql_shaped_and_unicode_names_are_stored_literally(api):
     api.new_patient(name=name, surname="Ñúñez" * 40)
     patient = api.get("/patients?nif=12345678Z").json
     assert patient["name"] == name and patient["surname"] == "Ñúñez" * 40
+
+
+# A doctor may take different insurances at different centers
+
+PER_CENTER_CSV = CLINIC_CSV + """\
+doctor,GOMEZ,Eva Gómez,DER,C1,PRIV;SAN,tue,09:00-10:00,30,,
+doctor,GOMEZ,Eva Gómez,DER,C2,DKV,thu,09:00-10:00,30,,
+"""
+
+
+def test_a_doctor_takes_each_centers_own_insurances_in_the_catalog_the_slots_and_the_booking(make_api):
+    api = make_api(PER_CENTER_CSV)
+    gomez = [d for d in api.get("/custom-config").json["doctors"]["data"] if d["id"] == "GOMEZ"]
+    assert [(d["idCenter"], d["insurances"]) for d in gomez] == [("C1", ["PRIV", "SAN"]), ("C2", ["DKV"])]
+
+    def days(insurance):
+        found = api.get(f"/availabilities?doctorId=GOMEZ&insuranceId={insurance}&startDate=24/11/2026").json["data"]
+        return {(slot["date"], slot["centerId"]) for slot in found}
+    assert days("DKV") == {("26/11/2026", "C2"), ("03/12/2026", "C2")}
+    assert days("SAN") == {("24/11/2026", "C1"), ("01/12/2026", "C1")}
+    assert days("PRIV") == days("SAN")
+    patient = api.new_patient()
+    assert_error(api.post("/appointments", {"date": "24/11/2026", "time": "09:00", "doctorId": "GOMEZ",
+                                            "patientId": patient, "insuranceId": "DKV"}), 409, "INSURANCE_NOT_ACCEPTED")
+    api.book(patient, date="26/11/2026", time="09:00", doctor="GOMEZ", insuranceId="DKV")
+
+
+def test_two_rows_of_one_doctor_at_one_center_must_name_the_same_insurances(make_api, db_path, tmp_path):
+    make_api()
+    before = table_rows(db_path)
+    clash = PER_CENTER_CSV + "doctor,GOMEZ,Eva Gómez,DER,C1,DKV,fri,09:00-10:00,30,,\n"
+    with pytest.raises(SeedError) as refused:
+        seed(db_path, write_csv(tmp_path, clash, "clash.csv"))
+    assert refused.value.problems == [(19, "doctor GOMEZ: insurances at C1 differ from line 17 (one list per center)")]
+    assert table_rows(db_path) == before

@@ -196,7 +196,7 @@ def test_seeding_again_updates_in_place_and_removes_nothing_else(runner, db_path
     tables = catalog(db_path)
     assert ("RUIZ", "Javier Ruiz Ortega", "PED") in tables["doctors"]
     assert [row for row in tables["schedules"] if row[0] == "RUIZ"] == [("RUIZ", "C1", 1, "12:00", "13:00", 30)]
-    assert [row for row in tables["doctor_insurances"] if row[0] == "RUIZ"] == [("RUIZ", "SAN")]
+    assert [row for row in tables["doctor_insurances"] if row[0] == "RUIZ"] == [("RUIZ", "C1", "SAN")]
     assert len([row for row in tables["schedules"] if row[0] == "MARTIN"]) == 6   # untouched
     assert len(tables["closures"]) == 3
 

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import agenda
-from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, valid_dni, write_csv
+from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, seed, valid_dni, write_csv
 
 
 def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap(db_path):
@@ -191,6 +191,23 @@ def test_availability_reads_appointments_from_an_index_alone(api, db_path):
     conn.close()
 
 
+CATALOGS = ("centers", "specialities", "insurances", "doctors", "doctor_insurances", "schedules", "closures")
+
+
+def seed_at_old_version(conn, tmp_path):
+    """The test clinic's catalogs in a database at an older schema: seeded by today's code into a
+    database of its own, then the columns both versions share copied over."""
+    now = tmp_path / "catalogs-now.db"
+    seed(now, write_csv(tmp_path, CLINIC_CSV))
+    conn.execute("ATTACH DATABASE ? AS now", (str(now),))
+    with agenda.transaction(conn):
+        for table in CATALOGS:
+            shared = {row[1] for row in conn.execute(f"PRAGMA now.table_info({table})")}
+            columns = ", ".join(row[1] for row in conn.execute(f"PRAGMA main.table_info({table})") if row[1] in shared)
+            conn.execute(f"INSERT OR IGNORE INTO main.{table} ({columns}) SELECT {columns} FROM now.{table}")
+    conn.execute("DETACH DATABASE now")
+
+
 def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings(tmp_path):
     """An admin who installs this agenda over last month's database: the service opens it,
     adds schema version 3's index, and every booking still holds its slot."""
@@ -198,7 +215,7 @@ def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings(tmp_pat
     conn = agenda.connect(db_path)
     agenda.migrate(conn, agenda.read_schema().split("-- version 3")[0])
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
-    agenda.seed_catalogs(conn, agenda.read_catalog_file(write_csv(tmp_path, CLINIC_CSV)), at=MONDAY)
+    seed_at_old_version(conn, tmp_path)
     with agenda.transaction(conn):
         conn.execute("INSERT INTO patients (name, nif, created_at) VALUES ('Ana', '12345678Z', 'x')")
         conn.execute("INSERT INTO appointments (patient_id, doctor_id, speciality_id, center_id, date, time,"
@@ -225,7 +242,7 @@ def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
     conn = agenda.connect(db_path)
     agenda.migrate(conn, agenda.read_schema().split(f"-- version {newest}")[0])
     assert conn.execute("PRAGMA user_version").fetchone()[0] == newest - 1
-    agenda.seed_catalogs(conn, agenda.read_catalog_file(write_csv(tmp_path, CLINIC_CSV)), at=MONDAY)
+    seed_at_old_version(conn, tmp_path)
     with agenda.transaction(conn):
         for n, (nif, time_text, status) in enumerate([("12345678Z", "09:00", "booked"),
                                                       ("11111111H", "09:30", "confirmed"),
@@ -298,7 +315,7 @@ def test_version_5_takes_who_booked_each_appointment_from_the_audit_trail(tmp_pa
     db_path = tmp_path / "clinic.db"
     conn = agenda.connect(db_path)
     agenda.migrate(conn, agenda.read_schema().split("-- version 5")[0])
-    agenda.seed_catalogs(conn, agenda.read_catalog_file(write_csv(tmp_path, CLINIC_CSV)), at=MONDAY)
+    seed_at_old_version(conn, tmp_path)
     with agenda.transaction(conn):
         for n, (source, start, end) in enumerate([("api", "09:00", "09:30"), ("desk:ana", "09:30", "10:00"),
                                                   (None, "10:00", "10:30")], start=1):
@@ -330,7 +347,7 @@ def test_the_upgrade_that_rebuilds_patients_keeps_every_row_id_and_reference(tmp
     old = tmp_path / "old.db"
     conn = agenda.connect(old)
     agenda.migrate(conn, agenda.read_schema().split("-- version 7")[0])
-    agenda.seed_catalogs(conn, agenda.read_catalog_file(write_csv(tmp_path, CLINIC_CSV)), at=MONDAY)
+    seed_at_old_version(conn, tmp_path)
     source = sqlite3.connect(db_path)
     columns = "id, name, surname, birth_date, nif, phone, phone_e164, created_at"
     rows = source.execute(f"SELECT {columns} FROM patients").fetchall()
@@ -354,3 +371,21 @@ def test_the_upgrade_that_rebuilds_patients_keeps_every_row_id_and_reference(tmp
             "created_at, updated_at) VALUES (5, 'X', 'd', 't', 'u', 'x', 'x');\nINSERT INTO patients_v7"))
     assert broken.execute("PRAGMA user_version").fetchone()[0] == 6  # the failed section left nothing
     broken.close()
+
+
+def test_insurance_lists_made_before_centers_had_their_own_hold_at_each_center_of_the_doctor(tmp_path):
+    """Version 8 gives each doctor's list of insurances a center: a list made before holds at every
+    center where the doctor has hours, and a doctor without hours keeps it for the clinic."""
+    conn = agenda.connect(tmp_path / "clinic.db")
+    agenda.migrate(conn, agenda.read_schema().split("-- version 8")[0])
+    seed_at_old_version(conn, tmp_path)
+    with agenda.transaction(conn):
+        conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES ('NUEVO', 'Sin horas', 'MG')")
+        conn.executemany("INSERT INTO doctor_insurances (doctor_id, insurance_id) VALUES (?, ?)",
+                         [("MARTIN", "SAN"), ("NUEVO", "DKV")])
+    agenda.migrate(conn)
+    assert [tuple(row) for row in conn.execute("SELECT doctor_id, center_id, insurance_id FROM doctor_insurances"
+                                               " ORDER BY 1, 2, 3")] == [
+        ("MARTIN", "C1", "SAN"), ("MARTIN", "C2", "SAN"), ("NUEVO", None, "DKV"), ("RUIZ", "C1", "PRIV"),
+        ("RUIZ", "C1", "SAN")]
+    conn.close()
