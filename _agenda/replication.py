@@ -24,6 +24,7 @@ log = logging.getLogger("agenda")
 
 LITESTREAM_SYNC_SECONDS = 10  # how long --ack-after-replication waits for the replica before a 503
 STOP_SECONDS = 5  # how long a stopping Litestream may take to ship its last changes
+BEHIND_AFTER = 300  # seconds without a shipment after which the replica is said to be behind
 
 
 def litestream_binary():
@@ -35,8 +36,42 @@ def litestream_binary():
 
 
 def without_password(url):
-    """A replica URL fit for a log or a status line: user@host, never user:password@host."""
-    return re.sub(r"^(\w+://[^/:@]+):[^/@]*@", r"\1:***@", url)
+    """A replica URL fit for a log or a status line: its password, whatever it holds ('@', ':', '%'),
+    replaced by *** ("Replication")."""
+    return redactor(url)(url)
+
+
+def url_secrets(url):
+    """What in a replica URL is secret: its password as written and as decoded, read with
+    urllib.parse; everything from the user's ':' to the last '@' of the host part; and the pieces
+    of those between '@' and ':' (a parser's error may quote only one)."""
+    secrets = set()
+    scheme, found, rest = url.partition("://")
+    if found:
+        userinfo = rest.split("/", 1)[0].rpartition("@")[0] or rest.rpartition("@")[0]
+        if ":" in userinfo:
+            written = userinfo.partition(":")[2]
+            secrets |= {written, urllib.parse.unquote(written)}
+    try:
+        password = urllib.parse.urlsplit(url).password
+    except ValueError:
+        password = None
+    if password:
+        secrets |= {password, urllib.parse.unquote(password)}
+    secrets |= {piece for secret in list(secrets) for piece in re.split(r"[@:]", secret) if len(piece) >= 4}
+    return sorted((secret for secret in secrets if secret), key=len, reverse=True)
+
+
+def redactor(url):
+    """A function that takes any text (a log line, a status) and hides this replica URL's password
+    in it, and any user:password@ Litestream might print."""
+    secrets = url_secrets(url)
+
+    def redact(text):
+        for secret in secrets:
+            text = text.replace(secret, "***")
+        return re.sub(r"(\w+://[^/:@\s]+):[^\s]*@", r"\1:***@", text)
+    return redact
 
 
 def replica_url(target):
@@ -90,7 +125,8 @@ class Replicator:
     with it, restarted with backoff when it dies (an unreachable replica never stops bookings),
     stopped on shutdown after a last sync; its output goes to the log."""
 
-    def __init__(self, binary, db_path, url, key_path=None, host_key=None, sync_interval="1s"):
+    def __init__(self, binary, db_path, url, key_path=None, host_key=None, sync_interval="1s",
+                 behind_after=BEHIND_AFTER):
         self.binary, self.db_path, self.url = binary, str(Path(db_path).resolve()), replica_url(url)
         self.folder = private_folder()  # the config names a key; the socket answers /sync
         self.socket_path = str(Path(self.folder) / "control.sock")
@@ -102,6 +138,7 @@ class Replicator:
             "dbs": [{"path": self.db_path, "replica": replica}]}), encoding="utf-8")
         os.chmod(self.config, 0o600)
         self.process, self.stopping, self.thread, self.failed_at = None, threading.Event(), None, None
+        self.behind_after, self.started_at = behind_after, dt.datetime.now(dt.timezone.utc)
 
     def start(self):
         self.thread = threading.Thread(target=self.supervise, name="litestream", daemon=True)
@@ -110,11 +147,11 @@ class Replicator:
     def supervise(self, backoff=1.0):
         while not self.stopping.is_set():
             started = time.monotonic()
-            self.process = subprocess.Popen([self.binary, "replicate", "-config", str(self.config)],
+            self.process = subprocess.Popen([self.binary, "replicate", "-config", str(self.config)], umask=0o077,
                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                             errors="replace")
             log.info("litestream started (pid %s), replicating to %s", self.process.pid, without_password(self.url))
-            log_litestream(self.process.stdout)
+            log_litestream(self.process.stdout, redactor(self.url))
             code = self.process.wait()
             if self.stopping.is_set():
                 return
@@ -166,10 +203,11 @@ class Replicator:
 
     def state(self):
         """What /health says of the replica ("Replication"): 'ok' when
-        Litestream's socket answers and the last acknowledgement held (asked again, briefly, when it
-        did not); else 'starting' or 'not answering'."""
+        Litestream's socket answers, the last acknowledgement held (asked again, briefly, when it
+        did not) and it shipped lately; 'behind' when it has not for `behind_after` seconds; else
+        'starting' or 'not answering'."""
         try:
-            litestream_call(self.socket_path, "GET", "/list", timeout=1)
+            _, listed = litestream_call(self.socket_path, "GET", "/list", timeout=1)
         except OSError:
             return "starting" if self.failed_at is None else "not answering"
         if self.failed_at is not None:
@@ -177,28 +215,48 @@ class Replicator:
                 self.sync(timeout=2)
             except ClinicError:
                 return "not answering"
-        return "ok"
+        last = last_shipped(listed, self.db_path)
+        return "behind" if unshipped_for(last, self.started_at, dt.datetime.now(dt.timezone.utc)) > \
+            self.behind_after else "ok"
 
 
-def log_litestream(stream):
-    """Litestream's output into the log, its warnings and errors as warnings."""
+def log_litestream(stream, redact):
+    """Litestream's output into the log, the replica's password hidden (`redactor`), its warnings
+    and errors as warnings."""
     for line in stream:
-        text = re.sub(r"^time=\S+ ", "", line.rstrip())
+        text = redact(re.sub(r"^time=\S+ ", "", line.rstrip()))
         log.log(logging.WARNING if re.search(r"level=(WARN|ERROR)", text) else logging.INFO, "litestream: %s", text)
 
 
-def replica_position(socket_path, db_path, now):
+def last_shipped(listed, db_path):
+    """When Litestream's /list says it last shipped db_path to the replica, or None."""
+    entry = next((db for db in listed.get("databases", []) if db.get("path") == db_path), {})
+    last = entry.get("last_sync_at")
+    return dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", last.replace("Z", "+00:00"))) if last else None
+
+
+def unshipped_for(last, started, now):
+    """Seconds since the replica last took a shipment (since Litestream started, when it never did).
+    Litestream ships every second, changes or not, while the replica can be written ("Replication")."""
+    return (now - (last or started)).total_seconds()
+
+
+def replica_position(socket_path, db_path, now, started, behind_after=BEHIND_AFTER):
     """What `agenda status` says of the replica: its transaction id and how long since the last
-    shipment, from the running Litestream; or why it cannot say."""
+    shipment, from the running Litestream, and in words when it is behind; or why it cannot say."""
     try:
         _, listed = litestream_call(socket_path, "GET", "/list", timeout=2)
         _, txid = litestream_call(socket_path, "GET", "/txid?" + urllib.parse.urlencode({"path": db_path}),
                                   timeout=2)
     except OSError:
         return "Litestream is not running (`agenda run --replica` starts it)"
-    entry = next((db for db in listed.get("databases", []) if db.get("path") == db_path), {})
-    last = entry.get("last_sync_at")
-    if not last:
-        return f"transaction {txid.get('txid', '?')}; nothing shipped yet since Litestream started"
-    behind = (now - dt.datetime.fromisoformat(last.replace("Z", "+00:00"))).total_seconds()
-    return f"transaction {txid.get('txid', '?')}; last shipped {behind:.0f} s ago"
+    last = last_shipped(listed, db_path)
+    position = f"transaction {txid.get('txid', '?')}; " + (
+        f"last shipped {unshipped_for(last, started, now):.0f} s ago" if last else
+        "nothing shipped yet since Litestream started")
+    waited = unshipped_for(last, started, now)
+    if waited > behind_after:
+        position += (f". BEHIND: nothing has reached the replica for {waited / 60:.0f} min; bookings go on here "
+                     "but are not copied: check that the replica's path or server can be written (the service's "
+                     "log has Litestream's own words)")
+    return position

@@ -381,7 +381,7 @@ def backup_target(db_path, dest, at):
     if not (target.is_dir() or str(dest).endswith(("/", os.sep))):
         return target
     target.mkdir(parents=True, exist_ok=True)
-    stem, stamp = Path(db_path).stem, at.astimezone().strftime(BACKUP_STAMP)
+    stem, stamp = Path(db_path).stem, at.strftime(BACKUP_STAMP)  # `at` in the clinic's time
     target, serial = target / f"{stem}-{stamp}.db", 1
     while target.exists():
         serial += 1
@@ -443,11 +443,13 @@ def prepare_restore(db_path, src):
     return version, counts, current_counts
 
 
-def restore_database(db_path, src, version, counts, at):
+def restore_database(db_path, src, version, counts, at, shown=None):
     """Put a checked copy of src in place of db_path; the files it replaces are kept aside
-    (DB.before-restore-STAMP), never deleted. Returns that path, or None."""
+    (DB.before-restore-STAMP, `at` in the clinic's time), never deleted; the last backup the
+    replaced one knew is kept known. Returns the path set aside, or None."""
     database = Path(db_path)
     restoring = database.with_name(f".{database.name}.restoring")
+    last_backup = last_backup_of(database)
     try:
         source_conn = open_read_only(src)
         try:
@@ -456,7 +458,7 @@ def restore_database(db_path, src, version, counts, at):
             source_conn.close()
         aside = None
         if database.exists():
-            aside = database.with_name(f"{database.name}.before-restore-{at.astimezone().strftime(BACKUP_STAMP)}")
+            aside = database.with_name(f"{database.name}.before-restore-{at.strftime(BACKUP_STAMP)}")
             for suffix in ("", "-wal", "-shm"):
                 if Path(f"{database}{suffix}").exists():
                     os.replace(f"{database}{suffix}", f"{aside}{suffix}")
@@ -472,11 +474,27 @@ def restore_database(db_path, src, version, counts, at):
     try:
         with transaction(conn):
             record_event(conn, at, "cli", "database.restored", "database", None,
-                         after={"from": str(Path(src).resolve()), "keptAside": str(aside) if aside else None,
+                         after={"from": shown or str(Path(src).resolve()), "keptAside": str(aside) if aside else None,
                                 "schemaVersion": version, **counts})
+            restored, restored_at = recall(conn, "last_backup")
+            if last_backup[0] and (not restored_at or restored_at < last_backup[1]):
+                remember(conn, "last_backup", last_backup[0], dt.datetime.fromisoformat(last_backup[1]))
     finally:
         conn.close()
     return aside
+
+
+def last_backup_of(database):
+    """(value, at) of the last backup a database file knew, or (None, None)."""
+    if not database.is_file():
+        return None, None
+    conn = open_read_only(database)
+    try:
+        return recall(conn, "last_backup")
+    except sqlite3.Error:
+        return None, None
+    finally:
+        conn.close()
 
 
 def written_row(conn, sql, params):

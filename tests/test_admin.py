@@ -81,7 +81,7 @@ def test_backup_to_a_folder_writes_dated_files_and_keeps_the_newest(api, runner,
     for hour in range(4):
         result = invoke(runner, "backup", folder, "--keep", 2, now=MONDAY + dt.timedelta(hours=hour))
         assert result.exit_code == 0, result.output
-        written.append(folder / (db_path.stem + (MONDAY + dt.timedelta(hours=hour)).astimezone()
+        written.append(folder / (db_path.stem + (MONDAY + dt.timedelta(hours=hour))  # the clinic's time
                                  .strftime("-%Y%m%d-%H%M%S.db")))
         os.utime(written[-1], (1_000_000 + hour, 1_000_000 + hour))
     assert sorted(os.listdir(folder)) == sorted(["notes.txt", written[2].name, written[3].name])
@@ -142,6 +142,30 @@ def test_backup_during_a_stream_of_bookings_holds_every_booking_answered_before_
 
 # agenda restore
 
+def test_backup_names_are_the_clinics_time_whatever_the_machines_zone(api, runner, db_path, tmp_path, monkeypatch):
+    """A server kept in UTC names the 08:00 backup of a clinic in Madrid ...-080000, as `agenda status`
+    shows times; and --tz names it in that zone."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        assert invoke(runner, "backup", f"{tmp_path}/b/").exit_code == 0
+        assert invoke(runner, "backup", f"{tmp_path}/c/", "--tz", "Atlantic/Canary").exit_code == 0
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert os.listdir(tmp_path / "b") == [f"{db_path.stem}-20261123-080000.db"]
+    assert os.listdir(tmp_path / "c") == [f"{db_path.stem}-20261123-070000.db"]
+
+
+def test_after_a_restore_status_still_knows_the_last_backup(api, runner, db_path, tmp_path):
+    invoke(runner, "backup", tmp_path / "monday.db")
+    invoke(runner, "backup", tmp_path / "later.db", now=MONDAY + dt.timedelta(hours=3))
+    api.app.clinic.db.close()
+    assert invoke(runner, "restore", tmp_path / "monday.db", "--yes", now=MONDAY + dt.timedelta(hours=4)).exit_code == 0
+    status = invoke(runner, "status", now=MONDAY + dt.timedelta(hours=5)).output
+    assert re.search(r"Last backup: .*later\.db", status), status
+
+
 def test_restore_brings_a_backup_back_and_keeps_the_current_database_aside(api, runner, db_path, tmp_path):
     book_some(api)
     invoke(runner, "backup", tmp_path / "monday.db")
@@ -150,7 +174,7 @@ def test_restore_brings_a_backup_back_and_keeps_the_current_database_aside(api, 
     result = invoke(runner, "restore", tmp_path / "monday.db", "--yes", now=MONDAY + dt.timedelta(hours=1))
     assert result.exit_code == 0, result.output
     assert "4 appointments (3 not cancelled), 3 patients" in result.output
-    aside = tmp_path / f"{db_path.name}.before-restore-{(MONDAY + dt.timedelta(hours=1)).astimezone():%Y%m%d-%H%M%S}"
+    aside = tmp_path / f"{db_path.name}.before-restore-{MONDAY + dt.timedelta(hours=1):%Y%m%d-%H%M%S}"
     assert f"kept as {aside}" in result.output
     assert query(aside, "SELECT count(*) FROM patients") == [(4,)]   # the replaced one, whole
     assert query(db_path, "SELECT count(*) FROM patients") == [(3,)]

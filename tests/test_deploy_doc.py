@@ -128,7 +128,7 @@ def test_every_timer_starts_a_service_the_doc_defines(name):
 
 
 def test_every_check_and_backup_alerts_on_failure_through_a_unit_the_doc_defines():
-    for name in ("agenda-health.service", "agenda-backup.service"):
+    for name in ("agenda-health.service", "agenda-backup.service", "agenda-retention.service"):
         (target,) = values(UNITS[name][0], "Unit", "OnFailure")
         assert re.sub(r"@[^.]*\.service$", "@.service", target) in UNITS, f"{name}: OnFailure={target} is not defined"
     alert = " ".join(values(UNITS["agenda-alert@.service"][0], "Service", "ExecStart"))
@@ -137,12 +137,27 @@ def test_every_check_and_backup_alerts_on_failure_through_a_unit_the_doc_defines
 
 def test_the_health_check_and_the_backup_run_what_the_brief_of_each_says():
     health = values(UNITS["agenda-health.service"][0], "Service", "ExecStart")
-    assert any(re.search(r"curl -fsS --max-time 5 .*http://127\.0\.0\.1:8080/health$", line) for line in health)
+    assert health[0] == "/opt/agenda/bin/agenda health http://127.0.0.1:8080/health"  # reads the body too
+    assert re.search(r"curl -fsS --max-time 5 .*https://agenda\.example-clinic\.es/health$", health[1])
     backup = UNITS["agenda-backup.service"][0]
     assert values(backup, "Service", "ExecStart") == [
         "/opt/agenda/bin/agenda backup /var/backups/agenda --keep 14 --db /var/lib/agenda/clinic.db"]
     assert values(backup, "Service", "User") == ["agenda"]
     assert values(UNITS["agenda-health.timer"][0], "Timer", "OnCalendar") == ["*:0/5"]
+    retention = UNITS["agenda-retention.service"][0]
+    assert values(retention, "Service", "ExecStart") == [
+        "/opt/agenda/bin/agenda retention run --db /var/lib/agenda/clinic.db"]
+    assert values(UNITS["agenda-retention.timer"][0], "Timer", "Persistent") == ["true"]
+
+
+def test_the_service_reads_the_clinics_own_settings_from_a_file_only_root_reads():
+    """The file replication.md tells the admin to fill is created before the unit that reads it."""
+    service = UNITS["agenda.service"][0]
+    assert values(service, "Service", "EnvironmentFile") == ["/etc/agenda/agenda.env"]
+    assert DOC.index("sudo install -m 0600 /dev/null /etc/agenda/agenda.env") < DOC.index("systemctl enable --now agenda")
+    replication = (DOC_PATH.parent / "replication.md").read_text(encoding="utf-8")
+    assert "/etc/agenda/agenda.env" in replication and "ReadWritePaths=/var/lib/agenda /var/backups/agenda " \
+        "/mnt/agenda-replica" in replication
 
 
 def test_the_service_needs_the_database_so_the_seed_comes_before_it_starts():

@@ -10,6 +10,8 @@ import hashlib
 import json
 import re
 
+import hypothesis
+import hypothesis.strategies
 import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
@@ -17,6 +19,7 @@ from openapi_spec_validator import validate
 import agenda
 from _agenda.api import WIRE_CODES
 from _agenda.web import STATUS_OF
+from _agenda.values import normalise_nif
 from _agenda.imports import CATALOG_COLUMNS
 from conftest import ROOT
 from openapi_contract import CONTRACT, METHODS, Contract
@@ -207,3 +210,30 @@ def test_every_change_to_the_api_and_to_the_catalogs_shape_is_in_the_changelog()
     catalog = fingerprint(",".join(CATALOG_COLUMNS))
     assert f"API fingerprint `{api}`" in changelog, f"note the change to openapi.json in CHANGELOG.md: {api}"
     assert f"Catalog fingerprint `{catalog}`" in changelog, f"note the catalog's new shape in CHANGELOG.md: {catalog}"
+
+
+NIF_PATTERNS = {
+    "GET /patients": next(p for p in DOCUMENT["paths"]["/patients"]["get"]["parameters"] if p["name"] == "nif"),
+    "GET /appointments": next(p for p in DOCUMENT["paths"]["/appointments"]["get"]["parameters"] if p["name"] == "nif"),
+}
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(hypothesis.strategies.text(alphabet="0123456789XYZABCLTxyzl .-_/\t", max_size=24))
+def test_the_document_and_the_server_agree_on_the_shape_of_a_nif(text):
+    """What the server accepts as a NIF is what openapi.json's pattern states once separators are
+    dropped; the one rule left to the server is a DNI's or NIE's letter (a checksum)."""
+    patterns = {re.compile(spec["schema"]["pattern"]) for spec in NIF_PATTERNS.values()}
+    patterns.add(re.compile(DOCUMENT["components"]["schemas"]["NewPatient"]["properties"]["nif"]["pattern"]))
+    assert len(patterns) == 1
+    (pattern,) = patterns
+    try:
+        normalise_nif(text)
+        accepted = True
+    except agenda.ClinicError as error:
+        accepted = False
+        checksum = "check its digits and letter" in error.message
+    if accepted or checksum:
+        assert pattern.search(text), text
+    else:
+        assert not pattern.search(text), text

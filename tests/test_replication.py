@@ -132,9 +132,12 @@ def restore_from_replica(tmp_path, replica, *extra):
     result = subprocess.run(agenda_command("restore", "--from-replica", str(replica), "--db", str(restored), "-y",
                                            *extra), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "Restored the replica file://" in result.stdout and ".replica-" not in result.stdout  # no gone temp path
     conn = sqlite3.connect(restored)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        (after,), = conn.execute("SELECT after FROM events WHERE action = 'database.restored'")
+        assert json.loads(after)["from"].startswith("the replica file://")
         return [row[0] for row in conn.execute("SELECT id FROM appointments ORDER BY id")]
     finally:
         conn.close()
@@ -203,6 +206,9 @@ def test_a_standby_follows_and_once_promoted_takes_bookings_within_60_seconds(cl
             except sqlite3.Error:
                 return False
         wait_for(copy_has_them, 30, "the standby holding every booking")
+        assert copy.stat().st_mode & 0o777 == 0o600  # patients' data, for its owner alone from the start
+        leaked = [path for path in replica.rglob("*") if path.stat().st_mode & 0o077]
+        assert leaked == [], leaked  # the replica's files and folders too
         kill_all(primary)
         lost_at = time.monotonic()
         standby.send_signal(signal.SIGTERM)
@@ -350,3 +356,54 @@ def test_sigterm_stops_within_15_seconds_when_the_replica_cannot_be_reached(clin
     finally:
         silent.close()
     assert "Traceback" not in server.log()
+
+
+def test_the_replicas_password_never_reaches_the_log_or_the_status_whatever_it_holds(clinic_db, tmp_path, servers):
+    """A password with '@', ':' and a stray '%' (which makes Litestream print the whole URL it could not
+    read): masked at the start, in `agenda status`, in service_state and in every line relayed."""
+    password = "p@ss:w%zzSecreto"
+    server = servers(clinic_db, "--replica", f"sftp://agenda:{password}@127.0.0.1:9/replica")
+    wait_for(lambda: len(re.findall(r"litestream: ", server.log())) >= 1, message="Litestream's own words")
+    status = subprocess.run(agenda_command("status", "--db", str(clinic_db)), capture_output=True, text=True,
+                            timeout=60)
+    assert server.terminate(timeout=20) == 0
+    conn = sqlite3.connect(clinic_db)
+    state = "\n".join(str(row) for row in conn.execute("SELECT * FROM service_state"))
+    conn.close()
+    for text in (server.log(), status.stdout + status.stderr, state):
+        assert "agenda:***@127.0.0.1" in text or "Replica" in text
+        assert not any(piece in text for piece in ("p@ss", "w%zz", "Secreto")), text
+    assert "agenda:***@127.0.0.1:9" in server.log()
+
+
+def test_a_replica_that_cannot_be_written_is_behind_in_health_status_and_the_documented_timer(clinic_db, tmp_path,
+                                                                                             servers):
+    """The replica's path under a regular file (unwritable even for root): bookings go on, /health stays 200
+    and says `behind` once nothing has shipped for --replica-behind-after, `agenda status` says it in words,
+    and the health check of docs/deploy.md fails, so its timer alerts."""
+    from test_deploy_doc import UNITS, values
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the replica's folder should be\n")
+    server = servers(clinic_db, "--replica", str(blocker / "replica"), "--replica-behind-after", "5")
+    assert send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(1)})[0] == 201
+    assert send(server.url, "GET", "/health")[1]["replica"] in ("starting", "ok")
+    wait_for(lambda: send(server.url, "GET", "/health")[1]["replica"] == "behind", 30, "health saying behind")
+    assert send(server.url, "GET", "/health")[0] == 200  # writes are not refused: bookings go on
+    status = subprocess.run(agenda_command("status", "--db", str(clinic_db)), capture_output=True, text=True,
+                            timeout=60)
+    assert "BEHIND: nothing has reached the replica" in status.stdout, status.stdout
+    check = values(UNITS["agenda-health.service"][0], "Service", "ExecStart")[0].split()
+    assert check[0] == "/opt/agenda/bin/agenda"
+    documented = subprocess.run(agenda_command(*check[1:-1], server.url + "/health"), capture_output=True,
+                                text=True, timeout=60)
+    assert documented.returncode == 1 and "the replica is behind" in documented.stderr
+    assert server.terminate(timeout=20) == 0
+
+
+def test_the_health_check_passes_on_a_replica_that_ships(clinic_db, tmp_path, servers):
+    server = servers(clinic_db, "--replica", str(tmp_path / "replica"), "--replica-behind-after", "5")
+    wait_for(lambda: send(server.url, "GET", "/health")[1]["replica"] == "ok", 30, "the replica shipping")
+    time.sleep(6)  # past the setting: a replica that ships every second stays ok
+    checked = subprocess.run(agenda_command("health", server.url + "/health"), capture_output=True, text=True,
+                             timeout=60)
+    assert checked.returncode == 0 and "ok (replica: ok)" in checked.stdout
