@@ -30,6 +30,7 @@ from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNE
 from .app import create_app
 from .replication import (BEHIND_AFTER, litestream_binary, log_litestream, redactor, replica_position, replica_url,
                           Replicator, without_password)
+from .sealing import identities_of, is_sealed, recipients_of, seal, SealingError, unseal
 from .imports import CATALOG_NOUNS, read_catalog_file, read_catalog_text, seed_catalogs, SeedError
 
 log = logging.getLogger("agenda")
@@ -340,9 +341,12 @@ def secret_to_serve(db_path, secret, secret_file, insecure, scheme):
 @click.argument("dest", type=click.Path())
 @click.option("--keep", type=click.IntRange(1, None), default=None,
               help="With a folder as DEST: keep the N newest dated backups and delete older ones.")
+@click.option("--encrypt-to", "recipients", multiple=True, metavar="RECIPIENT",
+              help="Encrypt the backup with age to this recipient (age1..., an SSH public key, or a file of "
+                   "them); repeatable. Needs pip install 'agenda[encrypt]'.")
 @tz_option
 @click.pass_context
-def backup(ctx, db_path, dest, keep, tz):
+def backup(ctx, db_path, dest, keep, recipients, tz):
     """Copy the database to DEST, safely even while the service runs and writes.
 
     The copy is made with VACUUM INTO under a temporary name, must pass
@@ -351,19 +355,28 @@ def backup(ctx, db_path, dest, keep, tz):
     (clinic-20261121-030000.db, the clinic's time), and --keep N deletes all but the N
     newest of those.
 
+    With --encrypt-to the backup is an age file (clinic-20261121-030000.db.age) that only
+    those recipients' keys open; the copy is checked before it is sealed, beside the
+    database, never in DEST. `agenda restore FILE --identity KEYFILE` reads it.
+
     Example:
 
     \b
         agenda backup /var/backups/agenda --keep 14 --db /var/lib/agenda/clinic.db
+        agenda backup /mnt/usb/ --encrypt-to age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p
     """
     at = cli_now(ctx).astimezone(cli_zone(tz))
-    target = backup_target(db_path, dest, at)
+    try:
+        sealed_for = recipients_of(recipients) if recipients else None
+    except SealingError as error:
+        raise click.ClickException(f"no backup was written: {error}") from None
+    target = backup_target(db_path, dest, at, ".db.age" if sealed_for else ".db")
     if keep and target == Path(dest):
         raise click.ClickException("--keep rotates dated backups in a folder: give a folder as DEST")
     conn = existing_database(db_path)
     try:
-        size, counts = backup_database(conn, db_path, target, at)
-    except (sqlite3.Error, OSError, ValueError) as error:
+        size, counts = backup_copy(conn, db_path, target, at, sealed_for)
+    except (sqlite3.Error, OSError, ValueError, SealingError) as error:
         raise click.ClickException(f"no backup was written: {error}") from None
     finally:
         conn.close()
@@ -379,10 +392,12 @@ def backup(ctx, db_path, dest, keep, tz):
               help="Restore from a Litestream replica (a folder, file://, sftp://, s3://) instead of a backup.")
 @click.option("--at", "moment", default=None,
               help="With --from-replica: the state at this clinic time, DD/MM/YYYY HH:MM[:SS] (default: the newest).")
+@click.option("--identity", type=click.Path(dir_okay=False), default=None,
+              help="For an encrypted backup: the age identity file (or SSH private key) that opens it.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before replacing the database.")
 @tz_option
 @click.pass_context
-def restore(ctx, db_path, src, replica, moment, yes, tz):
+def restore(ctx, db_path, src, replica, moment, identity, yes, tz):
     """Replace the database with the backup SRC, or a replica's state; the current one is kept aside.
 
     Stop the service first. What is restored must pass integrity_check and be an
@@ -394,6 +409,7 @@ def restore(ctx, db_path, src, replica, moment, yes, tz):
     \b
         agenda restore /var/backups/agenda/clinic-20261121-030000.db --db /var/lib/agenda/clinic.db
         agenda restore --from-replica /mnt/nas/agenda --at "24/11/2026 10:15" --db /var/lib/agenda/clinic.db
+        agenda restore /mnt/usb/clinic-20261121-030000.db.age --identity /root/agenda-backup.key
     """
     if bool(src) == bool(replica) or (moment and not replica):
         raise click.ClickException("give a backup file SRC, or --from-replica URL [--at TIME] (not both)")
@@ -404,7 +420,8 @@ def restore(ctx, db_path, src, replica, moment, yes, tz):
             return restore_file(ctx, db_path, src, f"the replica {shown}", yes, tz)
     if not Path(src).is_file():
         raise click.ClickException(f"{src}: no such file; give the path of a backup")
-    return restore_file(ctx, db_path, src, str(Path(src).resolve()), yes, tz)
+    with tempfile.TemporaryDirectory(dir=Path(db_path).resolve().parent, prefix=".restore-") as folder:
+        return restore_file(ctx, db_path, opened(src, identity, folder), str(Path(src).resolve()), yes, tz)
 
 
 def restore_file(ctx, db_path, src, shown, yes, tz):
@@ -424,6 +441,33 @@ def restore_file(ctx, db_path, src, shown, yes, tz):
     if aside:
         click.echo(f"The database it replaced is kept as {aside}.")
     click.echo("Start the service again (sudo systemctl start agenda).")
+
+
+def backup_copy(conn, db_path, target, at, recipients):
+    """The checked copy at target, or, sealed for `recipients`, made beside the database and sealed
+    into target ("Encrypted backups"); (bytes, counts)."""
+    if not recipients:
+        return backup_database(conn, db_path, target, at)
+    with tempfile.TemporaryDirectory(dir=Path(db_path).resolve().parent, prefix=".backup-") as folder:
+        return backup_database(conn, db_path, Path(folder) / "backup.db", at,
+                               finish=lambda copy: (target, seal(copy, target, recipients)))
+
+
+def opened(src, identity, folder):
+    """The backup to restore: src itself, or, when it is an age file, src opened with the identity
+    file into `folder`; ClickException saying what to give or why it cannot be opened."""
+    if not is_sealed(src):
+        return src
+    if not identity:
+        raise click.ClickException(f"{src} is encrypted: give the key that opens it, --identity KEYFILE")
+    if not Path(identity).is_file():
+        raise click.ClickException(f"{identity}: no such key file; give the age identity file that opens {src}")
+    plain = Path(folder) / "backup.db"
+    try:
+        unseal(src, plain, identities_of(identity))
+    except SealingError as error:
+        raise click.ClickException(f"nothing was restored: {error}") from None
+    return plain
 
 
 def cli_moment(text, tz):

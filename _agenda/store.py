@@ -374,7 +374,7 @@ def copy_database(conn, dest, check=None):
 BACKUP_STAMP = "%Y%m%d-%H%M%S"
 
 
-def backup_target(db_path, dest, at):
+def backup_target(db_path, dest, at, suffix=".db"):
     """Where a backup goes: DEST itself, or, when DEST is a folder (or ends in '/'), a new file
     in it named after the database and `at` (clinic-20261121-030000.db)."""
     target = Path(dest)
@@ -382,27 +382,28 @@ def backup_target(db_path, dest, at):
         return target
     target.mkdir(parents=True, exist_ok=True)
     stem, stamp = Path(db_path).stem, at.strftime(BACKUP_STAMP)  # `at` in the clinic's time
-    target, serial = target / f"{stem}-{stamp}.db", 1
+    target, serial = target / f"{stem}-{stamp}{suffix}", 1
     while target.exists():
         serial += 1
-        target = target.with_name(f"{stem}-{stamp}-{serial}.db")
+        target = target.with_name(f"{stem}-{stamp}-{serial}{suffix}")
     return target
 
 
-def backup_database(conn, db_path, target, at):
-    """Copy conn's database (the file db_path) to target and note it for `agenda status`; (bytes, counts)."""
+def backup_database(conn, db_path, target, at, finish=None):
+    """Copy conn's database (the file db_path) to target and note it for `agenda status`; (bytes, counts).
+    finish(copy) -> (path, bytes), when given, turns the checked copy into the backup kept (sealing it)."""
     if target.resolve() == Path(db_path).resolve():
         raise ValueError(f"{target} is the database itself; give another file or a folder")
     _, counts = copy_database(conn, target)
-    size = target.stat().st_size
+    kept, size = finish(target) if finish else (target, target.stat().st_size)
     with transaction(conn):
-        remember(conn, "last_backup", {"path": str(target.resolve()), "bytes": size, **counts}, at)
+        remember(conn, "last_backup", {"path": str(Path(kept).resolve()), "bytes": size, **counts}, at)
     return size, counts
 
 
 def rotate_backups(db_path, folder, keep):
     """Delete all but the `keep` newest dated backups of db_path in folder; the paths deleted."""
-    pattern = re.compile(re.escape(Path(db_path).stem) + r"-\d{8}-\d{6}(-\d+)?\.db")
+    pattern = re.compile(re.escape(Path(db_path).stem) + r"-\d{8}-\d{6}(-\d+)?\.db(\.age)?")
     dated = sorted((path for path in Path(folder).iterdir() if pattern.fullmatch(path.name)),
                    key=lambda path: (path.stat().st_mtime, path.name))
     for old in dated[:-keep]:

@@ -496,3 +496,51 @@ def test_a_dry_run_import_checks_its_rows_without_taking_the_write_lock(api, run
         writer.close()
     assert result.exit_code == 0 and "1 patient would be imported" in result.output, result.output
     assert query(db_path, "SELECT count(*) FROM patients WHERE nif = ?", valid_dni(9)) == [(0,)]
+
+
+# Encrypted backups ("Encrypted backups")
+
+def age_key(tmp_path, name):
+    """A new age identity written to a key file as age-keygen writes it; (key file, recipient)."""
+    pyrage = pytest.importorskip("pyrage", reason="pyrage is the `encrypt` extra; '.[test]' installs it")
+    identity = pyrage.x25519.Identity.generate()
+    key = tmp_path / f"{name}.key"
+    key.write_text(f"# created: for a test\n# public key: {identity.to_public()}\n{identity}\n")
+    return key, str(identity.to_public())
+
+
+def test_an_encrypted_backup_holds_nothing_readable_and_restores_only_with_its_key(api, runner, db_path, tmp_path):
+    book_some(api)
+    key, recipient = age_key(tmp_path, "clinic")
+    other_key, other = age_key(tmp_path, "someone-else")
+    usb = tmp_path / "usb"
+    usb.mkdir()
+    made = invoke(runner, "backup", f"{usb}/", "--encrypt-to", recipient, "--encrypt-to", other)
+    assert made.exit_code == 0, made.output
+    (sealed,) = usb.iterdir()
+    assert sealed.name == f"{db_path.stem}-20261123-080000.db.age" and mode(sealed) == 0o600
+    data = sealed.read_bytes()
+    assert data.startswith(b"age-encryption.org/v1") and b"SQLite format 3" not in data and b"Garc" not in data
+    assert not [path for path in db_path.parent.iterdir() if path.name.startswith(".backup-")]  # no clear copy left
+    assert "20261123-080000.db.age" in invoke(runner, "status").output
+    api.new_patient(nif=valid_dni(60), phone="611000060")  # a change after the backup
+    api.app.clinic.db.close()
+    before = query(db_path, "SELECT count(*) FROM patients")
+    unkeyed = invoke(runner, "restore", sealed, "--yes")
+    assert unkeyed.exit_code == 1 and "is encrypted: give the key that opens it, --identity KEYFILE" in unkeyed.output
+    stranger, _ = age_key(tmp_path, "stranger")
+    wrong = invoke(runner, "restore", sealed, "--identity", stranger, "--yes")
+    assert wrong.exit_code == 1 and "cannot be opened with that key" in wrong.output
+    assert query(db_path, "SELECT count(*) FROM patients") == before  # a wrong key changes nothing
+    assert not [path for path in db_path.parent.iterdir() if path.name.startswith(".restore-")]
+    restored = invoke(runner, "restore", sealed, "--identity", other_key, "--yes")  # either recipient opens it
+    assert restored.exit_code == 0, restored.output
+    assert "4 appointments (3 not cancelled), 3 patients" in restored.output
+    assert query(db_path, "SELECT count(*) FROM patients") == [(3,)] and mode(db_path) == 0o600
+
+
+def test_a_backup_to_no_real_recipient_writes_nothing(api, runner, db_path, tmp_path):
+    age_key(tmp_path, "unused")
+    refused = invoke(runner, "backup", f"{tmp_path}/out/", "--encrypt-to", "age1notakey")
+    assert refused.exit_code == 1 and "is not an age recipient" in refused.output
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())

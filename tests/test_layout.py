@@ -13,9 +13,9 @@ from conftest import ROOT
 PACKAGE = ROOT / "_agenda"
 # Lowest first: a module may import only modules before it. replication and imports sit beside
 # the app, over the clinic and storage; cli_desk registers the desk's twins on cli's group.
-LAYERS = ["values", "store", "access", "slots", "staff", "clinic", "rights", "web", "api", "desk", "app", "replication", "imports",
+LAYERS = ["values", "store", "sealing", "access", "slots", "staff", "clinic", "rights", "web", "api", "desk", "app", "replication", "imports",
           "cli", "cli_desk", "cli_rights"]
-DOMAIN = ["values", "store", "access", "slots", "staff", "clinic", "rights"]
+DOMAIN = ["values", "store", "sealing", "access", "slots", "staff", "clinic", "rights"]
 
 
 def own_imports(path):
