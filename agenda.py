@@ -25,6 +25,7 @@ from _agenda.imports import CATALOG_TABLES, read_catalog_file, seed_catalogs
 from _agenda.cli import cli, run
 import _agenda.cli_desk  # noqa: F401  (registers the desk's twins on the group)
 import _agenda.cli_rights  # noqa: F401  (registers the patient's rights on the group)
+import _agenda.cli_moving  # noqa: F401  (registers moving in and out on the group)
 
 __all__ = ["Accounts", "CATALOG_TABLES", "CHECKPOINT_PAGES", "Clinic", "ClinicError", "Database", "FORMULA_STARTS",
            "INSERT_PATIENT", "MMAP_BYTES", "STATUS_ERROR_CODES", "Settings", "__version__", "booking_window", "cli", "connect",

@@ -139,18 +139,24 @@ def import_patients(ctx, db_path, file, dry_run, tz):
         click.echo(printable(line))
     if len(present) > 20:
         click.echo(f"... and {len(present) - 20:,} more already in the agenda")
-    if problems:
-        for line in problems[:50]:
-            click.echo(printable(line), err=True)
-        if len(problems) > 50:
-            click.echo(f"... and {len(problems) - 50:,} more bad rows", err=True)
-        raise click.ClickException(f"{file}: {plural(len(problems), 'bad row')}; "
-                                   "nothing was imported. Fix them and run the import again.")
+    refuse_bad_rows(file, problems)
     if dry_run:
         click.echo(f"Dry run: {plural(len(patients), 'patient')} would be imported; {len(present):,} already in "
                    "the agenda. Nothing was written.")
     else:
         click.echo(f"Imported {plural(len(patients), 'patient')}; {len(present):,} already in the agenda.")
+
+
+def refuse_bad_rows(file, problems):
+    """An import's bad rows on stderr (the first 50), then the one Error: line; nothing when none."""
+    if not problems:
+        return
+    for line in problems[:50]:
+        click.echo(printable(line), err=True)
+    if len(problems) > 50:
+        click.echo(f"... and {len(problems) - 50:,} more bad rows", err=True)
+    raise click.ClickException(f"{file}: {plural(len(problems), 'bad row')}; "
+                               "nothing was imported. Fix them and run the import again.")
 
 
 # The desk's twins: every staff action as a command, for scripts and an admin without a browser

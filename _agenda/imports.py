@@ -6,7 +6,7 @@ import io
 import re
 from pathlib import Path
 
-from .values import ClinicError, parse_date, parse_time
+from .values import ClinicError, parse_date, parse_time, sheet_value
 from .store import record_event, transaction
 
 
@@ -117,7 +117,7 @@ def read_catalog_text(text):
                              f"{found or 'none'}")])
     rows = []
     for row in reader:
-        clean = {(key or "").strip().lower(): (value or "").strip()
+        clean = {(key or "").strip().lower(): sheet_value((value or "").strip())
                  for key, value in row.items() if isinstance(value, str) or value is None}
         if any(clean.values()):
             rows.append((reader.line_num, clean))
@@ -310,26 +310,35 @@ HEADER_CHARS = 1000  # a patient file's header row is shorter: longer, the file 
 
 def read_patient_file(path):
     """[(line, {field: text})] from a patients CSV with a header (',' ';' or tab separated)."""
+    return read_table_file(path, PATIENT_COLUMN_NAMES, ("name", "nif"), "name,surname,birthDate,nif,phone",
+                           "a patient file")
+
+
+def read_table_file(path, column_names, required, example, what):
+    """[(line, {field: text})] from a CSV another system wrote (UTF-8 or Windows-1252; ',' ';' or tab):
+    columns by `column_names` (a header folded: lower case, no spaces, dashes or underscores), each
+    cell as `sheet_cell` would have written it read back; PatientFileError when it cannot be read."""
     text, _ = decode_text_file(Path(path).read_bytes())
     if not text.strip():
-        raise PatientFileError("the file is empty; it needs a header row: name,surname,birthDate,nif,phone")
+        raise PatientFileError(f"the file is empty; it needs a header row: {example}")
     header_line = text.split("\n", 1)[0]
     if len(header_line) > HEADER_CHARS:
-        raise PatientFileError(f"the first line is {len(header_line):,} characters long; a patient file starts with "
-                               "a short header row such as name,surname,birthDate,nif,phone")
+        raise PatientFileError(f"the first line is {len(header_line):,} characters long; {what} starts with "
+                               f"a short header row such as {example}")
     try:
         dialect = csv.Sniffer().sniff(header_line, delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
     reader = csv.reader(io.StringIO(text, newline=""), dialect)
     header = next(reader)
-    fields = [PATIENT_COLUMN_NAMES.get(re.sub(r"[\s_\-]", "", name).lower()) for name in header]
-    missing = [name for name in ("name", "nif") if name not in fields]
+    fields = [column_names.get(re.sub(r"[\s_\-]", "", name).lower()) for name in header]
+    missing = [name for name in required if name not in fields]
     if missing:
         raise PatientFileError(f"the header has no {' and no '.join(missing)} column; it reads {header}; "
-                           "name it name,surname,birthDate,nif,phone")
+                               f"name it {example}")
     rows = []
     for values in reader:
         if any(value.strip() for value in values):
-            rows.append((reader.line_num, {field: value for field, value in zip(fields, values) if field}))
+            rows.append((reader.line_num, {field: sheet_value(value) for field, value in zip(fields, values)
+                                           if field}))
     return rows

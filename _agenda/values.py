@@ -312,6 +312,11 @@ def sheet_cell(value):
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
+def sheet_value(cell):
+    """A cell `sheet_cell` wrote, read back as it was: the ' before a formula's first character dropped."""
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA_STARTS) else cell
+
+
 def sheet_csv(header, rows):
     """The one CSV writer for sheets people open: every cell quoted and neutralised ("What Agenda prints")."""
     out = io.StringIO()

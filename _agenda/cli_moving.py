@@ -1,0 +1,81 @@
+"""Moving in and out at the command line: `agenda export DIR` and `agenda import-appointments FILE`
+("Moving in and out")."""
+
+import csv
+from pathlib import Path
+
+import click
+
+from .values import ClinicError, plural
+from .imports import PatientFileError
+from .moving import EXPORT_FILES, export_agenda, import_appointments, read_appointment_file
+from .cli import cli, db_option, tz_option
+from .cli_desk import cli_clinic, cli_reader, clinic_at, refuse_bad_rows
+
+
+@cli.command("export")
+@db_option
+@click.argument("folder", type=click.Path(file_okay=False))
+@tz_option
+@click.pass_context
+def export(ctx, db_path, folder, tz):
+    """Write the whole agenda into FOLDER in open formats Agenda itself reads back.
+
+    catalogs.csv (for `agenda seed`), patients.csv (for `agenda import-patients`),
+    appointments.csv (for `agenda import-appointments`: past, future and cancelled) and
+    events.jsonl (the audit trail, one JSON object a line). Every file is created readable
+    by its owner only and never overwrites one; a cell a spreadsheet would run starts
+    with ' and the importers take it off. Patients blocked after an erasure request are
+    left out. The export is recorded in the access record as yours.
+
+    Example:
+
+    \b
+        agenda export /root/agenda-export-2026-11-24 --db /var/lib/agenda/clinic.db
+    """
+    with clinic_at(ctx, db_path, tz) as clinic:
+        written = export_agenda(clinic, folder, cli_reader())
+    for name in EXPORT_FILES:
+        click.echo(f"{Path(folder) / name}: {plural(written[name], 'row' if name.endswith('.csv') else 'event')}")
+    if written["blocked"]:
+        click.echo(f"{plural(written['blocked'], 'blocked patient')} left out (erasure requested): keep this "
+                   "database, or a backup of it, until `agenda retention run` can anonymise them.")
+
+
+@cli.command("import-appointments")
+@db_option
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="Check and report; write nothing.")
+@tz_option
+@click.pass_context
+def import_appointments_command(ctx, db_path, file, dry_run, tz):
+    """Bring in an old system's appointments, all or nothing, so a clinic can switch on a Monday.
+
+    Columns by name (Spanish names too): date,time,duration,doctor,center,nif,name,
+    surname,phone,reason,insurance,status. UTF-8 or Windows-1252; ',' ';' or tab. A
+    patient is found by NIF (else by name and phone) or created from the row; times off
+    today's grid are kept as they were; an unknown doctor, center or insurance and an
+    overlap with the same doctor are listed by line, and then nothing is imported.
+
+    Example:
+
+    \b
+        agenda import-appointments citas.csv --dry-run && agenda import-appointments citas.csv
+    """
+    if not Path(file).is_file():
+        raise click.ClickException(f"{file}: no such file; give the path of the appointments CSV")
+    try:
+        rows = read_appointment_file(file)
+    except (PatientFileError, csv.Error) as error:
+        raise click.ClickException(f"{file}: nothing was imported: {error}") from None
+    clinic = cli_clinic(ctx, db_path, tz)
+    try:
+        planned, created, problems = import_appointments(clinic, rows, Path(file).name, dry_run=dry_run)
+    except ClinicError as error:
+        raise click.ClickException(f"{file}: nothing was imported: {error.message}") from None
+    finally:
+        clinic.db.close()
+    refuse_bad_rows(file, problems)
+    done = "would be imported" if dry_run else "imported"
+    click.echo(f"{'Dry run: ' if dry_run else ''}{plural(len(planned), 'appointment')} {done}, "
+               f"{plural(len(created), 'new patient')}.{' Nothing was written.' if dry_run else ''}")

@@ -1,0 +1,246 @@
+"""Moving in and out ("Moving in and out"): the whole agenda written in open formats that Agenda
+reads back (catalogs.csv, patients.csv, appointments.csv, events.jsonl), and an old system's
+appointments read in, all or nothing."""
+
+import json
+import os
+from pathlib import Path
+
+from .values import (ClinicError, format_date, hhmm, minutes_of, normalise_nif, parse_date, parse_phone, parse_time,
+                     patient_fields, sheet_csv)
+from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
+from .imports import CATALOG_COLUMNS, read_table_file
+
+EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.jsonl")
+DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+PATIENT_COLUMNS = ("name", "surname", "birthDate", "nif", "phone")
+APPOINTMENT_COLUMNS = ("date", "time", "duration", "doctor", "center", "nif", "name", "surname", "phone", "reason",
+                       "insurance", "status")
+
+
+# Moving out: the export
+
+def export_agenda(clinic, folder, reader):
+    """Write the agenda into `folder` (made 0700 when new; its files must not exist), every file 0600
+    from its first byte; the patients shown recorded for `reader`. {file: rows written, "blocked": N}."""
+    folder = Path(folder)
+    taken = [name for name in EXPORT_FILES if (folder / name).exists()]
+    if taken:
+        raise ClinicError("INVALID_REQUEST", f"{folder} already holds {', '.join(taken)}; give an empty folder")
+    conn = clinic.conn()
+    patients = conn.execute("SELECT * FROM live_patients ORDER BY id").fetchall()
+    texts = {"catalogs.csv": catalog_rows(conn), "patients.csv": [patient_line(row) for row in patients],
+             "appointments.csv": appointment_lines(conn), "events.jsonl": event_lines(conn)}
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for name, rows in texts.items():
+        header = {"catalogs.csv": CATALOG_COLUMNS, "patients.csv": PATIENT_COLUMNS,
+                  "appointments.csv": APPOINTMENT_COLUMNS}.get(name)
+        write_private(folder / name, sheet_csv(header, rows) if header else "".join(rows))
+    clinic.seen(reader, "export", [row["id"] for row in patients])
+    blocked = conn.execute("SELECT count(*) FROM patients WHERE blocked_at IS NOT NULL").fetchone()[0]
+    return {**{name: len(rows) for name, rows in texts.items()}, "blocked": blocked}
+
+
+def write_private(path, text):
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as file:
+        file.write(text)
+
+
+def catalog_rows(conn):
+    """The catalogs as `agenda seed` reads them: centers, specialities, insurances, each doctor's
+    hours (one row per center, slot length and set of hours, the days that share them), closures."""
+    rows = [(kind, row["id"], row["name"]) for kind, table in (("center", "centers"), ("speciality", "specialities"),
+                                                               ("insurance", "insurances"))
+            for row in conn.execute(f"SELECT id, name FROM {table} ORDER BY id")]
+    rows = [(*row, *[""] * (len(CATALOG_COLUMNS) - 3)) for row in rows]
+    for doctor in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id"):
+        rows += doctor_rows(conn, doctor)
+    for closure in conn.execute("SELECT * FROM closures ORDER BY id"):
+        hours = f"{closure['start_time']}-{closure['end_time']}" if closure["start_time"] else ""
+        rows.append(("closed", closure["doctor_id"] or "", closure["reason"], "", closure["center_id"] or "", "", "",
+                     hours, "", format_date(closure["date_from"]), format_date(closure["date_to"])))
+    return rows
+
+
+def doctor_rows(conn, doctor):
+    """One doctor's seed rows: the weekdays that share a center, a slot length and the same hours."""
+    grids = {}
+    for row in conn.execute("SELECT * FROM schedules WHERE doctor_id = ? ORDER BY weekday, start_time", (doctor["id"],)):
+        grids.setdefault((row["center_id"], row["slot_minutes"]), {}).setdefault(row["weekday"], []).append(
+            f"{row['start_time']}-{row['end_time']}")
+    rows = []
+    for (center, minutes), days in grids.items():
+        insurances = ";".join(row[0] for row in conn.execute(
+            "SELECT insurance_id FROM doctor_insurances WHERE doctor_id = ? AND center_id IS ? ORDER BY 1",
+            (doctor["id"], center)))
+        by_hours = {}
+        for weekday, hours in days.items():
+            by_hours.setdefault(";".join(hours), []).append(DAY_NAMES[weekday])
+        rows += [("doctor", doctor["id"], doctor["name"], doctor["speciality_id"], center or "", insurances,
+                  ";".join(names), hours, str(minutes), "", "") for hours, names in by_hours.items()]
+    return rows
+
+
+def patient_line(row):
+    return (row["name"], row["surname"] or "", format_date(row["birth_date"]) if row["birth_date"] else "",
+            row["nif"], row["phone_e164"] or row["phone"] or "")
+
+
+def appointment_lines(conn):
+    """Every appointment of a patient not blocked, cancelled ones too, in the import's format."""
+    return [(format_date(a["date"]), a["time"], str(minutes_of(a["end_time"]) - minutes_of(a["time"])), a["doctor_id"],
+             a["center_id"] or "", a["nif"], a["name"], a["surname"] or "", a["phone_e164"] or a["phone"] or "",
+             a["reason"] or "", a["insurance_id"] or "", a["status"]) for a in conn.execute(
+        "SELECT a.*, p.nif, p.name, p.surname, p.phone, p.phone_e164 FROM appointments a"
+        " JOIN live_patients p ON p.id = a.patient_id ORDER BY a.date, a.time, a.doctor_id, a.id")]
+
+
+def event_lines(conn):
+    """The audit trail, one JSON object a line, its before and after as objects."""
+    return [json.dumps({**dict(row), "before": json.loads(row["before"] or "null"),
+                        "after": json.loads(row["after"] or "null")}, ensure_ascii=False) + "\n"
+            for row in conn.execute("SELECT * FROM events ORDER BY id")]
+
+
+# Moving in: an old system's appointments
+
+APPOINTMENT_COLUMN_NAMES = {  # a header, folded: our field
+    "date": "date", "fecha": "date", "time": "time", "hora": "time", "duration": "duration",
+    "duracion": "duration", "duración": "duration", "minutes": "duration", "minutos": "duration",
+    "doctor": "doctor", "medico": "doctor", "médico": "doctor", "center": "center", "centro": "center",
+    "nif": "nif", "dni": "nif", "nie": "nif", "name": "name", "nombre": "name", "surname": "surname",
+    "apellidos": "surname", "phone": "phone", "telefono": "phone", "teléfono": "phone", "movil": "phone",
+    "móvil": "phone", "reason": "reason", "motivo": "reason", "insurance": "insurance", "seguro": "insurance",
+    "aseguradora": "insurance", "status": "status", "estado": "status", "birthdate": "birthDate",
+    "fechanacimiento": "birthDate", "fechadenacimiento": "birthDate",
+}
+STATUS_WORDS = {"": "booked", "booked": "booked", "reservada": "booked", "pendiente": "booked",
+                "confirmed": "confirmed", "confirmada": "confirmed", "unanswered": "unanswered",
+                "sin respuesta": "unanswered", "cancelled": "cancelled", "anulada": "cancelled",
+                "cancelada": "cancelled"}
+APPOINTMENT_EXAMPLE = "date,time,duration,doctor,center,nif,name,surname,phone,reason,insurance,status"
+
+
+def read_appointment_file(path):
+    """[(line, {field: text})] of an old system's appointments file."""
+    return read_table_file(path, APPOINTMENT_COLUMN_NAMES, ("date", "time", "doctor"), APPOINTMENT_EXAMPLE,
+                           "an appointments file")
+
+
+def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli"):
+    """Appointments from an old system's rows: (appointments planned, patients to create, problems).
+    All or nothing; a dry run checks outside the write lock and writes nothing."""
+    today, at = clinic.today(), clinic.clock()
+    if dry_run:
+        return plan_import(clinic.conn(), rows, today)
+    with clinic.db.transaction() as conn:
+        planned, created, problems = plan_import(conn, rows, today)
+        if problems:
+            return planned, created, problems
+        ids = {}
+        for patient in created.values():
+            ids[patient["nif"]] = written_row(conn, INSERT_PATIENT, patient_row(patient, at))["id"]
+        for appointment in planned:
+            write_imported(conn, appointment, ids, at, source)
+        record_event(conn, at, source, "appointments.imported", "appointment", None,
+                     after={"file": file_name, "imported": len(planned), "patientsCreated": len(created)})
+    return planned, created, problems
+
+
+def write_imported(conn, appointment, ids, at, source):
+    """Inside the import's transaction: one appointment, with its event."""
+    patient_id = appointment["patient_id"] or ids[appointment["nif"]]
+    cancelled = appointment["status"] == "cancelled"
+    row = written_row(
+        conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
+        " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by)"
+        " VALUES (?, ?, (SELECT speciality_id FROM doctors WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'import')",
+        (patient_id, appointment["doctor"], appointment["doctor"], appointment["insurance"], appointment["center"],
+         appointment["date"], appointment["time"], appointment["end"], appointment["reason"], appointment["status"],
+         utc_iso(at), utc_iso(at), utc_iso(at) if appointment["status"] == "confirmed" else None,
+         utc_iso(at) if cancelled else None, "cancelled in the system it came from" if cancelled else None))
+    record_event(conn, at, source, "appointment.imported", "appointment", row["id"], after=row)
+
+
+def plan_import(conn, rows, today):
+    """Check every row against the catalogs, the patients and the agenda's appointments (and each
+    other): (appointments, {nif: new patient}, problems as "line N: why")."""
+    known = {table: {row[0] for row in conn.execute(f"SELECT id FROM {table}")}
+             for table in ("doctors", "centers", "insurances")}
+    planned, created, problems = [], {}, []
+    for line, fields in rows:
+        try:
+            appointment = appointment_fields(fields, known)
+            appointment["patient_id"], appointment["nif"] = find_or_plan_patient(conn, fields, created, today)
+        except ClinicError as error:
+            problems.append(f"line {line}: {error.message}")
+            continue
+        planned.append({**appointment, "line": line})
+    problems += overlaps(conn, planned)
+    return planned, created, problems
+
+
+def appointment_fields(fields, known):
+    """One row's appointment: date, time, end, doctor, center, insurance, reason, status; ClinicError
+    naming the first thing wrong."""
+    day, start = parse_date(fields.get("date", ""), "date"), parse_time(fields.get("time", ""), "time")
+    try:
+        minutes = int(fields.get("duration") or 15)
+    except ValueError:
+        raise ClinicError("INVALID_REQUEST", f"duration {fields['duration']!r} is not a number of minutes") from None
+    if not 1 <= minutes <= 480 or minutes_of(start) + minutes > 24 * 60:
+        raise ClinicError("INVALID_REQUEST", "duration must be 1 to 480 minutes, ending the same day")
+    for field, table in (("doctor", "doctors"), ("center", "centers"), ("insurance", "insurances")):
+        value = fields.get(field, "").strip()
+        if (value or field == "doctor") and value not in known[table]:
+            raise ClinicError("INVALID_REQUEST", f"{field} {value!r} is not in the catalogs (agenda seed loads them)")
+    status = STATUS_WORDS.get(fields.get("status", "").strip().lower())
+    if status is None:
+        raise ClinicError("INVALID_REQUEST", f"status {fields['status']!r} is not one of booked, confirmed, "
+                                             "unanswered, cancelled (or reservada, confirmada, anulada)")
+    end = minutes_of(start) + minutes
+    return {"date": day.isoformat(), "time": start, "end": hhmm(end),
+            "doctor": fields["doctor"].strip(), "center": fields.get("center", "").strip() or None,
+            "insurance": fields.get("insurance", "").strip() or None, "reason": fields.get("reason", "").strip() or None,
+            "status": status}
+
+
+def find_or_plan_patient(conn, fields, created, today):
+    """(patient id, None) of the patient a row names, by NIF, else by name and phone; or (None, NIF)
+    of a new patient planned from its fields."""
+    if fields.get("nif", "").strip():
+        nif = normalise_nif(fields["nif"])
+        found = conn.execute("SELECT id FROM live_patients WHERE nif = ?", (nif,)).fetchone()
+        if found:
+            return found[0], None
+        if nif not in created:
+            created[nif] = patient_fields(fields, today)
+        return None, nif
+    phone = parse_phone(fields["phone"]) if fields.get("phone", "").strip() else None
+    found = conn.execute("SELECT id FROM live_patients WHERE phone_e164 = ? AND lower(name) = lower(?)",
+                         (phone, fields.get("name", "").strip())).fetchall() if phone else []
+    if len(found) != 1:
+        raise ClinicError("INVALID_REQUEST", "no NIF, and no one patient here with that name and phone: "
+                                             "give the patient's NIF")
+    return found[0][0], None
+
+
+def overlaps(conn, planned):
+    """Problems for live appointments that overlap one of the same doctor's, in the file or in the agenda."""
+    problems, taken = [], {}
+    for appointment in sorted(planned, key=lambda a: a["line"]):
+        if appointment["status"] == "cancelled":
+            continue
+        key = (appointment["doctor"], appointment["date"])
+        if key not in taken:
+            taken[key] = [(row[0], row[1], f"appointment {row[2]} already in the agenda") for row in conn.execute(
+                "SELECT time, end_time, id FROM appointments WHERE doctor_id = ? AND date = ? AND status != 'cancelled'",
+                key)]
+        clash = next((what for start, end, what in taken[key]
+                      if start < appointment["end"] and appointment["time"] < end), None)
+        if clash:
+            problems.append(f"line {appointment['line']}: {format_date(appointment['date'])} {appointment['time']} "
+                            f"with {appointment['doctor']} overlaps {clash}")
+        taken[key].append((appointment["time"], appointment["end"], f"line {appointment['line']}"))
+    return problems
