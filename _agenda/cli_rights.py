@@ -8,7 +8,7 @@ import click
 
 from .values import format_date, printable, RETENTION_YEARS_AT_LEAST
 from .store import utc_iso
-from .rights import erasure_preview, patient_copy, request_erasure, retention_run
+from .rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
 from .desk import copy_page
 from .cli import cli, clinic_time, cli_date, cli_now, cli_zone, db_option, DEFAULTS, tz_option
 from .cli_desk import cli_reader, clinic_at
@@ -63,7 +63,7 @@ def rights_clinic(ctx, db_path, tz, retention_years):
 
 @cli.group()
 def patient():
-    """One patient's rights: a copy of their data, erasure.
+    """One patient's rights: a copy of their data, rectification, erasure.
 
     Example:
 
@@ -111,6 +111,34 @@ def patient_export(ctx, db_path, patient_id, form, output, why, tz):
 def printable_json(text):
     """JSON for a terminal: what a patient typed cannot move the cursor or change colours."""
     return "\n".join(printable(line) for line in text.split("\n"))
+
+
+@patient.command("rectify")
+@db_option
+@click.argument("patient_id")
+@click.option("--name", default=None, help="The right name.")
+@click.option("--surname", default=None, help="The right surname(s); \"\" empties them.")
+@click.option("--birth-date", "birth_date", default=None, help="The right birth date, DD/MM/YYYY; \"\" empties it.")
+@click.option("--nif", default=None, help="The right NIF.")
+@click.option("--phone", default=None, help="The right phone; \"\" empties it.")
+@tz_option
+@click.pass_context
+def patient_rectify(ctx, db_path, patient_id, name, surname, birth_date, nif, phone, tz):
+    """Correct a patient's details when they ask (GDPR art. 16), checked as a new patient is;
+    the details before and after are kept in the audit trail.
+
+    Example:
+
+    \b
+        agenda patient rectify 42 --phone "612 34 56 78" --surname "García Núñez"
+    """
+    changes = {key: value for key, value in (("name", name), ("surname", surname), ("birthDate", birth_date),
+                                             ("nif", nif), ("phone", phone)) if value is not None}
+    if not changes:
+        raise click.UsageError("say what to correct: --name, --surname, --birth-date, --nif or --phone")
+    with clinic_at(ctx, db_path, tz) as clinic:
+        rectify(clinic, patient_id, changes, "cli")
+    click.echo(f"Corrected patient {patient_id}: {', '.join(sorted(changes))}.")
 
 
 @patient.command("erase")

@@ -1,11 +1,11 @@
 """The patient's rights in the domain: erasure under the retention law, anonymisation once the period
-ends, and the patient's copy of their data ("Erasure and retention", "A patient's copy")."""
+ends, the patient's copy of their data, and rectification ("Erasure and retention", "A patient's copy")."""
 
 import datetime as dt
 import json
 
-from .values import ClinicError, numeric_id
-from .store import record_event, utc_iso
+from .values import ClinicError, format_date, numeric_id, patient_fields
+from .store import record_event, utc_iso, written_row
 from .access import KEEP_DAYS
 from .clinic import APPOINTMENT_RECORD
 
@@ -175,3 +175,30 @@ def open_blocked(clinic, row, reader, why):
         record_event(conn, clinic.clock(), event_source(reader), "patient.blocked_opened", "patient", row["id"],
                      after={"why": why[:500]})
     clinic.seen(reader, "blocked", [row["id"]])
+
+
+# Rectification (GDPR art. 16)
+
+RECTIFIABLE = ("name", "surname", "birthDate", "nif", "phone")
+
+
+def rectify(clinic, patient_id, changes, source):
+    """Correct a patient's details: `changes` maps some of RECTIFIABLE to new texts ("" empties an
+    optional one), checked as a new patient is; the row before and after in the audit trail."""
+    at = clinic.clock()
+    with clinic.db.transaction() as conn:
+        row = stored_patient(conn, patient_id)
+        if row["blocked_at"] is not None:
+            raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+        current = {"name": row["name"], "surname": row["surname"], "nif": row["nif"], "phone": row["phone"],
+                   "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None}
+        patient = patient_fields({**current, **{key: value or None for key, value in changes.items()}},
+                                 clinic.today())
+        if conn.execute("SELECT 1 FROM live_patients WHERE nif = ? AND id != ?", (patient["nif"], row["id"])).fetchone():
+            raise ClinicError("PATIENT_ALREADY_EXISTS", "another patient has that nif")
+        after = written_row(conn, "UPDATE patients SET name = ?, surname = ?, birth_date = ?, nif = ?, phone = ?,"
+                            " phone_e164 = ? WHERE id = ?", (patient["name"], patient["surname"], patient["birth_date"],
+                                                            patient["nif"], patient["phone"], patient["phone_e164"],
+                                                            row["id"]))
+        record_event(conn, at, source, "patient.rectified", "patient", row["id"], before=dict(row), after=after)
+    return after

@@ -317,3 +317,22 @@ def test_the_desk_gives_an_admin_the_copy_and_the_erasure_and_refuses_reception(
     assert api.get(f"/appointments/{coming}").status_int == 404  # cancelled, and its patient blocked
     assert api.get("/patients?nif=12345678Z").status_int == 404
     assert admin.get(f"/desk/patients/{patient}", expect_errors=True).status_int == 404
+
+
+def test_a_patient_s_details_are_rectified_checked_and_the_change_is_audited(api, db_path):
+    patient = api.new_patient()
+    fixed = cli(db_path, "patient", "rectify", patient, "--phone", "699 88 77 66", "--surname", "García Núñez")
+    assert fixed.exit_code == 0, fixed.output
+    found = api.get("/patients?nif=12345678Z").json
+    assert (found["surname"], found["phone"]) == ("García Núñez", "+34699887766")
+    conn = sqlite3.connect(db_path)
+    before, after = conn.execute("SELECT before, after FROM events WHERE action = 'patient.rectified'").fetchone()
+    conn.close()
+    assert json.loads(before)["phone_e164"] == "+34612345678" and json.loads(after)["phone_e164"] == "+34699887766"
+    other = api.new_patient(nif=valid_dni(5), phone="622000333")
+    clash = cli(db_path, "patient", "rectify", other, "--nif", "12345678Z")
+    assert clash.exit_code == 1 and "another patient has that nif" in clash.output
+    wrong = cli(db_path, "patient", "rectify", other, "--phone", "12")
+    assert wrong.exit_code == 1 and "phone" in wrong.output
+    assert api.get(f"/patients?nif={valid_dni(5)}").json["phone"] == "+34622000333"  # refused: unchanged
+    assert cli(db_path, "patient", "rectify", other).exit_code == 2
