@@ -15,6 +15,8 @@
 - positive_data_refused_only_for_what_no_schema_states: a check that narrows the 400s that
   schemathesis.toml lets a request the schema allows get, to the codes and messages of the
   rules no schema can state (a checksum, a real phone number, a date in the future).
+- a_booked_appointment_is_never_404: an appointmentId the server gave out (in the path or
+  in the confirm body) is never answered 404; cancelled is 410 or 409, never gone.
 """
 
 import datetime as dt
@@ -124,4 +126,25 @@ def positive_data_refused_only_for_what_no_schema_states(ctx, response, case):
     if not all(any(needle in part for needle in needles) for part in parts):
         raise AssertionError(f"{case.operation.label}: a request openapi.json allows was refused for a rule it "
                              f"could state: {error}")
+    return None
+
+
+BOOKED = set()  # every appointmentId a 201 of POST /appointments gave out in this run
+
+
+@schemathesis.check
+def a_booked_appointment_is_never_404(ctx, response, case):
+    """No id the server gave out is later unknown to it (appointments are never deleted)."""
+    label = case.operation.label
+    if label == "POST /appointments" and response.status_code == 201:
+        BOOKED.add(str(response.json()["appointmentId"]))
+        return None
+    if response.status_code != 404:
+        return None
+    if label == "POST /appointments/confirm":
+        asked = case.body.get("appointmentId") if isinstance(case.body, dict) else None
+    else:
+        asked = (case.path_parameters or {}).get("appointmentId")
+    if asked is not None and str(asked) in BOOKED:
+        raise AssertionError(f"{label}: 404 for appointment {asked}, which POST /appointments booked")
     return None
