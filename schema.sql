@@ -311,3 +311,20 @@ INSERT INTO doctor_insurances_v8 (doctor_id, center_id, insurance_id)
 DROP TABLE doctor_insurances;
 ALTER TABLE doctor_insurances_v8 RENAME TO doctor_insurances;
 CREATE UNIQUE INDEX doctor_insurances_key ON doctor_insurances (doctor_id, coalesce(center_id, ''), insurance_id);
+
+-- version 9
+
+-- Reception's patient search ("Patient search"): name and surname as folded by the clinic's
+-- code (lower case, no accents, ñ as n, ü as u, a space before each word), written with every
+-- change of a name; agenda_fold is that code, given to every connection Agenda opens.
+ALTER TABLE patients ADD COLUMN search TEXT NOT NULL DEFAULT '';
+UPDATE patients SET search = agenda_fold(name || ' ' || coalesce(surname, ''));
+CREATE INDEX patients_by_search ON patients (search) WHERE blocked_at IS NULL;
+
+-- What happens at the counter ("Attendance"): the desk's own record, beside the caller's status,
+-- which it never changes. arrived_at is UTC.
+ALTER TABLE appointments ADD COLUMN attendance TEXT CHECK (attendance IN ('arrived', 'seen', 'no_show'));
+ALTER TABLE appointments ADD COLUMN arrived_at TEXT;
+
+-- An appointment inside a closure needs a call ("To call"): closures are looked up by their last day.
+CREATE INDEX closures_by_end ON closures (date_to);

@@ -355,7 +355,7 @@ def appointments():
         if date_text is None:
             raise invalid("date (day list) or nif or phone (patient search) is required")
         return data_json(clinic().appointments_on([parse_date(date_text, "date").isoformat()], center_id,
-                                                  APPOINTMENT_JSON))
+                                                  APPOINTMENT_JSON, for_caller=True))
     day = parse_date(date_text, "date") if date_text else None
     return data_json(clinic().patient_appointments(nif=nif, phone=phone, day=day, center_id=center_id,
                                                    shape=APPOINTMENT_JSON, reader="api"))
@@ -363,7 +363,7 @@ def appointments():
 
 def appointments_range():
     days = parse_dates(query_text("dates", required=True).split(","), "dates")
-    return data_json(clinic().appointments_on(days, query_text("centerId"), APPOINTMENT_JSON))
+    return data_json(clinic().appointments_on(days, query_text("centerId"), APPOINTMENT_JSON, for_caller=True))
 
 
 def appointment(appointment_id):

@@ -49,12 +49,24 @@ def db_option(function):
 
 
 def rules_options(function):
-    """--min-notice and --horizon, as `agenda run` takes them, so a command books by the same rules."""
+    """--min-notice and --horizon: the caller's rules, as `agenda run` serves them."""
     function = click.option("--min-notice", default=DEFAULTS.min_notice_minutes, show_default=True,
                             type=click.IntRange(0, None),
                             envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")(function)
     return click.option("--horizon", default=DEFAULTS.horizon_days, show_default=True, type=click.IntRange(1, None),
                         envvar="AGENDA_HORIZON", help="Days ahead that may be booked.")(function)
+
+
+def desk_rules_options(function):
+    """--desk-min-notice and --desk-horizon: reception's rules, for `agenda run` and the desk's twins
+    (`agenda book`, `agenda move`), apart from the caller's ("Each channel's rules")."""
+    function = click.option("--desk-min-notice", default=DEFAULTS.desk_min_notice_minutes, show_default=True,
+                            type=click.IntRange(0, None), envvar="AGENDA_DESK_MIN_NOTICE", show_envvar=True,
+                            help="Minutes between now and the first slot reception may book (0: a walk-in "
+                                 "now; a slot already begun is past).")(function)
+    return click.option("--desk-horizon", default=DEFAULTS.desk_horizon_months, show_default=True,
+                        type=click.IntRange(1, 120), envvar="AGENDA_DESK_HORIZON", show_envvar=True,
+                        help="Calendar months ahead that reception may book.")(function)
 
 
 def tz_option(function):
@@ -210,6 +222,7 @@ def read_secret_file(path):
               help="What the caller signs: the whole request; only the body (weaker: one signature of an "
                    "empty body opens every GET and DELETE); or either, while setting up an integration.")
 @rules_options
+@desk_rules_options
 @click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default=DEFAULTS.reminder_policy,
               show_default=True,
               envvar="AGENDA_REMINDER_POLICY",
@@ -229,8 +242,9 @@ def read_secret_file(path):
               help="Seconds without a shipment after which /health and `agenda status` say the replica is behind.")
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
-        trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, reminder_policy,
-        replica, replica_key, replica_host_key, ack_after_replication, replica_behind_after):
+        trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
+        desk_horizon, reminder_policy, replica, replica_key, replica_host_key, ack_after_replication,
+        replica_behind_after):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
@@ -255,7 +269,8 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
                    "(docs/deploy.md).", err=True)
     secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
-                "horizon_days": horizon, "reminder_policy": reminder_policy}
+                "horizon_days": horizon, "desk_min_notice_minutes": desk_min_notice,
+                "desk_horizon_months": desk_horizon, "reminder_policy": reminder_policy}
     serve = (ctx.obj or {}).get("serve") or serve_until_stopped
     listener = log_to_stderr()
     # waitress warns "Task queue depth is N" for every request that waits for a free thread;

@@ -17,7 +17,7 @@ from .staff import Accounts, ROLES
 from .clinic import Clinic
 from .imports import PatientFileError, read_patient_file
 from .cli import (cli, cli_date, cli_now, cli_time, cli_zone, clinic_time, db_option, existing_database,
-                  rules_options, tz_option, WEEKDAY_NAMES)
+                  desk_rules_options, tz_option, WEEKDAY_NAMES)
 
 
 def cli_clinic(ctx, db_path, tz=DEFAULT_TZ, **rules):
@@ -189,11 +189,14 @@ def appointment_line(a):
 @click.option("--nif", default=None, help="The patient's NIF, when the id is not at hand.")
 @click.option("--center", "center_id", default=None, help="The center (where the doctor works then).")
 @click.option("--reason", default=None, help="Why the patient comes.")
+@click.option("--insurance", "insurance_id", default=None,
+              help="The patient's insurance (required when the doctor takes only some).")
 @tz_option
-@rules_options
+@desk_rules_options
 @click.pass_context
-def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, tz, min_notice, horizon):
-    """Book a free slot for a patient, with the same rules as the API and the desk.
+def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, insurance_id, tz,
+         desk_min_notice, desk_horizon):
+    """Book a free slot for a patient, by the desk's rules (a walk-in now, up to 18 months ahead).
 
     Example:
 
@@ -201,13 +204,14 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         agenda book --doctor MARTIN --date 24/11/2026 --time 09:30 --nif 12345678Z --reason Revisión
     """
     day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
-    with clinic_at(ctx, db_path, tz, min_notice_minutes=min_notice, horizon_days=horizon) as clinic:
+    with clinic_at(ctx, db_path, tz, desk_min_notice_minutes=desk_min_notice,
+                   desk_horizon_months=desk_horizon) as clinic:
         if patient_id is None:
             if nif is None:
                 raise click.ClickException("give the patient: --patient ID or --nif NIF")
             patient_id = clinic.find_patient(nif)["id"]
         booked = clinic.book(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id,
-                             center_id=center_id, reason=reason, source="cli")
+                             center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
         click.echo(f"Booked {appointment_line(clinic.appointment(booked))}")
 
 
@@ -216,11 +220,14 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
 @click.argument("appointment_id")
 @click.option("--date", "date_text", required=True, help="The new day, DD/MM/YYYY.")
 @click.option("--time", "time_text", required=True, help="The new start, HH:MM.")
+@click.option("--doctor", "doctor_id", default=None, help="Another doctor of the same speciality.")
+@click.option("--center", "center_id", default=None, help="Another center of the doctor's.")
 @tz_option
-@rules_options
+@desk_rules_options
 @click.pass_context
-def move(ctx, db_path, appointment_id, date_text, time_text, tz, min_notice, horizon):
-    """Move an appointment to another free slot of its doctor and center; it is no longer confirmed.
+def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_id, tz, desk_min_notice,
+         desk_horizon):
+    """Move an appointment to another free slot, by the desk's rules; it is no longer confirmed.
 
     Example:
 
@@ -228,8 +235,10 @@ def move(ctx, db_path, appointment_id, date_text, time_text, tz, min_notice, hor
         agenda move 123 --date 25/11/2026 --time 10:00
     """
     day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
-    with clinic_at(ctx, db_path, tz, min_notice_minutes=min_notice, horizon_days=horizon) as clinic:
-        clinic.move(appointment_id, day=day, time_text=start, source="cli")
+    with clinic_at(ctx, db_path, tz, desk_min_notice_minutes=desk_min_notice,
+                   desk_horizon_months=desk_horizon) as clinic:
+        clinic.move(appointment_id, day=day, time_text=start, doctor_id=doctor_id, center_id=center_id,
+                    source="cli")
         click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id))}")
 
 

@@ -4,10 +4,9 @@ cycles, closures and doctors. No HTTP here."""
 import datetime as dt
 import json
 import logging
-import re
 import sqlite3
 
-from .values import (clinic_zone, ClinicError, invalid, normalise_nif,
+from .values import (clinic_zone, ClinicError, fold, invalid, normalise_nif,
                      numeric_id, parse_phone, patient_fields, Settings)
 from .access import AccessRecord
 from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
@@ -22,11 +21,19 @@ log = logging.getLogger("agenda")
 # who booked it. The caller's shape is the API's own (`_agenda/api.py`), passed as `shape`.
 PATIENT_NAME = """CASE WHEN coalesce(p.name, '') = '' THEN nullif(p.surname, '')
                         WHEN coalesce(p.surname, '') = '' THEN p.name ELSE p.name || ' ' || p.surname END"""
+# An appointment that needs a call ("To call"): inside a closure or from its doctor's retirement on,
+# and the patient not come. Reception sees it marked and listed; the caller's lists leave it out.
+TO_CALL = """(coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND (
+    EXISTS (SELECT 1 FROM doctors rd WHERE rd.id = a.doctor_id AND rd.retired_from <= a.date)
+    OR EXISTS (SELECT 1 FROM closures c WHERE c.date_to >= a.date AND c.date_from <= a.date
+               AND (c.doctor_id IS NULL OR c.doctor_id = a.doctor_id) AND (c.center_id IS NULL OR c.center_id = a.center_id)
+               AND (c.start_time IS NULL OR (c.start_time < a.end_time AND a.time < c.end_time)))))"""
 APPOINTMENT_RECORD = f"""json_object(
     'id', a.id, 'date', a.date, 'start', a.time, 'end', a.end_time, 'status', a.status, 'reason', a.reason,
     'doctor_id', a.doctor_id, 'doctor_name', d.name, 'speciality_id', a.speciality_id, 'center_id', a.center_id,
     'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'patient_name', {PATIENT_NAME}, 'nif', p.nif,
-    'phone', p.phone_e164, 'booked_by', a.booked_by)"""
+    'phone', p.phone_e164, 'booked_by', a.booked_by, 'attendance', a.attendance, 'arrived_at', a.arrived_at,
+    'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END, 'created_at', a.created_at)"""
 APPOINTMENT_TABLES = """
     FROM appointments a
     JOIN doctors d ON d.id = a.doctor_id
@@ -76,6 +83,12 @@ def plan_patient_import(conn, rows, today):
     return patients, problems, present
 
 
+def channel_of(source):
+    """Whose rules a change follows ("Each channel's rules"): the caller's for 'api', else the desk's
+    (the desk, and its twins in the CLI)."""
+    return "caller" if source == "api" else "desk"
+
+
 class Clinic:
     """The clinic's operations over one database, its settings and a clock; no HTTP here.
 
@@ -96,8 +109,12 @@ class Clinic:
     def today(self):
         return self.clock().astimezone(self.tz).date()
 
-    def window(self):
-        """When the caller's channel may book now: its notice and horizon ("Slot states")."""
+    def window(self, channel="caller"):
+        """When a channel may book now ("Each channel's rules"): the caller's notice and horizon, or
+        the desk's (its CLI twins' too)."""
+        if channel == "desk":
+            return booking_window(self.clock(), self.tz, self.settings.desk_min_notice_minutes,
+                                  horizon_months=self.settings.desk_horizon_months)
         return booking_window(self.clock(), self.tz, self.settings.min_notice_minutes, self.settings.horizon_days)
 
     # Look-ups: each id the caller names, or its 404
@@ -133,9 +150,15 @@ class Clinic:
             lists.setdefault((row["doctor_id"], row["center_id"]), set()).add(row["insurance_id"])
         return lists
 
-    def accepts_insurance(self, doctor_id, insurance_id, center_id):
+    def check_insurance(self, doctor_id, insurance_id, center_id, channel="caller"):
+        """Refuse an insurance the doctor does not take at this center; at the desk, also none at all
+        when the doctor has a list there, private being one of its entries ("Each channel's rules")."""
         listed = self.insurance_lists([doctor_id]).get((doctor_id, center_id))
-        return not listed or insurance_id in listed
+        if listed and insurance_id is None and channel == "desk":
+            raise ClinicError("INSURANCE_REQUIRED", "that doctor takes only some insurances there: give one of "
+                              + ", ".join(sorted(listed)))
+        if listed and insurance_id is not None and insurance_id not in listed:
+            raise ClinicError("INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance there")
 
     def appointment_row(self, appointment_id, if_cancelled, columns="a.*"):
         """`columns` (of APPOINTMENT_TABLES) of a live appointment: 404 when there is none,
@@ -151,11 +174,11 @@ class Clinic:
         del found["lookup_status"]
         return found
 
-    def slot_at(self, doctor, day, time_text, center_id):
-        """This doctor's free slot at this date and time, or SLOT_NOT_AVAILABLE with the reason `slot_state`
-        gives ("Slot refusal reasons"). An overlap with another appointment is left to schema.sql's
-        triggers, in the booking's own transaction."""
-        window = self.window()
+    def slot_at(self, doctor, day, time_text, center_id, channel="caller"):
+        """This doctor's free slot at this date and time for a channel, or SLOT_NOT_AVAILABLE with the reason
+        `slot_state` gives ("Slot refusal reasons"). An overlap with another appointment is left to
+        schema.sql's triggers, in the booking's own transaction."""
+        window = self.window(channel)
         for slot in free_slots(self.conn(), [doctor], day, day, window=window, center_id=center_id,
                                starting_at=time_text, with_bookings=False):
             return slot
@@ -165,11 +188,11 @@ class Clinic:
             raise RuntimeError(f"the slot rules disagree on {doctor['id']} {day} {time_text}")
         raise slot_not_available(reason, detail)
 
-    def day_slots(self, day, center_id=None):
+    def day_slots(self, day, center_id=None, channel="desk"):
         """Every slot of the doctors who work at this center (or anywhere) on `day`, with its state for
-        the caller's channel: [(schedule row with the doctor's name, time, end, (state, detail))]."""
+        the channel: [(schedule row with the doctor's name, time, end, (state, detail))]."""
         doctors = self.conn().execute("SELECT id, name, speciality_id FROM doctors").fetchall()
-        window, names = self.window(), {row["id"]: row for row in doctors}
+        window, names = self.window(channel), {row["id"]: row for row in doctors}
         schedule = read_schedule(self.conn(), list(names), day, day, center_id)
         found = []
         for row, grid in schedule.grids.get(day.weekday(), ()):
@@ -247,16 +270,16 @@ class Clinic:
     # Slots
 
     def availability(self, *, doctor_id=None, speciality_id=None, center_id=None, insurance_id=None,
-                     first=None, last=None):
+                     first=None, last=None, channel="caller"):
         """The free slots ("Availability") of a doctor or a speciality, from `first` (today) to
-        `last` (13 days on), within the horizon."""
+        `last` (13 days on), within the channel's horizon."""
         if doctor_id is None and speciality_id is None:
             raise invalid("doctorId or specialityId is required")
         self.require_center(center_id)
         first = first or self.today()
         if last is not None and last < first:
             raise invalid("endDate is before startDate")
-        window = self.window()
+        window = self.window(channel)
         if first > window.last_day:  # nothing to offer; also keeps date arithmetic far from year 9999
             return []
         last = min(last or first + dt.timedelta(days=13), window.last_day)
@@ -285,10 +308,12 @@ class Clinic:
         self.seen(reader, "appointment", [row["patient_id"]])
         return json.loads(row["json"]) if shape is APPOINTMENT_RECORD else row["json"]
 
-    def appointments(self, where, params, center_id=None, shape=APPOINTMENT_RECORD):
+    def appointments(self, where, params, center_id=None, shape=APPOINTMENT_RECORD, for_caller=False):
         """The live appointments matching `where` (SQL over `a`), sorted ("Lists"): records, or the JSON
-        array's text of `shape`, written by SQLite in one statement."""
+        array's text of `shape`, written by SQLite in one statement; `for_caller` leaves out those to call."""
         self.require_center(center_id)
+        if for_caller:
+            where = f"{where} AND NOT {TO_CALL}"
         if center_id is not None:
             where, params = where + " AND a.center_id = ?", [*params, center_id]
         (text,) = self.conn().execute(  # the whole array in one step ("Lists")
@@ -297,9 +322,10 @@ class Clinic:
             params).fetchone()
         return json.loads(text) if shape is APPOINTMENT_RECORD else text
 
-    def appointments_on(self, days, center_id=None, shape=APPOINTMENT_RECORD, reader=None):
-        """The live appointments of these ISO days ("Lists"); the patients shown recorded for `reader`."""
-        found = self.appointments(f"a.date IN ({','.join('?' * len(days))})", days, center_id, shape)
+    def appointments_on(self, days, center_id=None, shape=APPOINTMENT_RECORD, reader=None, for_caller=False):
+        """The live appointments of these ISO days ("Lists"), but those to call when they are `for_caller`;
+        the patients shown recorded for `reader`."""
+        found = self.appointments(f"a.date IN ({','.join('?' * len(days))})", days, center_id, shape, for_caller)
         if reader is not None:  # a list of records: what the desk and the CLI show
             self.seen(reader, "day", [appointment["patient_id"] for appointment in found])
         return found
@@ -341,9 +367,8 @@ class Clinic:
                 self.require_insurance(insurance_id)
             self.require_center(center_id)
             try:
-                slot = self.slot_at(doctor, day, time_text, center_id)
-                if insurance_id is not None and not self.accepts_insurance(doctor_id, insurance_id, slot.center_id):
-                    raise ClinicError("INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance there")
+                slot = self.slot_at(doctor, day, time_text, center_id, channel_of(source))
+                self.check_insurance(doctor_id, insurance_id, slot.center_id, channel_of(source))
                 booked = written_row(
                     conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
                     " date, time, end_time, reason, status, created_at, updated_at, booked_by)"
@@ -351,7 +376,7 @@ class Clinic:
                     (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id, day.isoformat(),
                      slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at), source))
             except ClinicError as refusal:
-                if refusal.code == "INSURANCE_NOT_ACCEPTED":
+                if refusal.code.startswith("INSURANCE_"):
                     raise
                 return self.retried_booking(patient_key, doctor_id, day, time_text, refusal)
             except sqlite3.IntegrityError:
@@ -369,27 +394,45 @@ class Clinic:
             raise refusal
         return str(retried["id"])
 
-    def move(self, appointment_id, *, day, time_text, source="api"):
-        """The appointment to another free slot of its doctor and center ("Moving"); no longer confirmed."""
+    def move(self, appointment_id, *, day, time_text, doctor_id=None, center_id=None, source="api"):
+        """The appointment to another free slot ("Moving"): of its doctor and center, or at the desk of another
+        doctor of the same speciality or another center; no longer confirmed."""
         at = self.clock()
         with self.db.transaction() as conn:
             before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
-            slot = self.slot_at(self.require_doctor(before["doctor_id"]), day, time_text, before["center_id"])
+            self.refuse_attended(before, source)
+            doctor = self.require_doctor(doctor_id or before["doctor_id"])
+            if doctor["speciality_id"] != before["speciality_id"] and doctor["id"] != before["doctor_id"]:
+                raise invalid("the new doctor is of another speciality")
+            same_doctor = doctor["id"] == before["doctor_id"]
+            slot = self.slot_at(doctor, day, time_text, center_id or (before["center_id"] if same_doctor else None),
+                                channel_of(source))
+            if before["insurance_id"] is not None:
+                self.check_insurance(doctor["id"], before["insurance_id"], slot.center_id)
             try:
                 after = written_row(
-                    conn, "UPDATE appointments SET date = ?, time = ?, end_time = ?, center_id = ?,"
-                    " status = 'booked', confirmed_at = NULL, updated_at = ? WHERE id = ?",
-                    (day.isoformat(), slot.time, slot.end_time, slot.center_id, utc_iso(at), before["id"]))
+                    conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?,"
+                    " status = 'booked', confirmed_at = NULL, attendance = NULL, arrived_at = NULL, updated_at = ?"
+                    " WHERE id = ?", (doctor["id"], day.isoformat(), slot.time, slot.end_time, slot.center_id,
+                                      utc_iso(at), before["id"]))
             except sqlite3.IntegrityError:
                 raise slot_not_available("taken") from None
             record_event(conn, at, source, "appointment.moved", "appointment", before["id"], before=before, after=after)
         return str(before["id"])
+
+    @staticmethod
+    def refuse_attended(appointment, source):
+        """The caller may not move, cancel or decline an appointment the patient came to ("Attendance")."""
+        if source == "api" and appointment["attendance"] in ("arrived", "seen"):
+            raise ClinicError("APPOINTMENT_ATTENDED", "the patient has arrived for that appointment or been seen: "
+                              "the clinic's reception changes it now")
 
     def cancel(self, appointment_id, reason="cancelled by the caller", source="api"):
         """Cancel a live appointment; its slot is free again. Nothing is deleted ("Storage")."""
         at = self.clock()
         with self.db.transaction() as conn:
             before = self.appointment_row(appointment_id, CANCEL_CANCELLED)
+            self.refuse_attended(before, source)
             self.cancelled(conn, before, at, reason, "appointment.cancelled", source)
 
     def cancelled(self, conn, before, at, reason, action, source):
@@ -405,6 +448,7 @@ class Clinic:
         with self.db.transaction() as conn:
             before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
             if not confirmed:
+                self.refuse_attended(before, source)
                 self.cancelled(conn, before, at, "declined at reminder", "appointment.declined", source)
                 return "cancelled"
             if before["status"] == "confirmed":
@@ -445,16 +489,19 @@ class Clinic:
         return {"processed": len(acted_on), "repeated": False}
 
     def unconfirmed(self, days, skipped, center_id):
-        """(ids of the live unconfirmed appointments of these days, those of them still only booked), sorted."""
-        where = f"date IN ({','.join('?' * len(days))}) AND status IN ('booked', 'unanswered')"
+        """(ids of the live unconfirmed appointments of these days, those of them still only booked), sorted;
+        never one the patient came to or one to call ("Attendance", "To call")."""
+        where = (f"a.date IN ({','.join('?' * len(days))}) AND a.status IN ('booked', 'unanswered')"
+                 f" AND coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND NOT {TO_CALL}")
         params = [*days]
         if skipped:
-            where += " AND CAST(id AS TEXT) NOT IN (SELECT value FROM json_each(?))"
+            where += " AND CAST(a.id AS TEXT) NOT IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(sorted(skipped)))
         if center_id is not None:
-            where += " AND center_id = ?"
+            where += " AND a.center_id = ?"
             params.append(center_id)
-        rows = self.conn().execute(f"SELECT id, status FROM appointments WHERE {where} ORDER BY id", params).fetchall()
+        rows = self.conn().execute(f"SELECT a.id, a.status FROM appointments a WHERE {where} ORDER BY a.id",
+                                   params).fetchall()
         return [row["id"] for row in rows], [row["id"] for row in rows if row["status"] == "booked"]
 
     # Closures and doctors (the desk and their CLI twins)
@@ -543,17 +590,19 @@ class Clinic:
         return found
 
     def patients_matching(self, text):
+        """Patients as reception types them ("Patient search"): a NIF (separators or none) or a phone (any
+        format) exactly; else every word, folded, within the name and surnames, in any order."""
         if not text:
             return []
         found = []
         for column, value in (("nif", self.quietly(normalise_nif, text)), ("phone_e164", self.quietly(parse_phone, text))):
             if value:
                 found += self.conn().execute(f"SELECT * FROM live_patients WHERE {column} = ?", (value,)).fetchall()
-        if not found:
-            pattern = "%" + re.sub(r"([%_\\])", r"\\\1", text) + "%"
+        words = fold(text).split()
+        if not found and words:
             found = self.conn().execute(
-                "SELECT * FROM live_patients WHERE name || ' ' || coalesce(surname, '') LIKE ? ESCAPE '\\'"
-                " ORDER BY name, surname, id LIMIT 20", (pattern,)).fetchall()
+                "SELECT * FROM live_patients WHERE " + " AND ".join(["search LIKE ?"] * len(words))
+                + " ORDER BY search, id LIMIT 20", ["%" + word + "%" for word in words]).fetchall()
         return [patient_of(row) for row in found]
 
     @staticmethod

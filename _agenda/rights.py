@@ -5,13 +5,13 @@ import datetime as dt
 import json
 
 from .values import ClinicError, format_date, numeric_id, patient_fields
-from .store import record_event, utc_iso, written_row
+from .store import record_event, searched_name, utc_iso, written_row
 from .access import KEEP_DAYS
 from .clinic import APPOINTMENT_RECORD
 
 ERASED_NAME = "Anonimizado"
 # What identifies a patient, wherever a row or an event holds it; replaced when the period ends.
-IDENTITY = ("name", "surname", "birth_date", "nif", "phone", "phone_e164", "reason")
+IDENTITY = ("name", "surname", "birth_date", "nif", "phone", "phone_e164", "reason", "search")
 ERASURE_REASON = "erasure requested"
 
 
@@ -87,8 +87,8 @@ def anonymise(conn, patient_id, at, source):
     """Inside a transaction: replace who the patient is, in their row, their appointments' reasons and
     every event about them, keeping the appointments for the clinic's counts."""
     conn.execute("UPDATE patients SET name = ?, surname = NULL, birth_date = NULL, nif = ?, phone = NULL,"
-                 " phone_e164 = NULL, anonymised_at = ? WHERE id = ?",
-                 (ERASED_NAME, f"ANON-{patient_id}", utc_iso(at), patient_id))
+                 " phone_e164 = NULL, anonymised_at = ?, search = ? WHERE id = ?",
+                 (ERASED_NAME, f"ANON-{patient_id}", utc_iso(at), searched_name(ERASED_NAME, None), patient_id))
     conn.execute("UPDATE appointments SET reason = NULL WHERE patient_id = ?", (patient_id,))
     events = conn.execute(
         "SELECT id, before, after FROM events WHERE (entity = 'patient' AND entity_id = ?) OR (entity = 'appointment'"
@@ -197,8 +197,9 @@ def rectify(clinic, patient_id, changes, source):
         if conn.execute("SELECT 1 FROM live_patients WHERE nif = ? AND id != ?", (patient["nif"], row["id"])).fetchone():
             raise ClinicError("PATIENT_ALREADY_EXISTS", "another patient has that nif")
         after = written_row(conn, "UPDATE patients SET name = ?, surname = ?, birth_date = ?, nif = ?, phone = ?,"
-                            " phone_e164 = ? WHERE id = ?", (patient["name"], patient["surname"], patient["birth_date"],
-                                                            patient["nif"], patient["phone"], patient["phone_e164"],
-                                                            row["id"]))
+                            " phone_e164 = ?, search = ? WHERE id = ?",
+                            (patient["name"], patient["surname"], patient["birth_date"], patient["nif"],
+                             patient["phone"], patient["phone_e164"], searched_name(patient["name"], patient["surname"]),
+                             row["id"]))
         record_event(conn, at, source, "patient.rectified", "patient", row["id"], before=dict(row), after=after)
     return after

@@ -4,7 +4,7 @@ import datetime as dt
 import functools
 from typing import NamedTuple
 
-from .values import ClinicError, format_date, hhmm, minutes_of
+from .values import ClinicError, format_date, hhmm, minutes_of, months_after
 
 
 class Slot(NamedTuple):
@@ -83,20 +83,25 @@ def slots_clear_of(grid, taken):
 
 class Window(NamedTuple):
     """When a channel may book ("Slot states"): slots that start at `earliest` (now plus its notice,
-    in UTC) or later, so on `first_day` (its date) or later, up to `last_day` (today plus its horizon)."""
+    in UTC) or later, so on `first_day` (its date) or later, up to `last_day` (today plus its horizon,
+    which `horizon` words, as "90 days" or "18 months")."""
     tz: object
     earliest: dt.datetime
     first_day: dt.date
     last_day: dt.date
     notice_minutes: int
-    horizon_days: int
+    horizon: str
 
 
-def booking_window(now, tz, notice_minutes, horizon_days):
-    """The Window of a channel whose rules are this notice and horizon, at the moment `now`."""
+def booking_window(now, tz, notice_minutes, horizon_days=None, *, horizon_months=None):
+    """The Window of a channel whose rules are this notice and horizon (days, or calendar months), at `now`."""
     earliest = now.astimezone(dt.timezone.utc) + dt.timedelta(minutes=notice_minutes)
-    return Window(tz, earliest, earliest.astimezone(tz).date(),
-                  now.astimezone(tz).date() + dt.timedelta(days=horizon_days), notice_minutes, horizon_days)
+    today = now.astimezone(tz).date()
+    if horizon_months is not None:
+        last_day, horizon = months_after(today, horizon_months), f"{horizon_months} months"
+    else:
+        last_day, horizon = today + dt.timedelta(days=horizon_days), f"{horizon_days} days"
+    return Window(tz, earliest, earliest.astimezone(tz).date(), last_day, notice_minutes, horizon)
 
 
 class Schedule(NamedTuple):
@@ -128,7 +133,7 @@ def day_state(window, retired_from, day):
     if retired_from is not None and day.isoformat() >= retired_from:
         return "doctor_retired", f"the doctor no longer sees patients from {format_date(retired_from)}"
     if day > window.last_day:
-        return "beyond_horizon", f"{format_date(day)} is beyond the booking horizon ({window.horizon_days} days)"
+        return "beyond_horizon", f"{format_date(day)} is beyond the booking horizon ({window.horizon})"
     if day < window.first_day:
         return too_soon(window, day, None)
     return None

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+from .values import fold
+
 log = logging.getLogger("agenda")
 
 # Every file the code reads, by its path from the project's top: the same tree in a checkout, in an
@@ -88,6 +90,7 @@ def connect(path, timeout=5.0):
     """
     conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
+    conn.create_function("agenda_fold", 1, fold, deterministic=True)  # schema.sql's version 9 uses it
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     conn.execute("PRAGMA synchronous = FULL")  # a booking read back to a patient survives a power cut
@@ -268,14 +271,19 @@ def record_event(conn, at, source, action, entity, entity_id, before=None, after
          None if after is None else _STORED_JSON.encode(after)))
 
 
-INSERT_PATIENT = ("INSERT INTO patients (name, surname, birth_date, nif, phone, phone_e164, created_at)"
-                  " VALUES (?, ?, ?, ?, ?, ?, ?)")
+INSERT_PATIENT = ("INSERT INTO patients (name, surname, birth_date, nif, phone, phone_e164, created_at, search)"
+                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def patient_row(patient, at):
     """The parameters of INSERT_PATIENT for a patient made by patient_fields."""
     return (patient["name"], patient["surname"], patient["birth_date"], patient["nif"], patient["phone"],
-            patient["phone_e164"], utc_iso(at))
+            patient["phone_e164"], utc_iso(at), searched_name(patient["name"], patient["surname"]))
+
+
+def searched_name(name, surname):
+    """The patients row's search column for this name and surname ("Patient search")."""
+    return fold(f"{name or ''} {surname or ''}")
 
 
 def remember(conn, key, value, at):

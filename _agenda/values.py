@@ -38,6 +38,8 @@ class Settings:
     max_body_bytes: int = 64 * 1024
     desk_idle_minutes: int = 30
     retention_years: int = 5
+    desk_min_notice_minutes: int = 0
+    desk_horizon_months: int = 18
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:
@@ -48,6 +50,10 @@ class Settings:
             raise ValueError("minimum notice must be 0 minutes or more")
         if self.horizon_days < 1:
             raise ValueError("booking horizon must be at least 1 day")
+        if self.desk_min_notice_minutes < 0:
+            raise ValueError("the desk's minimum notice must be 0 minutes or more")
+        if not 1 <= self.desk_horizon_months <= 120:
+            raise ValueError("the desk's booking horizon must be 1 to 120 months")
         if self.max_body_bytes < 1024:
             raise ValueError("body limit must be at least 1024 bytes")
         if self.desk_idle_minutes < 1:
@@ -131,6 +137,21 @@ def format_date(value):
     if isinstance(value, str):
         return f"{value[8:10]}/{value[5:7]}/{value[0:4]}"
     return f"{value.day:02d}/{value.month:02d}/{value.year:04d}"
+
+
+def months_after(day, months):
+    """The same day `months` calendar months on; the month's last day when it is shorter (31/08 + 6 = 28/02)."""
+    month_index = day.month - 1 + months
+    year, month = day.year + month_index // 12, month_index % 12 + 1
+    last = (dt.date(year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)).day
+    return dt.date(year, month, min(day.day, last))
+
+
+def fold(text):
+    """Text as the patient search compares it ("Patient search"): lower case, accents and marks
+    dropped (á, ñ, ü as a, n, u), anything but letters and digits one space, with a space before each word."""
+    bare = "".join(c for c in unicodedata.normalize("NFKD", text or "") if not unicodedata.combining(c))
+    return " " + " ".join(re.findall(r"[^\W_]+", bare.casefold()))
 
 
 def plural(count, noun):

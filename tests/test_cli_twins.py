@@ -141,13 +141,22 @@ def test_a_lock_shows_in_the_staff_list_until_it_ends_or_staff_unlock_lifts_it(a
     assert missing.exit_code == 1 and "no staff account 'nobody'" in missing.output
 
 
-def test_the_twins_book_by_the_services_rules_and_staff_names_ignore_case(api, runner):
+def test_the_twins_book_by_the_desks_rules_and_staff_names_ignore_case(api, runner):
     api.new_patient()
-    far = (MONDAY + dt.timedelta(days=120)).date()
-    far = far + dt.timedelta(days=(1 - far.weekday()) % 7)  # a Tuesday: MARTIN works
-    booking = ["book", "--doctor", "MARTIN", "--date", far.strftime("%d/%m/%Y"), "--time", "09:00", "--patient", "1"]
-    assert "beyond the booking horizon" in invoke(runner, *booking).output
-    assert invoke(runner, *booking, env={"AGENDA_HORIZON": "180"}).exit_code == 0
+
+    def tuesday_after(days):  # MARTIN works on Tuesdays
+        day = (MONDAY + dt.timedelta(days=days)).date()
+        return (day + dt.timedelta(days=(1 - day.weekday()) % 7)).strftime("%d/%m/%Y")
+
+    def booking(day, time_text="09:00"):
+        return ["book", "--doctor", "MARTIN", "--date", day, "--time", time_text, "--patient", "1"]
+    # a follow-up in six months: beyond the caller's 90 days, inside the desk's 18 months
+    assert invoke(runner, *booking(tuesday_after(180))).exit_code == 0
+    refused = invoke(runner, *booking(tuesday_after(560)))
+    assert refused.exit_code == 1 and "beyond the booking horizon (18 months)" in refused.output
+    assert invoke(runner, *booking(tuesday_after(560)), env={"AGENDA_DESK_HORIZON": "24"}).exit_code == 0
+    noticed = invoke(runner, *booking(tuesday_after(7), "10:00"), env={"AGENDA_DESK_MIN_NOTICE": str(60 * 24 * 30)})
+    assert noticed.exit_code == 1 and "minimum notice" in noticed.output
     assert invoke(runner, "staff", "add", "Ana", input="correct horse battery\n").exit_code == 0
     assert invoke(runner, "staff", "add", "ana", input="correct horse battery\n").exit_code == 1
     assert api.app.accounts.log_in(" ANA ", "correct horse battery")

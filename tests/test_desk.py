@@ -408,13 +408,15 @@ def test_under_acknowledgement_a_desk_change_is_confirmed_only_once_the_hook_hol
 
 
 def test_the_day_view_past_the_horizon_offers_nothing_it_would_refuse(api, desk):
-    """The desk's day comes from the same slot rules as the API ("Slot states"): a date beyond the
-    horizon shows its slots as too far ahead, never as free slots that refuse when clicked."""
+    """The desk's day comes from the same slot rules as the API ("Slot states"), by the desk's own horizon
+    (18 months): a follow-up in six months is free, a date beyond it shows its slots as too far ahead,
+    never as free slots that refuse when clicked."""
     log_in(desk)
-    far = desk.get("/desk/day?date=01/06/2027&centerId=C1")  # a Tuesday, 190 days ahead
+    far = desk.get("/desk/day?date=01/06/2028&centerId=C1")  # a Thursday, 19 months ahead
     assert "fuera de plazo" in far.text and not far.html.find_all("a", href=re.compile(r"/desk/book\?"))
-    near = desk.get("/desk/day?date=24/11/2026&centerId=C1")
-    assert near.html.find_all("a", href=re.compile(r"/desk/book\?"))
+    follow_up = desk.get("/desk/day?date=01/06/2027&centerId=C1")  # beyond the caller's 90 days
+    assert follow_up.html.find_all("a", href=re.compile(r"/desk/book\?"))
+    assert api.get("/availabilities?doctorId=MARTIN&startDate=01/06/2027").json["data"] == []
 
 
 def test_a_patient_with_a_very_long_name_is_confirmed_and_cancelled_with_a_bounded_message(api, desk):

@@ -70,10 +70,11 @@ def listed_slots(api, doctors):
     return found
 
 
-def states(clinic, doctors):
-    """{(doctor, DD/MM/YYYY, HH:MM): slot_state} for every 5 minutes of the days, at any center."""
+def states(clinic, doctors, channel="caller"):
+    """{(doctor, DD/MM/YYYY, HH:MM): slot_state} for every 5 minutes of the days, at any center, by a
+    channel's rules."""
     schedule = read_schedule(clinic.conn(), doctors, DAYS[0], DAYS[-1])
-    window = clinic.window()
+    window = clinic.window(channel)
     return {(doctor, f"{day:%d/%m/%Y}", hhmm(minute)): agenda.slot_state(schedule, window, doctor, day, hhmm(minute))
             for doctor in doctors for day in DAYS for minute in range(7 * 60, 20 * 60, 5)}
 
@@ -81,12 +82,14 @@ def states(clinic, doctors):
 @settings(max_examples=40, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(catalog=clinics(), now=moments, notice=st.sampled_from([0, 30, 60, 120]), horizon=st.integers(1, 5),
-       bookings=probes, attempts=probes)
-def test_free_slots_refusals_and_the_desk_agree_with_slot_state(catalog, now, notice, horizon, bookings, attempts):
+       desk_notice=st.sampled_from([0, 15, 90]), bookings=probes, attempts=probes)
+def test_free_slots_refusals_and_the_desk_agree_with_slot_state(catalog, now, notice, horizon, desk_notice, bookings,
+                                                                attempts):
     with tempfile.TemporaryDirectory() as folder:
         db_path = Path(folder) / "agenda.db"
         seed(db_path, write_csv(Path(folder), catalog))
-        app = agenda.create_app(db_path, SECRET, now=Clock(now), min_notice_minutes=notice, horizon_days=horizon)
+        app = agenda.create_app(db_path, SECRET, now=Clock(now), min_notice_minutes=notice, horizon_days=horizon,
+                                desk_min_notice_minutes=desk_notice)
         try:
             check_one_clinic(Api(app), app, bookings, attempts)
         finally:
@@ -100,17 +103,17 @@ def check_one_clinic(api, app, bookings, attempts):
     for n, (doctor, day, five) in enumerate(bookings):  # some bookings first: they take slots
         if doctor in doctors:
             clinic.book(day=day, time_text=hhmm(five * 5), doctor_id=doctor, patient_id=patients[n % 3], source="cli") \
-                if agenda.slot_state(read_schedule(clinic.conn(), [doctor], day, day), clinic.window(), doctor, day,
+                if agenda.slot_state(read_schedule(clinic.conn(), [doctor], day, day), clinic.window("desk"), doctor, day,
                                      hhmm(five * 5))[0] == "free" else None
     listed = listed_slots(api, doctors)
     assert len(listed) == len({slot[:3] for slot in listed}), "a slot offered twice"
     state_of = states(clinic, doctors)
     assert {slot[:3] for slot in listed} == {key for key, state in state_of.items() if state[0] == "free"}
-    for day in DAYS:  # the desk shows free exactly what the API lists, center by center
-        for center in ("C1", "C2"):
-            shown = {(plan["id"], f"{day:%d/%m/%Y}", cell["time"]) for plan in day_plan(clinic, day, center)
-                     for cell in plan["slots"] if cell["state"] == "free"}
-            assert shown == {slot[:3] for slot in listed if slot[1] == f"{day:%d/%m/%Y}" and slot[3] == center}
+    desk_free = {key for key, state in states(clinic, doctors, "desk").items() if state[0] == "free"}
+    for day in DAYS:  # the desk shows free exactly what slot_state lets it book, by the desk's rules
+        shown = [(plan["id"], f"{day:%d/%m/%Y}", cell["time"]) for center in ("C1", "C2")
+                 for plan in day_plan(clinic, day, center) for cell in plan["slots"] if cell["state"] == "free"]
+        assert len(shown) == len(set(shown)) and set(shown) == {key for key in desk_free if key[1] == f"{day:%d/%m/%Y}"}
     for n, (doctor, day, five) in enumerate(attempts):  # each answer is the state slot_state gives
         if doctor not in doctors:
             continue
@@ -122,9 +125,10 @@ def check_one_clinic(api, app, bookings, attempts):
             assert answer.status_int == 201, (key, answer.text)
         elif answer.status_int != 201 or expected[0] != "taken":  # a retry of the patient's own booking is 201
             assert (answer.status_int, answer.json["error"].get("reason")) == (409, expected[0]), (key, answer.text)
-    still_listed = listed_slots(api, doctors)
-    if still_listed:
-        book_through_the_desk(app, api, still_listed[0])
+    desk_free_now = [(plan["id"], f"{day:%d/%m/%Y}", cell["time"], center) for day in DAYS for center in ("C1", "C2")
+                     for plan in day_plan(clinic, day, center) for cell in plan["slots"] if cell["state"] == "free"]
+    if desk_free_now:
+        book_through_the_desk(app, api, desk_free_now[0])
 
 
 def book_through_the_desk(app, api, slot):

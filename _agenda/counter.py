@@ -1,0 +1,34 @@
+"""The counter ("Attendance", "To call"): what reception marks as patients come, or do not, and the
+appointments that need a call. No HTTP here."""
+
+from .values import ClinicError, invalid
+from .store import record_event, utc_iso, written_row
+from .clinic import CHANGE_CANCELLED, TO_CALL
+
+MARKS = ("arrived", "seen", "no_show")  # the desk's own record, beside the caller's status
+
+
+def mark_attendance(clinic, appointment_id, mark, source):
+    """Mark an appointment of today or before: arrived (now), seen, no_show, or None to undo a mistake;
+    audited. The caller's status never changes for it."""
+    if mark is not None and mark not in MARKS:
+        raise invalid(f"attendance must be one of {', '.join(MARKS)}")
+    at = clinic.clock()
+    with clinic.db.transaction() as conn:
+        before = clinic.appointment_row(appointment_id, CHANGE_CANCELLED)
+        if mark is not None and before["date"] > clinic.today().isoformat():
+            raise ClinicError("APPOINTMENT_NOT_TODAY", "that appointment is on a later day: mark it on its day")
+        arrived_at = utc_iso(at) if mark == "arrived" else before["arrived_at"] if mark == "seen" else None
+        after = written_row(conn, "UPDATE appointments SET attendance = ?, arrived_at = ?, updated_at = ? WHERE id = ?",
+                            (mark, arrived_at, utc_iso(at), before["id"]))
+        record_event(conn, at, source, f"appointment.{mark or 'attendance_undone'}", "appointment", before["id"],
+                     before=before, after=after)
+    return after
+
+
+def to_call(clinic, reader=None):
+    """Every live appointment from today on that needs a call ("To call"), soonest first; the patients
+    shown recorded for `reader`. An appointment leaves the list once moved or cancelled."""
+    found = clinic.appointments(f"a.date >= ? AND {TO_CALL}", [clinic.today().isoformat()])
+    clinic.seen(reader, "day", [appointment["patient_id"] for appointment in found])
+    return found

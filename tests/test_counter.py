@@ -1,0 +1,197 @@
+"""The front desk's own rules, through the clinic and the API (docs/design.md, "Patient search", "Each
+channel's rules", "Attendance", "To call"): search as reception types, a walk-in now and a follow-up in
+months, arrivals and no-shows, the appointments that need a call, insurance asked at the desk, a move
+to another doctor. The same as the receptionist works it: test_desk.py and test_desk_browser.py."""
+
+import datetime as dt
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import agenda
+from _agenda.counter import mark_attendance, to_call
+from _agenda.values import fold
+
+from conftest import assert_error, MONDAY, valid_dni
+
+
+def names_found(clinic, text):
+    return sorted(f"{p['name']} {p['surname']}" for p in clinic.search_patients(text))
+
+
+@pytest.fixture
+def people(api):
+    clinic = api.app.clinic
+    for n, (name, surname, phone) in enumerate([("María", "Gómez Ruiz", "612000001"), ("José", "Gomez Alba", "612000002"),
+                                                ("Lucía", "GÓMEZ PEÑA", "612000003"), ("Íñigo", "Ibáñez Núñez", "612000004"),
+                                                ("Ana", "Müller Güell", "612000005")]):
+        clinic.register_patient({"name": name, "surname": surname, "nif": valid_dni(n + 1), "phone": phone}, "cli")
+    return clinic
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("Gómez", ["José Gomez Alba", "Lucía GÓMEZ PEÑA", "María Gómez Ruiz"]),
+    ("gomez", ["José Gomez Alba", "Lucía GÓMEZ PEÑA", "María Gómez Ruiz"]),
+    ("GÓMEZ", ["José Gomez Alba", "Lucía GÓMEZ PEÑA", "María Gómez Ruiz"]),
+    ("maria", ["María Gómez Ruiz"]), ("ibanez", ["Íñigo Ibáñez Núñez"]), ("nunez", ["Íñigo Ibáñez Núñez"]),
+    ("Lucía Gómez", ["Lucía GÓMEZ PEÑA"]), ("gomez lucia", ["Lucía GÓMEZ PEÑA"]), ("peña luc", ["Lucía GÓMEZ PEÑA"]),
+    ("guell", ["Ana Müller Güell"]), ("MULLER", ["Ana Müller Güell"]), ("gom ru", ["María Gómez Ruiz"]),
+    ("00000001R", ["María Gómez Ruiz"]), ("00.000.001-r", ["María Gómez Ruiz"]), ("00000001 R", ["María Gómez Ruiz"]),
+    ("612 00 00 02", ["José Gomez Alba"]), ("+34 612-000-002", ["José Gomez Alba"]), ("(612) 000 002", ["José Gomez Alba"]),
+    ("gomez zz", []), ("%", []), ("_", []),
+])
+def test_search_finds_people_as_reception_types_them(people, typed, expected):
+    assert names_found(people, typed) == expected
+
+
+def test_folding_drops_case_accents_and_marks():
+    assert fold("  ÁÉÍÓÚ ñÑ üÜ Ç-l·l '_x ") == " aeiou nn uu c l l x"
+
+
+def test_a_rectified_name_is_found_by_its_new_spelling_and_not_the_old(people):
+    from _agenda.rights import rectify
+    maria = people.search_patients("maría")[0]
+    rectify(people, maria["id"], {"surname": "Sáez Ortúzar"}, "desk:ana")
+    assert names_found(people, "ortuzar") == ["María Sáez Ortúzar"] and "María Gómez Ruiz" not in names_found(people, "gomez")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(st.characters(codec="utf-8", categories=["L", "M", "N", "P", "Z"]), max_size=30))
+def test_folding_is_stable_and_leaves_only_words(text):
+    folded = fold(text)
+    assert fold(folded) == folded and "  " not in folded and folded.startswith(" ")
+    assert all(word.isalnum() for word in folded.split())
+    assert fold(text.upper()) == fold(text.lower()) or not text.isascii()
+
+
+def test_the_desk_books_a_walk_in_now_and_a_follow_up_in_six_months_the_caller_cannot(api, clock):
+    clinic, patient = api.app.clinic, api.new_patient()
+    clock.set(2026, 11, 24, 9, 10)  # MARTIN's 09:00 slot has begun: past for everyone
+    for_desk = clinic.day_slots(dt.date(2026, 11, 24), "C1")
+    states = {(doctor["doctor_id"], time): state[0] for doctor, time, _, state in for_desk}
+    assert states[("MARTIN", "09:00")] == "too_soon" and states[("MARTIN", "09:30")] == "free"
+    assert api.post("/appointments", {"date": "24/11/2026", "time": "09:30", "doctorId": "MARTIN",
+                                      "patientId": patient}).json["error"]["reason"] == "too_soon"
+    walk_in = clinic.book(day=dt.date(2026, 11, 24), time_text="09:30", doctor_id="MARTIN", patient_id=patient,
+                          source="desk:ana")
+    assert clinic.appointment(walk_in)["booked_by"] == "desk:ana"
+    with pytest.raises(agenda.ClinicError) as begun:
+        clinic.book(day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="MARTIN", patient_id=patient,
+                    source="desk:ana")
+    assert begun.value.extra["reason"] == "too_soon"
+    follow_up = dict(day=dt.date(2027, 5, 25), time_text="10:00", doctor_id="MARTIN", patient_id=patient)
+    assert api.post("/appointments", {"date": "25/05/2027", "time": "10:00", "doctorId": "MARTIN",
+                                      "patientId": patient}).json["error"]["reason"] == "beyond_horizon"
+    assert clinic.book(**follow_up, source="desk:ana")
+    with pytest.raises(agenda.ClinicError) as too_far:
+        clinic.book(**{**follow_up, "day": dt.date(2028, 5, 25)}, source="desk:ana")
+    assert "beyond the booking horizon (18 months)" in too_far.value.message
+
+
+def test_the_desks_rules_are_settings_of_their_own(make_api):
+    api = make_api(desk_min_notice_minutes=120, desk_horizon_months=2)
+    window = api.app.clinic.window("desk")
+    assert window.earliest == (MONDAY + dt.timedelta(hours=2)).astimezone(dt.timezone.utc)
+    assert window.last_day == dt.date(2027, 1, 23) and api.app.clinic.window().last_day == dt.date(2027, 2, 21)
+    with pytest.raises(ValueError):
+        agenda.Settings(desk_horizon_months=0)
+
+
+def test_attendance_is_the_desks_record_and_the_caller_may_not_undo_a_visit(api, clock):
+    clinic, patient = api.app.clinic, api.new_patient()
+    booked = api.book(patient)  # 24/11/2026 09:00
+    with pytest.raises(agenda.ClinicError) as early:
+        mark_attendance(clinic, booked, "arrived", "desk:ana")
+    assert early.value.code == "APPOINTMENT_NOT_TODAY"
+    clock.set(2026, 11, 24, 8, 55)
+    arrived = mark_attendance(clinic, booked, "arrived", "desk:ana")
+    assert arrived["attendance"] == "arrived" and arrived["arrived_at"] == "2026-11-24T07:55:00+00:00"
+    answer = api.get(f"/appointments/{booked}").json
+    assert answer["extraData"]["status"] == "booked" and "attendance" not in answer["extraData"]
+    for refused in (api.put(f"/appointments/{booked}", {"newDate": "25/11/2026", "newTime": "10:00"}),
+                    api.delete(f"/appointments/{booked}"),
+                    api.post("/appointments/confirm", {"appointmentId": booked, "confirmed": False})):
+        assert_error(refused, 409, "APPOINTMENT_ATTENDED")
+    assert api.post("/appointments/confirm", {"appointmentId": booked, "confirmed": True}).json["status"] == "confirmed"
+    closed = api.post("/appointments/end-of-reminder-day", {"voiceAgentConfigId": "va", "date": "24/11/2026"})
+    assert closed.status_int == 200 and clinic.appointment(booked)["status"] == "confirmed"
+    seen = mark_attendance(clinic, booked, "seen", "desk:ana")
+    assert seen["attendance"] == "seen" and seen["arrived_at"] == "2026-11-24T07:55:00+00:00"
+    undone = mark_attendance(clinic, booked, None, "desk:ana")
+    assert undone["attendance"] is None and undone["arrived_at"] is None
+    assert api.delete(f"/appointments/{booked}").status_int == 204  # a mistake undone: the caller may again
+    actions = [row[0] for row in api.db().execute("SELECT action FROM events WHERE entity = 'appointment' ORDER BY id")]
+    assert ["appointment.arrived", "appointment.confirmed", "appointment.seen", "appointment.attendance_undone",
+            "appointment.cancelled"] == [a for a in actions if a != "appointment.booked"]
+
+
+def test_a_no_show_may_be_moved_by_the_caller(api, clock):
+    clinic, patient = api.app.clinic, api.new_patient()
+    booked = api.book(patient)
+    clock.set(2026, 11, 24, 9, 40)
+    assert mark_attendance(clinic, booked, "no_show", "desk:ana")["attendance"] == "no_show"
+    with pytest.raises(agenda.ClinicError):
+        mark_attendance(clinic, booked, "gone", "desk:ana")
+    assert api.put(f"/appointments/{booked}", {"newDate": "26/11/2026", "newTime": "10:00"}).status_int == 200
+    assert clinic.appointment(booked)["attendance"] is None  # a new visit: nothing has happened yet
+
+
+def test_an_appointment_inside_a_new_closure_is_to_call_and_out_of_the_callers_lists(api):
+    clinic = api.app.clinic
+    ana, eva = api.new_patient(), api.new_patient(nif=valid_dni(7), name="Eva", phone="612999999")
+    first, second = api.book(ana, time="09:00"), api.book(eva, time="10:00")
+    clinic.add_closure(doctor_id="MARTIN", first=dt.date(2026, 11, 24), start="08:30", end="09:30", reason="Médico")
+    assert [a["id"] for a in to_call(clinic)] == [int(first)]
+    day_list = api.get("/appointments?date=24/11/2026").json["data"]
+    assert [a["appointmentId"] for a in day_list] == [second]
+    ranged = api.get("/appointments/range?dates=24/11/2026,25/11/2026").json["data"]
+    assert [a["appointmentId"] for a in ranged] == [second]
+    assert [a["appointmentId"] for a in api.get("/appointments?nif=12345678Z").json["data"]] == [first]
+    assert api.get(f"/appointments/{first}").status_int == 200
+    closed = api.post("/appointments/end-of-reminder-day", {"voiceAgentConfigId": "va", "date": "24/11/2026"})
+    assert closed.json["processed"] == 1 and clinic.appointment(first)["status"] == "booked"  # only the other
+    assert [a["to_call"] for a in clinic.appointments_on(["2026-11-24"])] == [True, False]
+    clinic.move(first, day=dt.date(2026, 11, 24), time_text="10:30", source="desk:ana")
+    assert to_call(clinic) == [] and len(api.get("/appointments?date=24/11/2026").json["data"]) == 2
+
+
+def test_appointments_after_a_retirement_are_to_call_until_moved_or_cancelled(api, clock):
+    clinic, patient = api.app.clinic, api.new_patient()
+    booked = [api.book(patient, date=day) for day in ("24/11/2026", "26/11/2026", "27/11/2026")]
+    clinic.retire_doctor("MARTIN", dt.date(2026, 11, 26), source="desk:ana")
+    assert [str(a["id"]) for a in to_call(clinic)] == booked[1:]
+    clinic.cancel(booked[1], source="desk:ana")
+    assert [str(a["id"]) for a in to_call(clinic)] == booked[2:]
+    clock.set(2026, 11, 28)
+    assert to_call(clinic) == []  # the list runs from today on
+
+
+def test_the_desk_asks_for_the_insurance_of_a_doctor_with_a_list_and_the_caller_need_not(api):
+    clinic, patient = api.app.clinic, api.new_patient()
+    slot = dict(day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="RUIZ", patient_id=patient)
+    with pytest.raises(agenda.ClinicError) as missing:
+        clinic.book(**slot, source="desk:ana")
+    assert missing.value.code == "INSURANCE_REQUIRED" and "PRIV, SAN" in missing.value.message
+    with pytest.raises(agenda.ClinicError) as refused:
+        clinic.book(**slot, insurance_id="DKV", source="desk:ana")
+    assert refused.value.code == "INSURANCE_NOT_ACCEPTED"
+    assert clinic.appointment(clinic.book(**slot, insurance_id="PRIV", source="desk:ana"))["insurance_id"] == "PRIV"
+    assert api.book(patient, time="09:20", doctor="RUIZ")  # the caller's contract is unchanged
+    assert clinic.book(day=dt.date(2026, 11, 24), time_text="09:30", doctor_id="MARTIN", patient_id=patient,
+                       source="desk:ana")  # a doctor without a list takes anyone
+
+
+def test_the_desk_moves_to_another_doctor_of_the_speciality_or_another_center(api):
+    clinic, patient = api.app.clinic, api.new_patient()
+    booked = api.book(patient)  # MARTIN, C1, 24/11 09:00
+    clinic.move(booked, day=dt.date(2026, 11, 30), time_text="16:30", doctor_id="NUNEZ", source="desk:ana")
+    moved = clinic.appointment(booked)
+    assert (moved["doctor_id"], moved["center_id"], moved["start"]) == ("NUNEZ", "C2", "16:30")
+    clinic.move(booked, day=dt.date(2026, 11, 28), time_text="10:00", doctor_id="MARTIN", center_id="C2",
+                source="desk:ana")
+    assert clinic.appointment(booked)["center_id"] == "C2"
+    with pytest.raises(agenda.ClinicError) as other_speciality:
+        clinic.move(booked, day=dt.date(2026, 11, 24), time_text="09:20", doctor_id="RUIZ", source="desk:ana")
+    assert "another speciality" in other_speciality.value.message
+    assert_error(api.put(f"/appointments/{booked}", {"newDate": "30/11/2026", "newTime": "16:30"}),
+                 409, "SLOT_NOT_AVAILABLE")  # the caller's move stays with the doctor and center it has
