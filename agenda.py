@@ -13,7 +13,7 @@ from _agenda.values import (FORMULA_STARTS, ClinicError, Settings, hhmm, minutes
                             printable, sheet_csv)
 from _agenda.store import (CHECKPOINT_PAGES, INSERT_PATIENT, MMAP_BYTES, Database, connect,
                            data_file_path, database_counts, migrate, open_database, read_schema, schema_path,
-                           schema_sections, transaction, utc_iso)
+                           schema_sections, searched_name, transaction, utc_iso)
 from _agenda.slots import booking_window, free_slots, slot_grid, slot_state, slots_clear_of
 from _agenda.staff import Accounts, password_matches
 from _agenda.clinic import Clinic
@@ -31,7 +31,8 @@ __all__ = ["Accounts", "CATALOG_TABLES", "CHECKPOINT_PAGES", "Clinic", "ClinicEr
            "INSERT_PATIENT", "MMAP_BYTES", "STATUS_ERROR_CODES", "Settings", "__version__", "booking_window", "cli", "connect",
            "create_app", "data_file_path", "database_counts", "free_slots", "hhmm", "json_refusing_channel",
            "litestream_binary", "migrate", "minutes_of", "open_database", "parse_date", "password_matches", "plural",
-           "printable", "read_catalog_file", "read_schema", "run", "schema_path", "schema_sections", "seed_catalogs",
+           "printable", "read_catalog_file", "read_schema", "run", "schema_path", "schema_sections", "searched_name",
+           "seed_catalogs",
            "sheet_csv", "sign", "slot_grid", "slot_state", "slots_clear_of", "transaction", "utc_iso", "without_password"]
 
 if __name__ == "__main__":

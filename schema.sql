@@ -328,3 +328,6 @@ ALTER TABLE appointments ADD COLUMN arrived_at TEXT;
 
 -- An appointment inside a closure needs a call ("To call"): closures are looked up by their last day.
 CREATE INDEX closures_by_end ON closures (date_to);
+
+-- An appointment's and a patient's history, read from the audit trail by the desk ("Audit").
+CREATE INDEX events_by_entity ON events (entity, entity_id);

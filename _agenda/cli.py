@@ -223,6 +223,8 @@ def read_secret_file(path):
                    "empty body opens every GET and DELETE); or either, while setting up an integration.")
 @rules_options
 @desk_rules_options
+@click.option("--clinic-name", default="", envvar="AGENDA_CLINIC_NAME", show_envvar=True,
+              help="The clinic's name, at the top of every printed page of the desk.")
 @click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default=DEFAULTS.reminder_policy,
               show_default=True,
               envvar="AGENDA_REMINDER_POLICY",
@@ -243,7 +245,7 @@ def read_secret_file(path):
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
-        desk_horizon, reminder_policy, replica, replica_key, replica_host_key, ack_after_replication,
+        desk_horizon, clinic_name, reminder_policy, replica, replica_key, replica_host_key, ack_after_replication,
         replica_behind_after):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
@@ -270,7 +272,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
                 "horizon_days": horizon, "desk_min_notice_minutes": desk_min_notice,
-                "desk_horizon_months": desk_horizon, "reminder_policy": reminder_policy}
+                "desk_horizon_months": desk_horizon, "clinic_name": clinic_name, "reminder_policy": reminder_policy}
     serve = (ctx.obj or {}).get("serve") or serve_until_stopped
     listener = log_to_stderr()
     # waitress warns "Task queue depth is N" for every request that waits for a free thread;

@@ -308,6 +308,30 @@ class Clinic:
         self.seen(reader, "appointment", [row["patient_id"]])
         return json.loads(row["json"]) if shape is APPOINTMENT_RECORD else row["json"]
 
+    def appointment_for_desk(self, appointment_id, reader=None):
+        """One appointment, cancelled ones too (with when, why and by whom), and its history from the audit
+        trail, oldest first: [{at, source, action}] ("Appointment records")."""
+        key = numeric_id(appointment_id)
+        row = None if key is None else self.conn().execute(
+            f"SELECT {APPOINTMENT_RECORD} AS json, a.cancelled_at, a.cancel_reason {APPOINTMENT_TABLES} WHERE a.id = ?",
+            (key,)).fetchone()
+        if row is None:
+            raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+        found = {**json.loads(row["json"]), "cancelled_at": row["cancelled_at"], "cancel_reason": row["cancel_reason"]}
+        self.seen(reader, "appointment", [found["patient_id"]])
+        found["history"] = [dict(event) for event in self.conn().execute(
+            "SELECT at, source, action FROM events WHERE entity = 'appointment' AND entity_id = ? ORDER BY id",
+            (str(key),))]
+        return found
+
+    def cancelled_of(self, patient_id):
+        """A patient's cancelled appointments, the latest first, with when and why."""
+        return [{**json.loads(row["json"]), "cancelled_at": row["cancelled_at"], "cancel_reason": row["cancel_reason"]}
+                for row in self.conn().execute(
+                    f"SELECT {APPOINTMENT_RECORD} AS json, a.cancelled_at, a.cancel_reason {APPOINTMENT_TABLES}"
+                    " WHERE a.patient_id = ? AND a.status = 'cancelled' ORDER BY a.date DESC, a.time DESC",
+                    (numeric_id(patient_id),))]
+
     def appointments(self, where, params, center_id=None, shape=APPOINTMENT_RECORD, for_caller=False):
         """The live appointments matching `where` (SQL over `a`), sorted ("Lists"): records, or the JSON
         array's text of `shape`, written by SQLite in one statement; `for_caller` leaves out those to call."""

@@ -12,113 +12,16 @@ import urllib.parse
 import bottle
 import phonenumbers
 
-from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time
+from .values import all_fields, ClinicError, format_date, hhmm, invalid, parse_date, parse_time
 from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
-from .rights import erasure_preview, patient_copy, request_erasure
+from .counter import mark_attendance, to_call
+from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request_erasure
+from .texts import refusal_text, translator
+from .timeline import center_week, day_timeline, doctor_week, local_time, week_days
 from .web import clinic, query_text, raw_header, refusal_for, request_id, status_of
 
 log = logging.getLogger("agenda")
-
-
-# Every text the desk shows, in Spanish and English ("Staff desk"): one table.
-TEXTS = {
-    "app": ("Agenda", "Agenda"), "login": ("Entrar", "Log in"), "logout": ("Salir", "Log out"),
-    "name": ("Nombre", "Name"), "surname": ("Apellidos", "Surname"), "password": ("Contraseña", "Password"),
-    "nif": ("NIF", "NIF"), "phone": ("Teléfono", "Phone"), "birth": ("Nacimiento", "Birth date"),
-    "today": ("Hoy", "Today"), "previous": ("Día anterior", "Previous day"), "next": ("Día siguiente", "Next day"),
-    "center": ("Centro", "Center"), "all_centers": ("Todos los centros", "All centers"), "show": ("Ver", "Show"),
-    "free": ("libre", "free"), "past": ("pasado", "past"), "closed": ("cerrado", "closed"),
-    "taken": ("ocupado", "taken"), "beyond_horizon": ("fuera de plazo", "too far ahead"),
-    "booked": ("reservada", "booked"), "confirmed": ("✓ confirmada", "✓ confirmed"),
-    "unanswered": ("? sin respuesta", "? no answer"), "no_doctors": ("Nadie pasa consulta este día en este centro.",
-                                                                    "No doctor sees patients that day at this center."),
-    "search": ("Buscar paciente", "Find a patient"), "find": ("Buscar", "Find"),
-    "search_hint": ("NIF, teléfono o nombre", "NIF, phone or name"), "no_patients": ("Ningún paciente encontrado.",
-                                                                                   "No patient found."),
-    "book": ("Reservar", "Book"), "book_title": ("Reservar cita", "Book an appointment"),
-    "choose": ("Elegir", "Choose"), "new_patient": ("Paciente nuevo", "New patient"),
-    "register_and_book": ("Registrar y reservar", "Register and book"), "reason": ("Motivo", "Reason"),
-    "doctor": ("Médico", "Doctor"), "date": ("Fecha", "Date"), "time": ("Hora", "Time"), "status": ("Estado", "Status"),
-    "appointment": ("Cita", "Appointment"), "move": ("Mover", "Move"), "move_to": ("Mover a", "Move to"),
-    "cancel": ("Anular", "Cancel"), "cancel_reason": ("Motivo de la anulación", "Why it is cancelled"),
-    "confirm": ("Marcar confirmada", "Mark confirmed"), "patient": ("Paciente", "Patient"),
-    "appointments": ("Citas", "Appointments"), "none": ("Ninguna.", "None."), "back": ("Volver al día", "Back to the day"),
-    "closures": ("Cierres", "Closures"), "add_closure": ("Añadir cierre", "Add a closure"),
-    "everyone": ("Todos", "Everyone"), "from": ("Desde", "From"), "to": ("Hasta", "To"),
-    "hours_from": ("Hora inicio (vacío: todo el día)", "From (blank: whole day)"), "hours_to": ("Hora fin", "To"),
-    "remove": ("Quitar", "Remove"), "covers": ("Este cierre cubre estas citas, que habrá que llamar:",
-                                              "This closure covers these appointments, which need a call:"),
-    "save_anyway": ("Guardar el cierre", "Save the closure"), "doctors": ("Médicos", "Doctors"),
-    "hours": ("Horario", "Hours"), "retire": ("Retirar desde", "Retire from"), "retired_from": ("Retirado desde",
-                                                                                              "Retired from"),
-    "left_to_rebook": ("Citas que quedan por reubicar:", "Appointments left to rebook:"),
-    "retire_anyway": ("Retirar", "Retire"), "day": ("Día", "Day"),
-    "weekdays": (("lun", "mar", "mié", "jue", "vie", "sáb", "dom"), ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")),
-    "booked_done": ("Cita de {patient} reservada el {date} a las {time}.", "{patient} booked on {date} at {time}."),
-    "moved_done": ("Cita de {patient} movida al {date} a las {time}.", "{patient}'s appointment moved to {date} at {time}."),
-    "cancelled_done": ("Cita de {patient} anulada.", "{patient}'s appointment cancelled."),
-    "confirmed_done": ("Cita de {patient} confirmada.", "{patient}'s appointment confirmed."),
-    "closure_done": ("Cierre guardado.", "Closure saved."), "closure_removed": ("Cierre quitado.", "Closure removed."),
-    "retired_done": ("{doctor} retirado desde el {date}.", "{doctor} retired from {date}."),
-    "LOGIN_FAILED": ("Nombre o contraseña incorrectos. Tras {after} intentos fallidos el nombre queda bloqueado "
-                     "desde aquí {minutes} minutos.", "Wrong name or password. After {after} failed logins a name is "
-                                                      "locked from here for {minutes} minutes."),
-    "LOGIN_BUSY": ("Demasiados intentos de entrar en este momento: vuelve a intentarlo en un minuto. Quien ya "
-                   "ha entrado sigue trabajando.", "Too many logins right now: try again in a minute. Anyone "
-                                                   "already logged in goes on working."),
-    "admin_only": ("Esto lo hace la administración de la clínica: pídeselo a quien tenga ese papel.",
-                   "This is for the clinic's admins: ask someone with that role."),
-    "CSRF": ("El formulario ha caducado; vuelve a intentarlo.", "The form expired; try again."),
-    "reason_taken": ("Otra cita acaba de ocupar ese hueco: elige otro.", "Another booking just took that slot: choose another."),
-    "reason_off_grid": ("Esa hora no está en la agenda del médico.", "That time is not on the doctor's grid."),
-    "reason_outside_hours": ("El médico no pasa consulta a esa hora.", "The doctor does not work at that time."),
-    "reason_too_soon": ("Esa hora ya ha pasado o está demasiado cerca.", "That time is past or too soon."),
-    "reason_closed": ("Ese hueco está cerrado.", "That slot is closed."),
-    "reason_beyond_horizon": ("Esa fecha está demasiado lejos.", "That date is too far ahead."),
-    "reason_wrong_center": ("A esa hora el médico está en otro centro.", "At that time the doctor is at another center."),
-    "reason_doctor_retired": ("El médico ya no pasa consulta ese día.", "The doctor no longer works that day."),
-    "PATIENT_ALREADY_EXISTS": ("Ya hay un paciente con ese NIF.", "A patient with that NIF exists."),
-    "APPOINTMENT_PREVIOUSLY_CANCELLED": ("Esa cita ya estaba anulada.", "That appointment was already cancelled."),
-    "APPOINTMENT_CANCELLED": ("Esa cita ya estaba anulada.", "That appointment was already cancelled."),
-    "APPOINTMENT_ALREADY_CANCELLED": ("Esa cita ya estaba anulada.", "That appointment was already cancelled."),
-    "DATABASE_BUSY": ("La agenda está ocupada en este momento: vuelve a intentarlo en unos segundos; no se ha "
-                      "guardado nada.", "The agenda is busy right now: try again in a few seconds; nothing was saved."),
-    "NOT_REPLICATED": ("Guardado aquí, pero la copia continua aún no lo tiene: avisa al administrador si se repite.",
-                       "Saved here, but the continuous copy does not hold it yet: tell the admin if it happens again."),
-    "access_title": ("Quién ha visto los datos de {patient}", "Who has seen {patient}'s data"),
-    "access_link": ("Quién ha visto sus datos", "Who has seen their data"),
-    "access_hint": ("Cada lectura de los datos del paciente, con quién, cuándo y qué; se guardan dos años.",
-                    "Every read of the patient's data, by whom, when and what; kept for two years."),
-    "reader": ("Quién", "Who"), "what": ("Qué", "What"), "shown_with": ("Con otros", "With others"),
-    "allowed": ("permitido", "allowed"), "refused": ("denegado", "refused"),
-    "kind_patient": ("ficha del paciente", "patient page"), "kind_appointment": ("cita", "appointment"),
-    "kind_search": ("resultado de búsqueda", "search results"), "kind_day": ("lista del día", "day list"),
-    "kind_print": ("día impreso", "printed day"), "kind_export": ("copia de sus datos", "copy of their data"),
-    "kind_blocked": ("ficha bloqueada abierta", "blocked record opened"),
-    "kind_access": ("este registro de lecturas", "this record of reads"),
-    "copy_json": ("Copia de sus datos (JSON)", "Copy of their data (JSON)"),
-    "copy_html": ("Copia de sus datos (página)", "Copy of their data (page)"),
-    "erase": ("Solicitud de supresión", "Erasure request"),
-    "erase_title": ("Solicitud de supresión de {patient}", "Erasure request of {patient}"),
-    "erase_hint": ("Se anulan sus citas próximas y sus datos quedan bloqueados (guardados, sin usarse, fuera de "
-                   "toda búsqueda) hasta el {date}, cuando la ley permite anonimizarlos.",
-                   "Their coming appointments are cancelled and their data blocked (kept, unused, out of every "
-                   "search) until {date}, when the law allows anonymising them."),
-    "erase_now_hint": ("No ha tenido ninguna cita: sus datos se anonimizan ahora.",
-                       "They never had an appointment: their data is anonymised now."),
-    "erase_cancels": ("Se anularán estas citas (avise al paciente si hace falta):",
-                      "These appointments will be cancelled (tell the patient if needed):"),
-    "erase_confirm": ("Registrar la solicitud", "Record the request"),
-    "erase_notice": ("Avise a la plataforma del asistente telefónico (encargada del tratamiento) de que debe "
-                     "suprimir los datos del paciente {id}.", "Tell the voice agent's platform (our processor) "
-                     "to erase the data of patient {id}."),
-    "erasure_done": ("Solicitud de supresión registrada; {count} cita(s) anulada(s).",
-                     "Erasure request recorded; {count} appointment(s) cancelled."),
-    "erased_now": ("Datos anonimizados.", "Data anonymised."),
-    "erased_blocked": ("Bloqueado hasta el {date}.", "Blocked until {date}."),
-    "not_found": ("No existe.", "Not found."), "error": ("Algo ha fallado.", "Something went wrong."),
-}
 
 
 DESK_COOKIE, LOGIN_COOKIE, FLASH_COOKIE = "agenda_desk", "agenda_login", "agenda_flash"
@@ -144,16 +47,6 @@ def desk_language(environ):
 def signed_out(environ):
     """What a desk page knows of its reader before the session is read: the language only."""
     return {"lang": desk_language(environ), "name": None, "role": None, "csrf": None}
-
-
-def translator(language):
-    """t(key, **values): the text of TEXTS in this language."""
-    index = 1 if language == "en" else 0
-
-    def t(key, **values):
-        text = TEXTS[key][index] if key in TEXTS else key
-        return text.format(**values) if values else text
-    return t
 
 
 @functools.lru_cache(maxsize=None)
@@ -189,10 +82,8 @@ def dialled(e164):
 
 
 def desk_refusal(error):
-    """What a receptionist reads for a refusal: their words for a known one, else its message."""
-    t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    key = f"reason_{error.extra['reason']}" if error.extra.get("reason") else error.code
-    return t(key) if key in TEXTS else error.message
+    """What a receptionist reads for a refusal, in the desk's language ("Staff desk")."""
+    return refusal_text(translator(bottle.request.environ["agenda.desk"]["lang"]), error)
 
 
 def done(message, to):
@@ -213,10 +104,12 @@ def see_other(path):
     raise answer
 
 
-def day_address(date, center_id):
+def day_address(date, center_id, doctor_id=None):
     query = {"date": format_date(date)}
     if center_id:
         query["centerId"] = center_id
+    if doctor_id:
+        query["doctorId"] = doctor_id
     return "/desk/day?" + urllib.parse.urlencode(query)
 
 
@@ -231,6 +124,7 @@ class DeskPlugin:
         if not route.config.get("desk"):
             return callback
         open_page, role = route.config.get("open_page", False), route.config.get("role")
+        passive = route.config.get("passive", False)
 
         def wrapper(*args, **kwargs):
             environ = bottle.request.environ
@@ -239,7 +133,7 @@ class DeskPlugin:
                 bottle.response.set_header(name, value)
             environ["agenda.desk"] = desk = signed_out(environ)
             try:
-                refused = self.admit(desk, open_page) or self.allowed(desk, role, route.rule)
+                refused = self.admit(desk, open_page, passive) or self.allowed(desk, role, route.rule)
                 return refused if refused is not None else callback(*args, **kwargs)
             except bottle.HTTPResponse:
                 raise  # a redirect
@@ -252,13 +146,13 @@ class DeskPlugin:
         return wrapper
 
     @staticmethod
-    def admit(desk, open_page):
+    def admit(desk, open_page, passive=False):
         """None when the request may go on: no X-Signature, a live session (else to the login page),
         the session's CSRF token on a POST; else the refusal's page."""
         request = bottle.request
         if raw_header(request.environ, "X-Signature") is not None:
             return desk_error(400, "a desk page takes no X-Signature: sign in at /desk/login")
-        session = accounts().desk_session(request.get_cookie(DESK_COOKIE))
+        session = accounts().desk_session(request.get_cookie(DESK_COOKIE), touch=not passive)
         if session is None and not open_page:
             see_other("/desk/login")
         desk.update(session or {})
@@ -330,7 +224,10 @@ def desk_log_in():
     except ClinicError as error:
         if error.code == "LOGIN_BUSY":
             bottle.response.set_header("Retry-After", "60")
-        return desk_login_page(t(error.code, after=LOCK_AFTER, minutes=LOCK_MINUTES), name, status_of(error))
+        until = error.extra.get("until")
+        until = f"{dt.datetime.fromisoformat(until).astimezone(clinic().tz):%H:%M}" if until else ""
+        return desk_login_page(t(error.code, after=LOCK_AFTER, minutes=LOCK_MINUTES, until=until), name,
+                               status_of(error))
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(DESK_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
     bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")
@@ -353,42 +250,97 @@ def desk_centers():
 
 
 def day_plan(clinic, day, center_id=None, reader=None):
-    """One center's day for the desk ("Staff desk"): each doctor who works there that day with their
-    slots in time order, each in the state `slot_state` gives it (a taken one as its appointment). A
-    retired doctor's day shows only the appointments left to rebook."""
-    plans = {}
-    for doctor, time_text, end_text, (state, detail) in clinic.day_slots(day, center_id):
-        plan = plans.setdefault(doctor["doctor_id"], {"id": doctor["doctor_id"], "name": doctor["name"],
-                                                      "speciality_id": doctor["speciality_id"], "slots": {}})
-        if state != "doctor_retired":
-            plan["slots"][time_text] = {"time": time_text, "end": end_text, "state": state, "reason": detail,
-                                        "center_id": doctor["center_id"]}
-    for appointment in clinic.appointments_on([day.isoformat()], center_id, reader=reader):
-        plan = plans.setdefault(appointment["doctor_id"], {
-            "id": appointment["doctor_id"], "name": appointment["doctor_name"],
-            "speciality_id": appointment["speciality_id"], "slots": {}})
-        start, end = appointment["start"], appointment["end"]
-        for slot in [s for s in plan["slots"].values() if s["time"] < end and start < s["end"]]:
-            del plan["slots"][slot["time"]]  # a slot the appointment overlaps shows the appointment instead
-        plan["slots"][start] = {"time": start, "end": end, "state": "booked", "appointment": appointment}
-    return sorted(({**plan, "slots": [plan["slots"][key] for key in sorted(plan["slots"])]}
-                   for plan in plans.values() if plan["slots"]), key=lambda plan: (plan["name"], plan["id"]))
+    """One center's day as the desk draws it ("The day as time"): for each doctor, their blocks and cards
+    (`timeline.day_timeline`), the free ones exactly those `slot_state` lets the desk book."""
+    return [{"id": column["doctor_id"], "name": column["name"], "speciality_id": column["speciality_id"],
+             "slots": [{"time": block.time, "state": block.kind, "center_id": block.center_id}
+                       for block in column["blocks"] if block.kind == "free"]}
+            for column in day_timeline(clinic, day, center_id, reader=reader).columns]
 
 
-def desk_day():
-    """The day view: one center, its doctors side by side, every slot free, booked, closed or past."""
+def asked_day():
+    """The day a page shows: ?date=, else today; a year out of reason is a refusal."""
     day = parse_date(query_text("date"), "date") if query_text("date") else clinic().today()
     if not 1900 <= day.year <= 2999:
         raise invalid("date must be a year from 1900 to 2999")
-    centers = desk_centers()
+    return day
+
+
+def now_minute(day):
+    """The minute of the clinic's clock when `day` is today, else None."""
+    now = clinic().clock().astimezone(clinic().tz)
+    return now.hour * 60 + now.minute if now.date() == day else None
+
+
+def timeline_html(timeline, day, center_id, headings, now=None):
+    """The timeline partial: columns under `headings` (a text for each), the axis, and a line at `now`."""
+    return desk_template("timeline").render(
+        timeline=timeline, day=day, center_id=center_id, headings=headings, now=now, hhmm=hhmm,
+        t=translator(bottle.request.environ["agenda.desk"]["lang"]), desk=bottle.request.environ["agenda.desk"],
+        format_date=format_date, dialled=dialled, urlencode=urllib.parse.urlencode, who_booked=who_booked,
+        today=clinic().today().isoformat())
+
+
+def who_booked(t, source):
+    """The mark of who booked an appointment: the voice agent, a receptionist's name, or the admin."""
+    if source == "api":
+        return t("by_agent")
+    return source.split(":", 1)[1] if source and source.startswith("desk:") else t("by_cli")
+
+
+def desk_day():
+    """The day view: one center's doctors (or one doctor) on one time axis, now marked ("The day as time")."""
+    day, centers = asked_day(), desk_centers()
     center_id = query_text("centerId") or (centers[0]["id"] if centers else None)
-    plans = day_plan(clinic(), day, clinic().require_center(center_id), reader=desk_source())
-    times = sorted({slot["time"] for plan in plans for slot in plan["slots"]})
-    cells = {(plan["id"], slot["time"]): slot for plan in plans for slot in plan["slots"]}
-    return desk_page("day", day=day, center_id=center_id, centers=centers, plans=plans, times=times, cells=cells,
-                     previous=day_address(day - dt.timedelta(days=1), center_id),
-                     following=day_address(day + dt.timedelta(days=1), center_id),
-                     today=day_address(clinic().today(), center_id))
+    doctor_id = query_text("doctorId")
+    timeline = day_timeline(clinic(), day, clinic().require_center(center_id), doctor_id, reader=desk_source())
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    headings = [f"{c['name']} ({c['speciality_id']}) · " + ", ".join(t("minutes", minutes=m) for m in c["slot_minutes"])
+                for c in timeline.columns]
+    return desk_page("day", day=day, center_id=center_id, centers=centers, doctor_id=doctor_id,
+                     doctors=clinic().doctors(), timeline=timeline, version=changes_version(),
+                     drawn=timeline_html(timeline, day, center_id, headings, now_minute(day)),
+                     previous=day_address(day - dt.timedelta(days=1), center_id, doctor_id),
+                     following=day_address(day + dt.timedelta(days=1), center_id, doctor_id),
+                     today=day_address(clinic().today(), center_id, doctor_id),
+                     center_name=next((c["name"] for c in centers if c["id"] == center_id), ""),
+                     clinic_name=clinic().settings.clinic_name or t("app"))
+
+
+def desk_week():
+    """A week: one doctor's days side by side on the time axis (?doctorId=), else the center's days as counts."""
+    day, centers = asked_day(), desk_centers()
+    doctor_id, center_id = query_text("doctorId"), query_text("centerId") or (centers[0]["id"] if centers else None)
+    monday = week_days(day)[0]
+    around = {"previous": monday - dt.timedelta(days=7), "following": monday + dt.timedelta(days=7)}
+    links = {name: "/desk/week?" + urllib.parse.urlencode({"date": format_date(each), **(
+        {"doctorId": doctor_id} if doctor_id else {"centerId": center_id or ""})}) for name, each in around.items()}
+    if doctor_id is None:
+        return desk_page("week", day=monday, centers=centers, center_id=clinic().require_center(center_id),
+                         doctors=clinic().doctors(), doctor=None, week=center_week(clinic(), center_id, day),
+                         version=changes_version(), **links)
+    timeline = doctor_week(clinic(), doctor_id, day, reader=desk_source())
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    headings = [f"{t('weekdays')[c['day'].weekday()]} {format_date(c['day'])}" for c in timeline.columns]
+    return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=clinic().doctors(),
+                     doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(),
+                     drawn=timeline_html(timeline, None, None, headings), **links)
+
+
+def changes_version():
+    """A number that grows with every change to the agenda: the newest event's id."""
+    return clinic().conn().execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
+
+
+def desk_version():
+    """{"version": N} for the page's refresh poll; it never restarts the session's idle time."""
+    bottle.response.content_type = "application/json"
+    return json.dumps({"version": changes_version()})
+
+
+def desk_script():
+    bottle.response.content_type = "text/javascript; charset=utf-8"
+    return read_data_file(f"{TEMPLATES}/desk.js")
 
 
 def desk_book_page(error=None, status=200):
@@ -398,8 +350,14 @@ def desk_book_page(error=None, status=200):
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
     typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason")}
     found = clinic().search_patients(q, reader=desk_source()) if q else None
-    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found,
-                     q=q, typed=typed, error=error)
+    if query_text("patientId") and not q:  # booking for a patient chosen on their page
+        found = [clinic().patient_record(query_text("patientId"), reader=desk_source())]
+    listed = clinic().insurance_lists([doctor["id"]]).get((doctor["id"], slot["centerId"]))
+    names = {i["id"]: i["name"] for i in clinic().catalogs()["insurances"]}
+    insurances = [(key, names.get(key, key)) for key in sorted(listed, key=lambda key: names.get(key, key))] \
+        if listed else None
+    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
+                     q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error)
 
 
 def desk_book():
@@ -409,7 +367,8 @@ def desk_book():
         patient_id = form("patientId") or desk_patient_id(source)
         day = parse_date(slot["date"] or "", "date")
         clinic().book(day=day, time_text=parse_time(slot["time"] or "", "time"), doctor_id=slot["doctorId"],
-                      patient_id=patient_id, center_id=slot["centerId"], reason=form("reason"), source=source)
+                      patient_id=patient_id, center_id=slot["centerId"], reason=form("reason"),
+                      insurance_id=form("insuranceId"), source=source)
     except ClinicError as error:
         return desk_book_page(desk_refusal(error), status=status_of(error))
     patient = clinic().patient_record(patient_id)
@@ -434,25 +393,55 @@ def desk_patient_id(source):
 
 
 def desk_appointment(appointment_id, error=None, status=200):
-    """One appointment: move it to a free slot of its doctor, cancel it with a reason, confirm it."""
-    appointment = clinic().appointment(appointment_id, reader=desk_source())
-    day = parse_date(query_text("date") or appointment["date"], "date")
-    free = clinic().availability(doctor_id=appointment["doctor_id"], center_id=appointment["center_id"],
-                                 first=day, last=day)
-    return desk_page("appointment", status=status, appointment=appointment, free=free, day=day, error=error)
+    """One appointment: its details and history; move it (to another doctor of the speciality or center
+    too), mark attendance, cancel it with a reason, confirm it. A cancelled one says when and by whom."""
+    appointment = clinic().appointment_for_desk(appointment_id, reader=desk_source())
+    doctors = [d for d in clinic().doctors() if d["speciality_id"] == appointment["speciality_id"]
+               and not d["retired_from"]] or [dict(clinic().require_doctor(appointment["doctor_id"]))]
+    to_doctor = query_text("doctorId") or appointment["doctor_id"]
+    first = parse_date(query_text("date"), "date") if query_text("date") else max(
+        clinic().today(), dt.date.fromisoformat(appointment["date"]))
+    last = first + dt.timedelta(days=13)
+    free = [] if appointment["status"] == "cancelled" else clinic().availability(
+        doctor_id=to_doctor, first=first, last=last, channel="desk")[:40]
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    why = t("why_beyond") if first > clinic().window("desk").last_day else ""
+    empty = t("no_free", doctor=clinic().require_doctor(to_doctor)["name"], first=format_date(first),
+              last=format_date(last), why=why)
+    zone = clinic().tz
+    appointment.update(weekday=dt.date.fromisoformat(appointment["date"]).weekday(),
+                       arrived_local=local_time(clinic(), appointment))
+    for event in appointment["history"]:
+        event["when"] = f"{dt.datetime.fromisoformat(event['at']).astimezone(zone):%d/%m/%Y %H:%M}"
+        event["who"] = who_booked(t, event["source"])
+    return desk_page("appointment", status=status, appointment=appointment, free=free, first=first,
+                     doctors=doctors, to_doctor=to_doctor, empty=empty, error=error,
+                     insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
+                     doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
+                     today=clinic().today().isoformat())
+
+
+def catalog_names(kind):
+    """{id: name} of the clinic's centers or insurances."""
+    table = {"centers": "centers", "insurances": "insurances"}[kind]
+    return {row["id"]: row["name"] for row in clinic().conn().execute(f"SELECT id, name FROM {table}")}
 
 
 def desk_move(appointment_id):
+    """Move to the slot chosen: 'DD/MM/YYYY|HH:MM|DOCTOR|CENTER' from the move form's list."""
     before = clinic().appointment(appointment_id)
     try:
-        day = parse_date(form("date") or "", "date")
-        time_text = parse_time(form("time") or "", "time")
-        clinic().move(appointment_id, day=day, time_text=time_text, source=desk_source())
+        parts = (form("slot") or "").split("|")
+        if len(parts) != 4:
+            raise invalid("time is required")
+        day, time_text = parse_date(parts[0], "date"), parse_time(parts[1], "time")
+        clinic().move(appointment_id, day=day, time_text=time_text, doctor_id=parts[2], center_id=parts[3] or None,
+                      source=desk_source())
     except ClinicError as error:
         return desk_appointment(appointment_id, desk_refusal(error), status_of(error))
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     done(t("moved_done", patient=before["patient_name"], date=format_date(day), time=time_text),
-         day_address(day, before["center_id"]))
+         day_address(day, parts[3] or None))
 
 
 def desk_cancel(appointment_id):
@@ -471,14 +460,61 @@ def desk_confirm(appointment_id):
                                                                           before["center_id"]))
 
 
+def desk_attendance(appointment_id):
+    """Mark what happened at the counter (arrived, seen, no_show; blank undoes) and go back to the day."""
+    mark = form("mark")
+    after = mark_attendance(clinic(), appointment_id, mark, desk_source())
+    before = clinic().appointment(appointment_id)
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    moment = dt.datetime.fromisoformat(after["arrived_at"]) if after["arrived_at"] else clinic().clock()
+    moment = moment.astimezone(clinic().tz)
+    said = t("attendance_undone", patient=before["patient_name"]) if mark is None else \
+        t("attendance_done", patient=before["patient_name"], mark=t(mark, time=f"{moment:%H:%M}"))
+    done(said, form("back") if (form("back") or "").startswith("/desk/") else
+         day_address(dt.date.fromisoformat(before["date"]), before["center_id"]))
+
+
+def desk_calls():
+    """The appointments that need a call, from today on, soonest first ("To call")."""
+    return desk_page("calls", appointments=to_call(clinic(), reader=desk_source()))
+
+
 def desk_patients():
     """The patient search; the words searched come by POST, never in the address ("Staff desk")."""
     q = form("q") or "" if bottle.request.method == "POST" else ""
     return desk_page("patients", q=q, found=clinic().search_patients(q, reader=desk_source()) if q else None)
 
 
-def desk_patient(patient_id):
-    return desk_page("patient", patient=clinic().patient_record(patient_id, reader=desk_source()))
+def desk_patient(patient_id, error=None, status=200):
+    """A patient: their details (to correct), their coming, past and cancelled appointments, book for them."""
+    patient = clinic().patient_record(patient_id, reader=desk_source())
+    typed = {name: form(name) or "" for name in RECTIFIABLE} if error else {
+        "name": patient["name"], "surname": patient["surname"] or "", "nif": patient["nif"],
+        "phone": dialled(patient["phone"]), "birthDate": format_date(patient["birth_date"]) if patient["birth_date"] else ""}
+    return desk_page("patient", status=status, patient=patient, typed=typed, error=error,
+                     cancelled=clinic().cancelled_of(patient["id"]), today=clinic().today().isoformat())
+
+
+def desk_patient_book(patient_id):
+    """Book for this patient: a doctor and a first day, then the doctor's next free slots to choose from."""
+    patient = clinic().patient_record(patient_id, reader=desk_source())
+    doctors = [d for d in clinic().doctors() if not d["retired_from"]]
+    doctor_id = query_text("doctorId") or (doctors[0]["id"] if doctors else None)
+    first = parse_date(query_text("date"), "date") if query_text("date") else clinic().today()
+    free = clinic().availability(doctor_id=doctor_id, first=first, last=first + dt.timedelta(days=13),
+                                 channel="desk")[:40] if doctor_id else []
+    return desk_page("patient_book", patient=patient, doctors=doctors, doctor_id=doctor_id, first=first, free=free)
+
+
+def desk_correct_patient(patient_id):
+    """Correct a patient's details, checked as a new patient is; a NIF another patient holds is refused."""
+    try:
+        rectify(clinic(), patient_id, {name: form(name) or "" for name in RECTIFIABLE}, desk_source())
+    except ClinicError as error:
+        return desk_patient(patient_id, desk_refusal(error), status_of(error))
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    done(t("patient_saved", patient=" ".join(filter(None, (form("name"), form("surname"))))),
+         f"/desk/patients/{int(patient_id)}")
 
 
 def desk_patient_access(patient_id):
@@ -556,6 +592,7 @@ def desk_closures(error=None, status=200, covered=None):
     typed = {name: form(name) or "" for name in ("doctorId", "centerId", "dateFrom", "dateTo", "start", "end",
                                                  "reason")}
     return desk_page("closures", status=status, closures=clinic().closures(), doctors=clinic().doctors(),
+                     center_names=catalog_names("centers"),
                      centers=desk_centers(), typed=typed, error=error, covered=covered)
 
 
@@ -577,6 +614,14 @@ def desk_add_closure():
     done(translator(bottle.request.environ["agenda.desk"]["lang"])("closure_done"), "/desk/closures")
 
 
+def desk_remove_closure_page(closure_id):
+    """Ask before a closure goes: its slots are offered again at once."""
+    closure = next((c for c in clinic().closures(since=dt.date(1900, 1, 1)) if c["id"] == int(closure_id)), None)
+    if closure is None:
+        raise ClinicError("CLOSURE_NOT_FOUND", "no closure with that id")
+    return desk_page("remove_closure", closure=closure, center_names=catalog_names("centers"))
+
+
 def desk_remove_closure(closure_id):
     clinic().remove_closure(closure_id, source=desk_source())
     done(translator(bottle.request.environ["agenda.desk"]["lang"])("closure_removed"), "/desk/closures")
@@ -584,6 +629,7 @@ def desk_remove_closure(closure_id):
 
 def desk_doctors(error=None, status=200, left=None):
     return desk_page("doctors", status=status, doctors=clinic().doctors(), error=error, left=left,
+                     center_names=catalog_names("centers"),
                      weekdays=translator(bottle.request.environ["agenda.desk"]["lang"])("weekdays"))
 
 
@@ -604,7 +650,16 @@ def desk_retire(doctor_id):
 
 def desk_stylesheet():
     bottle.response.content_type = "text/css; charset=utf-8"
-    return read_data_file(f"{TEMPLATES}/desk.css")
+    return read_data_file(f"{TEMPLATES}/desk.css") + grid_rules().encode()
+
+
+@functools.lru_cache(maxsize=None)
+def grid_rules():
+    """Where the timeline's items sit, as classes (the CSP allows no inline style): .rN starts at the
+    grid's row N (one a minute, after the heading), .hN spans N minutes, .cN is column N."""
+    return "\n".join([".r%d{grid-row-start:%d}" % (n, n) for n in range(2, 24 * 60 + 2)]
+                     + [".h%d{grid-row-end:span %d}" % (n, n) for n in range(1, 24 * 60 + 1)]
+                     + [".c%d{grid-column:%d}" % (n, n) for n in range(1, 60)]) + "\n"
 
 
 DESK = {"desk": True}
@@ -617,7 +672,11 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/login", desk_login_page, {**DESK, "open_page": True}),
     ("POST", "/desk/login", desk_log_in, {**DESK, "open_page": True, "no_change": True}),
     ("POST", "/desk/logout", desk_log_out, {**DESK, "no_change": True}),
+    ("GET", "/desk/desk.js", desk_script, {**DESK, "open_page": True}),
+    ("GET", "/desk/version", desk_version, {**DESK, "passive": True}),  # the refresh poll: idle time untouched
     ("GET", "/desk/day", desk_day, DESK),
+    ("GET", "/desk/week", desk_week, DESK),
+    ("GET", "/desk/calls", desk_calls, DESK),
     ("GET", "/desk/book", desk_book_page, DESK),
     ("POST", "/desk/book", desk_book, DESK),
     ("POST", "/desk/book/search", desk_book_page, {**DESK, "no_change": True}),  # a search by POST: no change
@@ -625,15 +684,19 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/appointments/<appointment_id:int>/move", desk_move, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel", desk_cancel, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/confirm", desk_confirm, DESK),
+    ("POST", "/desk/appointments/<appointment_id:int>/attendance", desk_attendance, DESK),
     ("GET", "/desk/patients", desk_patients, DESK),
     ("POST", "/desk/patients", desk_patients, {**DESK, "no_change": True}),
     ("GET", "/desk/patients/<patient_id:int>", desk_patient, DESK),
+    ("POST", "/desk/patients/<patient_id:int>", desk_correct_patient, DESK),
+    ("GET", "/desk/patients/<patient_id:int>/book", desk_patient_book, DESK),
     ("GET", "/desk/patients/<patient_id:int>/access", desk_patient_access, ADMIN),
     ("GET", "/desk/patients/<patient_id:int>/copy", desk_patient_copy, ADMIN),
     ("GET", "/desk/patients/<patient_id:int>/erase", desk_erase_page, ADMIN),
     ("POST", "/desk/patients/<patient_id:int>/erase", desk_erase, ADMIN),
     ("GET", "/desk/closures", desk_closures, DESK),
     ("POST", "/desk/closures", desk_add_closure, DESK),
+    ("GET", "/desk/closures/<closure_id:int>/remove", desk_remove_closure_page, DESK),
     ("POST", "/desk/closures/<closure_id:int>/remove", desk_remove_closure, DESK),
     ("GET", "/desk/doctors", desk_doctors, ADMIN),
     ("POST", "/desk/doctors/<doctor_id>/retire", desk_retire, ADMIN),

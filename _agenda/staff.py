@@ -161,7 +161,8 @@ class Accounts:
     def log_in(self, name, password, source="unknown"):
         """A new desk session's (token, csrf) for the right password. LOGIN_BUSY past the process's bound
         on password checks; every other refusal is LOGIN_FAILED, the same work and words for any name,
-        locked or not ("Desk accounts and sessions")."""
+        the same for any name; LOGIN_LOCKED, with the time the lock ends (`until`, UTC), for a name locked from
+        this source, which says nothing of whether the name exists ("Desk accounts and sessions")."""
         if not self.gate.enter():
             raise ClinicError("LOGIN_BUSY", "too many logins right now: try again in a minute")
         try:
@@ -174,6 +175,9 @@ class Accounts:
         token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         with self.db.transaction() as conn:
             granted = self.settle_login(conn, (name, source[:100]), checked if matches else None, at, (token, csrf))
+        if isinstance(granted, str):
+            raise ClinicError("LOGIN_LOCKED", f"the name is locked from here until {granted} after {LOCK_AFTER} "
+                              "failures", until=granted)
         if not granted:
             raise ClinicError("LOGIN_FAILED", "wrong name or password, or the name is locked from here for "
                                               f"{LOCK_MINUTES} minutes after {LOCK_AFTER} failures")
@@ -181,7 +185,8 @@ class Accounts:
 
     def settle_login(self, conn, who, matched, at, session):
         """Inside the login's write transaction: a name locked from this source stays locked and counts
-        nothing; the password that matched, still the account's, opens a session; else a failure counts."""
+        nothing (its lock's end returned); the password that matched, still the account's, opens a session
+        (True); else a failure counts (False, or the new lock's end)."""
         name, source = who
         now = utc_iso(at)
         conn.execute("DELETE FROM login_failures WHERE last_at < ? AND (locked_until IS NULL OR locked_until < ?)",
@@ -189,7 +194,7 @@ class Accounts:
         failed = conn.execute("SELECT failures, locked_until FROM login_failures WHERE name = ? AND source = ?",
                               (name, source)).fetchone()
         if failed is not None and failed["locked_until"] is not None and failed["locked_until"] > now:
-            return False
+            return failed["locked_until"]
         password = conn.execute("SELECT password FROM staff WHERE name = ?", (name,)).fetchone()
         if matched is not None and password is not None and password["password"] == matched:
             conn.execute("DELETE FROM login_failures WHERE name = ? AND source = ?", (name, source))
@@ -205,10 +210,11 @@ class Accounts:
                      (name, source, failures, locked_until, now))
         if locked_until is not None and password is not None:
             record_event(conn, at, "desk", "staff.locked", "staff", name, after={"source": source})
-        return False
+        return locked_until or False
 
-    def desk_session(self, token):
-        """{"name", "role", "csrf"} of a live session, its idle time restarted; None when unknown or idle too long."""
+    def desk_session(self, token, touch=True):
+        """{"name", "role", "csrf"} of a live session, its idle time restarted (unless not `touch`); None when
+        unknown or idle too long."""
         if not token:
             return None
         at = self.clock()
@@ -222,7 +228,7 @@ class Accounts:
             with self.db.transaction() as conn:
                 conn.execute("DELETE FROM desk_sessions WHERE token_hash = ?", (row["token_hash"],))
             return None
-        if idle > dt.timedelta(minutes=1):  # written down once a minute at most, not at every page
+        if touch and idle > dt.timedelta(minutes=1):  # written down once a minute at most, not at every page
             with self.db.transaction() as conn:
                 conn.execute("UPDATE desk_sessions SET last_seen = ? WHERE token_hash = ?",
                              (utc_iso(at), row["token_hash"]))

@@ -40,6 +40,7 @@ class Settings:
     retention_years: int = 5
     desk_min_notice_minutes: int = 0
     desk_horizon_months: int = 18
+    clinic_name: str = ""
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:

@@ -13,6 +13,7 @@ import webtest
 
 import _agenda.clinic
 from agenda import ClinicError
+from _agenda.staff import PasswordGate
 
 from conftest import SECRET, assert_error, table_rows, valid_dni
 
@@ -83,14 +84,20 @@ def from_address(api, address):
 
 def test_five_wrong_passwords_lock_the_name_from_that_address_only_for_15_minutes(api, desk, clock):
     attacker, reception = from_address(api, "203.0.113.9"), from_address(api, "192.0.2.10")
+    api.app.accounts.gate = PasswordGate(per_second=100, burst=100)  # the logins of a minute, in a moment
     for _ in range(4):
         refused = log_in(attacker, password="wrong password")
         assert refused.status_int == 401 and "incorrectos" in refused.text
     unknown = log_in(attacker, name="nobody", password="wrong password")
     assert unknown.status_int == 401 and "incorrectos" in unknown.text  # the same words for an unknown name
-    assert log_in(attacker, password="wrong password").status_int == 401  # the fifth
-    locked = log_in(attacker)  # the right password, while locked: the same words as any refusal
-    assert locked.status_int == 401 and "incorrectos" in locked.text
+    fifth = log_in(attacker, password="wrong password")
+    assert fifth.status_int == 429 and "bloqueado hasta las 08:15" in fifth.text
+    locked = log_in(attacker)  # the right password, while locked: told so, and until when
+    assert locked.status_int == 429 and "bloqueado hasta las 08:15" in locked.text
+    for _ in range(5):  # a name no one has is locked alike: the words tell no one which names exist
+        other = log_in(attacker, name="nobody", password="wrong password")
+    assert other.status_int == 429 and other.html.find("p", class_="error").text == \
+        locked.html.find("p", class_="error").text
     assert events(api, "staff.locked") == [("desk", "ana")]
     assert log_in(reception).status_int == 303  # the lock cannot be aimed at ana: she logs in from reception
     clock.moment += dt.timedelta(minutes=16)
@@ -194,7 +201,7 @@ def test_move_confirm_and_cancel_from_the_appointment_page(api, desk):
     appointment_id = api.book(api.new_patient())
     page = desk.get(f"/desk/appointments/{appointment_id}")
     move = next(form for form in page.forms.values() if form.action.endswith("/move"))
-    move["time"] = "10:30"
+    move["slot"] = "24/11/2026|10:30|MARTIN|C1"
     assert "movida al 24/11/2026 a las 10:30" in move.submit().follow().text
     assert api.get(f"/appointments/{appointment_id}").json["time"] == "10:30"
     page = desk.get(f"/desk/appointments/{appointment_id}")
@@ -223,7 +230,10 @@ def test_a_closure_lists_what_it_covers_before_it_is_saved_and_its_slots_leave_a
     assert slots(api, "doctorId=MARTIN&date=24/11/2026") == set()
     listed = desk.get("/desk/closures")
     assert "Congreso" in listed.text
-    next(form for form in listed.forms.values() if form.action.endswith("/remove")).submit()
+    asked = desk.get(listed.html.find("a", href=re.compile(r"/desk/closures/\d+/remove$"))["href"])
+    assert "¿Quitar el cierre «Congreso»?" in asked.text  # asked first: one click does not remove it
+    assert ("24/11/2026", "09:30", "MARTIN") not in slots(api, "doctorId=MARTIN&date=24/11/2026")
+    next(form for form in asked.forms.values() if form.action.endswith("/remove")).submit()
     assert ("24/11/2026", "09:30", "MARTIN") in slots(api, "doctorId=MARTIN&date=24/11/2026")
     assert [source for source, _ in events(api, "closure.added") + events(api, "closure.removed")] == [
         "desk:ana", "desk:ana"]
@@ -344,12 +354,12 @@ def test_a_login_holds_no_write_lock_while_it_checks_the_password_and_locks_read
     try:
         for _ in range(6):
             log_in(desk, password="wrong password")
-        unknown = log_in(desk, name="nobody", password="wrong password")
+            unknown = log_in(desk, name="nobody", password="wrong password")
         locked = log_in(desk)
     finally:
         staff.password_matches = real
     assert seen and not any(seen)
-    assert unknown.status_int == locked.status_int == 401
+    assert unknown.status_int == locked.status_int == 429
     assert unknown.html.find("p", class_="error").text == locked.html.find("p", class_="error").text
 
 

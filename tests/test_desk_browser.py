@@ -5,18 +5,22 @@ fields). The same flows through webtest, with every field and text: test_desk.py
 Skipped, with the reason, where selenium, chromium or chromedriver is missing
 (CI sets AGENDA_NO_SKIP=1, which turns that skip into a failure)."""
 
+import base64
 import os
+import re
 import sqlite3
 import subprocess
 
 import pytest
 
-from conftest import agenda_command, days_ahead, send
+from webtest.http import StopableWSGIServer
+
+from conftest import CLINIC_CSV, agenda_command, days_ahead, send
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 try:
     from selenium import webdriver
-    from selenium.common.exceptions import WebDriverException
+    from selenium.common.exceptions import TimeoutException, WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as seen
     from selenium.webdriver.support.select import Select
@@ -67,13 +71,16 @@ def browser(tmp_path_factory):
 class Desk:
     """One receptionist at the browser, on one running server."""
 
-    def __init__(self, driver, server, db_path):
-        self.driver, self.server, self.url, self.db_path = driver, server, server.url, db_path
+    def __init__(self, driver, server, db_path, url=None):
+        self.driver, self.server, self.url, self.db_path = driver, server, url or server.url, db_path
 
     # looking and waiting
 
     def find(self, by, what):
-        return WebDriverWait(self.driver, WAIT).until(seen.presence_of_element_located((by, what)))
+        try:
+            return WebDriverWait(self.driver, WAIT).until(seen.presence_of_element_located((by, what)))
+        except TimeoutException:
+            raise AssertionError(f"no {what} on {self.path()} ({self.status()}):\n{self.text()}") from None
 
     def text(self):
         return self.driver.find_element(By.TAG_NAME, "body").text
@@ -119,27 +126,34 @@ class Desk:
         self.type("password", password)
         self.click(self.button("Entrar"))
 
-    def day(self, date):
-        self.open(f"/desk/day?date={date}&centerId=C1")
-        return self.find(By.CSS_SELECTOR, "table.day")
+    def day(self, date, center="C1"):
+        self.open(f"/desk/day?date={date}&centerId={center}")
+        return self.find(By.CSS_SELECTOR, ".timeline")
 
-    def book_free_slot(self, date, time, patient=PATIENT):
-        """From the day view: '+ libre' at `time` in MARTIN's column, a new patient, submit."""
-        table = self.day(date)
-        column = [cell.text for cell in table.find_elements(By.CSS_SELECTOR, "thead th")].index(
-            "Lucía Martín (MG)") + 1
-        row = table.find_element(By.XPATH, f".//tbody/tr[th[normalize-space()='{time}']]")
-        cell = row.find_element(By.XPATH, f"./*[{column}]")
-        self.click(cell.find_element(By.LINK_TEXT, "+ libre"))
-        assert "Reservar cita" in self.text() and f"Lucía Martín · {date} · {time}" in self.text()
+    def free_slot(self, date, time, doctor="MARTIN"):
+        """The free block at `time` in `doctor`'s column of the day view."""
+        return self.day(date).find_element(By.XPATH, f".//a[contains(@class, 'free') and contains(@href, "
+                                                     f"'doctorId={doctor}&') and starts-with(normalize-space(), '{time} ')]")
+
+    def card(self, patient_name):
+        """The appointment's card on the time axis on screen."""
+        return self.find(By.XPATH, f"//article[contains(@class, 'card')][a[contains(normalize-space(), '{patient_name}')]]")
+
+    def book_free_slot(self, date, time, patient=PATIENT, doctor="MARTIN", doctor_name="Lucía Martín"):
+        """From the day view: the free block at `time` in the doctor's column, a new patient, submit."""
+        self.click(self.free_slot(date, time, doctor))
+        assert "Reservar cita" in self.text() and f"{doctor_name} · {date} · {time}" in self.text()
         form = self.find(By.XPATH, "//h2[normalize-space()='Paciente nuevo']/following-sibling::form[1]")
         for field, value in patient.items():
-            self.type(field, value, form)
+            if field == "insuranceId":
+                Select(form.find_element(By.NAME, field)).select_by_value(value)
+            else:
+                self.type(field, value, form)
         self.click(self.button("Registrar y reservar", form))
 
     def open_appointment(self, date, patient_name):
         self.day(date)
-        self.click(self.find(By.LINK_TEXT, patient_name))
+        self.click(self.find(By.PARTIAL_LINK_TEXT, patient_name))
         assert self.path().startswith("/desk/appointments/")
         return self.path().rsplit("/", 1)[1]
 
@@ -193,13 +207,14 @@ def test_booking_a_free_slot_from_the_day_view_for_a_new_patient(desk):
     desk.book_free_slot(date, "09:30")
     assert desk.status() == 200 and desk.path().startswith("/desk/day?")
     assert desk.flash() == f"Cita de Evarista Quintanilla reservada el {date} a las 09:30."
-    cell = desk.find(By.XPATH, "//tbody/tr[th[normalize-space()='09:30']]/td[contains(@class, 'booked')]")
-    assert "Evarista Quintanilla" in cell.text and "612 34 56 78" in cell.text
+    card = desk.card("Evarista Quintanilla")
+    assert card.text.startswith("09:30 Evarista Quintanilla") and "612 34 56 78" in card.text
+    assert card.find_element(By.CSS_SELECTOR, ".by").text == "ana"  # who booked it
     listed = desk.day_list(date)
     assert [(a["time"], a["doctorId"], a["patientName"], a["reason"]) for a in listed] == [
         ("09:30", "MARTIN", "Evarista Quintanilla", "Control de tensión")]
     # found again from the day view's search box, by NIF
-    desk.type("q", "12345678z", desk.find(By.CSS_SELECTOR, ".toolbar form.search"))
+    desk.type("q", "12345678z", desk.find(By.CSS_SELECTOR, "header form.search"))
     desk.click(desk.button("Buscar"))
     assert desk.path() == "/desk/patients"  # searched by POST: the NIF is in no address and no history
     desk.click(desk.find(By.PARTIAL_LINK_TEXT, "Evarista"))
@@ -213,9 +228,11 @@ def test_moving_and_cancelling_from_the_appointment_page(desk):
     desk.book_free_slot(date, "09:30")
     appointment_id = desk.open_appointment(date, "Evarista Quintanilla")
     move = desk.find(By.XPATH, f"//form[@action='/desk/appointments/{appointment_id}/move']")
-    assert [option.text for option in Select(move.find_element(By.NAME, "time")).options] == [
-        "09:00", "10:00", "10:30"]  # the free times of that day, not its own
-    Select(move.find_element(By.NAME, "time")).select_by_visible_text("10:30")
+    listed = [option.text.split(" · ")[0] for option in Select(move.find_element(By.NAME, "slot")).options]
+    that_day = [text.split()[-1] for text in listed if f" {date} " in text]
+    assert that_day == ["09:00", "10:00", "10:30"]  # the free times of that day, not its own; then the days after
+    assert len(listed) > 3 and all(" · Centro" in option.text for option in Select(move.find_element(By.NAME, "slot")).options)
+    Select(move.find_element(By.NAME, "slot")).select_by_index(listed.index(next(t for t in listed if t.endswith(f"{date} 10:30"))))
     desk.click(desk.button("Mover", move))
     assert desk.flash().startswith("Cita de Evarista") and f"movida al {date} a las 10:30." in desk.flash()
     status, moved = send(desk.url, "GET", f"/appointments/{appointment_id}")
@@ -227,7 +244,7 @@ def test_moving_and_cancelling_from_the_appointment_page(desk):
     desk.type("reason", "llamó para anular", cancel)
     desk.click(desk.button("Anular", cancel))
     assert desk.flash().startswith("Cita de Evarista") and desk.flash().endswith(" anulada.")
-    assert not desk.driver.find_elements(By.CSS_SELECTOR, "td.booked")
+    assert not desk.driver.find_elements(By.CSS_SELECTOR, ".timeline .card")
     status, answer = send(desk.url, "GET", f"/appointments/{appointment_id}")
     assert status == 410 and answer["error"]["code"] == "APPOINTMENT_PREVIOUSLY_CANCELLED"
     assert desk.day_list(date) == []
@@ -257,7 +274,10 @@ def test_a_closure_takes_a_doctors_slots_out_of_availability_until_it_is_removed
 
     desk.closures()
     row = desk.find(By.XPATH, "//table//tr[td[normalize-space()='Congreso']]")
-    desk.click(desk.button("Quitar", row))
+    desk.click(row.find_element(By.LINK_TEXT, "Quitar"))  # asks first, and says what comes back
+    assert desk.find(By.TAG_NAME, "h1").text == "¿Quitar el cierre «Congreso»?"
+    assert desk.free_times(date) == []  # nothing removed yet
+    desk.click(desk.button("Quitar"))
     assert desk.flash() == "Cierre quitado."
     assert not desk.driver.find_elements(By.XPATH, "//table//tr[td[normalize-space()='Congreso']]")
     assert desk.free_times(date) == ["09:00", "09:30", "10:00", "10:30"]
@@ -269,9 +289,10 @@ def test_a_closed_day_shows_each_slot_closed_with_its_reason_in_the_day_view(des
     add_closure(desk, date)
     desk.open(f"/desk/day?date={date}&centerId=C1")
     assert desk.status() == 200, f"{desk.text()}\n--- the server's log:\n{desk.server.log()[-3000:]}"
-    cells = desk.find(By.CSS_SELECTOR, "table.day").find_elements(By.CSS_SELECTOR, "tbody td")
-    assert [cell.text for cell in cells] == ["░ cerrado: Congreso"] * 4
-    assert not desk.driver.find_elements(By.LINK_TEXT, "+ libre")
+    blocks = desk.find(By.CSS_SELECTOR, ".timeline").find_elements(By.CSS_SELECTOR, ".block")
+    assert [block.text for block in blocks if "closed" in block.get_attribute("class")] == [
+        "09:00 cerrado: Congreso"]  # the doctor's whole morning, drawn as one closed block
+    assert not desk.driver.find_elements(By.CSS_SELECTOR, ".timeline a.free")
 
 
 def test_a_form_sent_without_its_csrf_token_is_refused_and_changes_nothing(desk):
@@ -294,17 +315,21 @@ def test_a_form_sent_without_its_csrf_token_is_refused_and_changes_nothing(desk)
 
 
 REFUSED = "Nombre o contraseña incorrectos. Tras 5 intentos fallidos el nombre queda bloqueado desde aquí 15 minutos."
+LOCKED = re.compile(r"Demasiados intentos fallidos con ese nombre desde aquí: queda bloqueado hasta las \d\d:\d\d\. ")
 
 
 def test_a_wrong_password_is_refused_and_five_lock_the_name(desk):
-    for attempt in range(5):
+    for attempt in range(4):
         desk.log_in(password=f"wrong password {attempt}")
         assert desk.status() == 401 and desk.path() == "/desk/login"
         assert desk.find(By.CSS_SELECTOR, "p.error").text == REFUSED
         assert desk.find(By.NAME, "name").get_attribute("value") == "ana"  # kept as typed
-    desk.log_in()  # the right password, while locked: the same words, so a lock tells no one the name exists
-    assert desk.status() == 401 and desk.path() == "/desk/login"
-    assert desk.find(By.CSS_SELECTOR, "p.error").text == REFUSED
+    desk.log_in(password="wrong password 5")
+    assert desk.status() == 429 and LOCKED.match(desk.find(By.CSS_SELECTOR, "p.error").text)
+    locked = desk.find(By.CSS_SELECTOR, "p.error").text
+    desk.log_in()  # the right password, while locked: told so, and until when
+    assert desk.status() == 429 and desk.path() == "/desk/login"
+    assert desk.find(By.CSS_SELECTOR, "p.error").text == locked
     desk.open("/desk/day")
     assert desk.path() == "/desk/login"
 
@@ -331,7 +356,7 @@ def test_a_shared_reception_browser_keeps_no_patient_after_logout(running, db_pa
         desk = Desk(driver, running(), db_path)
         desk.log_in()
         desk.book_free_slot(days_ahead(2), "09:30")
-        desk.type("q", "12345678Z", desk.find(By.CSS_SELECTOR, ".toolbar form.search"))
+        desk.type("q", "12345678Z", desk.find(By.CSS_SELECTOR, "header form.search"))
         desk.click(desk.button("Buscar"))
         assert "Evarista" in desk.text()
         desk.click(desk.button("Salir", desk.find(By.TAG_NAME, "header")))
@@ -351,3 +376,234 @@ def test_a_shared_reception_browser_keeps_no_patient_after_logout(running, db_pa
     assert any("/desk/" in line for line in kept)  # the history was written...
     leaked = [line for line in kept for value in (*PRIVATE, "Control de tensi") if value.lower() in line.lower()]
     assert not leaked, leaked  # ...and holds no patient
+
+
+# The same browser on conftest's test clinic, served by a real waitress on 127.0.0.1 in this process
+# on the frozen clock (Monday 23/11/2026 08:00 in Madrid, moved by the test): MARTIN (MG, 30 min)
+# at C1 "Centro" mon-fri 09:00-11:00, on holiday 25/11; NUNEZ (MG, 30 min) at C2 "Norte" mon and wed
+# 16:00-17:00; RUIZ (PED, 20 min) takes PRIV and SAN.
+
+
+@pytest.fixture
+def clinic_desk(browser, make_api):
+    """open(csv=CLINIC_CSV, **settings): (desk, api) on that clinic, staff 'ana', no cookie left."""
+    servers = []
+
+    def open_clinic(csv=CLINIC_CSV, **settings):
+        api = make_api(csv, **settings)
+        api.app.accounts.add_staff("ana", PASSWORD)
+        httpd = StopableWSGIServer.create(api.app, host="127.0.0.1", threads=4)
+        servers.append(httpd)
+        assert httpd.wait(), "the server did not start"
+        browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
+        browser.delete_all_cookies()
+        desk = Desk(browser, None, None, url=httpd.application_url.rstrip("/"))
+        desk.log_in()
+        return desk, api
+
+    yield open_clinic
+    for httpd in servers:
+        httpd.shutdown()
+
+
+def search(desk, text):
+    """Search from the page's box (the header's, or the search page's own); the names listed."""
+    desk.type("q", text, desk.find(By.CSS_SELECTOR, "form.search"))
+    desk.click(desk.button("Buscar", desk.find(By.CSS_SELECTOR, "form.search")))
+    return [link.text for link in desk.driver.find_elements(By.CSS_SELECTOR, "ul.found a")]
+
+
+def test_search_finds_patients_as_reception_types_them(clinic_desk):
+    desk, api = clinic_desk()
+    for nif, name, surname, phone in (("10000001S", "María", "Gómez Ruiz", "612345601"),
+                                      ("10000002Q", "José", "Gomez Alba", "612345602"),
+                                      ("10000003V", "Lucía", "GÓMEZ PEÑA", "612345603"),
+                                      ("10000004H", "Íñigo", "Ibáñez Núñez", "612345604"),
+                                      ("10000005L", "Ana", "Güell Pons", "612345605")):
+        api.new_patient(nif=nif, name=name, surname=surname, phone=phone)
+    assert desk.driver.execute_script("return document.activeElement.id") == "q"  # focus starts in search
+    assert sorted(search(desk, "gomez")) == ["José Gomez Alba", "Lucía GÓMEZ PEÑA", "María Gómez Ruiz"]
+    assert sorted(search(desk, "GÓMEZ")) == ["José Gomez Alba", "Lucía GÓMEZ PEÑA", "María Gómez Ruiz"]
+    assert search(desk, "lucia gomez") == ["Lucía GÓMEZ PEÑA"]
+    assert search(desk, "pena lucía") == ["Lucía GÓMEZ PEÑA"]  # surnames and name in any order
+    assert search(desk, "ibanez") == search(desk, "NUÑEZ") == search(desk, "iñi") == ["Íñigo Ibáñez Núñez"]
+    assert search(desk, "guell") == ["Ana Güell Pons"]
+    assert search(desk, "10000004-h") == search(desk, "612 34 56 04") == ["Íñigo Ibáñez Núñez"]
+    assert search(desk, "+34 612-345-605") == ["Ana Güell Pons"]
+    assert search(desk, "zarzuela") == [] and "Ningún paciente encontrado." in desk.text()
+
+
+def test_a_walk_in_now_and_a_follow_up_in_six_months(clinic_desk, clock):
+    desk, api = clinic_desk()
+    clock.set(2026, 11, 23, 9, 10)
+    desk.log_in()  # an hour idle: the session has ended
+    desk.day("23/11/2026")
+    assert desk.find(By.ID, "now").text == "09:10 ahora"
+    martin = "contains(@href, 'doctorId=MARTIN&')"
+    assert not desk.driver.find_elements(By.XPATH, f"//a[contains(@class, 'free') and {martin} and "
+                                                   "starts-with(normalize-space(), '09:00 ')]")  # begun: past
+    desk.book_free_slot("23/11/2026", "09:30")  # in twenty minutes: a walk-in, which the caller could not book
+    assert desk.flash() == "Cita de Evarista Quintanilla reservada el 23/11/2026 a las 09:30."
+    desk.click(desk.free_slot("24/05/2027", "10:00"))  # a check-up in six months, past the caller's 90 days
+    form = desk.find(By.CSS_SELECTOR, "form[action='/desk/book/search']")
+    desk.type("q", "quintanilla", form)
+    desk.click(desk.button("Buscar", form))
+    desk.click(desk.button("Reservar"))
+    assert desk.flash() == "Cita de Evarista Quintanilla reservada el 24/05/2027 a las 10:00."
+    listed = api.get("/appointments?nif=12345678Z").json["data"]
+    assert sorted((a["date"], a["time"]) for a in listed) == [("23/11/2026", "09:30"), ("24/05/2027", "10:00")]
+    assert api.get("/availabilities?doctorId=MARTIN&date=24/05/2027").json["data"] == []  # the caller's horizon
+
+
+def test_arrival_and_no_show_at_the_counter(clinic_desk, clock):
+    desk, api = clinic_desk()
+    first = api.book(api.new_patient(), date="23/11/2026", time="09:30")
+    second = api.book(api.new_patient(nif="10000001S", name="Pablo", surname="Ortega"), date="23/11/2026",
+                      time="10:00")
+    clock.set(2026, 11, 23, 9, 35)
+    desk.log_in()
+    desk.day("23/11/2026")
+    desk.click(desk.button("Llegó", desk.card("Ana García")))
+    assert "● llegó 09:35" in desk.card("Ana García").text
+    desk.click(desk.button("No vino", desk.card("Pablo Ortega")))
+    assert "✗ no vino" in desk.card("Pablo Ortega").text
+    assert not desk.card("Ana García").find_elements(By.TAG_NAME, "button")  # marked: no quick buttons
+    moved = api.put(f"/appointments/{first}", {"newDate": "24/11/2026", "newTime": "09:00"})
+    assert moved.status_int == 409 and moved.json["error"]["code"] == "APPOINTMENT_ATTENDED"
+    assert api.get(f"/appointments/{first}").json["extraData"]["status"] == "booked"  # the caller's status stays
+    desk.click(desk.card("Pablo Ortega").find_element(By.CSS_SELECTOR, "a.who"))
+    desk.click(desk.button("Deshacer"))  # a mistake: he was in the waiting room
+    desk.day("23/11/2026")
+    assert "no vino" not in desk.card("Pablo Ortega").text and second
+
+
+def test_the_week_of_the_center_and_of_one_doctor(clinic_desk):
+    desk, api = clinic_desk()
+    api.book(api.new_patient(), date="24/11/2026", time="09:00")
+    desk.day("24/11/2026")
+    desk.click(desk.find(By.LINK_TEXT, "Semana"))
+    tuesday = desk.find(By.XPATH, "//table[contains(@class, 'week')]//td[2]")
+    assert "Lucía Martín\n1 citas · 3 libres" in tuesday.text
+    desk.click(tuesday.find_element(By.LINK_TEXT, "Lucía Martín"))
+    headings = [h.text for h in desk.driver.find_elements(By.CSS_SELECTOR, ".timeline .col-head")]
+    assert headings == ["lun 23/11/2026", "mar 24/11/2026", "mié 25/11/2026", "jue 26/11/2026", "vie 27/11/2026",
+                        "sáb 28/11/2026"]  # she works Saturdays at Norte; no Sunday
+    assert desk.card("Ana García").text.startswith("09:00 Ana García")
+    desk.click(desk.find(By.ID, "following"))
+    assert "30/11/2026" in desk.find(By.CSS_SELECTOR, "nav.days strong").text
+
+
+def test_a_move_to_another_doctor_of_the_speciality_at_another_center(clinic_desk):
+    desk, api = clinic_desk()
+    appointment_id = api.book(api.new_patient(), date="24/11/2026", time="09:00")
+    desk.open(f"/desk/appointments/{appointment_id}")
+    look = desk.find(By.CSS_SELECTOR, "form[method='get']")
+    Select(look.find_element(By.NAME, "doctorId")).select_by_visible_text("Carmen Núñez")
+    desk.type("date", "01/01/2029", look)
+    desk.click(desk.button("Buscar huecos", look))
+    assert desk.find(By.CSS_SELECTOR, "p.warning").text.startswith("Carmen Núñez no tiene huecos libres del 01/01/2029")
+    look = desk.find(By.CSS_SELECTOR, "form[method='get']")
+    desk.type("date", "24/11/2026", look)
+    desk.click(desk.button("Buscar huecos", look))
+    move = desk.find(By.XPATH, f"//form[@action='/desk/appointments/{appointment_id}/move']")
+    options = Select(move.find_element(By.NAME, "slot")).options
+    assert options[0].text == "mié 25/11/2026 16:00 · Norte · Carmen Núñez"
+    desk.click(desk.button("Mover", move))
+    moved = api.get(f"/appointments/{appointment_id}").json
+    assert (moved["doctorId"], moved["centerRef"], moved["date"], moved["time"]) == ("NUNEZ", "C2", "25/11/2026",
+                                                                                   "16:00")
+
+
+def test_a_phone_corrected_on_the_patients_page_is_what_the_caller_reads(clinic_desk):
+    desk, api = clinic_desk()
+    api.new_patient()
+    search(desk, "12345678Z")
+    desk.click(desk.find(By.PARTIAL_LINK_TEXT, "Ana García"))
+    desk.find(By.TAG_NAME, "summary").click()
+    edit = desk.find(By.CSS_SELECTOR, "form.grid")
+    desk.type("phone", "699 888 777", edit)
+    desk.click(desk.button("Guardar", edit))
+    assert desk.flash() == "Datos de Ana García guardados."
+    assert "699 88 87 77" in desk.text()
+    assert api.get("/patients?nif=12345678Z").json["phone"].endswith("699888777")
+    api.new_patient(nif="10000001S", name="Pablo", surname="Ortega")
+    desk.find(By.TAG_NAME, "summary").click()
+    edit = desk.find(By.CSS_SELECTOR, "form.grid")
+    desk.type("nif", "10000001-s", edit)  # another patient's NIF: refused in Spanish, what was typed kept
+    desk.click(desk.button("Guardar", edit))
+    assert desk.status() == 409 and desk.find(By.CSS_SELECTOR, "p.error").text == "Ya hay un paciente con ese NIF."
+    assert desk.find(By.NAME, "nif").get_attribute("value") == "10000001-s"
+    assert api.get("/patients?nif=12345678Z").json["name"] == "Ana"
+
+
+def test_appointments_inside_a_new_closure_are_listed_to_call_until_moved(clinic_desk):
+    desk, api = clinic_desk()
+    appointment_id = api.book(api.new_patient(), date="24/11/2026", time="09:30")
+    form = desk.closures()
+    Select(form.find_element(By.NAME, "doctorId")).select_by_visible_text("Lucía Martín")
+    desk.type("dateFrom", "24/11/2026", form)
+    desk.type("reason", "Congreso", form)
+    desk.click(desk.button("Añadir cierre", form))
+    assert "Ana García" in desk.text()  # what it covers, before it is saved
+    desk.click(desk.button("Guardar el cierre"))
+    assert desk.flash() == "Cierre guardado."
+    desk.click(desk.find(By.XPATH, "//header//a[normalize-space()='Llamar']"))
+    row = desk.find(By.XPATH, "//table//tr[td[normalize-space()='Ana García']]")
+    assert "24/11/2026 09:30" in row.text and "612 34 56 78" in row.text
+    desk.day("24/11/2026")
+    assert "☎ llamar" in desk.card("Ana García").text
+    assert api.get("/appointments?date=24/11/2026").json["data"] == []  # the reminder agent never calls it
+    desk.click(desk.card("Ana García").find_element(By.CSS_SELECTOR, "a.who"))
+    desk.click(desk.button("Mover"))  # the first free slot listed: Thursday
+    desk.click(desk.find(By.XPATH, "//header//a[normalize-space()='Llamar']"))
+    assert not desk.driver.find_elements(By.XPATH, "//table//tr[td[normalize-space()='Ana García']]")
+    assert api.get(f"/appointments/{appointment_id}").json["date"] == "26/11/2026"
+
+
+def test_keys_move_the_day_and_find_the_search(clinic_desk):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    desk, _ = clinic_desk()
+    desk.day("24/11/2026")
+    body = desk.driver.find_element(By.TAG_NAME, "body")
+    desk.driver.execute_script("window.deskPageBefore = true")
+    desk.driver.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)  # focus in the empty search: the day moves
+    WebDriverWait(desk.driver, WAIT).until(lambda driver: "date=25%2F11%2F2026" in driver.current_url
+                                           or "date=25/11/2026" in driver.current_url)
+    desk.find(By.NAME, "date").click()
+    desk.driver.switch_to.active_element.send_keys("/")  # typed in a field: stays a character
+    assert desk.driver.execute_script("return document.activeElement.name") == "date"
+    desk.driver.execute_script("document.activeElement.blur()")  # nothing focused: "/" finds the search
+    ActionChains(desk.driver).send_keys("/").perform()
+    assert desk.driver.execute_script("return document.activeElement.id") == "q" and body
+
+
+PRINT_CSV = CLINIC_CSV.replace("doctor,MARTIN,Lucía Martín,MG,C1,,mon-fri,09:00-11:00,30,,",
+                               "doctor,MARTIN,Lucía Martín,MG,C1,,mon-fri,09:00-14:00;16:00-19:00,15,,")
+
+
+def test_the_printed_day_has_a_page_a_doctor_with_its_heading_and_no_links(clinic_desk):
+    desk, api = clinic_desk(PRINT_CSV, clinic_name="Clínica Sol")
+    times = [f"{hour:02d}:{minute:02d}" for hour in (9, 10, 11, 12, 13, 16, 17, 18) for minute in (0, 15, 30, 45)]
+    for n, time in enumerate(times[:28]):  # a full day of one doctor
+        api.book(api.new_patient(nif=f"{20000000 + n:08d}" + "TRWAGMYFPDXBNJZSQVHLCKE"[(20000000 + n) % 23],
+                                 name=f"Paciente{n}", surname="Prueba Larga De Apellidos"),
+                 date="24/11/2026", time=time)
+    api.book(api.new_patient(), date="24/11/2026", time="09:20", doctor="RUIZ", insuranceId="PRIV")
+    desk.day("24/11/2026")
+    pdf = desk.driver.execute_cdp_cmd("Page.printToPDF", {"paperWidth": 8.27, "paperHeight": 11.69,
+                                                          "preferCSSPageSize": True})
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", base64.b64decode(pdf["data"])))
+    assert pages == 2  # one A4 page a doctor
+    desk.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    try:
+        printed = desk.text()
+        headings = [th.text for th in desk.driver.find_elements(By.CSS_SELECTOR, "table.print-day thead tr:first-child th")]
+        visible_links = [a for a in desk.driver.find_elements(By.TAG_NAME, "a") if a.is_displayed()]
+    finally:
+        desk.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+    assert headings == ["Clínica Sol · Centro · mar 24/11/2026 · Javier Ruiz (PED)",
+                        "Clínica Sol · Centro · mar 24/11/2026 · Lucía Martín (MG)"]
+    assert not visible_links and "libre" not in printed and "Salir" not in printed
+    assert "09:00–09:15 Paciente0 Prueba Larga De Apellidos 612 34 56 78" in printed

@@ -13,10 +13,10 @@ from conftest import ROOT
 PACKAGE = ROOT / "_agenda"
 # Lowest first: a module may import only modules before it. replication and imports sit beside
 # the app, over the clinic and storage; cli_desk registers the desk's twins on cli's group.
-LAYERS = ["values", "store", "sealing", "access", "slots", "staff", "clinic", "counter", "rights", "web", "api", "desk", "app",
+LAYERS = ["values", "store", "sealing", "access", "slots", "staff", "clinic", "counter", "rights", "timeline", "texts", "web", "api", "desk", "app",
           "replication", "imports", "moving",
           "cli", "cli_desk", "cli_rights", "cli_moving"]
-DOMAIN = ["values", "store", "sealing", "access", "slots", "staff", "clinic", "counter", "rights"]
+DOMAIN = ["values", "store", "sealing", "access", "slots", "staff", "clinic", "counter", "rights", "timeline", "texts"]
 
 
 def own_imports(path):

@@ -94,7 +94,7 @@ def raised_codes():
               for code in re.findall(r'(?:ClinicError\(|_CANCELLED = \()\s*"([A-Z_]+)"', source)}
     assert len(raised) > 15  # the pattern still finds them
     # refusals of the staff desk and the CLI only, never of an API operation
-    raised -= {(401, "LOGIN_FAILED"), (429, "LOGIN_BUSY"), (404, "STAFF_NOT_FOUND"), (409, "STAFF_ALREADY_EXISTS"),
+    raised -= {(401, "LOGIN_FAILED"), (429, "LOGIN_BUSY"), (429, "LOGIN_LOCKED"), (404, "STAFF_NOT_FOUND"), (409, "STAFF_ALREADY_EXISTS"),
                (404, "CLOSURE_NOT_FOUND"), (403, "PATIENT_BLOCKED"), (400, "INSURANCE_REQUIRED"),
                (409, "APPOINTMENT_NOT_TODAY")}
     return raised | {item for item in agenda.STATUS_ERROR_CODES.items() if item[0] != 404}

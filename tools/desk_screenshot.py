@@ -1,12 +1,13 @@
-"""A screenshot of the staff desk's day view, for the docs (docs/desk-day.png).
+"""Screenshots of the staff desk's day and week views, for the docs (docs/screenshots/).
 
 Builds the demo clinic in a temporary folder (`agenda seed --demo`), adds a staff account,
 imports a few fictional patients and books them with the CLI (`agenda book`), confirms one,
 serves it with `agenda run` on 127.0.0.1 (any free port), logs in with headless Chromium
-at 1280x800 and saves the day view of a weekday with appointments. Everything it starts
-is bounded in time and stopped by its pid.
+and saves the day view of a weekday with appointments and that week's view of its center,
+each at 1280x800 (a reception screen) and 768x1024 (a tablet). Everything it starts is
+bounded in time and stopped by its pid.
 
-    .venv/bin/python tools/desk_screenshot.py [-o docs/desk-day.png] [--lang es|en]
+    .venv/bin/python tools/desk_screenshot.py [-o docs/screenshots] [--lang es|en]
 
 Needs selenium, /usr/bin/chromium and /usr/bin/chromedriver (Debian's packages).
 """
@@ -40,7 +41,8 @@ Elena,Vidal Castro,09/01/1962,10000004H,612345604
 Hugo,Navarro Sanz,30/05/2019,10000005L,612345605
 Irene,Molina Fuentes,17/08/1991,10000006C,612345606
 """
-# (doctor, time, patient's NIF, reason); the first one is confirmed.
+# (doctor, time, patient's NIF, reason); the first one is confirmed. RUIZ takes a list of
+# insurances, so the desk's twin asks for one (PRIVADO, the catalog's private patient).
 BOOKINGS = [
     ("MARTIN", "09:00", "10000001S", "Revisión analítica"),
     ("MARTIN", "09:30", "10000002Q", "Dolor de espalda"),
@@ -49,6 +51,14 @@ BOOKINGS = [
     ("RUIZ", "09:40", "10000005L", "Fiebre"),
     ("MARTIN", "11:00", "10000006C", None),
 ]
+SIZES = ((1280, 800), (768, 1024))
+# (file name, page, what shows it is drawn): the center's day, its week, one doctor's week
+VIEWS = (("day", "/desk/day", ".card"), ("week", "/desk/week", "table.week"),
+         ("doctor-week", "/desk/week", ".card"))
+
+
+def insurance(doctor):
+    return ["--insurance", "PRIVADO"] if doctor == "RUIZ" else []
 
 
 def agenda(db, *args, stdin=None, check=True):
@@ -67,7 +77,7 @@ def book_a_day(db):
         if day.weekday() <= 2:
             doctor, start, nif, reason = BOOKINGS[0]
             first = agenda(db, "book", "--doctor", doctor, "--date", f"{day:%d/%m/%Y}", "--time", start,
-                           "--nif", nif, "--center", CENTER, "--reason", reason, check=False)
+                           "--nif", nif, "--center", CENTER, "--reason", reason, *insurance(doctor), check=False)
             if first.returncode == 0:
                 break
         day += dt.timedelta(days=1)
@@ -77,7 +87,7 @@ def book_a_day(db):
     agenda(db, "confirm", appointment_id)
     for doctor, start, nif, reason in BOOKINGS[1:]:
         agenda(db, "book", "--doctor", doctor, "--date", f"{day:%d/%m/%Y}", "--time", start, "--nif", nif,
-               "--center", CENTER, *(["--reason", reason] if reason else []))
+               "--center", CENTER, *(["--reason", reason] if reason else []), *insurance(doctor))
     return day
 
 
@@ -111,46 +121,62 @@ class Server:
                 self.process.wait(timeout=10)
 
 
-def screenshot(url, day, output, lang, profile, height=800):
+def start_chromium(lang, profile):
     from selenium import webdriver
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as seen
-    from selenium.webdriver.support.ui import WebDriverWait
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--no-first-run", "--hide-scrollbars", f"--window-size=1280,{height}", f"--lang={lang}",
+                     "--no-first-run", "--hide-scrollbars", "--window-size=1280,1024", f"--lang={lang}",
                      f"--user-data-dir={profile}"):
         options.add_argument(argument)
     options.add_experimental_option("prefs", {"intl.accept_languages": lang})
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(WAIT)
+    return driver
+
+
+def screenshots(url, day, folder, lang, profile):
+    """Log in, then save the day and week views at each of SIZES into `folder`; the files."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = start_chromium(lang, profile)
+    written = []
     try:
-        driver.set_page_load_timeout(WAIT)
-        # the page's viewport, not the window around it, is 1280x800
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": 1280, "height": height, "deviceScaleFactor": 1, "mobile": False})
         driver.get(url + "/desk/login")
         driver.find_element(By.NAME, "name").send_keys(STAFF)
         driver.find_element(By.NAME, "password").send_keys(PASSWORD)
         driver.find_element(By.CSS_SELECTOR, "form[action='/desk/login'] button[type=submit]").click()
         WebDriverWait(driver, WAIT).until(seen.presence_of_element_located((By.TAG_NAME, "header")))
-        driver.get(f"{url}/desk/day?date={day:%d/%m/%Y}&centerId={CENTER}")
-        WebDriverWait(driver, WAIT).until(seen.presence_of_element_located((By.CSS_SELECTOR, "table.day td.booked")))
-        inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
-        output.parent.mkdir(parents=True, exist_ok=True)
-        if not driver.save_screenshot(str(output)):
-            raise SystemExit(f"chromium could not write {output}")
-        return inner
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, path, drawn in VIEWS:
+            for width, height in SIZES:
+                # the page's viewport, not the window around it, is width x height
+                driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                       {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+                driver.get(f"{url}{path}?date={day:%d/%m/%Y}&{'doctorId=MARTIN' if 'doctor' in name else 'centerId=' + CENTER}")
+                try:
+                    WebDriverWait(driver, WAIT).until(seen.presence_of_element_located((By.CSS_SELECTOR, drawn)))
+                except TimeoutException:
+                    text = driver.find_element(By.TAG_NAME, "body").text
+                    raise SystemExit(f"nothing drawn on {path}:\n{text}") from None
+                output = folder / f"desk-{name}-{width}x{height}.png"
+                if not driver.save_screenshot(str(output)):
+                    raise SystemExit(f"chromium could not write {output}")
+                written.append(output)
+        return written
     finally:
         driver.quit()
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-o", "--output", type=Path, default=ROOT / "docs" / "desk-day.png",
-                        help="where to save the PNG (default: docs/desk-day.png)")
+    parser.add_argument("-o", "--output", type=Path, default=ROOT / "docs" / "screenshots",
+                        help="the folder for the PNGs (default: docs/screenshots)")
     parser.add_argument("--lang", choices=("es", "en"), default="es", help="the desk's language (default: es)")
     args = parser.parse_args()
     missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
@@ -165,10 +191,11 @@ def main():
         day = book_a_day(db)
         server = Server(db)
         try:
-            inner = screenshot(server.url, day, args.output.resolve(), args.lang, Path(folder) / "profile")
+            written = screenshots(server.url, day, args.output.resolve(), args.lang, Path(folder) / "profile")
         finally:
             server.stop()
-    print(f"Wrote {args.output} (day view of {day:%d/%m/%Y} at {CENTER}, viewport {inner[0]}x{inner[1]})")
+    for path in written:
+        print(f"Wrote {path} ({day:%d/%m/%Y} at {CENTER})")
 
 
 if __name__ == "__main__":

@@ -2,36 +2,65 @@
 % if error:
 <p class="error" role="alert">{{error}}</p>
 % end
+% cancelled = appointment['status'] == 'cancelled'
+% if cancelled:
+% gone = [e for e in appointment['history'] if e['action'] in ('appointment.cancelled', 'appointment.declined', 'appointment.released', 'patient.erasure_requested')]
+<p class="warning">{{t('cancelled_on', when=gone[-1]['when'] if gone else '', who=gone[-1]['who'] if gone else '', reason=appointment['cancel_reason'] or '')}}</p>
+% end
 <dl>
-  <dt>{{t('date')}}</dt><dd>{{format_date(appointment['date'])}} {{appointment['start']}}–{{appointment['end']}}</dd>
-  <dt>{{t('doctor')}}</dt><dd>{{appointment['doctor_name']}}</dd>
+  <dt>{{t('date')}}</dt><dd>{{t('weekdays')[appointment['weekday']]}} {{format_date(appointment['date'])}} {{appointment['start']}}–{{appointment['end']}}</dd>
+  <dt>{{t('doctor')}}</dt><dd>{{appointment['doctor_name']}} ({{appointment['speciality_id'] or ''}})</dd>
+  <dt>{{t('center')}}</dt><dd>{{center_names.get(appointment['center_id'], appointment['center_id'] or '')}}</dd>
+  <dt>{{t('patient')}}</dt><dd><a href="/desk/patients/{{appointment['patient_id']}}">{{appointment['patient_name']}}</a> · {{appointment['nif']}}</dd>
   <dt>{{t('phone')}}</dt><dd>{{dialled(appointment['phone'])}}</dd>
-  <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}</dd>
+  <dt>{{t('insurance')}}</dt><dd>{{insurance_names.get(appointment['insurance_id'], appointment['insurance_id'] or '')}}</dd>
+  <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}{{' · ' + t('to_call') if appointment['to_call'] and not cancelled else ''}}</dd>
+  <dt>{{t('attendance')}}</dt><dd>{{t(appointment['attendance'], time=appointment['arrived_local']) if appointment['attendance'] else '—'}}</dd>
   <dt>{{t('reason')}}</dt><dd>{{appointment['reason'] or ''}}</dd>
+  <dt>{{t('booked_by')}}</dt><dd>{{who_booked(t, appointment['booked_by'])}}</dd>
 </dl>
-<p><a href="/desk/patients/{{appointment['patient_id']}}">{{t('patient')}}</a></p>
-<h2>{{t('move')}}</h2>
-<form method="get" action="/desk/appointments/{{appointment['id']}}">
-  <label>{{t('date')}} <input name="date" value="{{format_date(day)}}" size="10"></label>
-  <button type="submit">{{t('show')}}</button>
-</form>
-<form method="post" action="/desk/appointments/{{appointment['id']}}/move">
+% if not cancelled:
+% if appointment['date'] <= today:
+<form method="post" action="/desk/appointments/{{appointment['id']}}/attendance" class="inline">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-  <input type="hidden" name="date" value="{{format_date(day)}}">
-  <label>{{t('move_to')}}
-    <select name="time">
+  <button name="mark" value="arrived">{{t('mark_arrived')}}</button>
+  <button name="mark" value="seen">{{t('mark_seen')}}</button>
+  <button name="mark" value="no_show">{{t('mark_no_show')}}</button>
+  % if appointment['attendance']:
+  <button name="mark" value="">{{t('undo')}}</button>
+  % end
+</form>
+% end
+% if appointment['status'] != 'confirmed':
+<form method="post" action="/desk/appointments/{{appointment['id']}}/confirm" class="inline">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+  <button type="submit">{{t('confirm')}}</button>
+</form>
+% end
+<h2>{{t('move')}}</h2>
+<form method="get" action="/desk/appointments/{{appointment['id']}}" class="inline">
+  <label>{{t('doctor')}} <select name="doctorId">
+    % for d in doctors:
+    <option value="{{d['id']}}" {{'selected' if d['id'] == to_doctor else ''}}>{{d['name']}}</option>
+    % end
+  </select></label>
+  <label>{{t('from_date')}} <input name="date" value="{{format_date(first)}}" size="10"></label>
+  <button type="submit">{{t('look')}}</button>
+</form>
+% if free:
+<form method="post" action="/desk/appointments/{{appointment['id']}}/move" class="inline">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+  <label>{{t('next_free')}}
+    <select name="slot">
     % for slot in free:
-      <option value="{{slot.time}}">{{slot.time}}</option>
+      <option value="{{slot.date_text}}|{{slot.time}}|{{slot.doctor_id}}|{{slot.center_id or ''}}">{{t('weekdays')[slot.date.weekday()]}} {{slot.date_text}} {{slot.time}} · {{center_names.get(slot.center_id, slot.center_id or '')}}{{'' if slot.doctor_id == appointment['doctor_id'] else ' · ' + doctor_names.get(slot.doctor_id, '')}}</option>
     % end
     </select>
   </label>
   <button type="submit">{{t('move')}}</button>
 </form>
-% if appointment['status'] != 'confirmed':
-<form method="post" action="/desk/appointments/{{appointment['id']}}/confirm">
-  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-  <button type="submit">{{t('confirm')}}</button>
-</form>
+% else:
+<p class="warning">{{empty}}</p>
 % end
 <h2>{{t('cancel')}}</h2>
 <form method="post" action="/desk/appointments/{{appointment['id']}}/cancel" autocomplete="off">
@@ -39,3 +68,13 @@
   <label>{{t('cancel_reason')}} <input name="reason" autocomplete="off" required></label>
   <button type="submit" class="danger">{{t('cancel')}}</button>
 </form>
+% end
+<h2>{{t('history')}}</h2>
+<table>
+  <thead><tr><th>{{t('when')}}</th><th>{{t('reader')}}</th><th>{{t('what')}}</th></tr></thead>
+  <tbody>
+  % for e in appointment['history']:
+  <tr><td>{{e['when']}}</td><td>{{e['who']}}</td><td>{{t('event_' + e['action'])}}</td></tr>
+  % end
+  </tbody>
+</table>

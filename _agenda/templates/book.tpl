@@ -29,6 +29,14 @@
       % end
       <input type="hidden" name="patientId" value="{{patient['id']}}">
       {{patient['name']}} {{patient['surname'] or ''}} · {{patient['nif']}} · {{dialled(patient['phone'])}}
+      % if insurances:
+      <label>{{t('insurance')}} <select name="insuranceId" required>
+        <option value="">{{t('choose_insurance')}}</option>
+        % for key, name in insurances:
+        <option value="{{key}}" {{'selected' if typed['insuranceId'] == key else ''}}>{{name}}</option>
+        % end
+      </select></label>
+      % end
       <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}"></label>
       <button type="submit">{{t('book')}}</button>
     </form>
@@ -49,6 +57,14 @@
   <label>{{t('nif')}} <input name="nif" autocomplete="off" value="{{typed['nif']}}" required></label>
   <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}"></label>
   <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA"></label>
+  % if insurances:
+  <label>{{t('insurance')}} <select name="insuranceId" required>
+    <option value="">{{t('choose_insurance')}}</option>
+    % for key, name in insurances:
+    <option value="{{key}}" {{'selected' if typed['insuranceId'] == key else ''}}>{{name}}</option>
+    % end
+  </select></label>
+  % end
   <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}"></label>
   <button type="submit">{{t('register_and_book')}}</button>
 </form>

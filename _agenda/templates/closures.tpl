@@ -7,11 +7,10 @@
   <tbody>
   % for c in closures:
   <tr>
-    <td>{{c['doctor_name'] or t('everyone')}}</td><td>{{c['center_id'] or t('all_centers')}}</td>
+    <td>{{c['doctor_name'] or t('everyone')}}</td><td>{{center_names.get(c['center_id'], c['center_id']) if c['center_id'] else t('all_centers')}}</td>
     <td>{{format_date(c['date_from'])}}</td><td>{{format_date(c['date_to'])}}</td>
     <td>{{(c['start_time'] + '-' + c['end_time']) if c['start_time'] else ''}}</td><td>{{c['reason']}}</td>
-    <td><form method="post" action="/desk/closures/{{c['id']}}/remove">
-      <input type="hidden" name="csrf" value="{{desk['csrf']}}"><button type="submit">{{t('remove')}}</button></form></td>
+    <td><a href="/desk/closures/{{c['id']}}/remove">{{t('remove')}}</a></td>
   </tr>
   % end
   </tbody>

@@ -1,5 +1,5 @@
 <div class="toolbar">
-  <form method="get" action="/desk/day">
+  <form method="get" action="/desk/day" class="pick">
     % if centers:
     <label>{{t('center')}}
       <select name="centerId">
@@ -9,58 +9,44 @@
       </select>
     </label>
     % end
-    <label>{{t('date')}} <input name="date" value="{{format_date(day)}}" size="10"></label>
+    <label>{{t('doctor')}}
+      <select name="doctorId">
+        <option value="">{{t('all_doctors')}}</option>
+        % for d in doctors:
+        <option value="{{d['id']}}" {{'selected' if d['id'] == doctor_id else ''}}>{{d['name']}}</option>
+        % end
+      </select>
+    </label>
+    <label>{{t('date')}} <input name="date" id="date" value="{{format_date(day)}}" size="10"></label>
     <button type="submit">{{t('show')}}</button>
   </form>
-  <a href="{{previous}}" aria-label="{{t('previous')}}">&lt;</a>
-  <strong>{{t('weekdays')[day.weekday()]}} {{format_date(day)}}</strong>
-  <a href="{{following}}" aria-label="{{t('next')}}">&gt;</a>
-  <a href="{{today}}">{{t('today')}}</a>
-  <form method="post" action="/desk/patients" class="search" autocomplete="off">
-    <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-    <input name="q" autocomplete="off" placeholder="{{t('search_hint')}}" aria-label="{{t('search')}}">
-    <button type="submit">{{t('find')}}</button>
-  </form>
+  <nav class="days">
+    <a href="{{previous}}" id="previous" aria-label="{{t('previous')}}">&lt;</a>
+    <strong>{{t('weekdays')[day.weekday()]}} {{format_date(day)}}</strong>
+    <a href="{{following}}" id="following" aria-label="{{t('next')}}">&gt;</a>
+    <a href="{{today}}">{{t('today')}}</a>
+    <a href="/desk/week?{{urlencode({'date': format_date(day), **({'doctorId': doctor_id} if doctor_id else {'centerId': center_id or ''})}, safe='/')}}">{{t('week')}}</a>
+  </nav>
 </div>
-% if not plans:
+% if not timeline.columns:
 <p>{{t('no_doctors')}}</p>
 % else:
-<table class="day">
-  <thead><tr><th></th>
-  % for plan in plans:
-    <th scope="col">{{plan['name']}} <small>({{plan['speciality_id']}})</small></th>
-  % end
-  </tr></thead>
+{{!drawn}}
+<section class="printed">
+% for column in timeline.columns:
+<table class="print-day">
+  <thead><tr><th colspan="5">{{clinic_name}} · {{center_name}} · {{t('weekdays')[day.weekday()]}} {{format_date(day)}} · {{column['name']}} ({{column['speciality_id']}})</th></tr>
+  <tr><th>{{t('time')}}</th><th>{{t('patient')}}</th><th>{{t('phone')}}</th><th>{{t('reason')}}</th><th>{{t('status')}}</th></tr></thead>
   <tbody>
-  % for time in times:
-  <tr><th scope="row">{{time}}</th>
-    % for plan in plans:
-    % cell = cells.get((plan['id'], time))
-    % if cell is None:
-    <td class="none"></td>
-    % elif cell['state'] == 'booked':
-    % a = cell['appointment']
-    <td class="booked {{a['status']}}">
-      <a href="/desk/appointments/{{a['id']}}">{{a['patient_name']}}</a>
-      <span class="phone">{{dialled(a['phone'])}}</span>
-      <span class="status">{{t(a['status'])}}</span>
-      % if a['reason']:
-      <span class="reason">· {{a['reason']}}</span>
-      % end
-    </td>
-    % elif cell['state'] == 'free':
-    % slot = {'doctorId': plan['id'], 'date': format_date(day), 'time': time, **({'centerId': cell['center_id']} if cell.get('center_id') else {})}
-    <td class="free"><a href="/desk/book?{{urlencode(slot, safe='/:')}}">+ {{t('free')}}</a></td>
-    % elif cell['state'] == 'closed':
-    <td class="closed">░ {{t('closed')}}{{': ' + cell['reason'] if cell['reason'] else ''}}</td>
-    % elif cell['state'] in ('taken', 'beyond_horizon'):
-    <td class="past">{{t(cell['state'])}}</td>
-    % else:
-    <td class="past">{{t('past')}}</td>
-    % end
-    % end
-  </tr>
+  % for a in column['cards']:
+  <tr><td>{{a['start']}}–{{a['end']}}</td><td>{{a['patient_name']}}</td><td>{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}</td><td>{{a['reason'] or ''}}</td>
+    <td>{{t('to_call') + ' ' if a['to_call'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
+  % end
+  % if not column['cards']:
+  <tr><td colspan="5">{{t('none')}}</td></tr>
   % end
   </tbody>
 </table>
+% end
+</section>
 % end

@@ -29,7 +29,7 @@
   % end
   <ul>
   % for h in d['hours']:
-    <li>{{weekdays[h['weekday']]}} {{h['start_time']}}-{{h['end_time']}} ({{h['slot_minutes']}} min){{' · ' + h['center_id'] if h['center_id'] else ''}}</li>
+    <li>{{weekdays[h['weekday']]}} {{h['start_time']}}-{{h['end_time']}} ({{h['slot_minutes']}} min){{' · ' + center_names.get(h['center_id'], h['center_id']) if h['center_id'] else ''}}</li>
   % end
   </ul>
   <form method="post" action="/desk/doctors/{{quote(d['id'], safe='')}}/retire">

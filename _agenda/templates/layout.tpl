@@ -5,19 +5,29 @@
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{t('app')}}</title>
 <link rel="stylesheet" href="/desk/desk.css">
+<script src="/desk/desk.js" defer></script>
 </head>
-<body>
+<body{{!(' data-version="%d"' % version) if defined('version') and version is not None else ''}}>
 % if desk['name']:
 <header>
   <nav>
     <a href="/desk/day" class="brand">{{t('app')}}</a>
     <a href="/desk/day">{{t('day')}}</a>
+    <a href="/desk/week">{{t('week')}}</a>
+    <a href="/desk/calls">{{t('calls')}}</a>
     <a href="/desk/patients">{{t('search')}}</a>
     <a href="/desk/closures">{{t('closures')}}</a>
     % if desk['role'] == 'admin':
     <a href="/desk/doctors">{{t('doctors')}}</a>
     % end
   </nav>
+  % if not defined('q'):
+  <form method="post" action="/desk/patients" class="search" autocomplete="off" role="search">
+    <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+    <input name="q" id="q" autocomplete="off" placeholder="{{t('search_hint')}}" aria-label="{{t('search')}}" autofocus>
+    <button type="submit">{{t('find')}}</button>
+  </form>
+  % end
   <form method="post" action="/desk/logout" class="logout">
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">
     <span>{{desk['name']}}</span> <button type="submit">{{t('logout')}}</button>

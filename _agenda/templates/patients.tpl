@@ -1,7 +1,7 @@
 <h1>{{t('search')}}</h1>
 <form method="post" action="/desk/patients" class="search" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-  <input name="q" value="{{q}}" autocomplete="off" placeholder="{{t('search_hint')}}" aria-label="{{t('search')}}" autofocus>
+  <input name="q" id="q" value="{{q}}" autocomplete="off" placeholder="{{t('search_hint')}}" aria-label="{{t('search')}}" autofocus>
   <button type="submit">{{t('find')}}</button>
 </form>
 % if found is not None:

@@ -1,0 +1,48 @@
+% row = lambda minute: minute - timeline.first + 2
+<div class="timeline">
+  <div class="axis-head c1 r1"></div>
+  % for n, heading in enumerate(headings):
+  <div class="col-head c{{n + 2}} r1">{{heading}}</div>
+  % end
+  % for minute, label in timeline.ticks:
+  <div class="tick c1 r{{row(minute)}} h15">{{label}}</div>
+  % end
+  % for n, column in enumerate(timeline.columns):
+  % col = n + 2
+  % for b in column['blocks']:
+  % span = max(1, min(b.end, timeline.last) - b.start)
+  % if b.kind == 'free':
+  % slot = {'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'time': b.time, **({'centerId': b.center_id} if b.center_id else {})}
+  <a class="block free c{{col}} r{{row(b.start)}} h{{span}}" href="/desk/book?{{urlencode(slot, safe='/:')}}">{{b.time}} + {{t('free')}}</a>
+  % else:
+  <div class="block {{b.kind}} c{{col}} r{{row(b.start)}} h{{span}}">{{b.time}} {{t(b.kind)}}{{': ' + b.detail if b.detail else ''}}</div>
+  % end
+  % end
+  % for a in column['cards']:
+  % span = max(1, min(a['to'], timeline.last) - a['from'])
+  <article class="card {{a['status']}} {{a['attendance'] or ''}} {{'to-call' if a['to_call'] else ''}} c{{col}} r{{row(a['from'])}} h{{span}}">
+    <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
+    % if a['to_call']:
+    <strong class="call">{{t('to_call')}}</strong>
+    % end
+    % if a['attendance']:
+    <span class="att">{{t(a['attendance'], time=a['arrived_local'])}}</span>
+    % else:
+    <span class="status">{{t(a['status'])}}</span>
+    % end
+    <span class="line">{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}{{' · ' + a['reason'] if a['reason'] else ''}}</span>
+    <span class="by">{{who_booked(t, a['booked_by'])}}</span>
+    % if not a['attendance'] and a['date'] <= today:
+    <form method="post" action="/desk/appointments/{{a['id']}}/attendance" class="quick">
+      <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+      <button name="mark" value="arrived">{{t('mark_arrived')}}</button>
+      <button name="mark" value="no_show">{{t('mark_no_show')}}</button>
+    </form>
+    % end
+  </article>
+  % end
+  % end
+  % if now is not None and timeline.first <= now < timeline.last:
+  <div id="now" class="now r{{row(now)}} h1">{{hhmm(now)}} {{t('now')}}</div>
+  % end
+</div>
