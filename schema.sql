@@ -331,3 +331,16 @@ CREATE INDEX closures_by_end ON closures (date_to);
 
 -- An appointment's and a patient's history, read from the audit trail by the desk ("Audit").
 CREATE INDEX events_by_entity ON events (entity, entity_id);
+
+-- version 10
+
+-- A desk form sent after its session ended ("Kept forms"): what was typed, kept on the server for
+-- the same staff name for 10 minutes, until they log in again and are offered to send it once more.
+-- id_hash is the SHA-256 of the random id the login page carries; fields is JSON [[name, value], ...].
+CREATE TABLE kept_forms (
+    id_hash    TEXT PRIMARY KEY,
+    staff_name TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    fields     TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);

@@ -6,6 +6,7 @@ import functools
 import hmac
 import json
 import logging
+import re
 import secrets
 import urllib.parse
 
@@ -152,9 +153,9 @@ class DeskPlugin:
         request = bottle.request
         if raw_header(request.environ, "X-Signature") is not None:
             return desk_error(400, "a desk page takes no X-Signature: sign in at /desk/login")
-        session = accounts().desk_session(request.get_cookie(DESK_COOKIE), touch=not passive)
+        session, ended = accounts().session_or_ended(request.get_cookie(DESK_COOKIE), touch=not passive)
         if session is None and not open_page:
-            see_other("/desk/login")
+            see_other(kept_for_login(ended) or "/desk/login")
         desk.update(session or {})
         if request.method == "POST" and not open_page and not hmac.compare_digest(
                 (request.forms.getunicode("csrf") or "").encode(), desk["csrf"].encode()):
@@ -171,6 +172,17 @@ class DeskPlugin:
         if "patient_id" in bottle.request.url_args:  # a patient's data refused: in the access record too
             clinic().access.note(f"desk:{desk['name']}", "access", [bottle.request.url_args["patient_id"]], False)
         return desk_error(403, translator(desk["lang"])("admin_only"))
+
+
+def kept_for_login(ended):
+    """The login page's address that carries a form sent after its session ended ("Kept forms"), when
+    it was sent with that session's own CSRF token; else None."""
+    request = bottle.request
+    if ended is None or request.method != "POST" or request.path == "/desk/logout" or not hmac.compare_digest(
+            (request.forms.getunicode("csrf") or "").encode(), ended["csrf"].encode()):
+        return None
+    fields = [[name, value] for name, value in request.forms.decode().allitems() if name != "csrf"]
+    return "/desk/login?" + urllib.parse.urlencode({"kept": accounts().keep_form(ended["name"], request.path, fields)})
 
 
 def desk_error_page(http_error):
@@ -208,7 +220,13 @@ def desk_login_page(error=None, name="", status=None):
     token = secrets.token_urlsafe(24)
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(LOGIN_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
-    return desk_page("login", status=status or (401 if error else 200), login_token=token, error=error, name=name)
+    return desk_page("login", status=status or (401 if error else 200), login_token=token, error=error, name=name,
+                     kept=kept_id(form("kept") or query_text("kept")))
+
+
+def kept_id(text):
+    """A kept form's id as keep_form makes it, or None."""
+    return text if text and re.fullmatch(r"[A-Za-z0-9_-]{16,64}", text) else None
 
 
 def desk_log_in():
@@ -231,7 +249,18 @@ def desk_log_in():
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     bottle.response.set_cookie(DESK_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
     bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")
-    see_other("/desk/day")
+    kept = kept_id(form("kept"))
+    see_other(f"/desk/kept/{kept}" if kept else "/desk/day")
+
+
+def desk_kept(kept):
+    """A form sent after its session ended, offered to its sender to send again, once ("Kept forms")."""
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    taken = kept_id(kept) and accounts().take_kept_form(kept, bottle.request.environ["agenda.desk"]["name"])
+    if not taken:
+        return desk_error(404, t("kept_gone"))
+    path, fields = taken
+    return desk_page("kept", path=path, fields=fields)
 
 
 def desk_log_out():
@@ -672,6 +701,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/login", desk_login_page, {**DESK, "open_page": True}),
     ("POST", "/desk/login", desk_log_in, {**DESK, "open_page": True, "no_change": True}),
     ("POST", "/desk/logout", desk_log_out, {**DESK, "no_change": True}),
+    ("GET", "/desk/kept/<kept>", desk_kept, DESK),
     ("GET", "/desk/desk.js", desk_script, {**DESK, "open_page": True}),
     ("GET", "/desk/version", desk_version, {**DESK, "passive": True}),  # the refresh poll: idle time untouched
     ("GET", "/desk/day", desk_day, DESK),

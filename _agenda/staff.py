@@ -3,6 +3,7 @@
 import datetime as dt
 import hashlib
 import hmac
+import json
 import os
 import re
 import secrets
@@ -15,6 +16,7 @@ from .store import record_event, utc_iso
 LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name from a source
 CHECKS_AT_ONCE, CHECKS_PER_SECOND, CHECKS_BURST = 2, 2, 10  # password checks across the process
 SESSION_HOURS = 12  # a desk session ends after this long, however busy
+KEPT_MINUTES = 10  # a form sent after its session ended is kept this long ("Kept forms")
 ROLES = ("reception", "admin")  # what a staff account may do at the desk ("Roles")
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
 
@@ -68,6 +70,11 @@ class PasswordGate:
 
     def leave(self):
         self.running.release()
+
+
+def forget_kept_forms(conn, at):
+    """Delete the forms kept longer than KEPT_MINUTES ("Kept forms")."""
+    conn.execute("DELETE FROM kept_forms WHERE created_at < ?", (utc_iso(at - dt.timedelta(minutes=KEPT_MINUTES)),))
 
 
 def token_hash(token):
@@ -215,24 +222,52 @@ class Accounts:
     def desk_session(self, token, touch=True):
         """{"name", "role", "csrf"} of a live session, its idle time restarted (unless not `touch`); None when
         unknown or idle too long."""
+        return self.session_or_ended(token, touch)[0]
+
+    def session_or_ended(self, token, touch=True):
+        """(the live session as desk_session gives it, None) or, for a session that has just ended by
+        idling or age, (None, {"name", "csrf"} it had); (None, None) for a token unknown."""
         if not token:
-            return None
+            return None, None
         at = self.clock()
         row = self.conn().execute("SELECT desk_sessions.*, staff.role FROM desk_sessions JOIN staff ON name = staff_name"
                                   " WHERE token_hash = ?", (token_hash(token),)).fetchone()
         if row is None:
-            return None
+            return None, None
         idle = at - dt.datetime.fromisoformat(row["last_seen"])
         age = at - dt.datetime.fromisoformat(row["created_at"])
         if idle > dt.timedelta(minutes=self.settings.desk_idle_minutes) or age > dt.timedelta(hours=SESSION_HOURS):
             with self.db.transaction() as conn:
                 conn.execute("DELETE FROM desk_sessions WHERE token_hash = ?", (row["token_hash"],))
-            return None
+                forget_kept_forms(conn, at)
+            return None, {"name": row["staff_name"], "csrf": row["csrf"]}
         if touch and idle > dt.timedelta(minutes=1):  # written down once a minute at most, not at every page
             with self.db.transaction() as conn:
                 conn.execute("UPDATE desk_sessions SET last_seen = ? WHERE token_hash = ?",
                              (utc_iso(at), row["token_hash"]))
-        return {"name": row["staff_name"], "role": row["role"], "csrf": row["csrf"]}
+        return {"name": row["staff_name"], "role": row["role"], "csrf": row["csrf"]}, None
+
+    def keep_form(self, name, path, fields):
+        """Keep a form `name` sent to `path` after their session ended, for KEPT_MINUTES ("Kept forms");
+        the random id that takes it back."""
+        kept, at = secrets.token_urlsafe(18), self.clock()
+        with self.db.transaction() as conn:
+            forget_kept_forms(conn, at)
+            conn.execute("INSERT INTO kept_forms (id_hash, staff_name, path, fields, created_at) VALUES (?, ?, ?, ?, ?)",
+                         (token_hash(kept), name, path, json.dumps(fields), utc_iso(at)))
+        return kept
+
+    def take_kept_form(self, kept, name):
+        """(path, [[field, value], ...]) of the form kept under `kept` for `name`, once and within
+        KEPT_MINUTES; None otherwise (another name's is left where it is)."""
+        cutoff = utc_iso(self.clock() - dt.timedelta(minutes=KEPT_MINUTES))
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT * FROM kept_forms WHERE id_hash = ?", (token_hash(kept),)).fetchone()
+            conn.execute("DELETE FROM kept_forms WHERE created_at < ? OR (id_hash = ? AND staff_name = ?)",
+                         (cutoff, token_hash(kept), name))
+        if row is None or row["staff_name"] != name or row["created_at"] < cutoff:
+            return None
+        return row["path"], json.loads(row["fields"])
 
     def refuse(self, name, what, source):
         """Record that `name` was refused `what` (a page or an action) for their role."""
@@ -243,3 +278,4 @@ class Accounts:
     def log_out(self, token):
         with self.db.transaction() as conn:
             conn.execute("DELETE FROM desk_sessions WHERE token_hash = ?", (token_hash(token or ""),))
+            forget_kept_forms(conn, self.clock())

@@ -235,3 +235,57 @@ def test_the_printed_day_has_a_table_a_doctor_under_its_heading(api, desk):
         "Agenda · Centro · mar 24/11/2026 · Javier Ruiz (PED)", "Agenda · Centro · mar 24/11/2026 · Lucía Martín (MG)"]
     assert words(tables[1].tbody) == "09:30–10:00 Ana García 612 34 56 78 Revisión reservada"
     assert not tables[0].find("a") and not tables[1].find("a")
+
+
+def csrf_of(page):
+    return page.html.find("input", attrs={"name": "csrf"})["value"]
+
+
+def test_a_form_sent_after_the_session_ended_is_kept_for_its_sender_across_the_login(api, desk, clock, db_path):
+    """"Kept forms": on the server, for the same staff name, 10 minutes; never in an address."""
+    api.app.accounts.add_staff("bea", PASSWORD)
+    page = desk.get("/desk/book?doctorId=MARTIN&date=24/11/2026&time=09:00&centerId=C1")
+    typed = {"csrf": csrf_of(page), "doctorId": "MARTIN", "date": "24/11/2026", "time": "09:00", "centerId": "C1",
+             "name": "Evarista", "surname": "Quintanilla", "nif": "12345678Z", "phone": "612345678",
+             "reason": "Control de tensión"}
+    clock.moment += dt.timedelta(minutes=31)  # the session ends while she types
+    sent = desk.post("/desk/book", typed)
+    assert sent.status_int == 303 and sent.headers["Location"].startswith("/desk/login?kept=")
+    assert not [v for v in ("Evarista", "12345678Z", "612345678") if v in sent.headers["Location"]]
+    assert api.db().execute("SELECT count(*) FROM appointments").fetchone()[0] == 0  # nothing booked yet
+    login = sent.follow()
+    assert "Lo que escribiste se guarda 10 minutos" in login.text
+    kept = login.forms[0]["kept"].value
+    other = webtest.TestApp(api.app)  # bea, with the same address, gets nothing and leaves it for ana
+    assert log_in(other, name="bea").status_int == 303
+    assert other.get(f"/desk/kept/{kept}", expect_errors=True).status_int == 404
+    form = login.forms[0]
+    form["name"], form["password"] = "ana", PASSWORD
+    back = form.submit()
+    assert back.headers["Location"] == f"/desk/kept/{kept}"
+    offered = back.follow()
+    assert "Quintanilla" in offered.text and "Control de tensión" in offered.text
+    booked = offered.forms[len(offered.forms) - 1].submit()
+    assert flash_of(booked) == "Cita de Evarista Quintanilla reservada el 24/11/2026 a las 09:00."
+    assert desk.get(f"/desk/kept/{kept}", expect_errors=True).status_int == 404  # once only
+    assert api.db().execute("SELECT count(*) FROM kept_forms").fetchone()[0] == 0
+
+
+def test_a_kept_form_is_gone_after_ten_minutes_and_a_forged_one_is_never_kept(api, desk, clock):
+    page = desk.get("/desk/closures")
+    clock.moment += dt.timedelta(minutes=31)
+    forged = desk.post("/desk/closures", {"csrf": "forged", "dateFrom": "26/11/2026"})
+    assert forged.headers["Location"] == "/desk/login"  # not its session's token: nothing kept
+    log_in(desk)
+    page = desk.get("/desk/closures")
+    clock.moment += dt.timedelta(minutes=31)
+    sent = desk.post("/desk/closures", {"csrf": csrf_of(page), "dateFrom": "26/11/2026", "reason": "Congreso"})
+    kept = sent.headers["Location"].split("kept=")[1]
+    clock.moment += dt.timedelta(minutes=11)
+    login = desk.get(f"/desk/login?kept={kept}")
+    form = login.forms[0]
+    form["name"], form["password"] = "ana", PASSWORD
+    gone = form.submit().follow(expect_errors=True)
+    assert gone.status_int == 404 and "ya no está guardado" in gone.text
+    assert api.db().execute("SELECT count(*) FROM kept_forms").fetchone()[0] == 0
+    assert api.db().execute("SELECT count(*) FROM closures WHERE reason = 'Congreso'").fetchone()[0] == 0
