@@ -344,3 +344,33 @@ CREATE TABLE kept_forms (
     fields     TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
+
+-- A "sobrecita" ("Sobrecita"): reception squeezes an urgent patient into a taken or off-grid time.
+-- It is marked, and it is the one appointment the database lets overlap: the unique slot index, the
+-- overlap triggers and the spans that make a slot taken all leave squeezed appointments out.
+ALTER TABLE appointments ADD COLUMN squeezed INTEGER NOT NULL DEFAULT 0 CHECK (squeezed IN (0, 1));
+DROP INDEX one_live_appointment_per_slot;
+CREATE UNIQUE INDEX one_live_appointment_per_slot
+    ON appointments (doctor_id, date, time) WHERE status != 'cancelled' AND squeezed = 0;
+DROP INDEX appointments_by_doctor_day;
+CREATE INDEX appointments_by_doctor_day ON appointments (doctor_id, date, time, end_time, status, squeezed);
+DROP TRIGGER no_overlap_on_insert;
+CREATE TRIGGER no_overlap_on_insert
+BEFORE INSERT ON appointments
+WHEN NEW.status != 'cancelled' AND NEW.squeezed = 0 AND EXISTS (
+    SELECT 1 FROM appointments
+    WHERE doctor_id = NEW.doctor_id AND date = NEW.date AND status != 'cancelled' AND squeezed = 0
+      AND time < NEW.end_time AND NEW.time < end_time)
+BEGIN
+    SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
+END;
+DROP TRIGGER no_overlap_on_update;
+CREATE TRIGGER no_overlap_on_update
+BEFORE UPDATE OF doctor_id, date, time, end_time, status, squeezed ON appointments
+WHEN NEW.status != 'cancelled' AND NEW.squeezed = 0 AND EXISTS (
+    SELECT 1 FROM appointments
+    WHERE id != NEW.id AND doctor_id = NEW.doctor_id AND date = NEW.date AND status != 'cancelled'
+      AND squeezed = 0 AND time < NEW.end_time AND NEW.time < end_time)
+BEGIN
+    SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
+END;

@@ -3,6 +3,7 @@ closures, doctors, staff accounts), registered on the one group."""
 
 import contextlib
 import csv
+import functools
 import getpass
 import os
 import sys
@@ -15,6 +16,7 @@ from .values import (ClinicError, DEFAULT_TZ, format_date, parse_date, plural, p
 from .store import Database, utc_iso
 from .staff import Accounts, ROLES
 from .clinic import Clinic
+from .counter import squeeze_in
 from .imports import PatientFileError, read_patient_file
 from .cli import (cli, cli_date, cli_now, cli_time, cli_zone, clinic_time, db_option, existing_database,
                   desk_rules_options, tz_option, WEEKDAY_NAMES)
@@ -177,7 +179,7 @@ def appointment_line(a):
     """One appointment on one line of a terminal."""
     return printable(f"{a['id']}: {format_date(a['date'])} {a['start']} {a['doctor_name']} ({a['doctor_id']})"
                      f"{' at ' + a['center_id'] if a['center_id'] else ''}, {a['patient_name']} "
-                     f"{a['phone'] or ''}").rstrip()
+                     f"{a['phone'] or ''}{' (squeezed in)' if a.get('squeezed') else ''}").rstrip()
 
 
 @cli.command()
@@ -191,17 +193,21 @@ def appointment_line(a):
 @click.option("--reason", default=None, help="Why the patient comes.")
 @click.option("--insurance", "insurance_id", default=None,
               help="The patient's insurance (required when the doctor takes only some).")
+@click.option("--squeeze", is_flag=True,
+              help="A sobrecita: an urgent patient at a taken or off-grid time of the doctor's hours, marked.")
 @tz_option
 @desk_rules_options
 @click.pass_context
-def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, insurance_id, tz,
-         desk_min_notice, desk_horizon):
-    """Book a free slot for a patient, by the desk's rules (a walk-in now, up to 18 months ahead).
+def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, insurance_id, squeeze,
+         tz, desk_min_notice, desk_horizon):
+    """Book a free slot for a patient, by the desk's rules (a walk-in now, up to 18 months ahead); with
+    --squeeze, squeeze an urgent patient in at any time of the doctor's hours.
 
     Example:
 
     \b
         agenda book --doctor MARTIN --date 24/11/2026 --time 09:30 --nif 12345678Z --reason Revisión
+        agenda book --doctor MARTIN --date 24/11/2026 --time 09:40 --nif 12345678Z --squeeze --reason Urgente
     """
     day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
     with clinic_at(ctx, db_path, tz, desk_min_notice_minutes=desk_min_notice,
@@ -210,8 +216,9 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
             if nif is None:
                 raise click.ClickException("give the patient: --patient ID or --nif NIF")
             patient_id = clinic.find_patient(nif)["id"]
-        booked = clinic.book(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id,
-                             center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
+        booking = functools.partial(squeeze_in, clinic) if squeeze else clinic.book
+        booked = booking(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id,
+                         center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
         click.echo(f"Booked {appointment_line(clinic.appointment(booked))}")
 
 

@@ -33,7 +33,8 @@ APPOINTMENT_RECORD = f"""json_object(
     'doctor_id', a.doctor_id, 'doctor_name', d.name, 'speciality_id', a.speciality_id, 'center_id', a.center_id,
     'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'patient_name', {PATIENT_NAME}, 'nif', p.nif,
     'phone', p.phone_e164, 'booked_by', a.booked_by, 'attendance', a.attendance, 'arrived_at', a.arrived_at,
-    'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END, 'created_at', a.created_at)"""
+    'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END, 'created_at', a.created_at,
+    'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END)"""
 APPOINTMENT_TABLES = """
     FROM appointments a
     JOIN doctors d ON d.id = a.doctor_id
@@ -436,7 +437,7 @@ class Clinic:
             try:
                 after = written_row(
                     conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?,"
-                    " status = 'booked', confirmed_at = NULL, attendance = NULL, arrived_at = NULL, updated_at = ?"
+                    " status = 'booked', confirmed_at = NULL, attendance = NULL, arrived_at = NULL, squeezed = 0, updated_at = ?"
                     " WHERE id = ?", (doctor["id"], day.isoformat(), slot.time, slot.end_time, slot.center_id,
                                       utc_iso(at), before["id"]))
             except sqlite3.IntegrityError:

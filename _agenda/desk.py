@@ -16,7 +16,7 @@ import phonenumbers
 from .values import all_fields, ClinicError, format_date, hhmm, invalid, parse_date, parse_time
 from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
-from .counter import mark_attendance, to_call
+from .counter import mark_attendance, squeeze_in, to_call
 from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request_erasure
 from .texts import refusal_text, translator
 from .timeline import center_week, day_timeline, doctor_week, local_time, week_days
@@ -307,7 +307,7 @@ def timeline_html(timeline, day, center_id, headings, now=None):
         timeline=timeline, day=day, center_id=center_id, headings=headings, now=now, hhmm=hhmm,
         t=translator(bottle.request.environ["agenda.desk"]["lang"]), desk=bottle.request.environ["agenda.desk"],
         format_date=format_date, dialled=dialled, urlencode=urllib.parse.urlencode, who_booked=who_booked,
-        today=clinic().today().isoformat())
+        today=clinic().today().isoformat(), last_day=clinic().window("desk").last_day.isoformat())
 
 
 def who_booked(t, source):
@@ -374,7 +374,7 @@ def desk_script():
 
 def desk_book_page(error=None, status=200):
     """Booking a free slot: the slot, a patient search, and a new patient's form."""
-    slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId")}
+    slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId", "squeeze")}
     doctor = clinic().require_doctor(slot["doctorId"])
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
     typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason")}
@@ -393,17 +393,17 @@ def desk_book():
     """Book the slot for a patient found, or for a new one registered in the same form."""
     source, slot = desk_source(), {name: form(name) for name in ("doctorId", "date", "time", "centerId")}
     try:
+        day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
         patient_id = form("patientId") or desk_patient_id(source)
-        day = parse_date(slot["date"] or "", "date")
-        clinic().book(day=day, time_text=parse_time(slot["time"] or "", "time"), doctor_id=slot["doctorId"],
-                      patient_id=patient_id, center_id=slot["centerId"], reason=form("reason"),
-                      insurance_id=form("insuranceId"), source=source)
+        booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else clinic().book
+        booking(day=day, time_text=time_text, doctor_id=slot["doctorId"], patient_id=patient_id,
+                center_id=slot["centerId"], reason=form("reason"), insurance_id=form("insuranceId"), source=source)
     except ClinicError as error:
         return desk_book_page(desk_refusal(error), status=status_of(error))
     patient = clinic().patient_record(patient_id)
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     full_name = " ".join(part for part in (patient["name"], patient["surname"]) if part)
-    done(t("booked_done", patient=full_name, date=format_date(day), time=slot["time"]),
+    done(t("booked_done", patient=full_name, date=format_date(day), time=time_text),
          day_address(day, slot["centerId"]))
 
 
@@ -567,7 +567,10 @@ COPY_WORDS = {  # the patient's copy is in Spanish: what a patient reads of the 
                 "appointment.unanswered": "recordatorio sin respuesta", "appointment.released": "cita liberada "
                 "tras el recordatorio sin respuesta", "patient.erasure_requested": "supresión solicitada",
                 "patient.blocked_opened": "ficha bloqueada abierta por una autoridad",
-                "patient.anonymised": "datos anonimizados"},
+                "patient.anonymised": "datos anonimizados", "appointment.squeezed": "cita urgente añadida (sobrecita)",
+                "appointment.arrived": "llegada a la consulta", "appointment.seen": "atendido en consulta",
+                "appointment.no_show": "no acudió a la cita", "appointment.attendance_undone": "asistencia corregida",
+                "patient.rectified": "datos corregidos"},
     "kinds": {"patient": "su ficha", "appointment": "una cita", "search": "una búsqueda", "day": "la lista del día",
               "print": "el día impreso", "export": "una copia de sus datos", "blocked": "su ficha bloqueada",
               "access": "este registro"},

@@ -150,9 +150,7 @@ def day_states(window, row, grid, day, closures, taken):
     whole = day_state(window, row["retired_from"], day)
     if whole is not None:
         return dict.fromkeys((slot[0] for slot in grid.slots), whole)
-    iso = day.isoformat()
-    shut = [c for c in closures if c["date_from"] <= iso <= c["date_to"] and c["doctor_id"] in (None, row["doctor_id"])
-            and c["center_id"] in (None, row["center_id"])]
+    shut = closures_on(closures, day, row["doctor_id"], row["center_id"])
     # a slot's instant matters only on the days the notice reaches and on days the clocks change
     timed = day <= window.first_day or not wall_clock_is_plain(day, window.tz)
     busy = taken_times(grid, taken) if taken else ()
@@ -198,6 +196,20 @@ def slot_state(schedule, window, doctor_id, day, time_text, center_id=None):
     starts = local_start(day, time_text, window.tz)
     if starts is not None and starts < window.earliest:
         return too_soon(window, day, time_text)
+    here = rows_at(schedule, doctor_id, day, time_text, center_id)
+    if not isinstance(here, list):
+        return here
+    row, grid = here[0]
+    if starts is None or not any(slot[0] == time_text for slot in grid.slots):
+        return "off_grid", (f"{time_text} is not on the doctor's grid of {row['slot_minutes']} minutes from "
+                            f"{row['start_time']}")
+    taken = schedule.busy.get((doctor_id, day.isoformat()))
+    return day_states(window, row, grid, day, schedule.closures, taken).get(time_text, FREE)
+
+
+def rows_at(schedule, doctor_id, day, time_text, center_id=None):
+    """The doctor's schedule rows (with their grids) whose hours hold `time_text` on `day` at the center;
+    else the state why none does: another center, or outside the hours."""
     minute = minutes_of(time_text)
     rows = [(row, grid) for row, grid in schedule.grids.get(day.weekday(), ())
             if row["doctor_id"] == doctor_id and minutes_of(row["start_time"]) <= minute < minutes_of(row["end_time"])]
@@ -206,12 +218,20 @@ def slot_state(schedule, window, doctor_id, day, time_text, center_id=None):
         return "wrong_center", f"at {time_text} the doctor works at center {rows[0][0]['center_id']}"
     if not here:
         return "outside_hours", f"the doctor does not work at {time_text} on that day"
-    row, grid = here[0]
-    if starts is None or not any(slot[0] == time_text for slot in grid.slots):
-        return "off_grid", (f"{time_text} is not on the doctor's grid of {row['slot_minutes']} minutes from "
-                            f"{row['start_time']}")
-    taken = schedule.busy.get((doctor_id, day.isoformat()))
-    return day_states(window, row, grid, day, schedule.closures, taken).get(time_text, FREE)
+    return here
+
+
+def squeeze_span(schedule, window, doctor_id, day, time_text, center_id=None):
+    """Where a sobrecita at `time_text` goes ("Sobrecita"): (its center, its end: one of the doctor's slots
+    long), when `slot_state`'s rules allow it but for the grid and other appointments; else the refusal."""
+    state = slot_state(schedule, window, doctor_id, day, time_text, center_id)
+    if state[0] not in ("free", "off_grid", "taken") or local_start(day, time_text, window.tz) is None:
+        raise slot_not_available(*state)
+    row, _ = rows_at(schedule, doctor_id, day, time_text, center_id)[0]
+    end_text = hhmm(min(minutes_of(time_text) + row["slot_minutes"], 24 * 60 - 1))
+    if closed_at(closures_on(schedule.closures, day, doctor_id, row["center_id"]), time_text, end_text):
+        raise slot_not_available("closed")
+    return row["center_id"], end_text
 
 
 def free_slots(conn, doctors, first_day, last_day, *, window, center_id=None, starting_at=None,
@@ -272,8 +292,15 @@ def busy_spans(conn, doctor_ids, first, last):
     rows = conn.execute(
         "SELECT doctor_id, date, group_concat(time || end_time) FROM appointments"
         f" WHERE doctor_id IN ({','.join('?' * len(doctor_ids))}) AND date BETWEEN ? AND ?"
-        " AND status != 'cancelled' GROUP BY doctor_id, date", [*doctor_ids, first, last])
+        " AND status != 'cancelled' AND squeezed = 0 GROUP BY doctor_id, date", [*doctor_ids, first, last])
     return {(doctor_id, iso): set(spans.split(",")) for doctor_id, iso, spans in rows}
+
+
+def closures_on(closures, day, doctor_id, center_id):
+    """The closures of `day` that concern this doctor at this center."""
+    iso = day.isoformat()
+    return [c for c in closures if c["date_from"] <= iso <= c["date_to"] and c["doctor_id"] in (None, doctor_id)
+            and c["center_id"] in (None, center_id)]
 
 
 def closed_at(closures, time_text, end_text):

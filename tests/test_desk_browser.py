@@ -485,7 +485,7 @@ def test_the_week_of_the_center_and_of_one_doctor(clinic_desk):
     tuesday = desk.find(By.XPATH, "//table[contains(@class, 'week')]//td[2]")
     assert "Lucía Martín\n1 citas · 3 libres" in tuesday.text
     desk.click(tuesday.find_element(By.LINK_TEXT, "Lucía Martín"))
-    headings = [h.text for h in desk.driver.find_elements(By.CSS_SELECTOR, ".timeline .col-head")]
+    headings = [h.text for h in desk.driver.find_elements(By.CSS_SELECTOR, ".timeline .col-head .name")]
     assert headings == ["lun 23/11/2026", "mar 24/11/2026", "mié 25/11/2026", "jue 26/11/2026", "vie 27/11/2026",
                         "sáb 28/11/2026"]  # she works Saturdays at Norte; no Sunday
     assert desk.card("Ana García").text.startswith("09:00 Ana García")

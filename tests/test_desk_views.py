@@ -42,7 +42,7 @@ def free_blocks(page, doctor):
 def test_the_day_draws_each_doctor_on_one_time_axis_with_its_own_grid(api, desk):
     api.book(api.new_patient(), date="24/11/2026", time="09:30")
     page = desk.get("/desk/day?date=24/11/2026&centerId=C1")
-    heads = [" ".join(h.text.split()) for h in page.html.select(".timeline .col-head")]
+    heads = [" ".join(h.text.split()) for h in page.html.select(".timeline .col-head .name")]
     assert heads == ["Javier Ruiz (PED) · 20 min", "Lucía Martín (MG) · 30 min"]
     assert free_blocks(page, "MARTIN") == ["09:00 + libre", "10:00 + libre", "10:30 + libre"]
     assert free_blocks(page, "RUIZ") == ["09:00 + libre", "09:20 + libre", "09:40 + libre"]  # its own 20 minutes
@@ -72,7 +72,7 @@ def test_the_doctor_filter_and_who_booked(api, desk):
     form = page.forms[[f.action for f in page.forms.values()].index("/desk/day")]
     form["doctorId"] = "MARTIN"
     filtered = form.submit()
-    assert [" ".join(h.text.split()) for h in filtered.html.select(".timeline .col-head")] == [
+    assert [" ".join(h.text.split()) for h in filtered.html.select(".timeline .col-head .name")] == [
         "Lucía Martín (MG) · 30 min"]
     slot = desk.get("/desk/book?doctorId=MARTIN&date=24/11/2026&time=10:00&centerId=C1")
     new = slot.forms[len(slot.forms) - 1]
@@ -116,7 +116,7 @@ def test_the_week_of_a_center_counts_and_of_a_doctor_draws(api, desk):
     assert days[2] == "Javier Ruiz 0 citas · 3 libres Lucía Martín 0 citas · 0 libres"  # on holiday on Wednesday
     assert days[6] == "sin consulta"
     doctor = desk.get("/desk/week?date=26/11/2026&doctorId=MARTIN")
-    heads = [h.text for h in doctor.html.select(".timeline .col-head")]
+    heads = [h.text for h in doctor.html.select(".timeline .col-head .name")]
     assert heads[0] == "lun 23/11/2026" and heads[-1] == "sáb 28/11/2026"  # Saturday at Norte; no Sunday
     assert "cerrado: Vacaciones" in " ".join(doctor.html.select_one(".timeline").text.split())
     assert desk.get("/desk/week?date=26/11/2026&doctorId=NOBODY", expect_errors=True).status_int == 404

@@ -1,11 +1,14 @@
-<h1>{{t('book_title')}}</h1>
-<p>{{doctor['name']}} · {{slot['date']}} · {{slot['time']}}</p>
+<h1>{{t('squeeze_title') if slot['squeeze'] else t('book_title')}}</h1>
+<p>{{doctor['name']}} · {{slot['date']}}{{'' if slot['squeeze'] else ' · ' + (slot['time'] or '')}}</p>
+% if slot['squeeze']:
+<p class="warning">{{t('squeeze_hint')}}</p>
+% end
 % if error:
 <p class="error" role="alert">{{error}}</p>
 % end
 <form method="post" action="/desk/book/search" class="search" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-  % for key in ('doctorId', 'date', 'time', 'centerId'):
+  % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze'):
   % if slot[key]:
   <input type="hidden" name="{{key}}" value="{{slot[key]}}">
   % end
@@ -22,8 +25,10 @@
   <li>
     <form method="post" action="/desk/book" autocomplete="off">
       <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-      % for key in ('doctorId', 'date', 'time', 'centerId'):
-      % if slot[key]:
+      % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze'):
+      % if key == 'time' and slot['squeeze']:
+      <label>{{t('time')}} <input name="time" value="{{slot['time'] or ''}}" placeholder="HH:MM" size="5" required></label>
+      % elif slot[key]:
       <input type="hidden" name="{{key}}" value="{{slot[key]}}">
       % end
       % end
@@ -47,8 +52,10 @@
 <h2>{{t('new_patient')}}</h2>
 <form method="post" action="/desk/book" class="grid" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-  % for key in ('doctorId', 'date', 'time', 'centerId'):
-  % if slot[key]:
+  % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze'):
+  % if key == 'time' and slot['squeeze']:
+  <label>{{t('time')}} <input name="time" autocomplete="off" value="{{slot['time'] or ''}}" placeholder="HH:MM" required></label>
+  % elif slot[key]:
   <input type="hidden" name="{{key}}" value="{{slot[key]}}">
   % end
   % end

@@ -40,7 +40,7 @@
   <tbody>
   % for a in column['cards']:
   <tr><td>{{a['start']}}–{{a['end']}}</td><td>{{a['patient_name']}}</td><td>{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}</td><td>{{a['reason'] or ''}}</td>
-    <td>{{t('to_call') + ' ' if a['to_call'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
+    <td>{{t('to_call') + ' ' if a['to_call'] else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
   % end
   % if not column['cards']:
   <tr><td colspan="5">{{t('none')}}</td></tr>

@@ -2,7 +2,12 @@
 <div class="timeline">
   <div class="axis-head c1 r1"></div>
   % for n, heading in enumerate(headings):
-  <div class="col-head c{{n + 2}} r1">{{heading}}</div>
+  % column = timeline.columns[n]
+  <div class="col-head c{{n + 2}} r1"><span class="name">{{heading}}</span>
+    % if today <= column['day'].isoformat() <= last_day:
+    <a class="squeeze" href="/desk/book?{{urlencode({'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'squeeze': '1', **({'centerId': center_id} if center_id else {})}, safe='/')}}">{{t('squeeze')}}</a>
+    % end
+  </div>
   % end
   % for minute, label in timeline.ticks:
   <div class="tick c1 r{{row(minute)}} h15">{{label}}</div>
@@ -20,8 +25,11 @@
   % end
   % for a in column['cards']:
   % span = max(1, min(a['to'], timeline.last) - a['from'])
-  <article class="card {{a['status']}} {{a['attendance'] or ''}} {{'to-call' if a['to_call'] else ''}} c{{col}} r{{row(a['from'])}} h{{span}}">
+  <article class="card {{a['status']}} {{a['attendance'] or ''}} {{'to-call' if a['to_call'] else ''}} {{'squeezed' if a['squeezed'] else ''}} c{{col}} r{{row(a['from'])}} h{{span}}">
     <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
+    % if a['squeezed']:
+    <strong class="squeezed-mark">{{t('squeezed')}}</strong>
+    % end
     % if a['to_call']:
     <strong class="call">{{t('to_call')}}</strong>
     % end
