@@ -374,3 +374,41 @@ WHEN NEW.status != 'cancelled' AND NEW.squeezed = 0 AND EXISTS (
 BEGIN
     SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
 END;
+
+-- Everyone a clinic sees ("Patients without a NIF"): a child under 14 is registered at the desk
+-- under a guardian who is a patient, with no NIF of their own; a visitor gives a passport number,
+-- which the NIF column takes. nif is unique when present. The table is rebuilt to let it be NULL,
+-- every row and id kept; live_patients also gives each patient's guardian's NIF and name.
+DROP VIEW live_patients;
+CREATE TABLE patients_v10 (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL,
+    surname       TEXT,
+    birth_date    TEXT,
+    nif           TEXT,
+    guardian_id   INTEGER REFERENCES patients (id),
+    phone         TEXT,            -- as the caller gave it
+    phone_e164    TEXT,            -- what searches and answers use ("Patients")
+    created_at    TEXT NOT NULL,
+    blocked_at    TEXT,            -- UTC, when an erasure request blocked the record
+    erasable_from TEXT,            -- ISO day from which it may be anonymised
+    anonymised_at TEXT,            -- UTC, when its identity was replaced
+    search        TEXT NOT NULL DEFAULT '',
+    CHECK (nif IS NOT NULL OR guardian_id IS NOT NULL)
+);
+INSERT INTO patients_v10 (id, name, surname, birth_date, nif, phone, phone_e164, created_at, blocked_at,
+                          erasable_from, anonymised_at, search)
+    SELECT id, name, surname, birth_date, nif, phone, phone_e164, created_at, blocked_at, erasable_from,
+           anonymised_at, search FROM patients;
+DROP TABLE patients;
+ALTER TABLE patients_v10 RENAME TO patients;
+CREATE UNIQUE INDEX patients_by_nif ON patients (nif) WHERE blocked_at IS NULL;
+CREATE INDEX patients_by_phone ON patients (phone_e164) WHERE blocked_at IS NULL;
+CREATE INDEX patients_due_for_erasure ON patients (erasable_from) WHERE anonymised_at IS NULL;
+CREATE INDEX patients_by_search ON patients (search) WHERE blocked_at IS NULL;
+CREATE INDEX patients_by_guardian ON patients (guardian_id) WHERE guardian_id IS NOT NULL;
+CREATE VIEW live_patients AS
+    SELECT p.*, g.nif AS guardian_nif, CASE WHEN g.id IS NULL THEN NULL
+                                            ELSE g.name || coalesce(' ' || g.surname, '') END AS guardian_name
+    FROM patients p LEFT JOIN patients g ON g.id = p.guardian_id
+    WHERE p.blocked_at IS NULL;

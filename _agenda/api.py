@@ -14,7 +14,7 @@ import bottle
 from .values import (all_fields, body_text, body_text_list, body_too_large, ClinicError, format_date, invalid,
                      iso_or_blank, optional_date, parse_date, parse_dates, parse_time)
 from .store import recall, remember
-from .clinic import PATIENT_NAME
+from .clinic import PATIENT_NAME, SHOWN_NIF
 from .web import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path,
                   query_date, query_text, raw_header, refusal_for, request_id, request_target, status_of,
                   STATUS_ERROR_CODES)
@@ -96,7 +96,7 @@ APPOINTMENT_JSON = f"""json_object(
     'appointmentId', CAST(a.id AS TEXT),
     'date', substr(a.date, 9, 2) || '/' || substr(a.date, 6, 2) || '/' || substr(a.date, 1, 4),
     'time', a.time, 'doctorId', a.doctor_id, 'doctorName', d.name, 'patientId', CAST(a.patient_id AS TEXT),
-    'nif', p.nif, 'patientName', {PATIENT_NAME}, 'phone', p.phone_e164, 'reason', a.reason, 'centerRef', a.center_id,
+    'nif', {SHOWN_NIF}, 'patientName', {PATIENT_NAME}, 'phone', p.phone_e164, 'reason', a.reason, 'centerRef', a.center_id,
     'extraData', json_object('status', a.status, 'specialityId', a.speciality_id, 'insuranceId', a.insurance_id,
                              'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
                                          - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))))"""
@@ -121,7 +121,7 @@ def patient_view(patient):
     """A patient as the caller sees it ("Patients")."""
     return {"id": str(patient["id"]), "name": patient["name"], "surname": patient["surname"],
             "birthDate": format_date(patient["birth_date"]) if patient["birth_date"] else None,
-            "nif": patient["nif"], "phone": patient["phone"], "extra": None}
+            "nif": patient["nif"] or patient["guardian_nif"], "phone": patient["phone"], "extra": None}
 
 
 # Refusals whose code the caller's spec does not know, as the caller reads them ("Errors").

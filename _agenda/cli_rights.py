@@ -173,7 +173,7 @@ def patient_erase(ctx, db_path, patient_id, yes, retention_years, tz):
               f"blocked until {format_date(done['erasable_from'].isoformat())}, then anonymised by `agenda retention run`")
     click.echo(f"Recorded the erasure request of patient {done['patient_id']}: "
                f"{len(done['cancelled'])} appointment(s) cancelled; {ending}.")
-    click.echo(printable(ERASURE_NOTICE.format(id=done["patient_id"], nif=done["nif"],
+    click.echo(printable(ERASURE_NOTICE.format(id=done["patient_id"], nif=done["nif"] or "none",
                                                at=clinic_time(utc_iso(cli_now(ctx)), zone))))
 
 

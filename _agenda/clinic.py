@@ -28,10 +28,12 @@ TO_CALL = """(coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND (
     OR EXISTS (SELECT 1 FROM closures c WHERE c.date_to >= a.date AND c.date_from <= a.date
                AND (c.doctor_id IS NULL OR c.doctor_id = a.doctor_id) AND (c.center_id IS NULL OR c.center_id = a.center_id)
                AND (c.start_time IS NULL OR (c.start_time < a.end_time AND a.time < c.end_time)))))"""
+# The NIF a patient is found and shown by: their own, or their guardian's ("Patients without a NIF").
+SHOWN_NIF = "coalesce(p.nif, (SELECT g.nif FROM patients g WHERE g.id = p.guardian_id))"
 APPOINTMENT_RECORD = f"""json_object(
     'id', a.id, 'date', a.date, 'start', a.time, 'end', a.end_time, 'status', a.status, 'reason', a.reason,
     'doctor_id', a.doctor_id, 'doctor_name', d.name, 'speciality_id', a.speciality_id, 'center_id', a.center_id,
-    'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'patient_name', {PATIENT_NAME}, 'nif', p.nif,
+    'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'patient_name', {PATIENT_NAME}, 'nif', {SHOWN_NIF},
     'phone', p.phone_e164, 'booked_by', a.booked_by, 'attendance', a.attendance, 'arrived_at', a.arrived_at,
     'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END, 'created_at', a.created_at,
     'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END)"""
@@ -43,9 +45,11 @@ APPOINTMENT_TABLES = """
 
 
 def patient_of(row):
-    """A patients row as the clinic reads it: the phone in E.164 when it could be read, else as typed."""
+    """A live_patients row as the clinic reads it: the phone in E.164 when it could be read, else as typed;
+    a patient without a NIF with their guardian's ("Patients without a NIF")."""
     return {"id": row["id"], "name": row["name"], "surname": row["surname"], "birth_date": row["birth_date"],
-            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"]}
+            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "guardian_id": row["guardian_id"],
+            "guardian_nif": row["guardian_nif"], "guardian_name": row["guardian_name"]}
 
 
 # What a cancelled appointment answers: reading it, changing it, cancelling it again ("Appointment objects").
@@ -59,29 +63,43 @@ CANCEL_CANCELLED = ("APPOINTMENT_ALREADY_CANCELLED", "that appointment is alread
 
 
 def plan_patient_import(conn, rows, today):
-    """Check every row as POST /patients would ("Patients"), against the file and the database.
+    """Check every row as POST /patients would ("Patients"), against the file and the database; a row
+    with a guardianNif (a guardian in the agenda or earlier in the file) may be a child without a NIF.
 
     Returns (patients to insert, problems, already present): problems are
     "line N: why" texts; a NIF already in the agenda is reported, never doubled.
     """
-    known = dict(conn.execute("SELECT nif, id FROM live_patients"))
+    known = dict(conn.execute("SELECT nif, id FROM live_patients WHERE nif IS NOT NULL"))
     first_line_of = {}
     patients, problems, present = [], [], []
     for line, fields in rows:
         try:
-            patient = patient_fields(fields, today)
+            patient = patient_fields(fields, today, guarded=bool((fields.get("guardianNif") or "").strip()))
+            if fields.get("guardianNif", "").strip():
+                patient["guardian_nif"] = normalise_nif(fields["guardianNif"])
+                if patient["guardian_nif"] not in known and patient["guardian_nif"] not in first_line_of:
+                    raise invalid("no patient has the guardian's nif (in the agenda or on an earlier line)")
         except ClinicError as error:
             problems.append(f"line {line}: {error.message}")
             continue
         nif = patient["nif"]
-        if nif in known:
+        if nif is not None and nif in known:
             present.append(f"line {line}: already in the agenda as patient {known[nif]}, not imported")
-        elif nif in first_line_of:
+        elif nif is not None and nif in first_line_of:
             problems.append(f"line {line}: the same nif as line {first_line_of[nif]}")
         else:
-            first_line_of[nif] = line
+            first_line_of[nif or f"line {line}"] = line
             patients.append(patient)
     return patients, problems, present
+
+
+def insert_patients(conn, patients, at):
+    """Insert planned patients: those with no guardian at once, then each one with a guardian under them."""
+    conn.executemany(INSERT_PATIENT, (patient_row(patient, at) for patient in patients if not patient.get("guardian_nif")))
+    for patient in patients:
+        if patient.get("guardian_nif"):
+            guardian = conn.execute("SELECT id FROM live_patients WHERE nif = ?", (patient["guardian_nif"],)).fetchone()
+            conn.execute(INSERT_PATIENT, patient_row({**patient, "guardian_id": guardian[0]}, at))
 
 
 def channel_of(source):
@@ -241,14 +259,24 @@ class Clinic:
             self.access.note(reader, kind, patient_ids)
 
     def register_patient(self, fields, source="api"):
-        """A new patient from name, surname, birthDate, nif, phone texts; its id. A known NIF is a 409."""
-        patient = patient_fields(fields, self.today())
+        """A new patient from name, surname, birthDate, nif, phone texts; its id. A known NIF is a 409. At the
+        desk, a guardianNif names a guardian, and a child under 14 under them needs no NIF of their own."""
+        guardian_nif = fields.get("guardianNif") if channel_of(source) == "desk" else None
+        patient = patient_fields(fields, self.today(), guarded=bool(guardian_nif))
         at = self.clock()
         with self.db.transaction() as conn:
-            existing = conn.execute("SELECT id FROM live_patients WHERE nif = ?", (patient["nif"],)).fetchone()
+            existing = patient["nif"] and conn.execute("SELECT id FROM live_patients WHERE nif = ?",
+                                                       (patient["nif"],)).fetchone()
             if existing:
                 raise ClinicError("PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
                                   patientId=str(existing["id"]))
+            if guardian_nif:
+                guardian = conn.execute("SELECT id, phone, phone_e164 FROM live_patients WHERE nif = ?",
+                                        (self.quietly(normalise_nif, guardian_nif),)).fetchone()
+                if guardian is None:
+                    raise invalid("no patient has the guardian's nif")
+                patient.update(guardian_id=guardian["id"], phone=patient["phone"] or guardian["phone"],
+                               phone_e164=patient["phone_e164"] or guardian["phone_e164"])
             row = written_row(conn, INSERT_PATIENT, patient_row(patient, at))
             record_event(conn, at, source, "patient.created", "patient", row["id"], after=row)
         return str(row["id"])
@@ -263,7 +291,7 @@ class Clinic:
         with self.db.transaction() as conn:
             patients, problems, present = plan_patient_import(conn, rows, today)
             if not problems:
-                conn.executemany(INSERT_PATIENT, (patient_row(patient, at) for patient in patients))
+                insert_patients(conn, patients, at)
                 record_event(conn, at, source, "patients.imported", "patient", None,
                              after={"file": file_name, "imported": len(patients), "alreadyPresent": len(present)})
         return patients, problems, present
@@ -620,9 +648,11 @@ class Clinic:
         if not text:
             return []
         found = []
-        for column, value in (("nif", self.quietly(normalise_nif, text)), ("phone_e164", self.quietly(parse_phone, text))):
+        for where, value in (("nif = ?1 OR guardian_nif = ?1", self.quietly(normalise_nif, text)),
+                             ("phone_e164 = ?1", self.quietly(parse_phone, text))):
             if value:
-                found += self.conn().execute(f"SELECT * FROM live_patients WHERE {column} = ?", (value,)).fetchall()
+                found += self.conn().execute(f"SELECT * FROM live_patients WHERE {where} ORDER BY nif IS NULL, id",
+                                             (value,)).fetchall()
         words = fold(text).split()
         if not found and words:
             found = self.conn().execute(

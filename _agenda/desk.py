@@ -64,7 +64,7 @@ def desk_page(template, status=200, **values):
     if flash:
         bottle.response.delete_cookie(FLASH_COOKIE, path="/desk")
     values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "quote": urllib.parse.quote,
-              "urlencode": urllib.parse.urlencode, "error": None, **values}
+              "urlencode": urllib.parse.urlencode, "error": None, "nif_of": functools.partial(nif_of, t), **values}
     body = desk_template(template).render(**values)
     bottle.response.status = status
     bottle.response.content_type = "text/html; charset=utf-8"
@@ -80,6 +80,13 @@ def dialled(e164):
     style = phonenumbers.PhoneNumberFormat.NATIONAL if number.country_code == 34 else \
         phonenumbers.PhoneNumberFormat.INTERNATIONAL
     return phonenumbers.format_number(number, style)
+
+
+def nif_of(t, patient):
+    """A patient's NIF as the desk shows it: their own, or their guardian's, said so."""
+    if patient.get("nif") or not patient.get("guardian_nif"):
+        return patient.get("nif") or ""
+    return t("under_guardian", name=patient["guardian_name"], nif=patient["guardian_nif"])
 
 
 def desk_refusal(error):
@@ -377,7 +384,8 @@ def desk_book_page(error=None, status=200):
     slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId", "squeeze")}
     doctor = clinic().require_doctor(slot["doctorId"])
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
-    typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason")}
+    typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason",
+                                                 "guardianNif")}
     found = clinic().search_patients(q, reader=desk_source()) if q else None
     if query_text("patientId") and not q:  # booking for a patient chosen on their page
         found = [clinic().patient_record(query_text("patientId"), reader=desk_source())]
@@ -410,7 +418,7 @@ def desk_book():
 def desk_patient_id(source):
     """The new patient of the booking form, registered; the same one when the form comes again (a
     booking refused after the registration, sent once more with another slot)."""
-    fields = {name: form(name) for name in ("name", "surname", "nif", "phone", "birthDate")}
+    fields = {name: form(name) for name in ("name", "surname", "nif", "phone", "birthDate", "guardianNif")}
     try:
         return clinic().register_patient(fields, source=source)
     except ClinicError as error:

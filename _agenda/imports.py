@@ -287,7 +287,7 @@ PATIENT_COLUMN_NAMES = {  # a header, lower case without spaces, dashes or under
     "birthdate": "birthDate", "dateofbirth": "birthDate", "fechanacimiento": "birthDate",
     "fechadenacimiento": "birthDate", "nif": "nif", "dni": "nif", "nie": "nif",
     "phone": "phone", "telephone": "phone", "telefono": "phone", "teléfono": "phone", "movil": "phone",
-    "móvil": "phone",
+    "móvil": "phone", "guardiannif": "guardianNif", "niftutor": "guardianNif", "nifdeltutor": "guardianNif",
 }
 
 

@@ -13,7 +13,7 @@ from .imports import CATALOG_COLUMNS, read_table_file
 
 EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.jsonl")
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-PATIENT_COLUMNS = ("name", "surname", "birthDate", "nif", "phone")
+PATIENT_COLUMNS = ("name", "surname", "birthDate", "nif", "phone", "guardianNif")
 APPOINTMENT_COLUMNS = ("date", "time", "duration", "doctor", "center", "nif", "name", "surname", "phone", "reason",
                        "insurance", "status")
 
@@ -84,13 +84,13 @@ def doctor_rows(conn, doctor):
 
 def patient_line(row):
     return (row["name"], row["surname"] or "", format_date(row["birth_date"]) if row["birth_date"] else "",
-            row["nif"], row["phone_e164"] or row["phone"] or "")
+            row["nif"] or "", row["phone_e164"] or row["phone"] or "", row["guardian_nif"] or "")
 
 
 def appointment_lines(conn):
     """Every appointment of a patient not blocked, cancelled ones too, in the import's format."""
     return [(format_date(a["date"]), a["time"], str(minutes_of(a["end_time"]) - minutes_of(a["time"])), a["doctor_id"],
-             a["center_id"] or "", a["nif"], a["name"], a["surname"] or "", a["phone_e164"] or a["phone"] or "",
+             a["center_id"] or "", a["nif"] or "", a["name"], a["surname"] or "", a["phone_e164"] or a["phone"] or "",
              a["reason"] or "", a["insurance_id"] or "", a["status"]) for a in conn.execute(
         "SELECT a.*, p.nif, p.name, p.surname, p.phone, p.phone_e164 FROM appointments a"
         " JOIN live_patients p ON p.id = a.patient_id ORDER BY a.date, a.time, a.doctor_id, a.id")]

@@ -193,7 +193,7 @@ def rectify(clinic, patient_id, changes, source):
         current = {"name": row["name"], "surname": row["surname"], "nif": row["nif"], "phone": row["phone"],
                    "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None}
         patient = patient_fields({**current, **{key: value or None for key, value in changes.items()}},
-                                 clinic.today())
+                                 clinic.today(), guarded=row["guardian_id"] is not None)
         if conn.execute("SELECT 1 FROM live_patients WHERE nif = ? AND id != ?", (patient["nif"], row["id"])).fetchone():
             raise ClinicError("PATIENT_ALREADY_EXISTS", "another patient has that nif")
         after = written_row(conn, "UPDATE patients SET name = ?, surname = ?, birth_date = ?, nif = ?, phone = ?,"

@@ -143,6 +143,10 @@ TEXTS = {
                      "An urgent visit at any time of the doctor's hours, even taken or off the grid. It is marked, "
                      "and the voice agent never offers it."),
     "squeezed": ("⚡ sobrecita", "⚡ squeezed in"), "event_appointment.squeezed": ("sobrecita", "squeezed in"),
+    "nif_any": ("NIF, NIE o pasaporte", "NIF, NIE or passport"),
+    "guardian_nif": ("NIF del tutor (menor de 14 sin NIF)", "Guardian's NIF (a child under 14 without one)"),
+    "under_guardian": ("sin NIF; tutor: {name} ({nif})", "no NIF; guardian: {name} ({nif})"),
+    "field_guardianNif": ("NIF del tutor", "Guardian's NIF"),
     "duration": ("Duración", "Duration"), "history": ("Historial", "History"), "when": ("Cuándo", "When"),
     "cancelled": ("✗ anulada", "✗ cancelled"), "cancelled_on": ("Anulada el {when} por {who}: {reason}",
                                                                   "Cancelled on {when} by {who}: {reason}"),
@@ -196,12 +200,21 @@ TEXTS = {
     "rule_hours": ("Las horas necesitan un inicio y un fin posterior, o ninguna para días enteros.",
                    "Hours need a start and a later end, or neither for whole days."),
     "rule_speciality": ("Ese médico es de otra especialidad.", "That doctor is of another speciality."),
+    "rule_guardian": ("Tutor: no hay ningún paciente con ese NIF; regístralo antes.",
+                      "Guardian: no patient has that NIF; register them first."),
+    "rule_child_age": ("NIF: hace falta desde los 14 años (o un NIE o pasaporte).",
+                       "NIF: required from the age of 14 (or a NIE or passport)."),
+    "rule_child_birth": ("Nacimiento: hace falta para un menor sin NIF.",
+                         "Birth date: required for a child without a NIF."),
     "rule_other": ("No se ha podido guardar: revisa los datos.", "Nothing was saved: check what was typed."),
 }
 
 
 # The rules behind INVALID_REQUEST's messages (values.py, clinic.py), each to its text's key.
 MESSAGE_RULES = [
+    (re.compile(r"no patient has the guardian's nif()"), "rule_guardian"),
+    (re.compile(r"nif is required from the age of \d+()"), "rule_child_age"),
+    (re.compile(r"(\w+) is required for a patient without a NIF"), "rule_child_birth"),
     (re.compile(r"(\w+) must be a date written DD/MM/YYYY"), "rule_date_shape"),
     (re.compile(r"(\w+) is not a real date"), "rule_real_date"),
     (re.compile(r"(\w+) must be (?:a time written HH:MM|on the minute \(HH:MM\))"), "rule_time_shape"),

@@ -94,7 +94,7 @@ def build(path, patients=60_000, appointments=300_000, seed=7, today=None, days=
             (NAMES[n % 12], f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}",
              f"{1930 + n % 90}-{1 + n % 12:02d}-{1 + n % 28:02d}",
              f"{40_000_000 + n:08d}{LETTERS[(40_000_000 + n) % 23]}", f"6{n:08d}", f"+346{n:08d}", stamp,
-             agenda.searched_name(NAMES[n % 12], f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}"))
+             agenda.searched_name(NAMES[n % 12], f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}"), None)
             for n in range(patients)))
     slots = all_slots(conn, first_day, last_day)
     if appointments > len(slots):

@@ -35,9 +35,11 @@ def snapshot(db_path):
     conn = sqlite3.connect(db_path)
     try:
         catalogs = {table: sorted(conn.execute(sql).fetchall(), key=repr) for table, sql in CATALOG_TABLES.items()}
-        patients = sorted(conn.execute("SELECT name, surname, birth_date, nif, phone_e164 FROM patients"))
+        patients = sorted(conn.execute("SELECT name, surname, birth_date, nif, phone_e164, (SELECT g.nif FROM patients g"
+                                       " WHERE g.id = patients.guardian_id) FROM patients"), key=repr)
         appointments = sorted(conn.execute(
-            "SELECT a.date, a.time, a.end_time, a.doctor_id, a.center_id, p.nif, a.reason, a.insurance_id, a.status"
+            "SELECT a.date, a.time, a.end_time, a.doctor_id, a.center_id, p.nif, p.name, a.reason, a.insurance_id,"
+            " a.status"
             " FROM appointments a JOIN patients p ON p.id = a.patient_id"), key=repr)
         return catalogs, patients, appointments
     finally:
@@ -60,13 +62,17 @@ def test_an_exported_clinic_is_built_again_the_same_from_the_export_alone(make_a
     api.book(ana)  # Tuesday 24/11 09:00
     cancelled = api.book(ana, date="24/11/2026", time="10:00")
     api.delete(f"/appointments/{cancelled}")
+    child = api.app.clinic.register_patient({"name": "Pablo", "surname": "García", "birthDate": "03/04/2019",
+                                             "guardianNif": "12345678Z"}, source="desk:ana")  # no NIF of his own
+    api.book(child, date="24/11/2026", time="10:30")
     imported = cli(db_path, "import-appointments", old_system_file(tmp_path))
     assert imported.exit_code == 0, imported.output
     assert "3 appointments imported, 2 new patients" in imported.output
     api.app.clinic.db.close()
     before = snapshot(db_path)
-    assert ("2026-11-24", "10:05", "10:25", "MARTIN", "C1", valid_dni(7), "Revisión anual", "SAN", "confirmed") in \
-        before[2]  # off the grid, as it was
+    assert ("2026-11-24", "10:05", "10:25", "MARTIN", "C1", valid_dni(7), "Íñigo", "Revisión anual", "SAN",
+            "confirmed") in before[2]  # off the grid, as it was
+    assert ("Pablo", "García", "2019-04-03", None, "+34612345678", "12345678Z") in before[1]
     out = tmp_path / "export"
     exported = cli(db_path, "export", out, at=MONDAY + dt.timedelta(days=3))
     assert exported.exit_code == 0, exported.output

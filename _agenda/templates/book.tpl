@@ -33,7 +33,7 @@
       % end
       % end
       <input type="hidden" name="patientId" value="{{patient['id']}}">
-      {{patient['name']}} {{patient['surname'] or ''}} · {{patient['nif']}} · {{dialled(patient['phone'])}}
+      {{patient['name']}} {{patient['surname'] or ''}} · {{nif_of(patient)}} · {{dialled(patient['phone'])}}
       % if insurances:
       <label>{{t('insurance')}} <select name="insuranceId" required>
         <option value="">{{t('choose_insurance')}}</option>
@@ -61,7 +61,8 @@
   % end
   <label>{{t('name')}} <input name="name" autocomplete="off" value="{{typed['name']}}" required></label>
   <label>{{t('surname')}} <input name="surname" autocomplete="off" value="{{typed['surname']}}"></label>
-  <label>{{t('nif')}} <input name="nif" autocomplete="off" value="{{typed['nif']}}" required></label>
+  <label>{{t('nif_any')}} <input name="nif" autocomplete="off" value="{{typed['nif']}}"></label>
+  <label>{{t('guardian_nif')}} <input name="guardianNif" autocomplete="off" value="{{typed['guardianNif']}}"></label>
   <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}"></label>
   <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA"></label>
   % if insurances:

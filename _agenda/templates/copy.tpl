@@ -18,7 +18,7 @@ th, td { border: 1px solid #999; padding: .25rem .5rem; text-align: left; vertic
   <tr><th>Nombre</th><td>{{patient['name']}}</td></tr>
   <tr><th>Apellidos</th><td>{{patient['surname'] or ''}}</td></tr>
   <tr><th>Fecha de nacimiento</th><td>{{day(patient['birthDate']) if patient['birthDate'] else ''}}</td></tr>
-  <tr><th>NIF</th><td>{{patient['nif']}}</td></tr>
+  <tr><th>NIF</th><td>{{patient['nif'] or ''}}</td></tr>
   <tr><th>Teléfono</th><td>{{patient['phone'] or ''}}</td></tr>
   <tr><th>Alta</th><td>{{when(patient['registeredAt'])}}</td></tr>
   % if patient['blockedAt']:

@@ -9,14 +9,14 @@
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">
     <label>{{t('name')}} <input name="name" autocomplete="off" value="{{typed['name']}}" required></label>
     <label>{{t('surname')}} <input name="surname" autocomplete="off" value="{{typed['surname']}}"></label>
-    <label>{{t('nif')}} <input name="nif" autocomplete="off" value="{{typed['nif']}}" required></label>
+    <label>{{t('nif_any')}} <input name="nif" autocomplete="off" value="{{typed['nif'] or ''}}" {{'' if patient['guardian_id'] else 'required'}}></label>
     <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}"></label>
     <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA"></label>
     <button type="submit">{{t('save')}}</button>
   </form>
 </details>
 <dl>
-  <dt>{{t('nif')}}</dt><dd>{{patient['nif']}}</dd>
+  <dt>{{t('nif')}}</dt><dd>{{nif_of(patient)}}</dd>
   <dt>{{t('phone')}}</dt><dd>{{dialled(patient['phone'])}}</dd>
   <dt>{{t('birth')}}</dt><dd>{{format_date(patient['birth_date']) if patient['birth_date'] else ''}}</dd>
 </dl>

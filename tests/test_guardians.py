@@ -1,0 +1,102 @@
+"""Everyone a clinic sees (docs/design.md, "Patients without a NIF"): a child under 14 registered at
+the desk under a guardian who is a patient, a visitor with a passport number; the NIF unique when
+present, and the caller's contract unchanged (by NIF it finds the guardian, by phone the child)."""
+
+import sqlite3
+
+import pytest
+import webtest
+
+from test_desk import PASSWORD, log_in
+
+
+@pytest.fixture
+def desk(api):
+    api.app.accounts.add_staff("ana", PASSWORD)
+    client = webtest.TestApp(api.app)
+    log_in(client)
+    return client
+
+
+def register(desk, **typed):
+    """The booking form's new patient at MARTIN's 09:00 on Tuesday 24/11/2026: the answer."""
+    page = desk.get("/desk/book?doctorId=MARTIN&date=24/11/2026&time=09:00&centerId=C1")
+    fields = {"csrf": page.html.find("input", attrs={"name": "csrf"})["value"], "doctorId": "MARTIN",
+              "date": "24/11/2026", "time": "09:00", "centerId": "C1", **typed}
+    return desk.post("/desk/book", fields, expect_errors=True)
+
+
+def test_a_child_without_a_nif_is_registered_under_a_guardian_and_the_caller_sees_the_guardians_nif(api, desk):
+    mother = api.new_patient(name="Ana", surname="García")  # NIF 12345678Z, phone 612345678
+    booked = register(desk, name="Pablo", surname="García Ruiz", birthDate="03/04/2019", guardianNif="12345678-z",
+                      reason="Vacuna")
+    assert booked.status_int == 303, booked.text
+    child = api.db().execute("SELECT * FROM patients WHERE name = 'Pablo'").fetchone()
+    assert child["nif"] is None and child["guardian_id"] == int(mother) and child["phone_e164"] == "+34612345678"
+    listed, = api.get("/appointments?date=24/11/2026").json["data"]
+    assert (listed["patientName"], listed["nif"], listed["phone"]) == ("Pablo García Ruiz", "12345678Z", "+34612345678")
+    assert api.get("/patients?nif=12345678Z").json["id"] == mother  # by NIF: the guardian
+    assert api.get("/appointments?nif=12345678Z").json["data"] == []  # the guardian's own appointments only
+    by_phone = api.get("/appointments?phone=612345678").json["data"]
+    assert [a["patientName"] for a in by_phone] == ["Pablo García Ruiz"]  # by phone: the child
+    found = desk.post("/desk/patients", {"csrf": desk.get("/desk/patients").html.find(
+        "input", attrs={"name": "csrf"})["value"], "q": "12345678Z"})
+    assert [a.text for a in found.html.select("ul.found a")] == ["Ana García", "Pablo García Ruiz"]
+    page = desk.get(f"/desk/patients/{child['id']}")
+    assert "sin NIF; tutor: Ana García (12345678Z)" in page.text
+
+
+@pytest.mark.parametrize("typed, said", [
+    ({"birthDate": "03/04/2010", "guardianNif": "12345678Z"}, "NIF: hace falta desde los 14 años"),
+    ({"guardianNif": "12345678Z"}, "Nacimiento: hace falta para un menor sin NIF."),
+    ({"birthDate": "03/04/2019", "guardianNif": "00000001R"}, "Tutor: no hay ningún paciente con ese NIF"),
+    ({"birthDate": "03/04/2019"}, "NIF: falta este dato."),
+])
+def test_a_patient_without_a_nif_needs_a_guardian_and_to_be_under_14(api, desk, typed, said):
+    api.new_patient()
+    refused = register(desk, name="Pablo", **typed)
+    assert refused.status_int == 400 and refused.html.find("p", class_="error").text.startswith(said)
+    assert refused.html.find("input", attrs={"name": "name"})["value"] == "Pablo"  # what was typed, kept
+    assert api.db().execute("SELECT count(*) FROM patients").fetchone()[0] == 1
+
+
+def test_a_visitor_gives_a_passport_number_and_a_nif_stays_unique_when_present(api, desk):
+    assert register(desk, name="John", surname="Smith", nif="PA1234567", phone="+33 6 12 34 56 78").status_int == 303
+    assert api.get("/patients?nif=pa1234567").json["name"] == "John"
+    api.new_patient()
+    for n in (1, 2):  # two children without a NIF: NULLs are no duplicates
+        api.app.clinic.register_patient({"name": f"Hijo{n}", "birthDate": "01/01/2020", "guardianNif": "12345678Z"},
+                                        source="desk:ana")
+    assert api.post("/patients", {"name": "Otra", "nif": "12345678Z"}).status_int == 409
+    with pytest.raises(sqlite3.IntegrityError), api.app.clinic.db.transaction() as conn:  # neither NIF nor guardian
+        conn.execute("INSERT INTO patients (name, created_at) VALUES ('Nadie', '')")
+    caller = api.post("/patients", {"name": "Niño", "birthDate": "01/01/2020", "guardianNif": "12345678Z"})
+    assert caller.status_int == 400  # the caller's POST /patients still needs a NIF
+
+
+def test_a_child_gets_a_nif_later_by_rectification(api, desk):
+    api.new_patient()
+    child = api.app.clinic.register_patient({"name": "Pablo", "birthDate": "03/04/2019", "guardianNif": "12345678Z"},
+                                            source="desk:ana")
+    page = desk.get(f"/desk/patients/{child}")
+    edit = page.forms[[f.action for f in page.forms.values()].index(f"/desk/patients/{child}")]
+    edit["phone"] = "699111222"  # no NIF yet: the form saves without one
+    assert edit.submit().status_int == 303
+    edit = desk.get(f"/desk/patients/{child}").forms[[f.action for f in page.forms.values()].index(
+        f"/desk/patients/{child}")]
+    edit["nif"] = "00000001R"
+    assert edit.submit().status_int == 303
+    assert api.get("/patients?nif=00000001R").json["phone"] == "+34699111222"
+
+
+def test_a_patient_file_brings_children_under_a_guardian_of_the_agenda_or_an_earlier_line(api):
+    clinic = api.app.clinic
+    rows = [(2, {"name": "Pablo", "birthDate": "03/04/2019", "nif": "", "guardianNif": "00000001R"}),
+            (3, {"name": "Marta", "nif": "00000001R", "phone": "611000111"})]
+    patients, problems, _ = clinic.import_patients(rows, "f.csv")
+    assert problems == ["line 2: no patient has the guardian's nif (in the agenda or on an earlier line)"]
+    assert api.db().execute("SELECT count(*) FROM patients").fetchone()[0] == 0  # all or nothing
+    patients, problems, _ = clinic.import_patients(rows[::-1], "f.csv")
+    assert problems == [] and len(patients) == 2
+    child = api.db().execute("SELECT p.nif, g.nif FROM patients p JOIN patients g ON g.id = p.guardian_id").fetchone()
+    assert tuple(child) == (None, "00000001R")
