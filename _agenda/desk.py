@@ -357,7 +357,7 @@ def desk_week():
                          version=changes_version(), **links)
     timeline = doctor_week(clinic(), doctor_id, day, reader=desk_source())
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    headings = [f"{t('weekdays')[c['day'].weekday()]} {format_date(c['day'])}" for c in timeline.columns]
+    headings = [f"{t('weekdays')[c['day'].weekday()]} {c['day']:%d/%m}" for c in timeline.columns]  # the year is above
     return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=clinic().doctors(),
                      doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(),
                      drawn=timeline_html(timeline, None, None, headings), **links)

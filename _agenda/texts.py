@@ -137,7 +137,7 @@ TEXTS = {
     "kept_send": ("Enviar", "Send"), "kept_discard": ("Descartar", "Discard"),
     "kept_gone": ("Ese formulario ya no está guardado (se guarda 10 minutos, para quien lo escribió).",
                   "That form is no longer kept (it is kept 10 minutes, for whoever typed it)."),
-    "squeeze_title": ("Sobrecita", "Squeeze in"), "squeeze": ("+ sobrecita", "+ squeeze in"),
+    "squeeze_title": ("Sobrecita", "Squeeze in"), "squeeze": ("sobrecita", "squeeze in"),
     "squeeze_hint": ("Una cita urgente a cualquier hora de su consulta, aunque esté ocupada o fuera de la rejilla. "
                      "Queda marcada y el asistente telefónico nunca la ofrece.",
                      "An urgent visit at any time of the doctor's hours, even taken or off the grid. It is marked, "

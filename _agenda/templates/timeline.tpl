@@ -5,7 +5,7 @@
   % column = timeline.columns[n]
   <div class="col-head c{{n + 2}} r1"><span class="name">{{heading}}</span>
     % if today <= column['day'].isoformat() <= last_day:
-    <a class="squeeze" href="/desk/book?{{urlencode({'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'squeeze': '1', **({'centerId': center_id} if center_id else {})}, safe='/')}}">{{t('squeeze')}}</a>
+    <a class="squeeze" href="/desk/book?{{urlencode({'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'squeeze': '1', **({'centerId': center_id} if center_id else {})}, safe='/')}}" title="{{t('squeeze_title')}}" aria-label="{{t('squeeze_title')}}">⚡<span class="word"> {{t('squeeze')}}</span></a>
     % end
   </div>
   % end
