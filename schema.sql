@@ -412,3 +412,11 @@ CREATE VIEW live_patients AS
                                             ELSE g.name || coalesce(' ' || g.surname, '') END AS guardian_name
     FROM patients p LEFT JOIN patients g ON g.id = p.guardian_id
     WHERE p.blocked_at IS NULL;
+
+-- Each doctor's calendar feed ("Calendar feeds"): a secret URL of their coming appointments. The
+-- token is all the access it gives; only its SHA-256 is kept, and a new one replaces the old.
+CREATE TABLE doctor_feeds (
+    doctor_id  TEXT PRIMARY KEY REFERENCES doctors (id),
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+);

@@ -11,6 +11,7 @@ from .clinic import Clinic
 from .web import AfterChange, with_access_log
 from .api import API_ROUTES, ApiPlugin, api_error_page, note_signatures, SCHEME_WARNINGS
 from .desk import desk_error_page, DESK_ROUTES, DeskPlugin
+from .feed_web import FEED_ROUTES
 
 log = logging.getLogger("agenda")
 
@@ -48,7 +49,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, after_write=No
                           on_signatures=lambda counts: note_signatures(db, app.clinic.clock, counts)))
     app.install(DeskPlugin())
     app.install(AfterChange(after_write))  # installed last: inside both edges' plugins
-    for method, path, handler, config in API_ROUTES + DESK_ROUTES:
+    for method, path, handler, config in API_ROUTES + DESK_ROUTES + FEED_ROUTES:
         app.route(path, method, handler, **config)
     app.wsgi = with_access_log(app.wsgi)  # Bottle.__call__ calls self.wsgi
     return app

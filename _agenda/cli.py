@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .values import (clinic_zone, ClinicError, format_date, parse_date, parse_time, plural,
+from .values import (clinic_zone, ClinicError, FEED_SHOWS, format_date, parse_date, parse_time, plural,
                      REMINDER_POLICIES, Settings, SIGNATURE_SCHEMES)
 from .store import (backup_database, backup_target, check_database_file, connect, create_private_file,
                     database_counts, DEMO_CATALOGS, open_database, prepare_restore, read_data_file, recall,
@@ -225,6 +225,10 @@ def read_secret_file(path):
 @desk_rules_options
 @click.option("--clinic-name", default="", envvar="AGENDA_CLINIC_NAME", show_envvar=True,
               help="The clinic's name, at the top of every printed page of the desk.")
+@click.option("--feed-shows", type=click.Choice(FEED_SHOWS), default=DEFAULTS.feed_shows, show_default=True,
+              envvar="AGENDA_FEED_SHOWS", show_envvar=True,
+              help="What each event of a doctor's calendar feed shows: the time, center and number only; with the "
+                   "patient's name; with the name and the reason (health data then leaves for a calendar provider).")
 @click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default=DEFAULTS.reminder_policy,
               show_default=True,
               envvar="AGENDA_REMINDER_POLICY",
@@ -245,8 +249,8 @@ def read_secret_file(path):
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
-        desk_horizon, clinic_name, reminder_policy, replica, replica_key, replica_host_key, ack_after_replication,
-        replica_behind_after):
+        desk_horizon, clinic_name, feed_shows, reminder_policy, replica, replica_key, replica_host_key,
+        ack_after_replication, replica_behind_after):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
@@ -270,9 +274,9 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
                    "/proc); keep it with `agenda secret set`, or in AGENDA_SECRET from a file only root reads "
                    "(docs/deploy.md).", err=True)
     secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
-    settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice,
-                "horizon_days": horizon, "desk_min_notice_minutes": desk_min_notice,
-                "desk_horizon_months": desk_horizon, "clinic_name": clinic_name, "reminder_policy": reminder_policy}
+    settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice, "horizon_days": horizon,
+                "desk_min_notice_minutes": desk_min_notice, "desk_horizon_months": desk_horizon,
+                "clinic_name": clinic_name, "feed_shows": feed_shows, "reminder_policy": reminder_policy}
     serve = (ctx.obj or {}).get("serve") or serve_until_stopped
     listener = log_to_stderr()
     # waitress warns "Task queue depth is N" for every request that waits for a free thread;

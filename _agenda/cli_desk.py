@@ -17,6 +17,7 @@ from .store import Database, utc_iso
 from .staff import Accounts, ROLES
 from .clinic import Clinic
 from .counter import squeeze_in
+from .feeds import feeds, new_feed, revoke_feed
 from .imports import PatientFileError, read_patient_file
 from .cli import (cli, cli_date, cli_now, cli_time, cli_zone, clinic_time, db_option, existing_database,
                   desk_rules_options, tz_option, WEEKDAY_NAMES)
@@ -372,13 +373,63 @@ def closed_remove(ctx, db_path, closure_id, tz):
 
 @cli.group()
 def doctor():
-    """Doctors: retire one who leaves (no slot offered from a date on).
+    """Doctors: retire one who leaves (no slot offered from a date on); each one's calendar feed.
 
     Example:
 
     \b
         agenda doctor retire RUIZ --from 01/01/2027
     """
+
+
+@doctor.command("feed")
+@db_option
+@click.argument("doctor_id")
+@click.option("--revoke", is_flag=True, help="End the doctor's feed: its address answers 404 from now on.")
+@click.option("--url", "public_url", default="https://AGENDA-HOST", envvar="AGENDA_PUBLIC_URL", show_envvar=True,
+              help="The address the clinic's proxy serves Agenda at, to print the whole feed address.")
+@click.pass_context
+def doctor_feed(ctx, db_path, doctor_id, revoke, public_url):
+    """Make a secret calendar address of DOCTOR_ID's coming appointments (iCalendar), for their
+    phone's calendar; run it again to make a new one (the old one stops), --revoke to end it.
+
+    The address is all the access it gives: give it to the doctor only. What each event
+    shows is `agenda run --feed-shows` (by default the time, center and number, never a
+    NIF or a phone). `agenda doctor feeds` lists the doctors who have one.
+
+    Example:
+
+    \b
+        agenda doctor feed MARTIN --url https://agenda.clinicasol.es
+    """
+    with clinic_at(ctx, db_path) as clinic:
+        if revoke:
+            done = revoke_feed(clinic, doctor_id, "cli")
+            click.echo(f"{doctor_id}'s feed {'ended: its address answers 404' if done else 'did not exist'}.")
+            return
+        token = new_feed(clinic, doctor_id, "cli")
+    click.echo(f"{doctor_id}'s calendar feed (any earlier address of it no longer works):\n"
+               f"  {public_url.rstrip('/')}/feeds/{token}.ics\n"
+               "Give it to the doctor only: whoever has it reads the agenda it shows.")
+
+
+@doctor.command("feeds")
+@db_option
+@click.pass_context
+def doctor_feeds(ctx, db_path):
+    """List the doctors who have a calendar feed, and since when (never the address).
+
+    Example:
+
+    \b
+        agenda doctor feeds
+    """
+    with clinic_at(ctx, db_path) as clinic:
+        listed, zone = feeds(clinic), clinic.tz
+    for doctor_id, name, made in listed:
+        click.echo(printable(f"{doctor_id}: {name}, since {clinic_time(made, zone)}"))
+    if not listed:
+        click.echo("No doctor has a feed; make one with `agenda doctor feed DOCTOR`.")
 
 
 @doctor.command("retire")

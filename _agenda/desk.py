@@ -17,6 +17,7 @@ from .values import all_fields, ClinicError, format_date, hhmm, invalid, parse_d
 from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
 from .counter import mark_attendance, squeeze_in, to_call
+from .feeds import feeds, new_feed, revoke_feed
 from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request_erasure
 from .texts import refusal_text, translator
 from .timeline import center_week, day_timeline, doctor_week, local_time, week_days
@@ -667,10 +668,23 @@ def desk_remove_closure(closure_id):
     done(translator(bottle.request.environ["agenda.desk"]["lang"])("closure_removed"), "/desk/closures")
 
 
-def desk_doctors(error=None, status=200, left=None):
-    return desk_page("doctors", status=status, doctors=clinic().doctors(), error=error, left=left,
-                     center_names=catalog_names("centers"),
+def desk_doctors(error=None, status=200, left=None, made=None):
+    zone = clinic().tz
+    with_feeds = {doctor_id: dt.datetime.fromisoformat(at).astimezone(zone) for doctor_id, _, at in feeds(clinic())}
+    return desk_page("doctors", status=status, doctors=clinic().doctors(), error=error, left=left, made=made,
+                     center_names=catalog_names("centers"), with_feeds=with_feeds,
                      weekdays=translator(bottle.request.environ["agenda.desk"]["lang"])("weekdays"))
+
+
+def desk_doctor_feed(doctor_id):
+    """Make a doctor's calendar feed (its address shown on this page only, once) or end it ("Calendar feeds")."""
+    if form("action") == "revoke":
+        revoke_feed(clinic(), doctor_id, desk_source())
+        return desk_doctors()
+    token = new_feed(clinic(), doctor_id, desk_source())
+    parts = bottle.request.urlparts  # the address as this admin reached Agenda, through the trusted proxy
+    return desk_doctors(made={"doctor": clinic().require_doctor(doctor_id)["name"],
+                              "url": f"{parts.scheme}://{parts.netloc}/feeds/{token}.ics"})
 
 
 def desk_retire(doctor_id):
@@ -741,4 +755,5 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/closures/<closure_id:int>/remove", desk_remove_closure, DESK),
     ("GET", "/desk/doctors", desk_doctors, ADMIN),
     ("POST", "/desk/doctors/<doctor_id>/retire", desk_retire, ADMIN),
+    ("POST", "/desk/doctors/<doctor_id>/feed", desk_doctor_feed, ADMIN),
 ]

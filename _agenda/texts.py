@@ -147,6 +147,13 @@ TEXTS = {
     "guardian_nif": ("NIF del tutor (menor de 14 sin NIF)", "Guardian's NIF (a child under 14 without one)"),
     "under_guardian": ("sin NIF; tutor: {name} ({nif})", "no NIF; guardian: {name} ({nif})"),
     "field_guardianNif": ("NIF del tutor", "Guardian's NIF"),
+    "feed_new": ("Crear su calendario (enlace)", "Make their calendar feed"),
+    "feed_renew": ("Nuevo enlace (el anterior deja de funcionar)", "New address (the old one stops)"),
+    "feed_revoke": ("Anular el calendario", "End the feed"),
+    "feed_since": ("Calendario en el móvil desde el {when}.", "Calendar feed since {when}."),
+    "feed_made": ("Enlace del calendario de {doctor}: dáselo solo a esa persona (quien lo tenga ve su agenda). "
+                  "No se vuelve a mostrar.", "{doctor}'s calendar address: give it to them only (whoever has it "
+                  "sees their agenda). It is not shown again."),
     "duration": ("Duración", "Duration"), "history": ("Historial", "History"), "when": ("Cuándo", "When"),
     "cancelled": ("✗ anulada", "✗ cancelled"), "cancelled_on": ("Anulada el {when} por {who}: {reason}",
                                                                   "Cancelled on {when} by {who}: {reason}"),

@@ -25,6 +25,11 @@ DEFAULT_TZ = "Europe/Madrid"
 RETENTION_YEARS_AT_LEAST = 5  # Ley 41/2002 art. 17: clinical documentation kept at least five years
 
 
+# What a doctor's calendar feed shows of each appointment ("Calendar feeds"): the time, center and
+# number only; with the patient's name; with the name and the reason.
+FEED_SHOWS = ("time", "names", "reasons")
+
+
 @dataclass(frozen=True)
 class Settings:
     """What the clinic may tune ("Configuration and CLI"), and the one home of its defaults: `agenda run`
@@ -41,10 +46,13 @@ class Settings:
     desk_min_notice_minutes: int = 0
     desk_horizon_months: int = 18
     clinic_name: str = ""
+    feed_shows: str = "time"
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:
             raise ValueError(f"signature scheme must be one of {', '.join(SIGNATURE_SCHEMES)}")
+        if self.feed_shows not in FEED_SHOWS:
+            raise ValueError(f"a feed shows one of {', '.join(FEED_SHOWS)}")
         if self.reminder_policy not in REMINDER_POLICIES:
             raise ValueError(f"reminder policy must be one of {', '.join(REMINDER_POLICIES)}")
         if self.min_notice_minutes < 0:

@@ -50,8 +50,9 @@ def test_every_route_is_documented_and_every_documented_operation_is_served(api)
         return re.sub(r"<(\w+)(?::[^>]*)?>", lambda match: "{" + re.sub(r"_(\w)", lambda m: m[1].upper(), match[1]) + "}",
                       rule)
 
-    served = {(route.method, template(route.rule)) for route in api.app.routes if not route.config.get("desk")}
-    assert served == operations_of(DOCUMENT)  # the staff desk's pages are HTML, for people: not the API
+    served = {(route.method, template(route.rule)) for route in api.app.routes
+              if not route.config.get("desk") and not route.config.get("feed")}
+    assert served == operations_of(DOCUMENT)  # the desk's pages (HTML, for people) and feeds (iCalendar): not the API
 
 
 def test_only_health_and_the_document_are_public(api):
@@ -93,10 +94,10 @@ def raised_codes():
     raised = {(STATUS_OF[code], WIRE_CODES.get(code, code))
               for code in re.findall(r'(?:ClinicError\(|_CANCELLED = \()\s*"([A-Z_]+)"', source)}
     assert len(raised) > 15  # the pattern still finds them
-    # refusals of the staff desk and the CLI only, never of an API operation
+    # refusals of the staff desk, the CLI and the calendar feeds only, never of an API operation
     raised -= {(401, "LOGIN_FAILED"), (429, "LOGIN_BUSY"), (429, "LOGIN_LOCKED"), (404, "STAFF_NOT_FOUND"), (409, "STAFF_ALREADY_EXISTS"),
                (404, "CLOSURE_NOT_FOUND"), (403, "PATIENT_BLOCKED"), (400, "INSURANCE_REQUIRED"),
-               (409, "APPOINTMENT_NOT_TODAY")}
+               (409, "APPOINTMENT_NOT_TODAY"), (404, "FEED_NOT_FOUND")}
     return raised | {item for item in agenda.STATUS_ERROR_CODES.items() if item[0] != 404}
 
 

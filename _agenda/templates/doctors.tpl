@@ -21,6 +21,12 @@
   </form>
 </div>
 % end
+% if made:
+<div class="warning" role="alert">
+  <p>{{t('feed_made', doctor=made['doctor'])}}</p>
+  <p><code>{{made['url']}}</code></p>
+</div>
+% end
 % for d in doctors:
 <section class="doctor">
   <h2>{{d['name']}} <small>({{d['speciality_id']}})</small></h2>
@@ -36,6 +42,16 @@
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">
     <label>{{t('retire')}} <input name="date" placeholder="DD/MM/AAAA" required></label>
     <button type="submit">{{t('retire_anyway')}}</button>
+  </form>
+  <form method="post" action="/desk/doctors/{{quote(d['id'], safe='')}}/feed" class="inline">
+    <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+    % if d['id'] in with_feeds:
+    <span>{{t('feed_since', when=with_feeds[d['id']].strftime('%d/%m/%Y %H:%M'))}}</span>
+    <button name="action" value="new">{{t('feed_renew')}}</button>
+    <button name="action" value="revoke" class="danger">{{t('feed_revoke')}}</button>
+    % else:
+    <button name="action" value="new">{{t('feed_new')}}</button>
+    % end
   </form>
 </section>
 % end
