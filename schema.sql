@@ -420,3 +420,16 @@ CREATE TABLE doctor_feeds (
     token_hash TEXT NOT NULL UNIQUE,
     created_at TEXT NOT NULL
 );
+
+-- A series of sessions ("Series"): appointments booked together for one patient, every N days,
+-- then each its own (moved or cancelled alone). series_id marks them; the desk shows each one's place.
+CREATE TABLE series (
+    id         INTEGER PRIMARY KEY,
+    patient_id INTEGER NOT NULL REFERENCES patients (id),
+    doctor_id  TEXT NOT NULL REFERENCES doctors (id),
+    every_days INTEGER NOT NULL CHECK (every_days BETWEEN 1 AND 366),
+    count      INTEGER NOT NULL CHECK (count BETWEEN 2 AND 60),
+    created_at TEXT NOT NULL
+);
+ALTER TABLE appointments ADD COLUMN series_id INTEGER REFERENCES series (id);
+CREATE INDEX appointments_by_series ON appointments (series_id) WHERE series_id IS NOT NULL;

@@ -13,11 +13,12 @@ from pathlib import Path
 import click
 
 from .values import (ClinicError, DEFAULT_TZ, format_date, parse_date, plural, printable, Settings, sheet_csv)
-from .store import Database, utc_iso
+from .store import Database
 from .staff import Accounts, ROLES
 from .clinic import Clinic
 from .counter import squeeze_in
 from .feeds import feeds, new_feed, revoke_feed
+from .series import book_series, parse_every, preview_series
 from .imports import PatientFileError, read_patient_file
 from .cli import (cli, cli_date, cli_now, cli_time, cli_zone, clinic_time, db_option, existing_database,
                   desk_rules_options, tz_option, WEEKDAY_NAMES)
@@ -198,31 +199,59 @@ def appointment_line(a):
               help="The patient's insurance (required when the doctor takes only some).")
 @click.option("--squeeze", is_flag=True,
               help="A sobrecita: an urgent patient at a taken or off-grid time of the doctor's hours, marked.")
+@click.option("--every", default=None, help="A series: a session every 1w, 2w, 10d... (with --count).")
+@click.option("--count", type=click.IntRange(2, 60), default=None, help="How many sessions in the series.")
+@click.option("--nearest", is_flag=True, help="In a series, take the nearest free slot where the time asked is not.")
+@click.option("--dry-run", is_flag=True, help="In a series, print each date's slot and book nothing.")
 @tz_option
 @desk_rules_options
 @click.pass_context
 def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, insurance_id, squeeze,
-         tz, desk_min_notice, desk_horizon):
+         every, count, nearest, dry_run, tz, desk_min_notice, desk_horizon):
     """Book a free slot for a patient, by the desk's rules (a walk-in now, up to 18 months ahead); with
-    --squeeze, squeeze an urgent patient in at any time of the doctor's hours.
+    --squeeze, squeeze an urgent patient in at any time of the doctor's hours; with --every and --count,
+    a series of sessions, booked together only when every date is free (or --nearest).
 
     Example:
 
     \b
         agenda book --doctor MARTIN --date 24/11/2026 --time 09:30 --nif 12345678Z --reason Revisión
         agenda book --doctor MARTIN --date 24/11/2026 --time 09:40 --nif 12345678Z --squeeze --reason Urgente
+        agenda book --doctor MUNOZ --date 25/11/2026 --time 09:30 --nif 12345678Z --every 1w --count 16 --dry-run
     """
     day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
+    if (every is None) != (count is None) or (every and squeeze):
+        raise click.ClickException("a series needs both --every and --count, and is never squeezed in")
     with clinic_at(ctx, db_path, tz, desk_min_notice_minutes=desk_min_notice,
                    desk_horizon_months=desk_horizon) as clinic:
         if patient_id is None:
             if nif is None:
                 raise click.ClickException("give the patient: --patient ID or --nif NIF")
             patient_id = clinic.find_patient(nif)["id"]
+        if every:
+            return book_series_here(clinic, patient_id=patient_id, doctor_id=doctor_id, first=day, time_text=start,
+                                    every_days=parse_every(every), count=count, center_id=center_id,
+                                    insurance_id=insurance_id, reason=reason, nearest=nearest, dry_run=dry_run)
         booking = functools.partial(squeeze_in, clinic) if squeeze else clinic.book
         booked = booking(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id,
                          center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
         click.echo(f"Booked {appointment_line(clinic.appointment(booked))}")
+
+
+def book_series_here(clinic, *, dry_run, nearest, **series):
+    """The series' preview, a line a date; then, unless a dry run, the series booked (or why not)."""
+    sessions = preview_series(clinic, **{key: series[key] for key in ("doctor_id", "first", "time_text",
+                                                                      "every_days", "count", "center_id")})
+    for n, session in enumerate(sessions, 1):
+        slot = session.slot or session.nearest
+        said = "free" if session.slot else f"{session.reason}; nearest " + (
+            f"{slot.date_text} {slot.time}" if slot else "none that day or the next")
+        click.echo(f"{n:2d}/{len(sessions)} {format_date(session.day.isoformat())} {series['time_text']}: {said}")
+    if dry_run:
+        return click.echo("Dry run: nothing booked.")
+    series_id, booked = book_series(clinic, nearest=nearest, source="cli", **series)
+    click.echo(f"Booked series {series_id}: {plural(len(booked), 'appointment')} "
+               f"({', '.join(appointment_id for appointment_id, _ in booked)}).")
 
 
 @cli.command()

@@ -36,7 +36,10 @@ APPOINTMENT_RECORD = f"""json_object(
     'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'patient_name', {PATIENT_NAME}, 'nif', {SHOWN_NIF},
     'phone', p.phone_e164, 'booked_by', a.booked_by, 'attendance', a.attendance, 'arrived_at', a.arrived_at,
     'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END, 'created_at', a.created_at,
-    'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END)"""
+    'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END, 'series_id', a.series_id,
+    'series_place', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count(*) FROM appointments s
+        WHERE s.series_id = a.series_id AND (s.date < a.date OR (s.date = a.date AND s.time <= a.time))) END,
+    'series_count', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count FROM series WHERE id = a.series_id) END)"""
 APPOINTMENT_TABLES = """
     FROM appointments a
     JOIN doctors d ON d.id = a.doctor_id

@@ -17,6 +17,7 @@ from .values import all_fields, ClinicError, format_date, hhmm, invalid, parse_d
 from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
 from .counter import mark_attendance, squeeze_in, to_call
+from .series import book_series, cancel_rest, parse_every, preview_series
 from .feeds import feeds, new_feed, revoke_feed
 from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request_erasure
 from .texts import refusal_text, translator
@@ -490,6 +491,45 @@ def desk_cancel(appointment_id):
                                                                           before["center_id"]))
 
 
+def desk_cancel_rest(appointment_id):
+    """Cancel this session of a series and every later one ("Series")."""
+    before = clinic().appointment(appointment_id)
+    gone = cancel_rest(clinic(), appointment_id, form("reason") or "cancelled at the desk", desk_source())
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    done(t("series_rest_done", count=len(gone), patient=before["patient_name"]),
+         f"/desk/patients/{before['patient_id']}")
+
+
+def desk_series():
+    """A series for the patient chosen: the preview of its dates (step=preview), then booked (step=book)."""
+    slot = {name: form(name) for name in ("doctorId", "date", "time", "centerId", "patientId")}
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    asked = {"n": form("n") or "1", "unit": form("unit") if form("unit") in ("w", "d") else "w",
+             "count": form("count") or "6"}
+    try:
+        series = all_fields({"first": lambda: parse_date(slot["date"] or "", "date"),
+                             "time_text": lambda: parse_time(slot["time"] or "", "time"),
+                             "every_days": lambda: parse_every(asked["n"] + asked["unit"]),
+                             "count": lambda: int(asked["count"]) if asked["count"].isdigit() else invalid_count()})
+        series.update(doctor_id=slot["doctorId"], center_id=slot["centerId"])
+        patient = clinic().patient_record(slot["patientId"], reader=desk_source())
+        if form("step") == "book":
+            _, booked = book_series(clinic(), patient_id=slot["patientId"], insurance_id=form("insuranceId"),
+                                    reason=form("reason"), nearest=bool(form("nearest")), source=desk_source(), **series)
+            return done(t("series_done", count=len(booked), patient=f"{patient['name']} {patient['surname'] or ''}".strip()),
+                        day_address(series["first"], slot["centerId"]))
+        sessions, error = preview_series(clinic(), **series), None
+    except ClinicError as refusal:
+        sessions, error, patient = [], desk_refusal(refusal), clinic().patient_record(slot["patientId"])
+    return desk_page("series", status=400 if error and not sessions else 200, slot=slot, asked=asked, patient=patient,
+                     sessions=sessions, error=error, doctor=clinic().require_doctor(slot["doctorId"]),
+                     typed={"reason": form("reason") or "", "insuranceId": form("insuranceId") or ""})
+
+
+def invalid_count():
+    raise invalid("count must be 2 to 60")
+
+
 def desk_confirm(appointment_id):
     before = clinic().appointment(appointment_id)
     clinic().confirm(appointment_id, True, source=desk_source())
@@ -739,6 +779,8 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/appointments/<appointment_id:int>/move", desk_move, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel", desk_cancel, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/confirm", desk_confirm, DESK),
+    ("POST", "/desk/appointments/<appointment_id:int>/cancel-rest", desk_cancel_rest, DESK),
+    ("POST", "/desk/series", desk_series, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/attendance", desk_attendance, DESK),
     ("GET", "/desk/patients", desk_patients, DESK),
     ("POST", "/desk/patients", desk_patients, {**DESK, "no_change": True}),

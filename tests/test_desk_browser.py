@@ -607,3 +607,22 @@ def test_the_printed_day_has_a_page_a_doctor_with_its_heading_and_no_links(clini
                         "Clínica Sol · Centro · mar 24/11/2026 · Lucía Martín (MG)"]
     assert not visible_links and "libre" not in printed and "Salir" not in printed
     assert "09:00–09:15 Paciente0 Prueba Larga De Apellidos 612 34 56 78" in printed
+
+
+def test_a_six_week_series_with_a_closed_date_books_the_nearest_free_slot(clinic_desk):
+    desk, api = clinic_desk()
+    api.new_patient()
+    desk.click(desk.free_slot("24/11/2026", "09:00"))
+    form = desk.find(By.CSS_SELECTOR, "form[action='/desk/book/search']")
+    desk.type("q", "12345678Z", form)
+    desk.click(desk.button("Buscar", form))
+    desk.click(desk.button("Serie de sesiones…"))
+    rows = [row.text for row in desk.driver.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert len(rows) == 6 and rows[0] == "1/6 mar 24/11/2026 09:00 libre"
+    assert rows[2] == "3/6 mar 08/12/2026 Ese hueco está cerrado. → el más cercano: 09/12/2026 09:00"  # the holiday
+    desk.click(desk.button("Reservar las 6 sesiones"))
+    assert desk.flash() == "Serie de 6 citas reservada para Ana García."
+    listed = api.get("/appointments?nif=12345678Z").json["data"]
+    assert [a["date"] for a in listed] == ["24/11/2026", "01/12/2026", "09/12/2026", "15/12/2026", "22/12/2026",
+                                           "29/12/2026"]
+    assert "serie 1/6" in desk.card("Ana García").text

@@ -14,7 +14,7 @@
   <dt>{{t('patient')}}</dt><dd><a href="/desk/patients/{{appointment['patient_id']}}">{{appointment['patient_name']}}</a> · {{appointment['nif']}}</dd>
   <dt>{{t('phone')}}</dt><dd>{{dialled(appointment['phone'])}}</dd>
   <dt>{{t('insurance')}}</dt><dd>{{insurance_names.get(appointment['insurance_id'], appointment['insurance_id'] or '')}}</dd>
-  <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}{{' · ' + t('to_call') if appointment['to_call'] and not cancelled else ''}}{{' · ' + t('squeezed') if appointment['squeezed'] else ''}}</dd>
+  <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}{{' · ' + t('to_call') if appointment['to_call'] and not cancelled else ''}}{{' · ' + t('squeezed') if appointment['squeezed'] else ''}}{{' · ' + t('series_place', place=appointment['series_place'], count=appointment['series_count']) if appointment['series_id'] else ''}}</dd>
   <dt>{{t('attendance')}}</dt><dd>{{t(appointment['attendance'], time=appointment['arrived_local']) if appointment['attendance'] else '—'}}</dd>
   <dt>{{t('reason')}}</dt><dd>{{appointment['reason'] or ''}}</dd>
   <dt>{{t('booked_by')}}</dt><dd>{{who_booked(t, appointment['booked_by'])}}</dd>
@@ -67,6 +67,9 @@
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   <label>{{t('cancel_reason')}} <input name="reason" autocomplete="off" required></label>
   <button type="submit" class="danger">{{t('cancel')}}</button>
+  % if appointment['series_id']:
+  <button type="submit" class="danger" formaction="/desk/appointments/{{appointment['id']}}/cancel-rest">{{t('series_rest')}}</button>
+  % end
 </form>
 % end
 <h2>{{t('history')}}</h2>

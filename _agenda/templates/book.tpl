@@ -44,6 +44,9 @@
       % end
       <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}"></label>
       <button type="submit">{{t('book')}}</button>
+      % if not slot['squeeze']:
+      <button type="submit" formaction="/desk/series" name="step" value="preview">{{t('series')}}</button>
+      % end
     </form>
   </li>
 % end

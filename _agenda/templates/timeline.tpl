@@ -30,6 +30,9 @@
     % if a['squeezed']:
     <strong class="squeezed-mark">{{t('squeezed')}}</strong>
     % end
+    % if a['series_id']:
+    <span class="series">{{t('series_place', place=a['series_place'], count=a['series_count'])}}</span>
+    % end
     % if a['to_call']:
     <strong class="call">{{t('to_call')}}</strong>
     % end

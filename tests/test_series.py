@@ -1,0 +1,115 @@
+"""Series of sessions (docs/design.md, "Series"): one patient every N weeks or days, previewed date by
+date (the nearest free slot offered where the time asked is not), booked together in one transaction,
+then each its own; "cancel the rest of the series". Through the clinic, the CLI and the desk."""
+
+import datetime as dt
+
+import pytest
+import webtest
+from click.testing import CliRunner
+
+import agenda
+from _agenda.series import book_series, cancel_rest, parse_every, preview_series
+
+from conftest import MONDAY, Clock
+from test_desk import PASSWORD, log_in
+
+TUESDAY = dt.date(2026, 11, 24)  # weekly from here, the third Tuesday is 08/12, a national holiday
+SERIES = {"doctor_id": "MARTIN", "first": TUESDAY, "time_text": "09:00", "every_days": 7, "count": 6}
+
+
+def dates_of(api, where="1"):
+    return [tuple(row) for row in api.db().execute(
+        f"SELECT date, time, series_id FROM appointments WHERE status != 'cancelled' AND {where} ORDER BY date")]
+
+
+@pytest.mark.parametrize("text, days", [("1w", 7), ("2W", 14), ("10d", 10), ("1 s", 7)])
+def test_every_reads_weeks_and_days(text, days):
+    assert parse_every(text) == days
+
+
+@pytest.mark.parametrize("text", ["", "w", "0w", "1m", "100d", "1w2"])
+def test_every_refuses_what_is_not_weeks_or_days(text):
+    with pytest.raises(agenda.ClinicError):
+        parse_every(text)
+
+
+def test_the_preview_offers_the_nearest_free_slot_where_the_time_is_not_free(api):
+    clinic = api.app.clinic
+    other = api.new_patient(nif="00000001R")
+    api.book(other, date="01/12/2026", time="09:00")  # the second date's 09:00 is taken
+    sessions = preview_series(clinic, **SERIES)
+    assert [s.day.isoformat() for s in sessions] == ["2026-11-24", "2026-12-01", "2026-12-08", "2026-12-15",
+                                                     "2026-12-22", "2026-12-29"]
+    assert [s.slot.time if s.slot else None for s in sessions] == ["09:00", None, None, "09:00", "09:00", "09:00"]
+    assert [(s.reason, s.nearest.date_text, s.nearest.time) for s in sessions if s.slot is None] == [
+        ("taken", "01/12/2026", "09:30"),  # that day, the closest time
+        ("closed", "09/12/2026", "09:00")]  # the holiday: the next day
+
+
+def test_a_series_is_booked_whole_or_not_at_all_and_each_session_is_then_its_own(api):
+    clinic, patient = api.app.clinic, api.new_patient()
+    with pytest.raises(agenda.ClinicError) as refused:
+        book_series(clinic, patient_id=patient, source="desk:ana", **SERIES)
+    assert refused.value.code == "SLOT_NOT_AVAILABLE" and "08/12/2026" in refused.value.message
+    assert dates_of(api) == [] and api.db().execute("SELECT count(*) FROM series").fetchone()[0] == 0
+    series_id, booked = book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)
+    assert [(d, t) for d, t, _ in dates_of(api)] == [
+        ("2026-11-24", "09:00"), ("2026-12-01", "09:00"), ("2026-12-09", "09:00"), ("2026-12-15", "09:00"),
+        ("2026-12-22", "09:00"), ("2026-12-29", "09:00")]
+    assert {s for _, _, s in dates_of(api)} == {series_id}
+    records = [clinic.appointment(appointment_id) for appointment_id, _ in booked]
+    assert [(r["series_place"], r["series_count"]) for r in records] == [(n, 6) for n in range(1, 7)]
+    listed = api.get("/appointments?nif=12345678Z").json["data"]  # the caller sees plain appointments
+    assert len(listed) == 6 and all(set(a["extraData"]) == {"status", "specialityId", "insuranceId", "duration"}
+                                    for a in listed)
+    assert api.put(f"/appointments/{booked[1][0]}", {"newDate": "02/12/2026", "newTime": "10:00"}).status_int == 200
+    assert cancel_rest(clinic, booked[3][0], "stopped the treatment", "desk:ana") == [b[0] for b in booked[3:]]
+    assert [(d, t) for d, t, _ in dates_of(api)] == [("2026-11-24", "09:00"), ("2026-12-02", "10:00"),
+                                                     ("2026-12-09", "09:00")]
+    events = [row[0] for row in api.db().execute("SELECT action FROM events WHERE entity IN ('series', 'appointment')")]
+    assert events.count("appointment.booked") == 6 and events.count("series.booked") == 1
+
+
+def test_agenda_book_every_previews_and_refuses_a_series_with_a_date_not_free_unless_nearest(api, db_path):
+    api.new_patient()
+    runner = CliRunner(env={"AGENDA_DB": str(db_path), "AGENDA_SECRET": None, "AGENDA_SECRET_FILE": None})
+    args = ["book", "--doctor", "MARTIN", "--date", "24/11/2026", "--time", "09:00", "--nif", "12345678Z",
+            "--every", "1w", "--count", "4"]
+    dry = runner.invoke(agenda.cli, args + ["--dry-run"], obj={"now": Clock(MONDAY)})
+    assert dry.exit_code == 0 and dry.output.splitlines() == [
+        " 1/4 24/11/2026 09:00: free", " 2/4 01/12/2026 09:00: free",
+        " 3/4 08/12/2026 09:00: closed; nearest 09/12/2026 09:00", " 4/4 15/12/2026 09:00: free",
+        "Dry run: nothing booked."]
+    refused = runner.invoke(agenda.cli, args, obj={"now": Clock(MONDAY)})
+    assert refused.exit_code == 1 and "not free on 08/12/2026" in refused.output and dates_of(api) == []
+    booked = runner.invoke(agenda.cli, args + ["--nearest"], obj={"now": Clock(MONDAY)})
+    assert booked.exit_code == 0 and "Booked series 1: 4 appointments" in booked.output
+    assert len(dates_of(api)) == 4
+
+
+def test_the_desk_previews_a_series_books_it_and_cancels_the_rest(api):
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    patient = api.new_patient()
+    page = desk.get(f"/desk/book?doctorId=MARTIN&date=24/11/2026&time=09:00&centerId=C1&patientId={patient}")
+    chosen = page.forms[[f.action for f in page.forms.values()].index("/desk/book")]
+    preview = desk.post("/desk/series", {**dict(chosen.submit_fields()), "step": "preview"})  # its formaction
+    assert preview.html.h1.text == "Serie de sesiones"
+    rows = [" ".join(tr.get_text(" ").split()) for tr in preview.html.select("tbody tr")]
+    assert rows[0] == "1/6 mar 24/11/2026 09:00 libre"
+    assert rows[2].startswith("3/6 mar 08/12/2026 Ese hueco está cerrado. → el más cercano: 09/12/2026 09:00")
+    book = preview.forms[len(preview.forms) - 1]
+    assert book["nearest"].checked
+    done = book.submit("step", value="book")
+    assert done.follow().html.find("p", class_="flash").text == "Serie de 6 citas reservada para Ana García."
+    card = desk.get("/desk/day?date=01/12/2026&centerId=C1").html.select_one(".card")
+    assert "serie 2/6" in card.text
+    appointment_id = card.select_one("a.who")["href"].rsplit("/", 1)[1]
+    page = desk.get(f"/desk/appointments/{appointment_id}")
+    cancel = page.forms[[f.action for f in page.forms.values()].index(f"/desk/appointments/{appointment_id}/cancel")]
+    cancel["reason"] = "deja el tratamiento"
+    gone = desk.post(f"/desk/appointments/{appointment_id}/cancel-rest", dict(cancel.submit_fields()))
+    assert gone.follow().html.find("p", class_="flash").text == "5 citas de la serie de Ana García anuladas."
+    assert [d for d, _, _ in dates_of(api)] == ["2026-11-24"]
