@@ -433,3 +433,25 @@ CREATE TABLE series (
 );
 ALTER TABLE appointments ADD COLUMN series_id INTEGER REFERENCES series (id);
 CREATE INDEX appointments_by_series ON appointments (series_id) WHERE series_id IS NOT NULL;
+
+-- The waiting list ("Waiting list"): a patient who wants an earlier slot, with a doctor or a
+-- speciality, a center, a window of dates and of times of day, a note. Nothing is reserved: the desk
+-- shows which waiting patients a free slot fits, oldest first. An entry ends when it is booked or
+-- removed, and when its window has passed.
+CREATE TABLE waitlist (
+    id            INTEGER PRIMARY KEY,
+    patient_id    INTEGER NOT NULL REFERENCES patients (id),
+    doctor_id     TEXT REFERENCES doctors (id),
+    speciality_id TEXT REFERENCES specialities (id),
+    center_id     TEXT REFERENCES centers (id),
+    date_from     TEXT NOT NULL,
+    date_to       TEXT NOT NULL CHECK (date_to >= date_from),
+    time_from     TEXT NOT NULL DEFAULT '00:00',
+    time_to       TEXT NOT NULL DEFAULT '24:00',
+    note          TEXT,
+    created_at    TEXT NOT NULL,
+    ended_at      TEXT,
+    ended_why     TEXT CHECK (ended_why IN ('booked', 'removed', 'erased')),
+    CHECK (doctor_id IS NOT NULL OR speciality_id IS NOT NULL)
+);
+CREATE INDEX waitlist_waiting ON waitlist (date_to) WHERE ended_at IS NULL;

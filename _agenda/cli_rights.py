@@ -9,7 +9,7 @@ import click
 from .values import format_date, printable, RETENTION_YEARS_AT_LEAST
 from .store import utc_iso
 from .rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
-from .desk import copy_page
+from .pages import copy_page
 from .cli import cli, clinic_time, cli_date, cli_now, cli_zone, db_option, DEFAULTS, tz_option
 from .cli_desk import cli_reader, clinic_at
 

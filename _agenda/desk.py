@@ -18,9 +18,12 @@ from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
 from .counter import mark_attendance, squeeze_in, to_call
 from .series import book_series, cancel_rest, parse_every, preview_series
+from .waitlist import add_waiting, end_waiting, fits, free_now, waiting, window_text
 from .feeds import feeds, new_feed, revoke_feed
 from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request_erasure
 from .texts import refusal_text, translator
+from .pages import copy_page, desk_template
+from .slots import Slot
 from .timeline import center_week, day_timeline, doctor_week, local_time, week_days
 from .web import clinic, query_text, raw_header, refusal_for, request_id, status_of
 
@@ -50,12 +53,6 @@ def desk_language(environ):
 def signed_out(environ):
     """What a desk page knows of its reader before the session is read: the language only."""
     return {"lang": desk_language(environ), "name": None, "role": None, "csrf": None}
-
-
-@functools.lru_cache(maxsize=None)
-def desk_template(name):
-    """A template of the desk's, compiled once (bottle's SimpleTemplate)."""
-    return bottle.SimpleTemplate(read_data_file(f"{TEMPLATES}/{name}.tpl").decode("utf-8"))
 
 
 def desk_page(template, status=200, **values):
@@ -311,9 +308,16 @@ def now_minute(day):
 
 
 def timeline_html(timeline, day, center_id, headings, now=None):
-    """The timeline partial: columns under `headings` (a text for each), the axis, and a line at `now`."""
+    """The timeline partial: columns under `headings` (a text for each), the axis, and a line at `now`; a free
+    block that fits someone waiting says how many ("Waiting list")."""
+    entries = waiting(clinic())
+
+    def waited(column, block):
+        slot = Slot(column["day"], format_date(column["day"]), block.time, "", 0, column["doctor_id"], column["name"],
+                    column["speciality_id"], block.center_id)
+        return sum(fits(entry, slot) for entry in entries)
     return desk_template("timeline").render(
-        timeline=timeline, day=day, center_id=center_id, headings=headings, now=now, hhmm=hhmm,
+        timeline=timeline, day=day, center_id=center_id, headings=headings, now=now, hhmm=hhmm, waited=waited,
         t=translator(bottle.request.environ["agenda.desk"]["lang"]), desk=bottle.request.environ["agenda.desk"],
         format_date=format_date, dialled=dialled, urlencode=urllib.parse.urlencode, who_booked=who_booked,
         today=clinic().today().isoformat(), last_day=clinic().window("desk").last_day.isoformat())
@@ -396,7 +400,23 @@ def desk_book_page(error=None, status=200):
     insurances = [(key, names.get(key, key)) for key in sorted(listed, key=lambda key: names.get(key, key))] \
         if listed else None
     return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
-                     q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error)
+                     q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error,
+                     waiting_here=waiting_for(doctor, slot), waitlist_id=query_text("waitlistId") or form("waitlistId"))
+
+
+def waiting_for(doctor, slot):
+    """The waiting entries this free slot fits, oldest first (none for a sobrecita or a slot not free)."""
+    try:
+        day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
+    except ClinicError:
+        return []
+    free = [s for s in clinic().availability(doctor_id=doctor["id"], center_id=slot["centerId"], first=day, last=day,
+                                             channel="desk") if s.time == time_text]
+    if not free or slot.get("squeeze"):
+        return []
+    fitting = [entry for entry in waiting(clinic()) if fits(entry, free[0])]
+    clinic().seen(desk_source(), "day", [entry["patient_id"] for entry in fitting])
+    return fitting
 
 
 def desk_book():
@@ -408,6 +428,8 @@ def desk_book():
         booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else clinic().book
         booking(day=day, time_text=time_text, doctor_id=slot["doctorId"], patient_id=patient_id,
                 center_id=slot["centerId"], reason=form("reason"), insurance_id=form("insuranceId"), source=source)
+        if form("waitlistId"):
+            end_waiting(clinic(), form("waitlistId"), "booked", source)
     except ClinicError as error:
         return desk_book_page(desk_refusal(error), status=status_of(error))
     patient = clinic().patient_record(patient_id)
@@ -461,8 +483,8 @@ def desk_appointment(appointment_id, error=None, status=200):
 
 
 def catalog_names(kind):
-    """{id: name} of the clinic's centers or insurances."""
-    table = {"centers": "centers", "insurances": "insurances"}[kind]
+    """{id: name} of the clinic's centers, insurances or specialities."""
+    table = {"centers": "centers", "insurances": "insurances", "specialities": "specialities"}[kind]
     return {row["id"]: row["name"] for row in clinic().conn().execute(f"SELECT id, name FROM {table}")}
 
 
@@ -552,6 +574,38 @@ def desk_attendance(appointment_id):
          day_address(dt.date.fromisoformat(before["date"]), before["center_id"]))
 
 
+def desk_waitlist(error=None, status=200):
+    """The waiting list, oldest first; the free slots of the next two weeks that fit someone waiting
+    ("Waiting list"); a form to add a patient."""
+    entries = waiting(clinic(), reader=desk_source())
+    typed = {name: form(name) or "" for name in ("nif", "doctorId", "specialityId", "centerId", "dateFrom", "dateTo",
+                                                 "timeFrom", "timeTo", "note")}
+    return desk_page("waitlist", status=status, entries=entries, free=free_now(clinic(), entries), typed=typed,
+                     error=error, doctors=clinic().doctors(), specialities=catalog_names("specialities"),
+                     centers=desk_centers(), window_text=window_text)
+
+
+def desk_add_waiting():
+    """Put a patient (found by NIF) on the waiting list for a doctor or a speciality."""
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    try:
+        window = all_fields({"first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
+                             "last": lambda: parse_date(form("dateTo") or "", "dateTo")})
+        patient = clinic().find_patient(form("nif") or "", reader=desk_source())
+        add_waiting(clinic(), patient_id=patient["id"], doctor_id=form("doctorId"),
+                    speciality_id=None if form("doctorId") else form("specialityId"), center_id=form("centerId"),
+                    time_from=form("timeFrom"), time_to=form("timeTo"), note=form("note"), source=desk_source(),
+                    **window)
+    except ClinicError as error:
+        return desk_waitlist(desk_refusal(error), status_of(error))
+    done(t("waiting_added", patient=f"{patient['name']} {patient['surname'] or ''}".strip()), "/desk/waitlist")
+
+
+def desk_end_waiting(entry_id):
+    end_waiting(clinic(), entry_id, "removed", desk_source())
+    done(translator(bottle.request.environ["agenda.desk"]["lang"])("waiting_removed"), "/desk/waitlist")
+
+
 def desk_calls():
     """The appointments that need a call, from today on, soonest first ("To call")."""
     return desk_page("calls", appointments=to_call(clinic(), reader=desk_source()))
@@ -605,39 +659,6 @@ def desk_patient_access(patient_id):
         moment = dt.datetime.fromisoformat(record["at"]).astimezone(zone)
         record["when"] = f"{format_date(moment.date())} {moment:%H:%M}"
     return desk_page("access", patient=dict(patient), records=records)
-
-
-COPY_WORDS = {  # the patient's copy is in Spanish: what a patient reads of the clinic's words
-    "statuses": {"booked": "reservada", "confirmed": "confirmada", "unanswered": "sin respuesta al recordatorio",
-                 "cancelled": "anulada"},
-    "actions": {"patient.created": "alta como paciente", "appointment.booked": "cita reservada",
-                "appointment.moved": "cita cambiada de hora", "appointment.cancelled": "cita anulada",
-                "appointment.confirmed": "cita confirmada", "appointment.declined": "cita rechazada en el recordatorio",
-                "appointment.unanswered": "recordatorio sin respuesta", "appointment.released": "cita liberada "
-                "tras el recordatorio sin respuesta", "patient.erasure_requested": "supresión solicitada",
-                "patient.blocked_opened": "ficha bloqueada abierta por una autoridad",
-                "patient.anonymised": "datos anonimizados", "appointment.squeezed": "cita urgente añadida (sobrecita)",
-                "appointment.arrived": "llegada a la consulta", "appointment.seen": "atendido en consulta",
-                "appointment.no_show": "no acudió a la cita", "appointment.attendance_undone": "asistencia corregida",
-                "patient.rectified": "datos corregidos"},
-    "kinds": {"patient": "su ficha", "appointment": "una cita", "search": "una búsqueda", "day": "la lista del día",
-              "print": "el día impreso", "export": "una copia de sus datos", "blocked": "su ficha bloqueada",
-              "access": "este registro"},
-}
-
-
-def copy_page(copy, zone):
-    """The patient's copy as a page they can read (Spanish), standing alone ("A patient's copy")."""
-    def when(utc_text):
-        moment = dt.datetime.fromisoformat(utc_text).astimezone(zone)
-        return f"{format_date(moment.date())} {moment:%H:%M}"
-
-    def sources(source):
-        if source == "api":
-            return "el asistente telefónico"
-        return "recepción (" + source.split(":", 1)[1] + ")" if source.startswith("desk:") else "administración"
-    return desk_template("copy").render(**copy, **COPY_WORDS, generated=copy["generatedAt"], when=when,
-                                        day=format_date, sources=sources)
 
 
 def desk_patient_copy(patient_id):
@@ -772,6 +793,9 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/day", desk_day, DESK),
     ("GET", "/desk/week", desk_week, DESK),
     ("GET", "/desk/calls", desk_calls, DESK),
+    ("GET", "/desk/waitlist", desk_waitlist, DESK),
+    ("POST", "/desk/waitlist", desk_add_waiting, DESK),
+    ("POST", "/desk/waitlist/<entry_id:int>/remove", desk_end_waiting, DESK),
     ("GET", "/desk/book", desk_book_page, DESK),
     ("POST", "/desk/book", desk_book, DESK),
     ("POST", "/desk/book/search", desk_book_page, {**DESK, "no_change": True}),  # a search by POST: no change

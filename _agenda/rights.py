@@ -48,6 +48,8 @@ def request_erasure(clinic, patient_id, source):
         until = erasable_from(conn, row["id"], now.date(), clinic.settings.retention_years)
         conn.execute("UPDATE patients SET blocked_at = ?, erasable_from = ? WHERE id = ?",
                      (utc_iso(at), until.isoformat(), row["id"]))
+        conn.execute("UPDATE waitlist SET ended_at = ?, ended_why = 'erased' WHERE patient_id = ? AND ended_at IS NULL",
+                     (utc_iso(at), row["id"]))
         record_event(conn, at, source, "patient.erasure_requested", "patient", row["id"],
                      after={"erasableFrom": until.isoformat(), "cancelled": [a["id"] for a in coming]})
         anonymised = until <= now.date()
@@ -90,6 +92,7 @@ def anonymise(conn, patient_id, at, source):
                  " phone_e164 = NULL, anonymised_at = ?, search = ? WHERE id = ?",
                  (ERASED_NAME, f"ANON-{patient_id}", utc_iso(at), searched_name(ERASED_NAME, None), patient_id))
     conn.execute("UPDATE appointments SET reason = NULL WHERE patient_id = ?", (patient_id,))
+    conn.execute("UPDATE waitlist SET note = NULL WHERE patient_id = ?", (patient_id,))
     events = conn.execute(
         "SELECT id, before, after FROM events WHERE (entity = 'patient' AND entity_id = ?) OR (entity = 'appointment'"
         " AND entity_id IN (SELECT CAST(id AS TEXT) FROM appointments WHERE patient_id = ?))",
@@ -147,8 +150,10 @@ def patient_copy(clinic, patient_id, reader, why=None):
         "SELECT * FROM events WHERE (entity = 'patient' AND entity_id = ?) OR (entity = 'appointment' AND entity_id"
         " IN (SELECT CAST(id AS TEXT) FROM appointments WHERE patient_id = ?)) ORDER BY id",
         (str(row["id"]), row["id"]))]
+    waiting = [dict(entry) for entry in conn.execute("SELECT * FROM waitlist WHERE patient_id = ? ORDER BY id",
+                                                     (row["id"],))]
     return {"generatedAt": utc_iso(clinic.clock()), "patient": patient_details(row), "appointments": appointments,
-            "history": history, "accesses": clinic.access.of_patient(row["id"])}
+            "waitingList": waiting, "history": history, "accesses": clinic.access.of_patient(row["id"])}
 
 
 def event_source(reader):

@@ -626,3 +626,33 @@ def test_a_six_week_series_with_a_closed_date_books_the_nearest_free_slot(clinic
     assert [a["date"] for a in listed] == ["24/11/2026", "01/12/2026", "09/12/2026", "15/12/2026", "22/12/2026",
                                            "29/12/2026"]
     assert "serie 1/6" in desk.card("Ana García").text
+
+
+def test_a_cancel_lights_the_waiting_patient_on_the_freed_slot_and_books_them(clinic_desk):
+    desk, api = clinic_desk()
+    taken = api.book(api.new_patient(), date="24/11/2026", time="09:30")
+    api.new_patient(nif="10000001S", name="Pablo", surname="Ortega")
+    desk.click(desk.find(By.XPATH, "//header//a[normalize-space()='Espera']"))
+    form = desk.find(By.CSS_SELECTOR, "form[action='/desk/waitlist']")
+    for field, value in {"nif": "10000001S", "dateFrom": "24/11/2026", "dateTo": "31/12/2026",
+                         "note": "quiere antes"}.items():
+        desk.type(field, value, form)
+    Select(form.find_element(By.NAME, "doctorId")).select_by_visible_text("Lucía Martín")
+    desk.click(desk.button("Añadir a la lista de espera", form))
+    assert desk.flash() == "Pablo Ortega está en la lista de espera."
+    desk.day("24/11/2026")
+    assert not desk.driver.find_elements(By.CSS_SELECTOR, ".timeline a.free.waited[href*='time=09:30']")
+    desk.click(desk.card("Ana García").find_element(By.CSS_SELECTOR, "a.who"))
+    cancel = desk.find(By.XPATH, f"//form[@action='/desk/appointments/{taken}/cancel']")
+    desk.type("reason", "no puede venir", cancel)
+    desk.click(desk.button("Anular", cancel))
+    lit = desk.find(By.CSS_SELECTOR, ".timeline a.free.waited[href*='time=09:30']")
+    assert lit.text == "09:30 + libre · ⌛ 1 en espera"
+    desk.click(lit)
+    waiting_here = desk.find(By.XPATH, "//h2[normalize-space()='En espera y encajan con este hueco:']"
+                                       "/following-sibling::ul[1]")
+    assert "Pablo Ortega" in waiting_here.text and "quiere antes" in waiting_here.text
+    desk.click(waiting_here.find_element(By.XPATH, ".//button[normalize-space()='Reservar']"))
+    assert desk.flash() == "Cita de Pablo Ortega reservada el 24/11/2026 a las 09:30."
+    desk.click(desk.find(By.XPATH, "//header//a[normalize-space()='Espera']"))
+    assert "Pablo Ortega" not in desk.text()

@@ -16,6 +16,34 @@
   <label>{{t('search')}} <input name="q" autocomplete="off" value="{{q}}" placeholder="{{t('search_hint')}}"></label>
   <button type="submit">{{t('find')}}</button>
 </form>
+% if waiting_here:
+<h2>{{t('waiting_for_slot')}}</h2>
+<ul class="found">
+% for w in waiting_here:
+  <li>
+    <form method="post" action="/desk/book" autocomplete="off">
+      <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+      % for key in ('doctorId', 'date', 'time', 'centerId'):
+      % if slot[key]:
+      <input type="hidden" name="{{key}}" value="{{slot[key]}}">
+      % end
+      % end
+      <input type="hidden" name="patientId" value="{{w['patient_id']}}"><input type="hidden" name="waitlistId" value="{{w['id']}}">
+      {{w['patient_name']}} · {{dialled(w['phone'])}}{{' · ' + w['note'] if w['note'] else ''}}
+      % if insurances:
+      <label>{{t('insurance')}} <select name="insuranceId" required>
+        <option value="">{{t('choose_insurance')}}</option>
+        % for key, name in insurances:
+        <option value="{{key}}">{{name}}</option>
+        % end
+      </select></label>
+      % end
+      <button type="submit">{{t('book')}}</button>
+    </form>
+  </li>
+% end
+</ul>
+% end
 % if found is not None:
 % if not found:
 <p>{{t('no_patients')}}</p>

@@ -36,6 +36,15 @@ th, td { border: 1px solid #999; padding: .25rem .5rem; text-align: left; vertic
   % end
 </table>
 % end
+% if waitingList:
+<h2>Lista de espera</h2>
+<table>
+  <tr><th>Desde</th><th>Busca</th><th>Entre</th><th>Nota</th><th>Terminó</th></tr>
+  % for w in waitingList:
+  <tr><td>{{when(w['created_at'])}}</td><td>{{w['doctor_id'] or w['speciality_id']}}{{' · ' + w['center_id'] if w['center_id'] else ''}}</td><td>{{day(w['date_from'])}}–{{day(w['date_to'])}}</td><td>{{w['note'] or ''}}</td><td>{{when(w['ended_at']) if w['ended_at'] else ''}}</td></tr>
+  % end
+</table>
+% end
 <h2>Historial de cambios</h2>
 <table>
   <tr><th>Cuándo</th><th>Qué</th><th>Quién</th></tr>

@@ -15,7 +15,8 @@
     <a href="/desk/day">{{t('day')}}</a>
     <a href="/desk/week">{{t('week')}}</a>
     <a href="/desk/calls">{{t('calls')}}</a>
-    <a href="/desk/patients">{{t('search')}}</a>
+    <a href="/desk/waitlist">{{t('waitlist')}}</a>
+    <a href="/desk/patients">{{t('patients_nav')}}</a>
     <a href="/desk/closures">{{t('closures')}}</a>
     % if desk['role'] == 'admin':
     <a href="/desk/doctors">{{t('doctors')}}</a>

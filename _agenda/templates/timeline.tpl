@@ -18,7 +18,8 @@
   % span = max(1, min(b.end, timeline.last) - b.start)
   % if b.kind == 'free':
   % slot = {'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'time': b.time, **({'centerId': b.center_id} if b.center_id else {})}
-  <a class="block free c{{col}} r{{row(b.start)}} h{{span}}" href="/desk/book?{{urlencode(slot, safe='/:')}}">{{b.time}} + {{t('free')}}</a>
+  % count = waited(column, b)
+  <a class="block free {{'waited' if count else ''}} c{{col}} r{{row(b.start)}} h{{span}}" href="/desk/book?{{urlencode(slot, safe='/:')}}">{{b.time}} + {{t('free')}}{{' · ' + t('waited', count=count) if count else ''}}</a>
   % else:
   <div class="block {{b.kind}} c{{col}} r{{row(b.start)}} h{{span}}">{{b.time}} {{t(b.kind)}}{{': ' + b.detail if b.detail else ''}}</div>
   % end

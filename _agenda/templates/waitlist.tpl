@@ -1,0 +1,62 @@
+<h1>{{t('waitlist_title')}}</h1>
+% if error:
+<p class="error" role="alert">{{error}}</p>
+% end
+<h2>{{t('free_now')}}</h2>
+% if not free:
+<p>{{t('no_slots')}}</p>
+% end
+<ul class="free-now">
+% for slot, fitting in free:
+  <li><strong>{{t('weekdays')[slot.date.weekday()]}} {{slot.date_text}} {{slot.time}}</strong> · {{slot.doctor_name}}
+    <ul>
+    % for w in fitting:
+      <li>{{w['patient_name']}} · {{dialled(w['phone'])}}{{' · ' + w['note'] if w['note'] else ''}}
+        <a href="/desk/book?{{urlencode({'doctorId': slot.doctor_id, 'date': slot.date_text, 'time': slot.time, **({'centerId': slot.center_id} if slot.center_id else {})}, safe='/:')}}">{{t('book')}}</a></li>
+    % end
+    </ul>
+  </li>
+% end
+</ul>
+<h2>{{t('waiting_now')}}</h2>
+% if not entries:
+<p>{{t('nobody_waiting')}}</p>
+% else:
+<table>
+  <thead><tr><th>{{t('since')}}</th><th>{{t('patient')}}</th><th>{{t('phone')}}</th><th>{{t('doctor')}}</th><th>{{t('when')}}</th><th>{{t('note')}}</th><th></th></tr></thead>
+  <tbody>
+  % for w in entries:
+  <tr><td>{{w['created_at'][:10]}}</td><td><a href="/desk/patients/{{w['patient_id']}}">{{w['patient_name']}}</a></td><td>{{dialled(w['phone'])}}</td>
+    <td>{{w['doctor_name'] or specialities.get(w['speciality_id'], w['speciality_id'])}}{{' · ' + w['center_id'] if w['center_id'] else ''}}</td>
+    <td>{{window_text(w)}}</td><td>{{w['note'] or ''}}</td>
+    <td><form method="post" action="/desk/waitlist/{{w['id']}}/remove"><input type="hidden" name="csrf" value="{{desk['csrf']}}"><button>{{t('remove')}}</button></form></td></tr>
+  % end
+  </tbody>
+</table>
+% end
+<h2>{{t('waiting_add')}}</h2>
+<form method="post" action="/desk/waitlist" class="grid" autocomplete="off">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+  <label>{{t('nif')}} <input name="nif" value="{{typed['nif']}}" autocomplete="off" required></label>
+  <label>{{t('doctor')}} <select name="doctorId"><option value="">{{t('any_doctor')}}</option>
+    % for d in doctors:
+    <option value="{{d['id']}}" {{'selected' if typed['doctorId'] == d['id'] else ''}}>{{d['name']}}</option>
+    % end
+  </select></label>
+  <label>{{t('speciality')}} <select name="specialityId"><option value=""></option>
+    % for key, name in sorted(specialities.items(), key=lambda item: item[1]):
+    <option value="{{key}}" {{'selected' if typed['specialityId'] == key else ''}}>{{name}}</option>
+    % end
+  </select></label>
+  <label>{{t('center')}} <select name="centerId"><option value="">{{t('all_centers')}}</option>
+    % for c in centers:
+    <option value="{{c['id']}}" {{'selected' if typed['centerId'] == c['id'] else ''}}>{{c['name']}}</option>
+    % end
+  </select></label>
+  <label>{{t('from')}} <input name="dateFrom" value="{{typed['dateFrom']}}" placeholder="DD/MM/AAAA" required></label>
+  <label>{{t('to')}} <input name="dateTo" value="{{typed['dateTo']}}" placeholder="DD/MM/AAAA" required></label>
+  <label>{{t('time_from')}} <input name="timeFrom" value="{{typed['timeFrom']}}" placeholder="HH:MM"></label>
+  <label>{{t('time_to')}} <input name="timeTo" value="{{typed['timeTo']}}" placeholder="HH:MM"></label>
+  <label>{{t('note')}} <input name="note" value="{{typed['note']}}" autocomplete="off"></label>
+  <button type="submit">{{t('waiting_add')}}</button>
+</form>

@@ -1,0 +1,94 @@
+"""The waiting list ("Waiting list"): patients who want an earlier slot, and which free slots fit them,
+oldest first. Nothing is booked or reserved without a person. No HTTP here."""
+
+import datetime as dt
+
+from .values import ClinicError, format_date, invalid, numeric_id, parse_time
+from .store import record_event, utc_iso, written_row
+
+AHEAD_DAYS = 14  # how far the "free now" list looks
+
+
+def add_waiting(clinic, *, patient_id, doctor_id=None, speciality_id=None, center_id=None, first, last,
+                time_from=None, time_to=None, note=None, source):
+    """Put a patient on the list for a doctor or a speciality, from `first` to `last`, between two times
+    of day (any when None); its id."""
+    if (doctor_id is None) == (speciality_id is None):
+        raise invalid("give a doctor or a speciality")
+    if last < first or last < clinic.today():
+        raise invalid("the window must end today or later, after it starts")
+    start, end = parse_time(time_from, "timeFrom") if time_from else "00:00", \
+        parse_time(time_to, "timeTo") if time_to else "24:00"
+    if end <= start:
+        raise invalid("the times of day need a start and a later end")
+    at = clinic.clock()
+    with clinic.db.transaction() as conn:
+        patient = clinic.patient_by_id(patient_id)
+        if doctor_id:
+            clinic.require_doctor(doctor_id)
+        if speciality_id:
+            clinic.require_speciality(speciality_id)
+        clinic.require_center(center_id)
+        row = written_row(conn, "INSERT INTO waitlist (patient_id, doctor_id, speciality_id, center_id, date_from,"
+                          " date_to, time_from, time_to, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          (patient["id"], doctor_id, speciality_id, center_id, first.isoformat(), last.isoformat(),
+                           start, end, note, utc_iso(at)))
+        record_event(conn, at, source, "waitlist.added", "waitlist", row["id"], after=row)
+    return str(row["id"])
+
+
+def end_waiting(clinic, entry_id, why, source):
+    """Take an entry off the list: 'booked' or 'removed'. WAITLIST_NOT_FOUND when it is not waiting."""
+    at, key = clinic.clock(), numeric_id(entry_id)
+    with clinic.db.transaction() as conn:
+        before = None if key is None else conn.execute("SELECT * FROM waitlist WHERE id = ? AND ended_at IS NULL",
+                                                       (key,)).fetchone()
+        if before is None:
+            raise ClinicError("WAITLIST_NOT_FOUND", "no one waiting with that id")
+        after = written_row(conn, "UPDATE waitlist SET ended_at = ?, ended_why = ? WHERE id = ?",
+                            (utc_iso(at), why, key))
+        record_event(conn, at, source, f"waitlist.{why}", "waitlist", key, before=dict(before), after=after)
+
+
+def waiting(clinic, reader=None):
+    """Everyone waiting now (window not passed), oldest first, with the patient's name and phone; the
+    patients shown recorded for `reader`."""
+    found = [dict(row) for row in clinic.conn().execute(
+        "SELECT w.*, p.name || coalesce(' ' || p.surname, '') AS patient_name, coalesce(p.phone_e164, p.phone) AS phone,"
+        " d.name AS doctor_name FROM waitlist w JOIN live_patients p ON p.id = w.patient_id"
+        " LEFT JOIN doctors d ON d.id = w.doctor_id WHERE w.ended_at IS NULL AND w.date_to >= ?"
+        " ORDER BY w.created_at, w.id", (clinic.today().isoformat(),))]
+    clinic.seen(reader, "day", sorted({entry["patient_id"] for entry in found}))
+    return found
+
+
+def fits(entry, slot):
+    """Whether a free slot (Slot) is what this waiting entry asks for."""
+    iso = slot.date.isoformat()
+    return (entry["doctor_id"] in (None, slot.doctor_id) and entry["speciality_id"] in (None, slot.speciality_id)
+            and entry["center_id"] in (None, slot.center_id) and entry["date_from"] <= iso <= entry["date_to"]
+            and entry["time_from"] <= slot.time < entry["time_to"])
+
+
+def free_now(clinic, entries, days=AHEAD_DAYS):
+    """The free slots of the next `days` that fit someone waiting: [(slot, [entries, oldest first])]."""
+    today, found = clinic.today(), []
+    doctors = {entry["doctor_id"] for entry in entries if entry["doctor_id"]}
+    specialities = {entry["speciality_id"] for entry in entries if entry["speciality_id"]}
+    slots = {}
+    for key, value in [("doctor_id", d) for d in sorted(doctors)] + [("speciality_id", s) for s in sorted(specialities)]:
+        for slot in clinic.availability(**{key: value}, first=today, last=today + dt.timedelta(days=days),
+                                        channel="desk"):
+            slots[(slot.date, slot.time, slot.doctor_id)] = slot
+    for key in sorted(slots):
+        fitting = [entry for entry in entries if fits(entry, slots[key])]
+        if fitting:
+            found.append((slots[key], fitting))
+    return found
+
+
+def window_text(entry):
+    """An entry's window as reception reads it: DD/MM/YYYY–DD/MM/YYYY, HH:MM–HH:MM when narrowed."""
+    times = "" if (entry["time_from"], entry["time_to"]) == ("00:00", "24:00") else \
+        f", {entry['time_from']}–{entry['time_to']}"
+    return f"{format_date(entry['date_from'])}–{format_date(entry['date_to'])}{times}"
