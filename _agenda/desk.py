@@ -24,6 +24,8 @@ from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request
 from .texts import refusal_text, translator
 from .pages import copy_page, desk_template
 from .slots import Slot
+from .report import clinic_report
+from .charts import report_charts
 from .timeline import center_week, day_timeline, doctor_week, local_time, week_days
 from .web import clinic, query_text, raw_header, refusal_for, request_id, status_of
 
@@ -36,7 +38,8 @@ FLASH_CHARS = 240  # a flash message's most characters: quoted, it stays far bel
 
 DESK_HEADERS = {
     "Cache-Control": "no-store",
-    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self';"
+                               " base-uri 'none'",
     "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
 }
 
@@ -606,6 +609,16 @@ def desk_end_waiting(entry_id):
     done(translator(bottle.request.environ["agenda.desk"]["lang"])("waiting_removed"), "/desk/waitlist")
 
 
+def desk_report():
+    """The clinic at a glance for admins: the weeks asked (by default the two past and the two coming),
+    charts and tables."""
+    last = parse_date(query_text("to"), "to") if query_text("to") else clinic().today() + dt.timedelta(days=13)
+    first = parse_date(query_text("from"), "from") if query_text("from") else last - dt.timedelta(days=27)
+    report = clinic_report(clinic(), first, last)
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    return desk_page("report", report=report, charts=report_charts(report, t), first=first, last=last)
+
+
 def desk_calls():
     """The appointments that need a call, from today on, soonest first ("To call")."""
     return desk_page("calls", appointments=to_call(clinic(), reader=desk_source()))
@@ -820,6 +833,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/closures/<closure_id:int>/remove", desk_remove_closure_page, DESK),
     ("POST", "/desk/closures/<closure_id:int>/remove", desk_remove_closure, DESK),
     ("GET", "/desk/doctors", desk_doctors, ADMIN),
+    ("GET", "/desk/report", desk_report, ADMIN),
     ("POST", "/desk/doctors/<doctor_id>/retire", desk_retire, ADMIN),
     ("POST", "/desk/doctors/<doctor_id>/feed", desk_doctor_feed, ADMIN),
 ]

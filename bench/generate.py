@@ -73,6 +73,13 @@ def all_slots(conn, first, last):
     return slots
 
 
+def booked_on(day, now):
+    """When an appointment on ISO `day` was booked: 0 to 60 days before it, at 09:00 UTC, never after `now`."""
+    made = dt.datetime.fromisoformat(day).replace(hour=9, tzinfo=dt.timezone.utc) - dt.timedelta(
+        days=random.choice((0, 1, 2, 3, 5, 7, 10, 14, 21, 30, 45, 60)))
+    return agenda.utc_iso(min(made, now))
+
+
 def build(path, patients=60_000, appointments=300_000, seed=7, today=None, days=None):
     """The clinic's database at `path`; its appointments over the year before and the year
     after `today`, or over `days` (first, last) when given."""
@@ -109,8 +116,9 @@ def build(path, patients=60_000, appointments=300_000, seed=7, today=None, days=
                 status = "confirmed" if roll < 0.7 else "unanswered" if roll < 0.8 else "cancelled"
             else:
                 status = "booked" if roll < 0.85 else "confirmed" if roll < 0.9 else "cancelled"
+            made = booked_on(day, now)  # booked some days ahead, as patients do, never after now
             yield (random.randint(1, patients), doctor, speciality, random.choice(INSURANCES), center, day, start,
-                   end, random.choice(("Revisión", "Consulta", None)), status, stamp, stamp)
+                   end, random.choice(("Revisión", "Consulta", None)), status, made, made)
 
     with agenda.transaction(conn):
         conn.executemany(

@@ -656,3 +656,22 @@ def test_a_cancel_lights_the_waiting_patient_on_the_freed_slot_and_books_them(cl
     assert desk.flash() == "Cita de Pablo Ortega reservada el 24/11/2026 a las 09:30."
     desk.click(desk.find(By.XPATH, "//header//a[normalize-space()='Espera']"))
     assert "Pablo Ortega" not in desk.text()
+
+
+def test_the_admins_report_shows_its_charts_and_their_numbers(clinic_desk):
+    desk, api = clinic_desk()
+    api.book(api.new_patient(), date="24/11/2026", time="09:00")
+    api.app.accounts.add_staff("luis", PASSWORD, role="admin")
+    desk.click(desk.button("Salir", desk.find(By.TAG_NAME, "header")))
+    desk.log_in("luis")
+    desk.click(desk.find(By.XPATH, "//header//a[normalize-space()='Informe']"))
+    images = desk.driver.find_elements(By.CSS_SELECTOR, "section.chart img")
+    assert len(images) == 4
+    drawn = [desk.driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img)
+             for img in images]
+    assert drawn == [True] * 4  # each SVG loaded and drawn under the desk's CSP, no script needed
+    span = desk.find(By.CSS_SELECTOR, "form[action='/desk/report']")
+    desk.type("from", "23/11/2026", span)
+    desk.type("to", "29/11/2026", span)
+    desk.click(desk.button("Ver", span))
+    assert "Lucía Martín 18 1 17 6 0 0" in desk.find(By.CSS_SELECTOR, "section.chart table").text

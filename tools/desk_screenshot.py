@@ -3,8 +3,9 @@
 Builds the demo clinic in a temporary folder (`agenda seed --demo`), adds a staff account,
 imports a few fictional patients and books them with the CLI (`agenda book`), confirms one,
 serves it with `agenda run` on 127.0.0.1 (any free port), logs in with headless Chromium
-and saves the day view of a weekday with appointments and that week's view of its center,
-each at 1280x800 (a reception screen) and 768x1024 (a tablet). Everything it starts is
+and saves the day view of a weekday with appointments, that week's view of its center and of
+one doctor, the waiting list and the admin's report, each at 1280x800 (a reception screen) and
+768x1024 (a tablet). Everything it starts is
 bounded in time and stopped by its pid.
 
     .venv/bin/python tools/desk_screenshot.py [-o docs/screenshots] [--lang es|en]
@@ -54,7 +55,8 @@ BOOKINGS = [
 SIZES = ((1280, 800), (768, 1024))
 # (file name, page, what shows it is drawn): the center's day, its week, one doctor's week
 VIEWS = (("day", "/desk/day", ".card"), ("week", "/desk/week", "table.week"),
-         ("doctor-week", "/desk/week", ".card"))
+         ("doctor-week", "/desk/week", ".card"), ("waitlist", "/desk/waitlist", "h1"),
+         ("report", "/desk/report", "section.chart img"))
 
 
 def insurance(doctor):
@@ -185,7 +187,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="agenda-screenshot-") as folder:
         db = Path(folder) / "clinic.db"
         agenda(db, "seed", "--demo")
-        agenda(db, "staff", "add", STAFF, stdin=PASSWORD + "\n")
+        agenda(db, "staff", "add", STAFF, "--role", "admin", stdin=PASSWORD + "\n")  # the report is an admin's
         (Path(folder) / "patients.csv").write_text(PATIENTS, encoding="utf-8")
         agenda(db, "import-patients", str(Path(folder) / "patients.csv"))
         day = book_a_day(db)

@@ -20,6 +20,7 @@
     <a href="/desk/closures">{{t('closures')}}</a>
     % if desk['role'] == 'admin':
     <a href="/desk/doctors">{{t('doctors')}}</a>
+    <a href="/desk/report">{{t('report')}}</a>
     % end
   </nav>
   % if not defined('q'):
