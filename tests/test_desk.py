@@ -33,6 +33,16 @@ def log_in(client, name="ana", password=PASSWORD, **headers):
     return form.submit(headers=headers, expect_errors=True)
 
 
+def admin_and_reception(api):
+    """Two logged-in desk clients of the test app: 'luis', an admin, and 'ana', reception."""
+    api.app.accounts.add_staff("luis", PASSWORD, role="admin")
+    api.app.accounts.add_staff("ana", PASSWORD)
+    admin, reception = webtest.TestApp(api.app), webtest.TestApp(api.app)
+    log_in(admin, name="luis")
+    log_in(reception)
+    return admin, reception
+
+
 def last_form(page):
     return page.forms[len(page.forms) - 1]
 

@@ -110,13 +110,9 @@ def test_agenda_doctor_feeds_lists_who_has_one_and_revoke_ends_it(api, db_path):
 
 
 def test_an_admin_makes_a_doctors_feed_at_the_desk_and_reception_cannot(api):
-    from test_desk import PASSWORD, log_in
+    from test_desk import admin_and_reception
     booked_across_the_clock_change(api)
-    api.app.accounts.add_staff("luis", PASSWORD, role="admin")
-    api.app.accounts.add_staff("ana", PASSWORD)
-    admin, reception = webtest.TestApp(api.app), webtest.TestApp(api.app)
-    log_in(admin, name="luis")
-    log_in(reception)
+    admin, reception = admin_and_reception(api)
     page = admin.get("/desk/doctors")
     form = page.forms[[f.action for f in page.forms.values()].index("/desk/doctors/MARTIN/feed")]
     made = form.submit("action", value="new")

@@ -8,7 +8,6 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-import webtest
 from click.testing import CliRunner
 
 import agenda
@@ -16,7 +15,7 @@ from _agenda.counter import mark_attendance
 from _agenda.report import clinic_report
 
 from conftest import MONDAY, Clock, valid_dni
-from test_desk import PASSWORD, log_in
+from test_desk import admin_and_reception
 
 WEEK = dt.date(2026, 11, 23)
 
@@ -64,11 +63,7 @@ def svg_of(img):
 
 
 def test_the_admins_page_draws_each_chart_as_svg_with_its_numbers_beside_it(a_week):
-    a_week.app.accounts.add_staff("luis", PASSWORD, role="admin")
-    a_week.app.accounts.add_staff("ana", PASSWORD)
-    admin, reception = webtest.TestApp(a_week.app), webtest.TestApp(a_week.app)
-    log_in(admin, name="luis")
-    log_in(reception)
+    admin, reception = admin_and_reception(a_week)
     page = admin.get("/desk/report?from=23/11/2026&to=29/11/2026")
     images = page.html.select("section.chart img")
     assert [img["alt"] for img in images] == ["Ocupación de cada médico (%)", "Respuestas a los recordatorios, por semana",
