@@ -675,3 +675,26 @@ def test_the_admins_report_shows_its_charts_and_their_numbers(clinic_desk):
     desk.type("to", "29/11/2026", span)
     desk.click(desk.button("Ver", span))
     assert "Lucía Martín 18 1 17 6 0 0" in desk.find(By.CSS_SELECTOR, "section.chart table").text
+
+
+def test_a_feed_made_at_the_desk_is_read_over_http_by_the_icalendar_library(clinic_desk):
+    import urllib.request
+
+    import icalendar
+
+    desk, api = clinic_desk()
+    api.book(api.new_patient(), date="24/11/2026", time="09:00")
+    api.app.accounts.add_staff("luis", PASSWORD, role="admin")
+    desk.click(desk.button("Salir", desk.find(By.TAG_NAME, "header")))
+    desk.log_in("luis")
+    desk.click(desk.find(By.XPATH, "//header//a[normalize-space()='Médicos']"))
+    feed = desk.find(By.CSS_SELECTOR, "form[action='/desk/doctors/MARTIN/feed']")
+    desk.click(desk.button("Crear su calendario (enlace)", feed))
+    url = desk.find(By.CSS_SELECTOR, "div.warning code").text
+    assert url.startswith(desk.url + "/feeds/") and url.endswith(".ics")
+    with urllib.request.urlopen(url, timeout=10) as answer:  # as a phone's calendar app would
+        assert answer.headers["Content-Type"] == "text/calendar; charset=utf-8"
+        calendar = icalendar.Calendar.from_ical(answer.read())
+    event, = calendar.walk("VEVENT")
+    assert event.decoded("dtstart").strftime("%d/%m/%Y %H:%M %Z") == "24/11/2026 09:00 CET"
+    assert str(event["location"]) == "Centro" and "Ana" not in str(event["summary"])
