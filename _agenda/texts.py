@@ -257,12 +257,18 @@ TEXTS = {
     "rule_window": ("Las fechas: la última, hoy o después, y no antes de la primera.",
                     "The dates: the last one today or later, and not before the first."),
     "rule_times_of_day": ("Las horas: la de fin, después de la de inicio.", "The times: the end after the start."),
+    "rule_series_count": ("Sesiones: de 2 a 60.", "Sessions: 2 to 60."),
+    "rule_series_every": ("Cada: un número de semanas o de días (de 1 a 99).", "Every: a number of weeks or days (1 to 99)."),
+    "rule_report_weeks": ("El informe abarca medio año como mucho.", "A report covers half a year at most."),
     "rule_other": ("No se ha podido guardar: revisa los datos.", "Nothing was saved: check what was typed."),
 }
 
 
 # The rules behind INVALID_REQUEST's messages (values.py, clinic.py), each to its text's key.
 MESSAGE_RULES = [
+    (re.compile(r"count must be 2 to \d+()"), "rule_series_count"),
+    (re.compile(r"every must be weeks or days()"), "rule_series_every"),
+    (re.compile(r"a report covers \d+ weeks at most()"), "rule_report_weeks"),
     (re.compile(r"give a doctor or a speciality()"), "rule_doctor_or_speciality"),
     (re.compile(r"the window must end today or later, after it starts()"), "rule_window"),
     (re.compile(r"the times of day need a start and a later end()"), "rule_times_of_day"),

@@ -113,3 +113,18 @@ def test_the_desk_previews_a_series_books_it_and_cancels_the_rest(api):
     gone = desk.post(f"/desk/appointments/{appointment_id}/cancel-rest", dict(cancel.submit_fields()))
     assert gone.follow().html.find("p", class_="flash").text == "5 citas de la serie de Ana García anuladas."
     assert [d for d, _, _ in dates_of(api)] == ["2026-11-24"]
+
+
+@pytest.mark.parametrize("asked, said", [({"count": "abc"}, "Sesiones: de 2 a 60."), ({"count": "61"}, "Sesiones: de 2 a 60."),
+                                         ({"n": "0"}, "Cada: un número de semanas o de días")])
+def test_a_series_asked_badly_is_refused_in_spanish_and_books_nothing(api, asked, said):
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    patient = api.new_patient()
+    csrf = desk.get("/desk/day").html.find("input", attrs={"name": "csrf"})["value"]
+    fields = {"csrf": csrf, "doctorId": "MARTIN", "date": "24/11/2026", "time": "09:00", "centerId": "C1",
+              "patientId": patient, "n": "1", "unit": "w", "count": "6", "step": "book", **asked}
+    refused = desk.post("/desk/series", fields, expect_errors=True)
+    assert refused.status_int == 400 and refused.html.find("p", class_="error").text.startswith(said)
+    assert dates_of(api) == []

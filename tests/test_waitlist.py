@@ -96,8 +96,10 @@ def test_the_patients_copy_holds_their_entries_and_erasure_ends_them(api):
                 source="desk:ana")
     copy = patient_copy(clinic, patient, "desk:luis")
     assert [(w["doctor_id"], w["note"]) for w in copy["waitingList"]] == [("MARTIN", "tardes")]
-    request_erasure(clinic, patient, "desk:luis")
+    done = request_erasure(clinic, patient, "desk:luis")
     assert waiting(clinic) == [] and api.db().execute("SELECT ended_why FROM waitlist").fetchone()[0] == "erased"
+    assert done["anonymised"]  # never seen: anonymised at once, the entry's note with the rest
+    assert api.db().execute("SELECT note FROM waitlist").fetchone()[0] is None
 
 
 def test_agenda_waitlist_add_list_and_remove(api, full_tuesday, db_path):
