@@ -67,6 +67,14 @@ def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, 
     with clinic.db.transaction() as conn:
         if patient_key is None or conn.execute("SELECT 1 FROM live_patients WHERE id = ?", (patient_key,)).fetchone() is None:
             raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+        again = conn.execute(
+            "SELECT s.id FROM series s JOIN appointments a ON a.series_id = s.id WHERE s.patient_id = ?"
+            " AND s.doctor_id = ? AND s.every_days = ? AND s.count = ? AND a.date = ? AND a.time = ?"
+            " AND a.status != 'cancelled'", (patient_key, doctor_id, every_days, count, first.isoformat(),
+                                             time_text)).fetchone()
+        if again is not None:  # the same series sent twice (a double click): the one booked
+            return again["id"], [(str(row["id"]), None) for row in conn.execute(
+                "SELECT id FROM appointments WHERE series_id = ? ORDER BY date, time", (again["id"],))]
         sessions = preview_series(clinic, doctor_id=doctor_id, first=first, time_text=time_text,
                                   every_days=every_days, count=count, center_id=center_id)
         missing = [s for s in sessions if s.slot is None and (not nearest or s.nearest is None)]

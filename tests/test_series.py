@@ -54,6 +54,8 @@ def test_a_series_is_booked_whole_or_not_at_all_and_each_session_is_then_its_own
     assert refused.value.code == "SLOT_NOT_AVAILABLE" and "08/12/2026" in refused.value.message
     assert dates_of(api) == [] and api.db().execute("SELECT count(*) FROM series").fetchone()[0] == 0
     series_id, booked = book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)
+    assert book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)[0] == series_id
+    assert len(dates_of(api)) == 6  # sent twice (a double click): the same series, nothing booked again
     assert [(d, t) for d, t, _ in dates_of(api)] == [
         ("2026-11-24", "09:00"), ("2026-12-01", "09:00"), ("2026-12-09", "09:00"), ("2026-12-15", "09:00"),
         ("2026-12-22", "09:00"), ("2026-12-29", "09:00")]
