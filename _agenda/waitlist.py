@@ -29,6 +29,12 @@ def add_waiting(clinic, *, patient_id, doctor_id=None, speciality_id=None, cente
         if speciality_id:
             clinic.require_speciality(speciality_id)
         clinic.require_center(center_id)
+        same = conn.execute("SELECT id FROM waitlist WHERE ended_at IS NULL AND patient_id = ? AND doctor_id IS ?"
+                            " AND speciality_id IS ? AND center_id IS ? AND date_from = ? AND date_to = ?"
+                            " AND time_from = ? AND time_to = ?", (patient["id"], doctor_id, speciality_id, center_id,
+                                                                  first.isoformat(), last.isoformat(), start, end)).fetchone()
+        if same is not None:  # the same entry sent twice: the one waiting
+            return str(same["id"])
         row = written_row(conn, "INSERT INTO waitlist (patient_id, doctor_id, speciality_id, center_id, date_from,"
                           " date_to, time_from, time_to, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                           (patient["id"], doctor_id, speciality_id, center_id, first.isoformat(), last.isoformat(),

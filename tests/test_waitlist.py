@@ -31,6 +31,8 @@ def test_a_freed_slot_shows_the_waiting_patients_it_fits_oldest_first(api, full_
     leo = api.new_patient(nif=valid_dni(2), name="Leo")
     add_waiting(clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=NEW_YEAR, time_from="09:00",
                 time_to="10:00", note="mañanas", source="desk:ana")
+    assert add_waiting(clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=NEW_YEAR, time_from="09:00",
+                       time_to="10:00", note="mañanas", source="desk:ana") == "1"  # sent twice: the same entry
     clock.moment += dt.timedelta(minutes=1)
     add_waiting(clinic, patient_id=leo, speciality_id="MG", first=TUESDAY, last=TUESDAY, source="desk:ana")
     entries = waiting(clinic)
