@@ -192,7 +192,7 @@ class ApiPlugin:
                 if not public and self.secret is not None:
                     self.check_signature(request, raw)
                 if raw and request.method in BODYLESS_METHODS:
-                    raise invalid(f"a {request.method} request carries no body; send it without one")
+                    raise invalid(f"a {request.method} request carries no body; send it without one", "no_body")
                 result = callback(*args, **kwargs)
             except Exception as error:
                 refusal = refusal_for(error)
@@ -210,7 +210,7 @@ class ApiPlugin:
         try:
             declared_length = request.content_length
         except ValueError:
-            raise ClinicError("INVALID_REQUEST", "Content-Length is not a number") from None
+            raise ClinicError("INVALID_REQUEST", "Content-Length is not a number", "content_length") from None
         if declared_length <= 0 and "chunked" not in request.environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             return b""  # no body: nothing to read (most GETs and DELETEs)
         raw = b"" if declared_length > limit else request.body.read(limit + 1)
@@ -353,7 +353,7 @@ def appointments():
     nif, phone = query_text("nif"), query_text("phone")
     if nif is None and phone is None:
         if date_text is None:
-            raise invalid("date (day list) or nif or phone (patient search) is required")
+            raise invalid("date (day list) or nif or phone (patient search) is required", "date_or_search")
         return data_json(clinic().appointments_on([parse_date(date_text, "date").isoformat()], center_id,
                                                   APPOINTMENT_JSON, for_caller=True))
     day = parse_date(date_text, "date") if date_text else None
@@ -413,7 +413,7 @@ def confirm_appointment():
 
 def body_flag(body, name):
     if not isinstance(body.get(name), bool):
-        raise invalid(f"{name} is required and must be true or false")
+        raise invalid(f"{name} is required and must be true or false", "flag", name)
     return body[name]
 
 
@@ -422,7 +422,7 @@ def reminder_days(body):
     single = optional_date(body, "date")
     texts = body_text_list(body, "dates")
     if not texts and single is None:
-        raise invalid("date or dates is required")
+        raise invalid("date or dates is required", "date_or_dates")
     return parse_dates(texts, "dates") if texts else [single.isoformat()]
 
 

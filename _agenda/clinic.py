@@ -81,7 +81,8 @@ def plan_patient_import(conn, rows, today):
             if fields.get("guardianNif", "").strip():
                 patient["guardian_nif"] = normalise_nif(fields["guardianNif"])
                 if patient["guardian_nif"] not in known and patient["guardian_nif"] not in first_line_of:
-                    raise invalid("no patient has the guardian's nif (in the agenda or on an earlier line)")
+                    raise invalid("no patient has the guardian's nif (in the agenda or on an earlier line)", "guardian",
+                                  "guardianNif")
         except ClinicError as error:
             problems.append(f"line {line}: {error.message}")
             continue
@@ -277,7 +278,7 @@ class Clinic:
                 guardian = conn.execute("SELECT id, phone, phone_e164 FROM live_patients WHERE nif = ?",
                                         (self.quietly(normalise_nif, guardian_nif),)).fetchone()
                 if guardian is None:
-                    raise invalid("no patient has the guardian's nif")
+                    raise invalid("no patient has the guardian's nif", "guardian", "guardianNif")
                 patient.update(guardian_id=guardian["id"], phone=patient["phone"] or guardian["phone"],
                                phone_e164=patient["phone_e164"] or guardian["phone_e164"])
             row = written_row(conn, INSERT_PATIENT, patient_row(patient, at))
@@ -306,11 +307,11 @@ class Clinic:
         """The free slots ("Availability") of a doctor or a speciality, from `first` (today) to
         `last` (13 days on), within the channel's horizon."""
         if doctor_id is None and speciality_id is None:
-            raise invalid("doctorId or specialityId is required")
+            raise invalid("doctorId or specialityId is required", "doctor_or_speciality")
         self.require_center(center_id)
         first = first or self.today()
         if last is not None and last < first:
-            raise invalid("endDate is before startDate")
+            raise invalid("endDate is before startDate", "last_day", "endDate")
         window = self.window(channel)
         if first > window.last_day:  # nothing to offer; also keeps date arithmetic far from year 9999
             return []
@@ -418,7 +419,7 @@ class Clinic:
             if speciality_id is not None:
                 self.require_speciality(speciality_id)
                 if speciality_id != doctor["speciality_id"]:
-                    raise invalid("specialityId is not the speciality of that doctor")
+                    raise invalid("specialityId is not the speciality of that doctor", "speciality", "specialityId")
             if insurance_id is not None:
                 self.require_insurance(insurance_id)
             self.require_center(center_id)
@@ -459,7 +460,7 @@ class Clinic:
             self.refuse_attended(before, source)
             doctor = self.require_doctor(doctor_id or before["doctor_id"])
             if doctor["speciality_id"] != before["speciality_id"] and doctor["id"] != before["doctor_id"]:
-                raise invalid("the new doctor is of another speciality")
+                raise invalid("the new doctor is of another speciality", "speciality", "doctorId")
             same_doctor = doctor["id"] == before["doctor_id"]
             slot = self.slot_at(doctor, day, time_text, center_id or (before["center_id"] if same_doctor else None),
                                 channel_of(source))
@@ -577,9 +578,9 @@ class Clinic:
         self.require_center(center_id)
         last = last or first
         if last < first:
-            raise invalid("the last day is before the first")
+            raise invalid("the last day is before the first", "last_day", "dateTo")
         if (start is None) != (end is None) or (start is not None and end <= start):
-            raise invalid("hours need a start and a later end, or neither for whole days")
+            raise invalid("hours need a start and a later end, or neither for whole days", "hours", "end")
         return doctor_id, center_id, first.isoformat(), last.isoformat(), start, end
 
     def covered_by(self, doctor_id, center_id, first, last, start, end):

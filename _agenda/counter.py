@@ -13,7 +13,7 @@ def mark_attendance(clinic, appointment_id, mark, source):
     """Mark an appointment of today or before: arrived (now), seen, no_show, or None to undo a mistake;
     audited. The caller's status never changes for it."""
     if mark is not None and mark not in MARKS:
-        raise invalid(f"attendance must be one of {', '.join(MARKS)}")
+        raise invalid(f"attendance must be one of {', '.join(MARKS)}", "attendance_mark")
     at = clinic.clock()
     with clinic.db.transaction() as conn:
         before = clinic.appointment_row(appointment_id, CHANGE_CANCELLED)
@@ -40,7 +40,7 @@ def squeeze_in(clinic, *, day, time_text, doctor_id, patient_id, insurance_id=No
     """Book an urgent patient into a taken or off-grid time of the doctor's hours ("Sobrecita"): reception
     only, marked squeezed, never a slot offered; the same patient at the same time again is the same one."""
     if channel_of(source) != "desk":
-        raise invalid("only reception squeezes a patient in")
+        raise invalid("only reception squeezes a patient in", "squeeze_at_desk")
     at, patient_key = clinic.clock(), numeric_id(patient_id)
     with clinic.db.transaction() as conn:
         doctor = clinic.require_doctor(doctor_id)

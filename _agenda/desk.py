@@ -4,6 +4,7 @@ the handlers and DESK_ROUTES."""
 import datetime as dt
 import functools
 import hmac
+import html
 import json
 import logging
 import re
@@ -21,7 +22,7 @@ from .series import book_series, cancel_rest, parse_every, preview_series
 from .waitlist import add_waiting, end_waiting, fits, free_now, waiting, window_text
 from .feeds import feeds, new_feed, revoke_feed
 from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request_erasure
-from .texts import refusal_text, translator
+from .texts import refusal_fields, refusal_text, translator
 from .pages import copy_page, desk_template
 from .slots import Slot
 from .report import clinic_report
@@ -66,7 +67,9 @@ def desk_page(template, status=200, **values):
     if flash:
         bottle.response.delete_cookie(FLASH_COOKIE, path="/desk")
     values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "quote": urllib.parse.quote,
-              "urlencode": urllib.parse.urlencode, "error": None, "nif_of": functools.partial(nif_of, t), **values}
+              "urlencode": urllib.parse.urlencode, "error": None, "nif_of": functools.partial(nif_of, t), "wrong": {},
+              **values}
+    values["wrong_note"] = functools.partial(field_note, values["wrong"])
     body = desk_template(template).render(**values)
     bottle.response.status = status
     bottle.response.content_type = "text/html; charset=utf-8"
@@ -94,6 +97,16 @@ def nif_of(t, patient):
 def desk_refusal(error):
     """What a receptionist reads for a refusal, in the desk's language ("Staff desk")."""
     return refusal_text(translator(bottle.request.environ["agenda.desk"]["lang"]), error)
+
+
+def desk_wrong_fields(error):
+    """{field: words} of a refusal in the desk's language, to show beside each field of its form."""
+    return refusal_fields(translator(bottle.request.environ["agenda.desk"]["lang"]), error)
+
+
+def field_note(wrong, name):
+    """A template's note beside the field `name`: the words of the refusal that concerns it, or nothing."""
+    return f'<span class="wrong">{html.escape(wrong[name])}</span>' if name in wrong else ""
 
 
 def done(message, to):
@@ -300,7 +313,7 @@ def asked_day():
     """The day a page shows: ?date=, else today; a year out of reason is a refusal."""
     day = parse_date(query_text("date"), "date") if query_text("date") else clinic().today()
     if not 1900 <= day.year <= 2999:
-        raise invalid("date must be a year from 1900 to 2999")
+        raise invalid("date must be a year from 1900 to 2999", "year", "date")
     return day
 
 
@@ -388,7 +401,7 @@ def desk_script():
     return read_data_file(f"{TEMPLATES}/desk.js")
 
 
-def desk_book_page(error=None, status=200):
+def desk_book_page(error=None, status=200, wrong=None):
     """Booking a free slot: the slot, a patient search, and a new patient's form."""
     slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId", "squeeze")}
     doctor = clinic().require_doctor(slot["doctorId"])
@@ -403,7 +416,7 @@ def desk_book_page(error=None, status=200):
     insurances = [(key, names.get(key, key)) for key in sorted(listed, key=lambda key: names.get(key, key))] \
         if listed else None
     return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
-                     q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error,
+                     q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error, wrong=wrong or {},
                      waiting_here=waiting_for(doctor, slot), waitlist_id=query_text("waitlistId") or form("waitlistId"))
 
 
@@ -434,7 +447,7 @@ def desk_book():
         if form("waitlistId"):
             end_waiting(clinic(), form("waitlistId"), "booked", source)
     except ClinicError as error:
-        return desk_book_page(desk_refusal(error), status=status_of(error))
+        return desk_book_page(desk_refusal(error), status=status_of(error), wrong=desk_wrong_fields(error))
     patient = clinic().patient_record(patient_id)
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     full_name = " ".join(part for part in (patient["name"], patient["surname"]) if part)
@@ -497,7 +510,7 @@ def desk_move(appointment_id):
     try:
         parts = (form("slot") or "").split("|")
         if len(parts) != 4:
-            raise invalid("time is required")
+            raise invalid("time is required", "required", "time")
         day, time_text = parse_date(parts[0], "date"), parse_time(parts[1], "time")
         clinic().move(appointment_id, day=day, time_text=time_text, doctor_id=parts[2], center_id=parts[3] or None,
                       source=desk_source())
@@ -552,7 +565,7 @@ def desk_series():
 
 
 def invalid_count():
-    raise invalid("count must be 2 to 60")
+    raise invalid("count must be 2 to 60", "series_count", "count")
 
 
 def desk_confirm(appointment_id):
@@ -630,13 +643,13 @@ def desk_patients():
     return desk_page("patients", q=q, found=clinic().search_patients(q, reader=desk_source()) if q else None)
 
 
-def desk_patient(patient_id, error=None, status=200):
+def desk_patient(patient_id, error=None, status=200, wrong=None):
     """A patient: their details (to correct), their coming, past and cancelled appointments, book for them."""
     patient = clinic().patient_record(patient_id, reader=desk_source())
     typed = {name: form(name) or "" for name in RECTIFIABLE} if error else {
         "name": patient["name"], "surname": patient["surname"] or "", "nif": patient["nif"],
         "phone": dialled(patient["phone"]), "birthDate": format_date(patient["birth_date"]) if patient["birth_date"] else ""}
-    return desk_page("patient", status=status, patient=patient, typed=typed, error=error,
+    return desk_page("patient", status=status, patient=patient, typed=typed, error=error, wrong=wrong or {},
                      cancelled=clinic().cancelled_of(patient["id"]), today=clinic().today().isoformat())
 
 
@@ -656,7 +669,7 @@ def desk_correct_patient(patient_id):
     try:
         rectify(clinic(), patient_id, {name: form(name) or "" for name in RECTIFIABLE}, desk_source())
     except ClinicError as error:
-        return desk_patient(patient_id, desk_refusal(error), status_of(error))
+        return desk_patient(patient_id, desk_refusal(error), status_of(error), desk_wrong_fields(error))
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     done(t("patient_saved", patient=" ".join(filter(None, (form("name"), form("surname"))))),
          f"/desk/patients/{int(patient_id)}")

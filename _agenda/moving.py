@@ -26,7 +26,8 @@ def export_agenda(clinic, folder, reader):
     folder = Path(folder)
     taken = [name for name in EXPORT_FILES if (folder / name).exists()]
     if taken:
-        raise ClinicError("INVALID_REQUEST", f"{folder} already holds {', '.join(taken)}; give an empty folder")
+        raise ClinicError("INVALID_REQUEST", f"{folder} already holds {', '.join(taken)}; give an empty folder",
+                          "empty_folder")
     conn = clinic.conn()
     patients = conn.execute("SELECT * FROM live_patients ORDER BY id").fetchall()
     texts = {"catalogs.csv": catalog_rows(conn), "patients.csv": [patient_line(row) for row in patients],
@@ -188,17 +189,21 @@ def appointment_fields(fields, known):
     try:
         minutes = int(fields.get("duration") or 15)
     except ValueError:
-        raise ClinicError("INVALID_REQUEST", f"duration {fields['duration']!r} is not a number of minutes") from None
+        raise ClinicError("INVALID_REQUEST", f"duration {fields['duration']!r} is not a number of minutes",
+                          "minutes", "duration") from None
     if not 1 <= minutes <= 480 or minutes_of(start) + minutes > 24 * 60:
-        raise ClinicError("INVALID_REQUEST", "duration must be 1 to 480 minutes, ending the same day")
+        raise ClinicError("INVALID_REQUEST", "duration must be 1 to 480 minutes, ending the same day",
+                          "duration_range", "duration")
     for field, table in (("doctor", "doctors"), ("center", "centers"), ("insurance", "insurances")):
         value = fields.get(field, "").strip()
         if (value or field == "doctor") and value not in known[table]:
-            raise ClinicError("INVALID_REQUEST", f"{field} {value!r} is not in the catalogs (agenda seed loads them)")
+            raise ClinicError("INVALID_REQUEST", f"{field} {value!r} is not in the catalogs (agenda seed loads them)",
+                              "catalog", field)
     status = STATUS_WORDS.get(fields.get("status", "").strip().lower())
     if status is None:
         raise ClinicError("INVALID_REQUEST", f"status {fields['status']!r} is not one of booked, confirmed, "
-                                             "unanswered, cancelled (or reservada, confirmada, anulada)")
+                                             "unanswered, cancelled (or reservada, confirmada, anulada)",
+                          "status_word", "status")
     end = minutes_of(start) + minutes
     return {"date": day.isoformat(), "time": start, "end": hhmm(end),
             "doctor": fields["doctor"].strip(), "center": fields.get("center", "").strip() or None,
@@ -222,7 +227,7 @@ def find_or_plan_patient(conn, fields, created, today):
                          (phone, fields.get("name", "").strip())).fetchall() if phone else []
     if len(found) != 1:
         raise ClinicError("INVALID_REQUEST", "no NIF, and no one patient here with that name and phone: "
-                                             "give the patient's NIF")
+                                             "give the patient's NIF", "patient_by_phone", "nif")
     return found[0][0], None
 
 

@@ -15,11 +15,11 @@ REMINDER_ACTIONS = ("confirmed", "declined", "unanswered", "released")
 def weeks_between(first, last):
     """The Mondays of the weeks from `first` to `last`."""
     if last < first:
-        raise invalid("the last day is before the first")
+        raise invalid("the last day is before the first", "last_day")
     monday = first - dt.timedelta(days=first.weekday())
     weeks = [monday + dt.timedelta(days=7 * n) for n in range((last - monday).days // 7 + 1)]
     if len(weeks) > MAX_WEEKS:
-        raise invalid(f"a report covers {MAX_WEEKS} weeks at most")
+        raise invalid(f"a report covers {MAX_WEEKS} weeks at most", "report_weeks")
     return weeks
 
 

@@ -28,13 +28,13 @@ def parse_every(text):
     """The days between sessions from '1w' (every week), '2w', '10d' ('1s' for una semana)."""
     found = EVERY.fullmatch((text or "").strip().lower())
     if found is None:
-        raise invalid("every must be weeks or days, as 1w, 2w or 10d")
+        raise invalid("every must be weeks or days, as 1w, 2w or 10d", "series_every", "every")
     return int(found[1]) * (1 if found[2] == "d" else 7)
 
 
 def series_dates(first, every_days, count):
     if not 2 <= count <= MAX_SESSIONS:
-        raise invalid(f"count must be 2 to {MAX_SESSIONS}")
+        raise invalid(f"count must be 2 to {MAX_SESSIONS}", "series_count", "count")
     return [first + dt.timedelta(days=every_days * n) for n in range(count)]
 
 
@@ -115,7 +115,7 @@ def cancel_rest(clinic, appointment_id, reason, source):
     with clinic.db.transaction() as conn:
         this = clinic.appointment_row(appointment_id, CANCEL_CANCELLED)
         if this["series_id"] is None:
-            raise invalid("that appointment is not part of a series")
+            raise invalid("that appointment is not part of a series", "not_in_series")
         rest = conn.execute("SELECT * FROM appointments WHERE series_id = ? AND status != 'cancelled'"
                             " AND (date > ? OR (date = ? AND time >= ?)) ORDER BY date, time",
                             (this["series_id"], this["date"], this["date"], this["time"])).fetchall()

@@ -24,7 +24,7 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
 def hash_password(password):
     """scrypt with a salt of its own, as staff.password stores it."""
     if len(password) < 8:
-        raise invalid("a password needs 8 characters or more")
+        raise invalid("a password needs 8 characters or more", "password_length", "password")
     salt = os.urandom(16)
     digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
     return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${salt.hex()}${digest.hex()}"
@@ -44,7 +44,7 @@ def staff_role(role):
     """One of ROLES, given in any case."""
     role = (role or "").strip().lower()
     if role not in ROLES:
-        raise invalid(f"a staff role is {' or '.join(ROLES)}")
+        raise invalid(f"a staff role is {' or '.join(ROLES)}", "staff_role", "role")
     return role
 
 
@@ -85,7 +85,7 @@ def staff_name(name):
     """A staff account's name: 1 to 40 letters, digits, dots, dashes or underscores."""
     name = (name or "").strip().lower()
     if not re.fullmatch(r"[a-z0-9._-]{1,40}", name):
-        raise invalid("a staff name is 1 to 40 letters, digits, dots, dashes or underscores")
+        raise invalid("a staff name is 1 to 40 letters, digits, dots, dashes or underscores", "staff_name", "name")
     return name
 
 

@@ -1,7 +1,5 @@
 """Every text the desk shows, in Spanish and English, in one table ("Staff desk"), and the refusals
-of the clinic read in the desk's language. No HTTP here."""
-
-import re
+of the clinic read in the desk's language by their code, rule and field. No HTTP here."""
 
 # Every text the desk shows, in Spanish and English ("Staff desk"): one table.
 TEXTS = {
@@ -210,7 +208,9 @@ TEXTS = {
                             "Its slots are offered again as soon as it goes."),
     "keep": ("No, dejarlo", "No, keep it"), "print": ("Imprimir", "Print"),
     "clinic": ("Clínica", "Clinic"), "go_to_day": ("Ver el día", "See the day"),
-    # refusals of the clinic in the desk's words ("Staff desk"): by code, then by the message's rule
+    # refusals of the clinic in the desk's words ("Staff desk"): by code (CODE), by rule (rule_RULE) or a slot's
+    # reason (reason_REASON), each field named by field_FIELD; see refusal_key
+    "INVALID_REQUEST": ("No se ha podido guardar: revisa los datos.", "Nothing was saved: check what was typed."),
     "INVALID_NIF": ("El NIF no es válido: revisa sus números y la letra.", "The NIF is not valid: check its digits "
                                                                           "and letter."),
     "INVALID_PHONE": ("El teléfono no es válido.", "The phone is not valid."),
@@ -225,6 +225,29 @@ TEXTS = {
     "DOCTOR_NOT_FOUND": ("Ese médico no existe.", "No such doctor."),
     "CENTER_NOT_FOUND": ("Ese centro no existe.", "No such center."),
     "CLOSURE_NOT_FOUND": ("Ese cierre ya no existe.", "That closure no longer exists."),
+    "SPECIALITY_NOT_FOUND": ("Esa especialidad no existe.", "No such speciality."),
+    "INSURANCE_NOT_FOUND": ("Esa aseguradora no existe.", "No such insurance."),
+    "FEED_NOT_FOUND": ("Ese calendario no existe.", "No such calendar feed."),
+    "STAFF_NOT_FOUND": ("No hay ninguna cuenta con ese nombre.", "No staff account has that name."),
+    "STAFF_ALREADY_EXISTS": ("Ya hay una cuenta con ese nombre.", "A staff account with that name exists."),
+    "PATIENT_BLOCKED": ("Ese paciente está bloqueado tras una solicitud de supresión.",
+                        "That patient is blocked since an erasure request."),
+    "APPOINTMENT_ATTENDED": ("El paciente ya llegó o fue atendido en esa cita: deshaz antes la asistencia.",
+                             "The patient arrived or was seen for that appointment: undo the attendance first."),
+    "SLOT_NOT_AVAILABLE": ("Ese hueco no está libre: elige otro.", "That slot is not free: choose another."),
+    "INVALID_JSON": ("Lo enviado no se entiende.", "What was sent cannot be read."),
+    "INVALID_SIGNATURE": ("Falta la firma de la petición o no es válida.",
+                          "The request's signature is missing or wrong."),
+    "NOT_FOUND": ("Esa página no existe.", "No such page."),
+    "METHOD_NOT_ALLOWED": ("Eso no se puede hacer aquí.", "That cannot be done here."),
+    "PAYLOAD_TOO_LARGE": ("Lo enviado es demasiado largo.", "What was sent is too long."),
+    "HEADERS_TOO_LARGE": ("La petición es demasiado larga.", "The request is too long."),
+    "UNSUPPORTED_MEDIA_TYPE": ("Lo enviado no tiene el formato esperado.",
+                               "What was sent is not in the expected format."),
+    "INTERNAL_ERROR": ("Algo ha fallado; queda anotado para revisarlo.", "Something went wrong; it is logged."),
+    "NOT_IMPLEMENTED": ("Eso no está disponible.", "That is not available."),
+    "SERVICE_UNAVAILABLE": ("La agenda no responde en este momento: vuelve a intentarlo en unos segundos.",
+                            "The agenda does not answer right now: try again in a few seconds."),
     "LOGIN_LOCKED": ("Demasiados intentos fallidos con ese nombre desde aquí: queda bloqueado hasta las {until}. "
                      "La administración puede desbloquearlo (agenda staff unlock).",
                      "Too many failed logins with that name from here: it is locked until {until}. An admin can "
@@ -235,10 +258,29 @@ TEXTS = {
     "field_nif": ("NIF", "NIF"), "field_phone": ("Teléfono", "Phone"), "field_surname": ("Apellidos", "Surname"),
     "field_reason": ("Motivo", "Reason"), "field_doctorId": ("Médico", "Doctor"), "field_centerId": ("Centro", "Center"),
     "field_insuranceId": ("Aseguradora", "Insurance"), "field_patientId": ("Paciente", "Patient"),
+    "field_specialityId": ("Especialidad", "Speciality"), "field_appointmentId": ("Cita", "Appointment"),
+    "field_newDate": ("Nueva fecha", "New date"), "field_newTime": ("Nueva hora", "New time"),
+    "field_dates": ("Fechas", "Dates"), "field_startDate": ("Desde", "From"), "field_endDate": ("Hasta", "To"),
+    "field_from": ("Desde", "From"), "field_to": ("Hasta", "To"), "field_confirmed": ("Confirmada", "Confirmed"),
+    "field_timeFrom": ("Desde la hora", "From (time)"), "field_timeTo": ("Hasta la hora", "To (time)"),
+    "field_count": ("Sesiones", "Sessions"), "field_every": ("Cada", "Every"), "field_center": ("Centro", "Center"),
+    "field_duration": ("Duración", "Duration"), "field_doctor": ("Médico", "Doctor"),
+    "field_insurance": ("Aseguradora", "Insurance"), "field_status": ("Estado", "Status"),
+    "field_password": ("Contraseña", "Password"), "field_role": ("Papel", "Role"),
+    "field_date_from": ("Desde", "From"), "field_date_to": ("Hasta", "To"), "field_hours": ("Horario", "Hours"),
+    "field_executionDate": ("Fecha de la llamada", "Execution date"),
+    "field_voiceAgentConfigId": ("Asistente telefónico", "Voice agent"),
+    "field_skipAppointmentIds": ("Citas que no se tocan", "Appointments left alone"),
     "rule_date_shape": ("{field}: escribe la fecha como DD/MM/AAAA.", "{field}: write the date as DD/MM/YYYY."),
     "rule_real_date": ("{field}: esa fecha no existe.", "{field}: that date does not exist."),
     "rule_time_shape": ("{field}: escribe la hora como HH:MM.", "{field}: write the time as HH:MM."),
     "rule_real_time": ("{field}: esa hora no existe.", "{field}: that time does not exist."),
+    "rule_whole_minute": ("{field}: escribe la hora sin segundos (HH:MM).",
+                          "{field}: write the time without seconds (HH:MM)."),
+    "rule_text": ("{field}: debe ser un texto.", "{field}: must be text."),
+    "rule_text_list": ("{field}: debe ser una lista de textos.", "{field}: must be a list of texts."),
+    "rule_too_many_days": ("{field}: 62 días como mucho.", "{field}: 62 days at most."),
+    "rule_flag": ("{field}: falta, y es sí o no.", "{field}: required, yes or no."),
     "rule_required": ("{field}: falta este dato.", "{field}: this is required."),
     "rule_future": ("{field}: no puede ser una fecha futura.", "{field}: cannot be in the future."),
     "rule_year": ("La fecha debe ser de un año entre 1900 y 2999.", "The date must be in a year from 1900 to 2999."),
@@ -260,50 +302,61 @@ TEXTS = {
     "rule_series_count": ("Sesiones: de 2 a 60.", "Sessions: 2 to 60."),
     "rule_series_every": ("Cada: un número de semanas o de días (de 1 a 99).", "Every: a number of weeks or days (1 to 99)."),
     "rule_report_weeks": ("El informe abarca medio año como mucho.", "A report covers half a year at most."),
-    "rule_other": ("No se ha podido guardar: revisa los datos.", "Nothing was saved: check what was typed."),
+    "rule_not_in_series": ("Esa cita no es de una serie.", "That appointment is not part of a series."),
+    "rule_attendance_mark": ("Esa asistencia no existe: llegó, atendido o no vino.",
+                             "No such attendance: arrived, seen or no-show."),
+    "rule_squeeze_at_desk": ("Solo recepción da sobrecitas.", "Only reception squeezes a patient in."),
+    "rule_date_or_search": ("Indica una fecha (lista del día), o un NIF o un teléfono (búsqueda de paciente).",
+                            "Give a date (day list), or a NIF or a phone (patient search)."),
+    "rule_date_or_dates": ("Falta la fecha o las fechas.", "A date or dates are required."),
+    "rule_no_body": ("Esta petición no lleva datos: envíala sin ellos.", "This request carries no body: send none."),
+    "rule_content_length": ("La longitud de la petición no es un número.", "The request's length is not a number."),
+    "rule_password_length": ("{field}: 8 caracteres como mínimo.", "{field}: 8 characters or more."),
+    "rule_staff_role": ("{field}: reception (recepción) o admin (administración).",
+                        "{field}: reception or admin."),
+    "rule_staff_name": ("{field}: de 1 a 40 letras, números, puntos, guiones o guiones bajos.",
+                        "{field}: 1 to 40 letters, digits, dots, dashes or underscores."),
+    "rule_empty_folder": ("Esa carpeta ya tiene ficheros de una exportación: elige una vacía.",
+                          "That folder already holds an export's files: choose an empty one."),
+    "rule_minutes": ("{field}: un número de minutos.", "{field}: a number of minutes."),
+    "rule_duration_range": ("{field}: de 1 a 480 minutos, acabando el mismo día.",
+                            "{field}: 1 to 480 minutes, ending the same day."),
+    "rule_catalog": ("{field}: no está en los catálogos (agenda seed los carga).",
+                     "{field}: not in the catalogs (agenda seed loads them)."),
+    "rule_status_word": ("{field}: reservada, confirmada, sin respuesta o anulada.",
+                         "{field}: booked, confirmed, unanswered or cancelled."),
+    "rule_patient_by_phone": ("Sin NIF, y ningún paciente único con ese nombre y teléfono: indica su NIF.",
+                              "No NIF, and no one patient with that name and phone: give their NIF."),
 }
 
 
-# The rules behind INVALID_REQUEST's messages (values.py, clinic.py), each to its text's key.
-MESSAGE_RULES = [
-    (re.compile(r"count must be 2 to \d+()"), "rule_series_count"),
-    (re.compile(r"every must be weeks or days()"), "rule_series_every"),
-    (re.compile(r"a report covers \d+ weeks at most()"), "rule_report_weeks"),
-    (re.compile(r"give a doctor or a speciality()"), "rule_doctor_or_speciality"),
-    (re.compile(r"the window must end today or later, after it starts()"), "rule_window"),
-    (re.compile(r"the times of day need a start and a later end()"), "rule_times_of_day"),
-    (re.compile(r"no patient has the guardian's nif()"), "rule_guardian"),
-    (re.compile(r"nif is required from the age of \d+()"), "rule_child_age"),
-    (re.compile(r"(\w+) is required for a patient without a NIF"), "rule_child_birth"),
-    (re.compile(r"(\w+) must be a date written DD/MM/YYYY"), "rule_date_shape"),
-    (re.compile(r"(\w+) is not a real date"), "rule_real_date"),
-    (re.compile(r"(\w+) must be (?:a time written HH:MM|on the minute \(HH:MM\))"), "rule_time_shape"),
-    (re.compile(r"(\w+) is not a real time"), "rule_real_time"),
-    (re.compile(r"(\w+) is required"), "rule_required"),
-    (re.compile(r"(\w+) is in the future"), "rule_future"),
-    (re.compile(r"date must be a year from 1900 to 2999()"), "rule_year"),
-    (re.compile(r"the last day is before the first()"), "rule_last_day"),
-    (re.compile(r"hours need a start and a later end()"), "rule_hours"),
-    (re.compile(r"the new doctor is of another speciality()"), "rule_speciality"),
-]
+def refusal_key(code, rule):
+    """The TEXTS key of a refusal's words: its code's when it has no rule, a slot's reason (reason_REASON),
+    else its rule (rule_RULE). Never the English message ("Staff desk")."""
+    if rule is None:
+        return code
+    return f"reason_{rule}" if code == "SLOT_NOT_AVAILABLE" else f"rule_{rule}"
+
+
+def part_text(t, code, rule, field):
+    """One part of a refusal (code, rule, field) in the desk's language, the field named by its field_ words."""
+    key = refusal_key(code, rule)
+    words = t(key if key in TEXTS else code if code in TEXTS else "error")
+    return words.replace("{field}", t(f"field_{field}") if f"field_{field}" in TEXTS else field or "")
 
 
 def refusal_text(t, error):
-    """A refusal of the clinic (ClinicError) in the desk's language: a slot's reason, the code's own text,
-    or each part of an INVALID_REQUEST by its rule; never the English of the API."""
-    if error.extra.get("reason") and f"reason_{error.extra['reason']}" in TEXTS:
-        return t(f"reason_{error.extra['reason']}")
-    if error.code in TEXTS:
-        return t(error.code)
-    parts = []
-    for part in error.message.split("; "):
-        rule = next(((pattern.match(part), key) for pattern, key in MESSAGE_RULES if pattern.match(part)), None)
-        if rule is None:
-            parts.append(t("rule_other"))
-            continue
-        field = rule[0].group(1)
-        parts.append(t(rule[1], field=t(f"field_{field}") if f"field_{field}" in TEXTS else field))
-    return " ".join(dict.fromkeys(parts))
+    """A refusal of the clinic (ClinicError) in the desk's language: each of its parts' words, once."""
+    return " ".join(dict.fromkeys(part_text(t, *part) for part in error.parts))
+
+
+def refusal_fields(t, error):
+    """{field: words} for each field a refusal concerns, to show beside it in a form."""
+    found = {}
+    for code, rule, field in error.parts:
+        if field:
+            found.setdefault(field, []).append(part_text(t, code, rule, field))
+    return {field: " ".join(dict.fromkeys(words)) for field, words in found.items()}
 
 
 def translator(language):

@@ -82,19 +82,23 @@ def clinic_zone(name):
 
 
 class ClinicError(Exception):
-    """A refusal someone can act on: a code and a message ("Errors"). Each edge says it its own way:
-    the API as a status and JSON, the desk in its words, the CLI as one line."""
+    """A refusal someone can act on: a code, an English message, the rule broken and the field it concerns
+    ("Errors"); `parts` holds each (code, rule, field) of a refusal naming several. A slot's rule is its reason.
+    Each edge says it its own way: the API as a status and JSON, the desk in its words, the CLI as one line."""
 
-    def __init__(self, code, message, **extra):
+    def __init__(self, code, message, rule=None, field=None, parts=(), **extra):
         super().__init__(message)
         self.code, self.message, self.extra = code, message, extra
+        self.rule, self.field = rule if rule is not None else extra.get("reason"), field
+        self.parts = tuple(parts) or ((code, self.rule, field),)
 
     def payload(self):
         return {"error": {"code": self.code, "message": self.message, **self.extra}}
 
 
-def invalid(message):
-    return ClinicError("INVALID_REQUEST", message)
+def invalid(message, rule=None, field=None, parts=()):
+    """An INVALID_REQUEST: its message, and the rule broken and the field it concerns, or each part's."""
+    return ClinicError("INVALID_REQUEST", message, rule, field, parts)
 
 
 def body_too_large(limit):
@@ -120,24 +124,24 @@ def parse_date(text, field):
     else:
         match = _ISO_DATE.fullmatch(text)
         if not match:
-            raise invalid(f"{field} must be a date written DD/MM/YYYY")
+            raise invalid(f"{field} must be a date written DD/MM/YYYY", "date_shape", field)
         year, month, day = (int(part) for part in match.groups())
     try:
         return dt.date(year, month, day)
     except ValueError:
-        raise invalid(f"{field} is not a real date") from None
+        raise invalid(f"{field} is not a real date", "real_date", field) from None
 
 
 def parse_time(text, field):
     """H:MM, HH:MM or HH:MM:SS to 'HH:MM'; seconds must be zero ("Lenient input, strict output")."""
     match = _TIME.fullmatch(text.strip())
     if not match:
-        raise invalid(f"{field} must be a time written HH:MM")
+        raise invalid(f"{field} must be a time written HH:MM", "time_shape", field)
     hours, minutes, seconds = int(match[1]), int(match[2]), int(match[3] or 0)
     if hours > 23 or minutes > 59 or seconds > 59:
-        raise invalid(f"{field} is not a real time")
+        raise invalid(f"{field} is not a real time", "real_time", field)
     if seconds:
-        raise invalid(f"{field} must be on the minute (HH:MM)")
+        raise invalid(f"{field} must be on the minute (HH:MM)", "whole_minute", field)
     return f"{hours:02d}:{minutes:02d}"
 
 
@@ -201,12 +205,12 @@ def normalise_nif(text):
     if _DNI_SHAPE.fullmatch(nif):
         nif = nif.zfill(9) if nif[-1].isalpha() else nif
         if not dni.is_valid(nif):
-            raise ClinicError("INVALID_NIF", "nif is not a valid DNI: check its digits and letter")
+            raise ClinicError("INVALID_NIF", "nif is not a valid DNI: check its digits and letter", field="nif")
     elif _NIE_SHAPE.fullmatch(nif):
         if not nie.is_valid(nif):
-            raise ClinicError("INVALID_NIF", "nif is not a valid NIE: check its digits and letter")
+            raise ClinicError("INVALID_NIF", "nif is not a valid NIE: check its digits and letter", field="nif")
     elif not _OTHER_ID.fullmatch(nif):
-        raise ClinicError("INVALID_NIF", "nif must be a DNI, a NIE or an id of 5 to 20 letters and digits")
+        raise ClinicError("INVALID_NIF", "nif must be a DNI, a NIE or an id of 5 to 20 letters and digits", field="nif")
     return nif
 
 
@@ -223,7 +227,7 @@ def parse_phone(text, field="phone"):
             continue
         if phonenumbers.is_valid_number(number):
             return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
-    raise ClinicError("INVALID_PHONE", f"{field} is not a valid phone number")
+    raise ClinicError("INVALID_PHONE", f"{field} is not a valid phone number", field=field)
 
 
 def body_text(body, name, required=False):
@@ -232,10 +236,10 @@ def body_text(body, name, required=False):
     if isinstance(value, str):
         value = value.strip()
     elif value is not None:
-        raise invalid(f"{name} must be a string")
+        raise invalid(f"{name} must be a string", "text", name)
     if not value:
         if required:
-            raise invalid(f"{name} is required")
+            raise invalid(f"{name} is required", "required", name)
         return None
     return value
 
@@ -246,7 +250,7 @@ def body_text_list(body, name):
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise invalid(f"{name} must be a list of strings")
+        raise invalid(f"{name} must be a list of strings", "text_list", name)
     return [item.strip() for item in value if item.strip()]
 
 
@@ -264,7 +268,7 @@ def all_fields(readers):
     if len(refusals) == 1:
         raise refusals[0]
     if refusals:
-        raise invalid("; ".join(refusal.message for refusal in refusals))
+        raise invalid("; ".join(refusal.message for refusal in refusals), parts=[p for r in refusals for p in r.parts])
     return values
 
 
@@ -280,7 +284,7 @@ def iso_or_blank(day):
 def past_date(fields, name, today):
     day = optional_date(fields, name)
     if day and day > today:
-        raise invalid(f"{name} is in the future")
+        raise invalid(f"{name} is in the future", "future", name)
     return day
 
 
@@ -316,9 +320,9 @@ def child_birth_date(fields, today):
     """The birth date of a patient without a NIF: required, and under GUARDED_UNDER years ago."""
     day = past_date(fields, "birthDate", today)
     if day is None:
-        raise invalid("birthDate is required for a patient without a NIF")
+        raise invalid("birthDate is required for a patient without a NIF", "child_birth", "birthDate")
     if months_after(day, 12 * GUARDED_UNDER) <= today:
-        raise invalid(f"nif is required from the age of {GUARDED_UNDER}")
+        raise invalid(f"nif is required from the age of {GUARDED_UNDER}", "child_age", "nif")
     return day
 
 
@@ -335,9 +339,9 @@ def parse_dates(texts, field):
     """Distinct ISO days from date texts, sorted; blank texts are skipped, and 1 to MAX_DAYS must remain."""
     days = sorted({parse_date(text, field).isoformat() for text in texts if text.strip()})
     if not days:
-        raise invalid(f"{field} is required")
+        raise invalid(f"{field} is required", "required", field)
     if len(days) > MAX_DAYS:
-        raise invalid(f"{field} holds more than {MAX_DAYS} days")
+        raise invalid(f"{field} holds more than {MAX_DAYS} days", "too_many_days", field)
     return days
 
 

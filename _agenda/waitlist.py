@@ -14,13 +14,13 @@ def add_waiting(clinic, *, patient_id, doctor_id=None, speciality_id=None, cente
     """Put a patient on the list for a doctor or a speciality, from `first` to `last`, between two times
     of day (any when None); its id."""
     if (doctor_id is None) == (speciality_id is None):
-        raise invalid("give a doctor or a speciality")
+        raise invalid("give a doctor or a speciality", "doctor_or_speciality")
     if last < first or last < clinic.today():
-        raise invalid("the window must end today or later, after it starts")
+        raise invalid("the window must end today or later, after it starts", "window")
     start, end = parse_time(time_from, "timeFrom") if time_from else "00:00", \
         parse_time(time_to, "timeTo") if time_to else "24:00"
     if end <= start:
-        raise invalid("the times of day need a start and a later end")
+        raise invalid("the times of day need a start and a later end", "times_of_day")
     at = clinic.clock()
     with clinic.db.transaction() as conn:
         patient = clinic.patient_by_id(patient_id)

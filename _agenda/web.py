@@ -188,7 +188,7 @@ def query_text(name, required=False):
     value = (bottle.request.query.getunicode(name) or "").strip()
     if not value:
         if required:
-            raise invalid(f"{name} is required")
+            raise invalid(f"{name} is required", "required", name)
         return None
     return value
 

@@ -85,17 +85,17 @@
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze'):
   % if key == 'time' and slot['squeeze']:
-  <label>{{t('time')}} <input name="time" autocomplete="off" value="{{slot['time'] or ''}}" placeholder="HH:MM" required></label>
+  <label>{{t('time')}} <input name="time" autocomplete="off" value="{{slot['time'] or ''}}" placeholder="HH:MM" required>{{!wrong_note('time')}}</label>
   % elif slot[key]:
   <input type="hidden" name="{{key}}" value="{{slot[key]}}">
   % end
   % end
-  <label>{{t('name')}} <input name="name" autocomplete="off" value="{{typed['name']}}" required></label>
-  <label>{{t('surname')}} <input name="surname" autocomplete="off" value="{{typed['surname']}}"></label>
-  <label>{{t('nif_any')}} <input name="nif" autocomplete="off" value="{{typed['nif']}}"></label>
-  <label>{{t('guardian_nif')}} <input name="guardianNif" autocomplete="off" value="{{typed['guardianNif']}}"></label>
-  <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}"></label>
-  <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA"></label>
+  <label>{{t('name')}} <input name="name" autocomplete="off" value="{{typed['name']}}" required>{{!wrong_note('name')}}</label>
+  <label>{{t('surname')}} <input name="surname" autocomplete="off" value="{{typed['surname']}}">{{!wrong_note('surname')}}</label>
+  <label>{{t('nif_any')}} <input name="nif" autocomplete="off" value="{{typed['nif']}}">{{!wrong_note('nif')}}</label>
+  <label>{{t('guardian_nif')}} <input name="guardianNif" autocomplete="off" value="{{typed['guardianNif']}}">{{!wrong_note('guardianNif')}}</label>
+  <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}">{{!wrong_note('phone')}}</label>
+  <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA">{{!wrong_note('birthDate')}}</label>
   % if insurances:
   <label>{{t('insurance')}} <select name="insuranceId" required>
     <option value="">{{t('choose_insurance')}}</option>
@@ -104,6 +104,6 @@
     % end
   </select></label>
   % end
-  <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}"></label>
+  <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}">{{!wrong_note('reason')}}</label>
   <button type="submit">{{t('register_and_book')}}</button>
 </form>

@@ -7,11 +7,11 @@
   <summary>{{t('edit')}}</summary>
   <form method="post" action="/desk/patients/{{patient['id']}}" class="grid" autocomplete="off">
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-    <label>{{t('name')}} <input name="name" autocomplete="off" value="{{typed['name']}}" required></label>
-    <label>{{t('surname')}} <input name="surname" autocomplete="off" value="{{typed['surname']}}"></label>
-    <label>{{t('nif_any')}} <input name="nif" autocomplete="off" value="{{typed['nif'] or ''}}" {{'' if patient['guardian_id'] else 'required'}}></label>
-    <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}"></label>
-    <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA"></label>
+    <label>{{t('name')}} <input name="name" autocomplete="off" value="{{typed['name']}}" required>{{!wrong_note('name')}}</label>
+    <label>{{t('surname')}} <input name="surname" autocomplete="off" value="{{typed['surname']}}">{{!wrong_note('surname')}}</label>
+    <label>{{t('nif_any')}} <input name="nif" autocomplete="off" value="{{typed['nif'] or ''}}" {{'' if patient['guardian_id'] else 'required'}}>{{!wrong_note('nif')}}</label>
+    <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}">{{!wrong_note('phone')}}</label>
+    <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA">{{!wrong_note('birthDate')}}</label>
     <button type="submit">{{t('save')}}</button>
   </form>
 </details>
