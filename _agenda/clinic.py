@@ -4,14 +4,13 @@ cycles, closures and doctors. No HTTP here."""
 import datetime as dt
 import json
 import logging
-import sqlite3
 
 from .values import (clinic_zone, ClinicError, fold, invalid, normalise_nif,
                      numeric_id, parse_phone, patient_fields, Settings)
 from .access import AccessRecord
 from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
-from .slots import (booking_window, day_states, free_slots, FREE, read_schedule, slot_not_available,
-                    slot_state)
+from .slots import booking_window, CLOSURE_COVERS, day_states, free_slots, FREE, read_schedule
+from .booking import admit, book_visit, channel_of, move_channel, visit_of, Visit
 
 log = logging.getLogger("agenda")
 
@@ -23,11 +22,9 @@ PATIENT_NAME = """CASE WHEN coalesce(p.name, '') = '' THEN nullif(p.surname, '')
                         WHEN coalesce(p.surname, '') = '' THEN p.name ELSE p.name || ' ' || p.surname END"""
 # An appointment that needs a call ("To call"): inside a closure or from its doctor's retirement on,
 # and the patient not come. Reception sees it marked and listed; the caller's lists leave it out.
-TO_CALL = """(coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND (
+TO_CALL = f"""(coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND (
     EXISTS (SELECT 1 FROM doctors rd WHERE rd.id = a.doctor_id AND rd.retired_from <= a.date)
-    OR EXISTS (SELECT 1 FROM closures c WHERE c.date_to >= a.date AND c.date_from <= a.date
-               AND (c.doctor_id IS NULL OR c.doctor_id = a.doctor_id) AND (c.center_id IS NULL OR c.center_id = a.center_id)
-               AND (c.start_time IS NULL OR (c.start_time < a.end_time AND a.time < c.end_time)))))"""
+    OR EXISTS (SELECT 1 FROM closures c WHERE {CLOSURE_COVERS})))"""
 # The NIF a patient is found and shown by: their own, or their guardian's ("Patients without a NIF").
 SHOWN_NIF = "coalesce(p.nif, (SELECT g.nif FROM patients g WHERE g.id = p.guardian_id))"
 APPOINTMENT_RECORD = f"""json_object(
@@ -106,12 +103,6 @@ def insert_patients(conn, patients, at):
             conn.execute(INSERT_PATIENT, patient_row({**patient, "guardian_id": guardian[0]}, at))
 
 
-def channel_of(source):
-    """Whose rules a change follows ("Each channel's rules"): the caller's for 'api', else the desk's
-    (the desk, and its twins in the CLI)."""
-    return "caller" if source == "api" else "desk"
-
-
 class Clinic:
     """The clinic's operations over one database, its settings and a clock; no HTTP here.
 
@@ -173,16 +164,6 @@ class Clinic:
             lists.setdefault((row["doctor_id"], row["center_id"]), set()).add(row["insurance_id"])
         return lists
 
-    def check_insurance(self, doctor_id, insurance_id, center_id, channel="caller"):
-        """Refuse an insurance the doctor does not take at this center; at the desk, also none at all
-        when the doctor has a list there, private being one of its entries ("Each channel's rules")."""
-        listed = self.insurance_lists([doctor_id]).get((doctor_id, center_id))
-        if listed and insurance_id is None and channel == "desk":
-            raise ClinicError("INSURANCE_REQUIRED", "that doctor takes only some insurances there: give one of "
-                              + ", ".join(sorted(listed)))
-        if listed and insurance_id is not None and insurance_id not in listed:
-            raise ClinicError("INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance there")
-
     def appointment_row(self, appointment_id, if_cancelled, columns="a.*"):
         """`columns` (of APPOINTMENT_TABLES) of a live appointment: 404 when there is none,
         `if_cancelled` (code, message) when it was cancelled. The one lookup of an appointment."""
@@ -196,20 +177,6 @@ class Clinic:
         found = dict(row)
         del found["lookup_status"]
         return found
-
-    def slot_at(self, doctor, day, time_text, center_id, channel="caller"):
-        """This doctor's free slot at this date and time for a channel, or SLOT_NOT_AVAILABLE with the reason
-        `slot_state` gives ("Slot refusal reasons"). An overlap with another appointment is left to
-        schema.sql's triggers, in the booking's own transaction."""
-        window = self.window(channel)
-        for slot in free_slots(self.conn(), [doctor], day, day, window=window, center_id=center_id,
-                               starting_at=time_text, with_bookings=False):
-            return slot
-        schedule = read_schedule(self.conn(), [doctor["id"]], day, day, with_bookings=False)
-        reason, detail = slot_state(schedule, window, doctor["id"], day, time_text, center_id)
-        if reason == "free":
-            raise RuntimeError(f"the slot rules disagree on {doctor['id']} {day} {time_text}")
-        raise slot_not_available(reason, detail)
 
     def day_slots(self, day, center_id=None, channel="desk"):
         """Every slot of the doctors who work at this center (or anywhere) on `day`, with its state for
@@ -407,53 +374,16 @@ class Clinic:
     # Appointments: changing
 
     def book(self, *, day, time_text, doctor_id, patient_id, speciality_id=None, insurance_id=None,
-             center_id=None, reason=None, source="api"):
-        """A new appointment's id ("Booking"); a retry of the same booking answers the same id."""
-        at = self.clock()
-        patient_key = numeric_id(patient_id)
-        with self.db.transaction() as conn:
-            doctor = self.require_doctor(doctor_id)
-            if patient_key is None or conn.execute("SELECT 1 FROM live_patients WHERE id = ?",
-                                                   (patient_key,)).fetchone() is None:
-                raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
-            if speciality_id is not None:
-                self.require_speciality(speciality_id)
-                if speciality_id != doctor["speciality_id"]:
-                    raise invalid("specialityId is not the speciality of that doctor", "speciality", "specialityId")
-            if insurance_id is not None:
-                self.require_insurance(insurance_id)
-            self.require_center(center_id)
-            try:
-                slot = self.slot_at(doctor, day, time_text, center_id, channel_of(source))
-                self.check_insurance(doctor_id, insurance_id, slot.center_id, channel_of(source))
-                booked = written_row(
-                    conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id,"
-                    " date, time, end_time, reason, status, created_at, updated_at, booked_by)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?, ?)",
-                    (patient_key, doctor_id, doctor["speciality_id"], insurance_id, slot.center_id, day.isoformat(),
-                     slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at), source))
-            except ClinicError as refusal:
-                if refusal.code.startswith("INSURANCE_"):
-                    raise
-                return self.retried_booking(patient_key, doctor_id, day, time_text, refusal)
-            except sqlite3.IntegrityError:
-                return self.retried_booking(patient_key, doctor_id, day, time_text, slot_not_available("taken"))
-            record_event(conn, at, source, "appointment.booked", "appointment", booked["id"], after=booked)
-        return str(booked["id"])
-
-    def retried_booking(self, patient_key, doctor_id, day, time_text, refusal):
-        """The id of this patient's live booking at this slot, or the slot's refusal. Asked only
-        once the slot refused a booking: a retry always finds its first booking there."""
-        retried = self.conn().execute(
-            "SELECT id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ? AND time = ?"
-            " AND status != 'cancelled'", (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
-        if retried is None:
-            raise refusal
-        return str(retried["id"])
+             center_id=None, reason=None, waitlist_id=None, source="api"):
+        """A new appointment's id ("Booking"), through the one door ("One door for an appointment"); a retry
+        of the same booking answers the same id; with `waitlist_id` (the desk) that patient's entry ends with it."""
+        visit = Visit(patient_id, doctor_id, speciality_id, center_id, insurance_id=insurance_id, reason=reason)
+        return book_visit(self, visit, day, time_text, "waitlist" if waitlist_id else channel_of(source), source,
+                          waitlist_id=waitlist_id)
 
     def move(self, appointment_id, *, day, time_text, doctor_id=None, center_id=None, source="api"):
         """The appointment to another free slot ("Moving"): of its doctor and center, or at the desk of another
-        doctor of the same speciality or another center; no longer confirmed."""
+        doctor of the same speciality or another center; its own length and mark kept; no longer confirmed."""
         at = self.clock()
         with self.db.transaction() as conn:
             before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
@@ -462,20 +392,9 @@ class Clinic:
             if doctor["speciality_id"] != before["speciality_id"] and doctor["id"] != before["doctor_id"]:
                 raise invalid("the new doctor is of another speciality", "speciality", "doctorId")
             same_doctor = doctor["id"] == before["doctor_id"]
-            slot = self.slot_at(doctor, day, time_text, center_id or (before["center_id"] if same_doctor else None),
-                                channel_of(source))
-            if before["insurance_id"] is not None:
-                self.check_insurance(doctor["id"], before["insurance_id"], slot.center_id)
-            try:
-                after = written_row(
-                    conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?,"
-                    " status = 'booked', confirmed_at = NULL, attendance = NULL, arrived_at = NULL, squeezed = 0, updated_at = ?"
-                    " WHERE id = ?", (doctor["id"], day.isoformat(), slot.time, slot.end_time, slot.center_id,
-                                      utc_iso(at), before["id"]))
-            except sqlite3.IntegrityError:
-                raise slot_not_available("taken") from None
-            record_event(conn, at, source, "appointment.moved", "appointment", before["id"], before=before, after=after)
-        return str(before["id"])
+            visit = visit_of(before, doctor_id=doctor["id"],
+                             center_id=center_id or (before["center_id"] if same_doctor else None))
+            return admit(self, conn, visit, day, time_text, move_channel(source, visit), at, source, moving=before)
 
     @staticmethod
     def refuse_attended(appointment, source):
@@ -584,13 +503,11 @@ class Clinic:
         return doctor_id, center_id, first.isoformat(), last.isoformat(), start, end
 
     def covered_by(self, doctor_id, center_id, first, last, start, end):
-        """The live appointments a closure would cover: each needs a call."""
-        where, params = "a.date BETWEEN ? AND ?", [first, last]
-        if doctor_id is not None:
-            where, params = where + " AND a.doctor_id = ?", [*params, doctor_id]
-        if start is not None:
-            where, params = where + " AND a.time < ? AND ? < a.end_time", [*params, end, start]
-        return self.appointments(where, params, center_id)
+        """The live appointments a closure would cover (CLOSURE_COVERS, "To call"): each needs a call."""
+        return self.appointments(  # the days bound the index's range; the rule is CLOSURE_COVERS
+            f"a.date BETWEEN ?1 AND ?2 AND EXISTS (SELECT 1 FROM (SELECT ?1 AS date_from, ?2 AS date_to,"
+            f" ?3 AS doctor_id, ?4 AS center_id, ?5 AS start_time, ?6 AS end_time) c WHERE {CLOSURE_COVERS})",
+            [first, last, doctor_id, center_id, start, end])
 
     def add_closure(self, *, doctor_id=None, center_id=None, first, last=None, start=None, end=None, reason="",
                     source="cli"):

@@ -401,7 +401,7 @@ def desk_script():
     return read_data_file(f"{TEMPLATES}/desk.js")
 
 
-def desk_book_page(error=None, status=200, wrong=None):
+def desk_book_page(error=None, status=200, wrong=None, booked=None):
     """Booking a free slot: the slot, a patient search, and a new patient's form."""
     slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId", "squeeze")}
     doctor = clinic().require_doctor(slot["doctorId"])
@@ -417,7 +417,8 @@ def desk_book_page(error=None, status=200, wrong=None):
         if listed else None
     return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
                      q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error, wrong=wrong or {},
-                     waiting_here=waiting_for(doctor, slot), waitlist_id=query_text("waitlistId") or form("waitlistId"))
+                     waiting_here=waiting_for(doctor, slot), waitlist_id=query_text("waitlistId") or form("waitlistId"),
+                     booked=booked)
 
 
 def waiting_for(doctor, slot):
@@ -441,13 +442,13 @@ def desk_book():
     try:
         day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
         patient_id = form("patientId") or desk_patient_id(source)
-        booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else clinic().book
+        booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else functools.partial(
+            clinic().book, waitlist_id=form("waitlistId"))  # the entry ends with the booking, or nothing is made
         booking(day=day, time_text=time_text, doctor_id=slot["doctorId"], patient_id=patient_id,
                 center_id=slot["centerId"], reason=form("reason"), insurance_id=form("insuranceId"), source=source)
-        if form("waitlistId"):
-            end_waiting(clinic(), form("waitlistId"), "booked", source)
     except ClinicError as error:
-        return desk_book_page(desk_refusal(error), status=status_of(error), wrong=desk_wrong_fields(error))
+        return desk_book_page(desk_refusal(error), status=status_of(error), wrong=desk_wrong_fields(error),
+                              booked=error.extra.get("appointmentId"))
     patient = clinic().patient_record(patient_id)
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     full_name = " ".join(part for part in (patient["name"], patient["surname"]) if part)

@@ -2,13 +2,16 @@
 reads back (catalogs.csv, patients.csv, appointments.csv, events.jsonl), and an old system's
 appointments read in, all or nothing."""
 
+import datetime as dt
 import json
 import os
 from pathlib import Path
 
 from .values import (ClinicError, format_date, hhmm, minutes_of, normalise_nif, parse_date, parse_phone, parse_time,
                      patient_fields, sheet_csv)
-from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
+from .store import INSERT_PATIENT, patient_row, record_event, written_row
+from .slots import overlapping, read_schedule
+from .booking import admit, Visit
 from .imports import CATALOG_COLUMNS, read_table_file
 
 EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.jsonl")
@@ -143,25 +146,14 @@ def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli")
         for patient in created.values():
             ids[patient["nif"]] = written_row(conn, INSERT_PATIENT, patient_row(patient, at))["id"]
         for appointment in planned:
-            write_imported(conn, appointment, ids, at, source)
+            visit = Visit(appointment["patient_id"] or ids[appointment["nif"]], appointment["doctor"],
+                          center_id=appointment["center"], minutes=appointment["minutes"],
+                          insurance_id=appointment["insurance"], reason=appointment["reason"])
+            admit(clinic, conn, visit, dt.date.fromisoformat(appointment["date"]), appointment["time"], "import", at,
+                  source, status=appointment["status"], cancel_reason="cancelled in the system it came from")
         record_event(conn, at, source, "appointments.imported", "appointment", None,
                      after={"file": file_name, "imported": len(planned), "patientsCreated": len(created)})
     return planned, created, problems
-
-
-def write_imported(conn, appointment, ids, at, source):
-    """Inside the import's transaction: one appointment, with its event."""
-    patient_id = appointment["patient_id"] or ids[appointment["nif"]]
-    cancelled = appointment["status"] == "cancelled"
-    row = written_row(
-        conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
-        " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by)"
-        " VALUES (?, ?, (SELECT speciality_id FROM doctors WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'import')",
-        (patient_id, appointment["doctor"], appointment["doctor"], appointment["insurance"], appointment["center"],
-         appointment["date"], appointment["time"], appointment["end"], appointment["reason"], appointment["status"],
-         utc_iso(at), utc_iso(at), utc_iso(at) if appointment["status"] == "confirmed" else None,
-         utc_iso(at) if cancelled else None, "cancelled in the system it came from" if cancelled else None))
-    record_event(conn, at, source, "appointment.imported", "appointment", row["id"], after=row)
 
 
 def plan_import(conn, rows, today):
@@ -205,7 +197,7 @@ def appointment_fields(fields, known):
                                              "unanswered, cancelled (or reservada, confirmada, anulada)",
                           "status_word", "status")
     end = minutes_of(start) + minutes
-    return {"date": day.isoformat(), "time": start, "end": hhmm(end),
+    return {"date": day.isoformat(), "time": start, "end": hhmm(end), "minutes": minutes,
             "doctor": fields["doctor"].strip(), "center": fields.get("center", "").strip() or None,
             "insurance": fields.get("insurance", "").strip() or None, "reason": fields.get("reason", "").strip() or None,
             "status": status}
@@ -232,20 +224,29 @@ def find_or_plan_patient(conn, fields, created, today):
 
 
 def overlaps(conn, planned):
-    """Problems for live appointments that overlap one of the same doctor's, in the file or in the agenda."""
-    problems, taken = [], {}
-    for appointment in sorted(planned, key=lambda a: a["line"]):
-        if appointment["status"] == "cancelled":
-            continue
+    """Problems for live rows that a doctor's live appointment, in the agenda or on an earlier line,
+    would hold taken: the slot decision's rule ("Slot states"), as the schema's triggers hold it."""
+    live = sorted((a for a in planned if a["status"] != "cancelled"), key=lambda a: a["line"])
+    if not live:
+        return []
+    days = sorted(a["date"] for a in live)
+    busy = read_schedule(conn, sorted({a["doctor"] for a in live}), dt.date.fromisoformat(days[0]),
+                         dt.date.fromisoformat(days[-1])).busy
+    problems, lines = [], {}
+    for appointment in live:
         key = (appointment["doctor"], appointment["date"])
-        if key not in taken:
-            taken[key] = [(row[0], row[1], f"appointment {row[2]} already in the agenda") for row in conn.execute(
-                "SELECT time, end_time, id FROM appointments WHERE doctor_id = ? AND date = ? AND status != 'cancelled'",
-                key)]
-        clash = next((what for start, end, what in taken[key]
-                      if start < appointment["end"] and appointment["time"] < end), None)
+        clash = overlapping(busy.get(key, ()), appointment["time"], appointment["end"])
         if clash:
+            what = lines.get((*key, clash[0])) or held(conn, key, clash[0])
             problems.append(f"line {appointment['line']}: {format_date(appointment['date'])} {appointment['time']} "
-                            f"with {appointment['doctor']} overlaps {clash}")
-        taken[key].append((appointment["time"], appointment["end"], f"line {appointment['line']}"))
+                            f"with {appointment['doctor']} overlaps {what}")
+        busy.setdefault(key, set()).add(appointment["time"] + appointment["end"])
+        lines.setdefault((*key, appointment["time"] + appointment["end"]), f"line {appointment['line']}")
     return problems
+
+
+def held(conn, key, span):
+    """What holds a doctor's span of a day in the agenda: 'appointment N already in the agenda'."""
+    row = conn.execute("SELECT id FROM appointments WHERE doctor_id = ? AND date = ? AND time = ? AND end_time = ?"
+                       " AND status != 'cancelled' AND squeezed = 0", (*key, span[:5], span[5:])).fetchone()
+    return f"appointment {row[0]} already in the agenda"

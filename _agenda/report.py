@@ -5,7 +5,7 @@ or desk); how far ahead patients book. SQL over the appointments and the audit t
 import datetime as dt
 
 from .values import invalid
-from .slots import closed_at, closures_on, read_schedule
+from .slots import any_time, day_states, read_schedule
 
 MAX_WEEKS = 27  # half a year a report
 LEAD_BUCKETS = (("same_day", 0, 0), ("week", 1, 7), ("month", 8, 30), ("quarter", 31, 90), ("later", 91, 100000))
@@ -54,18 +54,14 @@ def week_counts(doctor, monday):
 
 
 def offered_slots(clinic, doctors, start, end):
-    """Count each doctor's slots offered each week: their grid, less what closures cover and the days
-    from their retirement on, whatever the clock says now."""
-    schedule = read_schedule(clinic.conn(), list(doctors), start, end, with_bookings=False)
+    """Count each doctor's slots offered each week: those the one slot decision (`day_states`) leaves free
+    on their grid, bookings aside, whatever the clock says now (a window with no notice and no horizon)."""
+    schedule, window = read_schedule(clinic.conn(), list(doctors), start, end, with_bookings=False), any_time(clinic.tz)
     day = start
     while day <= end:
         for row, grid in schedule.grids.get(day.weekday(), ()):
-            retired = schedule.retired.get(row["doctor_id"])
-            if retired is not None and day.isoformat() >= retired:
-                continue
-            shut = closures_on(schedule.closures, day, row["doctor_id"], row["center_id"])
-            open_slots = sum(not closed_at(shut, time_text, end_text) for time_text, end_text, _ in grid.slots)
-            week_counts(doctors[row["doctor_id"]], day - dt.timedelta(days=day.weekday()))["offered"] += open_slots
+            offered = len(grid.slots) - len(day_states(window, row, grid, day, schedule.closures, None))
+            week_counts(doctors[row["doctor_id"]], day - dt.timedelta(days=day.weekday()))["offered"] += offered
         day += dt.timedelta(days=1)
 
 

@@ -4,12 +4,12 @@ then each its own. No HTTP here."""
 
 import datetime as dt
 import re
-import sqlite3
 from typing import NamedTuple
 
 from .values import ClinicError, format_date, invalid, minutes_of, numeric_id
 from .store import record_event, utc_iso, written_row
-from .slots import read_schedule, slot_not_available, slot_state
+from .slots import read_schedule, slot_state
+from .booking import admit, live_patient, retried, Visit
 from .clinic import CANCEL_CANCELLED
 
 EVERY = re.compile(r"([1-9][0-9]?)\s*([wsd])")  # 1w, 2w, 10d; s for semana
@@ -61,20 +61,18 @@ def preview_series(clinic, *, doctor_id, first, time_text, every_days, count, ce
 
 def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, count, center_id=None,
                 insurance_id=None, reason=None, nearest=False, source):
-    """Book every session of the series in one transaction: each the slot asked for, or with `nearest` the
-    nearest free one; a date with neither refuses the whole series. [(id, Session)] in date order."""
+    """Book every session of the series in one transaction, each through the one door: the slot asked for, or
+    with `nearest` the nearest free one; a date with neither refuses the whole series. [(id, Session)] in
+    date order; the same series sent again (a double click) answers the one booked."""
     at, patient_key = clinic.clock(), numeric_id(patient_id)
     with clinic.db.transaction() as conn:
-        if patient_key is None or conn.execute("SELECT 1 FROM live_patients WHERE id = ?", (patient_key,)).fetchone() is None:
-            raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
-        again = conn.execute(
-            "SELECT s.id FROM series s JOIN appointments a ON a.series_id = s.id WHERE s.patient_id = ?"
-            " AND s.doctor_id = ? AND s.every_days = ? AND s.count = ? AND a.date = ? AND a.time = ?"
-            " AND a.status != 'cancelled'", (patient_key, doctor_id, every_days, count, first.isoformat(),
-                                             time_text)).fetchone()
-        if again is not None:  # the same series sent twice (a double click): the one booked
-            return again["id"], [(str(row["id"]), None) for row in conn.execute(
-                "SELECT id FROM appointments WHERE series_id = ? ORDER BY date, time", (again["id"],))]
+        again = retried(conn, patient_key, doctor_id, first, time_text)
+        if again is not None and again["series_id"] is not None and conn.execute(
+                "SELECT 1 FROM series WHERE id = ? AND every_days = ? AND count = ?",
+                (again["series_id"], every_days, count)).fetchone():
+            return again["series_id"], [(str(row["id"]), None) for row in conn.execute(
+                "SELECT id FROM appointments WHERE series_id = ? ORDER BY date, time", (again["series_id"],))]
+        live_patient(conn, patient_key)
         sessions = preview_series(clinic, doctor_id=doctor_id, first=first, time_text=time_text,
                                   every_days=every_days, count=count, center_id=center_id)
         missing = [s for s in sessions if s.slot is None and (not nearest or s.nearest is None)]
@@ -86,27 +84,15 @@ def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, 
         doctor = clinic.require_doctor(doctor_id)
         series = written_row(conn, "INSERT INTO series (patient_id, doctor_id, every_days, count, created_at)"
                              " VALUES (?, ?, ?, ?, ?)", (patient_key, doctor["id"], every_days, count, utc_iso(at)))
-        booked = [(str(session_row(clinic, conn, series["id"], patient_key, doctor, s.slot or s.nearest, insurance_id,
-                                   reason, at, source)["id"]), s) for s in sessions]
+        booked = []
+        for session in sessions:
+            slot = session.slot or session.nearest
+            visit = Visit(patient_key, doctor["id"], center_id=slot.center_id, insurance_id=insurance_id,
+                          reason=reason, series_id=series["id"])
+            booked.append((admit(clinic, conn, visit, slot.date, slot.time, "series", at, source), session))
         record_event(conn, at, source, "series.booked", "series", series["id"],
                      after={**series, "appointments": [int(appointment_id) for appointment_id, _ in booked]})
     return series["id"], booked
-
-
-def session_row(clinic, conn, series_id, patient_key, doctor, slot, insurance_id, reason, at, source):
-    """Insert one session's appointment (inside the series' transaction) and its event."""
-    clinic.check_insurance(doctor["id"], insurance_id, slot.center_id, "desk")
-    try:
-        row = written_row(
-            conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
-            " end_time, reason, status, created_at, updated_at, booked_by, series_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?, ?, ?)",
-            (patient_key, doctor["id"], doctor["speciality_id"], insurance_id, slot.center_id, slot.date.isoformat(),
-             slot.time, slot.end_time, reason, utc_iso(at), utc_iso(at), source, series_id))
-    except sqlite3.IntegrityError:
-        raise slot_not_available("taken") from None
-    record_event(conn, at, source, "appointment.booked", "appointment", row["id"], after=row)
-    return row
 
 
 def cancel_rest(clinic, appointment_id, reason, source):

@@ -56,6 +56,12 @@ def slot_grid(start, stop, step):
     return SlotGrid(slots, frozenset(slot[2] for slot in slots))
 
 
+def overlapping(spans, time_text, end_text):
+    """The spans among `spans` ('HH:MMHH:MM', start and end) that a visit from `time_text` to `end_text`
+    overlaps, sorted: what makes a slot `taken`, the rule schema.sql's triggers hold ("Slot states")."""
+    return sorted(span for span in spans if span[:5] < end_text and time_text < span[5:])
+
+
 def slots_clear_of(grid, taken):
     """The slots of the grid that overlap none of `taken`, a set of 'HH:MMHH:MM' start+end texts.
 
@@ -67,8 +73,7 @@ def slots_clear_of(grid, taken):
     """
     if not taken:
         return grid.slots
-    opens, closes = grid.slots[0][0], grid.slots[-1][1]
-    if not any(span[:5] < closes and opens < span[5:] for span in taken - grid.spans):
+    if not overlapping(taken - grid.spans, grid.slots[0][0], grid.slots[-1][1]):
         return [slot for slot in grid.slots if slot[2] not in taken]
     spans = sorted((span[:5], span[5:]) for span in taken)
     clear, next_taken = [], 0
@@ -91,6 +96,13 @@ class Window(NamedTuple):
     last_day: dt.date
     notice_minutes: int
     horizon: str
+
+
+def any_time(tz):
+    """The Window of no notice and no horizon: what a doctor's grid offers whatever the clock says
+    ("The clinic at a glance")."""
+    earliest = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    return Window(tz, earliest, dt.date.min, dt.date.max, 0, "none")
 
 
 def booking_window(now, tz, notice_minutes, horizon_days=None, *, horizon_months=None):
@@ -172,8 +184,7 @@ def day_states(window, row, grid, day, closures, taken):
 def taken_times(grid, taken):
     """The start times of the grid's slots that overlap one of `taken` ('HH:MMHH:MM' spans); quick
     when every appointment within the grid's hours fills one of its slots, as on the usual day."""
-    opens, closes = grid.slots[0][0], grid.slots[-1][1]
-    if not any(span[:5] < closes and opens < span[5:] for span in taken - grid.spans):
+    if not overlapping(taken - grid.spans, grid.slots[0][0], grid.slots[-1][1]):
         return {span[:5] for span in taken & grid.spans}
     return {slot[0] for slot in grid.slots} - {slot[0] for slot in slots_clear_of(grid, taken)}
 
@@ -221,16 +232,32 @@ def rows_at(schedule, doctor_id, day, time_text, center_id=None):
     return here
 
 
-def squeeze_span(schedule, window, doctor_id, day, time_text, center_id=None):
-    """Where a sobrecita at `time_text` goes ("Sobrecita"): (its center, its end: one of the doctor's slots
-    long), when `slot_state`'s rules allow it but for the grid and other appointments; else the refusal."""
+def visit_span(schedule, window, doctor_id, day, time_text, center_id=None, minutes=None, squeezed=False):
+    """Where a visit of `minutes` (None: one of the doctor's slots there) starting at `time_text` goes:
+    (its center, its end) when `slot_state` lets it start there and every slot of the grid it runs into
+    is free too; a sobrecita (`squeezed`) waives the grid and the other appointments ("Sobrecita").
+    Else SLOT_NOT_AVAILABLE with the state that refuses it."""
     state = slot_state(schedule, window, doctor_id, day, time_text, center_id)
-    if state[0] not in ("free", "off_grid", "taken") or local_start(day, time_text, window.tz) is None:
+    waived = squeezed and state[0] in ("off_grid", "taken") and local_start(day, time_text, window.tz) is not None
+    if state != FREE and not waived:
         raise slot_not_available(*state)
-    row, _ = rows_at(schedule, doctor_id, day, time_text, center_id)[0]
-    end_text = hhmm(min(minutes_of(time_text) + row["slot_minutes"], 24 * 60 - 1))
-    if closed_at(closures_on(schedule.closures, day, doctor_id, row["center_id"]), time_text, end_text):
-        raise slot_not_available("closed")
+    row, grid = rows_at(schedule, doctor_id, day, time_text, center_id)[0]
+    end = minutes_of(time_text) + (minutes or row["slot_minutes"])
+    if squeezed:
+        end_text = hhmm(min(end, 24 * 60 - 1))
+        if closed_at(closures_on(schedule.closures, day, doctor_id, row["center_id"]), time_text, end_text):
+            raise slot_not_available("closed")
+        return row["center_id"], end_text
+    end_text = hhmm(end)
+    if end_text > row["end_time"]:
+        raise slot_not_available("off_grid", f"a visit of {end - minutes_of(time_text)} minutes from {time_text} "
+                                             f"runs past the doctor's hours ({row['end_time']})")
+    runs_into = [slot[0] for slot in grid.slots if time_text < slot[0] < end_text]
+    if runs_into:
+        states = day_states(window, row, grid, day, schedule.closures, schedule.busy.get((doctor_id, day.isoformat())))
+        state = next((states[start] for start in runs_into if start in states), FREE)
+        if state != FREE:
+            raise slot_not_available(*state)
     return row["center_id"], end_text
 
 
@@ -294,6 +321,14 @@ def busy_spans(conn, doctor_ids, first, last):
         f" WHERE doctor_id IN ({','.join('?' * len(doctor_ids))}) AND date BETWEEN ? AND ?"
         " AND status != 'cancelled' AND squeezed = 0 GROUP BY doctor_id, date", [*doctor_ids, first, last])
     return {(doctor_id, iso): set(spans.split(",")) for doctor_id, iso, spans in rows}
+
+
+# Which appointments a closure covers ("To call"), as SQL over a closure `c` and an appointment `a`: the
+# lists' "to call" and a closure's preview use it; `closures_on` and `closed_at` below are the same rule
+# over the grid, and tests/test_booking.py holds the two forms equal.
+CLOSURE_COVERS = """(c.date_from <= a.date AND a.date <= c.date_to
+    AND (c.doctor_id IS NULL OR c.doctor_id = a.doctor_id) AND (c.center_id IS NULL OR c.center_id = a.center_id)
+    AND (c.start_time IS NULL OR (c.start_time < a.end_time AND a.time < c.end_time)))"""
 
 
 def closures_on(closures, day, doctor_id, center_id):

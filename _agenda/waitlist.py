@@ -5,6 +5,7 @@ import datetime as dt
 
 from .values import ClinicError, format_date, invalid, numeric_id, parse_time
 from .store import record_event, utc_iso, written_row
+from .booking import end_entry
 
 AHEAD_DAYS = 14  # how far the "free now" list looks
 
@@ -44,16 +45,15 @@ def add_waiting(clinic, *, patient_id, doctor_id=None, speciality_id=None, cente
 
 
 def end_waiting(clinic, entry_id, why, source):
-    """Take an entry off the list: 'booked' or 'removed'. WAITLIST_NOT_FOUND when it is not waiting."""
+    """Take an entry off the list ('removed'; a booking ends its own, "One door for an appointment").
+    WAITLIST_NOT_FOUND when it is not waiting."""
     at, key = clinic.clock(), numeric_id(entry_id)
     with clinic.db.transaction() as conn:
         before = None if key is None else conn.execute("SELECT * FROM waitlist WHERE id = ? AND ended_at IS NULL",
                                                        (key,)).fetchone()
         if before is None:
             raise ClinicError("WAITLIST_NOT_FOUND", "no one waiting with that id")
-        after = written_row(conn, "UPDATE waitlist SET ended_at = ?, ended_why = ? WHERE id = ?",
-                            (utc_iso(at), why, key))
-        record_event(conn, at, source, f"waitlist.{why}", "waitlist", key, before=dict(before), after=after)
+        end_entry(conn, dict(before), why, at, source)
 
 
 def waiting(clinic, reader=None):

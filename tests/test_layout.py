@@ -13,11 +13,11 @@ from conftest import ROOT
 PACKAGE = ROOT / "_agenda"
 # Lowest first: a module may import only modules before it. replication and imports sit beside
 # the app, over the clinic and storage; cli_desk registers the desk's twins on cli's group.
-LAYERS = ["values", "store", "sealing", "access", "slots", "staff", "clinic", "counter", "series", "waitlist",
+LAYERS = ["values", "store", "sealing", "access", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
           "rights", "feeds", "report", "timeline", "texts", "pages", "charts", "web", "api", "desk", "feed_web", "app",
           "replication", "imports", "moving",
           "cli", "cli_desk", "cli_rights", "cli_moving"]
-DOMAIN = ["values", "store", "sealing", "access", "slots", "staff", "clinic", "counter", "series", "waitlist",
+DOMAIN = ["values", "store", "sealing", "access", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
           "rights", "feeds", "report", "timeline", "texts"]
 
 

@@ -98,7 +98,7 @@ def raised_codes():
     raised -= {(401, "LOGIN_FAILED"), (429, "LOGIN_BUSY"), (429, "LOGIN_LOCKED"), (404, "STAFF_NOT_FOUND"), (409, "STAFF_ALREADY_EXISTS"),
                (404, "CLOSURE_NOT_FOUND"), (403, "PATIENT_BLOCKED"), (400, "INSURANCE_REQUIRED"),
                (409, "APPOINTMENT_NOT_TODAY"), (404, "FEED_NOT_FOUND"),
-               (404, "WAITLIST_NOT_FOUND")}
+               (404, "WAITLIST_NOT_FOUND"), (409, "WAITLIST_ALREADY_BOOKED")}
     return raised | {item for item in agenda.STATUS_ERROR_CODES.items() if item[0] != 404}
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import agenda
 from _agenda.counter import squeeze_in
 
-from conftest import MONDAY, Clock, valid_dni
+from conftest import MONDAY, Clock, assert_error, valid_dni
 from test_desk import PASSWORD, events, log_in
 
 TUESDAY = dt.date(2026, 11, 24)  # MARTIN at C1, 09:00-11:00 in 30-minute slots
@@ -71,11 +71,27 @@ def test_a_sobrecita_in_the_past_or_by_the_caller_is_refused(api, clock):
     assert api.db().execute("SELECT count(*) FROM appointments").fetchone()[0] == 0
 
 
-def test_moving_a_sobrecita_to_a_free_slot_makes_it_a_plain_appointment(api):
-    squeezed = squeeze(api.app.clinic, api.new_patient(), "09:10")
+def test_a_moved_sobrecita_stays_one_and_keeps_its_length(api):
+    """A move keeps what the appointment is (docs/design.md, "One door for an appointment"): the desk moves
+    a sobrecita by the sobrecita's rules, the caller only to a free slot of the grid; either way it stays
+    squeezed, takes no slot, and keeps its length."""
+    clinic = api.app.clinic
+    taken = api.book(api.new_patient(nif=valid_dni(1)), time="10:30")
+    squeezed = squeeze(clinic, api.new_patient(), "09:10")
     assert api.put(f"/appointments/{squeezed}", {"newDate": "24/11/2026", "newTime": "10:00"}).status_int == 200
-    assert tuple(api.db().execute("SELECT squeezed, time FROM appointments WHERE id = ?", (squeezed,)).fetchone()) == \
-        (0, "10:00")
+    row = api.db().execute("SELECT squeezed, time, end_time FROM appointments WHERE id = ?", (squeezed,)).fetchone()
+    assert tuple(row) == (1, "10:00", "10:30")
+    assert "10:00" in [s["time"] for s in api.get("/availabilities?doctorId=MARTIN&date=24/11/2026").json["data"]]
+    assert_error(api.put(f"/appointments/{squeezed}", {"newDate": "24/11/2026", "newTime": "10:30"}),
+                 409, "SLOT_NOT_AVAILABLE")  # the caller's move: a free slot of the grid, sobrecita or not
+    assert_error(api.put(f"/appointments/{squeezed}", {"newDate": "24/11/2026", "newTime": "10:40"}),
+                 409, "SLOT_NOT_AVAILABLE")
+    clinic.move(squeezed, day=TUESDAY, time_text="10:40", source="desk:ana")  # on top of 10:30, off the grid
+    row = api.db().execute("SELECT squeezed, time, end_time FROM appointments WHERE id = ?", (squeezed,)).fetchone()
+    assert tuple(row) == (1, "10:40", "11:10") and clinic.appointment(taken)["start"] == "10:30"
+    with pytest.raises(agenda.ClinicError) as closed:
+        clinic.move(squeezed, day=dt.date(2026, 11, 25), time_text="09:10", source="desk:ana")
+    assert closed.value.extra["reason"] == "closed"
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

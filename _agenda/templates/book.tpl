@@ -4,7 +4,11 @@
 <p class="warning">{{t('squeeze_hint')}}</p>
 % end
 % if error:
-<p class="error" role="alert">{{error}}</p>
+<p class="error" role="alert">{{error}}
+% if booked:
+<a href="/desk/appointments/{{booked}}">{{t('see_booked')}}</a>
+% end
+</p>
 % end
 <form method="post" action="/desk/book/search" class="search" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">

@@ -1,0 +1,201 @@
+"""One door for an appointment ("One door for an appointment"): every booking and every move, by any
+channel, is checked and written here, in one order, by the channel's rules in CHANNELS. No HTTP here."""
+
+import sqlite3
+from typing import NamedTuple
+
+from .values import ClinicError, hhmm, invalid, minutes_of, numeric_id
+from .store import record_event, utc_iso, written_row
+from .slots import read_schedule, slot_not_available, visit_span
+
+
+class Visit(NamedTuple):
+    """What is booked: for whom, with whom (the speciality asked, if any), where (None: where the doctor
+    works then), how long (None: the doctor's grid slot there) and the pause after (not the patient's
+    time), what it needs, the insurance and reason, the series it belongs to, and whether it is squeezed in."""
+    patient_id: object
+    doctor_id: str
+    speciality_id: str | None = None
+    center_id: str | None = None
+    minutes: int | None = None
+    pause: int = 0
+    needs: tuple = ()
+    insurance_id: str | None = None
+    reason: str | None = None
+    series_id: int | None = None
+    squeezed: bool = False
+
+
+def visit_of(appointment, **changes):
+    """The Visit an appointment row is (its own length and mark kept), with `changes`: what a move takes."""
+    minutes = minutes_of(appointment["end_time"]) - minutes_of(appointment["time"])
+    return Visit(appointment["patient_id"], appointment["doctor_id"], None, appointment["center_id"], minutes,
+                 insurance_id=appointment["insurance_id"], reason=appointment["reason"],
+                 series_id=appointment["series_id"], squeezed=bool(appointment["squeezed"]))._replace(**changes)
+
+
+class Rules(NamedTuple):
+    """Which checks a channel's booking passes, in the door's order ("One door for an appointment")."""
+    desk_only: bool          # only reception (the desk and its CLI twins) books this way
+    retry: bool              # the same booking sent again answers the one made, before any refusal
+    window: str | None       # whose notice and horizon ("caller", "desk"); None: any day (history too)
+    place: str               # "grid": a free start of the grid; "hours": any time of the hours; "kept": as given
+    insurance: str | None    # "required": the doctor's list there asks for one; "accepted": only checked if given
+    waitlist: bool           # ends the patient's own waiting entry, in the same transaction
+    event: str               # what the audit trail calls it
+
+
+CHANNELS = {
+    "caller": Rules(False, True, "caller", "grid", "accepted", False, "appointment.booked"),
+    "desk": Rules(True, True, "desk", "grid", "required", False, "appointment.booked"),
+    "waitlist": Rules(True, True, "desk", "grid", "required", True, "appointment.booked"),
+    "sobrecita": Rules(True, True, "desk", "hours", "required", False, "appointment.squeezed"),
+    "series": Rules(True, False, "desk", "grid", "required", False, "appointment.booked"),  # retried whole
+    "import": Rules(True, False, None, "kept", None, False, "appointment.imported"),
+    "caller move": Rules(False, False, "caller", "grid", "accepted", False, "appointment.moved"),
+    "desk move": Rules(True, False, "desk", "grid", "accepted", False, "appointment.moved"),
+    "sobrecita move": Rules(True, False, "desk", "hours", "accepted", False, "appointment.moved"),
+}
+
+
+def channel_of(source):
+    """Whose rules a change follows ("Each channel's rules"): the caller's for 'api', else the desk's
+    (the desk, and its twins in the CLI)."""
+    return "caller" if source == "api" else "desk"
+
+
+def move_channel(source, visit):
+    """The channel of a move: the caller's; the desk's; a sobrecita stays one, moved by the desk."""
+    if channel_of(source) == "caller":
+        return "caller move"
+    return "sobrecita move" if visit.squeezed else "desk move"
+
+
+def book_visit(clinic, visit, day, time_text, channel, source, waitlist_id=None):
+    """One appointment through the door in its own BEGIN IMMEDIATE transaction: its id as text."""
+    at = clinic.clock()
+    with clinic.db.transaction() as conn:
+        return admit(clinic, conn, visit, day, time_text, channel, at, source, waitlist_id=waitlist_id)
+
+
+def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=None, waitlist_id=None,
+          status="booked", cancel_reason=None):
+    """The one door, inside the caller's transaction: `visit` at `day` and `time_text` checked by the
+    channel's rules in one order (who, the retry, the patient and catalogs, the waiting entry, the slot, the
+    insurance) and written: a new row, or `moving`'s row moved (its id kept). Its id as text."""
+    rules = CHANNELS[channel]
+    if rules.desk_only and channel_of(source) != "desk":
+        raise invalid(f"only reception books by the {channel} channel", "reception_only")
+    patient_key = numeric_id(visit.patient_id)
+    again = retried(conn, patient_key, visit.doctor_id, day, time_text) if rules.retry else None
+    if again is not None:
+        return str(again["id"])
+    doctor = known(clinic, conn, visit, patient_key)
+    entry = waiting_entry(conn, waitlist_id, patient_key) if rules.waitlist else None
+    center, end = place(clinic, conn, visit, doctor, day, time_text, rules)
+    check_insurance(clinic, doctor["id"], visit.insurance_id, center, rules.insurance)
+    try:
+        if moving is None:
+            row = inserted(conn, visit._replace(center_id=center), patient_key, doctor, day, time_text, end, at,
+                           "import" if channel == "import" else source, status, cancel_reason)
+        else:
+            row = written_row(
+                conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?,"
+                " status = 'booked', confirmed_at = NULL, attendance = NULL, arrived_at = NULL, squeezed = ?,"
+                " updated_at = ? WHERE id = ?", (doctor["id"], day.isoformat(), time_text, end, center,
+                                                  int(visit.squeezed), utc_iso(at), moving["id"]))
+    except sqlite3.IntegrityError:
+        raise slot_not_available("taken") from None
+    record_event(conn, at, source, rules.event, "appointment", row["id"], before=moving, after=row)
+    if entry is not None:
+        end_entry(conn, entry, "booked", at, source, appointment_id=row["id"])
+    return str(row["id"])
+
+
+def inserted(conn, visit, patient_key, doctor, day, time_text, end, at, booked_by, status, cancel_reason):
+    """The new appointments row: booked, or as it stood in the system it came from (an import)."""
+    return written_row(
+        conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
+        " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by,"
+        " squeezed, series_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (patient_key, doctor["id"], doctor["speciality_id"], visit.insurance_id, visit.center_id, day.isoformat(),
+         time_text, end, visit.reason, status, utc_iso(at), utc_iso(at),
+         utc_iso(at) if status == "confirmed" else None, utc_iso(at) if status == "cancelled" else None,
+         cancel_reason if status == "cancelled" else None, booked_by, int(visit.squeezed), visit.series_id))
+
+
+def retried(conn, patient_key, doctor_id, day, time_text):
+    """The live appointment of this patient with this doctor at this date and time (id, series_id), if
+    one is there: a booking sent again (a lost answer, a double click) is the one already made."""
+    return None if patient_key is None else conn.execute(
+        "SELECT id, series_id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ? AND time = ?"
+        " AND status != 'cancelled'", (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
+
+
+def live_patient(conn, patient_key):
+    """Refuse a patient who is not here, or is blocked (PATIENT_NOT_FOUND): the one check of who is booked."""
+    if patient_key is None or conn.execute("SELECT 1 FROM live_patients WHERE id = ?",
+                                           (patient_key,)).fetchone() is None:
+        raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+
+
+def known(clinic, conn, visit, patient_key):
+    """The visit's doctor row, once its doctor, patient, speciality, insurance and center are known."""
+    doctor = clinic.require_doctor(visit.doctor_id)
+    live_patient(conn, patient_key)
+    if visit.speciality_id is not None:
+        clinic.require_speciality(visit.speciality_id)
+        if visit.speciality_id != doctor["speciality_id"]:
+            raise invalid("specialityId is not the speciality of that doctor", "speciality", "specialityId")
+    if visit.insurance_id is not None:
+        clinic.require_insurance(visit.insurance_id)
+    clinic.require_center(visit.center_id)
+    return doctor
+
+
+def place(clinic, conn, visit, doctor, day, time_text, rules):
+    """(center, end) of the visit at `time_text` by the channel's place rule and window: the one slot
+    decision (`visit_span`); the database's triggers refuse an overlap with another appointment, but for
+    a sobrecita kept on the grid, which they leave out, so its schedule is read with the bookings."""
+    if rules.place == "kept":
+        return visit.center_id, hhmm(minutes_of(time_text) + visit.minutes)
+    on_grid = rules.place == "grid"
+    schedule = read_schedule(conn, [doctor["id"]], day, day, with_bookings=visit.squeezed and on_grid)
+    return visit_span(schedule, clinic.window(rules.window), doctor["id"], day, time_text, visit.center_id,
+                      visit.minutes, squeezed=not on_grid)
+
+
+def check_insurance(clinic, doctor_id, insurance_id, center_id, rule):
+    """Refuse an insurance the doctor does not take at this center; when the rule is 'required' (the
+    desk), also none at all where the doctor has a list, private being one of its entries."""
+    listed = clinic.insurance_lists([doctor_id]).get((doctor_id, center_id)) if rule else None
+    if listed and insurance_id is None and rule == "required":
+        raise ClinicError("INSURANCE_REQUIRED", "that doctor takes only some insurances there: give one of "
+                          + ", ".join(sorted(listed)))
+    if listed and insurance_id is not None and insurance_id not in listed:
+        raise ClinicError("INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance there")
+
+
+def waiting_entry(conn, entry_id, patient_key):
+    """The waiting entry a booking ends: still waiting, and this patient's own. Else WAITLIST_NOT_FOUND,
+    or WAITLIST_ALREADY_BOOKED with the appointment it was booked as ("Waiting list")."""
+    key = numeric_id(entry_id)
+    entry = None if key is None else conn.execute("SELECT * FROM waitlist WHERE id = ? AND patient_id = ?",
+                                                  (key, patient_key)).fetchone()
+    if entry is not None and entry["ended_why"] == "booked":
+        booked = conn.execute("SELECT id FROM appointments WHERE patient_id = ? AND created_at = ?"
+                              " ORDER BY id DESC LIMIT 1", (patient_key, entry["ended_at"])).fetchone()
+        link = {} if booked is None else {"appointmentId": str(booked["id"])}
+        raise ClinicError("WAITLIST_ALREADY_BOOKED", "that waiting entry was already booked"
+                          + (f": appointment {booked['id']}" if booked else ""), **link)
+    if entry is None or entry["ended_at"] is not None:
+        raise ClinicError("WAITLIST_NOT_FOUND", "no one waiting with that id")
+    return dict(entry)
+
+
+def end_entry(conn, entry, why, at, source, appointment_id=None):
+    """Inside a transaction: end a waiting entry ('booked', with the appointment, or 'removed'), with its event."""
+    after = written_row(conn, "UPDATE waitlist SET ended_at = ?, ended_why = ? WHERE id = ?",
+                        (utc_iso(at), why, entry["id"]))
+    record_event(conn, at, source, f"waitlist.{why}", "waitlist", entry["id"], before=entry,
+                 after=after if appointment_id is None else {**after, "appointment_id": appointment_id})
