@@ -22,10 +22,17 @@ from _agenda.api import sign
 from _agenda.app import create_app
 from _agenda.replication import litestream_binary, without_password
 from _agenda.imports import CATALOG_TABLES, read_catalog_file, seed_catalogs
-from _agenda.cli import cli, run
-import _agenda.cli_desk  # noqa: F401  (registers the desk's twins on the group)
-import _agenda.cli_rights  # noqa: F401  (registers the patient's rights on the group)
-import _agenda.cli_moving  # noqa: F401  (registers moving in and out on the group)
+from _agenda.cli import cli
+from _agenda.cli_service import run
+# Each command module registers its commands on the one group when imported.
+import _agenda.cli_backups  # noqa: F401
+import _agenda.cli_imports  # noqa: F401
+import _agenda.cli_desk  # noqa: F401
+import _agenda.cli_staff  # noqa: F401
+import _agenda.cli_waitlist  # noqa: F401
+import _agenda.cli_report  # noqa: F401
+import _agenda.cli_rights  # noqa: F401
+import _agenda.cli_moving  # noqa: F401
 
 __all__ = ["Accounts", "CATALOG_TABLES", "CHECKPOINT_PAGES", "Clinic", "ClinicError", "Database", "FORMULA_STARTS",
            "INSERT_PATIENT", "MMAP_BYTES", "STATUS_ERROR_CODES", "Settings", "__version__", "booking_window", "cli", "connect",

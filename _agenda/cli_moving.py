@@ -9,8 +9,7 @@ import click
 from .values import ClinicError, plural
 from .imports import PatientFileError
 from .moving import EXPORT_FILES, export_agenda, import_appointments, read_appointment_file
-from .cli import cli, db_option, tz_option
-from .cli_desk import cli_clinic, cli_reader, clinic_at, refuse_bad_rows
+from .cli import cli, cli_clinic, cli_reader, clinic_at, db_option, refuse_bad_rows, tz_option
 
 
 @cli.command("export")

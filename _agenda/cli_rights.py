@@ -10,8 +10,7 @@ from .values import format_date, printable, RETENTION_YEARS_AT_LEAST
 from .store import utc_iso
 from .rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
 from .pages import copy_page
-from .cli import cli, clinic_time, cli_date, cli_now, cli_zone, db_option, DEFAULTS, tz_option
-from .cli_desk import cli_reader, clinic_at
+from .cli import cli, cli_date, cli_now, cli_reader, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS, tz_option
 
 ACCESS_KINDS = {"patient": "patient page", "appointment": "appointment", "search": "search results",
                 "day": "day list", "print": "printed day", "export": "patient's copy",

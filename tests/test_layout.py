@@ -12,11 +12,14 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "_agenda"
 # Lowest first: a module may import only modules before it. replication and imports sit beside
-# the app, over the clinic and storage; cli_desk registers the desk's twins on cli's group.
+# the app, over the clinic and storage; cli holds the one group and what its commands share, and
+# each cli_*.py above it registers its commands on that group, importing no other cli_*.py.
+COMMANDS = ["cli_service", "cli_backups", "cli_imports", "cli_desk", "cli_staff", "cli_waitlist", "cli_report",
+            "cli_rights", "cli_moving"]
 LAYERS = ["values", "store", "sealing", "access", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
           "rights", "feeds", "report", "timeline", "texts", "pages", "charts", "web", "api", "desk", "feed_web", "app",
           "replication", "imports", "moving",
-          "cli", "cli_desk", "cli_rights", "cli_moving"]
+          "cli", *COMMANDS]
 DOMAIN = ["values", "store", "sealing", "access", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
           "rights", "feeds", "report", "timeline", "texts"]
 
@@ -43,6 +46,18 @@ def test_a_module_imports_only_the_modules_below_it(module):
     above = set(LAYERS[LAYERS.index(module):])
     imported = own_imports(PACKAGE / f"{module}.py")
     assert not imported & above, f"_agenda/{module}.py imports {sorted(imported & above)}, which stand above it"
+
+
+def test_every_command_lives_in_a_command_module_that_agenda_py_registers():
+    assert sorted(path.stem for path in PACKAGE.glob("cli_*.py")) == sorted(COMMANDS)
+    assert set(COMMANDS) <= own_imports(ROOT / "agenda.py")
+    homes = {name: command.callback.__module__ for name, command in agenda.cli.commands.items()}
+    assert {home.split(".")[-1] for home in homes.values()} == set(COMMANDS), homes
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_a_command_module_imports_no_other_command_module(module):
+    assert not own_imports(PACKAGE / f"{module}.py") & set(COMMANDS)
 
 
 def test_the_check_would_see_an_import_upward(tmp_path):
