@@ -39,8 +39,8 @@ def test_an_installed_wheel_carries_every_file_the_code_reads_and_renders_every_
 
     work = tmp_path / "elsewhere"
     work.mkdir()
-    where = run(python, "-c", "import agenda; print(agenda.__file__); print(agenda.schema_path());"
-                " print(agenda.data_file_path('openapi.json'))", cwd=work)
+    where = run(python, "-c", "import agenda; from _agenda.store import data_file_path, schema_path; print(agenda.__file__);"
+                " print(schema_path()); print(data_file_path('openapi.json'))", cwd=work)
     module_file, schema_file, openapi_file = where.split()
     assert all(path.startswith(str(env_dir)) for path in (module_file, schema_file, openapi_file)), where
 
