@@ -3,8 +3,8 @@ module shares (the clinic's clock and zone, dates and times, opening the databas
 reads at the command line, an import's bad rows). Commands live in cli_*.py, each named for its job."""
 
 import datetime as dt
-import getpass
 import os
+import pwd
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
@@ -140,12 +140,30 @@ def clinic_at(ctx, db_path, tz=DEFAULT_TZ, **rules):
         clinic.db.close()
 
 
-def cli_reader():
-    """Who reads at the command line, for the access record: cli:LOGIN ("Access record")."""
+# The login uid Linux keeps for a session (set once at login, kept across sudo and su); tests point
+# this at a file of their own. UNSET_LOGINUID is (uid_t)-1: no login, as for a service systemd starts.
+LOGINUID = Path("/proc/self/loginuid")
+UNSET_LOGINUID = 4294967295
+
+
+def login_uid():
+    """The uid of the person logged in: the login uid the system keeps, else the real uid."""
     try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):  # a process with no user name: its uid
-        return f"cli:{os.getuid()}"
+        kept = int(LOGINUID.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):  # no such file (not Linux, no audit), or not a number
+        kept = UNSET_LOGINUID
+    return kept if 0 <= kept < UNSET_LOGINUID else os.getuid()
+
+
+def cli_reader():
+    """Who reads at the command line, for the access record: cli:NAME, the person logged in by the
+    system's account name, or cli:uid:N for a uid without one; never an environment variable
+    (docs/design.md, "The command line's reader")."""
+    uid = login_uid()
+    try:
+        return f"cli:{pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"cli:uid:{uid}"
 
 
 def refuse_bad_rows(file, problems):

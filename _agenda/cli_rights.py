@@ -1,5 +1,5 @@
-"""The patient's rights at the command line: who saw a patient's data, their copy, erasure and the
-retention run ("Access record", "Erasure and retention", "A patient's copy")."""
+"""The patient's rights at the command line: who saw a patient's data, their copy, rectification,
+erasure and the retention run ("Access record", "Erasure and retention", "A patient's copy")."""
 
 import json
 import os
@@ -24,7 +24,7 @@ ACCESS_KINDS = {"patient": "patient page", "appointment": "appointment", "search
 @tz_option
 @click.pass_context
 def access_log(ctx, db_path, patient_id, since, tz):
-    """Who saw one patient's data: when, who (api, desk:NAME, cli:LOGIN), what, allowed or refused.
+    """Who saw one patient's data: when, who (api, desk:NAME, cli:NAME), what, allowed or refused.
 
     Reads are kept two years. Each line also says how many patients the
     read showed at once (a search or a day list shows several).

@@ -3,7 +3,6 @@ desk, the caller or the CLI is recorded with ids only, and shown to an admin by 
 access-log` and the desk's page."""
 
 import datetime as dt
-import getpass
 import json
 import sqlite3
 
@@ -12,6 +11,7 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.cli import cli_reader
 
 from conftest import Clock, MONDAY, valid_dni
 
@@ -124,7 +124,7 @@ def test_the_cli_reads_are_recorded_as_the_login_and_access_log_lists_them(api, 
     lines = listed.output.splitlines()
     assert len(lines) == 2
     assert "desk:ana  patient page  allowed" in lines[0]
-    assert f"cli:{getpass.getuser()}  day list  allowed" in lines[1] and lines[1].startswith("23/11/2026 10:00")
+    assert f"{cli_reader()}  day list  allowed" in lines[1] and lines[1].startswith("23/11/2026 10:00")
     since = runner.invoke(agenda.cli, ["access-log", "--patient", str(patient), "--since", "24/11/2026"])
     assert since.exit_code == 0 and "No reads of patient" in since.output
     unknown = runner.invoke(agenda.cli, ["access-log", "--patient", "999"])
@@ -276,7 +276,7 @@ def test_the_patients_copy_holds_everything_and_is_recorded_as_an_export(api, db
                                                                                              "cancelled")]
     assert [e["action"] for e in copy["history"]] == [
         "patient.created", "appointment.booked", "appointment.booked", "appointment.cancelled"]
-    assert [(r["reader"], r["kind"]) for r in copy["accesses"]] == [(f"cli:{getpass.getuser()}", "export")]
+    assert [(r["reader"], r["kind"]) for r in copy["accesses"]] == [(cli_reader(), "export")]
     again = cli(db_path, "patient", "export", patient, "--output", out)
     assert again.exit_code == 1 and "exists" in again.output
     page = cli(db_path, "patient", "export", patient, "--format", "html")
