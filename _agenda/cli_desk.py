@@ -20,7 +20,7 @@ WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturd
 def day_sheet(clinic, day, center_id=None):
     """A day's live appointments, each doctor's together, by time: what `agenda day` prints (recorded)."""
     try:
-        appointments = clinic.appointments_on([day.isoformat()], center_id, reader=cli_reader())
+        appointments = clinic.appointments_on([day.isoformat()], cli_reader(), center_id)
     except ClinicError:
         known = ", ".join(center["id"] for center in clinic.centers())
         raise click.ClickException(f"no center {center_id!r}; the centers are: {known or 'none'}") from None
@@ -128,7 +128,7 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         if patient_id is None:
             if nif is None:
                 raise click.ClickException("give the patient: --patient ID or --nif NIF")
-            patient_id = clinic.find_patient(nif)["id"]
+            patient_id = clinic.find_patient(nif, cli_reader())["id"]
         if every:
             return book_series_here(clinic, patient_id=patient_id, doctor_id=doctor_id, first=day, time_text=start,
                                     every_days=parse_every(every), count=count, center_id=center_id,
@@ -136,7 +136,7 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         booking = functools.partial(squeeze_in, clinic) if squeeze else clinic.book
         booked = booking(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id,
                          center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
-        click.echo(f"Booked {appointment_line(clinic.appointment(booked))}")
+        click.echo(f"Booked {appointment_line(clinic.appointment(booked, cli_reader(), 'change'))}")
 
 
 def book_series_here(clinic, *, dry_run, nearest, **series):
@@ -179,7 +179,7 @@ def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_i
                    desk_horizon_months=desk_horizon) as clinic:
         clinic.move(appointment_id, day=day, time_text=start, doctor_id=doctor_id, center_id=center_id,
                     source="cli")
-        click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id))}")
+        click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))}")
 
 
 @cli.command()
@@ -197,7 +197,7 @@ def cancel(ctx, db_path, appointment_id, reason, tz):
         agenda cancel 123 --reason "the patient phoned the front desk"
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        line = appointment_line(clinic.appointment(appointment_id))
+        line = appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))
         clinic.cancel(appointment_id, reason=reason, source="cli")
         click.echo(f"Cancelled {line}")
 
@@ -218,7 +218,7 @@ def confirm(ctx, db_path, appointment_id, tz):
     with clinic_at(ctx, db_path, tz) as clinic:
         state = clinic.confirm(appointment_id, True, source="cli")
         click.echo(f"{'Already confirmed' if state == 'already_confirmed' else 'Confirmed'} "
-                   f"{appointment_line(clinic.appointment(appointment_id))}")
+                   f"{appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))}")
 
 
 @cli.group()
@@ -274,7 +274,8 @@ def closed_add(ctx, db_path, doctor_id, center_id, first, last, hours, reason, t
         start_text, _, end_text = hours.partition("-")
         start, end = cli_time(start_text, "--hours"), cli_time(end_text, "--hours")
     with clinic_at(ctx, db_path, tz) as clinic:
-        added = clinic.add_closure(doctor_id=doctor_id, center_id=center_id, first=cli_date(first, "--from"),
+        added = clinic.add_closure(reader=cli_reader(), doctor_id=doctor_id, center_id=center_id,
+                                   first=cli_date(first, "--from"),
                                    last=cli_date(last, "--to") if last else None, start=start, end=end,
                                    reason=reason, source="cli")
         click.echo(f"Added closure {added['id']}; it covers {plural(len(added['covered']), 'booked appointment')}"
@@ -379,7 +380,7 @@ def doctor_retire(ctx, db_path, doctor_id, first, tz):
         agenda doctor retire RUIZ --from 01/01/2027
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        left = clinic.retire_doctor(doctor_id, cli_date(first, "--from"), source="cli")
+        left = clinic.retire_doctor(doctor_id, cli_date(first, "--from"), source="cli", reader=cli_reader())
         click.echo(f"{doctor_id} offers no slot from {first} on; {plural(len(left), 'appointment')} left to rebook"
                    f"{':' if left else '.'}")
         for appointment in left:

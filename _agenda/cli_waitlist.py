@@ -3,7 +3,7 @@
 import click
 
 from .values import printable
-from .waitlist import add_waiting, end_waiting, free_now, waiting, window_text
+from .waitlist import add_waiting, end_waiting, free_now, named, waiting, window_text
 from .cli import cli, cli_date, cli_reader, clinic_at, db_option, tz_option
 
 
@@ -61,7 +61,7 @@ def waitlist_list(ctx, db_path, tz):
         agenda waitlist list
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        entries = waiting(clinic, reader=cli_reader())
+        entries = named(clinic, waiting(clinic), cli_reader())
         free = free_now(clinic, entries)
     for entry in entries:
         click.echo(printable(f"{entry['id']}: {entry['patient_name']} {entry['phone'] or ''}, "

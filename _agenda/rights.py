@@ -7,7 +7,8 @@ import json
 from .values import ClinicError, format_date, numeric_id, patient_fields
 from .store import record_event, searched_name, utc_iso, written_row
 from .access import KEEP_DAYS
-from .clinic import APPOINTMENT_RECORD
+from .identity import identity, opened
+from .clinic import APPOINTMENT_FIELDS
 
 ERASED_NAME = "Anonimizado"
 # What identifies a patient, wherever a row or an event holds it; replaced when the period ends.
@@ -23,25 +24,26 @@ def years_after(day, years):
         return day.replace(year=day.year + years, day=28)
 
 
-def stored_patient(conn, patient_id):
-    """The patients row, blocked or not; PATIENT_NOT_FOUND when there is none."""
+def live_key(conn, patient_id):
+    """The id of a patient not blocked; PATIENT_NOT_FOUND when there is none, or they are blocked."""
     key = numeric_id(patient_id)
-    row = None if key is None else conn.execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()
+    row = None if key is None else conn.execute("SELECT id FROM patients WHERE id = ? AND blocked_at IS NULL",
+                                                (key,)).fetchone()
     if row is None:
         raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
-    return row
+    return row["id"]
 
 
 # Erasure: blocked first, anonymised when the retention period ends
 
-def request_erasure(clinic, patient_id, source):
+def request_erasure(clinic, patient_id, source, reader):
     """Record an erasure request: the coming appointments cancelled, the patient blocked until the
-    retention period ends (or anonymised now when it already has). What was done, as a dict."""
+    retention period ends (or anonymised now when it already has). What was done, as a dict, with the NIF
+    to forward to the caller's platform (read by `reader` through the one door, before the block)."""
     at, now = clinic.clock(), clinic.clock().astimezone(clinic.tz)
+    nif = identity(clinic, patient_id, reader, "change")["nif"]
     with clinic.db.transaction() as conn:
-        row = stored_patient(conn, patient_id)
-        if row["blocked_at"] is not None:
-            raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+        row = {"id": live_key(conn, patient_id)}
         coming = coming_appointments(conn, row["id"], now)
         for appointment in coming:
             clinic.cancelled(conn, appointment, at, ERASURE_REASON, "appointment.cancelled", source)
@@ -55,18 +57,17 @@ def request_erasure(clinic, patient_id, source):
         anonymised = until <= now.date()
         if anonymised:
             anonymise(conn, row["id"], at, source)
-    return {"patient_id": row["id"], "nif": row["nif"], "cancelled": coming, "erasable_from": until,
+    return {"patient_id": row["id"], "nif": nif, "cancelled": coming, "erasable_from": until,
             "anonymised": anonymised}
 
 
-def erasure_preview(clinic, patient_id):
-    """What an erasure request would do, changing nothing: {patient_id, cancelled, erasable_from}."""
+def erasure_preview(clinic, patient_id, reader):
+    """What an erasure request would do, changing nothing: {patient (through the one door, the read noted for
+    `reader`), patient_id, cancelled, erasable_from}."""
     now, conn = clinic.clock().astimezone(clinic.tz), clinic.conn()
-    row = stored_patient(conn, patient_id)
-    if row["blocked_at"] is not None:
-        raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
-    return {"patient_id": row["id"], "cancelled": coming_appointments(conn, row["id"], now),
-            "erasable_from": erasable_from(conn, row["id"], now.date(), clinic.settings.retention_years)}
+    person = identity(clinic, live_key(conn, patient_id), reader, "preview")
+    return {"patient": person, "patient_id": person["id"], "cancelled": coming_appointments(conn, person["id"], now),
+            "erasable_from": erasable_from(conn, person["id"], now.date(), clinic.settings.retention_years)}
 
 
 def coming_appointments(conn, patient_id, now):
@@ -134,52 +135,31 @@ def retention_run(clinic, source):
 
 def patient_copy(clinic, patient_id, reader, why=None):
     """Everything Agenda holds about one patient: details, every appointment (cancelled ones too), the
-    change history and the access record; the read recorded. A blocked patient only with `why`."""
-    conn = clinic.conn()
-    row = stored_patient(conn, patient_id)
-    if row["blocked_at"] is not None:
-        open_blocked(clinic, row, reader, why)
-    clinic.seen(reader, "export", [row["id"]])
+    change history and the record of reads, through the one door (a blocked patient only with `why`)."""
+    conn, person = clinic.conn(), opened(clinic, patient_id, reader, why)
     appointments = [json.loads(text) for (text,) in conn.execute(
-        f"SELECT {APPOINTMENT_RECORD} FROM appointments a"
-        " JOIN doctors d ON d.id = a.doctor_id JOIN patients p ON p.id = a.patient_id"
-        " WHERE a.patient_id = ? ORDER BY a.date, a.time", (row["id"],))]
+        f"SELECT {APPOINTMENT_FIELDS} FROM appointments a JOIN doctors d ON d.id = a.doctor_id"
+        " WHERE a.patient_id = ? ORDER BY a.date, a.time", (person["id"],))]
     history = [{"at": event["at"], "source": event["source"], "action": event["action"], "entity": event["entity"],
                 "id": event["entity_id"], "before": json.loads(event["before"] or "null"),
                 "after": json.loads(event["after"] or "null")} for event in conn.execute(
         "SELECT * FROM events WHERE (entity = 'patient' AND entity_id = ?) OR (entity = 'appointment' AND entity_id"
         " IN (SELECT CAST(id AS TEXT) FROM appointments WHERE patient_id = ?)) ORDER BY id",
-        (str(row["id"]), row["id"]))]
+        (str(person["id"]), person["id"]))]
     waiting = [dict(entry) for entry in conn.execute("SELECT * FROM waitlist WHERE patient_id = ? ORDER BY id",
-                                                     (row["id"],))]
-    return {"generatedAt": utc_iso(clinic.clock()), "patient": patient_details(row), "appointments": appointments,
-            "waitingList": waiting, "history": history, "accesses": clinic.access.of_patient(row["id"])}
+                                                     (person["id"],))]
+    accesses = [{**read, "first": utc_iso(read["first"]), "last": utc_iso(read["last"])}
+                for read in clinic.access.of_patient(person["id"])]
+    return {"generatedAt": utc_iso(clinic.clock()), "patient": patient_details(person), "appointments": appointments,
+            "waitingList": waiting, "history": history, "accesses": accesses}
 
 
-def event_source(reader):
-    """The audit trail's source for a reader: the CLI's login is the access record's alone."""
-    return "cli" if reader.startswith("cli") else reader
-
-
-def patient_details(row):
-    return {"id": row["id"], "name": row["name"], "surname": row["surname"], "birthDate": row["birth_date"],
-            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "registeredAt": row["created_at"],
-            "blockedAt": row["blocked_at"], "erasableFrom": row["erasable_from"],
-            "anonymisedAt": row["anonymised_at"]}
-
-
-def open_blocked(clinic, row, reader, why):
-    """Opening a blocked record: an explicit act for a court or an authority, with its reason recorded
-    in the audit trail and the access record; refused without one."""
-    why = (why or "").strip()
-    if not why:
-        clinic.access.note(reader, "blocked", [row["id"]], allowed=False)
-        raise ClinicError("PATIENT_BLOCKED", f"patient {row['id']} is blocked since an erasure request (erasable "
-                          f"from {row['erasable_from']}); opening it is for a court or an authority: say why")
-    with clinic.db.transaction() as conn:
-        record_event(conn, clinic.clock(), event_source(reader), "patient.blocked_opened", "patient", row["id"],
-                     after={"why": why[:500]})
-    clinic.seen(reader, "blocked", [row["id"]])
+def patient_details(person):
+    return {"id": person["id"], "name": person["name"], "surname": person["surname"], "birthDate": person["birth_date"],
+            "nif": person["nif"], "phone": person["phone"], "guardian": person["guardian_name"],
+            "guardianNif": person["guardian_nif"], "registeredAt": person["registered_at"],
+            "blockedAt": person["blocked_at"], "erasableFrom": person["erasable_from"],
+            "anonymisedAt": person["anonymised_at"]}
 
 
 # Rectification (GDPR art. 16)
@@ -192,9 +172,8 @@ def rectify(clinic, patient_id, changes, source):
     optional one), checked as a new patient is; the row before and after in the audit trail."""
     at = clinic.clock()
     with clinic.db.transaction() as conn:
-        row = stored_patient(conn, patient_id)
-        if row["blocked_at"] is not None:
-            raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+        key = live_key(conn, patient_id)
+        row = conn.execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()  # written, not shown
         current = {"name": row["name"], "surname": row["surname"], "nif": row["nif"], "phone": row["phone"],
                    "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None}
         patient = patient_fields({**current, **{key: value or None for key, value in changes.items()}},

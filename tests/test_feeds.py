@@ -75,8 +75,8 @@ def test_names_and_reasons_only_when_the_clinic_turns_them_on_and_then_each_read
     first = events_of(webtest.TestApp(api.app).get(f"/feeds/{token}.ics").body)[0]
     assert str(first["summary"]) == f"Cita {before} · {summary_has}"
     assert (str(first["description"]) if "description" in first else None) == description
-    reads = api.db().execute("SELECT reader, kind FROM access_records").fetchall()
-    assert ("feed:MARTIN", "day") in [tuple(row) for row in reads]
+    reads = api.db().execute("SELECT reader, kind FROM access_reads").fetchall()
+    assert ("feed:MARTIN", "feed") in [tuple(row) for row in reads]
 
 
 def test_a_new_address_ends_the_old_one_and_a_revoked_feed_answers_404(api, caplog):

@@ -332,7 +332,7 @@ def test_version_5_takes_who_booked_each_appointment_from_the_audit_trail(tmp_pa
     conn.close()
     clinic = agenda.Clinic(agenda.Database(db_path), clock=Clock(MONDAY))
     try:
-        assert [a["booked_by"] for a in clinic.appointments_on(["2026-11-24"])] == ["api", "desk:ana", None]
+        assert [a["booked_by"] for a in clinic.appointments_on(["2026-11-24"], None)] == ["api", "desk:ana", None]
         patient = clinic.register_patient({"name": "Eva", "nif": valid_dni(9)}, source="desk:luis")
         booked = clinic.book(day=dt.date(2026, 11, 25), time_text="09:00", doctor_id="RUIZ", patient_id=patient,
                              insurance_id="PRIV", source="desk:luis")
