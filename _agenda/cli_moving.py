@@ -37,7 +37,8 @@ def export(ctx, db_path, folder, tz):
     for name in EXPORT_FILES:
         click.echo(f"{Path(folder) / name}: {plural(written[name], 'row' if name.endswith('.csv') else 'event')}")
     if written["blocked"]:
-        click.echo(f"{plural(written['blocked'], 'blocked patient')} left out (erasure requested): keep this "
+        click.echo(f"{plural(written['blocked'], 'blocked patient')} left out (erasure requested), with the "
+                   f"{plural(written['events_left_out'], 'event')} about them left out of events.jsonl: keep this "
                    "database, or a backup of it, until `agenda retention run` can anonymise them.")
 
 

@@ -74,7 +74,8 @@ CANCEL_CANCELLED = ("APPOINTMENT_ALREADY_CANCELLED", "that appointment is alread
 
 def plan_patient_import(conn, rows, today):
     """Check every row as POST /patients would ("Patients"), against the file and the database; a row
-    with a guardianNif (a guardian in the agenda or earlier in the file) may be a child without a NIF.
+    with a guardianNif (a guardian in the agenda or earlier in the file) may be a child without a NIF, and so
+    may a row with a birth date under 14 years ago and no guardian (a child whose guardian was erased).
 
     Returns (patients to insert, problems, already present): problems are
     "line N: why" texts; a NIF already in the agenda is reported, never doubled.
@@ -84,7 +85,8 @@ def plan_patient_import(conn, rows, today):
     patients, problems, present = [], [], []
     for line, fields in rows:
         try:
-            patient = patient_fields(fields, today, guarded=bool((fields.get("guardianNif") or "").strip()))
+            child = not (fields.get("nif") or "").strip() and bool((fields.get("birthDate") or "").strip())
+            patient = patient_fields(fields, today, guarded=child or bool((fields.get("guardianNif") or "").strip()))
             if fields.get("guardianNif", "").strip():
                 patient["guardian_nif"] = normalise_nif(fields["guardianNif"])
                 if patient["guardian_nif"] not in known and patient["guardian_nif"] not in first_line_of:

@@ -13,6 +13,7 @@ from .store import INSERT_PATIENT, patient_row, record_event, written_row
 from .slots import overlapping, read_schedule
 from .identity import identities
 from .booking import admit, Visit
+from .rights import identifiers, scrubbed
 from .imports import CATALOG_COLUMNS, read_table_file
 
 EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.jsonl")
@@ -136,11 +137,18 @@ BLOCKED_EVENT = """(e.entity = 'patient' AND e.entity_id IN (SELECT CAST(id AS T
 
 def event_lines(conn):
     """The audit trail, one JSON object a line, its before and after as objects, but every event about a
-    blocked patient: (lines, how many were left out)."""
-    rows = conn.execute(f"WITH blocked AS (SELECT id FROM patients WHERE blocked_at IS NOT NULL)"
-                        f" SELECT e.*, {BLOCKED_EVENT} AS about_blocked FROM events e ORDER BY e.id").fetchall()
-    lines = [json.dumps({**{key: row[key] for key in row.keys() if key != "about_blocked"},
-                         "before": json.loads(row["before"] or "null"), "after": json.loads(row["after"] or "null")},
+    blocked patient, and a blocked guardian's NIF and phone where a child's events hold them: (lines, how
+    many events were left out)."""
+    private = identifiers(conn, [row[0] for row in conn.execute("SELECT id FROM patients WHERE blocked_at IS NOT NULL")])
+    rows = conn.execute(
+        f"WITH blocked AS (SELECT id FROM patients WHERE blocked_at IS NOT NULL) SELECT e.*, {BLOCKED_EVENT} AS"
+        " about_blocked, e.entity = 'patient' AND e.entity_id IN (SELECT CAST(c.id AS TEXT) FROM patients c JOIN"
+        " blocked b ON b.id = c.guardian_id) AS about_their_child FROM events e ORDER BY e.id").fetchall()
+    lines = [json.dumps({**{key: row[key] for key in row.keys() if key not in ("about_blocked", "about_their_child")},
+                         "before": json.loads(scrubbed(row["before"], private if row["about_their_child"] else set())
+                                              or "null"),
+                         "after": json.loads(scrubbed(row["after"], private if row["about_their_child"] else set())
+                                             or "null")},
                         ensure_ascii=False) + "\n" for row in rows if not row["about_blocked"]]
     return lines, len(rows) - len(lines)
 
@@ -253,11 +261,17 @@ def find_or_plan_patient(conn, fields, created, today):
             created[nif] = patient_fields(fields, today)
         return None, nif
     phone = parse_phone(fields["phone"]) if fields.get("phone", "").strip() else None
-    found = conn.execute("SELECT id FROM live_patients WHERE phone_e164 = ? AND lower(name) = lower(?)",
-                         (phone, fields.get("name", "").strip())).fetchall() if phone else []
+    name, surname = fields.get("name", "").strip(), fields.get("surname", "").strip()
+    if phone:
+        found = conn.execute("SELECT id FROM live_patients WHERE phone_e164 = ? AND lower(name) = lower(?)",
+                             (phone, name)).fetchall()
+    else:  # a child without a NIF or a phone of their own: by name and surname among those without a NIF
+        found = conn.execute("SELECT id FROM live_patients WHERE nif IS NULL AND lower(name) = lower(?) AND"
+                             " lower(coalesce(surname, '')) = lower(?)", (name, surname)).fetchall()
     if len(found) != 1:
-        raise ClinicError("INVALID_REQUEST", "no NIF, and no one patient here with that name and phone: "
-                                             "give the patient's NIF", "patient_by_phone", "nif")
+        raise ClinicError("INVALID_REQUEST", "no NIF, and no one patient here with that name and phone (or, with no "
+                                             "phone, that name and surname): give the patient's NIF",
+                          "patient_by_phone", "nif")
     return found[0][0], None
 
 

@@ -52,6 +52,7 @@ def request_erasure(clinic, patient_id, source, reader):
                      (utc_iso(at), until.isoformat(), row["id"]))
         conn.execute("UPDATE waitlist SET ended_at = ?, ended_why = 'erased' WHERE patient_id = ? AND ended_at IS NULL",
                      (utc_iso(at), row["id"]))
+        forget_guardian(conn, row["id"], at, source)
         record_event(conn, at, source, "patient.erasure_requested", "patient", row["id"],
                      after={"erasableFrom": until.isoformat(), "cancelled": [a["id"] for a in coming]})
         anonymised = until <= now.date()
@@ -59,6 +60,18 @@ def request_erasure(clinic, patient_id, source, reader):
             anonymise(conn, row["id"], at, source)
     return {"patient_id": row["id"], "nif": nif, "cancelled": coming, "erasable_from": until,
             "anonymised": anonymised}
+
+
+def forget_guardian(conn, guardian_id, at, source):
+    """Inside an erasure: the guardian's phone, copied to their children when they were registered, leaves the
+    children's rows, so that no answer or search reaches the erased through a child ("A patient's identity")."""
+    children = [row[0] for row in conn.execute(
+        "UPDATE patients SET phone = NULL, phone_e164 = NULL WHERE guardian_id = ?1 AND blocked_at IS NULL AND"
+        " (phone_e164 = (SELECT phone_e164 FROM patients WHERE id = ?1) OR phone = (SELECT phone FROM patients"
+        " WHERE id = ?1)) RETURNING id", (guardian_id,))]
+    for child in children:
+        record_event(conn, at, source, "patient.guardian_erased", "patient", child,
+                     after={"guardianId": guardian_id, "phoneCleared": True})
 
 
 def erasure_preview(clinic, patient_id, reader):
@@ -88,7 +101,9 @@ def erasable_from(conn, patient_id, today, years):
 
 def anonymise(conn, patient_id, at, source):
     """Inside a transaction: replace who the patient is, in their row, their appointments' reasons and
-    every event about them, keeping the appointments for the clinic's counts."""
+    every event about them (and their NIF and phone wherever a child's events hold them), keeping the
+    appointments for the clinic's counts."""
+    private = identifiers(conn, [patient_id])  # written over, never shown
     conn.execute("UPDATE patients SET name = ?, surname = NULL, birth_date = NULL, nif = ?, phone = NULL,"
                  " phone_e164 = NULL, anonymised_at = ?, search = ? WHERE id = ?",
                  (ERASED_NAME, f"ANON-{patient_id}", utc_iso(at), searched_name(ERASED_NAME, None), patient_id))
@@ -100,16 +115,30 @@ def anonymise(conn, patient_id, at, source):
         (str(patient_id), patient_id)).fetchall()
     conn.executemany("UPDATE events SET before = ?, after = ? WHERE id = ?",
                      [(scrubbed(event["before"]), scrubbed(event["after"]), event["id"]) for event in events])
+    children = conn.execute("SELECT id, before, after FROM events WHERE entity = 'patient' AND entity_id IN"
+                            " (SELECT CAST(id AS TEXT) FROM patients WHERE guardian_id = ?)", (patient_id,)).fetchall()
+    conn.executemany("UPDATE events SET before = ?, after = ? WHERE id = ?",
+                     [(scrubbed(event["before"], private), scrubbed(event["after"], private), event["id"])
+                      for event in children])
     record_event(conn, at, source, "patient.anonymised", "patient", patient_id)
 
 
-def scrubbed(stored):
-    """An event's stored JSON with every identifying field emptied."""
+def identifiers(conn, patient_ids):
+    """The NIFs and phones of these patients, as stored: what no line about anyone else may carry of them."""
+    marks = ",".join("?" * len(patient_ids))
+    return {value for row in conn.execute(f"SELECT nif, phone, phone_e164 FROM patients WHERE id IN ({marks})",
+                                          list(patient_ids)) for value in row if value}
+
+
+def scrubbed(stored, found=None):
+    """An event's stored JSON with every identifying field emptied; with `found`, only the values in it."""
     if stored is None:
         return None
     values = json.loads(stored)
-    if isinstance(values, dict):
+    if isinstance(values, dict) and found is None:
         values.update({key: None for key in IDENTITY if key in values})
+    elif isinstance(values, dict):
+        values.update({key: None for key, value in values.items() if isinstance(value, str) and value in found})
     return json.dumps(values, ensure_ascii=False)
 
 
@@ -140,9 +169,10 @@ def patient_copy(clinic, patient_id, reader, why=None):
     appointments = [json.loads(text) for (text,) in conn.execute(
         f"SELECT {APPOINTMENT_FIELDS} FROM appointments a JOIN doctors d ON d.id = a.doctor_id"
         " WHERE a.patient_id = ? ORDER BY a.date, a.time", (person["id"],))]
+    private = erased_guardian(conn, person["id"])
     history = [{"at": event["at"], "source": event["source"], "action": event["action"], "entity": event["entity"],
-                "id": event["entity_id"], "before": json.loads(event["before"] or "null"),
-                "after": json.loads(event["after"] or "null")} for event in conn.execute(
+                "id": event["entity_id"], "before": json.loads(scrubbed(event["before"], private) or "null"),
+                "after": json.loads(scrubbed(event["after"], private) or "null")} for event in conn.execute(
         "SELECT * FROM events WHERE (entity = 'patient' AND entity_id = ?) OR (entity = 'appointment' AND entity_id"
         " IN (SELECT CAST(id AS TEXT) FROM appointments WHERE patient_id = ?)) ORDER BY id",
         (str(person["id"]), person["id"]))]
@@ -152,6 +182,14 @@ def patient_copy(clinic, patient_id, reader, why=None):
                 for read in clinic.access.of_patient(person["id"])]
     return {"generatedAt": utc_iso(clinic.clock()), "patient": patient_details(person), "appointments": appointments,
             "waitingList": waiting, "history": history, "accesses": accesses}
+
+
+def erased_guardian(conn, patient_id):
+    """The NIF and phone of the patient's guardian when the guardian was erased (none else): what the
+    child's own history must not show of them."""
+    row = conn.execute("SELECT g.id FROM patients p JOIN patients g ON g.id = p.guardian_id WHERE p.id = ?"
+                       " AND g.blocked_at IS NOT NULL", (patient_id,)).fetchone()
+    return identifiers(conn, [row[0]]) if row else set()
 
 
 def patient_details(person):
