@@ -462,10 +462,11 @@ CREATE INDEX appointments_by_creation ON appointments (created_at, date, booked_
 
 -- version 11
 
--- The record of reads, bounded ("Access record"): one row per patient, UTC day, reader, kind and
--- outcome, with how many reads it stands for and the first and last (Unix seconds, UTC), so that a
--- receptionist's hundred searches or a calendar app's polls are one row a day, not one a request.
--- day is the UTC day as a number (20261126). Ids only: the record is not a second copy of the data.
+-- The record of reads, bounded ("Access record"): one row per patient, reader, kind, outcome and UTC
+-- day, with how many reads it stands for and the first and last (Unix seconds, UTC), so that a
+-- receptionist's hundred searches are one row a day, not one a request; a feed's polls extend one row
+-- for as long as they go on. day is the UTC day as a number (20261126) on which the row began. Ids
+-- only: the record is not a second copy of the data.
 CREATE TABLE access_reads (
     patient_id INTEGER NOT NULL,
     day        INTEGER NOT NULL,
@@ -475,7 +476,7 @@ CREATE TABLE access_reads (
     reads      INTEGER NOT NULL,
     first_at   INTEGER NOT NULL,
     last_at    INTEGER NOT NULL,
-    PRIMARY KEY (patient_id, day, reader, kind, allowed)
+    PRIMARY KEY (patient_id, reader, kind, allowed, day)
 ) WITHOUT ROWID;
 INSERT INTO access_reads (patient_id, day, reader, kind, allowed, reads, first_at, last_at)
     SELECT p.patient_id, CAST(strftime('%Y%m%d', r.at) AS INTEGER), r.reader, r.kind, r.allowed, count(*),

@@ -10,6 +10,8 @@ import threading
 
 KINDS = ("patient", "appointment", "search", "day", "preview", "change", "feed", "export", "blocked", "access")
 KEEP_DAYS = 2 * 365  # how long a record is kept; the retention run removes older ones
+RUNS = ("feed",)  # kinds read by a machine again and again: one row a run of reads, not a day
+RUN_GAP = 36 * 3600  # seconds without a read that end a run (a phone off for a night does not)
 FLUSH_EVERY = 1.0  # seconds between two batches of a running service
 
 log = logging.getLogger("agenda")
@@ -29,6 +31,18 @@ def seconds(moment):
 def moment_of(unix_seconds):
     """The aware UTC moment of Unix seconds."""
     return dt.datetime.fromtimestamp(unix_seconds, dt.timezone.utc)
+
+
+def run_day(conn, key, first):
+    """The day of the row a read adds to: its own day, but a feed's read continues the run of reads of
+    that patient by that feed that began on an earlier day, when the last of them is less than RUN_GAP old."""
+    patient_id, day, reader, kind, allowed = key
+    if kind not in RUNS:
+        return day
+    row = conn.execute("SELECT day FROM access_reads WHERE patient_id = ? AND reader = ? AND kind = ? AND allowed = ?"
+                       " AND last_at >= ? ORDER BY day DESC LIMIT 1", (patient_id, reader, kind, allowed,
+                                                                       first - RUN_GAP)).fetchone()
+    return day if row is None else row[0]
 
 
 class AccessRecord:
@@ -79,8 +93,8 @@ class AccessRecord:
                 log.warning("access record not written yet (%s); trying again in %s s", error, every)
 
     def flush(self):
-        """Add every noted read to its day's row in one transaction (synchronous=NORMAL); kept for the
-        next try if refused."""
+        """Add every noted read to its row in one transaction (synchronous=NORMAL): the day's, or for a
+        feed the run's it continues; kept for the next try if refused."""
         with self.guard:
             batch, self.pending = self.pending, {}
         if not batch:
@@ -89,9 +103,10 @@ class AccessRecord:
             with self.db.transaction(durable=False) as conn:
                 conn.executemany(
                     "INSERT INTO access_reads (patient_id, day, reader, kind, allowed, reads, first_at, last_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (patient_id, day, reader, kind, allowed) DO UPDATE"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (patient_id, reader, kind, allowed, day) DO UPDATE"
                     " SET reads = reads + excluded.reads, first_at = min(first_at, excluded.first_at),"
-                    " last_at = max(last_at, excluded.last_at)", [(*key, *counts) for key, counts in batch.items()])
+                    " last_at = max(last_at, excluded.last_at)",
+                    [(key[0], run_day(conn, key, counts[1]), *key[2:], *counts) for key, counts in batch.items()])
         except sqlite3.Error:
             with self.guard:
                 for key, (reads, first, last) in batch.items():
@@ -100,13 +115,14 @@ class AccessRecord:
             raise
 
     def of_patient(self, patient_id, since=None, reader=None):
-        """One patient's record, oldest first, a row a day: {day, reader, kind, allowed, reads, first, last}
-        (first and last aware UTC moments), from the day `since` on, of one `reader` when given."""
+        """One patient's record, oldest first, a row a day (a feed's, a run of days): {day, reader, kind, allowed,
+        reads, first, last} (first and last aware UTC moments), read on the day `since` or later, of one
+        `reader` when given."""
         self.flush()
         rows = self.db.connection().execute(
             "SELECT day, reader, kind, allowed, reads, first_at, last_at FROM access_reads WHERE patient_id = ?"
-            " AND day >= ? AND (?3 IS NULL OR reader = ?3) ORDER BY first_at, reader, kind",
-            (int(patient_id), day_number(dt.datetime.combine(since, dt.time(), dt.timezone.utc)) if since else 0,
+            " AND last_at >= ? AND (?3 IS NULL OR reader = ?3) ORDER BY first_at, reader, kind",
+            (int(patient_id), seconds(dt.datetime.combine(since, dt.time(), dt.timezone.utc)) if since else 0,
              reader))
         return [{"day": row["day"], "reader": row["reader"], "kind": row["kind"], "allowed": bool(row["allowed"]),
                  "reads": row["reads"], "first": moment_of(row["first_at"]), "last": moment_of(row["last_at"])}
@@ -129,16 +145,16 @@ class AccessRecord:
         """The whole record from the day `since` on, summarised: by reader {reader, patients, reads, refused,
         last} and by patient {patient_id, readers, reads, refused, last}, the most read first."""
         self.flush()
-        first_day = day_number(dt.datetime.combine(since, dt.time(), dt.timezone.utc))
+        start = seconds(dt.datetime.combine(since, dt.time(), dt.timezone.utc))
         conn = self.db.connection()
         by_reader = [dict(row) for row in conn.execute(
             "SELECT reader, count(DISTINCT patient_id) AS patients, sum(reads) AS reads, sum(CASE WHEN allowed"
-            " THEN 0 ELSE reads END) AS refused, max(last_at) AS last_at FROM access_reads WHERE day >= ?"
-            " GROUP BY reader ORDER BY patients DESC, reader", (first_day,))]
+            " THEN 0 ELSE reads END) AS refused, max(last_at) AS last_at FROM access_reads WHERE last_at >= ?"
+            " GROUP BY reader ORDER BY patients DESC, reader", (start,))]
         by_patient = [dict(row) for row in conn.execute(
             "SELECT patient_id, count(DISTINCT reader) AS readers, sum(reads) AS reads, sum(CASE WHEN allowed"
-            " THEN 0 ELSE reads END) AS refused, max(last_at) AS last_at FROM access_reads WHERE day >= ?"
-            " GROUP BY patient_id ORDER BY readers DESC, reads DESC, patient_id LIMIT 200", (first_day,))]
+            " THEN 0 ELSE reads END) AS refused, max(last_at) AS last_at FROM access_reads WHERE last_at >= ?"
+            " GROUP BY patient_id ORDER BY readers DESC, reads DESC, patient_id LIMIT 200", (start,))]
         for row in by_reader + by_patient:
             row["last"] = moment_of(row.pop("last_at"))
         return {"by_reader": by_reader, "by_patient": by_patient}

@@ -127,3 +127,24 @@ def test_an_admin_makes_a_doctors_feed_at_the_desk_and_reception_cannot(api):
     form = page.forms[[f.action for f in page.forms.values()].index("/desk/doctors/MARTIN/feed")]
     form.submit("action", value="revoke")
     webtest.TestApp(api.app).get(url, status=404)
+
+
+def test_a_feed_polled_day_after_day_is_one_row_a_patient_and_a_pause_starts_another(make_api, clock):
+    """A calendar app's polls are a run of reads: one row for each patient while they go on ("Access record"),
+    a person's reads a row a day."""
+    api = make_api(feed_shows="names")
+    booked_across_the_clock_change(api)
+    client = webtest.TestApp(api.app)
+    token = new_feed(api.app.clinic, "MARTIN", "cli")
+
+    def rows():
+        api.app.clinic.access.flush()
+        return [tuple(row) for row in api.db().execute(
+            "SELECT patient_id, day, reads FROM access_reads WHERE reader = 'feed:MARTIN' ORDER BY day")]
+    for _ in range(4 * 7):  # every six hours for a week
+        client.get(f"/feeds/{token}.ics")
+        clock.moment += dt.timedelta(hours=6)
+    assert rows() == [(1, 20261123, 28)]
+    clock.moment += dt.timedelta(hours=36)  # the phone was off for two days: a new run
+    client.get(f"/feeds/{token}.ics")
+    assert rows() == [(1, 20261123, 28), (1, 20261201, 1)]

@@ -102,13 +102,14 @@ def test_the_record_holds_ids_never_a_name_nif_or_phone(api, db_path):
     assert not any(word in line for line in recorded for word in ("Zuriñe", "Etxeberria", "12345678Z", "699887766"))
 
 
-def test_only_an_admin_sees_who_read_a_patient_and_a_refusal_is_recorded(api, db_path):
+def test_only_an_admin_sees_who_read_a_patient_and_a_refusal_is_recorded(api, db_path, clock):
     patient = api.new_patient()
     reception = desk_client(api)
     reception.get(f"/desk/patients/{patient}")
     assert "/access" not in reception.get(f"/desk/patients/{patient}").text  # hidden from reception
     refused = reception.get(f"/desk/patients/{patient}/access", expect_errors=True)
     assert refused.status_int == 403 and "administración" in refused.text
+    clock.moment += dt.timedelta(minutes=5)
     admin = desk_client(api, "luis", role="admin")
     page = admin.get(f"/desk/patients/{patient}")
     page = page.click(href=f"/desk/patients/{patient}/access")
