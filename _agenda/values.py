@@ -230,11 +230,59 @@ def parse_phone(text, field="phone"):
     raise ClinicError("INVALID_PHONE", f"{field} is not a valid phone number", field=field)
 
 
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # every control but tab, LF and CR
+
+
+LINE_BREAKS = re.compile(r"[ \t]*[\t\r\n][ \t\r\n]*")  # a spreadsheet's multi-line cell, a tab: one space
+
+
+TEXT_LIMIT = 100  # the most characters of a text field not in TEXT_LIMITS, as sent (openapi.json's maxLength)
+
+
+TEXT_LIMITS = {"reason": 500, "note": 500, "q": 200, "dates": 2000, "insurances": 2000}
+
+
+def text_limit(field):
+    """The most characters a text field takes, as sent, on every channel ("Text fields")."""
+    return TEXT_LIMITS.get(field, TEXT_LIMIT)
+
+
+def text_fault(value, limit):
+    """What keeps a text out of every field ("Text fields"): "control_character" (a control character
+    but tab, CR and LF), "too_long" (over `limit` characters as sent), or None."""
+    if CONTROL_CHARACTERS.search(value):
+        return "control_character"
+    return "too_long" if len(value) > limit else None
+
+
+def first_control(text):
+    """'U+001B': the first control character `text_fault` finds in a text."""
+    return f"U+{ord(CONTROL_CHARACTERS.search(text)[0]):04X}"
+
+
+def one_line(text):
+    """A text as every field stores it: line breaks and tabs one space, trimmed."""
+    return LINE_BREAKS.sub(" ", text).strip()
+
+
+def text_field(value, field, limit=None):
+    """A text field as every channel reads it, the one door for text ("Text fields"): refused naming the field
+    for a control character or over its limit (`text_limit`), else `one_line`; blank is None."""
+    limit = limit or text_limit(field)
+    fault = text_fault(value, limit)
+    if fault == "control_character":
+        raise invalid(f"{field} holds a control character ({first_control(value)}), which no text field takes",
+                      "control_character", field)
+    if fault == "too_long":
+        raise invalid(f"{field} is over {limit} characters", "too_long", field)
+    return one_line(value) or None
+
+
 def body_text(body, name, required=False):
-    """A string field of a JSON body: stripped; absent, null or blank is None."""
+    """A string field of a JSON body through `text_field`; absent, null or blank is None."""
     value = body.get(name)
     if isinstance(value, str):
-        value = value.strip()
+        value = text_field(value, name)
     elif value is not None:
         raise invalid(f"{name} must be a string", "text", name)
     if not value:
@@ -245,13 +293,14 @@ def body_text(body, name, required=False):
 
 
 def body_text_list(body, name):
-    """A list of strings of a JSON body, each stripped; blank items are dropped."""
+    """A list of strings of a JSON body, each through `text_field` (TEXT_LIMIT characters an item); blank items
+    are dropped."""
     value = body.get(name)
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise invalid(f"{name} must be a list of strings", "text_list", name)
-    return [item.strip() for item in value if item.strip()]
+    return [text for text in (text_field(item, name, TEXT_LIMIT) for item in value) if text]
 
 
 def all_fields(readers):

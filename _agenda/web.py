@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import bottle
 
-from .values import body_too_large, ClinicError, invalid, parse_date
+from .values import body_too_large, ClinicError, invalid, parse_date, text_field
 
 log = logging.getLogger("agenda")
 
@@ -137,8 +137,9 @@ def with_access_log(wsgi):
         try:
             return wsgi(environ, start)
         finally:
-            access_log.info("%s %s %s %.1fms rid=%s", log_text(environ.get("REQUEST_METHOD", "-")), logged_path(environ),
-                            status[0] if status else "-", (time.perf_counter() - started) * 1000, rid)
+            access_log.info("%s %s %s %.1fms rid=%s", log_text(environ.get("REQUEST_METHOD", "-")),
+                            logged_path(environ), status[0] if status else "-", (time.perf_counter() - started) * 1000,
+                            rid)
 
     return app
 
@@ -198,8 +199,8 @@ def internal_error(rid):
 
 
 def query_text(name, required=False):
-    """A query-string value, read with getunicode so accents survive; blank is None."""
-    value = (bottle.request.query.getunicode(name) or "").strip()
+    """A query-string value, read with getunicode so accents survive, through `text_field`; blank is None."""
+    value = text_field(bottle.request.query.getunicode(name) or "", name)
     if not value:
         if required:
             raise invalid(f"{name} is required", "required", name)

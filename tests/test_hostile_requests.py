@@ -253,8 +253,8 @@ def test_every_record_of_the_services_log_is_one_line_whatever_its_message_holds
     """`agenda run`'s formatter escapes what a message may carry from a request (a line break, a terminal's
     escape, a line separator); a traceback still follows its record."""
     formatter = OneLineFormatter(LOG_FORMAT)
-    record = logging.LogRecord("agenda", logging.ERROR, __file__, 1, "request %s failed: %s", ("7", "a\nb\r\x1b[2J\u2028\x85"),
-                               None)
+    record = logging.LogRecord("agenda", logging.ERROR, __file__, 1, "request %s failed: %s",
+                               ("7", "a\nb\r\x1b[2J\u2028\x85"), None)
     assert formatter.format(record).endswith("request 7 failed: a\\nb\\r\\x1b[2J\\u2028\\x85")
     try:
         raise ValueError("x")
