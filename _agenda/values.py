@@ -313,7 +313,8 @@ def all_fields(readers):
         except ClinicError as refusal:
             if not refusal.code.startswith("INVALID_"):  # a field's own refusal; anything else stops here
                 raise
-            refusals.append(refusal)
+            if refusal.parts not in [r.parts for r in refusals]:  # a field read twice (phone, phone_e164) said once
+                refusals.append(refusal)
     if len(refusals) == 1:
         raise refusals[0]
     if refusals:
