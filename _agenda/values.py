@@ -214,20 +214,38 @@ def normalise_nif(text):
     return nif
 
 
+# openapi.json's pattern of every phone field ("Patients"): a Spanish number (nine digits, the first 6 to 9, a
+# space, dot or dash between any two, +34 or 0034 before), a number of another country in E.164 (7 to 15
+# digits; +34 is Spain's, held to its nine digits), or blank (no phone).
+PHONE_PATTERN = (r"^ *((\+34|0034)[ .-]?)?[6-9]([ .-]?[0-9]){8} *$"
+                 r"|^ *\+(3[0-35-9]|[1-24-9][0-9])[0-9]{5,13} *$|^ *$")
+
+
+PHONE_SHAPE = re.compile(PHONE_PATTERN, re.ASCII)
+
+
 def parse_phone(text, field="phone"):
-    """A phone as the caller says it (Spain by default) to E.164 ("Patients")."""
-    candidates = [text]
-    if not text.lstrip().startswith("+"):
-        # a '+' sent unencoded in a query string arrives as a space: 34 699 ... is +34 699 ...
-        candidates.append("+" + text.strip())
-    for candidate in candidates:
-        try:
-            number = phonenumbers.parse(candidate, "ES")
-        except phonenumbers.NumberParseException:
-            continue
-        if phonenumbers.is_valid_number(number):
-            return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
-    raise ClinicError("INVALID_PHONE", f"{field} is not a valid phone number", field=field)
+    """A phone as the caller says it (Spain by default) to E.164 ("Patients"): what phonenumbers reads as a
+    real number, else any phone PHONE_PATTERN states, as it is written."""
+    found = real_phone(text)
+    if found is None and text.strip() and PHONE_SHAPE.fullmatch(text):
+        digits = re.sub(r"[^0-9]", "", text)
+        found = "+" + digits if text.strip().startswith("+") else "+34" + digits[-9:]
+    if found is None and not text.lstrip().startswith("+"):
+        found = real_phone("+" + text.strip())  # a '+' sent unencoded in a query string arrives as a space
+    if found is None:
+        raise ClinicError("INVALID_PHONE", f"{field} is not a valid phone number", field=field)
+    return found
+
+
+def real_phone(text):
+    """The E.164 of a number phonenumbers reads as real (region ES), or None."""
+    try:
+        number = phonenumbers.parse(text, "ES")
+    except phonenumbers.NumberParseException:
+        return None
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164) \
+        if phonenumbers.is_valid_number(number) else None
 
 
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # every control but tab, LF and CR
