@@ -8,7 +8,6 @@ import re
 from urllib.parse import quote
 
 import pytest
-import webtest
 from click.testing import CliRunner
 from hypothesis import given, HealthCheck, settings, strategies as st
 
@@ -16,9 +15,10 @@ import agenda
 from _agenda.texts import refusal_text, translator
 from _agenda.values import ClinicError, printable, text_field, text_limit, TEXT_LIMIT
 from conftest import Clock, CLINIC_CSV, MONDAY, table_rows, valid_dni
-from test_desk import last_form, log_in, PASSWORD
+from test_desk import last_form
 from test_hostile_requests import TEXT_FIELDS
-from test_refusals import beside
+from test_moving import write
+from test_refusals import beside, desk  # noqa: F401 (desk: a logged-in desk, a fixture)
 
 SPANISH = translator("es")
 CONTROLS = [chr(code) for code in [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0)]]
@@ -119,14 +119,6 @@ def test_every_text_field_of_a_body_takes_its_limit_and_not_one_character_more(b
 
 
 # The desk
-
-@pytest.fixture
-def desk(api):
-    api.app.accounts.add_staff("ana", PASSWORD)
-    client = webtest.TestApp(api.app)
-    log_in(client)
-    return client
-
 
 NEW_PATIENT = {"name": "Eva", "surname": "Sanz", "nif": valid_dni(40), "phone": "612345679", "birthDate": "03/04/1990"}
 
@@ -314,7 +306,3 @@ def test_a_spreadsheets_multi_line_cells_come_in_as_one_line(clinic_rows, db_pat
     finally:
         conn.close()
 
-
-def write(path, text, encoding="utf-8"):
-    path.write_bytes(text.encode(encoding))
-    return path
