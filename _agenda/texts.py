@@ -357,6 +357,7 @@ TEXTS = {
     "field_n": ("Cada", "Every"), "field_unit": ("Semanas o días", "Weeks or days"), "field_step": ("Paso", "Step"),
     "field_nearest": ("El hueco más cercano", "The nearest slot"), "field_slot": ("Hueco", "Slot"),
     "field_squeeze": ("Sobrecita", "Squeeze-in"), "field_waitlistId": ("Lista de espera", "Waiting list"),
+    "field_reader": ("Quién leyó", "Reader"), "field_days": ("Días", "Days"),
 }
 
 
