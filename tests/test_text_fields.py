@@ -62,7 +62,8 @@ def test_the_door_refuses_every_control_but_tab_cr_and_lf_and_writes_line_breaks
 
 QUERY_FIELDS = [("/patients?nif={}", "nif"), ("/appointments?phone={}", "phone"), ("/appointments?date={}", "date"),
                 ("/appointments?nif=12345678Z&centerId={}", "centerId"), ("/availabilities?doctorId={}", "doctorId"),
-                ("/availabilities?doctorId=MARTIN&startDate={}", "startDate"), ("/appointments/range?dates={}", "dates")]
+                ("/availabilities?doctorId=MARTIN&startDate={}", "startDate"),
+                ("/appointments/range?dates={}", "dates")]
 BODY_FIELDS = [(method, path, field) for (method, path), (_, fields) in TEXT_FIELDS.items() for field in fields]
 
 
@@ -302,7 +303,8 @@ def test_a_spreadsheets_multi_line_cells_come_in_as_one_line(clinic_rows, db_pat
     try:
         assert [tuple(row) for row in conn.execute(
             "SELECT p.name, p.surname, a.reason FROM appointments a JOIN patients p ON p.id = a.patient_id"
-            " ORDER BY a.time")] == [("Ana María", "García", "Dolor de cabeza"), ("Eva", 'Sanz "la peque"', "Revisión")]
+            " ORDER BY a.time")] == [("Ana María", "García", "Dolor de cabeza"),
+                                     ("Eva", 'Sanz "la peque"', "Revisión")]
     finally:
         conn.close()
 
