@@ -14,7 +14,8 @@ import urllib.parse
 import bottle
 import phonenumbers
 
-from .values import all_fields, ClinicError, format_date, hhmm, invalid, parse_date, parse_time
+from .values import (all_fields, ClinicError, format_date, hhmm, invalid, parse_date, parse_time, printable,
+                     text_field)
 from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
 from .counter import mark_attendance, squeeze_in, to_call
@@ -245,8 +246,16 @@ def desk_source():
 
 
 def form(name):
-    """A form field, read with getunicode; blank is None."""
-    return (bottle.request.forms.getunicode(name) or "").strip() or None
+    """A form field, read with getunicode, through `text_field`; blank is None. After a field is refused, the
+    page drawn again reads every field as typed, made printable, to keep it beside its refusal ("Text fields")."""
+    typed, environ = bottle.request.forms.getunicode(name) or "", bottle.request.environ
+    if environ.get("agenda.form_refused"):
+        return printable(typed).strip() or None
+    try:
+        return text_field(typed, name)
+    except ClinicError:
+        environ["agenda.form_refused"] = True
+        raise
 
 
 # Desk handlers: read the form, call the clinic with the receptionist as the source, show the page.

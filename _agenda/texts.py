@@ -353,6 +353,17 @@ TEXTS = {
                          "{field}: booked, confirmed, unanswered or cancelled."),
     "rule_patient_by_phone": ("Sin NIF, y ningún paciente único con ese nombre y teléfono: indica su NIF.",
                               "No NIF, and no one patient with that name and phone: give their NIF."),
+    # every text field, on every channel ("Text fields")
+    "rule_control_character": ("{field}: lleva un carácter de control, que no se ve; bórralo y escríbelo de nuevo.",
+                               "{field}: holds a control character, which does not show; delete it and type it again."),
+    "rule_too_long": ("{field}: es demasiado largo; acórtalo.", "{field}: too long; shorten it."),
+    "field_q": ("Búsqueda", "Search"), "field_note": ("Nota", "Note"), "field_csrf": ("Formulario", "Form"),
+    "field_kept": ("Formulario guardado", "Kept form"), "field_action": ("Acción", "Action"),
+    "field_back": ("Página de vuelta", "Page to go back to"), "field_mark": ("Asistencia", "Attendance"),
+    "field_n": ("Cada", "Every"), "field_unit": ("Semanas o días", "Weeks or days"), "field_step": ("Paso", "Step"),
+    "field_nearest": ("El hueco más cercano", "The nearest slot"), "field_slot": ("Hueco", "Slot"),
+    "field_squeeze": ("Sobrecita", "Squeeze-in"), "field_waitlistId": ("Lista de espera", "Waiting list"),
+    "field_reader": ("Quién leyó", "Reader"), "field_days": ("Días", "Days"),
 }
 
 
