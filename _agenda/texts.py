@@ -341,7 +341,6 @@ TEXTS = {
     "previous_page": ("Anteriores", "Previous"), "next_page": ("Siguientes", "Next"),
     "rule_search_length": ("Busca con 10 palabras y 200 caracteres como mucho: el nombre, el NIF o el teléfono.",
                            "Search with 10 words and 200 characters at most: the name, the NIF or the phone."),
-    "field_q": ("Búsqueda", "Search"),
     "rule_export_folder": ("No se pudo escribir en esa carpeta: no se ha exportado nada.",
                            "That folder could not be written: nothing was exported."),
     "rule_minutes": ("{field}: un número de minutos.", "{field}: a number of minutes."),
@@ -363,7 +362,7 @@ TEXTS = {
     "field_n": ("Cada", "Every"), "field_unit": ("Semanas o días", "Weeks or days"), "field_step": ("Paso", "Step"),
     "field_nearest": ("El hueco más cercano", "The nearest slot"), "field_slot": ("Hueco", "Slot"),
     "field_squeeze": ("Sobrecita", "Squeeze-in"), "field_waitlistId": ("Lista de espera", "Waiting list"),
-    "field_reader": ("Quién leyó", "Reader"), "field_days": ("Días", "Days"),
+    "field_reader": ("Quién leyó", "Reader"), "field_days": ("Días", "Days"), "field_page": ("Página", "Page"),
 }
 
 
