@@ -78,8 +78,7 @@ def book_visit(clinic, visit, day, time_text, channel, source, waitlist_id=None)
         return admit(clinic, conn, visit, day, time_text, channel, at, source, waitlist_id=waitlist_id)
 
 
-def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=None, waitlist_id=None,
-          status="booked", cancel_reason=None):
+def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=None, waitlist_id=None):
     """The one door, inside the caller's transaction: `visit` at `day` and `time_text` checked by the
     channel's rules in one order (who, the retry, the patient and catalogs, the waiting entry, the slot, the
     insurance) and written: a new row, or `moving`'s row moved (its id kept). Its id as text."""
@@ -96,8 +95,7 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     check_insurance(clinic, doctor["id"], visit.insurance_id, center, rules.insurance)
     try:
         if moving is None:
-            row = inserted(conn, visit._replace(center_id=center), patient_key, doctor, day, time_text, end, at,
-                           "import" if channel == "import" else source, status, cancel_reason)
+            row = inserted(conn, visit._replace(center_id=center), patient_key, doctor, day, time_text, end, at, source)
         else:
             row = written_row(
                 conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?,"
@@ -112,16 +110,48 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     return str(row["id"])
 
 
-def inserted(conn, visit, patient_key, doctor, day, time_text, end, at, booked_by, status, cancel_reason):
-    """The new appointments row: booked, or as it stood in the system it came from (an import)."""
+def admit_staged(clinic, conn, table, at, source):
+    """The door for many, inside the caller's transaction: the import channel's rows staged in `table` (line,
+    date, time, end_time, doctor_id, center_id, insurance_id, reason, status, patient_id), checked as the
+    channel's rules say, in SQL over them all (who; what they name, still known, the patient live; their times
+    as they were; the triggers refuse an overlap), written in one INSERT, each with the channel's event."""
+    rules = CHANNELS["import"]
+    if rules.desk_only and channel_of(source) != "desk":
+        raise invalid("only reception books by the import channel", "reception_only")
+    unknown = conn.execute(
+        f"SELECT min(line) FROM {table} s WHERE NOT EXISTS (SELECT 1 FROM doctors d WHERE d.id = s.doctor_id)"
+        " OR (s.center_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM centers c WHERE c.id = s.center_id))"
+        " OR (s.insurance_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM insurances i WHERE i.id = s.insurance_id))"
+        " OR NOT EXISTS (SELECT 1 FROM live_patients p WHERE p.id = s.patient_id)").fetchone()[0]
+    if unknown is not None:
+        raise invalid(f"line {unknown}: its doctor, center, insurance or patient is gone since it was checked; "
+                      "run the import again", "import_changed")
+    first = conn.execute("SELECT coalesce(max(id), 0) FROM appointments").fetchone()[0]
+    try:
+        conn.execute(
+            "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
+            " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by)"
+            " SELECT s.patient_id, s.doctor_id, d.speciality_id, s.insurance_id, s.center_id, s.date, s.time,"
+            " s.end_time, s.reason, s.status, ?1, ?1, CASE WHEN s.status = 'confirmed' THEN ?1 END,"
+            " CASE WHEN s.status = 'cancelled' THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?2 END, 'import'"
+            f" FROM {table} s JOIN doctors d ON d.id = s.doctor_id ORDER BY s.line",
+            (utc_iso(at), "cancelled in the system it came from"))
+    except sqlite3.IntegrityError:
+        raise slot_not_available("taken") from None
+    columns = ", ".join(f"'{row[1]}', {row[1]}" for row in conn.execute("PRAGMA table_info(appointments)"))
+    conn.execute("INSERT INTO events (at, source, action, entity, entity_id, before, after) SELECT ?, ?, ?,"
+                 f" 'appointment', CAST(id AS TEXT), NULL, json_object({columns}) FROM appointments WHERE id > ?"
+                 " ORDER BY id", (utc_iso(at), source, rules.event, first))
+
+
+def inserted(conn, visit, patient_key, doctor, day, time_text, end, at, booked_by):
+    """The new appointments row, booked."""
     return written_row(
         conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
-        " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by,"
-        " squeezed, series_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " end_time, reason, status, created_at, updated_at, booked_by, squeezed, series_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?, ?, ?, ?)",
         (patient_key, doctor["id"], doctor["speciality_id"], visit.insurance_id, visit.center_id, day.isoformat(),
-         time_text, end, visit.reason, status, utc_iso(at), utc_iso(at),
-         utc_iso(at) if status == "confirmed" else None, utc_iso(at) if status == "cancelled" else None,
-         cancel_reason if status == "cancelled" else None, booked_by, int(visit.squeezed), visit.series_id))
+         time_text, end, visit.reason, utc_iso(at), utc_iso(at), booked_by, int(visit.squeezed), visit.series_id))
 
 
 def retried(conn, patient_key, doctor_id, day, time_text):

@@ -175,13 +175,15 @@ def cli_reader():
         return f"cli:uid:{uid}"
 
 
-def refuse_bad_rows(file, problems):
-    """An import's bad rows on stderr (the first 50), then the one Error: line; nothing when none."""
-    if not problems:
+def refuse_bad_rows(file, problems, count=None):
+    """An import's bad rows on stderr (the first 50 of `count`, all of `problems` by default), then the one
+    Error: line; nothing when none."""
+    count = len(problems) if count is None else count
+    if not count:
         return
     for line in problems[:50]:
         click.echo(printable(line), err=True)
-    if len(problems) > 50:
-        click.echo(f"... and {len(problems) - 50:,} more bad rows", err=True)
-    raise click.ClickException(f"{file}: {plural(len(problems), 'bad row')}; "
+    if count > 50:
+        click.echo(f"... and {count - 50:,} more bad rows", err=True)
+    raise click.ClickException(f"{file}: {plural(count, 'bad row')}; "
                                "nothing was imported. Fix them and run the import again.")

@@ -1,19 +1,18 @@
 """The clinic's own files read in at the command line: `agenda seed` (the catalog CSV) and `agenda
 import-patients` (another system's patient list), each all or nothing ("Catalog file", "Patient import")."""
 
-import contextlib
 import csv
 import datetime as dt
 import sqlite3
-import sys
 from pathlib import Path
 
 import click
 
 from .values import plural, printable
 from .store import DEMO_CATALOGS, open_database, read_data_file
-from .imports import (CATALOG_NOUNS, PatientFileError, read_catalog_file, read_catalog_text, read_patient_file,
+from .imports import (CATALOG_NOUNS, PatientFileError, patient_rows, read_catalog_file, read_catalog_text,
                       seed_catalogs, SeedError)
+from .staged_import import import_patients
 from .cli import cli, cli_clinic, db_option, refuse_bad_rows, tz_option
 
 
@@ -69,7 +68,7 @@ def seed(db_path, file, demo):
 @click.option("--dry-run", is_flag=True, help="Check and report; write nothing.")
 @tz_option
 @click.pass_context
-def import_patients(ctx, db_path, file, dry_run, tz):
+def import_patients_command(ctx, db_path, file, dry_run, tz):
     """Bring in patients from another system's CSV: name,surname,birthDate,nif,phone.
 
     UTF-8 or Latin-1, with a header row; ',' ';' or tab separated. Every row is
@@ -86,27 +85,22 @@ def import_patients(ctx, db_path, file, dry_run, tz):
     """
     if not Path(file).is_file():
         raise click.ClickException(f"{file}: no such file; give the path of the patients CSV")
-    try:
-        rows = read_patient_file(file)
-    except PatientFileError as error:
-        raise click.ClickException(f"{file}: nothing was imported: {error}") from None
-    except csv.Error as error:
-        raise click.ClickException(f"{file}: nothing was imported: not a readable CSV: {error}") from None
     clinic = cli_clinic(ctx, db_path, tz)
     try:
-        progress = click.progressbar(rows, label=f"Checking {len(rows):,} rows", file=sys.stderr) \
-            if len(rows) >= 2000 else contextlib.nullcontext(rows)
-        with progress as checked:
-            patients, problems, present = clinic.import_patients(checked, Path(file).name, dry_run=dry_run)
+        imported = import_patients(clinic, patient_rows(file), Path(file).name, dry_run=dry_run)
+    except (PatientFileError, csv.Error) as error:
+        raise click.ClickException(f"{file}: nothing was imported: {error}") from None
     finally:
         clinic.db.close()
+    present, patients = imported.present, imported.patients
+    click.echo(f"Checked {imported.rows:,} rows.", err=True)
     for line in present[:20]:
         click.echo(printable(line))
-    if len(present) > 20:
-        click.echo(f"... and {len(present) - 20:,} more already in the agenda")
-    refuse_bad_rows(file, problems)
+    if imported.present_count > len(present):
+        click.echo(f"... and {imported.present_count - len(present):,} more already in the agenda")
+    refuse_bad_rows(file, imported.problems, imported.problem_count)
     if dry_run:
-        click.echo(f"Dry run: {plural(len(patients), 'patient')} would be imported; {len(present):,} already in "
-                   "the agenda. Nothing was written.")
+        click.echo(f"Dry run: {plural(patients, 'patient')} would be imported; {imported.present_count:,} already "
+                   "in the agenda. Nothing was written.")
     else:
-        click.echo(f"Imported {plural(len(patients), 'patient')}; {len(present):,} already in the agenda.")
+        click.echo(f"Imported {plural(patients, 'patient')}; {imported.present_count:,} already in the agenda.")

@@ -8,7 +8,8 @@ import click
 
 from .values import ClinicError, plural
 from .imports import PatientFileError
-from .moving import EXPORT_FILES, export_agenda, import_appointments, read_appointment_file
+from .moving import appointment_rows, EXPORT_FILES, export_agenda
+from .staged_import import import_appointments
 from .cli import cli, cli_clinic, cli_reader, clinic_at, db_option, refuse_bad_rows, tz_option
 
 
@@ -64,18 +65,16 @@ def import_appointments_command(ctx, db_path, file, dry_run, tz):
     """
     if not Path(file).is_file():
         raise click.ClickException(f"{file}: no such file; give the path of the appointments CSV")
-    try:
-        rows = read_appointment_file(file)
-    except (PatientFileError, csv.Error) as error:
-        raise click.ClickException(f"{file}: nothing was imported: {error}") from None
     clinic = cli_clinic(ctx, db_path, tz)
     try:
-        planned, created, problems = import_appointments(clinic, rows, Path(file).name, dry_run=dry_run)
+        imported = import_appointments(clinic, appointment_rows(file), Path(file).name, dry_run=dry_run)
+    except (PatientFileError, csv.Error) as error:
+        raise click.ClickException(f"{file}: nothing was imported: {error}") from None
     except ClinicError as error:
         raise click.ClickException(f"{file}: nothing was imported: {error.message}") from None
     finally:
         clinic.db.close()
-    refuse_bad_rows(file, problems)
+    refuse_bad_rows(file, imported.problems, imported.problem_count)
     done = "would be imported" if dry_run else "imported"
-    click.echo(f"{'Dry run: ' if dry_run else ''}{plural(len(planned), 'appointment')} {done}, "
-               f"{plural(len(created), 'new patient')}.{' Nothing was written.' if dry_run else ''}")
+    click.echo(f"{'Dry run: ' if dry_run else ''}{plural(imported.appointments, 'appointment')} {done}, "
+               f"{plural(imported.patients, 'new patient')}.{' Nothing was written.' if dry_run else ''}")

@@ -73,49 +73,6 @@ CHANGE_CANCELLED = ("APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was ca
 CANCEL_CANCELLED = ("APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
 
 
-def plan_patient_import(conn, rows, today):
-    """Check every row as POST /patients would ("Patients"), against the file and the database; a row
-    with a guardianNif (a guardian in the agenda or earlier in the file) may be a child without a NIF, and so
-    may a row with a birth date under 14 years ago and no guardian (a child whose guardian was erased).
-
-    Returns (patients to insert, problems, already present): problems are
-    "line N: why" texts; a NIF already in the agenda is reported, never doubled.
-    """
-    known = dict(conn.execute("SELECT nif, id FROM live_patients WHERE nif IS NOT NULL"))
-    first_line_of = {}
-    patients, problems, present = [], [], []
-    for line, fields in rows:
-        try:
-            child = not (fields.get("nif") or "").strip() and bool((fields.get("birthDate") or "").strip())
-            patient = patient_fields(fields, today, guarded=child or bool((fields.get("guardianNif") or "").strip()))
-            if fields.get("guardianNif", "").strip():
-                patient["guardian_nif"] = normalise_nif(fields["guardianNif"])
-                if patient["guardian_nif"] not in known and patient["guardian_nif"] not in first_line_of:
-                    raise invalid("no patient has the guardian's nif (in the agenda or on an earlier line)", "guardian",
-                                  "guardianNif")
-        except ClinicError as error:
-            problems.append(f"line {line}: {error.message}")
-            continue
-        nif = patient["nif"]
-        if nif is not None and nif in known:
-            present.append(f"line {line}: already in the agenda as patient {known[nif]}, not imported")
-        elif nif is not None and nif in first_line_of:
-            problems.append(f"line {line}: the same nif as line {first_line_of[nif]}")
-        else:
-            first_line_of[nif or f"line {line}"] = line
-            patients.append(patient)
-    return patients, problems, present
-
-
-def insert_patients(conn, patients, at):
-    """Insert planned patients: those with no guardian at once, then each one with a guardian under them."""
-    conn.executemany(INSERT_PATIENT, (patient_row(patient, at) for patient in patients if not patient.get("guardian_nif")))
-    for patient in patients:
-        if patient.get("guardian_nif"):
-            guardian = conn.execute("SELECT id FROM live_patients WHERE nif = ?", (patient["guardian_nif"],)).fetchone()
-            conn.execute(INSERT_PATIENT, patient_row({**patient, "guardian_id": guardian[0]}, at))
-
-
 class Clinic:
     """The clinic's operations over one database, its settings and a clock; no HTTP here.
 
@@ -258,21 +215,6 @@ class Clinic:
             row = written_row(conn, INSERT_PATIENT, patient_row(patient, at))
             record_event(conn, at, source, "patient.created", "patient", row["id"], after=row)
         return str(row["id"])
-
-    def import_patients(self, rows, file_name, *, dry_run=False, source="cli"):
-        """Patients from another system's rows ("Patient import"): (patients to add, problems, already
-        present). All or nothing: with any problem, or on a dry run, nothing is written; a dry run checks
-        outside the write lock, a real one inside it, so no NIF arrives between the check and the insert."""
-        today, at = self.today(), self.clock()
-        if dry_run:
-            return plan_patient_import(self.conn(), rows, today)
-        with self.db.transaction() as conn:
-            patients, problems, present = plan_patient_import(conn, rows, today)
-            if not problems:
-                insert_patients(conn, patients, at)
-                record_event(conn, at, source, "patients.imported", "patient", None,
-                             after={"file": file_name, "imported": len(patients), "alreadyPresent": len(present)})
-        return patients, problems, present
 
     # Slots
 

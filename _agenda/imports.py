@@ -2,6 +2,7 @@
 files from other systems."""
 
 import bisect
+import codecs
 import csv
 import io
 import itertools
@@ -169,25 +170,32 @@ def quote_problem(text, first, dialect):
 
 
 def read_cells(records, fields, header):
-    """([(line, {field: text})], problems) of CSV records: the cells of the columns `fields` names (None for
-    a column left out), each as a spreadsheet wrote it (`sheet_value`) through the text fields' rule ("Text
-    fields"): one line, and no control character nor more characters than the same field takes through the API;
-    problems are (line, "column N (header): why") of the cells refused. Blank records are left out."""
+    """([(line, {field: text})], problems) of CSV records, each read by `read_record`. Blank records are left out."""
     rows, problems = [], []
     for line, cells in records:
-        row = {}
-        for column, (field, cell) in enumerate(zip(fields, cells), 1):
-            if field is None:
-                continue
-            fault = text_fault(cell, text_limit(field))
-            if fault is not None:
-                problems.append((line, f"column {column} ({header[column - 1].strip()}): " + (
-                    f"{len(cell):,} characters, and {field} takes {text_limit(field):,} at most" if fault == "too_long"
-                    else f"a control character ({first_control(cell)}), which no text field takes")))
-            row[field] = one_line(sheet_value(cell.strip()))
+        row, faults = read_record(cells, fields, header)
+        problems += [(line, why) for why in faults]
         if any(row.values()):
             rows.append((line, row))
     return rows, problems
+
+
+def read_record(cells, fields, header):
+    """({field: text}, [why]) of one CSV record: the cells of the columns `fields` names (None for a column left
+    out), each as a spreadsheet wrote it (`sheet_value`) through the text fields' rule ("Text fields"): one line,
+    and no control character nor more characters than the same field takes through the API; each refused cell
+    as "column N (header): why"."""
+    row, faults = {}, []
+    for column, (field, cell) in enumerate(zip(fields, cells), 1):
+        if field is None:
+            continue
+        fault = text_fault(cell, text_limit(field))
+        if fault is not None:
+            faults.append(f"column {column} ({header[column - 1].strip()}): " + (
+                f"{len(cell):,} characters, and {field} takes {text_limit(field):,} at most" if fault == "too_long"
+                else f"a control character ({first_control(cell)}), which no text field takes"))
+        row[field] = one_line(sheet_value(cell.strip()))
+    return row, faults
 
 
 def _snapshot(conn):
@@ -374,40 +382,82 @@ def decode_text_file(raw):
 HEADER_CHARS = 1000  # a patient file's header row is shorter: longer, the file is refused before sniffing
 
 
-def read_patient_file(path):
-    """[(line, {field: text})] from a patients CSV with a header (',' ';' or tab separated)."""
-    return read_table_file(path, PATIENT_COLUMN_NAMES, ("name", "nif"), "name,surname,birthDate,nif,phone",
-                           "a patient file")
+def patient_rows(path):
+    """The records of a patients CSV with a header (',' ';' or tab separated) as it streams (`table_rows`)."""
+    return table_rows(path, PATIENT_COLUMN_NAMES, ("name", "nif"), "name,surname,birthDate,nif,phone",
+                      "a patient file")
 
 
 def read_table_file(path, column_names, required, example, what):
-    """[(line, {field: text})] from a CSV another system wrote (UTF-8 or Windows-1252; ',' ';' or tab):
-    columns by `column_names` (a header folded: lower case, no spaces, dashes or underscores), each
-    cell as `sheet_cell` would have written it read back; PatientFileError when it cannot be read."""
-    text, _ = decode_text_file(Path(path).read_bytes())
-    if not text.strip():
-        raise PatientFileError(f"the file is empty; it needs a header row: {example}")
-    header_line = text.split("\n", 1)[0]
-    if len(header_line) > HEADER_CHARS:
-        raise PatientFileError(f"the first line is {len(header_line):,} characters long; {what} starts with "
-                               f"a short header row such as {example}")
-    try:
-        dialect = csv.Sniffer().sniff(header_line, delimiters=",;\t")
-    except csv.Error:
-        dialect = csv.excel
-    try:  # the sniffed separator; quotes as every spreadsheet writes them (a quote in a quoted cell doubled)
-        (_, header), *records = csv_records(text, delimiter=dialect.delimiter,
-                                            skipinitialspace=dialect.skipinitialspace)
-    except SeedError as error:
-        raise PatientFileError(f"{error}") from None
-    fields = [column_names.get(re.sub(r"[\s_\-]", "", name).lower()) for name in header]
-    missing = [name for name in required if name not in fields]
-    if missing:
-        raise PatientFileError(f"the header has no {' and no '.join(missing)} column; it reads {header}; "
-                               f"name it {example}")
-    rows, problems = read_cells(records, fields, header)
+    """[(line, {field: text})] from a CSV another system wrote, all read (`table_rows`); PatientFileError when
+    it cannot be read, listing its refused cells."""
+    rows, problems = [], []
+    for line, row, faults in table_rows(path, column_names, required, example, what):
+        rows.append((line, row))
+        problems += [(line, why) for why in faults]
     if problems:
         shown = "\n".join(f"line {line}: {why}" for line, why in problems[:20])
         raise PatientFileError(f"{plural(len(problems), 'cell')} cannot be read:\n{shown}" +
                                (f"\n... and {len(problems) - 20:,} more" if len(problems) > 20 else ""))
     return rows
+
+
+def table_rows(path, column_names, required, example, what):
+    """The records of a CSV another system wrote (UTF-8 or Windows-1252; ',' ';' or tab), read as the file
+    streams, so a file of any length takes the same memory: (line, {field: text}, [why a cell is refused]) for
+    each record that is not blank, columns by `column_names` (a header folded: lower case, no spaces, dashes
+    or underscores). PatientFileError, before the first record, for a file that cannot be read at all; as it
+    streams, at a quote that never closes ("Files from other systems")."""
+    encoding = file_encoding(path)
+    with open(path, encoding=encoding, newline="") as file:
+        header_line = file.readline(HEADER_CHARS + 1).rstrip("\r\n")
+    if not header_line.strip():
+        raise PatientFileError(f"the file is empty; it needs a header row: {example}")
+    if len(header_line) > HEADER_CHARS:
+        raise PatientFileError(f"the first line is more than {HEADER_CHARS:,} characters long; {what} starts with "
+                               f"a short header row such as {example}")
+    try:
+        dialect = csv.Sniffer().sniff(header_line, delimiters=",;\t")
+    except csv.Error:
+        dialect = csv.excel
+    header = next(csv.reader([header_line], delimiter=dialect.delimiter, skipinitialspace=dialect.skipinitialspace))
+    fields = [column_names.get(re.sub(r"[\s_\-]", "", name).lower()) for name in header]
+    missing = [name for name in required if name not in fields]
+    if missing:
+        raise PatientFileError(f"the header has no {' and no '.join(missing)} column; it reads {header}; "
+                               f"name it {example}")
+    return streamed(path, encoding, dialect, fields, header)
+
+
+def streamed(path, encoding, dialect, fields, header):
+    """table_rows' records after the header, as the file streams."""
+    with open(path, encoding=encoding, newline="") as file:
+        reader = csv.reader(file, strict=True, delimiter=dialect.delimiter, skipinitialspace=dialect.skipinitialspace)
+        next(reader)
+        end = reader.line_num
+        try:
+            for cells in reader:
+                line, end = end + 1, reader.line_num
+                row, faults = read_record(cells, fields, header)
+                if any(row.values()) or faults:
+                    yield line, row, faults
+        except csv.Error as error:
+            text = Path(path).read_bytes().decode(encoding)  # only to say where: the file's own text
+            where = quote_problem(text, end + 1, reader.dialect) or (end + 1, f"not a readable CSV: {error}")
+            raise PatientFileError(f"line {where[0]}: {where[1]}") from None
+
+
+def file_encoding(path, chunk=1 << 16):
+    """The encoding a file is in, read a piece at a time: UTF-8 (with or without BOM), else Windows-1252,
+    else Latin-1, which reads any byte."""
+    for encoding in ("utf-8-sig", "cp1252"):
+        decoder = codecs.getincrementaldecoder(encoding)()
+        try:
+            with open(path, "rb") as file:
+                while piece := file.read(chunk):
+                    decoder.decode(piece)
+                decoder.decode(b"", final=True)
+            return encoding
+        except UnicodeDecodeError:
+            continue
+    return "latin-1"

@@ -1,20 +1,15 @@
 """Moving in and out ("Moving in and out"): the whole agenda written in open formats that Agenda
-reads back (catalogs.csv, patients.csv, appointments.csv, events.jsonl), and an old system's
-appointments read in, all or nothing."""
+reads back (catalogs.csv, patients.csv, appointments.csv, events.jsonl), and how an old system's
+appointments file is read, row by row (staged_import.py brings them in)."""
 
-import datetime as dt
 import json
 import os
 from pathlib import Path
 
-from .values import (ClinicError, format_date, hhmm, minutes_of, normalise_nif, parse_date, parse_phone, parse_time,
-                     patient_fields, sheet_csv)
-from .store import INSERT_PATIENT, patient_row, record_event, written_row
-from .slots import overlapping, read_schedule
+from .values import ClinicError, format_date, hhmm, minutes_of, parse_date, parse_time, sheet_csv
 from .identity import identities
-from .booking import admit, Visit
 from .rights import identifiers, scrubbed
-from .imports import CATALOG_COLUMNS, read_table_file
+from .imports import CATALOG_COLUMNS, table_rows
 
 EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.jsonl")
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -172,52 +167,11 @@ STATUS_WORDS = {"": "booked", "booked": "booked", "reservada": "booked", "pendie
 APPOINTMENT_EXAMPLE = "date,time,duration,doctor,center,nif,name,surname,phone,reason,insurance,status"
 
 
-def read_appointment_file(path):
-    """[(line, {field: text})] of an old system's appointments file."""
-    return read_table_file(path, APPOINTMENT_COLUMN_NAMES, ("date", "time", "doctor"), APPOINTMENT_EXAMPLE,
-                           "an appointments file")
-
-
-def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli"):
-    """Appointments from an old system's rows: (appointments planned, patients to create, problems).
-    All or nothing; a dry run checks outside the write lock and writes nothing."""
-    today, at = clinic.today(), clinic.clock()
-    if dry_run:
-        return plan_import(clinic.conn(), rows, today)
-    with clinic.db.transaction() as conn:
-        planned, created, problems = plan_import(conn, rows, today)
-        if problems:
-            return planned, created, problems
-        ids = {}
-        for patient in created.values():
-            ids[patient["nif"]] = written_row(conn, INSERT_PATIENT, patient_row(patient, at))["id"]
-        for appointment in planned:
-            visit = Visit(appointment["patient_id"] or ids[appointment["nif"]], appointment["doctor"],
-                          center_id=appointment["center"], minutes=appointment["minutes"],
-                          insurance_id=appointment["insurance"], reason=appointment["reason"])
-            admit(clinic, conn, visit, dt.date.fromisoformat(appointment["date"]), appointment["time"], "import", at,
-                  source, status=appointment["status"], cancel_reason="cancelled in the system it came from")
-        record_event(conn, at, source, "appointments.imported", "appointment", None,
-                     after={"file": file_name, "imported": len(planned), "patientsCreated": len(created)})
-    return planned, created, problems
-
-
-def plan_import(conn, rows, today):
-    """Check every row against the catalogs, the patients and the agenda's appointments (and each
-    other): (appointments, {nif: new patient}, problems as "line N: why")."""
-    known = {table: {row[0] for row in conn.execute(f"SELECT id FROM {table}")}
-             for table in ("doctors", "centers", "insurances")}
-    planned, created, problems = [], {}, []
-    for line, fields in rows:
-        try:
-            appointment = appointment_fields(fields, known)
-            appointment["patient_id"], appointment["nif"] = find_or_plan_patient(conn, fields, created, today)
-        except ClinicError as error:
-            problems.append(f"line {line}: {error.message}")
-            continue
-        planned.append({**appointment, "line": line})
-    problems += overlaps(conn, planned)
-    return planned, created, problems
+def appointment_rows(path):
+    """The records of an old system's appointments file as it streams: (line, {field: text}, [why a cell is
+    refused]) (`table_rows`); PatientFileError for a file that cannot be read."""
+    return table_rows(path, APPOINTMENT_COLUMN_NAMES, ("date", "time", "doctor"), APPOINTMENT_EXAMPLE,
+                      "an appointments file")
 
 
 def appointment_fields(fields, known):
@@ -247,58 +201,3 @@ def appointment_fields(fields, known):
             "doctor": fields["doctor"].strip(), "center": fields.get("center", "").strip() or None,
             "insurance": fields.get("insurance", "").strip() or None, "reason": fields.get("reason", "").strip() or None,
             "status": status}
-
-
-def find_or_plan_patient(conn, fields, created, today):
-    """(patient id, None) of the patient a row names, by NIF, else by name and phone; or (None, NIF)
-    of a new patient planned from its fields."""
-    if fields.get("nif", "").strip():
-        nif = normalise_nif(fields["nif"])
-        found = conn.execute("SELECT id FROM live_patients WHERE nif = ?", (nif,)).fetchone()
-        if found:
-            return found[0], None
-        if nif not in created:
-            created[nif] = patient_fields(fields, today)
-        return None, nif
-    phone = parse_phone(fields["phone"]) if fields.get("phone", "").strip() else None
-    name, surname = fields.get("name", "").strip(), fields.get("surname", "").strip()
-    if phone:
-        found = conn.execute("SELECT id FROM live_patients WHERE phone_e164 = ? AND lower(name) = lower(?)",
-                             (phone, name)).fetchall()
-    else:  # a child without a NIF or a phone of their own: by name and surname among those without a NIF
-        found = conn.execute("SELECT id FROM live_patients WHERE nif IS NULL AND lower(name) = lower(?) AND"
-                             " lower(coalesce(surname, '')) = lower(?)", (name, surname)).fetchall()
-    if len(found) != 1:
-        raise ClinicError("INVALID_REQUEST", "no NIF, and no one patient here with that name and phone (or, with no "
-                                             "phone, that name and surname): give the patient's NIF",
-                          "patient_by_phone", "nif")
-    return found[0][0], None
-
-
-def overlaps(conn, planned):
-    """Problems for live rows that a doctor's live appointment, in the agenda or on an earlier line,
-    would hold taken: the slot decision's rule ("Slot states"), as the schema's triggers hold it."""
-    live = sorted((a for a in planned if a["status"] != "cancelled"), key=lambda a: a["line"])
-    if not live:
-        return []
-    days = sorted(a["date"] for a in live)
-    busy = read_schedule(conn, sorted({a["doctor"] for a in live}), dt.date.fromisoformat(days[0]),
-                         dt.date.fromisoformat(days[-1])).busy
-    problems, lines = [], {}
-    for appointment in live:
-        key = (appointment["doctor"], appointment["date"])
-        clash = overlapping(busy.get(key, ()), appointment["time"], appointment["end"])
-        if clash:
-            what = lines.get((*key, clash[0])) or held(conn, key, clash[0])
-            problems.append(f"line {appointment['line']}: {format_date(appointment['date'])} {appointment['time']} "
-                            f"with {appointment['doctor']} overlaps {what}")
-        busy.setdefault(key, set()).add(appointment["time"] + appointment["end"])
-        lines.setdefault((*key, appointment["time"] + appointment["end"]), f"line {appointment['line']}")
-    return problems
-
-
-def held(conn, key, span):
-    """What holds a doctor's span of a day in the agenda: 'appointment N already in the agenda'."""
-    row = conn.execute("SELECT id FROM appointments WHERE doctor_id = ? AND date = ? AND time = ? AND end_time = ?"
-                       " AND status != 'cancelled' AND squeezed = 0", (*key, span[:5], span[5:])).fetchone()
-    return f"appointment {row[0]} already in the agenda"

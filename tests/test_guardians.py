@@ -7,6 +7,8 @@ import sqlite3
 import pytest
 import webtest
 
+from _agenda.staged_import import import_patients
+
 from test_desk import PASSWORD, log_in
 
 
@@ -91,12 +93,15 @@ def test_a_child_gets_a_nif_later_by_rectification(api, desk):
 
 def test_a_patient_file_brings_children_under_a_guardian_of_the_agenda_or_an_earlier_line(api):
     clinic = api.app.clinic
-    rows = [(2, {"name": "Pablo", "birthDate": "03/04/2019", "nif": "", "guardianNif": "00000001R"}),
-            (3, {"name": "Marta", "nif": "00000001R", "phone": "611000111"})]
-    patients, problems, _ = clinic.import_patients(rows, "f.csv")
-    assert problems == ["line 2: no patient has the guardian's nif (in the agenda or on an earlier line)"]
+    rows = [(2, {"name": "Pablo", "birthDate": "03/04/2019", "nif": "", "guardianNif": "00000001R"}, []),
+            (3, {"name": "Marta", "nif": "00000001R", "phone": "611000111"}, [])]
+    done = import_patients(clinic, iter(rows), "f.csv")
+    assert done.problems == ["line 2: no patient has the guardian's nif (in the agenda or on an earlier line)"]
     assert api.db().execute("SELECT count(*) FROM patients").fetchone()[0] == 0  # all or nothing
-    patients, problems, _ = clinic.import_patients(rows[::-1], "f.csv")
-    assert problems == [] and len(patients) == 2
+    done = import_patients(clinic, iter(rows[::-1]), "f.csv")
+    assert done.problems == [] and done.patients == 2
+    again = import_patients(clinic, iter(rows[::-1]), "f.csv")  # the same file twice: no child doubled
+    assert again.patients == 0 and again.present_count == 2
+    assert api.db().execute("SELECT count(*) FROM patients").fetchone()[0] == 2
     child = api.db().execute("SELECT p.nif, g.nif FROM patients p JOIN patients g ON g.id = p.guardian_id").fetchone()
     assert tuple(child) == (None, "00000001R")

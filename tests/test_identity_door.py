@@ -411,7 +411,6 @@ def test_the_check_fails_for_a_page_that_shows_a_patient_without_the_record(clin
 IDENTITY_COLUMNS = re.compile(r"\b(name|surname|nif|phone|phone_e164|birth_date|guardian_nif|guardian_name)\b|(?<!\()\*")
 WRITTEN_NOT_SHOWN = {  # reads of identity that write it, never show it: (module, function)
     ("clinic.py", "register_patient"),  # the guardian's phone, copied to the child's row
-    ("clinic.py", "plan_patient_import"),  # the NIFs already here: a row's patient reported present by id
     ("rights.py", "rectify"),  # the current details, merged with the corrections
     ("rights.py", "forget_guardian"),  # the erased guardian's phone, emptied where a child's row copied it
     ("rights.py", "identifiers"),  # a blocked patient's NIF and phone, to leave them out of other lines

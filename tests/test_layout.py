@@ -18,7 +18,7 @@ COMMANDS = ["cli_service", "cli_backups", "cli_imports", "cli_desk", "cli_staff"
             "cli_rights", "cli_moving"]
 LAYERS = ["values", "store", "sealing", "access", "identity", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
           "rights", "feeds", "report", "timeline", "texts", "pages", "charts", "web", "api", "desk", "feed_web", "app",
-          "replication", "imports", "moving",
+          "replication", "imports", "moving", "staged_import",
           "cli", *COMMANDS]
 DOMAIN = ["values", "store", "sealing", "access", "identity", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
           "rights", "feeds", "report", "timeline", "texts"]

@@ -1,0 +1,272 @@
+"""Imports that never hold the clinic ("Imports never hold the clinic"): another system's patients, and its
+appointments with the patients they bring, read as the file streams, checked and staged outside the live tables (temporary
+tables of the importing connection, which no one else sees and no kill leaves behind), then made live
+through the appointment door in one short commit. No HTTP here."""
+
+from contextlib import contextmanager
+from typing import NamedTuple
+
+from .values import ClinicError, format_date, normalise_nif, parse_phone, patient_fields
+from .store import record_event, searched_name, utc_iso
+from .slots import busy_spans, overlapping
+from .booking import admit_staged
+from .moving import appointment_fields
+
+CHUNK = 2000  # rows staged a statement
+MOST_PROBLEMS = 1000  # problems kept to say; every one is counted
+
+STAGE = (
+    "CREATE TEMP TABLE staged_appointments (line INTEGER PRIMARY KEY, date TEXT NOT NULL, time TEXT NOT NULL,"
+    " end_time TEXT NOT NULL, doctor_id TEXT NOT NULL, center_id TEXT, insurance_id TEXT, reason TEXT,"
+    " status TEXT NOT NULL, patient_id INTEGER, nif TEXT)",
+    "CREATE INDEX temp.staged_by_doctor_day ON staged_appointments (doctor_id, date, line)",
+    "CREATE TEMP TABLE staged_patients (line INTEGER PRIMARY KEY, nif TEXT, name TEXT NOT NULL, surname TEXT,"
+    " birth_date TEXT, phone TEXT, phone_e164 TEXT, search TEXT NOT NULL, guardian_nif TEXT)",
+    "CREATE UNIQUE INDEX temp.staged_by_nif ON staged_patients (nif) WHERE nif IS NOT NULL",
+)
+PRESENT_SAID = 20  # patients already in the agenda named by line; every one is counted
+
+
+class Imported(NamedTuple):
+    """What an import did, or would do: the rows read, appointments and new patients, the first problems
+    ("line N: why") and how many there were; the first patients already in the agenda and how many."""
+    rows: int
+    appointments: int
+    patients: int
+    problems: list
+    problem_count: int
+    present: list = []
+    present_count: int = 0
+
+
+class Problems:
+    """Every problem counted, the first MOST_PROBLEMS kept, so a file of any length takes the same memory."""
+
+    def __init__(self):
+        self.kept, self.count, self.rows = [], 0, 0
+
+    def add(self, line, why):
+        self.count += 1
+        if len(self.kept) < MOST_PROBLEMS:
+            self.kept.append((line, why))
+
+    def said(self):
+        """The problems kept, by line: "line N: why"."""
+        return [f"line {line}: {why}" for line, why in sorted(self.kept, key=lambda problem: problem[0])]
+
+
+@contextmanager
+def staging(conn):
+    """The staging tables on this connection, on disk (never in memory), dropped whatever happens."""
+    conn.execute("PRAGMA temp_store = FILE")
+    for statement in STAGE:
+        conn.execute(statement)
+    try:
+        yield conn
+    finally:
+        conn.execute("DROP TABLE IF EXISTS temp.staged_appointments")
+        conn.execute("DROP TABLE IF EXISTS temp.staged_patients")
+
+
+def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli"):
+    """An old system's appointments (`rows`: (line, {field: text}, [why a cell is refused]), as the file
+    streams), all or nothing: checked and staged without the write lock, made live in one short commit
+    unless there is any problem or it is a dry run ("Moving in and out"). The Imported."""
+    conn, problems = clinic.conn(), Problems()
+    with staging(conn):
+        stage_rows(clinic, conn, rows, problems)
+        check_overlaps(conn, problems)
+        counts = conn.execute("SELECT (SELECT count(*) FROM staged_appointments),"
+                              " (SELECT count(*) FROM staged_patients)").fetchone()
+        if not problems.count and not dry_run:
+            at = clinic.clock()
+            try:
+                with clinic.db.transaction() as conn:
+                    made_live(clinic, conn, at, source, file_name, counts)
+            except ClinicError as error:
+                if error.code != "SLOT_NOT_AVAILABLE":
+                    raise
+                raise ClinicError("SLOT_NOT_AVAILABLE", "a booking made while the file was checked overlaps one of "
+                                  "its rows; nothing was imported: run the import again to see which",
+                                  reason="taken") from None
+    return Imported(problems.rows, counts[0], counts[1], problems.said(), problems.count)
+
+
+def stage_rows(clinic, conn, rows, problems):
+    """Each row checked (its cells, the catalogs, its patient) and staged, CHUNK at a time."""
+    known = {table: {row[0] for row in conn.execute(f"SELECT id FROM {table}")}
+             for table in ("doctors", "centers", "insurances")}
+    today, chunk = clinic.today(), []
+    for line, fields, faults in rows:
+        problems.rows += 1
+        for why in faults:
+            problems.add(line, why)
+        try:
+            appointment = appointment_fields(fields, known)
+            patient_id, nif = staged_patient(conn, fields, today, line)
+        except ClinicError as error:
+            problems.add(line, error.message)
+            continue
+        chunk.append((line, appointment["date"], appointment["time"], appointment["end"], appointment["doctor"],
+                      appointment["center"], appointment["insurance"], appointment["reason"], appointment["status"],
+                      patient_id, nif))
+        if len(chunk) == CHUNK:
+            stage(conn, chunk)
+    stage(conn, chunk)
+
+
+def stage(conn, chunk):
+    conn.executemany("INSERT INTO staged_appointments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk)
+    chunk.clear()
+
+
+def staged_patient(conn, fields, today, line):
+    """(patient id, None) of the live patient a row names, by NIF, else by name and phone (or, with no phone,
+    name and surname among those without a NIF); or (None, NIF) of a new patient, staged from its first row."""
+    if fields.get("nif", "").strip():
+        nif = normalise_nif(fields["nif"])
+        found = conn.execute("SELECT id FROM live_patients WHERE nif = ?", (nif,)).fetchone()
+        if found:
+            return found[0], None
+        if conn.execute("SELECT 1 FROM staged_patients WHERE nif = ?", (nif,)).fetchone() is None:
+            patient = patient_fields(fields, today)
+            stage_patient(conn, line, patient)
+        return None, nif
+    phone = parse_phone(fields["phone"]) if fields.get("phone", "").strip() else None
+    name, surname = fields.get("name", "").strip(), fields.get("surname", "").strip()
+    if phone:
+        found = conn.execute("SELECT id FROM live_patients WHERE phone_e164 = ? AND lower(name) = lower(?)",
+                             (phone, name)).fetchall()
+    else:  # a child without a NIF or a phone of their own
+        found = conn.execute("SELECT id FROM live_patients WHERE nif IS NULL AND lower(name) = lower(?) AND"
+                             " lower(coalesce(surname, '')) = lower(?)", (name, surname)).fetchall()
+    if len(found) != 1:
+        raise ClinicError("INVALID_REQUEST", "no NIF, and no one patient here with that name and phone (or, with no "
+                                             "phone, that name and surname): give the patient's NIF",
+                          "patient_by_phone", "nif")
+    return found[0][0], None
+
+
+def stage_patient(conn, line, patient, guardian_nif=None):
+    conn.execute("INSERT INTO staged_patients VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (line, patient["nif"], patient["name"], patient["surname"], patient["birth_date"], patient["phone"],
+                  patient["phone_e164"], searched_name(patient["name"], patient["surname"]), guardian_nif))
+
+
+def check_overlaps(conn, problems):
+    """A problem for each live staged row that a doctor's live appointment, in the agenda or on an earlier
+    line, holds taken: the slot decision's rule (`overlapping`, "Slot states"), a doctor's day at a time."""
+    key, busy, lines = None, set(), {}
+    for line, doctor, day, start, end in conn.execute(
+            "SELECT line, doctor_id, date, time, end_time FROM staged_appointments WHERE status != 'cancelled'"
+            " ORDER BY doctor_id, date, line"):
+        if (doctor, day) != key:
+            key, lines = (doctor, day), {}
+            busy = set(busy_spans(conn, [doctor], day, day).get(key, ()))
+        clash = overlapping(busy, start, end)
+        if clash:
+            what = lines.get(clash[0]) or held(conn, (doctor, day), clash[0])
+            problems.add(line, f"{format_date(day)} {start} with {doctor} overlaps {what}")
+        busy.add(start + end)
+        lines.setdefault(start + end, f"line {line}")
+
+
+def held(conn, key, span):
+    """What holds a doctor's span of a day in the agenda: 'appointment N already in the agenda'."""
+    row = conn.execute("SELECT id FROM appointments WHERE doctor_id = ? AND date = ? AND time = ? AND end_time = ?"
+                       " AND status != 'cancelled' AND squeezed = 0", (*key, span[:5], span[5:])).fetchone()
+    return f"appointment {row[0]} already in the agenda"
+
+
+def made_live(clinic, conn, at, source, file_name, counts):
+    """Inside the one short commit: the staged patients (but a NIF registered since, whose patient the rows
+    take), then the appointments through the door; the import's event."""
+    conn.execute("UPDATE temp.staged_appointments SET patient_id = (SELECT p.id FROM main.live_patients p WHERE"
+                 " p.nif = staged_appointments.nif) WHERE patient_id IS NULL")
+    insert_staged_patients(conn, at)
+    conn.execute("UPDATE temp.staged_appointments SET patient_id = (SELECT p.id FROM main.live_patients p WHERE"
+                 " p.nif = staged_appointments.nif) WHERE patient_id IS NULL")
+    admit_staged(clinic, conn, "temp.staged_appointments", at, source)
+    record_event(conn, at, source, "appointments.imported", "appointment", None,
+                 after={"file": file_name, "imported": counts[0], "patientsCreated": counts[1]})
+
+
+
+# Patients
+
+def import_patients(clinic, rows, file_name, *, dry_run=False, source="cli"):
+    """Another system's patients (`rows` as `import_appointments` takes them), each checked as POST /patients
+    checks one ("Patients"); a row with a guardianNif (a guardian in the agenda or on an earlier line), or with
+    a birth date under 14 years ago and no guardian, may be a child without a NIF. A patient already here
+    (by NIF; a child by guardian, name and birth date) is reported, never doubled. All or nothing, staged
+    without the write lock and made live in one short commit. The Imported."""
+    conn, problems, present = clinic.conn(), Problems(), Problems()
+    with staging(conn):
+        today = clinic.today()
+        for line, fields, faults in rows:
+            problems.rows += 1
+            for why in faults:
+                problems.add(line, why)
+            try:
+                stage_row_patient(conn, line, fields, today, present)
+            except ClinicError as error:
+                problems.add(line, error.message)
+        staged = conn.execute("SELECT count(*) FROM staged_patients").fetchone()[0]
+        if not problems.count and not dry_run and staged:
+            at = clinic.clock()
+            with clinic.db.transaction() as conn:
+                insert_staged_patients(conn, at)
+                record_event(conn, at, source, "patients.imported", "patient", None,
+                             after={"file": file_name, "imported": staged, "alreadyPresent": present.count})
+    return Imported(problems.rows, 0, staged, problems.said(), problems.count, present.said()[:PRESENT_SAID],
+                    present.count)
+
+
+def stage_row_patient(conn, line, fields, today, present):
+    """Stage one row's patient; a patient already here is noted in `present` instead; ClinicError for a row
+    that cannot be one."""
+    guardian_nif = (fields.get("guardianNif") or "").strip()
+    child = not (fields.get("nif") or "").strip() and bool((fields.get("birthDate") or "").strip())
+    patient = patient_fields(fields, today, guarded=child or bool(guardian_nif))
+    guardian_nif = normalise_nif(guardian_nif) if guardian_nif else None
+    if guardian_nif and not conn.execute(
+            "SELECT 1 FROM main.live_patients WHERE nif = ?1 UNION ALL SELECT 1 FROM staged_patients WHERE nif = ?1",
+            (guardian_nif,)).fetchone():
+        raise ClinicError("INVALID_REQUEST", "no patient has the guardian's nif (in the agenda or on an earlier "
+                                             "line)", "guardian", "guardianNif")
+    here = already_here(conn, patient, guardian_nif)
+    if here is not None:
+        present.add(line, f"already in the agenda as patient {here}, not imported")
+        return
+    earlier = conn.execute("SELECT line FROM staged_patients WHERE nif = ?", (patient["nif"],)).fetchone() \
+        if patient["nif"] else None
+    if earlier is not None:
+        raise ClinicError("INVALID_REQUEST", f"the same nif as line {earlier[0]}", "same_nif", "nif")
+    stage_patient(conn, line, patient, guardian_nif)
+
+
+def already_here(conn, patient, guardian_nif):
+    """The id of the live patient this one is: the NIF's holder; for a child without a NIF, the one of the same
+    name, surname and birth date under the same guardian (or under none)."""
+    if patient["nif"]:
+        row = conn.execute("SELECT id FROM main.live_patients WHERE nif = ?", (patient["nif"],)).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT id FROM main.live_patients WHERE nif IS NULL AND name = ? AND coalesce(surname, '') = ?"
+            " AND birth_date IS ? AND guardian_nif IS ?",
+            (patient["name"], patient["surname"] or "", patient["birth_date"], guardian_nif)).fetchone()
+    return None if row is None else row[0]
+
+
+def insert_staged_patients(conn, at):
+    """Inside the one short commit: the staged patients (but a NIF registered since), those without a
+    guardian first, then each child under their guardian, by line."""
+    conn.execute("INSERT INTO main.patients (name, surname, birth_date, nif, phone, phone_e164, created_at, search)"
+                 " SELECT name, surname, birth_date, nif, phone, phone_e164, ?, search FROM temp.staged_patients s"
+                 " WHERE guardian_nif IS NULL AND NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
+                 " ORDER BY line", (utc_iso(at),))
+    conn.execute("INSERT INTO main.patients (name, surname, birth_date, nif, phone, phone_e164, created_at, search,"
+                 " guardian_id) SELECT s.name, s.surname, s.birth_date, s.nif, s.phone, s.phone_e164, ?, s.search, g.id"
+                 " FROM temp.staged_patients s JOIN main.live_patients g ON g.nif = s.guardian_nif"
+                 " WHERE NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif) ORDER BY s.line",
+                 (utc_iso(at),))
