@@ -134,7 +134,7 @@ def admit_staged(clinic, conn, table, at, source):
             " SELECT s.patient_id, s.doctor_id, d.speciality_id, s.insurance_id, s.center_id, s.date, s.time,"
             " s.end_time, s.reason, s.status, ?1, ?1, CASE WHEN s.status = 'confirmed' THEN ?1 END,"
             " CASE WHEN s.status = 'cancelled' THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?2 END, 'import'"
-            f" FROM {table} s JOIN doctors d ON d.id = s.doctor_id ORDER BY s.line",
+            f" FROM {table} s JOIN doctors d ON d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id",
             (utc_iso(at), "cancelled in the system it came from"))
     except sqlite3.IntegrityError:
         raise slot_not_available("taken") from None

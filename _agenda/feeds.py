@@ -78,8 +78,8 @@ def feed_calendar(clinic, token):
 
 
 def calendar_text(text):
-    """A value as RFC 5545 allows it: every control character (a tab kept) a space."""
-    return FORBIDDEN.sub(" ", text).strip()
+    """A value as RFC 5545 allows it: every run of control characters and spaces one space."""
+    return " ".join(FORBIDDEN.sub(" ", text).split())
 
 
 def feed_event(row, zone, shows, person):

@@ -57,15 +57,21 @@ class Problems:
 
 @contextmanager
 def staging(conn):
-    """The staging tables on this connection, on disk (never in memory), dropped whatever happens."""
+    """The staging tables on this connection, on disk (never in memory), dropped whatever happens; the
+    database read through SQLite's own small cache rather than its memory map meanwhile, so an import's
+    reading of the whole clinic does not stay in the process's memory; `mapped()` maps it again for the
+    commit, short and hurried."""
+    size = conn.execute("PRAGMA mmap_size").fetchone()[0]
     conn.execute("PRAGMA temp_store = FILE")
+    conn.execute("PRAGMA mmap_size = 0")
     for statement in STAGE:
         conn.execute(statement)
     try:
-        yield conn
+        yield lambda: conn.execute(f"PRAGMA mmap_size = {int(size)}")
     finally:
         conn.execute("DROP TABLE IF EXISTS temp.staged_appointments")
         conn.execute("DROP TABLE IF EXISTS temp.staged_patients")
+        conn.execute(f"PRAGMA mmap_size = {int(size)}")
 
 
 def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli"):
@@ -73,13 +79,14 @@ def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli")
     streams), all or nothing: checked and staged without the write lock, made live in one short commit
     unless there is any problem or it is a dry run ("Moving in and out"). The Imported."""
     conn, problems = clinic.conn(), Problems()
-    with staging(conn):
+    with staging(conn) as mapped:
         stage_rows(clinic, conn, rows, problems)
         check_overlaps(conn, problems)
         counts = conn.execute("SELECT (SELECT count(*) FROM staged_appointments),"
                               " (SELECT count(*) FROM staged_patients)").fetchone()
         if not problems.count and not dry_run:
             at = clinic.clock()
+            mapped()
             try:
                 with clinic.db.transaction() as conn:
                     made_live(clinic, conn, at, source, file_name, counts)
@@ -201,7 +208,7 @@ def import_patients(clinic, rows, file_name, *, dry_run=False, source="cli"):
     (by NIF; a child by guardian, name and birth date) is reported, never doubled. All or nothing, staged
     without the write lock and made live in one short commit. The Imported."""
     conn, problems, present = clinic.conn(), Problems(), Problems()
-    with staging(conn):
+    with staging(conn) as mapped:
         today = clinic.today()
         for line, fields, faults in rows:
             problems.rows += 1
@@ -214,6 +221,7 @@ def import_patients(clinic, rows, file_name, *, dry_run=False, source="cli"):
         staged = conn.execute("SELECT count(*) FROM staged_patients").fetchone()[0]
         if not problems.count and not dry_run and staged:
             at = clinic.clock()
+            mapped()
             with clinic.db.transaction() as conn:
                 insert_staged_patients(conn, at)
                 record_event(conn, at, source, "patients.imported", "patient", None,

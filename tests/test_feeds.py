@@ -148,3 +148,19 @@ def test_a_feed_polled_day_after_day_is_one_row_a_patient_and_a_pause_starts_ano
     clock.moment += dt.timedelta(hours=36)  # the phone was off for two days: a new run
     client.get(f"/feeds/{token}.ics")
     assert rows() == [(1, 20261123, 28), (1, 20261201, 1)]
+
+
+def test_a_feed_carries_no_control_character_a_calendar_app_would_refuse(make_api):
+    """RFC 5545 allows none but a tab in a value: text stored before the text fields' door may hold some."""
+    api = make_api(feed_shows="reasons")
+    before, _ = booked_across_the_clock_change(api)
+    api.db().execute("UPDATE patients SET name = ?, surname = ?", ("Ana\x00\x0b", "García\x1b[2J\nRuiz"))
+    api.db().execute("UPDATE appointments SET reason = ? WHERE id = ?", ("Dolor\x07 de\r\ncabeza\x7f", before))
+    api.db().commit() if api.db().in_transaction else None
+    token = new_feed(api.app.clinic, "MARTIN", "cli")
+    body = webtest.TestApp(api.app).get(f"/feeds/{token}.ics").body
+    unfolded = body.replace(b"\r\n ", b"").split(b"\r\n")
+    assert all(not re.search(rb"[\x00-\x08\x0a-\x1f\x7f]", line) for line in unfolded)
+    event = [e for e in events_of(body) if str(e["summary"]).startswith(f"Cita {before}")][0]
+    assert str(event["summary"]).endswith("Ana García [2J Ruiz") and str(event["description"]) == \
+        "Motivo: Dolor de cabeza"

@@ -8,6 +8,8 @@ import sqlite3
 
 from click.testing import CliRunner
 
+import pytest
+
 import agenda
 from _agenda.imports import CATALOG_TABLES
 
@@ -145,3 +147,18 @@ def test_an_export_never_overwrites_and_leaves_blocked_patients_out(make_api, db
     assert "12345678Z" in (out / "patients.csv").read_text() and kept
     again = cli(db_path, "export", out)
     assert again.exit_code == 1 and "already holds catalogs.csv" in again.output
+
+
+@pytest.mark.parametrize("planted", ["events.jsonl", "notes.txt"])
+def test_an_export_into_a_folder_with_a_link_writes_nothing(make_api, db_path, tmp_path, planted):
+    """A link planted in the folder (to a file another user would read) stops the export before a byte."""
+    make_api().new_patient()
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere.txt"
+    out.mkdir()
+    (out / planted).symlink_to(elsewhere)
+    refused = cli(db_path, "export", out)
+    assert refused.exit_code == 1 and "Traceback" not in refused.output and "link" in refused.output
+    assert sorted(path.name for path in out.iterdir()) == [planted] and not elsewhere.exists()
+    linked = tmp_path / "linked"
+    linked.symlink_to(out, target_is_directory=True)
+    assert cli(db_path, "export", linked).exit_code == 1 and sorted(p.name for p in out.iterdir()) == [planted]
