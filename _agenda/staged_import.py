@@ -14,6 +14,7 @@ from .moving import appointment_fields
 
 CHUNK = 2000  # rows staged a statement
 MOST_PROBLEMS = 1000  # problems kept to say; every one is counted
+COMMIT_MAP = 48 * 1024 * 1024  # the file mapped for the one commit: quicker, and the memory still bounded
 
 STAGE = (
     "CREATE TEMP TABLE staged_appointments (line INTEGER PRIMARY KEY, date TEXT NOT NULL, time TEXT NOT NULL,"
@@ -67,7 +68,7 @@ def staging(conn):
     for statement in STAGE:
         conn.execute(statement)
     try:
-        yield lambda: conn.execute(f"PRAGMA mmap_size = {int(size)}")
+        yield lambda: conn.execute(f"PRAGMA mmap_size = {COMMIT_MAP}")
     finally:
         conn.execute("DROP TABLE IF EXISTS temp.staged_appointments")
         conn.execute("DROP TABLE IF EXISTS temp.staged_patients")

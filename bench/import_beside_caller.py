@@ -75,20 +75,41 @@ def caller_during(port, busy, free, stop):
     busy.extend(seen)
 
 
+def lock_prober(db_path, held, stop):
+    """Try to take the write lock every 5 ms, never waiting; the longest run of refusals, in ms, into `held`."""
+    conn = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+    refused_since, longest = None, 0.0
+    while not stop.is_set():
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            if refused_since is not None:
+                longest, refused_since = max(longest, time.perf_counter() - refused_since), None
+        except sqlite3.OperationalError:
+            refused_since = refused_since or time.perf_counter()
+        time.sleep(0.005)
+    conn.close()
+    held.append(longest * 1000)
+
+
 def one_import(db_path, source, port, free):
-    """(seconds, peak MiB of the import's process, the caller's [(ms, status)]) of one import beside the caller."""
-    stop, seen = threading.Event(), []
+    """(seconds, peak MiB of the import's process, the caller's [(ms, status)], the longest the write lock was
+    held, in ms) of one import beside the caller."""
+    stop, seen, held = threading.Event(), [], []
     caller = threading.Thread(target=caller_during, args=(port, seen, free, stop))
+    prober = threading.Thread(target=lock_prober, args=(db_path, held, stop))
     caller.start()
+    prober.start()
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, str(run.AGENDA_PATH), "import-appointments",
                            str(source), "--db", str(db_path)], capture_output=True, text=True, timeout=1800)
     took = time.perf_counter() - started
     stop.set()
     caller.join(timeout=120)
+    prober.join(timeout=120)
     if done.returncode != 0:
         raise SystemExit(f"the import failed:\n{done.stdout}\n{done.stderr[-2000:]}")
-    return took, int(done.stdout.strip().splitlines()[-1]) / 1024, seen
+    return took, int(done.stdout.strip().splitlines()[-1]) / 1024, seen, held[0]
 
 
 # Runs a command as its own child and prints the child's peak resident set (KiB) once it is done.
@@ -122,12 +143,12 @@ def main():
         try:
             free = bookable(server.port, free)
             for label, source, rows in (("a quarter", small, options.rows // 4), ("all", big, options.rows)):
-                took, peak, seen = one_import(db_path, source, server.port, free)
+                took, peak, seen, held = one_import(db_path, source, server.port, free)
                 slowest = max(ms for ms, _ in seen) if seen else 0
                 refused = sum(status == 503 for _, status in seen)
-                print(f"{rows:,} rows ({label}): {took:.1f} s, peak memory {peak:.0f} MiB; the caller's "
-                      f"{len(seen):,} bookings meanwhile: {refused} answered 503, the slowest {slowest:,.0f} ms",
-                      flush=True)
+                print(f"{rows:,} rows ({label}): {took:.1f} s, peak memory {peak:.0f} MiB, the write lock held "
+                      f"{held:,.0f} ms at the longest; the caller's {len(seen):,} bookings meanwhile: {refused} "
+                      f"answered 503, the slowest {slowest:,.0f} ms", flush=True)
         finally:
             server.stop()
 

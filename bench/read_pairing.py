@@ -1,0 +1,91 @@
+r"""A served read beside the stack's limit (bench/README.md, "A served read beside the bare stack").
+
+`GET /appointments/{id}` served by `agenda run` with its defaults (every read recorded in the
+access record) and a bare waitress app on 4 threads doing one indexed SQLite lookup and
+`json.dumps` (bench/bare_app.py), both on the small bench clinic, driven by wrk at 16
+connections, A and B in turn, every other round the bare app first. Prints each round's
+requests a second and the ratio (Agenda over bare), and the median ratio.
+
+    .venv/bin/python bench/read_pairing.py                   # about a minute; needs wrk (Debian's)
+    .venv/bin/python bench/read_pairing.py --rounds 9 --seconds 4 --threads 4
+
+Bounded: --rounds rounds of --seconds seconds a side, to 127.0.0.1 only; the servers it starts
+are stopped by their process id; its files are in one temporary folder.
+"""
+
+import argparse
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import run  # bench/run.py: load_agenda, Process, signature
+
+WRK_RATE = re.compile(r"Requests/sec:\s+([\d.]+)")
+
+
+def wrk(port, path, seconds, connections, header=None):
+    """Requests a second wrk drove against 127.0.0.1:port at `connections` connections; non-2xx refused."""
+    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", f"http://127.0.0.1:{port}{path}"]
+    if header:
+        command[1:1] = ["-H", header]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30, check=True).stdout
+    if "Non-2xx" in out:
+        raise SystemExit(f"non-2xx answers from {path}:\n{out}")
+    return float(WRK_RATE.search(out)[1])
+
+
+def an_appointment_and_a_nif(db_path):
+    conn = sqlite3.connect(db_path)
+    try:
+        (appointment_id,) = conn.execute("SELECT id FROM appointments WHERE status != 'cancelled' LIMIT 1").fetchone()
+        (nif,) = conn.execute("SELECT nif FROM patients WHERE nif IS NOT NULL LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    return appointment_id, nif
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="paired rounds")
+    parser.add_argument("--seconds", type=int, default=4, help="seconds a side and round")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=4, help="the bare app's threads")
+    options = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk")
+    run.load_agenda(run.AGENDA_PATH)
+    with tempfile.TemporaryDirectory() as folder:
+        db_path = Path(folder) / "small.db"
+        subprocess.run([sys.executable, str(run.HERE / "generate.py"), str(db_path), "--appointments", "3000",
+                        "--patients", "2000"], check=True, capture_output=True)
+        appointment_id, nif = an_appointment_and_a_nif(db_path)
+        ours = run.Process([sys.executable, str(run.AGENDA_PATH), "run", "--db", str(db_path), "--port", "0"],
+                           env={"AGENDA_SECRET": run.SECRET})
+        bare = run.Process([sys.executable, str(run.HERE / "bare_app.py"), str(db_path),
+                            "--threads", str(options.threads)])
+        try:
+            path = f"/appointments/{appointment_id}"
+            header = f"X-Signature: {run.signature('GET', path, b'')}"
+            ratios = []
+            for number in range(options.rounds):
+                figures = {}
+                for side in (("ours", "bare") if number % 2 == 0 else ("bare", "ours")):
+                    figures[side] = (wrk(ours.port, path, options.seconds, options.connections, header)
+                                     if side == "ours" else
+                                     wrk(bare.port, f"/?nif={nif}", options.seconds, options.connections))
+                ratios.append(figures["ours"] / figures["bare"])
+                print(f"round {number + 1}: Agenda {figures['ours']:.0f}/s, bare ({options.threads} threads)"
+                      f" {figures['bare']:.0f}/s, ratio {ratios[-1]:.2f}", flush=True)
+            print(f"median ratio over {options.rounds} rounds: {statistics.median(ratios):.2f}")
+        finally:
+            ours.stop()
+            bare.stop()
+
+
+if __name__ == "__main__":
+    main()
