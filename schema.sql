@@ -520,3 +520,108 @@ CREATE VIEW live_patients AS
     SELECT p.*, g.nif AS guardian_nif
     FROM patients p LEFT JOIN patients g ON g.id = p.guardian_id AND g.blocked_at IS NULL
     WHERE p.blocked_at IS NULL;
+
+-- version 12
+
+-- Visit types ("Visit types"): what a clinic books (a first visit, a follow-up, a physiotherapy
+-- session), each of its own length and an optional pause after it (cleaning, notes: the doctor's
+-- time, not the patient's), in an area (a speciality); needs lists the categories of room or machine
+-- a visit of the type holds (';' between them). A catalog without types reads as today's: each doctor
+-- a visit of their grid's length in their speciality.
+CREATE TABLE visit_types (
+    id            TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    speciality_id TEXT NOT NULL REFERENCES specialities (id),
+    minutes       INTEGER NOT NULL CHECK (minutes BETWEEN 5 AND 480),
+    pause         INTEGER NOT NULL DEFAULT 0 CHECK (pause BETWEEN 0 AND 240),
+    needs         TEXT NOT NULL DEFAULT ''
+);
+-- Which types a doctor offers at a center (NULL: a single-site clinic), in order: the first is the
+-- doctor's default there.
+CREATE TABLE doctor_types (
+    doctor_id TEXT NOT NULL REFERENCES doctors (id),
+    center_id TEXT REFERENCES centers (id),
+    type_id   TEXT NOT NULL REFERENCES visit_types (id),
+    position  INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX doctor_types_key ON doctor_types (doctor_id, coalesce(center_id, ''), type_id);
+
+-- Rooms and machines ("Rooms and machines"): a center's resources, each of a category (box, surgery,
+-- ultrasound). A doctor's hours may place the doctor in a room: it is theirs during those hours.
+CREATE TABLE resources (
+    id        TEXT PRIMARY KEY,
+    name      TEXT NOT NULL,
+    center_id TEXT REFERENCES centers (id),
+    is_room   INTEGER NOT NULL CHECK (is_room IN (0, 1)),
+    category  TEXT NOT NULL
+);
+ALTER TABLE schedules ADD COLUMN room_id TEXT REFERENCES resources (id);
+
+-- An appointment's type, the pause after it, and busy_until: its end plus the pause, the doctor's
+-- (and its rooms' and machines') time, which the overlap rule reads (NULL: no pause, its end); the
+-- patient's time ends at end_time ("One patient, one place"). overlap_accepted: reception booked it
+-- over the same patient's other visit on purpose, audited.
+ALTER TABLE appointments ADD COLUMN type_id TEXT REFERENCES visit_types (id);
+ALTER TABLE appointments ADD COLUMN pause INTEGER NOT NULL DEFAULT 0 CHECK (pause BETWEEN 0 AND 240);
+ALTER TABLE appointments ADD COLUMN busy_until TEXT CHECK (busy_until IS NULL OR busy_until >= end_time);
+ALTER TABLE appointments ADD COLUMN overlap_accepted INTEGER NOT NULL DEFAULT 0 CHECK (overlap_accepted IN (0, 1));
+DROP INDEX appointments_by_doctor_day;
+CREATE INDEX appointments_by_doctor_day ON appointments (doctor_id, date, time, end_time, busy_until, status, squeezed);
+CREATE INDEX appointments_by_patient_live ON appointments (patient_id, date, time, end_time)
+    WHERE status != 'cancelled';
+DROP TRIGGER no_overlap_on_insert;
+CREATE TRIGGER no_overlap_on_insert
+BEFORE INSERT ON appointments
+WHEN NEW.status != 'cancelled' AND NEW.squeezed = 0 AND EXISTS (
+    SELECT 1 FROM appointments
+    WHERE doctor_id = NEW.doctor_id AND date = NEW.date AND status != 'cancelled' AND squeezed = 0
+      AND time < coalesce(NEW.busy_until, NEW.end_time) AND NEW.time < coalesce(busy_until, end_time))
+BEGIN
+    SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
+END;
+DROP TRIGGER no_overlap_on_update;
+CREATE TRIGGER no_overlap_on_update
+BEFORE UPDATE OF doctor_id, date, time, end_time, busy_until, status, squeezed ON appointments
+WHEN NEW.status != 'cancelled' AND NEW.squeezed = 0 AND EXISTS (
+    SELECT 1 FROM appointments
+    WHERE id != NEW.id AND doctor_id = NEW.doctor_id AND date = NEW.date AND status != 'cancelled'
+      AND squeezed = 0 AND time < coalesce(NEW.busy_until, NEW.end_time) AND NEW.time < coalesce(busy_until, end_time))
+BEGIN
+    SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
+END;
+
+-- What an appointment holds ("Rooms and machines"): each room or machine for its length and pause.
+-- The database refuses two live holds of one resource that overlap, as it refuses a doctor's double
+-- booking; a cancelled appointment's holds end with it.
+CREATE TABLE holds (
+    appointment_id INTEGER NOT NULL REFERENCES appointments (id),
+    resource_id    TEXT NOT NULL REFERENCES resources (id),
+    date           TEXT NOT NULL,
+    time           TEXT NOT NULL,
+    until          TEXT NOT NULL CHECK (until > time),
+    live           INTEGER NOT NULL DEFAULT 1 CHECK (live IN (0, 1)),
+    PRIMARY KEY (appointment_id, resource_id)
+);
+CREATE INDEX holds_by_resource_day ON holds (resource_id, date, time, until) WHERE live = 1;
+CREATE TRIGGER no_double_hold_on_insert
+BEFORE INSERT ON holds
+WHEN NEW.live = 1 AND EXISTS (
+    SELECT 1 FROM holds WHERE resource_id = NEW.resource_id AND date = NEW.date AND live = 1
+      AND appointment_id != NEW.appointment_id AND time < NEW.until AND NEW.time < until)
+BEGIN
+    SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
+END;
+CREATE TRIGGER no_double_hold_on_update
+BEFORE UPDATE OF resource_id, date, time, until, live ON holds
+WHEN NEW.live = 1 AND EXISTS (
+    SELECT 1 FROM holds WHERE resource_id = NEW.resource_id AND date = NEW.date AND live = 1
+      AND appointment_id != NEW.appointment_id AND time < NEW.until AND NEW.time < until)
+BEGIN
+    SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
+END;
+CREATE TRIGGER holds_end_with_their_appointment
+AFTER UPDATE OF status ON appointments
+WHEN NEW.status = 'cancelled'
+BEGIN
+    UPDATE holds SET live = 0 WHERE appointment_id = NEW.id;
+END;
