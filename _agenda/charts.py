@@ -2,6 +2,7 @@
 scripts, and given to the page as images, so they read without JavaScript and print."""
 
 import base64
+import re
 
 import pygal
 from pygal.style import Style
@@ -14,8 +15,24 @@ OPTIONS = {"style": STYLE, "js": [], "disable_xml_declaration": True, "width": 6
            "truncate_legend": -1}
 
 
+SCRIPTABLE = re.compile(r"^on|href$", re.IGNORECASE)  # event handlers; links (a javascript: one runs)
+
+
+def without_scripts(root):
+    """pygal's tree with nothing that runs: its <script> elements (it always writes one of its config, whatever
+    `js` says), event handler attributes and links gone."""
+    for parent in list(root.iter()):
+        for child in list(parent):
+            if isinstance(child.tag, str) and child.tag.rsplit("}", 1)[-1].lower() == "script":
+                parent.remove(child)
+        for name in [name for name in parent.attrib if SCRIPTABLE.search(name.rsplit("}", 1)[-1])]:
+            del parent.attrib[name]
+    return root
+
+
 def data_uri(chart):
-    """The chart as a data: URI of its SVG."""
+    """The chart as a data: URI of its SVG, drawn `without_scripts`."""
+    chart.add_xml_filter(without_scripts)
     return "data:image/svg+xml;base64," + base64.b64encode(chart.render(is_unicode=True).encode("utf-8")).decode("ascii")
 
 

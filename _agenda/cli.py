@@ -13,7 +13,7 @@ import click
 
 from . import __version__
 from .values import (clinic_zone, ClinicError, DEFAULT_TZ, format_date, parse_date, parse_time, plural, printable,
-                     Settings)
+                     Settings, text_field)
 from .sealing import recipients_of, SealingError
 from .store import Database, KEEP_COPIES_DAYS, open_database, REFUSE, SchemaBehind, sweep_scratch
 from .clinic import Clinic
@@ -158,6 +158,15 @@ def cli_time(text, option):
         return parse_time(text, option)
     except ClinicError:
         raise click.ClickException(f"{option} {text!r} is not a time; write it as HH:MM, e.g. 09:30") from None
+
+
+def cli_text(ctx, param, value):
+    """A click callback: a text option read as every text field is (`text_field`: one line, no control
+    character, within the field's limit; "Text fields"); blank is None."""
+    try:
+        return None if value is None else text_field(value, param.name)
+    except ClinicError as error:
+        raise click.BadParameter(f"{error.message}: write it on one line, without control characters") from None
 
 
 def clinic_time(utc_text, tz):

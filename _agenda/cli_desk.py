@@ -10,8 +10,8 @@ from .values import ClinicError, format_date, parse_date, plural, printable, she
 from .counter import squeeze_in
 from .feeds import feeds, new_feed, revoke_feed
 from .series import book_series, parse_every, preview_series
-from .cli import (cli, cli_clinic, cli_date, cli_now, cli_reader, cli_time, cli_zone, clinic_at, clinic_time, db_option,
-                  desk_rules_options, tz_option)
+from .cli import (cli, cli_clinic, cli_date, cli_now, cli_reader, cli_text, cli_time, cli_zone, clinic_at,
+                  clinic_time, db_option, desk_rules_options, tz_option)
 
 
 WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -95,7 +95,7 @@ def appointment_line(a):
 @click.option("--patient", "patient_id", default=None, help="The patient's id (or give --nif).")
 @click.option("--nif", default=None, help="The patient's NIF, when the id is not at hand.")
 @click.option("--center", "center_id", default=None, help="The center (where the doctor works then).")
-@click.option("--reason", default=None, help="Why the patient comes.")
+@click.option("--reason", default=None, callback=cli_text, help="Why the patient comes.")
 @click.option("--insurance", "insurance_id", default=None,
               help="The patient's insurance (required when the doctor takes only some).")
 @click.option("--squeeze", is_flag=True,
@@ -185,7 +185,8 @@ def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_i
 @cli.command()
 @db_option
 @click.argument("appointment_id")
-@click.option("--reason", default="cancelled by the clinic", show_default=True, help="Why it is cancelled.")
+@click.option("--reason", default="cancelled by the clinic", show_default=True, callback=cli_text,
+              help="Why it is cancelled.")
 @tz_option
 @click.pass_context
 def cancel(ctx, db_path, appointment_id, reason, tz):
@@ -258,7 +259,7 @@ def closed_list(ctx, db_path, tz):
 @click.option("--from", "first", required=True, help="The first day, DD/MM/YYYY.")
 @click.option("--to", "last", default=None, help="The last day (default: the first).")
 @click.option("--hours", default=None, help="Only these hours, HH:MM-HH:MM (default: the whole day).")
-@click.option("--reason", default="", help="Why: a holiday, a course, an absence.")
+@click.option("--reason", default="", callback=cli_text, help="Why: a holiday, a course, an absence.")
 @tz_option
 @click.pass_context
 def closed_add(ctx, db_path, doctor_id, center_id, first, last, hours, reason, tz):

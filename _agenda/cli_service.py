@@ -72,9 +72,9 @@ def read_secret_file(path):
               help="Address to listen on; keep 127.0.0.1 behind a reverse proxy.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), envvar="AGENDA_PORT",
               help="Port to listen on (0: any free port, logged at start).")
-@click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
-              help="waitress worker threads, one SQLite connection each. Python runs one at a time, "
-                   "so more only pass it between them; 2 lets short requests pass a long list.")
+@click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
+              help="waitress worker threads, one SQLite connection each: 4 keep the caller answering while "
+                   "reception opens its heaviest pages (docs/design.md, 'Nothing stalls the caller').")
 @click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
               help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1).")
 @click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,

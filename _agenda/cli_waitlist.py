@@ -4,7 +4,7 @@ import click
 
 from .values import printable
 from .waitlist import add_waiting, end_waiting, free_now, named, waiting, window_text
-from .cli import cli, cli_date, cli_reader, clinic_at, db_option, tz_option
+from .cli import cli, cli_date, cli_reader, cli_text, clinic_at, db_option, tz_option
 
 
 @cli.group()
@@ -28,7 +28,7 @@ def waitlist():
 @click.option("--from", "first", required=True, help="The first day that suits, DD/MM/YYYY.")
 @click.option("--to", "last", required=True, help="The last day that suits, DD/MM/YYYY.")
 @click.option("--times", default=None, help="The times of day that suit, as 09:00-12:00 (any when left out).")
-@click.option("--note", default=None, help="What reception should know when calling.")
+@click.option("--note", default=None, callback=cli_text, help="What reception should know when calling.")
 @tz_option
 @click.pass_context
 def waitlist_add(ctx, db_path, nif, doctor_id, speciality_id, center_id, first, last, times, note, tz):

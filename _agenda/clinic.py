@@ -15,6 +15,7 @@ from .slots import booking_window, CLOSURE_COVERS, day_states, free_slots, FREE,
 from .booking import admit, book_visit, channel_of, move_channel, visit_of, Visit
 
 log = logging.getLogger("agenda")
+SEARCH_WORDS, SEARCH_CHARS = 10, 200  # the most a patient search takes ("Nothing stalls the caller")
 
 
 # An appointment as the clinic reads it ("Appointment records"), written as JSON by SQLite so that a
@@ -584,6 +585,9 @@ class Clinic:
         name and surnames, in any order."""
         if not text:
             return []
+        if len(text) > SEARCH_CHARS or len(text.split()) > SEARCH_WORDS:
+            raise invalid(f"a search takes at most {SEARCH_WORDS} words and {SEARCH_CHARS} characters",
+                          "search_length", "q")
         found = []
         for where, value in (("nif = ?1 OR guardian_nif = ?1", self.quietly(normalise_nif, text)),
                              ("phone_e164 = ?1", self.quietly(parse_phone, text))):

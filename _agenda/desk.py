@@ -14,12 +14,13 @@ import urllib.parse
 import bottle
 import phonenumbers
 
-from .values import all_fields, ClinicError, format_date, hhmm, invalid, parse_date, parse_time
+from .values import (all_fields, ClinicError, format_date, hhmm, invalid, parse_date, parse_time, printable,
+                     text_field)
 from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
 from .counter import mark_attendance, squeeze_in, to_call
 from .series import book_series, cancel_rest, parse_every, preview_series
-from .waitlist import add_waiting, end_waiting, fits, free_now, named, waiting, window_text
+from .waitlist import add_waiting, end_waiting, fits, free_now, named, NAMED_UNDER, PAGE, waiting, window_text
 from .identity import identity, refused
 from .feeds import feeds, new_feed, revoke_feed
 from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request_erasure
@@ -245,8 +246,16 @@ def desk_source():
 
 
 def form(name):
-    """A form field, read with getunicode; blank is None."""
-    return (bottle.request.forms.getunicode(name) or "").strip() or None
+    """A form field, read with getunicode, through `text_field`; blank is None. After a field is refused, the
+    page drawn again reads every field as typed, made printable, to keep it beside its refusal ("Text fields")."""
+    typed, environ = bottle.request.forms.getunicode(name) or "", bottle.request.environ
+    if environ.get("agenda.form_refused"):
+        return printable(typed).strip() or None
+    try:
+        return text_field(typed, name)
+    except ClinicError:
+        environ["agenda.form_refused"] = True
+        raise
 
 
 # Desk handlers: read the form, call the clinic with the receptionist as the source, show the page.
@@ -425,7 +434,10 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None):
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
     typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason",
                                                  "guardianNif")}
-    found = clinic().search_patients(q, reader=desk_source()) if q else None
+    try:
+        found = clinic().search_patients(q, reader=desk_source()) if q else None
+    except ClinicError as refusal:
+        found, error, status, wrong = None, desk_refusal(refusal), status_of(refusal), desk_wrong_fields(refusal)
     if query_text("patientId") and not q:  # booking for a patient chosen on their page
         found = [clinic().patient_record(query_text("patientId"), reader=desk_source())]
     listed = clinic().insurance_lists([doctor["id"]]).get((doctor["id"], slot["centerId"]))
@@ -439,7 +451,7 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None):
 
 
 def waiting_for(doctor, slot):
-    """The waiting entries this free slot fits, oldest first (none for a sobrecita or a slot not free)."""
+    """The first PAGE waiting entries this free slot fits, oldest first (none for a sobrecita or a slot not free)."""
     try:
         day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
     except ClinicError:
@@ -448,7 +460,7 @@ def waiting_for(doctor, slot):
                                              channel="desk") if s.time == time_text]
     if not free or slot.get("squeeze"):
         return []
-    return named(clinic(), [entry for entry in waiting(clinic()) if fits(entry, free[0])], desk_source())
+    return named(clinic(), [entry for entry in waiting(clinic()) if fits(entry, free[0])][:PAGE], desk_source())
 
 
 def desk_book():
@@ -599,10 +611,17 @@ def desk_attendance(appointment_id):
 def desk_waitlist(error=None, status=200):
     """The waiting list, oldest first; the free slots of the next two weeks that fit someone waiting
     ("Waiting list"); a form to add a patient."""
-    entries = named(clinic(), waiting(clinic()), desk_source())
+    entries, page = waiting(clinic()), int(query_text("page")) if (query_text("page") or "").isdigit() else 0
+    free = free_now(clinic(), entries)
+    shown = entries[page * PAGE:(page + 1) * PAGE]  # only those drawn are read, through the one door
+    names = {entry["id"]: entry for entry in named(clinic(), shown + [w for _, fitting in free
+                                                                       for w in fitting[:NAMED_UNDER]], desk_source())}
     typed = {name: form(name) or "" for name in ("nif", "doctorId", "specialityId", "centerId", "dateFrom", "dateTo",
                                                  "timeFrom", "timeTo", "note")}
-    return desk_page("waitlist", status=status, entries=entries, free=free_now(clinic(), entries), typed=typed,
+    return desk_page("waitlist", status=status, entries=[names[w["id"]] for w in shown if w["id"] in names],
+                     free=[(slot, [names[w["id"]] for w in fitting[:NAMED_UNDER] if w["id"] in names],
+                            len(fitting) - NAMED_UNDER) for slot, fitting in free],
+                     page=page, pages=-(-len(entries) // PAGE), waiting_count=len(entries), typed=typed,
                      error=error, doctors=clinic().doctors(), specialities=catalog_names("specialities"),
                      centers=desk_centers(), window_text=window_text)
 
@@ -646,7 +665,11 @@ def desk_calls():
 def desk_patients():
     """The patient search; the words searched come by POST, never in the address ("Staff desk")."""
     q = form("q") or "" if bottle.request.method == "POST" else ""
-    return desk_page("patients", q=q, found=clinic().search_patients(q, reader=desk_source()) if q else None)
+    try:
+        found = clinic().search_patients(q, reader=desk_source()) if q else None
+    except ClinicError as error:
+        return desk_page("patients", status=status_of(error), q=q, found=None, wrong=desk_wrong_fields(error))
+    return desk_page("patients", q=q, found=found)
 
 
 def desk_patient(patient_id, error=None, status=200, wrong=None):
@@ -806,13 +829,16 @@ def desk_stylesheet():
     return read_data_file(f"{TEMPLATES}/desk.css") + grid_rules().encode()
 
 
+MOST_COLUMNS = 300  # the most doctors a center's day draws side by side (the axis is column 1)
+
+
 @functools.lru_cache(maxsize=None)
 def grid_rules():
     """Where the timeline's items sit, as classes (the CSP allows no inline style): .rN starts at the
     grid's row N (one a minute, after the heading), .hN spans N minutes, .cN is column N."""
     return "\n".join([".r%d{grid-row-start:%d}" % (n, n) for n in range(2, 24 * 60 + 2)]
                      + [".h%d{grid-row-end:span %d}" % (n, n) for n in range(1, 24 * 60 + 1)]
-                     + [".c%d{grid-column:%d}" % (n, n) for n in range(1, 60)]) + "\n"
+                     + [".c%d{grid-column:%d}" % (n, n) for n in range(1, MOST_COLUMNS + 2)]) + "\n"
 
 
 DESK = {"desk": True}

@@ -13,6 +13,7 @@ from .store import record_event, utc_iso
 from .identity import identities
 
 FEED_MONTHS = 18  # how far ahead a feed reaches: the desk's default horizon
+FEED_MOST = 1200  # the most appointments a feed holds, the soonest first ("Nothing stalls the caller")
 FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]+")  # RFC 5545's CONTROL: no value may hold one
 
 
@@ -49,8 +50,8 @@ def feeds(clinic):
 
 
 def feed_calendar(clinic, token):
-    """The iCalendar text (bytes) of the feed this token opens: the doctor's live appointments from
-    today on; FEED_NOT_FOUND for a token unknown or revoked. Names read are recorded as the feed's."""
+    """The iCalendar text (bytes) of the feed this token opens: the doctor's next FEED_MOST live appointments
+    from today on; FEED_NOT_FOUND for a token unknown or revoked. Names read are recorded as the feed's."""
     found = clinic.conn().execute("SELECT d.id, d.name FROM doctor_feeds f JOIN doctors d ON d.id = f.doctor_id"
                                   " WHERE f.token_hash = ?", (token_hash(token or ""),)).fetchone()
     if found is None:
@@ -60,8 +61,8 @@ def feed_calendar(clinic, token):
         "SELECT a.id, a.date, a.time, a.end_time, a.status, a.reason, a.updated_at, a.squeezed, a.patient_id,"
         " c.name AS center_name FROM appointments a JOIN live_patients p ON p.id = a.patient_id"
         " LEFT JOIN centers c ON c.id = a.center_id WHERE a.doctor_id = ? AND a.status != 'cancelled'"
-        " AND a.date BETWEEN ? AND ? ORDER BY a.date, a.time",
-        (found["id"], today.isoformat(), months_after(today, FEED_MONTHS).isoformat())).fetchall()
+        " AND a.date BETWEEN ? AND ? ORDER BY a.date, a.time LIMIT ?",
+        (found["id"], today.isoformat(), months_after(today, FEED_MONTHS).isoformat(), FEED_MOST)).fetchall()
     shows = clinic.settings.feed_shows
     people = {} if shows == "time" else identities(clinic, [row["patient_id"] for row in rows], f"feed:{found['id']}",
                                                    "feed")

@@ -1,12 +1,15 @@
 """Catalogs and imports: the seed CSV (centers, specialities, insurances, doctors, closures) and patient
 files from other systems."""
 
+import bisect
 import csv
 import io
+import itertools
 import re
 from pathlib import Path
 
-from .values import ClinicError, parse_date, parse_time, sheet_value
+from .values import (ClinicError, first_control, one_line, parse_date, parse_time, plural, sheet_value, text_fault,
+                     text_limit)
 from .store import record_event, transaction
 
 
@@ -38,7 +41,7 @@ CATALOG_NOUNS = {"centers": "center", "specialities": "speciality", "insurances"
 
 
 class SeedError(Exception):
-    """A catalog file that cannot be applied; `problems` are (line, message) pairs."""
+    """A catalog file that cannot be applied, or a file that cannot be read; `problems` are (line, message) pairs."""
 
     def __init__(self, problems):
         self.problems = sorted(problems)
@@ -107,21 +110,84 @@ CSV_SEPARATORS = {",": "','", ";": "';'", "\t": "a tab"}
 
 def read_catalog_text(text):
     """read_catalog_file's rows from the text of the file. The separator is the header's: ','
-    or ';' (a Spanish spreadsheet's CSV) or a tab; a cell holding ';' lists is then quoted."""
+    or ';' (a Spanish spreadsheet's CSV) or a tab; a cell holding ';' lists is then quoted. Each
+    cell is read as `read_cells` reads it; SeedError lists every cell refused, by line and column."""
     separator = max(CSV_SEPARATORS, key=text.split("\n", 1)[0].count)
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=separator)
-    found = [name.strip().lower() for name in reader.fieldnames or []]
+    records = csv_records(text, delimiter=separator)
+    found = [name.strip().lower() for name in (records[0][1] if records else [])]
     if "kind" not in found:
         raise SeedError([(1, f"the header row must name the columns {','.join(CATALOG_COLUMNS)}; it was read "
                              f"with {CSV_SEPARATORS[separator]} as the separator and has the columns "
                              f"{found or 'none'}")])
-    rows = []
-    for row in reader:
-        clean = {(key or "").strip().lower(): sheet_value((value or "").strip())
-                 for key, value in row.items() if isinstance(value, str) or value is None}
-        if any(clean.values()):
-            rows.append((reader.line_num, clean))
+    fields = [name if name in CATALOG_COLUMNS else None for name in found]
+    rows, problems = read_cells(records[1:], fields, records[0][1])
+    if problems:
+        raise SeedError(problems)
     return rows
+
+
+def csv_records(text, **form):
+    """[(line, cells)] of every record of a CSV text (`form`: csv's dialect or format parameters), each at the
+    line where it starts, read strictly: SeedError at the line where a quote opens that never closes, or
+    that closes with text after it in its cell ("Files from other systems")."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True, **form)
+    records, end = [], 0
+    try:
+        for cells in reader:
+            records.append((end + 1, cells))
+            end = reader.line_num
+    except csv.Error as error:
+        raise SeedError([quote_problem(text, end + 1, reader.dialect) or (end + 1, f"not a readable CSV: {error}")]) \
+            from None
+    return records
+
+
+def quote_problem(text, first, dialect):
+    """(line, why) of the quoted cell that breaks the record starting at line `first`: where it opens, and
+    that it never closes or closes with text after it; None when no quoted cell breaks it."""
+    starts = list(itertools.accumulate((len(line) for line in io.StringIO(text, newline="")), initial=0))
+    quote, separator = re.escape(dialect.quotechar), re.escape(dialect.delimiter)
+    quoted = re.compile(f"{quote}[^{quote}]*(?:{quote}{quote}[^{quote}]*)*{quote}")
+    unquoted, space = re.compile(f"[^{separator}\r\n]*"), re.compile(" *" if dialect.skipinitialspace else "")
+    position = starts[first - 1]
+    while position < len(text):
+        position = space.match(text, position).end()
+        if text.startswith(dialect.quotechar, position):
+            opened, cell = bisect.bisect_right(starts, position), quoted.match(text, position)
+            if cell is None:
+                return opened, (f"a quote ({dialect.quotechar}) opens a cell here and never closes: the rest of the "
+                                "file would be read as that one cell; close the quote or remove it")
+            if cell.end() < len(text) and text[cell.end()] not in (dialect.delimiter, "\r", "\n"):
+                return opened, (f"a quote ({dialect.quotechar}) opens a cell here and closes on line "
+                                f"{bisect.bisect_right(starts, cell.end())} with text after it; a quote inside a "
+                                f"quoted cell is written twice ({dialect.quotechar * 2})")
+            position = cell.end()
+        else:
+            position = unquoted.match(text, position).end()
+        position += 1
+    return None
+
+
+def read_cells(records, fields, header):
+    """([(line, {field: text})], problems) of CSV records: the cells of the columns `fields` names (None for
+    a column left out), each as a spreadsheet wrote it (`sheet_value`) through the text fields' rule ("Text
+    fields"): one line, and no control character nor more characters than the same field takes through the API;
+    problems are (line, "column N (header): why") of the cells refused. Blank records are left out."""
+    rows, problems = [], []
+    for line, cells in records:
+        row = {}
+        for column, (field, cell) in enumerate(zip(fields, cells), 1):
+            if field is None:
+                continue
+            fault = text_fault(cell, text_limit(field))
+            if fault is not None:
+                problems.append((line, f"column {column} ({header[column - 1].strip()}): " + (
+                    f"{len(cell):,} characters, and {field} takes {text_limit(field):,} at most" if fault == "too_long"
+                    else f"a control character ({first_control(cell)}), which no text field takes")))
+            row[field] = one_line(sheet_value(cell.strip()))
+        if any(row.values()):
+            rows.append((line, row))
+    return rows, problems
 
 
 def _snapshot(conn):
@@ -329,16 +395,19 @@ def read_table_file(path, column_names, required, example, what):
         dialect = csv.Sniffer().sniff(header_line, delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
-    reader = csv.reader(io.StringIO(text, newline=""), dialect)
-    header = next(reader)
+    try:  # the sniffed separator; quotes as every spreadsheet writes them (a quote in a quoted cell doubled)
+        (_, header), *records = csv_records(text, delimiter=dialect.delimiter,
+                                            skipinitialspace=dialect.skipinitialspace)
+    except SeedError as error:
+        raise PatientFileError(f"{error}") from None
     fields = [column_names.get(re.sub(r"[\s_\-]", "", name).lower()) for name in header]
     missing = [name for name in required if name not in fields]
     if missing:
         raise PatientFileError(f"the header has no {' and no '.join(missing)} column; it reads {header}; "
                                f"name it {example}")
-    rows = []
-    for values in reader:
-        if any(value.strip() for value in values):
-            rows.append((reader.line_num, {field: sheet_value(value) for field, value in zip(fields, values)
-                                           if field}))
+    rows, problems = read_cells(records, fields, header)
+    if problems:
+        shown = "\n".join(f"line {line}: {why}" for line, why in problems[:20])
+        raise PatientFileError(f"{plural(len(problems), 'cell')} cannot be read:\n{shown}" +
+                               (f"\n... and {len(problems) - 20:,} more" if len(problems) > 20 else ""))
     return rows

@@ -72,6 +72,13 @@ class PasswordGate:
         self.running.release()
 
 
+def forget_ended_sessions(conn, at, idle_minutes):
+    """Delete the desk sessions that ended longer than KEPT_MINUTES ago (kept until then for "Kept forms")."""
+    conn.execute("DELETE FROM desk_sessions WHERE last_seen < ? OR created_at < ?",
+                 (utc_iso(at - dt.timedelta(minutes=idle_minutes + KEPT_MINUTES)),
+                  utc_iso(at - dt.timedelta(hours=SESSION_HOURS, minutes=KEPT_MINUTES))))
+
+
 def forget_kept_forms(conn, at):
     """Delete the forms kept longer than KEPT_MINUTES ("Kept forms")."""
     conn.execute("DELETE FROM kept_forms WHERE created_at < ?", (utc_iso(at - dt.timedelta(minutes=KEPT_MINUTES)),))
@@ -208,6 +215,7 @@ class Accounts:
             token, csrf = session
             conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
                          " VALUES (?, ?, ?, ?, ?)", (token_hash(token), name, csrf, now, now))
+            forget_ended_sessions(conn, at, self.settings.desk_idle_minutes)
             return True
         failures = (failed["failures"] if failed is not None and failed["locked_until"] is None else 0) + 1
         locked_until = utc_iso(at + dt.timedelta(minutes=LOCK_MINUTES)) if failures >= LOCK_AFTER else None
@@ -219,14 +227,20 @@ class Accounts:
             record_event(conn, at, "desk", "staff.locked", "staff", name, after={"source": source})
         return locked_until or False
 
+    def ended_at(self, session):
+        """When a desk session ends (or ended): idle too long, or too old, whichever comes first."""
+        return min(dt.datetime.fromisoformat(session["last_seen"]) + dt.timedelta(minutes=self.settings.desk_idle_minutes),
+                   dt.datetime.fromisoformat(session["created_at"]) + dt.timedelta(hours=SESSION_HOURS))
+
     def desk_session(self, token, touch=True):
         """{"name", "role", "csrf"} of a live session, its idle time restarted (unless not `touch`); None when
         unknown or idle too long."""
         return self.session_or_ended(token, touch)[0]
 
     def session_or_ended(self, token, touch=True):
-        """(the live session as desk_session gives it, None) or, for a session that has just ended by
-        idling or age, (None, {"name", "csrf"} it had); (None, None) for a token unknown."""
+        """(the live session as desk_session gives it, None) or, for a session that ended by idling or age
+        less than KEPT_MINUTES ago, (None, {"name", "csrf"} it had), however many requests came since (a
+        refresh of another tab); (None, None) for a token unknown or long ended ("Kept forms")."""
         if not token:
             return None, None
         at = self.clock()
@@ -234,13 +248,11 @@ class Accounts:
                                   " WHERE token_hash = ?", (token_hash(token),)).fetchone()
         if row is None:
             return None, None
+        ended = self.ended_at(row)
+        if ended < at:  # kept, unusable, until the next login clears the long ended
+            kept = at - ended <= dt.timedelta(minutes=KEPT_MINUTES)
+            return None, {"name": row["staff_name"], "csrf": row["csrf"]} if kept else None
         idle = at - dt.datetime.fromisoformat(row["last_seen"])
-        age = at - dt.datetime.fromisoformat(row["created_at"])
-        if idle > dt.timedelta(minutes=self.settings.desk_idle_minutes) or age > dt.timedelta(hours=SESSION_HOURS):
-            with self.db.transaction() as conn:
-                conn.execute("DELETE FROM desk_sessions WHERE token_hash = ?", (row["token_hash"],))
-                forget_kept_forms(conn, at)
-            return None, {"name": row["staff_name"], "csrf": row["csrf"]}
         if touch and idle > dt.timedelta(minutes=1):  # written down once a minute at most, not at every page
             with self.db.transaction() as conn:
                 conn.execute("UPDATE desk_sessions SET last_seen = ? WHERE token_hash = ?",

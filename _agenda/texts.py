@@ -336,6 +336,11 @@ TEXTS = {
                         "{field}: 1 to 40 letters, digits, dots, dashes or underscores."),
     "rule_empty_folder": ("Esa carpeta ya tiene ficheros de una exportación: elige una vacía.",
                           "That folder already holds an export's files: choose an empty one."),
+    "more_waiting": ("y {count} más esperan este hueco: reservar", "and {count} more wait for this slot: book"),
+    "page_of": ("Página {page} de {pages}.", "Page {page} of {pages}."),
+    "previous_page": ("Anteriores", "Previous"), "next_page": ("Siguientes", "Next"),
+    "rule_search_length": ("Busca con 10 palabras y 200 caracteres como mucho: el nombre, el NIF o el teléfono.",
+                           "Search with 10 words and 200 characters at most: the name, the NIF or the phone."),
     "rule_export_folder": ("No se pudo escribir en esa carpeta: no se ha exportado nada.",
                            "That folder could not be written: nothing was exported."),
     "rule_minutes": ("{field}: un número de minutos.", "{field}: a number of minutes."),
@@ -347,6 +352,17 @@ TEXTS = {
                          "{field}: booked, confirmed, unanswered or cancelled."),
     "rule_patient_by_phone": ("Sin NIF, y ningún paciente único con ese nombre y teléfono: indica su NIF.",
                               "No NIF, and no one patient with that name and phone: give their NIF."),
+    # every text field, on every channel ("Text fields")
+    "rule_control_character": ("{field}: lleva un carácter de control, que no se ve; bórralo y escríbelo de nuevo.",
+                               "{field}: holds a control character, which does not show; delete it and type it again."),
+    "rule_too_long": ("{field}: es demasiado largo; acórtalo.", "{field}: too long; shorten it."),
+    "field_q": ("Búsqueda", "Search"), "field_note": ("Nota", "Note"), "field_csrf": ("Formulario", "Form"),
+    "field_kept": ("Formulario guardado", "Kept form"), "field_action": ("Acción", "Action"),
+    "field_back": ("Página de vuelta", "Page to go back to"), "field_mark": ("Asistencia", "Attendance"),
+    "field_n": ("Cada", "Every"), "field_unit": ("Semanas o días", "Weeks or days"), "field_step": ("Paso", "Step"),
+    "field_nearest": ("El hueco más cercano", "The nearest slot"), "field_slot": ("Hueco", "Slot"),
+    "field_squeeze": ("Sobrecita", "Squeeze-in"), "field_waitlistId": ("Lista de espera", "Waiting list"),
+    "field_reader": ("Quién leyó", "Reader"), "field_days": ("Días", "Days"), "field_page": ("Página", "Page"),
 }
 
 

@@ -99,6 +99,8 @@ def laid_out(columns):
     for column in columns:
         column["blocks"] = merged(column["blocks"])
         column["blocks"] += off_hours(column["blocks"], first, last)
+        column["blocks"] = [block for block in column["blocks"] if block.kind != "taken" or not any(
+            card["from"] <= block.start and block.end <= card["to"] for card in column["cards"])]  # its card says it
         column["slot_minutes"] = sorted(column["slot_minutes"])
     return Timeline(columns, first, last, [(minute, hhmm(minute)) for minute in range(first, last, 15)])
 

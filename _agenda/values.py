@@ -214,27 +214,93 @@ def normalise_nif(text):
     return nif
 
 
+# openapi.json's pattern of every phone field ("Patients"): a Spanish number (nine digits, the first 6 to 9, a
+# space, dot or dash between any two, +34 or 0034 before), a number of another country in E.164 (7 to 15
+# digits; +34 is Spain's, held to its nine digits), or blank (no phone).
+PHONE_PATTERN = (r"^ *((\+34|0034)[ .-]?)?[6-9]([ .-]?[0-9]){8} *$"
+                 r"|^ *\+(3[0-35-9]|[1-24-9][0-9])[0-9]{5,13} *$|^ *$")
+
+
+PHONE_SHAPE = re.compile(PHONE_PATTERN, re.ASCII)
+
+
 def parse_phone(text, field="phone"):
-    """A phone as the caller says it (Spain by default) to E.164 ("Patients")."""
-    candidates = [text]
-    if not text.lstrip().startswith("+"):
-        # a '+' sent unencoded in a query string arrives as a space: 34 699 ... is +34 699 ...
-        candidates.append("+" + text.strip())
-    for candidate in candidates:
-        try:
-            number = phonenumbers.parse(candidate, "ES")
-        except phonenumbers.NumberParseException:
-            continue
-        if phonenumbers.is_valid_number(number):
-            return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
-    raise ClinicError("INVALID_PHONE", f"{field} is not a valid phone number", field=field)
+    """A phone as the caller says it (Spain by default) to E.164 ("Patients"): what phonenumbers reads as a
+    real number, else any phone PHONE_PATTERN states, as it is written."""
+    found = real_phone(text)
+    if found is None and text.strip() and PHONE_SHAPE.fullmatch(text):
+        digits = re.sub(r"[^0-9]", "", text)
+        found = "+" + digits if text.strip().startswith("+") else "+34" + digits[-9:]
+    if found is None and not text.lstrip().startswith("+"):
+        found = real_phone("+" + text.strip())  # a '+' sent unencoded in a query string arrives as a space
+    if found is None:
+        raise ClinicError("INVALID_PHONE", f"{field} is not a valid phone number", field=field)
+    return found
+
+
+def real_phone(text):
+    """The E.164 of a number phonenumbers reads as real (region ES), or None."""
+    try:
+        number = phonenumbers.parse(text, "ES")
+    except phonenumbers.NumberParseException:
+        return None
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164) \
+        if phonenumbers.is_valid_number(number) else None
+
+
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # every control but tab, LF and CR
+
+
+LINE_BREAKS = re.compile(r"[ \t]*[\t\r\n][ \t\r\n]*")  # a spreadsheet's multi-line cell, a tab: one space
+
+
+TEXT_LIMIT = 100  # the most characters of a text field not in TEXT_LIMITS, as sent (openapi.json's maxLength)
+
+
+TEXT_LIMITS = {"reason": 500, "note": 500, "q": 200, "dates": 2000, "insurances": 2000}
+
+
+def text_limit(field):
+    """The most characters a text field takes, as sent, on every channel ("Text fields")."""
+    return TEXT_LIMITS.get(field, TEXT_LIMIT)
+
+
+def text_fault(value, limit):
+    """What keeps a text out of every field ("Text fields"): "control_character" (a control character
+    but tab, CR and LF), "too_long" (over `limit` characters as sent), or None."""
+    if CONTROL_CHARACTERS.search(value):
+        return "control_character"
+    return "too_long" if len(value) > limit else None
+
+
+def first_control(text):
+    """'U+001B': the first control character `text_fault` finds in a text."""
+    return f"U+{ord(CONTROL_CHARACTERS.search(text)[0]):04X}"
+
+
+def one_line(text):
+    """A text as every field stores it: line breaks and tabs one space, trimmed."""
+    return LINE_BREAKS.sub(" ", text).strip()
+
+
+def text_field(value, field, limit=None):
+    """A text field as every channel reads it, the one door for text ("Text fields"): refused naming the field
+    for a control character or over its limit (`text_limit`), else `one_line`; blank is None."""
+    limit = limit or text_limit(field)
+    fault = text_fault(value, limit)
+    if fault == "control_character":
+        raise invalid(f"{field} holds a control character ({first_control(value)}), which no text field takes",
+                      "control_character", field)
+    if fault == "too_long":
+        raise invalid(f"{field} is over {limit} characters", "too_long", field)
+    return one_line(value) or None
 
 
 def body_text(body, name, required=False):
-    """A string field of a JSON body: stripped; absent, null or blank is None."""
+    """A string field of a JSON body through `text_field`; absent, null or blank is None."""
     value = body.get(name)
     if isinstance(value, str):
-        value = value.strip()
+        value = text_field(value, name)
     elif value is not None:
         raise invalid(f"{name} must be a string", "text", name)
     if not value:
@@ -245,13 +311,14 @@ def body_text(body, name, required=False):
 
 
 def body_text_list(body, name):
-    """A list of strings of a JSON body, each stripped; blank items are dropped."""
+    """A list of strings of a JSON body, each through `text_field` (TEXT_LIMIT characters an item); blank items
+    are dropped."""
     value = body.get(name)
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise invalid(f"{name} must be a list of strings", "text_list", name)
-    return [item.strip() for item in value if item.strip()]
+    return [text for text in (text_field(item, name, TEXT_LIMIT) for item in value) if text]
 
 
 def all_fields(readers):
@@ -264,7 +331,8 @@ def all_fields(readers):
         except ClinicError as refusal:
             if not refusal.code.startswith("INVALID_"):  # a field's own refusal; anything else stops here
                 raise
-            refusals.append(refusal)
+            if refusal.parts not in [r.parts for r in refusals]:  # a field read twice (phone, phone_e164) said once
+                refusals.append(refusal)
     if len(refusals) == 1:
         raise refusals[0]
     if refusals:

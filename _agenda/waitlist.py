@@ -9,6 +9,8 @@ from .identity import identities
 from .booking import end_entry
 
 AHEAD_DAYS = 14  # how far the "free now" list looks
+FREE_SLOTS, NAMED_UNDER = 30, 3  # the "free now" list's most slots, and waiting patients named under each
+PAGE = 50  # waiting entries a page
 
 
 def add_waiting(clinic, *, patient_id, doctor_id=None, speciality_id=None, center_id=None, first, last,
@@ -81,8 +83,9 @@ def fits(entry, slot):
             and entry["time_from"] <= slot.time < entry["time_to"])
 
 
-def free_now(clinic, entries, days=AHEAD_DAYS):
-    """The free slots of the next `days` that fit someone waiting: [(slot, [entries, oldest first])]."""
+def free_now(clinic, entries, days=AHEAD_DAYS, most=FREE_SLOTS):
+    """The first `most` free slots of the next `days` that fit someone waiting: [(slot, [entries, oldest
+    first])]."""
     today, found = clinic.today(), []
     doctors = {entry["doctor_id"] for entry in entries if entry["doctor_id"]}
     specialities = {entry["speciality_id"] for entry in entries if entry["speciality_id"]}
@@ -95,6 +98,8 @@ def free_now(clinic, entries, days=AHEAD_DAYS):
         fitting = [entry for entry in entries if fits(entry, slots[key])]
         if fitting:
             found.append((slots[key], fitting))
+        if len(found) == most:
+            break
     return found
 
 

@@ -6,6 +6,7 @@ import logging
 import logging.handlers
 import queue
 import random
+import re
 import select
 import signal
 import sqlite3
@@ -14,7 +15,7 @@ from urllib.parse import quote
 
 import bottle
 
-from .values import body_too_large, ClinicError, invalid, parse_date
+from .values import body_too_large, ClinicError, invalid, parse_date, text_field
 
 log = logging.getLogger("agenda")
 
@@ -94,17 +95,30 @@ def request_id():
 access_log = logging.getLogger("agenda.access")
 
 
+_UNSAFE_IN_A_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def log_text(text):
+    """Text from a request fit for one log line ("Access log"): a backslash, control characters and line
+    separators written as escapes (\\, \\n, \\x1b, \\u2028), so that no request can end a line or forge one."""
+    return _UNSAFE_IN_A_LINE.sub(_escape, str(text).replace("\\", "\\\\"))
+
+
+def _escape(found):
+    return found[0].encode("unicode_escape").decode("ascii")
+
+
 def logged_path(environ):
     """The path for the access log, without what a caller's mistake could put there ("Access
     log"): a route's id only when it is a number (a NIF sent as an appointment id is not), an
-    unknown path (or method) as `/?`, never the query string (it holds NIFs and phones)."""
+    unknown path (or method) as `/?`, never the query string (it holds NIFs and phones); `log_text`."""
     if "bottle.route" not in environ:
         return "/?"
     path = environ.get("PATH_INFO", "")
     for value in environ.get("route.url_args", {}).values():
         if not str(value).isdigit():
             path = path.replace(str(value), "...")
-    return path
+    return log_text(path)
 
 
 def with_access_log(wsgi):
@@ -123,8 +137,9 @@ def with_access_log(wsgi):
         try:
             return wsgi(environ, start)
         finally:
-            access_log.info("%s %s %s %.1fms rid=%s", environ.get("REQUEST_METHOD", "-"), logged_path(environ),
-                            status[0] if status else "-", (time.perf_counter() - started) * 1000, rid)
+            access_log.info("%s %s %s %.1fms rid=%s", log_text(environ.get("REQUEST_METHOD", "-")),
+                            logged_path(environ), status[0] if status else "-", (time.perf_counter() - started) * 1000,
+                            rid)
 
     return app
 
@@ -184,8 +199,8 @@ def internal_error(rid):
 
 
 def query_text(name, required=False):
-    """A query-string value, read with getunicode so accents survive; blank is None."""
-    value = (bottle.request.query.getunicode(name) or "").strip()
+    """A query-string value, read with getunicode so accents survive, through `text_field`; blank is None."""
+    value = text_field(bottle.request.query.getunicode(name) or "", name)
     if not value:
         if required:
             raise invalid(f"{name} is required", "required", name)
@@ -308,6 +323,14 @@ def serve_until_stopped(app, on_listening=None, **options):
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
+class OneLineFormatter(logging.Formatter):
+    """A record's message on one line whatever it holds: its control characters and line separators
+    escaped (a traceback still follows it on lines of its own)."""
+
+    def formatMessage(self, record):
+        return _UNSAFE_IN_A_LINE.sub(_escape, super().formatMessage(record))
+
+
 def log_to_stderr():
     """`agenda run`'s log on stderr through the standard library's queue ("Access log"): a
     request hands its line over, a listener thread writes it. Returns the listener, or None
@@ -316,7 +339,7 @@ def log_to_stderr():
     if root.handlers:
         return None
     writer = logging.StreamHandler()
-    writer.setFormatter(logging.Formatter(LOG_FORMAT))
+    writer.setFormatter(OneLineFormatter(LOG_FORMAT))
     records = queue.SimpleQueue()
     root.addHandler(logging.handlers.QueueHandler(records))
     root.setLevel(logging.INFO)

@@ -163,9 +163,9 @@ def test_impossible_or_future_birth_date_is_400(api):
 
 def test_sql_shaped_and_unicode_names_are_stored_literally(api):
     name = "Robert'); DROP TABLE patients;-- ñ 😀"
-    api.new_patient(name=name, surname="Ñúñez" * 40)
+    api.new_patient(name=name, surname="Ñúñez" * 20)
     patient = api.get("/patients?nif=12345678Z").json
-    assert patient["name"] == name and patient["surname"] == "Ñúñez" * 40
+    assert patient["name"] == name and patient["surname"] == "Ñúñez" * 20
 
 
 # A doctor may take different insurances at different centers

@@ -262,7 +262,7 @@ def test_run_serves_on_loopback_8080_by_default_with_the_secret_from_the_environ
     result = runner.invoke(agenda.cli, ["run"], obj={"serve": serve}, env={"AGENDA_SECRET": SECRET})
     assert result.exit_code == 0, result.output
     (app, options), = serve.calls
-    assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 1)
+    assert (options["host"], options["port"], options["threads"]) == ("127.0.0.1", 8080, 4)
     assert app.clinic.settings.signature_scheme == "request"
     client = webtest.TestApp(checked(app))
     assert client.get("/health").json == {"status": "ok", "replica": "off"}
@@ -275,7 +275,7 @@ def test_run_takes_its_settings_from_options_and_environment(runner, tmp_path):
     serve = FakeServe()
     other_db = tmp_path / "other.db"
     agenda.open_database(other_db).close()
-    result = runner.invoke(agenda.cli, ["run", "--host", "0.0.0.0", "--port", "9001", "--threads", "4",
+    result = runner.invoke(agenda.cli, ["run", "--host", "0.0.0.0", "--port", "9001", "--threads", "2",
                                         "--trusted-proxy", "127.0.0.1", "--horizon", "30",
                                         "--channel-timeout", "15"],
                            obj={"serve": serve},
@@ -283,7 +283,7 @@ def test_run_takes_its_settings_from_options_and_environment(runner, tmp_path):
                                 "AGENDA_REMINDER_POLICY": "release", "AGENDA_MIN_NOTICE": "0"})
     assert result.exit_code == 0, result.output
     (app, options), = serve.calls
-    assert (options["host"], options["port"], options["threads"]) == ("0.0.0.0", 9001, 4)
+    assert (options["host"], options["port"], options["threads"]) == ("0.0.0.0", 9001, 2)
     assert options["trusted_proxy"] == "127.0.0.1" and options["clear_untrusted_proxy_headers"] is True
     assert options["trusted_proxy_headers"] == "x-forwarded-for x-forwarded-proto"
     assert options["channel_timeout"] == 15

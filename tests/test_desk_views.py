@@ -289,3 +289,20 @@ def test_a_kept_form_is_gone_after_ten_minutes_and_a_forged_one_is_never_kept(ap
     assert gone.status_int == 404 and "ya no está guardado" in gone.text
     assert api.db().execute("SELECT count(*) FROM kept_forms").fetchone()[0] == 0
     assert api.db().execute("SELECT count(*) FROM closures WHERE reason = 'Congreso'").fetchone()[0] == 0
+
+
+def test_a_form_outlives_the_other_tabs_that_reach_the_server_after_the_session_ended(api, desk, clock):
+    """Another tab's refresh poll and a page reloaded there come first; the form sent after them is kept."""
+    page = desk.get("/desk/closures")
+    clock.moment += dt.timedelta(minutes=31)  # the session ends
+    assert desk.get("/desk/version", expect_errors=True).status_int == 303  # the other tab's poll
+    assert desk.get("/desk/day", expect_errors=True).headers["Location"] == "/desk/login"  # and a reload
+    clock.moment += dt.timedelta(minutes=5)
+    sent = desk.post("/desk/closures", {"csrf": csrf_of(page), "dateFrom": "26/11/2026", "reason": "Congreso"})
+    assert sent.headers["Location"].startswith("/desk/login?kept=")
+    clock.moment += dt.timedelta(minutes=6)  # ended 11 minutes ago: no longer kept
+    late = desk.post("/desk/closures", {"csrf": csrf_of(page), "dateFrom": "27/11/2026", "reason": "Tarde"})
+    assert late.headers["Location"] == "/desk/login"
+    assert desk.get("/desk/day", expect_errors=True).headers["Location"] == "/desk/login"  # the session stays ended
+    log_in(desk)
+    assert api.db().execute("SELECT count(*) FROM desk_sessions").fetchone()[0] == 1  # the ended one cleared

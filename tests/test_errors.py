@@ -1,6 +1,7 @@
 """Bad input ("Lenient input, strict output", "Errors"; spec part 7): always a 4xx JSON error with code and message, never
 HTML, never a traceback, and nothing in the database changes."""
 
+import json
 import logging
 import sqlite3
 
@@ -86,8 +87,10 @@ def test_a_malformed_content_length_is_400(api):
 
 
 def test_a_body_just_under_the_limit_is_read(api):
-    response = api.post("/patients", {"name": "A" * 60_000, "nif": "12345678Z"})
-    assert response.status_int == 201
+    body = {"voiceAgentConfigId": "va", "date": "24/11/2026", "skipAppointmentIds": [str(n) for n in range(7_800)]}
+    assert 60_000 < len(json.dumps(body)) < 64 * 1024
+    response = api.post("/appointments/end-of-reminder-day", body)
+    assert response.status_int == 200, response.text
 
 
 def test_an_unknown_route_is_404_not_found_as_json(api):

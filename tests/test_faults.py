@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from _agenda.values import text_limit
 from conftest import assert_error, days_ahead, send, table_rows, valid_dni
 
 ROUNDS = 5
@@ -68,13 +69,14 @@ def test_kill_9_mid_bookings_loses_no_answered_booking(running, db_path):
 ])
 def test_a_database_that_cannot_be_written_gives_503_and_keeps_nothing_half_written(api, db_path, fault, pragma):
     patient = api.new_patient()
+    reason = "😀" * text_limit("reason")  # the longest reason, 2,000 bytes: one such row a page, and its event
+    for time_text in ("09:30", "10:00"):
+        api.book(patient, time=time_text, reason=reason)
     conn = api.db()
-    conn.execute("VACUUM")  # no free page left to fill
+    conn.execute("VACUUM")  # no free page left to fill, and no page with room for one more such row
     before = table_rows(db_path)
     conn.execute(pragma.format(page_count=conn.execute("PRAGMA page_count").fetchone()[0]))
-    # a long reason (within the 64 KiB body) needs new pages for both the row and its event
-    booking = {"date": "24/11/2026", "time": "09:00", "doctorId": "MARTIN", "patientId": patient,
-               "reason": "Dolor " * 2000}
+    booking = {"date": "24/11/2026", "time": "09:00", "doctorId": "MARTIN", "patientId": patient, "reason": reason}
     response = api.post("/appointments", booking)
     assert_error(response, 503, "SERVICE_UNAVAILABLE")
     assert response.json["error"]["requestId"]

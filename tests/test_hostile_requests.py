@@ -9,13 +9,16 @@ and dropped (within bounds) so that its sender gets the 413.
 
 import http.client
 import json
+import logging
 import re
 import subprocess
+import sys
 import time
 from urllib.parse import urlsplit
 
 import pytest
 
+from _agenda.web import LOG_FORMAT, log_text, OneLineFormatter
 from conftest import SECRET, agenda_command, assert_error, days_ahead, raw_exchange, send, sign, table_rows
 from test_errors import JSON_ROUTES
 
@@ -227,13 +230,35 @@ def test_a_line_break_or_separator_in_a_desk_id_never_splits_a_log_line(running,
     cookie = re.search(rb"agenda_desk=[^;]+", login).group()
     hostile = ["/desk/doctors/A%0Afake%20line/retire", "/desk/doctors/A%0D%0Afake/retire",
                "/desk/doctors/A%E2%80%A8B%C2%85C/retire", "/desk/appointments/1%0A2", "/desk/patients/%0A",
-               "/desk/x%0Ay%0D"]
+               "/desk/x%0Ay%0D", "/desk/appointments/1%0A", "/desk/patients/1%0D%0A", "/desk/appointments/1%0B",
+               "/appointments/1%0A", "/desk/appointments/1%1B%5B2J"]
     for path in hostile:
         for method in (b"GET", b"POST"):
             raw_exchange(server.url, method + b" " + path.encode() + b" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
                          b"Cookie: " + cookie + b"\r\nContent-Length: 6\r\n\r\ncsrf=x")
     server.terminate()
-    lines = [line for line in server.log().splitlines() if " rid=" in line]
-    assert len([line for line in lines if "/desk/" in line or "/? " in line]) >= 2 * len(hostile)
-    assert not [line for line in server.log().splitlines() if "fake" in line]
-    assert all(line.isprintable() for line in server.log().splitlines())
+    lines = server.log().splitlines()
+    lines = [line for line in lines if not line.startswith("Agenda ")]  # the log, without `agenda run`'s banner
+    access = [line for line in lines if " agenda.access " in line]
+    assert len(access) == 1 + 2 * len(hostile), server.log()  # the login, then one line a request
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ agenda[.\w]* .*", line) for line in lines), \
+        server.log()  # every line is a record of its own: none begins inside another
+    assert all(re.search(r" \d{3} \d+\.\dms rid=[0-9a-f]{16}$", line) for line in access), server.log()
+    assert not [line for line in lines if "fake" in line]
+    assert all(line.isprintable() for line in lines)
+    assert "GET /desk/appointments/1\\n 404 " in server.log()  # bottle's route takes "1\n" (its $ before a last \n)
+
+
+def test_every_record_of_the_services_log_is_one_line_whatever_its_message_holds():
+    """`agenda run`'s formatter escapes what a message may carry from a request (a line break, a terminal's
+    escape, a line separator); a traceback still follows its record."""
+    formatter = OneLineFormatter(LOG_FORMAT)
+    record = logging.LogRecord("agenda", logging.ERROR, __file__, 1, "request %s failed: %s",
+                               ("7", "a\nb\r\x1b[2J\u2028\x85"), None)
+    assert formatter.format(record).endswith("request 7 failed: a\\nb\\r\\x1b[2J\\u2028\\x85")
+    try:
+        raise ValueError("x")
+    except ValueError:
+        record.exc_info = sys.exc_info()
+    assert formatter.format(record).splitlines()[0].endswith("\\x85") and "Traceback" in formatter.format(record)
+    assert log_text("C:\\new\n") == "C:\\\\new\\n"  # a backslash sent is doubled: never read as an escape

@@ -7,11 +7,14 @@ can raise is listed under the status it is raised with.
 """
 
 import hashlib
+import itertools
 import json
 import re
+from urllib.parse import quote
 
 import hypothesis
 import hypothesis.strategies
+import phonenumbers
 import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
@@ -19,9 +22,10 @@ from openapi_spec_validator import validate
 import agenda
 from _agenda.api import WIRE_CODES
 from _agenda.web import STATUS_ERROR_CODES, STATUS_OF
-from _agenda.values import normalise_nif, parse_date
+from _agenda.values import (CONTROL_CHARACTERS, normalise_nif, parse_date, parse_phone, PHONE_PATTERN, text_limit,
+                            TEXT_LIMIT)
 from _agenda.imports import CATALOG_COLUMNS
-from conftest import ROOT
+from conftest import ROOT, valid_dni
 from openapi_contract import CONTRACT, METHODS, Contract
 
 DOCUMENT = json.loads((ROOT / "openapi.json").read_text(encoding="utf-8"))
@@ -240,3 +244,115 @@ def test_the_document_and_the_server_agree_on_the_shape_of_a_nif(text):
         assert pattern.search(text), text
     else:
         assert not pattern.search(text), text
+
+
+# Text fields and phones: what the document states is what the server takes (docs/design.md, "Text fields",
+# "Patients")
+
+def request_text_schemas():
+    """(where, field name, schema) of every text the API reads from a request: each query value and each string
+    of a body, a list's items too, with the DateText components where they are used."""
+    found = []
+    for path, item in DOCUMENT["paths"].items():
+        for method, operation in item.items():
+            if method not in METHODS:
+                continue
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "query":
+                    found.append((f"{method.upper()} {path}?{parameter['name']}", parameter["name"],
+                                  resolved(parameter["schema"])))
+            body = operation.get("requestBody")
+            if body:
+                schema = resolved(body["content"]["application/json"]["schema"])
+                for name, field in schema["properties"].items():
+                    field = resolved(field)
+                    if field.get("type") in ("array", ["array", "null"]):
+                        found.append((f"{method.upper()} {path} {name}[]", None, resolved(field["items"])))
+                    elif field.get("type") not in ("boolean",):
+                        found.append((f"{method.upper()} {path} {name}", name, field))
+    return found
+
+
+def resolved(schema):
+    if "$ref" in schema:
+        return resolved(CONTRACT.resolve(schema["$ref"][1:]))
+    if "oneOf" in schema:
+        return resolved(next(option for option in schema["oneOf"] if option.get("type") != "null"))
+    return schema
+
+
+def test_every_text_the_api_reads_states_its_limit_and_takes_no_control_character():
+    texts = request_text_schemas()
+    assert len(texts) > 30
+    for where, name, schema in texts:
+        assert schema.get("maxLength") == (text_limit(name) if name else TEXT_LIMIT), where
+        assert schema.get("not") == {"$ref": "#/components/schemas/HoldsControlCharacter"}, where
+    control = re.compile(DOCUMENT["components"]["schemas"]["HoldsControlCharacter"]["pattern"])
+    assert {chr(code) for code in range(0x110000) if control.search(chr(code))} == {
+        chr(code) for code in range(0x110000) if CONTROL_CHARACTERS.search(chr(code))}
+
+
+NUMBERS = itertools.count(1_000)  # a new patient's DNI for each example
+
+PHONE_PATTERNS = [DOCUMENT["components"]["schemas"]["NewPatient"]["properties"]["phone"]["pattern"],
+                  next(p for p in DOCUMENT["paths"]["/appointments"]["get"]["parameters"]
+                       if p["name"] == "phone")["schema"]["pattern"]]
+
+
+def test_the_document_states_the_servers_phone_pattern_wherever_a_phone_is_read():
+    assert PHONE_PATTERNS == [PHONE_PATTERN, PHONE_PATTERN]
+    phones = [name for _, name, _ in request_text_schemas() if name and "phone" in name.lower()]
+    assert phones == ["phone", "phone"]
+
+
+@pytest.mark.parametrize("text, e164", [
+    ("612345678", "+34612345678"), ("612 34 56 78", "+34612345678"), (" +34 612-34-56-78 ", "+34612345678"),
+    ("0034.612.34.56.78", "+34612345678"), ("969 12 34 56", "+34969123456"),
+    # Spanish ranges phonenumbers' metadata does not know today: taken as written, never refused
+    ("750000000", "+34750000000"), ("801234567", "+34801234567"), ("+34 990 000 000", "+34990000000"),
+    ("905123456", "+34905123456"),
+    # E.164 of other countries, known to phonenumbers or not (an unassigned code, the shortest, the longest)
+    ("+447911123456", "+447911123456"), ("+12025550123", "+12025550123"), ("+9991234", "+9991234"),
+    ("+683 4002".replace(" ", ""), "+6834002"), ("+999999999999999", "+999999999999999"),
+])
+def test_phones_on_the_patterns_edges_are_taken_in_e164(text, e164):
+    assert re.search(PHONE_PATTERN, text)
+    assert parse_phone(text.strip()) == e164
+
+
+@pytest.mark.parametrize("text, e164", [
+    ("61234567", None), ("6123456789", None), ("+3461234567", None), ("+34 6123456789", None), ("+123456", None),
+    ("+1234567890123456", None), ("+0123456789", None),  # a digit short or too many: a transcription error
+    ("512345678", "+34512345678"), ("00 34 612345678", "+34612345678"), ("(+34) 612 345 678", "+34612345678"),
+    ("+44 7911 123456", "+447911123456"),  # real numbers written otherwise: read by phonenumbers
+])
+def test_what_the_pattern_leaves_out_the_server_reads_by_phonenumbers(text, e164):
+    """Outside the pattern the server still takes a real number (lenient input) and refuses a wrong one."""
+    assert not re.search(PHONE_PATTERN, text)
+    if e164 is None:
+        with pytest.raises(agenda.ClinicError) as refused:
+            parse_phone(text)
+        assert refused.value.code == "INVALID_PHONE"
+    else:
+        assert parse_phone(text) == e164
+
+
+@hypothesis.settings(max_examples=300, deadline=None,
+                     suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+@hypothesis.given(phone=hypothesis.strategies.from_regex(PHONE_PATTERN, fullmatch=True))
+def test_every_phone_the_document_allows_is_taken_by_the_server(api, phone):
+    """A generated client's phones, drawn from the document's own pattern: a new patient with one is created,
+    and a search by it is never INVALID_PHONE."""
+    created = api.post("/patients", {"name": "Ana", "nif": valid_dni(next(NUMBERS)), "phone": phone})
+    assert created.status_int == 201, (phone, created.text)
+    stored, = api.db().execute("SELECT phone_e164 FROM patients WHERE id = ?", (created.json["patientId"],)).fetchone()
+    digits = re.sub(r"[^0-9]", "", phone)
+    if not digits:
+        assert stored is None
+    elif phone.strip().startswith("+"):
+        assert stored == "+" + digits or phonenumbers.is_valid_number(phonenumbers.parse(stored)), (phone, stored)
+    else:
+        assert stored == "+34" + digits[-9:], (phone, stored)
+    searched = api.get(f"/appointments?phone={quote(phone, safe='')}")
+    assert searched.status_int in (200, 400), searched.text
+    assert searched.status_int == 200 or not digits, searched.text  # blank: no search, date required

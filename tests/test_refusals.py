@@ -66,8 +66,18 @@ def enclosing(node, kinds):
     return node
 
 
+def module_literal(name):
+    """The literal tuple or list a module of the package binds to `name` at its top (RECTIFIABLE = (...)), or None."""
+    found = [node.value for tree in TREES.values() for node in tree.body if isinstance(node, ast.Assign)
+             and [getattr(t, "id", None) for t in node.targets] == [name]
+             and isinstance(node.value, (ast.Tuple, ast.List))]
+    return found[0] if len(found) == 1 else None
+
+
 def literal_items(iterable, target, name):
     """The constants a loop over a literal tuple binds to `name`, or None when it binds no such name."""
+    if isinstance(iterable, ast.Name):
+        iterable = module_literal(iterable.id) or iterable
     names = [target.id] if isinstance(target, ast.Name) else [getattr(n, "id", None) for n in target.elts]
     if name not in names or not isinstance(iterable, (ast.Tuple, ast.List)):
         return None

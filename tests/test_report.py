@@ -62,6 +62,28 @@ def svg_of(img):
     return base64.b64decode(img["src"].split(",", 1)[1]).decode("utf-8")
 
 
+def assert_nothing_runs(svg):
+    """No script in a chart: no <script> element (pygal writes one of its own), no event handler, no link."""
+    elements = list(ET.fromstring(svg).iter())
+    assert [e.tag for e in elements if e.tag.rsplit("}", 1)[-1].lower() == "script"] == []
+    assert [name for e in elements for name in e.attrib if re.search(r"^on|href$", name.rsplit("}", 1)[-1], re.I)] == []
+    assert not re.search(r"<script|javascript:|window\.pygal", svg, re.IGNORECASE)
+
+
+def test_pygal_alone_writes_a_script_into_a_chart_and_ours_never_do(api):
+    """pygal with js=[] still writes its config in a <script>: the check above would see it."""
+    import pygal
+    from _agenda.charts import OPTIONS, report_charts
+    from _agenda.texts import translator
+    bare = pygal.Bar(**OPTIONS)
+    bare.add("a", [1])
+    with pytest.raises(AssertionError):
+        assert_nothing_runs(bare.render(is_unicode=True))
+    report = clinic_report(api.app.clinic, WEEK, WEEK + dt.timedelta(days=6))
+    for uri in report_charts(report, translator("en")).values():
+        assert_nothing_runs(base64.b64decode(uri.split(",", 1)[1]).decode("utf-8"))
+
+
 def test_the_admins_page_draws_each_chart_as_svg_with_its_numbers_beside_it(a_week):
     admin, reception = admin_and_reception(a_week)
     page = admin.get("/desk/report?from=23/11/2026&to=29/11/2026")
@@ -72,6 +94,7 @@ def test_the_admins_page_draws_each_chart_as_svg_with_its_numbers_beside_it(a_we
         svg = svg_of(img)
         ET.fromstring(svg)  # a whole SVG document
         assert img["alt"] in svg
+        assert_nothing_runs(svg)
     first_table = [" ".join(tr.get_text(" ").split()) for tr in page.html.select("section.chart")[0].select("tbody tr")]
     assert "Lucía Martín 18 3 15 17 1 1" in first_table
     assert "img-src 'self' data:" in page.headers["Content-Security-Policy"]

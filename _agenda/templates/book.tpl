@@ -17,7 +17,7 @@
   <input type="hidden" name="{{key}}" value="{{slot[key]}}">
   % end
   % end
-  <label>{{t('search')}} <input name="q" autocomplete="off" value="{{q}}" placeholder="{{t('search_hint')}}"></label>
+  <label>{{t('search')}} <input name="q" autocomplete="off" value="{{q}}" placeholder="{{t('search_hint')}}">{{!wrong_note('q')}}</label>
   <button type="submit">{{t('find')}}</button>
 </form>
 % if waiting_here:

@@ -39,8 +39,7 @@
   <tr><th>{{t('time')}}</th><th>{{t('patient')}}</th><th>{{t('phone')}}</th><th>{{t('reason')}}</th><th>{{t('status')}}</th></tr></thead>
   <tbody>
   % for a in column['cards']:
-  <tr><td>{{a['start']}}–{{a['end']}}</td><td>{{a['patient_name']}}</td><td>{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}</td><td>{{a['reason'] or ''}}</td>
-    <td>{{t('to_call') + ' ' if a['to_call'] else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
+<tr><td>{{a['start']}}–{{a['end']}}</td><td>{{a['patient_name']}}</td><td>{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}</td><td>{{a['reason'] or ''}}</td><td>{{t('to_call') + ' ' if a['to_call'] else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
   % end
   % if not column['cards']:
   <tr><td colspan="5">{{t('none')}}</td></tr>

@@ -2,7 +2,7 @@
 <form method="post" action="/desk/patients" class="search" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   <input name="q" id="q" value="{{q}}" autocomplete="off" placeholder="{{t('search_hint')}}" aria-label="{{t('search')}}" autofocus>
-  <button type="submit">{{t('find')}}</button>
+  <button type="submit">{{t('find')}}</button>{{!wrong_note('q')}}
 </form>
 % if found is not None:
 % if not found:

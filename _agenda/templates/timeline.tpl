@@ -1,16 +1,16 @@
 % row = lambda minute: minute - timeline.first + 2
 <div class="timeline">
-  <div class="axis-head c1 r1"></div>
+<div class="axis-head c1 r1"></div>
   % for n, heading in enumerate(headings):
   % column = timeline.columns[n]
-  <div class="col-head c{{n + 2}} r1"><span class="name">{{heading}}</span>
+<div class="col-head c{{n + 2}} r1"><span class="name">{{heading}}</span>
     % if today <= column['day'].isoformat() <= last_day:
-    <a class="squeeze" href="/desk/book?{{urlencode({'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'squeeze': '1', **({'centerId': center_id} if center_id else {})}, safe='/')}}" title="{{t('squeeze_title')}}" aria-label="{{t('squeeze_title')}}">⚡<span class="word"> {{t('squeeze')}}</span></a>
+<a class="squeeze" href="/desk/book?{{urlencode({'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'squeeze': '1', **({'centerId': center_id} if center_id else {})}, safe='/')}}" title="{{t('squeeze_title')}}" aria-label="{{t('squeeze_title')}}">⚡<span class="word"> {{t('squeeze')}}</span></a>
     % end
-  </div>
+</div>
   % end
   % for minute, label in timeline.ticks:
-  <div class="tick c1 r{{row(minute)}} h15">{{label}}</div>
+<div class="tick c1 r{{row(minute)}} h15">{{label}}</div>
   % end
   % for n, column in enumerate(timeline.columns):
   % col = n + 2
@@ -19,42 +19,42 @@
   % if b.kind == 'free':
   % slot = {'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'time': b.time, **({'centerId': b.center_id} if b.center_id else {})}
   % count = waited(column, b)
-  <a class="block free {{'waited' if count else ''}} c{{col}} r{{row(b.start)}} h{{span}}" href="/desk/book?{{urlencode(slot, safe='/:')}}">{{b.time}} + {{t('free')}}{{' · ' + t('waited', count=count) if count else ''}}</a>
+<a class="block free {{'waited' if count else ''}} c{{col}} r{{row(b.start)}} h{{span}}" href="/desk/book?{{urlencode(slot, safe='/:')}}">{{b.time}} + {{t('free')}}{{' · ' + t('waited', count=count) if count else ''}}</a>
   % else:
-  <div class="block {{b.kind}} c{{col}} r{{row(b.start)}} h{{span}}">{{b.time}} {{t(b.kind)}}{{': ' + b.detail if b.detail else ''}}</div>
+<div class="block {{b.kind}} c{{col}} r{{row(b.start)}} h{{span}}">{{b.time}} {{t(b.kind)}}{{': ' + b.detail if b.detail else ''}}</div>
   % end
   % end
   % for a in column['cards']:
   % span = max(1, min(a['to'], timeline.last) - a['from'])
-  <article class="card {{a['status']}} {{a['attendance'] or ''}} {{'to-call' if a['to_call'] else ''}} {{'squeezed' if a['squeezed'] else ''}} c{{col}} r{{row(a['from'])}} h{{span}}">
-    <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
+<article class="{{' '.join(filter(None, ('card', a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '')))}} c{{col}} r{{row(a['from'])}} h{{span}}">
+<a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
     % if a['squeezed']:
-    <strong class="squeezed-mark">{{t('squeezed')}}</strong>
+<strong class="squeezed-mark">{{t('squeezed')}}</strong>
     % end
     % if a['series_id']:
-    <span class="series">{{t('series_place', place=a['series_place'], count=a['series_count'])}}</span>
+<span class="series">{{t('series_place', place=a['series_place'], count=a['series_count'])}}</span>
     % end
     % if a['to_call']:
-    <strong class="call">{{t('to_call')}}</strong>
+<strong class="call">{{t('to_call')}}</strong>
     % end
     % if a['attendance']:
-    <span class="att">{{t(a['attendance'], time=a['arrived_local'])}}</span>
+<span class="att">{{t(a['attendance'], time=a['arrived_local'])}}</span>
     % else:
-    <span class="status">{{t(a['status'])}}</span>
+<span class="status">{{t(a['status'])}}</span>
     % end
-    <span class="line">{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}{{' · ' + a['reason'] if a['reason'] else ''}}</span>
-    <span class="by">{{who_booked(t, a['booked_by'])}}</span>
+<span class="line">{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}{{' · ' + a['reason'] if a['reason'] else ''}}</span>
+<span class="by">{{who_booked(t, a['booked_by'])}}</span>
     % if not a['attendance'] and a['date'] <= today:
-    <form method="post" action="/desk/appointments/{{a['id']}}/attendance" class="quick">
-      <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-      <button name="mark" value="arrived">{{t('mark_arrived')}}</button>
-      <button name="mark" value="no_show">{{t('mark_no_show')}}</button>
-    </form>
+<form method="post" action="/desk/appointments/{{a['id']}}/attendance" class="quick">
+<input type="hidden" name="csrf" value="{{desk['csrf']}}">
+<button name="mark" value="arrived">{{t('mark_arrived')}}</button>
+<button name="mark" value="no_show">{{t('mark_no_show')}}</button>
+</form>
     % end
-  </article>
+</article>
   % end
   % end
   % if now is not None and timeline.first <= now < timeline.last:
-  <div id="now" class="now r{{row(now)}} h1">{{hhmm(now)}} {{t('now')}}</div>
+<div id="now" class="now r{{row(now)}} h1">{{hhmm(now)}} {{t('now')}}</div>
   % end
 </div>

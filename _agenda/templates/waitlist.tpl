@@ -7,18 +7,31 @@
 <p>{{t('no_slots')}}</p>
 % end
 <ul class="free-now">
-% for slot, fitting in free:
+% for slot, fitting, more in free:
   <li><strong>{{t('weekdays')[slot.date.weekday()]}} {{slot.date_text}} {{slot.time}}</strong> · {{slot.doctor_name}}
     <ul>
     % for w in fitting:
       <li>{{w['patient_name']}} · {{dialled(w['phone'])}}{{' · ' + w['note'] if w['note'] else ''}}
         <a href="/desk/book?{{urlencode({'doctorId': slot.doctor_id, 'date': slot.date_text, 'time': slot.time, **({'centerId': slot.center_id} if slot.center_id else {})}, safe='/:')}}">{{t('book')}}</a></li>
     % end
+    % if more > 0:
+      <li class="more"><a href="/desk/book?{{urlencode({'doctorId': slot.doctor_id, 'date': slot.date_text, 'time': slot.time, **({'centerId': slot.center_id} if slot.center_id else {})}, safe='/:')}}">{{t('more_waiting', count=more)}}</a></li>
+    % end
     </ul>
   </li>
 % end
 </ul>
-<h2>{{t('waiting_now')}}</h2>
+<h2>{{t('waiting_now')}} ({{waiting_count}})</h2>
+% if pages > 1:
+<p class="pages">{{t('page_of', page=page + 1, pages=pages)}}
+  % if page > 0:
+  <a href="/desk/waitlist?page={{page - 1}}" rel="prev">{{t('previous_page')}}</a>
+  % end
+  % if page + 1 < pages:
+  <a href="/desk/waitlist?page={{page + 1}}" rel="next">{{t('next_page')}}</a>
+  % end
+</p>
+% end
 % if not entries:
 <p>{{t('nobody_waiting')}}</p>
 % else:
