@@ -14,7 +14,8 @@ import click
 from . import __version__
 from .values import (clinic_zone, ClinicError, DEFAULT_TZ, format_date, parse_date, parse_time, plural, printable,
                      Settings, text_field)
-from .store import Database, open_database
+from .sealing import recipients_of, SealingError
+from .store import Database, KEEP_COPIES_DAYS, open_database, REFUSE, SchemaBehind, sweep_scratch
 from .clinic import Clinic
 
 
@@ -77,14 +78,72 @@ def cli_now(ctx):
     return clock() if clock else dt.datetime.now(dt.timezone.utc)
 
 
-def existing_database(db_path):
-    """The agenda database at db_path, which must exist: a typo must not make an empty one."""
+def existing_database(db_path, older=REFUSE, seal_for=None):
+    """The agenda database at db_path, which must exist (a typo must not make an empty one), once what a
+    killed command left beside it is removed (and said); at an older schema refused naming `agenda
+    migrate`, unless `older` says otherwise (store.open_database)."""
     if not Path(db_path).is_file():
         raise click.ClickException(f"{db_path}: no such database; give its path with --db or AGENDA_DB")
+    sweep_left_copies(db_path)
     try:
-        return open_database(db_path)
-    except (sqlite3.Error, OSError, RuntimeError) as error:
+        return open_database(db_path, older, seal_for)
+    except SchemaBehind as error:
+        raise click.ClickException(f"{db_path}: {error}") from None
+    except (sqlite3.Error, OSError, RuntimeError, SealingError) as error:
         raise click.ClickException(f"{db_path}: cannot open the database: {error}") from None
+
+
+def sweep_left_copies(db_path):
+    """Remove the clear copies killed commands left beside the database, saying so on stderr."""
+    for path in sweep_scratch(db_path):
+        click.echo(f"Removed {path}: a clear copy of the clinic left by a command that was killed.", err=True)
+
+
+def refuse_readable_by_others(path, what):
+    """A ClickException when others may read the file at `path` (a secret, a key), naming the fix."""
+    mode = Path(path).stat().st_mode
+    if mode & 0o077:
+        raise click.ClickException(f"{path} can be read by others (mode {mode & 0o777:o}); it holds {what}: "
+                                   f"run: chmod 600 {path}")
+
+
+class Recipient(click.ParamType):
+    """An age recipient as given (age1..., an SSH public key, or a file of them); from the environment,
+    several are separated by commas (an SSH key holds spaces)."""
+    name = "recipient"
+    envvar_list_splitter = ","
+
+    def convert(self, value, param, ctx):
+        return value.strip()
+
+
+def recipients_option(function):
+    """--encrypt-to: the clinic's backup recipients, from AGENDA_BACKUP_RECIPIENTS too."""
+    return click.option("--encrypt-to", "recipients", multiple=True, type=Recipient(), metavar="RECIPIENT",
+                        envvar="AGENDA_BACKUP_RECIPIENTS", show_envvar=True,
+                        help="Seal with age to this recipient (age1..., an SSH public key, or a file of them); "
+                             "repeatable; in the environment, comma-separated. Needs pip install "
+                             "'agenda[encrypt]'.")(function)
+
+
+def keep_copies_option(function):
+    """--keep-copies-days: how long a copy kept before an upgrade or a restore stays, from
+    AGENDA_KEEP_COPIES_DAYS too."""
+    return click.option("--keep-copies-days", default=KEEP_COPIES_DAYS, show_default=True,
+                        type=click.IntRange(1, None), envvar="AGENDA_KEEP_COPIES_DAYS", show_envvar=True,
+                        help="Days a copy kept before an upgrade or a restore stays beside the database; "
+                             "`agenda retention run` then removes it.")(function)
+
+
+def cli_recipients(values, doing="nothing was done"):
+    """The age recipients of --encrypt-to, or None when none is given; a ClickException saying why not."""
+    values = [value for value in values if value]
+    if not values:
+        return None
+    try:
+        return recipients_of(values)
+    except SealingError as error:
+        raise click.ClickException(f"{doing}: {error}") from None
 
 
 def cli_date(text, option):

@@ -9,18 +9,18 @@ import re
 import signal
 import sqlite3
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
 import click
 
-from .store import (backup_database, backup_target, check_database_file, open_database, prepare_restore,
-                    restore_database, rotate_backups)
+from .store import (AS_IT_IS, backup_database, backup_target, check_database_file, memory_database, newest_version,
+                    open_database, prepare_restore, restore_database, rotate_backups, scratch_folder)
 from .web import log_to_stderr, stop_logging
 from .replication import litestream_binary, log_litestream, redactor, replica_url, without_password
-from .sealing import identities_of, is_sealed, recipients_of, seal, SealingError, unseal
-from .cli import cli, cli_date, cli_now, cli_zone, db_option, describe_counts, existing_database, human_size, tz_option
+from .sealing import identities_of, is_sealed, open_sealed, SealingError
+from .cli import (cli, cli_date, cli_now, cli_recipients, cli_zone, db_option, describe_counts, existing_database,
+                  human_size, recipients_option, refuse_readable_by_others, sweep_left_copies, tz_option)
 
 
 log = logging.getLogger("agenda")
@@ -31,9 +31,7 @@ log = logging.getLogger("agenda")
 @click.argument("dest", type=click.Path())
 @click.option("--keep", type=click.IntRange(1, None), default=None,
               help="With a folder as DEST: keep the N newest dated backups and delete older ones.")
-@click.option("--encrypt-to", "recipients", multiple=True, metavar="RECIPIENT",
-              help="Encrypt the backup with age to this recipient (age1..., an SSH public key, or a file of "
-                   "them); repeatable. Needs pip install 'agenda[encrypt]'.")
+@recipients_option
 @tz_option
 @click.pass_context
 def backup(ctx, db_path, dest, keep, recipients, tz):
@@ -43,11 +41,12 @@ def backup(ctx, db_path, dest, keep, recipients, tz):
     integrity_check, and is then renamed into place with mode 0600 (owner only).
     With a folder as DEST the copy is named after the database and the time
     (clinic-20261121-030000.db, the clinic's time), and --keep N deletes all but the N
-    newest of those.
+    newest of those. A database at an older schema is copied as it is.
 
-    With --encrypt-to the backup is an age file (clinic-20261121-030000.db.age) that only
-    those recipients' keys open; the copy is checked before it is sealed, beside the
-    database, never in DEST. `agenda restore FILE --identity KEYFILE` reads it.
+    With --encrypt-to (or AGENDA_BACKUP_RECIPIENTS) the backup is an age file
+    (clinic-20261121-030000.db.age) that only those recipients' keys open; the copy is
+    checked and sealed in memory, never written in clear anywhere. `agenda restore FILE
+    --identity KEYFILE` reads it.
 
     Example:
 
@@ -56,16 +55,13 @@ def backup(ctx, db_path, dest, keep, recipients, tz):
         agenda backup /mnt/usb/ --encrypt-to age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p
     """
     at = cli_now(ctx).astimezone(cli_zone(tz))
-    try:
-        sealed_for = recipients_of(recipients) if recipients else None
-    except SealingError as error:
-        raise click.ClickException(f"no backup was written: {error}") from None
+    sealed_for = cli_recipients(recipients, "no backup was written")
     target = backup_target(db_path, dest, at, ".db.age" if sealed_for else ".db")
     if keep and target == Path(dest):
         raise click.ClickException("--keep rotates dated backups in a folder: give a folder as DEST")
-    conn = existing_database(db_path)
+    conn = existing_database(db_path, older=AS_IT_IS)
     try:
-        size, counts = backup_copy(conn, db_path, target, at, sealed_for)
+        size, counts = backup_database(conn, db_path, target, at, sealed_for)
     except (sqlite3.Error, OSError, ValueError, SealingError) as error:
         raise click.ClickException(f"no backup was written: {error}") from None
     finally:
@@ -83,16 +79,20 @@ def backup(ctx, db_path, dest, keep, recipients, tz):
 @click.option("--at", "moment", default=None,
               help="With --from-replica: the state at this clinic time, DD/MM/YYYY HH:MM[:SS] (default: the newest).")
 @click.option("--identity", type=click.Path(dir_okay=False), default=None,
-              help="For an encrypted backup: the age identity file (or SSH private key) that opens it.")
+              help="For an encrypted backup: the age identity file (or SSH private key) that opens it, "
+                   "readable by its owner only.")
+@recipients_option
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before replacing the database.")
 @tz_option
 @click.pass_context
-def restore(ctx, db_path, src, replica, moment, identity, yes, tz):
+def restore(ctx, db_path, src, replica, moment, identity, recipients, yes, tz):
     """Replace the database with the backup SRC, or a replica's state; the current one is kept aside.
 
     Stop the service first. What is restored must pass integrity_check and be an
     agenda database no newer than this agenda, or nothing changes. The current
-    database is renamed to DB.before-restore-YYYYMMDD-HHMMSS, never deleted.
+    database is kept as DB.before-restore-YYYYMMDD-HHMMSS (sealed to --encrypt-to or
+    AGENDA_BACKUP_RECIPIENTS when given), listed by `agenda status` and removed by
+    `agenda retention run` after 30 days. An encrypted backup is opened in memory only.
 
     Example:
 
@@ -103,61 +103,72 @@ def restore(ctx, db_path, src, replica, moment, identity, yes, tz):
     """
     if bool(src) == bool(replica) or (moment and not replica):
         raise click.ClickException("give a backup file SRC, or --from-replica URL [--at TIME] (not both)")
+    kept_for = cli_recipients(recipients, "nothing was restored")
+    sweep_left_copies(db_path)
     if replica:
         shown = without_password(replica_url(replica)) + (f" at {moment}" if moment else "")
-        with tempfile.TemporaryDirectory(dir=Path(db_path).resolve().parent, prefix=".replica-") as folder:
-            src = fetch_replica(replica, cli_moment(moment, tz) if moment else None, Path(folder) / "replica.db")
-            return restore_file(ctx, db_path, src, f"the replica {shown}", yes, tz)
+        with scratch_folder(db_path) as folder:
+            src = fetch_replica(replica, cli_moment(moment, tz) if moment else None, folder / "replica.db")
+            return restore_file(ctx, db_path, src, f"the replica {shown}", yes, tz, kept_for)
     if not Path(src).is_file():
         raise click.ClickException(f"{src}: no such file; give the path of a backup")
-    with tempfile.TemporaryDirectory(dir=Path(db_path).resolve().parent, prefix=".restore-") as folder:
-        return restore_file(ctx, db_path, opened(src, identity, folder), str(Path(src).resolve()), yes, tz)
+    source = opened(src, identity)
+    try:
+        return restore_file(ctx, db_path, source, str(Path(src).resolve()), yes, tz, kept_for)
+    finally:
+        if source is not src:
+            source.close()
 
 
-def restore_file(ctx, db_path, src, shown, yes, tz):
-    """`restore` of a checked file, named to the admin and in the audit trail as `shown`."""
+def restore_file(ctx, db_path, src, shown, yes, tz, kept_for=None):
+    """`restore` of a checked file (or a copy in memory), named to the admin and in the audit trail as
+    `shown`; the database it replaces kept aside, sealed for `kept_for` when given."""
     try:
         version, counts, current_counts = prepare_restore(db_path, src)
     except ValueError as error:
-        raise click.ClickException(str(error)) from None
+        raise click.ClickException(str(error).replace(str(src), shown, 1)) from None
     if Path(db_path).is_file() and not yes:
         mine = f"{db_path} ({describe_counts(current_counts)})" if current_counts else db_path
         click.confirm(f"Replace {mine} with {shown} ({describe_counts(counts)})?", abort=True)
     try:
-        aside = restore_database(db_path, src, version, counts, cli_now(ctx).astimezone(cli_zone(tz)), shown)
-    except (sqlite3.Error, OSError, ValueError, RuntimeError) as error:
+        aside = restore_database(db_path, src, version, counts, cli_now(ctx).astimezone(cli_zone(tz)), shown,
+                                 kept_for)
+    except (sqlite3.Error, OSError, ValueError, RuntimeError, SealingError) as error:
         raise click.ClickException(f"restore failed: {error}") from None
     click.echo(f"Restored {shown} into {db_path}: {describe_counts(counts)}.")
     if aside:
-        click.echo(f"The database it replaced is kept as {aside}.")
+        click.echo(f"The database it replaced is kept as {aside}{' (sealed)' if kept_for else ''}; "
+                   "`agenda retention run` removes it after 30 days.")
+    if version < newest_version():
+        click.echo(f"It is at schema version {version}: `agenda migrate --db {db_path}` (or starting the "
+                   "service) upgrades it.")
     click.echo("Start the service again (sudo systemctl start agenda).")
 
 
-def backup_copy(conn, db_path, target, at, recipients):
-    """The checked copy at target, or, sealed for `recipients`, made beside the database and sealed
-    into target ("Encrypted backups"); (bytes, counts)."""
-    if not recipients:
-        return backup_database(conn, db_path, target, at)
-    with tempfile.TemporaryDirectory(dir=Path(db_path).resolve().parent, prefix=".backup-") as folder:
-        return backup_database(conn, db_path, Path(folder) / "backup.db", at,
-                               finish=lambda copy: (target, seal(copy, target, recipients)))
-
-
-def opened(src, identity, folder):
-    """The backup to restore: src itself, or, when it is an age file, src opened with the identity
-    file into `folder`; ClickException saying what to give or why it cannot be opened."""
+def opened(src, identity):
+    """The backup to restore: src itself, or, when it is an age file, src opened with the identity file
+    into a database held in memory only (a connection); ClickException saying what to give or why it
+    cannot be opened."""
     if not is_sealed(src):
         return src
     if not identity:
         raise click.ClickException(f"{src} is encrypted: give the key that opens it, --identity KEYFILE")
     if not Path(identity).is_file():
         raise click.ClickException(f"{identity}: no such key file; give the age identity file that opens {src}")
-    plain = Path(folder) / "backup.db"
+    refuse_readable_by_others(identity, "the key that opens every backup")
     try:
-        unseal(src, plain, identities_of(identity))
+        plain = open_sealed(src, identities_of(identity))
     except SealingError as error:
         raise click.ClickException(f"nothing was restored: {error}") from None
-    return plain
+    data = plain.getbuffer()
+    try:
+        return memory_database(data)
+    except sqlite3.Error as error:
+        raise click.ClickException(f"{src} was not restored and nothing changed: it is not a readable SQLite "
+                                   f"database: {error}") from None
+    finally:
+        data.release()
+        plain.close()
 
 
 def cli_moment(text, tz):
@@ -255,9 +266,9 @@ def follow_replica(binary, replica, copy, backoff=1.0):
 def standby_promote(db_path):
     """Turn a stopped standby's copy into this machine's agenda, ready to serve and replicate.
 
-    Stop `agenda standby` first. The copy must pass integrity_check; it is brought to
-    this agenda's schema, and it stops being a follower. Then start the service with a
-    NEW replica path, never the old one.
+    Stop `agenda standby` first. The copy must pass integrity_check, and it stops
+    being a follower; `agenda run` brings it to this agenda's schema. Then start the
+    service with a NEW replica path, never the old one.
 
     Example:
 
@@ -270,7 +281,7 @@ def standby_promote(db_path):
     try:
         version, counts = check_database_file(copy)
         Path(f"{copy}-txid").unlink(missing_ok=True)
-        open_database(copy).close()
+        open_database(copy, older=AS_IT_IS).close()
     except (ValueError, sqlite3.Error) as error:
         raise click.ClickException(f"{db_path} was not promoted: {error}") from None
     click.echo(f"Promoted {db_path}: {describe_counts(counts)}. Now serve it, replicating to a new place:\n"

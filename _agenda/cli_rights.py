@@ -1,16 +1,18 @@
 """The patient's rights at the command line: who saw a patient's data, their copy, rectification,
 erasure and the retention run ("Access record", "Erasure and retention", "A patient's copy")."""
 
+import datetime as dt
 import json
 import os
 
 import click
 
-from .values import format_date, printable, RETENTION_YEARS_AT_LEAST
-from .store import utc_iso
+from .values import format_date, plural, printable, RETENTION_YEARS_AT_LEAST
+from .store import remove_kept_copies, utc_iso
 from .rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
 from .pages import copy_page
-from .cli import cli, cli_date, cli_now, cli_reader, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS, tz_option
+from .cli import (cli, cli_date, cli_now, cli_reader, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS,
+                  keep_copies_option, tz_option)
 
 ACCESS_KINDS = {"patient": "patient page", "appointment": "appointment", "search": "search results",
                 "day": "day list", "print": "printed day", "export": "patient's copy",
@@ -197,11 +199,13 @@ def retention():
 @retention.command("run")
 @db_option
 @retention_option
+@keep_copies_option
 @tz_option
 @click.pass_context
-def retention_run_command(ctx, db_path, retention_years, tz):
-    """Anonymise every blocked patient whose retention period has ended and remove access records
-    older than two years; say what was done. Run it daily (docs/deploy.md has a timer).
+def retention_run_command(ctx, db_path, retention_years, keep_copies_days, tz):
+    """Anonymise every blocked patient whose retention period has ended, remove access records
+    older than two years and the copies kept before an upgrade or a restore after
+    --keep-copies-days; say what was done. Run it daily (docs/deploy.md has a timer).
 
     Example:
 
@@ -213,6 +217,9 @@ def retention_run_command(ctx, db_path, retention_years, tz):
     anonymised = ", ".join(str(i) for i in done["anonymised"]) or "none"
     click.echo(f"Anonymised {len(done['anonymised'])} patient(s): {anonymised}.")
     click.echo(f"Removed {done['access_removed']:,} access record(s) older than two years.")
+    kept_before = cli_now(ctx) - dt.timedelta(days=keep_copies_days)
+    for path in remove_kept_copies(db_path, kept_before):
+        click.echo(f"Removed {path}, kept more than {plural(keep_copies_days, 'day')} before an upgrade or a restore.")
     if done["waiting"]:
         click.echo(f"{done['waiting']} blocked patient(s) wait for their period to end; the next on "
                    f"{format_date(done['next'].isoformat())}.")

@@ -17,13 +17,16 @@ import click
 
 from . import __version__
 from .values import FEED_SHOWS, format_date, plural, REMINDER_POLICIES, SIGNATURE_SCHEMES
-from .store import connect, create_private_file, database_counts, recall, remember, transaction
+from .sealing import SealingError
+from .store import (AS_IT_IS, connect, create_private_file, database_counts, KEEP_COPIES_DAYS, kept_copies, recall,
+                    remember, schema_version, transaction, upgrade, UPGRADE)
 from .web import log_to_stderr, serve_until_stopped, stop_logging
 from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from .app import create_app
 from .replication import BEHIND_AFTER, litestream_binary, replica_position, Replicator, without_password
-from .cli import (cli, cli_now, cli_zone, clinic_time, db_option, DEFAULTS, desk_rules_options, existing_database,
-                  human_size, tz_option)
+from .cli import (cli, cli_now, cli_recipients, cli_zone, clinic_time, db_option, DEFAULTS, desk_rules_options,
+                  existing_database, human_size, keep_copies_option, recipients_option, refuse_readable_by_others,
+                  tz_option)
 
 
 log = logging.getLogger("agenda")
@@ -51,10 +54,7 @@ def secret_file_path(db_path, secret_file):
 
 def read_secret_file(path):
     """The stored secret, refused when others may read the file."""
-    mode = path.stat().st_mode
-    if mode & 0o077:
-        raise click.ClickException(f"{path} can be read by others (mode {mode & 0o777:o}); "
-                                   f"run: chmod 600 {path}")
+    refuse_readable_by_others(path, "the shared secret")
     value = path.read_text(encoding="utf-8").strip()
     if not value:
         raise click.ClickException(f"{path} is empty; store the secret with: agenda secret set")
@@ -112,34 +112,29 @@ def read_secret_file(path):
 @click.option("--replica-behind-after", default=BEHIND_AFTER, show_default=True, type=click.IntRange(5, 86400),
               envvar="AGENDA_REPLICA_BEHIND_AFTER", show_envvar=True,
               help="Seconds without a shipment after which /health and `agenda status` say the replica is behind.")
+@recipients_option
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
         desk_horizon, clinic_name, feed_shows, reminder_policy, replica, replica_key, replica_host_key,
-        ack_after_replication, replica_behind_after):
+        ack_after_replication, replica_behind_after, recipients):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
     wrote. Refuses to start without one, unless --insecure-no-signature is given
     for development. Logs one line per request (never a query string, NIF, phone
     or name) and stops cleanly on SIGTERM or Ctrl-C. With --replica, Litestream
-    copies every change off the machine as it happens (docs/replication.md).
+    copies every change off the machine as it happens (docs/replication.md). A
+    database at an older schema is upgraded first, as `agenda migrate` does.
 
     Example:
 
     \b
         agenda secret set --db clinic.db && agenda run --db clinic.db --replica /mnt/nas/agenda
     """
-    if not Path(db_path).is_file():
-        raise click.ClickException(f"{db_path}: no such database; create it with `agenda seed CATALOGS.csv --db "
-                                   f"{db_path}` (or `agenda seed --demo`), or give its path with --db or AGENDA_DB")
-    if ack_after_replication and not replica:
-        raise click.ClickException("--ack-after-replication waits for a replica: give --replica URL too")
-    if ctx.get_parameter_source("secret") is click.core.ParameterSource.COMMANDLINE:
-        click.echo("Warning: --secret on the command line is visible to every user of this machine (ps, "
-                   "/proc); keep it with `agenda secret set`, or in AGENDA_SECRET from a file only root reads "
-                   "(docs/deploy.md).", err=True)
+    check_the_start(ctx, db_path, ack_after_replication and not replica)
     secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
+    kept_for = cli_recipients(recipients, "cannot start")
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice, "horizon_days": horizon,
                 "desk_min_notice_minutes": desk_min_notice, "desk_horizon_months": desk_horizon,
                 "clinic_name": clinic_name, "feed_shows": feed_shows, "reminder_policy": reminder_policy}
@@ -150,6 +145,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     replicator = None
     try:
+        existing_database(db_path, older=UPGRADE, seal_for=kept_for).close()
         replicator = start_replication(db_path, replica, replica_key, replica_host_key,
                                        replica_behind_after) if replica else None
         try:
@@ -173,6 +169,52 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         if replicator is not None:
             replicator.stop()
         stop_logging(listener)
+
+
+def check_the_start(ctx, db_path, ack_without_replica):
+    """`run`'s refusals and warnings before anything is opened."""
+    if not Path(db_path).is_file():
+        raise click.ClickException(f"{db_path}: no such database; create it with `agenda seed CATALOGS.csv --db "
+                                   f"{db_path}` (or `agenda seed --demo`), or give its path with --db or AGENDA_DB")
+    if ack_without_replica:
+        raise click.ClickException("--ack-after-replication waits for a replica: give --replica URL too")
+    if ctx.get_parameter_source("secret") is click.core.ParameterSource.COMMANDLINE:
+        click.echo("Warning: --secret on the command line is visible to every user of this machine (ps, "
+                   "/proc); keep it with `agenda secret set`, or in AGENDA_SECRET from a file only root reads "
+                   "(docs/deploy.md).", err=True)
+
+
+@cli.command()
+@db_option
+@recipients_option
+def migrate(db_path, recipients):
+    """Bring the database to this agenda's schema, keeping a copy of it as it was first.
+
+    `agenda run` does the same as it starts; every other command refuses a database
+    at an older schema until one of them has. Two at once upgrade it once between
+    them. The copy, DB.before-schema-N-to-M beside it (sealed to --encrypt-to or
+    AGENDA_BACKUP_RECIPIENTS when given), is listed by `agenda status` and removed
+    by `agenda retention run` after 30 days.
+
+    Example:
+
+    \b
+        agenda migrate --db /var/lib/agenda/clinic.db
+    """
+    kept_for = cli_recipients(recipients, "nothing was upgraded")
+    conn = existing_database(db_path, older=AS_IT_IS)
+    try:
+        done = upgrade(conn, seal_for=kept_for)
+    except (sqlite3.Error, OSError, ValueError, RuntimeError, SealingError) as error:
+        raise click.ClickException(f"{db_path}: the upgrade stopped at schema version {schema_version(conn)}: "
+                                   f"{error}") from None
+    finally:
+        conn.close()
+    if not done.ran:
+        click.echo(f"{db_path} is at schema version {done.newest}, this agenda's: nothing to do.")
+        return
+    kept = f"; the database as it was is kept as {done.aside}" if done.aside else ""
+    click.echo(f"Upgraded {db_path} from schema version {done.found} to {done.newest}{kept}.")
 
 
 def waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, trusted_proxy_headers):
@@ -354,7 +396,7 @@ def signatures_seen(conn):
 STATUS_NAMES = ("booked", "confirmed", "unanswered")
 
 
-def status_lines(conn, db_path, now, tz):
+def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
     """(label, text) of what `agenda status` shows of the database."""
     counts = database_counts(conn)
     by_status = dict(conn.execute("SELECT status, count(*) FROM appointments GROUP BY status").fetchall())
@@ -383,6 +425,8 @@ def status_lines(conn, db_path, now, tz):
         position = replica_position(replica["socket"], str(Path(db_path).resolve()), now,
                                     dt.datetime.fromisoformat(started), replica.get("behind_after", BEHIND_AFTER))
         lines.append(("Replica", f"{replica['url']}: {position}"))
+    lines += [("Kept copy", kept_copy_line(path, kept_at, sealed, now, keep_days))
+              for path, kept_at, sealed in kept_copies(db_path)]
     if not last_backup:
         lines.append(("Last backup", "none yet: run `agenda backup FOLDER --keep 14`"))
     else:
@@ -393,13 +437,24 @@ def status_lines(conn, db_path, now, tz):
     return lines
 
 
+def kept_copy_line(path, kept_at, sealed, now, keep_days):
+    """What `agenda status` says of a copy kept before an upgrade or a restore."""
+    days = (now - kept_at).days
+    age = "today" if days < 1 else f"{plural(days, 'day')} ago"
+    gone = ("due: `agenda retention run` removes it" if days >= keep_days else
+            f"removed by `agenda retention run` after {keep_days} days")
+    return f"{path.name} (kept {age}, {'sealed' if sealed else 'NOT sealed'}; {gone})"
+
+
 @cli.command()
 @db_option
 @secret_file_option
+@keep_copies_option
 @tz_option
 @click.pass_context
-def status(ctx, db_path, secret_file, tz):
-    """What the agenda holds and how it runs: file, counts, reminders, signatures, backups.
+def status(ctx, db_path, secret_file, keep_copies_days, tz):
+    """What the agenda holds and how it runs: file, counts, reminders, signatures, backups, and the
+    copies kept beside the database before an upgrade or a restore.
 
     Times are the clinic's (--tz).
 
@@ -411,7 +466,7 @@ def status(ctx, db_path, secret_file, tz):
     zone = cli_zone(tz)
     conn = existing_database(db_path)
     try:
-        lines = status_lines(conn, db_path, cli_now(ctx), zone)
+        lines = status_lines(conn, db_path, cli_now(ctx), zone, keep_copies_days)
     finally:
         conn.close()
     stored = secret_file_path(db_path, secret_file)

@@ -1,6 +1,7 @@
 """Backups that leave the machine encrypted, with age (pyrage, the `encrypt` extra): recipients, identities,
-sealing a checked copy and opening one ("Encrypted backups")."""
+sealing a stream into a file and opening one into memory ("Encrypted backups")."""
 
+import io
 import os
 from pathlib import Path
 
@@ -65,27 +66,33 @@ def identities_of(path):
     return found
 
 
-def seal(plain, target, recipients):
-    """Encrypt the file `plain` to these recipients into the new file `target`, mode 0600 from its
-    first byte; the size written."""
-    sealed = age().encrypt(Path(plain).read_bytes(), recipients)
-    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(sealed)
-        file.flush()
-        os.fsync(file.fileno())
-    return len(sealed)
-
-
-def unseal(sealed, target, identities):
-    """Decrypt the age file `sealed` into the new file `target` (0600); SealingError when no identity
-    opens it."""
+def seal_stream(plain, target, recipients):
+    """Encrypt what the file object `plain` reads to these recipients into the new file `target`, mode
+    0600 from its first byte, as it reads: the clear text is never written anywhere; the size written."""
     pyrage = age()
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        plain = pyrage.decrypt(Path(sealed).read_bytes(), identities)
+        with os.fdopen(descriptor, "wb") as file:
+            try:
+                pyrage.encrypt_io(plain, file, recipients)
+            except pyrage.EncryptError as error:
+                raise SealingError(f"cannot seal the copy: {error}") from None
+            file.flush()
+            os.fsync(file.fileno())
+            return file.tell()
+    except BaseException:
+        Path(target).unlink(missing_ok=True)
+        raise
+
+
+def open_sealed(sealed, identities):
+    """The clear bytes of the age file `sealed`, in memory only (a BytesIO); SealingError when no
+    identity opens it."""
+    pyrage, plain = age(), io.BytesIO()
+    try:
+        with open(sealed, "rb") as file:
+            pyrage.decrypt_io(file, plain, identities)
     except pyrage.DecryptError:
         raise SealingError(f"{sealed} cannot be opened with that key: it was encrypted to another "
                            "recipient, or it is damaged") from None
-    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(plain)
+    return plain

@@ -2,19 +2,26 @@
 the service's own facts, and copies of the file (backup and restore)."""
 
 import datetime as dt
+import fcntl
+import io
 import json
 import logging
 import os
 import re
+import secrets
+import shutil
 import sqlite3
 import sys
 import sysconfig
+import tempfile
 import threading
+from collections import namedtuple
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
 from .values import fold
+from .sealing import open_sealed, seal_stream
 
 log = logging.getLogger("agenda")
 
@@ -112,45 +119,103 @@ def transaction(conn):
         raise
 
 
-def migrate(conn, schema_text=None):
-    """Bring the database up to the newest section of schema.sql, in order ("Schema")."""
-    if schema_text is None:
-        schema_text = read_schema()
-    sections = schema_sections(schema_text)
+class SchemaBehind(RuntimeError):
+    """The database is at an older schema than the code, and this command does not upgrade it."""
+
+
+Upgrade = namedtuple("Upgrade", "found newest ran aside")  # versions found, reached, run here; the copy kept
+
+
+def schema_version(conn):
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def newest_version(schema_text=None):
+    sections = schema_sections(schema_text if schema_text is not None else read_schema())
+    return sections[-1][0] if sections else 0
+
+
+def migrate(conn, schema_text=None, seal_for=None):
+    """Bring the database up to the newest section of schema.sql, in order; the newest version ("Schema")."""
+    return upgrade(conn, schema_text, seal_for).newest
+
+
+def upgrade(conn, schema_text=None, seal_for=None):
+    """Run the sections above the database's version, once between processes: under the upgrade lock,
+    a copy kept first (sealed for `seal_for`, the backup recipients, when given), then each section in
+    its own write transaction, which reads the version again ("Schema")."""
+    sections = schema_sections(read_schema() if schema_text is None else schema_text)
     newest = sections[-1][0] if sections else 0
-    current = conn.execute("PRAGMA user_version").fetchone()[0]
-    if current > newest:
-        raise RuntimeError(
-            f"the database is at schema version {current}, newer than this agenda ({newest}): "
-            "upgrade agenda before using it")
-    if current and any(version > current for version, _ in sections):
-        set_aside(conn, current, newest)
-    for version, sql in sections:
-        if version <= current:
-            continue
-        run_section(conn, version, sql)
-        if current and version in UPGRADE_NOTES:
-            note_upgrade(conn, *UPGRADE_NOTES[version])
-    return newest
+    with upgrade_lock(conn):
+        found = schema_version(conn)
+        if found > newest:
+            raise RuntimeError(f"the database is at schema version {found}, newer than this agenda ({newest}): "
+                               "upgrade agenda before using it")
+        aside = set_aside(conn, found, newest, seal_for) if 0 < found < newest else None
+        ran = []
+        for version, sql in sections:
+            if version > found and run_section(conn, version, sql):
+                ran.append(version)
+                if found and version in UPGRADE_NOTES:
+                    note_upgrade(conn, *UPGRADE_NOTES[version])
+    return Upgrade(found, newest, ran, aside)
+
+
+def database_file(conn):
+    """The path of conn's main database, or '' for one in memory."""
+    return conn.execute("PRAGMA database_list").fetchone()[2]
+
+
+@contextmanager
+def upgrade_lock(conn):
+    """Held while one process upgrades a database file: a lock (flock) on the folder that holds it, which
+    the system drops when the process ends however it ends; nothing to hold for a database in memory."""
+    path = database_file(conn)
+    if not path:
+        yield
+        return
+    folder = os.open(Path(path).parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # closing drops the lock
 
 
 def run_section(conn, version, sql):
-    """One section in one transaction, foreign keys off so that a table can be rebuilt (SQLite's
-    way to change a column's constraint), and every reference checked before it commits ("Schema")."""
-    conn.execute("PRAGMA foreign_keys = OFF")
+    """One section in one write transaction that first reads the version again (False, nothing done:
+    another process ran it), foreign keys off so that a table can be rebuilt (SQLite's way to change a
+    column's constraint), every reference checked before it commits ("Schema")."""
+    conn.execute("PRAGMA foreign_keys = OFF")  # not within a transaction: SQLite ignores it there
     try:
-        # executescript runs the section as written; the BEGIN makes it all or nothing.
-        conn.executescript(f"BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version = {version};")
-        broken = conn.execute("PRAGMA foreign_key_check").fetchall()
-        if broken:
-            raise sqlite3.IntegrityError(f"schema version {version} would leave {len(broken)} broken references")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+        with transaction(conn):
+            if schema_version(conn) >= version:
+                return False
+            for statement in sql_statements(sql):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version}")
+            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise sqlite3.IntegrityError(f"schema version {version} would leave {len(broken)} broken references")
+        return True
     finally:
         conn.execute("PRAGMA foreign_keys = ON")
+
+
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def sql_statements(sql):
+    """The statements of a schema section one by one, each ending at the first ';' that completes it
+    (sqlite3.complete_statement: a trigger's body, a string or a comment may hold ';')."""
+    statements, start = [], 0
+    for found in re.finditer(";", sql):
+        if sqlite3.complete_statement(sql[start:found.end()]):
+            statements.append(sql[start:found.end()])
+            start = found.end()
+    if _COMMENTS.sub("", sql[start:]).strip():
+        raise RuntimeError(f"a {SCHEMA_FILE} section ends with a statement without its ';': {sql[start:][:60]!r}")
+    return statements
 
 
 # What an upgrade to a version did that the admin should read: (query, words for its answer).
@@ -168,27 +233,27 @@ def note_upgrade(conn, query, words):
         log.warning(words.format(found))
 
 
-def set_aside(conn, current, newest):
+def set_aside(conn, current, newest, seal_for=None):
     """Before an upgrade: a checked copy of the database beside it, named with both versions and kept
-    (clinic.db.before-schema-4-to-5), so that an upgrade can be undone by hand ("Schema")."""
-    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    (clinic.db.before-schema-4-to-5, or .age sealed for `seal_for`), so that an upgrade can be undone
+    by hand ("Schema")."""
+    path = database_file(conn)
     if not path:
         return None  # an in-memory database has nothing to keep
-    aside = Path(path).with_name(f"{Path(path).name}.before-schema-{current}-to-{newest}")
-    if aside.exists():  # an earlier try of the same upgrade: keep its copy too
-        aside = aside.with_name(f"{aside.name}.{dt.datetime.now():{BACKUP_STAMP}}")
-    copy_database(conn, aside, check=integrity_checked)
+    aside = kept_copy_path(path, f"before-schema-{current}-to-{newest}", bool(seal_for))
+    if seal_for:
+        sealed_copy(conn, aside, seal_for, check=integrity_checked)
+    else:
+        copy_database(conn, aside, check=integrity_checked)
     log.info("upgrading %s from schema %s to %s; the database as it was is kept as %s", path, current, newest, aside)
     return aside
 
 
-def integrity_checked(path):
-    """ValueError unless the SQLite file at path passes integrity_check."""
-    conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
-    try:
+def integrity_checked(source):
+    """ValueError unless the database (a file's path, or a connection to a copy in memory) passes
+    integrity_check."""
+    with reading(source) as conn:
         problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
-    finally:
-        conn.close()
     if problems != ["ok"]:
         raise ValueError("integrity_check failed: " + "; ".join(problems[:5]))
 
@@ -201,12 +266,29 @@ def create_private_file(path):
         pass
 
 
-def open_database(path):
-    """Create (mode 0600) or open the database, in WAL mode, at the newest schema."""
+REFUSE, UPGRADE, AS_IT_IS = "refuse", "upgrade", "as it is"  # what open_database does with an older schema
+
+
+def open_database(path, older=REFUSE, seal_for=None):
+    """Create (mode 0600) or open the database in WAL mode. A new one gets the newest schema; one at an
+    older schema is refused (SchemaBehind, naming `agenda migrate`), upgraded (UPGRADE: `agenda run` and
+    `agenda migrate`, the copy kept first sealed for `seal_for`) or opened AS_IT_IS (a backup) ("Schema")."""
     create_private_file(path)
     conn = connect(path)
-    conn.execute("PRAGMA journal_mode = WAL")
-    migrate(conn)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        version, newest = schema_version(conn), newest_version()
+        if version == 0 or (older == UPGRADE and version < newest):
+            migrate(conn, seal_for=seal_for)
+        elif version > newest:
+            raise RuntimeError(f"the database is at schema version {version}, newer than this agenda ({newest}): "
+                               "upgrade agenda before using it")
+        elif version < newest and older == REFUSE:
+            raise SchemaBehind(f"the database is at schema version {version}, older than this agenda's ({newest}): "
+                               f"upgrade it first with `agenda migrate --db {path}` (starting the service does too)")
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -319,31 +401,87 @@ def open_read_only(path):
     return conn
 
 
-def check_database_file(path):
-    """The schema version and counts of an agenda database file; ValueError says what is wrong.
-
-    Reads only: integrity_check first, then the schema version, then the tables.
-    """
-    newest = schema_sections(read_schema())[-1][0]
+@contextmanager
+def reading(source):
+    """A connection that reads `source`: a database file's path, or a connection already open (a copy
+    held in memory, `memory_copy`), left open."""
+    if isinstance(source, sqlite3.Connection):
+        yield source
+        return
+    conn = open_read_only(source)
     try:
-        conn = open_read_only(path)
-    except sqlite3.Error as error:
-        raise ValueError(f"cannot open it: {error}") from None
-    try:
-        problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
-        if problems != ["ok"]:
-            raise ValueError("integrity_check failed: " + "; ".join(problems[:5]))
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == 0:
-            raise ValueError("it is not an agenda database (schema version 0)")
-        if version > newest:
-            raise ValueError(f"its schema version {version} is newer than this agenda's ({newest}); "
-                             "upgrade agenda first")
-        return version, database_counts(conn)
-    except sqlite3.DatabaseError as error:
-        raise ValueError(f"it is not a readable SQLite database: {error}") from None
+        yield conn
     finally:
         conn.close()
+
+
+def check_database_file(source):
+    """The schema version and counts of an agenda database (a file's path, or a connection to a copy in
+    memory); ValueError says what is wrong. Reads only: integrity_check first, then the schema version,
+    then the tables."""
+    newest = newest_version()
+    try:
+        with reading(source) as conn:
+            problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+            if problems != ["ok"]:
+                raise ValueError("integrity_check failed: " + "; ".join(problems[:5]))
+            version = schema_version(conn)
+            if version == 0:
+                raise ValueError("it is not an agenda database (schema version 0)")
+            if version > newest:
+                raise ValueError(f"its schema version {version} is newer than this agenda's ({newest}); "
+                                 "upgrade agenda first")
+            return version, database_counts(conn)
+    except sqlite3.DatabaseError as error:
+        raise ValueError(f"it is not a readable SQLite database: {error}") from None
+
+
+def memory_copy(conn):
+    """A compact copy of conn's database (VACUUM INTO: one read transaction, so the service may go on
+    writing, and no page a deletion freed) held in this process's memory only, in SQLite's memdb: nothing
+    of it on any disk, gone with the process however it ends ("Encrypted backups")."""
+    name = f"file:/agenda-copy-{os.getpid()}-{secrets.token_hex(8)}?vfs=memdb"
+    copy = sqlite3.connect(name, uri=True, isolation_level=None, check_same_thread=False)  # holds it while open
+    copy.row_factory = sqlite3.Row
+    try:
+        # a connection of its own, opened with URIs on, so that VACUUM INTO reads `name` as the memdb
+        source = sqlite3.connect(f"file:{quote(str(Path(database_file(conn)).resolve()))}", uri=True)
+        try:
+            source.execute("VACUUM INTO ?", (name,))
+        finally:
+            source.close()
+    except BaseException:
+        copy.close()
+        raise
+    return copy
+
+
+def memory_database(data):
+    """A database held in memory only, from the bytes of a database file (a sealed backup opened), a
+    writable buffer: a WAL file's header is marked rollback in it, as memory holds no WAL."""
+    if bytes(data[:16]) == b"SQLite format 3\x00" and bytes(data[18:20]) == b"\x02\x02":
+        data[18:20] = b"\x01\x01"
+    copy = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    copy.row_factory = sqlite3.Row
+    try:
+        copy.deserialize(data)
+    except BaseException:
+        copy.close()
+        raise
+    return copy
+
+
+def sealed_copy(conn, target, recipients, check=None):
+    """A copy of conn's database, checked (`check`: check_database_file) and sealed to `recipients` into
+    the new file target (0600); the clear copy only ever in this process's memory ("Encrypted
+    backups"). Returns (what the check returns, bytes written)."""
+    copy = memory_copy(conn)
+    try:
+        checked = (check or check_database_file)(copy)
+        plain = io.BytesIO(copy.serialize())
+    finally:
+        copy.close()  # the serialized bytes alone stay in memory while they are sealed
+    return checked, seal_stream(plain, target, recipients)
 
 
 def fsync_path(path):
@@ -398,15 +536,19 @@ def backup_target(db_path, dest, at, suffix=".db"):
     return target
 
 
-def backup_database(conn, db_path, target, at, finish=None):
-    """Copy conn's database (the file db_path) to target and note it for `agenda status`; (bytes, counts).
-    finish(copy) -> (path, bytes), when given, turns the checked copy into the backup kept (sealing it)."""
+def backup_database(conn, db_path, target, at, seal_for=None):
+    """Copy conn's database (the file db_path) as it is to target, or sealed for `seal_for` (the clear
+    copy in memory only), and note it for `agenda status`; (bytes, counts)."""
     if target.resolve() == Path(db_path).resolve():
         raise ValueError(f"{target} is the database itself; give another file or a folder")
-    _, counts = copy_database(conn, target)
-    kept, size = finish(target) if finish else (target, target.stat().st_size)
-    with transaction(conn):
-        remember(conn, "last_backup", {"path": str(Path(kept).resolve()), "bytes": size, **counts}, at)
+    if seal_for:
+        (_, counts), size = sealed_copy(conn, target, seal_for)
+    else:
+        _, counts = copy_database(conn, target)
+        size = target.stat().st_size
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'service_state'").fetchone():  # since version 2
+        with transaction(conn):
+            remember(conn, "last_backup", {"path": str(Path(target).resolve()), "bytes": size, **counts}, at)
     return size, counts
 
 
@@ -420,19 +562,125 @@ def rotate_backups(db_path, folder, keep):
     return dated[:-keep]
 
 
+# Copies kept beside the database ("Backups and restore"): before an upgrade or a restore, listed by
+# `agenda status` and removed by `agenda retention run` after KEEP_COPIES_DAYS.
+KEEP_COPIES_DAYS = 30
+_KEPT = re.compile(r"\.before-(schema-\d+-to-\d+|restore-\d{8}-\d{6})(\.\d{8}-\d{6}(-\d+)?)?(\.age)?")
+
+
+def kept_copy_path(db_path, label, sealed):
+    """A free name for a copy kept beside the database: clinic.db.before-LABEL (.age when sealed), a
+    stamp added when an earlier copy has that name."""
+    database = Path(db_path)
+    base = database.with_name(f"{database.name}.{label}")
+    candidate, serial = base, 1
+    while any(Path(f"{candidate}{suffix}").exists() for suffix in ("", ".age")):
+        stamp = f"{dt.datetime.now():{BACKUP_STAMP}}" + (f"-{serial}" if serial > 1 else "")
+        candidate, serial = base.with_name(f"{base.name}.{stamp}"), serial + 1
+    return Path(f"{candidate}.age") if sealed else candidate
+
+
+def kept_copies(db_path):
+    """The copies kept beside the database before an upgrade or a restore, oldest first:
+    [(path, kept at (aware UTC, the file's time), sealed)]."""
+    database = Path(db_path).resolve()
+    found = [(path, dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc), path.name.endswith(".age"))
+             for path in database.parent.iterdir()
+             if path.name.startswith(database.name) and _KEPT.fullmatch(path.name[len(database.name):])
+             and path.is_file()]
+    return sorted(found, key=lambda kept: (kept[1], kept[0].name))
+
+
+def remove_kept_copies(db_path, kept_before):
+    """Delete the copies kept before `kept_before` (an aware datetime), with a renamed database's -wal,
+    -shm and Litestream state; the paths deleted."""
+    removed = []
+    for path, kept_at, _ in kept_copies(db_path):
+        if kept_at < kept_before:
+            for companion in (Path(f"{path}-wal"), Path(f"{path}-shm"), path.with_name(f".{path.name}-litestream")):
+                if companion.is_dir():
+                    shutil.rmtree(companion)
+                else:
+                    companion.unlink(missing_ok=True)
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
+# Scratch folders: where a command puts a clear file it cannot keep in memory (a database being
+# restored, Litestream's restore), beside the database and named with the command's process id.
+_SCRATCH = re.compile(r"\.(?P<db>.+)\.scratch-(?P<pid>\d+)-\w+")
+_LEFT_BY_OLDER = re.compile(r"\.(backup|restore|replica)-\w{8}")  # what earlier versions' temporary folders hold
+
+
+@contextmanager
+def scratch_folder(db_path):
+    """A new folder beside the database (0700) for the clear files of this command, removed when it
+    ends, and by `sweep_scratch` if it is killed; locked (flock) while its process lives ("Backups and
+    restore")."""
+    database = Path(db_path).resolve()
+    folder = Path(tempfile.mkdtemp(prefix=f".{database.name}.scratch-{os.getpid()}-", dir=database.parent))
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(descriptor)
+
+
+def sweep_scratch(db_path):
+    """Remove the scratch folders of this database whose command is gone (killed: a process id no longer
+    running and no lock on the folder), and the clear copies earlier versions left in .backup-*,
+    .restore-* and .replica-* folders; the paths removed."""
+    database = Path(db_path).resolve()
+    removed = []
+    for path in database.parent.iterdir() if database.parent.is_dir() else ():
+        scratch = _SCRATCH.fullmatch(path.name)
+        mine = scratch and scratch["db"] == database.name and not process_running(int(scratch["pid"]))
+        if (mine or _LEFT_BY_OLDER.fullmatch(path.name)) and path.is_dir() and not path.is_symlink() \
+                and not locked(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def process_running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def locked(folder):
+    """Whether a living process holds the folder's lock (a scratch folder's owner)."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)
+    return False
+
+
 def prepare_restore(db_path, src):
-    """Check a restore of the backup src over db_path before anything is replaced:
-    (src's schema version, src's counts, db_path's counts or None). ValueError says why not.
+    """Check a restore of the backup src (a path, or a connection to a copy in memory) over db_path
+    before anything is replaced: (src's schema version, src's counts, db_path's counts or None).
+    ValueError says why not.
 
     The current database leaves WAL mode here: that needs the only connection, so it fails
     while a server has the file open, and it folds the WAL in, so the copy kept aside is whole.
     """
-    source, database = Path(src), Path(db_path)
+    database = Path(db_path)
     try:
-        version, counts = check_database_file(source)
+        version, counts = check_database_file(src)
     except ValueError as error:
         raise ValueError(f"{src} was not restored and nothing changed: {error}") from None
-    if database.exists() and database.resolve() == source.resolve():
+    if not isinstance(src, sqlite3.Connection) and database.exists() and database.resolve() == Path(src).resolve():
         raise ValueError(f"{src} is the database itself; give a backup")
     if not database.is_file():
         return version, counts, None
@@ -453,34 +701,21 @@ def prepare_restore(db_path, src):
     return version, counts, current_counts
 
 
-def restore_database(db_path, src, version, counts, at, shown=None):
-    """Put a checked copy of src in place of db_path; the files it replaces are kept aside
-    (DB.before-restore-STAMP, `at` in the clinic's time), never deleted; the last backup the
-    replaced one knew is kept known. Returns the path set aside, or None."""
+def restore_database(db_path, src, version, counts, at, shown=None, seal_for=None):
+    """Put a checked copy of src (a path, or a connection to a copy in memory) in place of db_path; the
+    database it replaces is kept aside (DB.before-restore-STAMP, `at` in the clinic's time; sealed for
+    `seal_for`, the backup recipients, when given), never deleted; the last backup the replaced one
+    knew is kept known. Returns the path kept aside, or None."""
     database = Path(db_path)
-    restoring = database.with_name(f".{database.name}.restoring")
     last_backup = last_backup_of(database)
-    try:
-        source_conn = open_read_only(src)
-        try:
+    with scratch_folder(database) as folder:
+        restoring = folder / "restoring.db"
+        with reading(src) as source_conn:
             copy_database(source_conn, restoring)
-        finally:
-            source_conn.close()
-        aside = None
-        if database.exists():
-            aside = database.with_name(f"{database.name}.before-restore-{at.strftime(BACKUP_STAMP)}")
-            for suffix in ("", "-wal", "-shm"):
-                if Path(f"{database}{suffix}").exists():
-                    os.replace(f"{database}{suffix}", f"{aside}{suffix}")
-            litestream_state = database.with_name(f".{database.name}-litestream")  # of the file set aside
-            if litestream_state.exists():
-                os.replace(litestream_state, aside.with_name(f".{aside.name}-litestream"))
+        aside = keep_replaced(database, at, seal_for) if database.exists() else None
         os.replace(restoring, database)
         fsync_path(database.parent)
-    except BaseException:
-        restoring.unlink(missing_ok=True)
-        raise
-    conn = open_database(database)
+    conn = open_database(database, older=AS_IT_IS)  # `agenda migrate` or `agenda run` upgrades an older one
     try:
         with transaction(conn):
             record_event(conn, at, "cli", "database.restored", "database", None,
@@ -491,6 +726,31 @@ def restore_database(db_path, src, version, counts, at, shown=None):
                 remember(conn, "last_backup", last_backup[0], dt.datetime.fromisoformat(last_backup[1]))
     finally:
         conn.close()
+    return aside
+
+
+def keep_replaced(database, at, seal_for=None):
+    """Keep the database a restore replaces beside it: renamed (with its -wal, -shm and Litestream
+    state), or sealed for `seal_for` and the clear files left for the restore to replace; its path."""
+    label = f"before-restore-{at.strftime(BACKUP_STAMP)}"
+    aside = kept_copy_path(database, label, bool(seal_for))
+    if seal_for:
+        current = connect(database)
+        try:
+            sealed_copy(current, aside, seal_for, check=integrity_checked)
+        finally:
+            current.close()
+        for leftover in (Path(f"{database}-wal"), Path(f"{database}-shm")):
+            leftover.unlink(missing_ok=True)  # empty: the restore's check folded the log in
+        shutil.rmtree(database.with_name(f".{database.name}-litestream"), ignore_errors=True)
+        return aside
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{database}{suffix}").exists():
+            os.replace(f"{database}{suffix}", f"{aside}{suffix}")
+    os.utime(aside)  # kept from now: its age counts from the restore
+    litestream_state = database.with_name(f".{database.name}-litestream")  # of the file set aside
+    if litestream_state.exists():
+        os.replace(litestream_state, aside.with_name(f".{aside.name}-litestream"))
     return aside
 
 

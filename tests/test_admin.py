@@ -514,6 +514,7 @@ def age_key(tmp_path, name):
     identity = pyrage.x25519.Identity.generate()
     key = tmp_path / f"{name}.key"
     key.write_text(f"# created: for a test\n# public key: {identity.to_public()}\n{identity}\n")
+    key.chmod(0o600)  # as age-keygen makes it
     return key, str(identity.to_public())
 
 

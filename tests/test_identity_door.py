@@ -299,6 +299,7 @@ COMMANDS = {
     "health": cli_case(("health", "--help")),  # asks a running service's /health: no patient there
     "import-appointments": cli_case(("import-appointments", "{tmp}/appointments.csv", "--dry-run")),
     "import-patients": cli_case(("import-patients", "{tmp}/patients.csv", "--dry-run")),
+    "migrate": cli_case(("migrate",)),  # the schema only: nothing of a patient
     "move": cli_case(("move", "{of_lucas}", "--date", "25/11/2026", "--time", "09:20"), shows={"lucas"}),
     "patient erase": cli_case(("patient", "erase", "{anselmo}", "--yes"), shows={"anselmo"}),
     "patient export": cli_case(("patient", "export", "{tobias}"), ("patient", "export", "{lucas}"),

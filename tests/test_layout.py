@@ -16,11 +16,11 @@ PACKAGE = ROOT / "_agenda"
 # each cli_*.py above it registers its commands on that group, importing no other cli_*.py.
 COMMANDS = ["cli_service", "cli_backups", "cli_imports", "cli_desk", "cli_staff", "cli_waitlist", "cli_report",
             "cli_rights", "cli_moving"]
-LAYERS = ["values", "store", "sealing", "access", "identity", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
+LAYERS = ["values", "sealing", "store", "access", "identity", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
           "rights", "feeds", "report", "timeline", "texts", "pages", "charts", "web", "api", "desk", "feed_web", "app",
           "replication", "imports", "moving", "staged_import",
           "cli", *COMMANDS]
-DOMAIN = ["values", "store", "sealing", "access", "identity", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
+DOMAIN = ["values", "sealing", "store", "access", "identity", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
           "rights", "feeds", "report", "timeline", "texts"]
 
 

@@ -2,18 +2,23 @@
 
 import datetime as dt
 import json
+import os
+import shutil
 import sqlite3
 import stat
+import subprocess
 import threading
 from zoneinfo import ZoneInfo
 
 import pytest
+from click.testing import CliRunner
 
 import agenda
 from _agenda.slots import booking_window, free_slots
-from _agenda.store import CHECKPOINT_PAGES, MMAP_BYTES, read_schema, schema_path, schema_sections
+from _agenda.store import (CHECKPOINT_PAGES, MMAP_BYTES, read_schema, run_section, schema_path, schema_sections,
+                           schema_version, SchemaBehind, sql_statements, upgrade)
 from _agenda.values import hhmm, minutes_of
-from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, seed, valid_dni, write_csv
+from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, Server, agenda_command, seed, valid_dni, write_csv
 
 
 def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap(db_path):
@@ -211,9 +216,16 @@ def seed_at_old_version(conn, tmp_path):
     conn.execute("DETACH DATABASE now")
 
 
+def migrated(db_path):
+    """`agenda migrate` on db_path, as the admin runs it (or `agenda run` as it starts); what it said."""
+    result = CliRunner().invoke(agenda.cli, ["migrate", "--db", str(db_path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
 def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings(tmp_path):
-    """An admin who installs this agenda over last month's database: the service opens it,
-    adds schema version 3's index, and every booking still holds its slot."""
+    """An admin who installs this agenda over last month's database: `agenda migrate` adds schema
+    version 3's index, and every booking still holds its slot."""
     db_path = tmp_path / "clinic.db"
     conn = agenda.connect(db_path)
     agenda.migrate(conn, read_schema().split("-- version 3")[0])
@@ -225,6 +237,7 @@ def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings(tmp_pat
                      " end_time, created_at, updated_at) VALUES (1, 'MARTIN', 'MG', 'C1', '2026-11-24', '09:30',"
                      " '10:00', 'x', 'x')")
     conn.close()
+    migrated(db_path)
     api = Api(agenda.create_app(db_path, SECRET, now=Clock(MONDAY)))
     conn = agenda.connect(db_path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] >= 3
@@ -238,7 +251,7 @@ def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings(tmp_pat
 
 def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
     """The upgrade path an admin takes (docs/deploy.md): a database at the previous schema
-    version, with bookings in it, opened by this agenda: upgraded on start, every booking kept."""
+    version, with bookings in it, upgraded by this agenda's `migrate`, every booking kept."""
     sections = schema_sections(read_schema())
     newest = sections[-1][0]
     db_path = tmp_path / "clinic.db"
@@ -257,6 +270,7 @@ def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
     columns = ", ".join(row[1] for row in conn.execute("PRAGMA table_info(appointments)"))
     before = [tuple(row) for row in conn.execute(f"SELECT {columns} FROM appointments ORDER BY id")]
     conn.close()
+    assert f"from schema version {newest - 1} to {newest}" in migrated(db_path)
     api = Api(agenda.create_app(db_path, SECRET, now=Clock(MONDAY)))
     try:
         assert api.db().execute("PRAGMA user_version").fetchone()[0] == newest
@@ -330,6 +344,7 @@ def test_version_5_takes_who_booked_each_appointment_from_the_audit_trail(tmp_pa
                 conn.execute("INSERT INTO events (at, source, action, entity, entity_id) VALUES"
                              " ('x', ?, 'appointment.booked', 'appointment', ?)", (source, str(n)))
     conn.close()
+    migrated(db_path)
     clinic = agenda.Clinic(agenda.Database(db_path), clock=Clock(MONDAY))
     try:
         assert [a["booked_by"] for a in clinic.appointments_on(["2026-11-24"], None)] == ["api", "desk:ana", None]
@@ -392,3 +407,157 @@ def test_insurance_lists_made_before_centers_had_their_own_hold_at_each_center_o
         ("MARTIN", "C1", "SAN"), ("MARTIN", "C2", "SAN"), ("NUEVO", None, "DKV"), ("RUIZ", "C1", "PRIV"),
         ("RUIZ", "C1", "SAN")]
     conn.close()
+
+
+# Upgrades under races (docs/design.md, "Schema"): only `agenda run` and `agenda migrate` upgrade
+
+OLD_VERSION = 9  # the sections above it rebuild tables and add kept_forms, which the field's race made twice
+
+
+def old_clinic(tmp_path, name="old.db"):
+    """The test clinic at schema version OLD_VERSION with three patients and their appointments, in WAL
+    mode as a served database is."""
+    db_path = tmp_path / name
+    conn = agenda.connect(db_path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    agenda.migrate(conn, read_schema().split(f"-- version {OLD_VERSION + 1}")[0])
+    seed_at_old_version(conn, tmp_path)
+    with agenda.transaction(conn):
+        for n in range(1, 4):
+            conn.execute("INSERT INTO patients (name, nif, created_at) VALUES (?, ?, 'x')", (f"P{n}", valid_dni(n)))
+            conn.execute("INSERT INTO appointments (patient_id, doctor_id, speciality_id, center_id, date, time,"
+                         " end_time, created_at, updated_at) VALUES (?, 'MARTIN', 'MG', 'C1', '2026-11-24', ?, ?,"
+                         " 'x', 'x')", (n, f"{8 + n:02d}:00", f"{8 + n:02d}:30"))
+    conn.close()
+    return db_path
+
+
+def clinic_rows(db_path):
+    """What an upgrade must keep: the patients and appointments, by the columns every version has."""
+    conn = sqlite3.connect(db_path)
+    try:
+        return (conn.execute("SELECT id, name, nif FROM patients ORDER BY id").fetchall(),
+                conn.execute("SELECT id, patient_id, doctor_id, date, time, status FROM appointments ORDER BY id"
+                             ).fetchall())
+    finally:
+        conn.close()
+
+
+def schema_of(db_path):
+    """(user_version, every table, index and trigger by kind and name, integrity, broken references)."""
+    conn = sqlite3.connect(db_path)
+    try:
+        return (conn.execute("PRAGMA user_version").fetchone()[0],
+                sorted(conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")),
+                conn.execute("PRAGMA integrity_check").fetchall(), conn.execute("PRAGMA foreign_key_check").fetchall())
+    finally:
+        conn.close()
+
+
+def test_two_processes_finding_one_old_database_upgrade_it_once_between_them(tmp_path):
+    """The field's race: a service start and the backup timer (or two admins) on one old file. Ten rounds of
+    two real processes started at once, `agenda migrate` twice or `agenda run` beside `agenda migrate`: both
+    succeed, one upgrades and keeps the one copy, the other finds nothing to do; the schema is the newest, as
+    a new database's, and every row is there."""
+    template = old_clinic(tmp_path)
+    rows = clinic_rows(template)
+    agenda.open_database(tmp_path / "new.db").close()
+    newest = schema_sections(read_schema())[-1][0]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
+    env.update(AGENDA_SECRET=SECRET, PYTHONUNBUFFERED="1")
+    for round_number in range(10):
+        folder = tmp_path / f"round-{round_number}"
+        folder.mkdir()
+        db_path = folder / "clinic.db"
+        shutil.copyfile(template, db_path)
+        command = agenda_command("migrate", "--db", str(db_path))
+        first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        if round_number % 3 == 2:  # the service starting beside it
+            server = Server(agenda_command("run", "--db", str(db_path), "--port", "0"), env)
+            assert server.terminate() == 0, server.log()
+            other = server.log()
+        else:
+            second = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                    timeout=60)
+            assert second.returncode == 0, second.stdout
+            other = second.stdout
+        said = first.communicate(timeout=60)[0]
+        assert first.returncode == 0, said
+        assert (said + other).count("kept as") == 1, said + other  # one upgraded (the service logs it)
+        upgraded_by_the_service = "upgrading" in other
+        assert said.count("nothing to do") + other.count("nothing to do") == (
+            upgraded_by_the_service if round_number % 3 == 2 else 1), said + other  # the other found it done
+        assert schema_of(db_path) == schema_of(tmp_path / "new.db") and schema_of(db_path)[0] == newest
+        assert clinic_rows(db_path) == rows
+        (kept,) = [path for path in folder.iterdir() if ".before-schema-" in path.name]
+        assert kept.name == f"clinic.db.before-schema-{OLD_VERSION}-to-{newest}" and kept.stat().st_mode & 0o077 == 0
+        assert schema_of(kept)[0] == OLD_VERSION and clinic_rows(kept) == rows
+
+
+def test_a_section_another_process_ran_meanwhile_is_skipped_inside_its_own_transaction(tmp_path):
+    """Each section reads the version again inside its write transaction: a process that read the old version
+    before another upgraded skips what is done instead of failing on it ("table kept_forms already exists")."""
+    db_path = old_clinic(tmp_path)
+    late = agenda.connect(db_path)
+    assert schema_version(late) == OLD_VERSION  # read before the other process upgraded
+    other = agenda.connect(db_path)
+    agenda.migrate(other)
+    other.close()
+    sections = dict(schema_sections(read_schema()))
+    assert run_section(late, OLD_VERSION + 1, sections[OLD_VERSION + 1]) is False
+    assert upgrade(late).ran == [] and late.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    late.close()
+    assert len(list(tmp_path.glob("old.db.before-schema-*"))) == 1
+
+
+def test_a_section_runs_statement_by_statement_each_trigger_whole():
+    """A section runs inside a transaction of ours (executescript would commit it first), so it is split into
+    statements: at each ';' that completes one, never inside a trigger's body, a string or a comment."""
+    sections = schema_sections(read_schema())
+    for version, sql in sections:
+        statements = sql_statements(sql)
+        assert sql.startswith("".join(statements)) and all(map(sqlite3.complete_statement, statements)), version
+    triggers = [text for _, sql in sections for text in sql_statements(sql) if "CREATE TRIGGER" in text]
+    assert triggers and all(text.rstrip().endswith("END;") and text.count(";") >= 2 for text in triggers)
+    assert sql_statements("INSERT INTO t VALUES ('a;b'); -- c;d\nSELECT 1;\n-- the end\n") == [
+        "INSERT INTO t VALUES ('a;b');", " -- c;d\nSELECT 1;"]
+    with pytest.raises(RuntimeError, match="without its ';'"):
+        sql_statements("CREATE TABLE a (x);\nCREATE TABLE b (y)\n-- the end\n")
+
+
+@pytest.mark.parametrize("command", [("day", "24/11/2026"), ("status",), ("staff", "list"), ("report",),
+                                     ("retention", "run"), ("seed", "{catalogs}"), ("standby", "promote")],
+                         ids=" ".join)
+def test_every_other_command_refuses_an_older_schema_naming_agenda_migrate_and_changes_nothing(tmp_path, command):
+    db_path = old_clinic(tmp_path, "clinic.db")
+    catalogs = write_csv(tmp_path, CLINIC_CSV)
+    before = db_path.read_bytes()
+    result = CliRunner().invoke(agenda.cli, [arg.format(catalogs=catalogs) for arg in command] + ["--db", str(db_path)])
+    if command == ("standby", "promote"):  # a standby's copy is not upgraded there either: `agenda run` does it
+        assert result.exit_code == 0 and f"agenda run --db {db_path}" in result.output, result.output
+    else:
+        assert result.exit_code == 1 and result.output.startswith("Error: "), result.output
+        assert len(result.output.splitlines()) == 1 and "Traceback" not in result.output
+        assert f"schema version {OLD_VERSION}, older" in result.output
+        assert f"`agenda migrate --db {db_path}`" in result.output
+    assert db_path.read_bytes() == before and schema_of(db_path)[0] == OLD_VERSION
+    assert not list(tmp_path.glob("clinic.db.before-*"))
+
+
+def test_the_app_and_the_library_refuse_an_older_database_too(tmp_path):
+    db_path = old_clinic(tmp_path)
+    with pytest.raises(SchemaBehind, match="agenda migrate"):
+        agenda.create_app(db_path, SECRET)
+    with pytest.raises(SchemaBehind, match="agenda migrate"):
+        agenda.Database(db_path)
+    assert schema_of(db_path)[0] == OLD_VERSION
+
+
+def test_a_backup_copies_an_older_database_as_it_is(tmp_path):
+    db_path = old_clinic(tmp_path, "clinic.db")
+    result = CliRunner().invoke(agenda.cli, ["backup", str(tmp_path / "copy.db"), "--db", str(db_path)])
+    assert result.exit_code == 0 and "integrity ok" in result.output, result.output
+    assert schema_of(tmp_path / "copy.db")[0] == schema_of(db_path)[0] == OLD_VERSION
+    assert clinic_rows(tmp_path / "copy.db") == clinic_rows(db_path)
+    assert not list(tmp_path.glob("clinic.db.before-*"))
+    assert "nothing to do" not in migrated(db_path) and migrated(db_path).endswith("nothing to do.\n")
