@@ -385,16 +385,23 @@ def running(tmp_path, db_path):
         server.stop()
 
 
+def shared_folder(tmp_path_factory):
+    """This test run's folder, the same for every xdist worker (each has a folder of its own in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session", autouse=True)
 def schemathesis_run(request, tmp_path_factory):
     """test_schemathesis.py's run against a live server, started with the session when any
-    of its tests is selected, so that its ~20 s overlap the rest of the suite."""
+    of its tests is selected, so that its ~20 s overlap the rest of the suite: by this process,
+    or under xdist by the first worker to start (see FuzzRun)."""
     import test_schemathesis
 
     if not any(item.module is test_schemathesis for item in request.session.items):
         yield None
         return
-    run = test_schemathesis.FuzzRun(tmp_path_factory.mktemp("schemathesis"))
+    run = test_schemathesis.FuzzRun(shared_folder(tmp_path_factory) / "schemathesis")
     run.start()
     try:
         yield run
