@@ -1,6 +1,13 @@
-"""The suite's own machinery: a test's fresh database is a copy of a template (conftest.py)."""
+"""The suite's own machinery: a test's fresh database is a copy of a template (conftest.py), and
+AGENDA_NO_SKIP fails a run with a skip, in one process and under xdist (no_skip.py)."""
 
+import os
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 import agenda
 import conftest
@@ -40,3 +47,30 @@ def test_seeding_a_database_already_there_seeds_it_again(tmp_path):
     seed(db_path, write_csv(tmp_path, CLINIC_CSV))
     again = seed(db_path, write_csv(tmp_path, CLINIC_CSV + "insurance,MAP,Mapfre,,,,,,,,\n", "more.csv"))
     assert again["changed"] and again["insurances"] == 4
+
+
+SKIPS = """
+import pytest
+
+def test_runs():
+    pass
+
+def test_skipped():
+    pytest.skip("a missing tool")
+"""
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_with_agenda_no_skip_a_skip_on_any_worker_fails_the_run(tmp_path, workers):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (tmp_path / "test_skips.py").write_text(SKIPS, encoding="utf-8")
+    (tmp_path / "test_skipped_module.py").write_text(
+        'import pytest\npytest.skip("no browser", allow_module_level=True)\n', encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "AGENDA_"))}
+    gated = subprocess.run([sys.executable, "-m", "pytest", "-p", "no_skip", "-p", "no:cacheprovider", "-p",
+                            "no:schemathesis", "-n", workers, str(tmp_path)], capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path,
+                           env={**env, "AGENDA_NO_SKIP": "1", "PYTHONPATH": str(Path(__file__).parent)})
+    assert gated.returncode == 1 and "1 passed, 2 skipped" in gated.stdout, gated.stdout + gated.stderr
+    assert "AGENDA_NO_SKIP is set and 2 test(s) were skipped" in gated.stdout, gated.stdout
+    assert "test_skips.py::test_skipped" in gated.stdout and "test_skipped_module.py" in gated.stdout
