@@ -159,6 +159,8 @@ def test_after_kill_9_the_replica_holds_a_prefix_of_the_acknowledged_bookings(cl
 def test_with_ack_after_replication_every_acknowledged_booking_survives_the_machine(clinic_db, tmp_path, servers):
     replica = tmp_path / "replica"
     server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
+    # a write is refused (503) until Litestream's control socket answers, which /health says first
+    wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, message="health 200")
     with BookingStream(server) as stream:
         wait_for(lambda: len(stream.acknowledged) >= 30, message="bookings acknowledged")
         kill_all(server)
