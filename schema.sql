@@ -459,3 +459,64 @@ CREATE INDEX waitlist_waiting ON waitlist (date_to) WHERE ended_at IS NULL;
 -- The report reads the appointments booked in a span of weeks ("The clinic at a glance"): with the
 -- day and who booked in it, the index answers that alone.
 CREATE INDEX appointments_by_creation ON appointments (created_at, date, booked_by);
+
+-- version 11
+
+-- The record of reads, bounded ("Access record"): one row per patient, reader, kind, outcome and UTC
+-- day, with how many reads it stands for and the first and last (Unix seconds, UTC), so that a
+-- receptionist's hundred searches are one row a day, not one a request; a feed's polls extend one row
+-- for as long as they go on. day is the UTC day as a number (20261126) on which the row began. Ids
+-- only: the record is not a second copy of the data.
+CREATE TABLE access_reads (
+    patient_id INTEGER NOT NULL,
+    day        INTEGER NOT NULL,
+    reader     TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    allowed    INTEGER NOT NULL CHECK (allowed IN (0, 1)),
+    reads      INTEGER NOT NULL,
+    first_at   INTEGER NOT NULL,
+    last_at    INTEGER NOT NULL,
+    PRIMARY KEY (patient_id, reader, kind, allowed, day)
+) WITHOUT ROWID;
+INSERT INTO access_reads (patient_id, day, reader, kind, allowed, reads, first_at, last_at)
+    SELECT p.patient_id, CAST(strftime('%Y%m%d', r.at) AS INTEGER), r.reader, r.kind, r.allowed, count(*),
+           CAST(strftime('%s', min(r.at)) AS INTEGER), CAST(strftime('%s', max(r.at)) AS INTEGER)
+    FROM access_records r JOIN access_patients p ON p.record_id = r.id
+    GROUP BY p.patient_id, strftime('%Y%m%d', r.at), r.reader, r.kind, r.allowed;
+DROP TABLE access_patients;
+DROP TABLE access_records;
+
+-- A blocked guardian is no one's guardian in any answer (D34, "A patient's identity"): the view gives
+-- a child their guardian's NIF only while the guardian is live. A patient without a NIF and without a
+-- guardian (a child whose guardian was erased, moved in from another agenda) may exist when their birth
+-- date is known: the table is rebuilt to say so, every row and id kept.
+DROP VIEW live_patients;
+CREATE TABLE patients_v11 (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL,
+    surname       TEXT,
+    birth_date    TEXT,
+    nif           TEXT,
+    guardian_id   INTEGER REFERENCES patients (id),
+    phone         TEXT,            -- as the caller gave it
+    phone_e164    TEXT,            -- what searches and answers use ("Patients")
+    created_at    TEXT NOT NULL,
+    blocked_at    TEXT,            -- UTC, when an erasure request blocked the record
+    erasable_from TEXT,            -- ISO day from which it may be anonymised
+    anonymised_at TEXT,            -- UTC, when its identity was replaced
+    search        TEXT NOT NULL DEFAULT '',
+    CHECK (nif IS NOT NULL OR guardian_id IS NOT NULL OR birth_date IS NOT NULL)
+);
+INSERT INTO patients_v11 SELECT id, name, surname, birth_date, nif, guardian_id, phone, phone_e164, created_at,
+                                blocked_at, erasable_from, anonymised_at, search FROM patients;
+DROP TABLE patients;
+ALTER TABLE patients_v11 RENAME TO patients;
+CREATE UNIQUE INDEX patients_by_nif ON patients (nif) WHERE blocked_at IS NULL;
+CREATE INDEX patients_by_phone ON patients (phone_e164) WHERE blocked_at IS NULL;
+CREATE INDEX patients_due_for_erasure ON patients (erasable_from) WHERE anonymised_at IS NULL;
+CREATE INDEX patients_by_search ON patients (search) WHERE blocked_at IS NULL;
+CREATE INDEX patients_by_guardian ON patients (guardian_id) WHERE guardian_id IS NOT NULL;
+CREATE VIEW live_patients AS
+    SELECT p.*, g.nif AS guardian_nif
+    FROM patients p LEFT JOIN patients g ON g.id = p.guardian_id AND g.blocked_at IS NULL
+    WHERE p.blocked_at IS NULL;

@@ -1,44 +1,72 @@
-"""The access record: every read of patients' data by a person or the caller, who, when, which
-patients (ids only), what kind, allowed or refused ("Access record")."""
+"""The access record: every read of patients' data by a person, a feed or the caller: who, which
+patients (ids only), what kind, allowed or refused, one row per patient, reader, kind, outcome and day
+with how many reads and the first and last ("Access record"). Only `identity.py` notes reads."""
 
+import calendar
 import datetime as dt
 import logging
 import sqlite3
 import threading
 
-from .store import utc_iso
-
-KINDS = ("patient", "appointment", "search", "day", "print", "export", "blocked", "access")
+KINDS = ("patient", "appointment", "search", "day", "preview", "change", "feed", "export", "blocked", "access")
 KEEP_DAYS = 2 * 365  # how long a record is kept; the retention run removes older ones
-SAME_VIEW = dt.timedelta(minutes=10)  # a view showing nothing new within this long records nothing
+RUNS = ("feed",)  # kinds read by a machine again and again: one row a run of reads, not a day
+RUN_GAP = 36 * 3600  # seconds without a read that end a run (a phone off for a night does not)
 FLUSH_EVERY = 1.0  # seconds between two batches of a running service
 
 log = logging.getLogger("agenda")
 
 
+def day_number(moment):
+    """The UTC day of an aware moment as the record keys it: 20261126."""
+    utc = moment.astimezone(dt.timezone.utc)
+    return utc.year * 10000 + utc.month * 100 + utc.day
+
+
+def seconds(moment):
+    """Unix seconds of an aware moment."""
+    return calendar.timegm(moment.astimezone(dt.timezone.utc).timetuple())
+
+
+def moment_of(unix_seconds):
+    """The aware UTC moment of Unix seconds."""
+    return dt.datetime.fromtimestamp(unix_seconds, dt.timezone.utc)
+
+
+def run_day(conn, key, first):
+    """The day of the row a read adds to: its own day, but a feed's read continues the run of reads of
+    that patient by that feed that began on an earlier day, when the last of them is less than RUN_GAP old."""
+    patient_id, day, reader, kind, allowed = key
+    if kind not in RUNS:
+        return day
+    row = conn.execute("SELECT day FROM access_reads WHERE patient_id = ? AND reader = ? AND kind = ? AND allowed = ?"
+                       " AND last_at >= ? ORDER BY day DESC LIMIT 1", (patient_id, reader, kind, allowed,
+                                                                       first - RUN_GAP)).fetchone()
+    return day if row is None else row[0]
+
+
 class AccessRecord:
-    """Notes reads into `access_records` (one row a request, with the ids it showed), apart from the
-    bookings and never durable alone: at once, or, once `start()`ed, in batches a second apart whose
-    last may go with the power, a booking never."""
+    """Notes reads into `access_reads`, apart from the bookings and never durable alone: at once, or,
+    once `start()`ed, in batches a second apart whose last may go with the power, a booking never. Reads
+    of one patient by one reader, kind and outcome on one day add up in one row."""
 
     def __init__(self, db, clock):
         self.db, self.clock = db, clock
-        self.last_seen, self.guard = {}, threading.Lock()
-        self.pending, self.flusher, self.stopping = [], None, threading.Event()
+        self.guard = threading.Lock()
+        self.pending, self.flusher, self.stopping = {}, None, threading.Event()
 
     def note(self, reader, kind, patient_ids, allowed=True):
-        """Record that `reader` (api, desk:NAME, cli:USER) was shown, or refused, these patients; not
-        when it was shown them all in this kind of view a moment ago (a refresh)."""
-        ids = frozenset(map(int, patient_ids))
+        """Count a read by `reader` (api, desk:NAME, cli:LOGIN, feed:DOCTOR) of these patients as `kind`."""
+        ids = {int(patient_id) for patient_id in patient_ids}
         if not ids:
             return
-        at, key = self.clock(), (reader, kind, bool(allowed))
+        at = self.clock()
+        day, when = day_number(at), seconds(at)
         with self.guard:
-            shown, when = self.last_seen.get(key, (None, None))
-            if shown is not None and ids <= shown and at - when < SAME_VIEW:
-                return
-            self.last_seen[key] = (ids, at)
-            self.pending.append((at, *key, ids))
+            for patient_id in ids:
+                key = (patient_id, day, reader, kind, int(bool(allowed)))
+                reads, first, _ = self.pending.get(key, (0, when, when))
+                self.pending[key] = (reads + 1, min(first, when), when)
         if self.flusher is None:
             self.flush()
 
@@ -65,40 +93,74 @@ class AccessRecord:
                 log.warning("access record not written yet (%s); trying again in %s s", error, every)
 
     def flush(self):
-        """Write every noted read in one transaction (synchronous=NORMAL); kept for the next try if refused."""
+        """Add every noted read to its row in one transaction (synchronous=NORMAL): the day's, or for a
+        feed the run's it continues; kept for the next try if refused."""
         with self.guard:
-            batch, self.pending = self.pending, []
+            batch, self.pending = self.pending, {}
         if not batch:
             return
         try:
-            with self.db.transaction(durable=False) as conn:  # ids numbered here: the write lock is ours
-                first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM access_records").fetchone()[0]
-                conn.executemany("INSERT INTO access_records (id, at, reader, kind, allowed) VALUES (?, ?, ?, ?, ?)",
-                                 [(first + n, utc_iso(at), reader, kind, int(allowed))
-                                  for n, (at, reader, kind, allowed, _) in enumerate(batch)])
-                conn.executemany("INSERT INTO access_patients (patient_id, record_id) VALUES (?, ?)",
-                                 [(patient_id, first + n) for n, read in enumerate(batch) for patient_id in sorted(read[4])])
+            with self.db.transaction(durable=False) as conn:
+                conn.executemany(
+                    "INSERT INTO access_reads (patient_id, day, reader, kind, allowed, reads, first_at, last_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (patient_id, reader, kind, allowed, day) DO UPDATE"
+                    " SET reads = reads + excluded.reads, first_at = min(first_at, excluded.first_at),"
+                    " last_at = max(last_at, excluded.last_at)",
+                    [(key[0], run_day(conn, key, counts[1]), *key[2:], *counts) for key, counts in batch.items()])
         except sqlite3.Error:
             with self.guard:
-                self.pending[:0] = batch
+                for key, (reads, first, last) in batch.items():
+                    more, earliest, latest = self.pending.get(key, (0, first, last))
+                    self.pending[key] = (reads + more, min(first, earliest), max(last, latest))
             raise
 
-    def of_patient(self, patient_id, since=None):
-        """Every access to one patient's data, oldest first: {at, reader, kind, allowed, shown}."""
+    def of_patient(self, patient_id, since=None, reader=None):
+        """One patient's record, oldest first, a row a day (a feed's, a run of days): {day, reader, kind, allowed,
+        reads, first, last} (first and last aware UTC moments), read on the day `since` or later, of one
+        `reader` when given."""
         self.flush()
-        since = utc_iso(dt.datetime.combine(since, dt.time(), dt.timezone.utc)) if since else ""
         rows = self.db.connection().execute(
-            "SELECT r.id, r.at, r.reader, r.kind, r.allowed,"
-            " (SELECT count(*) FROM access_patients o WHERE o.record_id = r.id) AS shown"
-            " FROM access_patients p JOIN access_records r ON r.id = p.record_id"
-            " WHERE p.patient_id = ? AND r.at >= ? ORDER BY r.at, r.id", (int(patient_id), since))
-        return [{**dict(row), "allowed": bool(row["allowed"])} for row in rows]
+            "SELECT day, reader, kind, allowed, reads, first_at, last_at FROM access_reads WHERE patient_id = ?"
+            " AND last_at >= ? AND (?3 IS NULL OR reader = ?3) ORDER BY first_at, reader, kind",
+            (int(patient_id), seconds(dt.datetime.combine(since, dt.time(), dt.timezone.utc)) if since else 0,
+             reader))
+        return [{"day": row["day"], "reader": row["reader"], "kind": row["kind"], "allowed": bool(row["allowed"]),
+                 "reads": row["reads"], "first": moment_of(row["first_at"]), "last": moment_of(row["last_at"])}
+                for row in rows]
+
+    def readers_of(self, patient_id):
+        """Who read one patient's data, a row a reader, the latest first: {reader, kinds, days, reads,
+        refused, first, last}."""
+        self.flush()
+        rows = self.db.connection().execute(
+            "SELECT reader, group_concat(DISTINCT kind) AS kinds, count(DISTINCT day) AS days, sum(reads) AS reads,"
+            " sum(CASE WHEN allowed THEN 0 ELSE reads END) AS refused, min(first_at) AS first_at,"
+            " max(last_at) AS last_at FROM access_reads WHERE patient_id = ? GROUP BY reader ORDER BY last_at DESC",
+            (int(patient_id),))
+        return [{"reader": row["reader"], "kinds": sorted(row["kinds"].split(",")), "days": row["days"],
+                 "reads": row["reads"], "refused": row["refused"], "first": moment_of(row["first_at"]),
+                 "last": moment_of(row["last_at"])} for row in rows]
+
+    def summary(self, since):
+        """The whole record from the day `since` on, summarised: by reader {reader, patients, reads, refused,
+        last} and by patient {patient_id, readers, reads, refused, last}, the most read first."""
+        self.flush()
+        start = seconds(dt.datetime.combine(since, dt.time(), dt.timezone.utc))
+        conn = self.db.connection()
+        by_reader = [dict(row) for row in conn.execute(
+            "SELECT reader, count(DISTINCT patient_id) AS patients, sum(reads) AS reads, sum(CASE WHEN allowed"
+            " THEN 0 ELSE reads END) AS refused, max(last_at) AS last_at FROM access_reads WHERE last_at >= ?"
+            " GROUP BY reader ORDER BY patients DESC, reader", (start,))]
+        by_patient = [dict(row) for row in conn.execute(
+            "SELECT patient_id, count(DISTINCT reader) AS readers, sum(reads) AS reads, sum(CASE WHEN allowed"
+            " THEN 0 ELSE reads END) AS refused, max(last_at) AS last_at FROM access_reads WHERE last_at >= ?"
+            " GROUP BY patient_id ORDER BY readers DESC, reads DESC, patient_id LIMIT 200", (start,))]
+        for row in by_reader + by_patient:
+            row["last"] = moment_of(row.pop("last_at"))
+        return {"by_reader": by_reader, "by_patient": by_patient}
 
     def forget_before(self, moment):
-        """Remove the records older than `moment`; how many went."""
+        """Remove the rows whose last read is older than `moment`; how many went."""
         self.flush()
         with self.db.transaction(durable=False) as conn:
-            old = "SELECT id FROM access_records WHERE at < ?"
-            conn.execute(f"DELETE FROM access_patients WHERE record_id IN ({old})", (utc_iso(moment),))
-            return conn.execute("DELETE FROM access_records WHERE at < ?", (utc_iso(moment),)).rowcount
-
+            return conn.execute("DELETE FROM access_reads WHERE last_at < ?", (seconds(moment),)).rowcount

@@ -14,7 +14,7 @@ import bottle
 from .values import (all_fields, body_text, body_text_list, body_too_large, ClinicError, format_date, invalid,
                      iso_or_blank, optional_date, parse_date, parse_dates, parse_time)
 from .store import recall, remember
-from .clinic import PATIENT_NAME, SHOWN_NIF
+from .clinic import Shape
 from .web import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path,
                   query_date, query_text, raw_header, refusal_for, request_id, request_target, status_of,
                   STATUS_ERROR_CODES)
@@ -89,17 +89,20 @@ BODYLESS_METHODS = ("GET", "HEAD", "DELETE")  # the spec sends no body with them
 
 
 # An appointment as the caller sees it ("Appointment objects"), a projection SQLite writes as JSON over
-# the clinic's query (`Clinic.appointments(..., shape=...)`): the one place its shape is set. Ids are
-# text; the date DD/MM/YYYY; patientName is name and surname, or whichever there is, or null;
-# duration in minutes. A list of hundreds is written three times as fast as Python builds them.
-APPOINTMENT_JSON = f"""json_object(
+# the clinic's query (`Clinic.appointments(..., shape=...)`), who the patient is spliced in from the one
+# door ("A patient's identity"): the one place its shape is set. Ids are text; the date DD/MM/YYYY;
+# patientName is name and surname, or whichever there is, or null; nif the patient's or their live
+# guardian's; duration in minutes. A list of hundreds is written three times as fast as Python builds them.
+APPOINTMENT_JSON = Shape("""json_object(
     'appointmentId', CAST(a.id AS TEXT),
     'date', substr(a.date, 9, 2) || '/' || substr(a.date, 6, 2) || '/' || substr(a.date, 1, 4),
     'time', a.time, 'doctorId', a.doctor_id, 'doctorName', d.name, 'patientId', CAST(a.patient_id AS TEXT),
-    'nif', {SHOWN_NIF}, 'patientName', {PATIENT_NAME}, 'phone', p.phone_e164, 'reason', a.reason, 'centerRef', a.center_id,
+    'reason', a.reason, 'centerRef', a.center_id,
     'extraData', json_object('status', a.status, 'specialityId', a.speciality_id, 'insuranceId', a.insurance_id,
                              'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
-                                         - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))))"""
+                                         - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))))""",
+                         lambda person: {"nif": person["shown_nif"], "patientName": person["full_name"],
+                                         "phone": person["phone_e164"]})
 
 
 def slots_json(slots):
@@ -121,7 +124,7 @@ def patient_view(patient):
     """A patient as the caller sees it ("Patients")."""
     return {"id": str(patient["id"]), "name": patient["name"], "surname": patient["surname"],
             "birthDate": format_date(patient["birth_date"]) if patient["birth_date"] else None,
-            "nif": patient["nif"] or patient["guardian_nif"], "phone": patient["phone"], "extra": None}
+            "nif": patient["shown_nif"], "phone": patient["phone"], "extra": None}
 
 
 # Refusals whose code the caller's spec does not know, as the caller reads them ("Errors").
@@ -354,7 +357,7 @@ def appointments():
     if nif is None and phone is None:
         if date_text is None:
             raise invalid("date (day list) or nif or phone (patient search) is required", "date_or_search")
-        return data_json(clinic().appointments_on([parse_date(date_text, "date").isoformat()], center_id,
+        return data_json(clinic().appointments_on([parse_date(date_text, "date").isoformat()], "api", center_id,
                                                   APPOINTMENT_JSON, for_caller=True))
     day = parse_date(date_text, "date") if date_text else None
     return data_json(clinic().patient_appointments(nif=nif, phone=phone, day=day, center_id=center_id,
@@ -363,11 +366,11 @@ def appointments():
 
 def appointments_range():
     days = parse_dates(query_text("dates", required=True).split(","), "dates")
-    return data_json(clinic().appointments_on(days, query_text("centerId"), APPOINTMENT_JSON, for_caller=True))
+    return data_json(clinic().appointments_on(days, "api", query_text("centerId"), APPOINTMENT_JSON, for_caller=True))
 
 
 def appointment(appointment_id):
-    return clinic().appointment(appointment_id, APPOINTMENT_JSON, reader="api").encode()
+    return clinic().appointment(appointment_id, "api", shape=APPOINTMENT_JSON).encode()
 
 
 def data_json(array_text):

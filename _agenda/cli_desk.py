@@ -1,53 +1,26 @@
-"""The desk's twins on the command line (the day sheet, patient import, book, move, cancel, confirm,
-closures, doctors, staff accounts), registered on the one group."""
+"""The desk's twins at the command line, every staff action for scripts and an admin without a
+browser: the day sheet (`day`), `book` (a sobrecita, a series), `move`, `cancel`, `confirm`, closures
+(`closed`) and doctors (`doctor retire`, their calendar feeds)."""
 
-import contextlib
-import datetime as dt
-import csv
 import functools
-import getpass
-import os
-import sys
-from contextlib import contextmanager
-from pathlib import Path
 
 import click
 
-from .values import (ClinicError, DEFAULT_TZ, format_date, parse_date, plural, printable, Settings, sheet_csv)
-from .store import Database
-from .staff import Accounts, ROLES
-from .clinic import Clinic
+from .values import ClinicError, format_date, parse_date, plural, printable, sheet_csv
 from .counter import squeeze_in
 from .feeds import feeds, new_feed, revoke_feed
 from .series import book_series, parse_every, preview_series
-from .waitlist import add_waiting, end_waiting, free_now, waiting, window_text
-from .report import clinic_report, share
-from .imports import PatientFileError, read_patient_file
-from .cli import (cli, cli_date, cli_now, cli_time, cli_zone, clinic_time, db_option, existing_database,
-                  desk_rules_options, tz_option, WEEKDAY_NAMES)
+from .cli import (cli, cli_clinic, cli_date, cli_now, cli_reader, cli_time, cli_zone, clinic_at, clinic_time, db_option,
+                  desk_rules_options, tz_option)
 
 
-def cli_clinic(ctx, db_path, tz=DEFAULT_TZ, **rules):
-    """The Clinic over an existing database, on the CLI's clock ("Clinic time"); rules: Settings' fields."""
-    existing_database(db_path).close()
-    try:
-        return Clinic(Database(db_path), Settings(tz=tz, **rules), lambda: cli_now(ctx))
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
-
-
-def cli_reader():
-    """Who reads at the command line, for the access record: cli:LOGIN ("Access record")."""
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):  # a process with no user name: its uid
-        return f"cli:{os.getuid()}"
+WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 def day_sheet(clinic, day, center_id=None):
     """A day's live appointments, each doctor's together, by time: what `agenda day` prints (recorded)."""
     try:
-        appointments = clinic.appointments_on([day.isoformat()], center_id, reader=cli_reader())
+        appointments = clinic.appointments_on([day.isoformat()], cli_reader(), center_id)
     except ClinicError:
         known = ", ".join(center["id"] for center in clinic.centers())
         raise click.ClickException(f"no center {center_id!r}; the centers are: {known or 'none'}") from None
@@ -107,81 +80,6 @@ def day_sheet_text(rows, when, center_id):
     return "\n".join(lines) + "\n"
 
 
-@cli.command("import-patients")
-@db_option
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--dry-run", is_flag=True, help="Check and report; write nothing.")
-@tz_option
-@click.pass_context
-def import_patients(ctx, db_path, file, dry_run, tz):
-    """Bring in patients from another system's CSV: name,surname,birthDate,nif,phone.
-
-    UTF-8 or Latin-1, with a header row; ',' ';' or tab separated. Every row is
-    checked as the API checks a new patient (NIF letter, phone, date). Bad rows are
-    listed by line and then nothing is imported: all or nothing. A NIF already in
-    the agenda is reported and never doubled. An optional guardianNif column names
-    a child's guardian (in the agenda or on an earlier line): a child under 14 may
-    then have no NIF.
-
-    Example:
-
-    \b
-        agenda import-patients old-system.csv --dry-run && agenda import-patients old-system.csv
-    """
-    if not Path(file).is_file():
-        raise click.ClickException(f"{file}: no such file; give the path of the patients CSV")
-    try:
-        rows = read_patient_file(file)
-    except PatientFileError as error:
-        raise click.ClickException(f"{file}: nothing was imported: {error}") from None
-    except csv.Error as error:
-        raise click.ClickException(f"{file}: nothing was imported: not a readable CSV: {error}") from None
-    clinic = cli_clinic(ctx, db_path, tz)
-    try:
-        progress = click.progressbar(rows, label=f"Checking {len(rows):,} rows", file=sys.stderr) \
-            if len(rows) >= 2000 else contextlib.nullcontext(rows)
-        with progress as checked:
-            patients, problems, present = clinic.import_patients(checked, Path(file).name, dry_run=dry_run)
-    finally:
-        clinic.db.close()
-    for line in present[:20]:
-        click.echo(printable(line))
-    if len(present) > 20:
-        click.echo(f"... and {len(present) - 20:,} more already in the agenda")
-    refuse_bad_rows(file, problems)
-    if dry_run:
-        click.echo(f"Dry run: {plural(len(patients), 'patient')} would be imported; {len(present):,} already in "
-                   "the agenda. Nothing was written.")
-    else:
-        click.echo(f"Imported {plural(len(patients), 'patient')}; {len(present):,} already in the agenda.")
-
-
-def refuse_bad_rows(file, problems):
-    """An import's bad rows on stderr (the first 50), then the one Error: line; nothing when none."""
-    if not problems:
-        return
-    for line in problems[:50]:
-        click.echo(printable(line), err=True)
-    if len(problems) > 50:
-        click.echo(f"... and {len(problems) - 50:,} more bad rows", err=True)
-    raise click.ClickException(f"{file}: {plural(len(problems), 'bad row')}; "
-                               "nothing was imported. Fix them and run the import again.")
-
-
-# The desk's twins: every staff action as a command, for scripts and an admin without a browser
-
-@contextmanager
-def clinic_at(ctx, db_path, tz=DEFAULT_TZ, **rules):
-    """The Clinic over an existing database for one command; a refusal becomes one `Error:` line."""
-    clinic = cli_clinic(ctx, db_path, tz, **rules)
-    try:
-        yield clinic
-    except ClinicError as error:
-        raise click.ClickException(error.message) from None
-    finally:
-        clinic.db.close()
-
-
 def appointment_line(a):
     """One appointment on one line of a terminal."""
     return printable(f"{a['id']}: {format_date(a['date'])} {a['start']} {a['doctor_name']} ({a['doctor_id']})"
@@ -230,7 +128,7 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         if patient_id is None:
             if nif is None:
                 raise click.ClickException("give the patient: --patient ID or --nif NIF")
-            patient_id = clinic.find_patient(nif)["id"]
+            patient_id = clinic.find_patient(nif, cli_reader())["id"]
         if every:
             return book_series_here(clinic, patient_id=patient_id, doctor_id=doctor_id, first=day, time_text=start,
                                     every_days=parse_every(every), count=count, center_id=center_id,
@@ -238,7 +136,7 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         booking = functools.partial(squeeze_in, clinic) if squeeze else clinic.book
         booked = booking(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id,
                          center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
-        click.echo(f"Booked {appointment_line(clinic.appointment(booked))}")
+        click.echo(f"Booked {appointment_line(clinic.appointment(booked, cli_reader(), 'change'))}")
 
 
 def book_series_here(clinic, *, dry_run, nearest, **series):
@@ -281,7 +179,7 @@ def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_i
                    desk_horizon_months=desk_horizon) as clinic:
         clinic.move(appointment_id, day=day, time_text=start, doctor_id=doctor_id, center_id=center_id,
                     source="cli")
-        click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id))}")
+        click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))}")
 
 
 @cli.command()
@@ -299,7 +197,7 @@ def cancel(ctx, db_path, appointment_id, reason, tz):
         agenda cancel 123 --reason "the patient phoned the front desk"
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        line = appointment_line(clinic.appointment(appointment_id))
+        line = appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))
         clinic.cancel(appointment_id, reason=reason, source="cli")
         click.echo(f"Cancelled {line}")
 
@@ -320,7 +218,7 @@ def confirm(ctx, db_path, appointment_id, tz):
     with clinic_at(ctx, db_path, tz) as clinic:
         state = clinic.confirm(appointment_id, True, source="cli")
         click.echo(f"{'Already confirmed' if state == 'already_confirmed' else 'Confirmed'} "
-                   f"{appointment_line(clinic.appointment(appointment_id))}")
+                   f"{appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))}")
 
 
 @cli.group()
@@ -376,7 +274,8 @@ def closed_add(ctx, db_path, doctor_id, center_id, first, last, hours, reason, t
         start_text, _, end_text = hours.partition("-")
         start, end = cli_time(start_text, "--hours"), cli_time(end_text, "--hours")
     with clinic_at(ctx, db_path, tz) as clinic:
-        added = clinic.add_closure(doctor_id=doctor_id, center_id=center_id, first=cli_date(first, "--from"),
+        added = clinic.add_closure(reader=cli_reader(), doctor_id=doctor_id, center_id=center_id,
+                                   first=cli_date(first, "--from"),
                                    last=cli_date(last, "--to") if last else None, start=start, end=end,
                                    reason=reason, source="cli")
         click.echo(f"Added closure {added['id']}; it covers {plural(len(added['covered']), 'booked appointment')}"
@@ -481,272 +380,8 @@ def doctor_retire(ctx, db_path, doctor_id, first, tz):
         agenda doctor retire RUIZ --from 01/01/2027
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        left = clinic.retire_doctor(doctor_id, cli_date(first, "--from"), source="cli")
+        left = clinic.retire_doctor(doctor_id, cli_date(first, "--from"), source="cli", reader=cli_reader())
         click.echo(f"{doctor_id} offers no slot from {first} on; {plural(len(left), 'appointment')} left to rebook"
                    f"{':' if left else '.'}")
         for appointment in left:
             click.echo(f"  {appointment_line(appointment)}")
-
-
-@contextmanager
-def accounts_at(ctx, db_path, tz=DEFAULT_TZ):
-    """The staff Accounts over an existing database for one command; a refusal becomes one `Error:` line."""
-    with clinic_at(ctx, db_path, tz) as clinic:
-        yield Accounts(clinic.db, clinic.settings, clinic.clock)
-
-
-@cli.group()
-def staff():
-    """Reception's accounts for the desk (/desk), apart from the caller's secret.
-
-    Example:
-
-    \b
-        agenda staff add ana --db /var/lib/agenda/clinic.db
-    """
-
-
-def new_password():
-    """A password from a hidden prompt (twice), or the first line of standard input when it is not a terminal."""
-    if sys.stdin.isatty():
-        return click.prompt("Password (not shown)", hide_input=True, confirmation_prompt=True)
-    try:
-        return sys.stdin.readline().rstrip("\n")
-    except UnicodeDecodeError:
-        raise click.ClickException("the password on standard input is not UTF-8 text") from None
-
-
-role_choice = click.Choice(ROLES, case_sensitive=False)
-
-
-@staff.command("add")
-@db_option
-@click.option("--role", type=role_choice, default="reception", show_default=True,
-              help="reception: the day's work, closures included; admin: also doctors, exports, erasure, records")
-@click.argument("name")
-@click.pass_context
-def staff_add(ctx, db_path, role, name):
-    """Add a staff account with its role; its password from a hidden prompt, or from standard input.
-
-    Example:
-
-    \b
-        agenda staff add ana --db /var/lib/agenda/clinic.db
-        agenda staff add marta --role admin
-    """
-    with accounts_at(ctx, db_path) as accounts:
-        accounts.add_staff(name, new_password(), source="cli", role=role)
-        click.echo(f"Added {name} ({role.lower()}): they log in at /desk.")
-
-
-@staff.command("role")
-@db_option
-@click.argument("name")
-@click.argument("role", type=role_choice)
-@click.pass_context
-def staff_set_role(ctx, db_path, name, role):
-    """Give a staff account another role: reception or admin.
-
-    Example:
-
-    \b
-        agenda staff role ana admin
-    """
-    with accounts_at(ctx, db_path) as accounts:
-        accounts.set_role(name, role, source="cli")
-        click.echo(f"{name} is now {role.lower()}; their open desk sessions take it at the next page.")
-
-
-@staff.command("password")
-@db_option
-@click.argument("name")
-@click.pass_context
-def staff_password(ctx, db_path, name):
-    """Set a new password (it also ends their sessions and lifts a lock).
-
-    Example:
-
-    \b
-        agenda staff password ana
-    """
-    with accounts_at(ctx, db_path) as accounts:
-        accounts.set_staff_password(name, new_password(), source="cli")
-        click.echo(f"New password set for {name}; their desk sessions are closed.")
-
-
-@staff.command("remove")
-@db_option
-@click.argument("name")
-@click.pass_context
-def staff_remove(ctx, db_path, name):
-    """Remove a staff account and end its sessions.
-
-    Example:
-
-    \b
-        agenda staff remove ana
-    """
-    with accounts_at(ctx, db_path) as accounts:
-        accounts.remove_staff(name, source="cli")
-        click.echo(f"Removed {name}.")
-
-
-@staff.command("list")
-@db_option
-@tz_option
-@click.pass_context
-def staff_list(ctx, db_path, tz):
-    """The staff accounts, when each was added, and where a name is locked from.
-
-    Example:
-
-    \b
-        agenda staff list
-    """
-    zone = cli_zone(tz)
-    with accounts_at(ctx, db_path, tz) as accounts:
-        for member in accounts.staff():
-            locks = "".join(f"  locked from {printable(lock['source'])} until {clinic_time(lock['locked_until'], zone)}"
-                            for lock in member["locks"])
-            click.echo(f"{member['name']}  {member['role']}  added {clinic_time(member['created_at'], zone)}{locks}")
-
-
-@staff.command("unlock")
-@db_option
-@click.argument("name")
-@click.pass_context
-def staff_unlock(ctx, db_path, name):
-    """Lift the locks that failed logins put on a name, from every address, keeping its password.
-
-    Example:
-
-    \b
-        agenda staff unlock ana
-    """
-    with accounts_at(ctx, db_path) as accounts:
-        lifted = accounts.unlock(name, source="cli")
-        click.echo(f"Unlocked {name}: {lifted} address(es) cleared; they can log in at /desk again.")
-
-
-@cli.group()
-def waitlist():
-    """The waiting list: patients who want an earlier slot; `agenda waitlist list` shows the free
-    slots that fit them, oldest first. Nothing is booked without a person.
-
-    Example:
-
-    \b
-        agenda waitlist add --nif 12345678Z --doctor MARTIN --from 24/11/2026 --to 31/12/2026 --times 09:00-12:00
-    """
-
-
-@waitlist.command("add")
-@db_option
-@click.option("--nif", required=True, help="The patient's NIF.")
-@click.option("--doctor", "doctor_id", default=None, help="The doctor wanted (or give --speciality).")
-@click.option("--speciality", "speciality_id", default=None, help="Any doctor of this speciality.")
-@click.option("--center", "center_id", default=None, help="Only at this center.")
-@click.option("--from", "first", required=True, help="The first day that suits, DD/MM/YYYY.")
-@click.option("--to", "last", required=True, help="The last day that suits, DD/MM/YYYY.")
-@click.option("--times", default=None, help="The times of day that suit, as 09:00-12:00 (any when left out).")
-@click.option("--note", default=None, help="What reception should know when calling.")
-@tz_option
-@click.pass_context
-def waitlist_add(ctx, db_path, nif, doctor_id, speciality_id, center_id, first, last, times, note, tz):
-    """Put a patient on the waiting list for a doctor or a speciality.
-
-    Example:
-
-    \b
-        agenda waitlist add --nif 12345678Z --speciality FIS --from 24/11/2026 --to 15/01/2027
-    """
-    start, _, end = (times or "").partition("-")
-    with clinic_at(ctx, db_path, tz) as clinic:
-        patient = clinic.find_patient(nif, reader=cli_reader())
-        entry = add_waiting(clinic, patient_id=patient["id"], doctor_id=doctor_id, speciality_id=speciality_id,
-                            center_id=center_id, first=cli_date(first, "--from"), last=cli_date(last, "--to"),
-                            time_from=start.strip() or None, time_to=end.strip() or None, note=note, source="cli")
-    click.echo(f"Waiting list entry {entry}: patient {patient['id']}.")
-
-
-@waitlist.command("list")
-@db_option
-@tz_option
-@click.pass_context
-def waitlist_list(ctx, db_path, tz):
-    """Everyone waiting, oldest first, then the free slots of the next two weeks that fit someone.
-
-    Example:
-
-    \b
-        agenda waitlist list
-    """
-    with clinic_at(ctx, db_path, tz) as clinic:
-        entries = waiting(clinic, reader=cli_reader())
-        free = free_now(clinic, entries)
-    for entry in entries:
-        click.echo(printable(f"{entry['id']}: {entry['patient_name']} {entry['phone'] or ''}, "
-                             f"{entry['doctor_id'] or entry['speciality_id']}"
-                             f"{' at ' + entry['center_id'] if entry['center_id'] else ''}, {window_text(entry)}"
-                             f"{' (' + entry['note'] + ')' if entry['note'] else ''}"))
-    if not entries:
-        click.echo("No one is waiting.")
-    for slot, fitting in free:
-        click.echo(f"Free {slot.date_text} {slot.time} {slot.doctor_id}: fits "
-                   + ", ".join(str(entry["id"]) for entry in fitting))
-
-
-@waitlist.command("remove")
-@db_option
-@click.argument("entry_id")
-@click.pass_context
-def waitlist_remove(ctx, db_path, entry_id):
-    """Take an entry off the waiting list.
-
-    Example:
-
-    \b
-        agenda waitlist remove 3
-    """
-    with clinic_at(ctx, db_path) as clinic:
-        end_waiting(clinic, entry_id, "removed", "cli")
-    click.echo(f"Removed waiting list entry {entry_id}.")
-
-
-REPORT_COLUMNS = ("doctor", "week", "offered", "booked", "free", "filledPercent", "noShows", "lateCancellations")
-
-
-@cli.command()
-@db_option
-@click.option("--from", "first", default=None, help="The first day, DD/MM/YYYY (default: four weeks before --to).")
-@click.option("--to", "last", default=None, help="The last day, DD/MM/YYYY (default: two weeks from today).")
-@click.option("--csv", "as_csv", is_flag=True, help="Each doctor's weeks as comma-separated values, for a spreadsheet.")
-@tz_option
-@click.pass_context
-def report(ctx, db_path, first, last, as_csv, tz):
-    """The clinic at a glance: per doctor and week the slots offered, booked and free, no-shows and late
-    cancellations; per week the reminder answers and who booked; how far ahead patients book.
-
-    Example:
-
-    \b
-        agenda report --from 02/11/2026 --to 29/11/2026 --csv > noviembre.csv
-    """
-    with clinic_at(ctx, db_path, tz) as clinic:
-        end = cli_date(last, "--to") if last else clinic.today() + dt.timedelta(days=13)
-        found = clinic_report(clinic, cli_date(first, "--from") if first else end - dt.timedelta(days=27), end)
-    rows = [(d["id"], monday.isoformat(), *(c[key] for key in ("offered", "booked", "free")),
-             share(c["booked"], c["offered"]), c["no_shows"], c["late_cancels"])
-            for d in found["doctors"] for monday, c in sorted(d["weeks"].items())]
-    if as_csv:
-        return click.echo(sheet_csv(REPORT_COLUMNS, rows), nl=False)
-    for d in found["doctors"]:
-        c = d["totals"]
-        click.echo(printable(f"{d['id']} {d['name']}: {c['booked']}/{c['offered']} booked ({c['filled']}%), "
-                             f"{c['free']} free, {c['no_shows']} no-shows, {c['late_cancels']} late cancellations"))
-    for monday in found["weeks"]:
-        answers, who = found["reminders"][monday], found["sources"][monday]
-        click.echo(f"Week of {format_date(monday.isoformat())}: reminders " + ", ".join(
-            f"{count} {key}" for key, count in answers.items()) + f"; booked by the voice agent {who['agent']}, "
-            f"by reception {who['desk']}")
-    click.echo("Booked ahead: " + ", ".join(f"{key.replace('_', ' ')} {count}" for key, count in found["lead"].items()))

@@ -9,8 +9,7 @@ import click
 from .values import ClinicError, plural
 from .imports import PatientFileError
 from .moving import EXPORT_FILES, export_agenda, import_appointments, read_appointment_file
-from .cli import cli, db_option, tz_option
-from .cli_desk import cli_clinic, cli_reader, clinic_at, refuse_bad_rows
+from .cli import cli, cli_clinic, cli_reader, clinic_at, db_option, refuse_bad_rows, tz_option
 
 
 @cli.command("export")
@@ -38,7 +37,8 @@ def export(ctx, db_path, folder, tz):
     for name in EXPORT_FILES:
         click.echo(f"{Path(folder) / name}: {plural(written[name], 'row' if name.endswith('.csv') else 'event')}")
     if written["blocked"]:
-        click.echo(f"{plural(written['blocked'], 'blocked patient')} left out (erasure requested): keep this "
+        click.echo(f"{plural(written['blocked'], 'blocked patient')} left out (erasure requested), with the "
+                   f"{plural(written['events_left_out'], 'event')} about them left out of events.jsonl: keep this "
                    "database, or a backup of it, until `agenda retention run` can anonymise them.")
 
 

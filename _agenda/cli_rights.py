@@ -1,5 +1,5 @@
-"""The patient's rights at the command line: who saw a patient's data, their copy, erasure and the
-retention run ("Access record", "Erasure and retention", "A patient's copy")."""
+"""The patient's rights at the command line: who saw a patient's data, their copy, rectification,
+erasure and the retention run ("Access record", "Erasure and retention", "A patient's copy")."""
 
 import json
 import os
@@ -10,12 +10,12 @@ from .values import format_date, printable, RETENTION_YEARS_AT_LEAST
 from .store import utc_iso
 from .rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
 from .pages import copy_page
-from .cli import cli, clinic_time, cli_date, cli_now, cli_zone, db_option, DEFAULTS, tz_option
-from .cli_desk import cli_reader, clinic_at
+from .cli import cli, cli_date, cli_now, cli_reader, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS, tz_option
 
 ACCESS_KINDS = {"patient": "patient page", "appointment": "appointment", "search": "search results",
                 "day": "day list", "print": "printed day", "export": "patient's copy",
-                "blocked": "blocked record opened", "access": "this record of reads"}
+                "blocked": "blocked record opened", "access": "this record of reads", "preview": "list before a change",
+                "change": "notice after a change", "feed": "doctor's calendar feed"}
 
 
 @cli.command("access-log")
@@ -25,10 +25,10 @@ ACCESS_KINDS = {"patient": "patient page", "appointment": "appointment", "search
 @tz_option
 @click.pass_context
 def access_log(ctx, db_path, patient_id, since, tz):
-    """Who saw one patient's data: when, who (api, desk:NAME, cli:LOGIN), what, allowed or refused.
+    """Who saw one patient's data: a line a day, reader (api, desk:NAME, cli:NAME, feed:DOCTOR) and
+    kind: the first and last read that day, how many, allowed or refused.
 
-    Reads are kept two years. Each line also says how many patients the
-    read showed at once (a search or a day list shows several).
+    Reads are kept two years.
 
     Example:
 
@@ -37,12 +37,13 @@ def access_log(ctx, db_path, patient_id, since, tz):
     """
     zone, first = cli_zone(tz), cli_date(since, "--since") if since else None
     with clinic_at(ctx, db_path, tz) as clinic:
-        records = clinic.access_of(patient_id, first)
+        records = clinic.access.of_patient(clinic.require_patient(patient_id), first)
     for record in records:
         what = ACCESS_KINDS.get(record["kind"], record["kind"])
-        others = f" (with {record['shown'] - 1} other(s))" if record["shown"] > 1 else ""
         verdict = "allowed" if record["allowed"] else "REFUSED"
-        click.echo(printable(f"{clinic_time(record['at'], zone)}  {record['reader']}  {what}{others}  {verdict}"))
+        span = clinic_time(utc_iso(record["first"]), zone) + ("" if record["reads"] == 1 else
+                                                              f" to {clinic_time(utc_iso(record['last']), zone)[-5:]}")
+        click.echo(printable(f"{span}  {record['reader']}  {what} x{record['reads']}  {verdict}"))
     if not records:
         click.echo(f"No reads of patient {patient_id} recorded{' since ' + since if since else ''}.")
 
@@ -160,7 +161,7 @@ def patient_erase(ctx, db_path, patient_id, yes, retention_years, tz):
     """
     zone = cli_zone(tz)
     with rights_clinic(ctx, db_path, tz, retention_years) as clinic:
-        preview = erasure_preview(clinic, patient_id)
+        preview = erasure_preview(clinic, patient_id, cli_reader())
         for appointment in preview["cancelled"]:
             click.echo(f"will cancel {appointment['id']}: {format_date(appointment['date'])} {appointment['time']} "
                        f"{printable(appointment['doctor_id'])}")
@@ -168,7 +169,7 @@ def patient_erase(ctx, db_path, patient_id, yes, retention_years, tz):
                    f"{format_date(preview['erasable_from'].isoformat())}.")
         if not yes and not click.confirm("Record the erasure request?"):
             raise click.ClickException("nothing was done")
-        done = request_erasure(clinic, patient_id, "cli")
+        done = request_erasure(clinic, patient_id, "cli", cli_reader())
     ending = ("anonymised now: no appointment took place" if done["anonymised"] else
               f"blocked until {format_date(done['erasable_from'].isoformat())}, then anonymised by `agenda retention run`")
     click.echo(f"Recorded the erasure request of patient {done['patient_id']}: "

@@ -4,10 +4,12 @@ cycles, closures and doctors. No HTTP here."""
 import datetime as dt
 import json
 import logging
+from typing import NamedTuple
 
 from .values import (clinic_zone, ClinicError, fold, invalid, normalise_nif,
                      numeric_id, parse_phone, patient_fields, Settings)
 from .access import AccessRecord
+from .identity import identities, identity
 from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
 from .slots import booking_window, CLOSURE_COVERS, day_states, free_slots, FREE, read_schedule
 from .booking import admit, book_visit, channel_of, move_channel, visit_of, Visit
@@ -16,27 +18,35 @@ log = logging.getLogger("agenda")
 
 
 # An appointment as the clinic reads it ("Appointment records"), written as JSON by SQLite so that a
-# list is one statement: ids as numbers, the ISO date, start and end, where, for whom, its status and
-# who booked it. The caller's shape is the API's own (`_agenda/api.py`), passed as `shape`.
-PATIENT_NAME = """CASE WHEN coalesce(p.name, '') = '' THEN nullif(p.surname, '')
-                        WHEN coalesce(p.surname, '') = '' THEN p.name ELSE p.name || ' ' || p.surname END"""
+# list is one statement: ids as numbers, the ISO date, start and end, where, its status and who booked
+# it. Who the patient is comes through the one door ("A patient's identity"), in each shape's words.
 # An appointment that needs a call ("To call"): inside a closure or from its doctor's retirement on,
 # and the patient not come. Reception sees it marked and listed; the caller's lists leave it out.
 TO_CALL = f"""(coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND (
     EXISTS (SELECT 1 FROM doctors rd WHERE rd.id = a.doctor_id AND rd.retired_from <= a.date)
     OR EXISTS (SELECT 1 FROM closures c WHERE {CLOSURE_COVERS})))"""
-# The NIF a patient is found and shown by: their own, or their guardian's ("Patients without a NIF").
-SHOWN_NIF = "coalesce(p.nif, (SELECT g.nif FROM patients g WHERE g.id = p.guardian_id))"
-APPOINTMENT_RECORD = f"""json_object(
+APPOINTMENT_FIELDS = f"""json_object(
     'id', a.id, 'date', a.date, 'start', a.time, 'end', a.end_time, 'status', a.status, 'reason', a.reason,
     'doctor_id', a.doctor_id, 'doctor_name', d.name, 'speciality_id', a.speciality_id, 'center_id', a.center_id,
-    'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'patient_name', {PATIENT_NAME}, 'nif', {SHOWN_NIF},
-    'phone', p.phone_e164, 'booked_by', a.booked_by, 'attendance', a.attendance, 'arrived_at', a.arrived_at,
-    'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END, 'created_at', a.created_at,
-    'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END, 'series_id', a.series_id,
+    'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'booked_by', a.booked_by, 'attendance', a.attendance,
+    'arrived_at', a.arrived_at, 'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END,
+    'created_at', a.created_at, 'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END,
+    'series_id', a.series_id,
     'series_place', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count(*) FROM appointments s
         WHERE s.series_id = a.series_id AND (s.date < a.date OR (s.date = a.date AND s.time <= a.time))) END,
     'series_count', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count FROM series WHERE id = a.series_id) END)"""
+
+
+class Shape(NamedTuple):
+    """How an appointment is written: `sql`, a json_object over `a` and its doctor `d`; `person`, who the
+    patient is (an identity from the one door) in the same words."""
+    sql: str
+    person: object
+
+
+APPOINTMENT_RECORD = Shape(APPOINTMENT_FIELDS, lambda person: {
+    "patient_name": person["full_name"], "nif": person["shown_nif"], "phone": person["phone_e164"],
+    "guardian_name": person["guardian_name"]})
 APPOINTMENT_TABLES = """
     FROM appointments a
     JOIN doctors d ON d.id = a.doctor_id
@@ -44,12 +54,12 @@ APPOINTMENT_TABLES = """
 """
 
 
-def patient_of(row):
-    """A live_patients row as the clinic reads it: the phone in E.164 when it could be read, else as typed;
-    a patient without a NIF with their guardian's ("Patients without a NIF")."""
-    return {"id": row["id"], "name": row["name"], "surname": row["surname"], "birth_date": row["birth_date"],
-            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "guardian_id": row["guardian_id"],
-            "guardian_nif": row["guardian_nif"], "guardian_name": row["guardian_name"]}
+def shaped(clinic, rows, shape, reader, kind):
+    """The JSON texts of (patient_id, json) rows with who each patient is, in `shape`'s words, through the
+    one door: the read noted for `reader` as `kind`; a row of a patient not shown is left out."""
+    people = identities(clinic, [row[0] for row in rows], reader, kind)
+    words = {key: json.dumps(shape.person(person), ensure_ascii=False)[1:] for key, person in people.items()}
+    return [text[:-1] + "," + words[patient_id] for patient_id, text in rows if patient_id in words]
 
 
 # What a cancelled appointment answers: reading it, changing it, cancelling it again ("Appointment objects").
@@ -64,7 +74,8 @@ CANCEL_CANCELLED = ("APPOINTMENT_ALREADY_CANCELLED", "that appointment is alread
 
 def plan_patient_import(conn, rows, today):
     """Check every row as POST /patients would ("Patients"), against the file and the database; a row
-    with a guardianNif (a guardian in the agenda or earlier in the file) may be a child without a NIF.
+    with a guardianNif (a guardian in the agenda or earlier in the file) may be a child without a NIF, and so
+    may a row with a birth date under 14 years ago and no guardian (a child whose guardian was erased).
 
     Returns (patients to insert, problems, already present): problems are
     "line N: why" texts; a NIF already in the agenda is reported, never doubled.
@@ -74,7 +85,8 @@ def plan_patient_import(conn, rows, today):
     patients, problems, present = [], [], []
     for line, fields in rows:
         try:
-            patient = patient_fields(fields, today, guarded=bool((fields.get("guardianNif") or "").strip()))
+            child = not (fields.get("nif") or "").strip() and bool((fields.get("birthDate") or "").strip())
+            patient = patient_fields(fields, today, guarded=child or bool((fields.get("guardianNif") or "").strip()))
             if fields.get("guardianNif", "").strip():
                 patient["guardian_nif"] = normalise_nif(fields["guardianNif"])
                 if patient["guardian_nif"] not in known and patient["guardian_nif"] not in first_line_of:
@@ -216,18 +228,12 @@ class Clinic:
                    for row in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id")]
         return {**listed, "doctors": doctors}
 
-    def find_patient(self, nif_text, reader=None):
-        """The patient with this NIF, the read recorded for `reader` ("Access record")."""
-        row = self.conn().execute("SELECT * FROM live_patients WHERE nif = ?", (normalise_nif(nif_text),)).fetchone()
+    def find_patient(self, nif_text, reader):
+        """The patient with this NIF, through the one door: the read noted for `reader` ("A patient's identity")."""
+        row = self.conn().execute("SELECT id FROM live_patients WHERE nif = ?", (normalise_nif(nif_text),)).fetchone()
         if row is None:
             raise ClinicError("PATIENT_NOT_FOUND", "no patient with that nif")
-        self.seen(reader, "patient", [row["id"]])
-        return patient_of(row)
-
-    def seen(self, reader, kind, patient_ids):
-        """Record a read of these patients' data by `reader` (None: a read no one is shown)."""
-        if reader is not None:
-            self.access.note(reader, kind, patient_ids)
+        return identity(self, row["id"], reader, "patient")
 
     def register_patient(self, fields, source="api"):
         """A new patient from name, surname, birthDate, nif, phone texts; its id. A known NIF is a 409. At the
@@ -301,63 +307,71 @@ class Clinic:
 
     # Appointments: reading
 
-    def appointment(self, appointment_id, shape=APPOINTMENT_RECORD, reader=None):
-        """One live appointment as a record, or as the JSON text of `shape` (a SQL json_object over the
-        appointment `a`, its doctor `d` and patient `p`); a cancelled one is gone (410)."""
-        row = self.appointment_row(appointment_id, READ_CANCELLED, columns=f"a.patient_id, {shape} AS json")
-        self.seen(reader, "appointment", [row["patient_id"]])
-        return json.loads(row["json"]) if shape is APPOINTMENT_RECORD else row["json"]
+    def appointment(self, appointment_id, reader=None, kind="appointment", shape=APPOINTMENT_RECORD):
+        """One live appointment as a record, or as the JSON text of `shape`, who the patient is through the
+        one door (the read noted for `reader`; a record without who, when no one reads it); a cancelled one
+        is gone (410)."""
+        row = self.appointment_row(appointment_id, READ_CANCELLED, columns=f"a.patient_id, {shape.sql} AS json")
+        if reader is None and shape is APPOINTMENT_RECORD:
+            return json.loads(row["json"])
+        text = shaped(self, [(row["patient_id"], row["json"])], shape, reader, kind)
+        if not text:
+            raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+        return json.loads(text[0]) if shape is APPOINTMENT_RECORD else text[0]
 
-    def appointment_for_desk(self, appointment_id, reader=None):
+    def appointment_for_desk(self, appointment_id, reader):
         """One appointment, cancelled ones too (with when, why and by whom), and its history from the audit
         trail, oldest first: [{at, source, action}] ("Appointment records")."""
-        key = numeric_id(appointment_id)
-        row = None if key is None else self.conn().execute(
-            f"SELECT {APPOINTMENT_RECORD} AS json, a.cancelled_at, a.cancel_reason {APPOINTMENT_TABLES} WHERE a.id = ?",
-            (key,)).fetchone()
-        if row is None:
+        found = self.records("a.id = ?", [numeric_id(appointment_id)], reader, "appointment", cancelled=True)
+        if not found:
             raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
-        found = {**json.loads(row["json"]), "cancelled_at": row["cancelled_at"], "cancel_reason": row["cancel_reason"]}
-        self.seen(reader, "appointment", [found["patient_id"]])
-        found["history"] = [dict(event) for event in self.conn().execute(
+        found[0]["history"] = [dict(event) for event in self.conn().execute(
             "SELECT at, source, action FROM events WHERE entity = 'appointment' AND entity_id = ? ORDER BY id",
-            (str(key),))]
-        return found
+            (str(found[0]["id"]),))]
+        return found[0]
 
-    def cancelled_of(self, patient_id):
+    def cancelled_of(self, patient_id, reader):
         """A patient's cancelled appointments, the latest first, with when and why."""
-        return [{**json.loads(row["json"]), "cancelled_at": row["cancelled_at"], "cancel_reason": row["cancel_reason"]}
-                for row in self.conn().execute(
-                    f"SELECT {APPOINTMENT_RECORD} AS json, a.cancelled_at, a.cancel_reason {APPOINTMENT_TABLES}"
-                    " WHERE a.patient_id = ? AND a.status = 'cancelled' ORDER BY a.date DESC, a.time DESC",
-                    (numeric_id(patient_id),))]
+        return self.records("a.patient_id = ? AND a.status = 'cancelled'", [numeric_id(patient_id)], reader,
+                            "patient", cancelled=True, order="a.date DESC, a.time DESC")
 
-    def appointments(self, where, params, center_id=None, shape=APPOINTMENT_RECORD, for_caller=False):
+    def records(self, where, params, reader, kind, *, cancelled=False, order="a.date, a.time, a.doctor_id"):
+        """Appointment records matching `where` (SQL over `a`), with when and why for cancelled ones (included
+        when asked), who the patient is through the one door (the read noted for `reader` as `kind`)."""
+        rows = self.conn().execute(
+            f"SELECT a.patient_id, json_set({APPOINTMENT_FIELDS}, '$.cancelled_at', a.cancelled_at, '$.cancel_reason',"
+            f" a.cancel_reason) {APPOINTMENT_TABLES} WHERE {where}{'' if cancelled else ' AND a.status != ?'}"
+            f" ORDER BY {order}", [*params] if cancelled else [*params, "cancelled"]).fetchall()
+        return [json.loads(text) for text in shaped(self, rows, APPOINTMENT_RECORD, reader, kind)]
+
+    def appointments(self, where, params, reader=None, kind="day", center_id=None, shape=APPOINTMENT_RECORD,
+                     for_caller=False):
         """The live appointments matching `where` (SQL over `a`), sorted ("Lists"): records, or the JSON
-        array's text of `shape`, written by SQLite in one statement; `for_caller` leaves out those to call."""
+        array's text of `shape`; who each patient is through the one door, the read noted for `reader` as
+        `kind` (records without who, when no one reads them); `for_caller` leaves out those to call."""
         self.require_center(center_id)
         if for_caller:
             where = f"{where} AND NOT {TO_CALL}"
         if center_id is not None:
             where, params = where + " AND a.center_id = ?", [*params, center_id]
-        (text,) = self.conn().execute(  # the whole array in one step ("Lists")
-            f"SELECT '[' || coalesce(group_concat(json), '') || ']' FROM (SELECT {shape} AS json"
-            f" {APPOINTMENT_TABLES} WHERE a.status != 'cancelled' AND {where} ORDER BY a.date, a.time, a.doctor_id)",
-            params).fetchone()
+        rows = self.conn().execute(
+            f"SELECT a.patient_id, {shape.sql} AS json {APPOINTMENT_TABLES} WHERE a.status != 'cancelled' AND {where}"
+            " ORDER BY a.date, a.time, a.doctor_id", params).fetchall()
+        if reader is None and shape is APPOINTMENT_RECORD:
+            return [json.loads(row[1]) for row in rows]
+        text = "[" + ",".join(shaped(self, rows, shape, reader, kind)) + "]"
         return json.loads(text) if shape is APPOINTMENT_RECORD else text
 
-    def appointments_on(self, days, center_id=None, shape=APPOINTMENT_RECORD, reader=None, for_caller=False):
+    def appointments_on(self, days, reader, center_id=None, shape=APPOINTMENT_RECORD, for_caller=False):
         """The live appointments of these ISO days ("Lists"), but those to call when they are `for_caller`;
-        the patients shown recorded for `reader`."""
-        found = self.appointments(f"a.date IN ({','.join('?' * len(days))})", days, center_id, shape, for_caller)
-        if reader is not None:  # a list of records: what the desk and the CLI show
-            self.seen(reader, "day", [appointment["patient_id"] for appointment in found])
-        return found
+        the patients shown noted for `reader`."""
+        return self.appointments(f"a.date IN ({','.join('?' * len(days))})", days, reader, "day", center_id, shape,
+                                 for_caller)
 
     def patient_appointments(self, *, nif=None, phone=None, day=None, center_id=None, shape=APPOINTMENT_RECORD,
-                             reader=None):
+                             reader):
         """A patient's live appointments ("One route, two jobs"): found by NIF, else by phone;
-        on `day`, else from today on; the patients found recorded for `reader`."""
+        on `day`, else from today on; the patients found noted for `reader`."""
         self.require_center(center_id)
         nif, phone = normalise_nif(nif) if nif else None, parse_phone(phone) if phone else None
         patient_ids = []
@@ -368,8 +382,7 @@ class Clinic:
                 "SELECT id FROM live_patients WHERE phone_e164 = ?", (phone,))]
         where, params = ("a.date = ?", [day.isoformat()]) if day else ("a.date >= ?", [self.today().isoformat()])
         where += f" AND a.patient_id IN ({','.join('?' * len(patient_ids))})"
-        self.seen(reader, "search", patient_ids)
-        return self.appointments(where, [*params, *patient_ids], center_id, shape)
+        return self.appointments(where, [*params, *patient_ids], reader, "search", center_id, shape)
 
     # Appointments: changing
 
@@ -502,24 +515,25 @@ class Clinic:
             raise invalid("hours need a start and a later end, or neither for whole days", "hours", "end")
         return doctor_id, center_id, first.isoformat(), last.isoformat(), start, end
 
-    def covered_by(self, doctor_id, center_id, first, last, start, end):
-        """The live appointments a closure would cover (CLOSURE_COVERS, "To call"): each needs a call."""
+    def covered_by(self, doctor_id, center_id, first, last, start, end, reader=None):
+        """The live appointments a closure would cover (CLOSURE_COVERS, "To call"): each needs a call; who
+        each patient is when a `reader` is shown the list (a preview is a read)."""
         return self.appointments(  # the days bound the index's range; the rule is CLOSURE_COVERS
             f"a.date BETWEEN ?1 AND ?2 AND EXISTS (SELECT 1 FROM (SELECT ?1 AS date_from, ?2 AS date_to,"
             f" ?3 AS doctor_id, ?4 AS center_id, ?5 AS start_time, ?6 AS end_time) c WHERE {CLOSURE_COVERS})",
-            [first, last, doctor_id, center_id, start, end])
+            [first, last, doctor_id, center_id, start, end], reader, "preview")
 
     def add_closure(self, *, doctor_id=None, center_id=None, first, last=None, start=None, end=None, reason="",
-                    source="cli"):
+                    source="cli", reader=None):
         """Close a doctor (or everyone) at a center (or every one) for days or hours; its slots leave
-        availability at once. {"id", "covered": the live appointments it covers, for rebooking}."""
+        availability at once. {"id", "covered": the live appointments it covers, for rebooking, shown to `reader`}."""
         fields = self.closure_fields(doctor_id, center_id, first, last, start, end)
         at = self.clock()
         with self.db.transaction() as conn:
             row = written_row(conn, "INSERT INTO closures (doctor_id, center_id, date_from, date_to, start_time,"
                                     " end_time, reason) VALUES (?, ?, ?, ?, ?, ?, ?)", (*fields, reason or ""))
             record_event(conn, at, source, "closure.added", "closure", row["id"], after=row)
-        return {"id": str(row["id"]), "covered": self.covered_by(*fields)}
+        return {"id": str(row["id"]), "covered": self.covered_by(*fields, reader=reader)}
 
     def remove_closure(self, closure_id, source="cli"):
         """Remove a closure (one typed on the wrong date); its slots are offered again."""
@@ -541,45 +555,47 @@ class Clinic:
         return [{**dict(row), "hours": hours.get(row["id"], [])} for row in self.conn().execute(
             "SELECT id, name, speciality_id, retired_from FROM doctors ORDER BY name, id")]
 
-    def retire_doctor(self, doctor_id, day, source="cli"):
+    def retire_doctor(self, doctor_id, day, source="cli", reader=None):
         """No slot of this doctor is offered from `day` on; the live appointments left from then on
-        are returned for rebooking, never cancelled ("Staff desk")."""
+        are returned for rebooking (shown to `reader`), never cancelled ("Staff desk")."""
         at = self.clock()
         with self.db.transaction() as conn:
             before = dict(self.require_doctor(doctor_id))
             after = written_row(conn, "UPDATE doctors SET retired_from = ? WHERE id = ?", (day.isoformat(), doctor_id))
             record_event(conn, at, source, "doctor.retired", "doctor", doctor_id, before=before, after=after)
-        return self.appointments_from(doctor_id, day)
+        return self.appointments_from(doctor_id, day, reader)
 
-    def appointments_from(self, doctor_id, day):
-        """This doctor's live appointments from `day` on: those a retirement leaves to rebook."""
-        return self.appointments("a.doctor_id = ? AND a.date >= ?", [doctor_id, day.isoformat()])
+    def appointments_from(self, doctor_id, day, reader=None):
+        """This doctor's live appointments from `day` on: those a retirement leaves to rebook (a preview)."""
+        return self.appointments("a.doctor_id = ? AND a.date >= ?", [doctor_id, day.isoformat()], reader, "preview")
 
     # Patients, as the desk looks for them
 
-    def search_patients(self, text, reader=None):
-        """Patients by NIF, phone or name (up to 20), best matches first; those shown recorded for `reader`."""
-        found = self.patients_matching((text or "").strip())
-        self.seen(reader, "search", [patient["id"] for patient in found])
-        return found
+    def search_patients(self, text, reader):
+        """Patients by NIF, phone or name (up to 20), best matches first, through the one door (the read noted
+        for `reader`)."""
+        keys = self.patients_matching((text or "").strip())
+        found = identities(self, keys, reader, "search")
+        return [found[key] for key in keys if key in found]
 
     def patients_matching(self, text):
-        """Patients as reception types them ("Patient search"): a NIF (separators or none) or a phone (any
-        format) exactly; else every word, folded, within the name and surnames, in any order."""
+        """The ids of the patients as reception types them ("Patient search"): a NIF (separators or none, a
+        child's by their live guardian's) or a phone (any format) exactly; else every word, folded, within the
+        name and surnames, in any order."""
         if not text:
             return []
         found = []
         for where, value in (("nif = ?1 OR guardian_nif = ?1", self.quietly(normalise_nif, text)),
                              ("phone_e164 = ?1", self.quietly(parse_phone, text))):
             if value:
-                found += self.conn().execute(f"SELECT * FROM live_patients WHERE {where} ORDER BY nif IS NULL, id",
-                                             (value,)).fetchall()
+                found += [row[0] for row in self.conn().execute(
+                    f"SELECT id FROM live_patients WHERE {where} ORDER BY nif IS NULL, id LIMIT 20", (value,))]
         words = fold(text).split()
         if not found and words:
-            found = self.conn().execute(
-                "SELECT * FROM live_patients WHERE " + " AND ".join(["search LIKE ?"] * len(words))
-                + " ORDER BY search, id LIMIT 20", ["%" + word + "%" for word in words]).fetchall()
-        return [patient_of(row) for row in found]
+            found = [row[0] for row in self.conn().execute(
+                "SELECT id FROM live_patients WHERE " + " AND ".join(["search LIKE ?"] * len(words))
+                + " ORDER BY search, id LIMIT 20", ["%" + word + "%" for word in words])]
+        return list(dict.fromkeys(found))
 
     @staticmethod
     def quietly(parse, text):
@@ -588,25 +604,23 @@ class Clinic:
         except ClinicError:
             return None
 
-    def patient_by_id(self, patient_id):
-        """The patients row with this id (text or number); PATIENT_NOT_FOUND when none."""
+    def registered_as(self, patient_id, name):
+        """Whether the live patient with this id was registered with this name (a registration sent again)."""
+        return self.conn().execute("SELECT 1 FROM live_patients WHERE id = ? AND name = ?",
+                                   (numeric_id(patient_id), (name or "").strip())).fetchone() is not None
+
+    def require_patient(self, patient_id):
+        """The id (a number) of the live patient with this id (text or number); PATIENT_NOT_FOUND when none."""
         key = numeric_id(patient_id)
-        row = None if key is None else self.conn().execute("SELECT * FROM live_patients WHERE id = ?", (key,)).fetchone()
-        if row is None:
+        if key is None or self.conn().execute("SELECT 1 FROM live_patients WHERE id = ?", (key,)).fetchone() is None:
             raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
-        return row
+        return key
 
-    def access_of(self, patient_id, since=None):
-        """Who read this patient's data, oldest first, from the day `since` on ("Access record")."""
-        return self.access.of_patient(self.patient_by_id(patient_id)["id"], since)
-
-    def patient_record(self, patient_id, reader=None):
-        """A patient and their live appointments, the coming ones first, then the past; the read
-        recorded for `reader`."""
-        row = self.patient_by_id(patient_id)
-        key = row["id"]
-        self.seen(reader, "patient", [key])
-        appointments = self.appointments("a.patient_id = ?", [key])
+    def patient_record(self, patient_id, reader):
+        """A patient and their live appointments, the coming ones first, then the past, through the one door
+        (the read noted for `reader`)."""
+        patient = identity(self, self.require_patient(patient_id), reader, "patient")
+        appointments = self.appointments("a.patient_id = ?", [patient["id"]])
         today = self.today().isoformat()
         coming = [a for a in appointments if a["date"] >= today]
-        return {**patient_of(row), "appointments": coming + [a for a in appointments if a["date"] < today][::-1]}
+        return {**patient, "appointments": coming + [a for a in appointments if a["date"] < today][::-1]}

@@ -27,12 +27,10 @@ def mark_attendance(clinic, appointment_id, mark, source):
     return after
 
 
-def to_call(clinic, reader=None):
-    """Every live appointment from today on that needs a call ("To call"), soonest first; the patients
-    shown recorded for `reader`. An appointment leaves the list once moved or cancelled."""
-    found = clinic.appointments(f"a.date >= ? AND {TO_CALL}", [clinic.today().isoformat()])
-    clinic.seen(reader, "day", [appointment["patient_id"] for appointment in found])
-    return found
+def to_call(clinic, reader):
+    """Every live appointment from today on that needs a call ("To call"), soonest first; who the patients
+    are through the one door, the read noted for `reader`. An appointment leaves the list once moved or cancelled."""
+    return clinic.appointments(f"a.date >= ? AND {TO_CALL}", [clinic.today().isoformat()], reader, "day")
 
 
 def squeeze_in(clinic, *, day, time_text, doctor_id, patient_id, insurance_id=None, center_id=None, reason=None,

@@ -19,10 +19,11 @@ from .store import read_data_file, TEMPLATES
 from .staff import LOCK_AFTER, LOCK_MINUTES
 from .counter import mark_attendance, squeeze_in, to_call
 from .series import book_series, cancel_rest, parse_every, preview_series
-from .waitlist import add_waiting, end_waiting, fits, free_now, waiting, window_text
+from .waitlist import add_waiting, end_waiting, fits, free_now, named, waiting, window_text
+from .identity import identity, refused
 from .feeds import feeds, new_feed, revoke_feed
 from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request_erasure
-from .texts import refusal_fields, refusal_text, translator
+from .texts import refusal_fields, refusal_text, TEXTS, translator
 from .pages import copy_page, desk_template
 from .slots import Slot
 from .report import clinic_report
@@ -34,7 +35,7 @@ log = logging.getLogger("agenda")
 
 
 DESK_COOKIE, LOGIN_COOKIE, FLASH_COOKIE = "agenda_desk", "agenda_login", "agenda_flash"
-FLASH_CHARS = 240  # a flash message's most characters: quoted, it stays far below a cookie's 4 KB
+FLASH_BYTES = 1024  # a flash cookie holds keys, numbers and an id only: far below a cookie's 4 KB
 
 
 DESK_HEADERS = {
@@ -66,6 +67,7 @@ def desk_page(template, status=200, **values):
     flash = bottle.request.get_cookie(FLASH_COOKIE)
     if flash:
         bottle.response.delete_cookie(FLASH_COOKIE, path="/desk")
+        flash = flash_text(flash, t, desk)
     values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "quote": urllib.parse.quote,
               "urlencode": urllib.parse.urlencode, "error": None, "nif_of": functools.partial(nif_of, t), "wrong": {},
               **values}
@@ -73,7 +75,7 @@ def desk_page(template, status=200, **values):
     body = desk_template(template).render(**values)
     bottle.response.status = status
     bottle.response.content_type = "text/html; charset=utf-8"
-    return desk_template("layout").render(body=body, flash=urllib.parse.unquote(flash or ""), **values)
+    return desk_template("layout").render(body=body, flash=flash, **values)
 
 
 def dialled(e164):
@@ -109,14 +111,29 @@ def field_note(wrong, name):
     return f'<span class="wrong">{html.escape(wrong[name])}</span>' if name in wrong else ""
 
 
-def done(message, to):
-    """After a change: say what changed (on the next page, in FLASH_CHARS at most) and go back to `to`."""
+def done(to, *said, patient=None):
+    """After a change: say what changed on the next page and go back to `to`. `said` is (key of TEXTS,
+    {name: short value}) pairs; `patient` an id whose name the next page reads through the one door, so
+    the cookie holds nothing about a patient ("Staff desk")."""
     secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
-    if len(message) > FLASH_CHARS:
-        message = message[:FLASH_CHARS - 1] + "…"
-    bottle.response.set_cookie(FLASH_COOKIE, urllib.parse.quote(message), path="/desk", httponly=True,
-                               samesite="strict", secure=secure, max_age=60)
+    payload = urllib.parse.quote(json.dumps({"said": said, "patient": patient}, separators=(",", ":")))
+    if len(payload) <= FLASH_BYTES:
+        bottle.response.set_cookie(FLASH_COOKIE, payload, path="/desk", httponly=True, samesite="strict",
+                                   secure=secure, max_age=60)
     see_other(to)
+
+
+def flash_text(cookie, t, desk):
+    """The words of a flash cookie, the patient it names read through the one door for this receptionist;
+    '' for a cookie that is not one of ours."""
+    try:
+        payload = json.loads(urllib.parse.unquote(cookie))
+        said, patient = payload["said"], payload["patient"]
+        name = "" if patient is None or desk["name"] is None else \
+            identity(clinic(), patient, desk_source(), "change")["full_name"] or ""
+        return " ".join(t(key, **values, patient=name) for key, values in said if key in TEXTS)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, ClinicError):
+        return ""
 
 
 def see_other(path):
@@ -192,7 +209,7 @@ class DeskPlugin:
             return None
         accounts().refuse(desk["name"], f"{bottle.request.method} {rule}", f"desk:{desk['name']}")
         if "patient_id" in bottle.request.url_args:  # a patient's data refused: in the access record too
-            clinic().access.note(f"desk:{desk['name']}", "access", [bottle.request.url_args["patient_id"]], False)
+            refused(clinic(), f"desk:{desk['name']}", "access", [bottle.request.url_args["patient_id"]])
         return desk_error(403, translator(desk["lang"])("admin_only"))
 
 
@@ -431,9 +448,7 @@ def waiting_for(doctor, slot):
                                              channel="desk") if s.time == time_text]
     if not free or slot.get("squeeze"):
         return []
-    fitting = [entry for entry in waiting(clinic()) if fits(entry, free[0])]
-    clinic().seen(desk_source(), "day", [entry["patient_id"] for entry in fitting])
-    return fitting
+    return named(clinic(), [entry for entry in waiting(clinic()) if fits(entry, free[0])], desk_source())
 
 
 def desk_book():
@@ -449,11 +464,8 @@ def desk_book():
     except ClinicError as error:
         return desk_book_page(desk_refusal(error), status=status_of(error), wrong=desk_wrong_fields(error),
                               booked=error.extra.get("appointmentId"))
-    patient = clinic().patient_record(patient_id)
-    t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    full_name = " ".join(part for part in (patient["name"], patient["surname"]) if part)
-    done(t("booked_done", patient=full_name, date=format_date(day), time=time_text),
-         day_address(day, slot["centerId"]))
+    done(day_address(day, slot["centerId"]), ("booked_done", {"date": format_date(day), "time": time_text}),
+         patient=int(patient_id))
 
 
 def desk_patient_id(source):
@@ -463,10 +475,8 @@ def desk_patient_id(source):
     try:
         return clinic().register_patient(fields, source=source)
     except ClinicError as error:
-        known = clinic().search_patients(fields["nif"] or "") if error.code == "PATIENT_ALREADY_EXISTS" else []
-        if len(known) == 1 and known[0]["name"] == (fields["name"] or "") and \
-                str(known[0]["id"]) == error.extra["patientId"]:
-            return str(known[0]["id"])
+        if error.code == "PATIENT_ALREADY_EXISTS" and clinic().registered_as(error.extra["patientId"], fields["name"]):
+            return error.extra["patientId"]
         raise
 
 
@@ -507,7 +517,7 @@ def catalog_names(kind):
 
 def desk_move(appointment_id):
     """Move to the slot chosen: 'DD/MM/YYYY|HH:MM|DOCTOR|CENTER' from the move form's list."""
-    before = clinic().appointment(appointment_id)
+    before = clinic().appointment(appointment_id, None)
     try:
         parts = (form("slot") or "").split("|")
         if len(parts) != 4:
@@ -517,26 +527,23 @@ def desk_move(appointment_id):
                       source=desk_source())
     except ClinicError as error:
         return desk_appointment(appointment_id, desk_refusal(error), status_of(error))
-    t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("moved_done", patient=before["patient_name"], date=format_date(day), time=time_text),
-         day_address(day, parts[3] or None))
+    done(day_address(day, parts[3] or None), ("moved_done", {"date": format_date(day), "time": time_text}),
+         patient=before["patient_id"])
 
 
 def desk_cancel(appointment_id):
-    before = clinic().appointment(appointment_id)
+    before = clinic().appointment(appointment_id, None)
     clinic().cancel(appointment_id, reason=form("reason") or "cancelled at the desk", source=desk_source())
-    t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("cancelled_done", patient=before["patient_name"]), day_address(dt.date.fromisoformat(before["date"]),
-                                                                          before["center_id"]))
+    done(day_address(dt.date.fromisoformat(before["date"]), before["center_id"]), ("cancelled_done", {}),
+         patient=before["patient_id"])
 
 
 def desk_cancel_rest(appointment_id):
     """Cancel this session of a series and every later one ("Series")."""
-    before = clinic().appointment(appointment_id)
+    before = clinic().appointment(appointment_id, None)
     gone = cancel_rest(clinic(), appointment_id, form("reason") or "cancelled at the desk", desk_source())
-    t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("series_rest_done", count=len(gone), patient=before["patient_name"]),
-         f"/desk/patients/{before['patient_id']}")
+    done(f"/desk/patients/{before['patient_id']}", ("series_rest_done", {"count": len(gone)}),
+         patient=before["patient_id"])
 
 
 def desk_series():
@@ -555,11 +562,11 @@ def desk_series():
         if form("step") == "book":
             _, booked = book_series(clinic(), patient_id=slot["patientId"], insurance_id=form("insuranceId"),
                                     reason=form("reason"), nearest=bool(form("nearest")), source=desk_source(), **series)
-            return done(t("series_done", count=len(booked), patient=f"{patient['name']} {patient['surname'] or ''}".strip()),
-                        day_address(series["first"], slot["centerId"]))
+            return done(day_address(series["first"], slot["centerId"]), ("series_done", {"count": len(booked)}),
+                        patient=patient["id"])
         sessions, error = preview_series(clinic(), **series), None
     except ClinicError as refusal:
-        sessions, error, patient = [], desk_refusal(refusal), clinic().patient_record(slot["patientId"])
+        sessions, error, patient = [], desk_refusal(refusal), clinic().patient_record(slot["patientId"], desk_source())
     return desk_page("series", status=400 if error and not sessions else 200, slot=slot, asked=asked, patient=patient,
                      sessions=sessions, error=error, doctor=clinic().require_doctor(slot["doctorId"]),
                      typed={"reason": form("reason") or "", "insuranceId": form("insuranceId") or ""})
@@ -570,31 +577,29 @@ def invalid_count():
 
 
 def desk_confirm(appointment_id):
-    before = clinic().appointment(appointment_id)
+    before = clinic().appointment(appointment_id, None)
     clinic().confirm(appointment_id, True, source=desk_source())
-    t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("confirmed_done", patient=before["patient_name"]), day_address(dt.date.fromisoformat(before["date"]),
-                                                                          before["center_id"]))
+    done(day_address(dt.date.fromisoformat(before["date"]), before["center_id"]), ("confirmed_done", {}),
+         patient=before["patient_id"])
 
 
 def desk_attendance(appointment_id):
     """Mark what happened at the counter (arrived, seen, no_show; blank undoes) and go back to the day."""
     mark = form("mark")
     after = mark_attendance(clinic(), appointment_id, mark, desk_source())
-    before = clinic().appointment(appointment_id)
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     moment = dt.datetime.fromisoformat(after["arrived_at"]) if after["arrived_at"] else clinic().clock()
     moment = moment.astimezone(clinic().tz)
-    said = t("attendance_undone", patient=before["patient_name"]) if mark is None else \
-        t("attendance_done", patient=before["patient_name"], mark=t(mark, time=f"{moment:%H:%M}"))
-    done(said, form("back") if (form("back") or "").startswith("/desk/") else
-         day_address(dt.date.fromisoformat(before["date"]), before["center_id"]))
+    said = ("attendance_undone", {}) if mark is None else \
+        ("attendance_done", {"mark": t(mark, time=f"{moment:%H:%M}")})
+    done(form("back") if (form("back") or "").startswith("/desk/") else
+         day_address(dt.date.fromisoformat(after["date"]), after["center_id"]), said, patient=after["patient_id"])
 
 
 def desk_waitlist(error=None, status=200):
     """The waiting list, oldest first; the free slots of the next two weeks that fit someone waiting
     ("Waiting list"); a form to add a patient."""
-    entries = waiting(clinic(), reader=desk_source())
+    entries = named(clinic(), waiting(clinic()), desk_source())
     typed = {name: form(name) or "" for name in ("nif", "doctorId", "specialityId", "centerId", "dateFrom", "dateTo",
                                                  "timeFrom", "timeTo", "note")}
     return desk_page("waitlist", status=status, entries=entries, free=free_now(clinic(), entries), typed=typed,
@@ -615,12 +620,12 @@ def desk_add_waiting():
                     **window)
     except ClinicError as error:
         return desk_waitlist(desk_refusal(error), status_of(error))
-    done(t("waiting_added", patient=f"{patient['name']} {patient['surname'] or ''}".strip()), "/desk/waitlist")
+    done("/desk/waitlist", ("waiting_added", {}), patient=patient["id"])
 
 
 def desk_end_waiting(entry_id):
     end_waiting(clinic(), entry_id, "removed", desk_source())
-    done(translator(bottle.request.environ["agenda.desk"]["lang"])("waiting_removed"), "/desk/waitlist")
+    done("/desk/waitlist", ("waiting_removed", {}))
 
 
 def desk_report():
@@ -651,7 +656,7 @@ def desk_patient(patient_id, error=None, status=200, wrong=None):
         "name": patient["name"], "surname": patient["surname"] or "", "nif": patient["nif"],
         "phone": dialled(patient["phone"]), "birthDate": format_date(patient["birth_date"]) if patient["birth_date"] else ""}
     return desk_page("patient", status=status, patient=patient, typed=typed, error=error, wrong=wrong or {},
-                     cancelled=clinic().cancelled_of(patient["id"]), today=clinic().today().isoformat())
+                     cancelled=clinic().cancelled_of(patient["id"], desk_source()), today=clinic().today().isoformat())
 
 
 def desk_patient_book(patient_id):
@@ -671,21 +676,30 @@ def desk_correct_patient(patient_id):
         rectify(clinic(), patient_id, {name: form(name) or "" for name in RECTIFIABLE}, desk_source())
     except ClinicError as error:
         return desk_patient(patient_id, desk_refusal(error), status_of(error), desk_wrong_fields(error))
-    t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("patient_saved", patient=" ".join(filter(None, (form("name"), form("surname"))))),
-         f"/desk/patients/{int(patient_id)}")
+    done(f"/desk/patients/{int(patient_id)}", ("patient_saved", {}), patient=int(patient_id))
 
 
 def desk_patient_access(patient_id):
-    """Who has seen this patient's data (admins only): the access record, newest first ("Access record")."""
-    patient = clinic().patient_by_id(patient_id)
-    clinic().seen(desk_source(), "access", [patient["id"]])
-    records = clinic().access_of(patient["id"])[::-1]
-    zone = clinic().tz
-    for record in records:
-        moment = dt.datetime.fromisoformat(record["at"]).astimezone(zone)
-        record["when"] = f"{format_date(moment.date())} {moment:%H:%M}"
-    return desk_page("access", patient=dict(patient), records=records)
+    """Who has seen this patient's data (admins only): a row a reader, the latest first; a reader's days a
+    click away (?reader=) ("Access record")."""
+    patient = identity(clinic(), patient_id, desk_source(), "access")
+    reader = query_text("reader")
+    days = clinic().access.of_patient(patient["id"], reader=reader)[::-1] if reader else None
+    return desk_page("access", patient=patient, readers=clinic().access.readers_of(patient["id"]), reader=reader,
+                     days=days, when=functools.partial(local_moment, clinic().tz))
+
+
+def local_moment(zone, moment):
+    """DD/MM/YYYY HH:MM of an aware moment in the clinic's zone."""
+    local = moment.astimezone(zone)
+    return f"{format_date(local.date())} {local:%H:%M}"
+
+
+def desk_access():
+    """The record of reads of the last 30 days (?days=), summarised by reader and by patient, ids only (admins)."""
+    days = int(query_text("days")) if (query_text("days") or "").isdigit() else 30
+    summary = clinic().access.summary(clinic().today() - dt.timedelta(days=min(days, 3650)))
+    return desk_page("access_summary", summary=summary, days=days, when=functools.partial(local_moment, clinic().tz))
 
 
 def desk_patient_copy(patient_id):
@@ -703,18 +717,16 @@ def desk_patient_copy(patient_id):
 
 def desk_erase_page(patient_id):
     """What an erasure request would do, to confirm (admins only)."""
-    preview = erasure_preview(clinic(), patient_id)
-    return desk_page("erase", patient=dict(clinic().patient_by_id(patient_id)), preview=preview,
-                     today=clinic().today())
+    preview = erasure_preview(clinic(), patient_id, desk_source())
+    return desk_page("erase", patient=preview["patient"], preview=preview, today=clinic().today())
 
 
 def desk_erase(patient_id):
     """Record the erasure request: the coming appointments cancelled, the patient blocked ("Erasure and retention")."""
-    result = request_erasure(clinic(), patient_id, desk_source())
-    t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done_text = t("erased_now") if result["anonymised"] else t("erased_blocked",
-                                                                 date=format_date(result["erasable_from"]))
-    done(t("erasure_done", count=len(result["cancelled"])) + " " + done_text, "/desk/patients")
+    result = request_erasure(clinic(), patient_id, desk_source(), desk_source())
+    done("/desk/patients", ("erasure_done", {"count": len(result["cancelled"])}),
+         ("erased_now", {}) if result["anonymised"] else
+         ("erased_blocked", {"date": format_date(result["erasable_from"])}))
 
 
 def desk_closures(error=None, status=200, covered=None):
@@ -734,13 +746,13 @@ def desk_add_closure():
             "last": lambda: parse_date(form("dateTo"), "dateTo") if form("dateTo") else None,
             "start": lambda: parse_time(form("start"), "start") if form("start") else None,
             "end": lambda: parse_time(form("end"), "end") if form("end") else None})
-        covered = clinic().covered_by(*clinic().closure_fields(**fields))
+        covered = clinic().covered_by(*clinic().closure_fields(**fields), reader=desk_source())
         if covered and not form("confirmed"):
             return desk_closures(covered=covered)
         clinic().add_closure(**fields, reason=form("reason") or "", source=desk_source())
     except ClinicError as error:
         return desk_closures(desk_refusal(error), status_of(error))
-    done(translator(bottle.request.environ["agenda.desk"]["lang"])("closure_done"), "/desk/closures")
+    done("/desk/closures", ("closure_done", {}))
 
 
 def desk_remove_closure_page(closure_id):
@@ -753,7 +765,7 @@ def desk_remove_closure_page(closure_id):
 
 def desk_remove_closure(closure_id):
     clinic().remove_closure(closure_id, source=desk_source())
-    done(translator(bottle.request.environ["agenda.desk"]["lang"])("closure_removed"), "/desk/closures")
+    done("/desk/closures", ("closure_removed", {}))
 
 
 def desk_doctors(error=None, status=200, left=None, made=None):
@@ -780,14 +792,13 @@ def desk_retire(doctor_id):
     try:
         day = parse_date(form("date") or "", "date")
         doctor = clinic().require_doctor(doctor_id)
-        left = clinic().appointments_from(doctor_id, day)
+        left = clinic().appointments_from(doctor_id, day, desk_source())
         if not form("confirmed"):
             return desk_doctors(left={"doctor": dict(doctor), "date": format_date(day), "appointments": left})
         clinic().retire_doctor(doctor_id, day, source=desk_source())
     except ClinicError as error:
         return desk_doctors(desk_refusal(error), status_of(error))
-    t = translator(bottle.request.environ["agenda.desk"]["lang"])
-    done(t("retired_done", doctor=doctor["name"], date=format_date(day)), "/desk/doctors")
+    done("/desk/doctors", ("retired_done", {"doctor": doctor["name"], "date": format_date(day)}))
 
 
 def desk_stylesheet():
@@ -839,6 +850,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/patients/<patient_id:int>", desk_correct_patient, DESK),
     ("GET", "/desk/patients/<patient_id:int>/book", desk_patient_book, DESK),
     ("GET", "/desk/patients/<patient_id:int>/access", desk_patient_access, ADMIN),
+    ("GET", "/desk/access", desk_access, ADMIN),
     ("GET", "/desk/patients/<patient_id:int>/copy", desk_patient_copy, ADMIN),
     ("GET", "/desk/patients/<patient_id:int>/erase", desk_erase_page, ADMIN),
     ("POST", "/desk/patients/<patient_id:int>/erase", desk_erase, ADMIN),

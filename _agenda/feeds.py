@@ -3,14 +3,17 @@ appointments, written with the icalendar library; what an event shows is the cli
 
 import datetime as dt
 import hashlib
+import re
 import secrets
 
 import icalendar
 
 from .values import ClinicError, months_after
 from .store import record_event, utc_iso
+from .identity import identities
 
 FEED_MONTHS = 18  # how far ahead a feed reaches: the desk's default horizon
+FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]+")  # RFC 5545's CONTROL: no value may hold one
 
 
 def token_hash(token):
@@ -55,41 +58,47 @@ def feed_calendar(clinic, token):
     today = clinic.today()
     rows = clinic.conn().execute(
         "SELECT a.id, a.date, a.time, a.end_time, a.status, a.reason, a.updated_at, a.squeezed, a.patient_id,"
-        " c.name AS center_name, p.name, p.surname FROM appointments a JOIN live_patients p ON p.id = a.patient_id"
+        " c.name AS center_name FROM appointments a JOIN live_patients p ON p.id = a.patient_id"
         " LEFT JOIN centers c ON c.id = a.center_id WHERE a.doctor_id = ? AND a.status != 'cancelled'"
         " AND a.date BETWEEN ? AND ? ORDER BY a.date, a.time",
         (found["id"], today.isoformat(), months_after(today, FEED_MONTHS).isoformat())).fetchall()
     shows = clinic.settings.feed_shows
-    if shows != "time":
-        clinic.seen(f"feed:{found['id']}", "day", [row["patient_id"] for row in rows])
+    people = {} if shows == "time" else identities(clinic, [row["patient_id"] for row in rows], f"feed:{found['id']}",
+                                                   "feed")
     calendar = icalendar.Calendar()
     calendar.add("prodid", "-//Agenda//doctor feed//ES")
     calendar.add("version", "2.0")
     calendar.add("x-wr-calname", f"Agenda · {found['name']}")
     calendar.add("refresh-interval", dt.timedelta(minutes=15), parameters={"VALUE": "DURATION"})
     for row in rows:
-        calendar.add_component(feed_event(row, clinic.tz, shows))
+        calendar.add_component(feed_event(row, clinic.tz, shows, people.get(row["patient_id"])))
     calendar.add_missing_timezones()
     return calendar.to_ical()
 
 
-def feed_event(row, zone, shows):
-    """One appointment as a VEVENT: its number and time, its center; the name and reason as `shows` says."""
+def calendar_text(text):
+    """A value as RFC 5545 allows it: every control character (a tab kept) a space."""
+    return FORBIDDEN.sub(" ", text).strip()
+
+
+def feed_event(row, zone, shows, person):
+    """One appointment as a VEVENT: its number and time, its center; the patient's name (`person`, from the
+    one door) and the reason as `shows` says."""
     day = dt.date.fromisoformat(row["date"])
     start, end = (dt.datetime.combine(day, dt.time.fromisoformat(text), tzinfo=zone)
                   for text in (row["time"], row["end_time"]))
     summary = f"Cita {row['id']}" + (" (sobrecita)" if row["squeezed"] else "")
-    if shows in ("names", "reasons"):
-        summary += " · " + " ".join(part for part in (row["name"], row["surname"]) if part)
+    if shows in ("names", "reasons") and person is not None:
+        summary += " · " + (person["full_name"] or "")
     event = icalendar.Event()
     event.add("uid", f"appointment-{row['id']}@agenda")
     event.add("dtstamp", dt.datetime.fromisoformat(row["updated_at"]))
     event.add("dtstart", start)
     event.add("dtend", end)
-    event.add("summary", summary)
+    event.add("summary", calendar_text(summary))
     event.add("status", "CONFIRMED" if row["status"] == "confirmed" else "TENTATIVE")
     if row["center_name"]:
-        event.add("location", row["center_name"])
+        event.add("location", calendar_text(row["center_name"]))
     if shows == "reasons" and row["reason"]:
-        event.add("description", f"Motivo: {row['reason']}")
+        event.add("description", calendar_text(f"Motivo: {row['reason']}"))
     return event

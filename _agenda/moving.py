@@ -11,7 +11,9 @@ from .values import (ClinicError, format_date, hhmm, minutes_of, normalise_nif, 
                      patient_fields, sheet_csv)
 from .store import INSERT_PATIENT, patient_row, record_event, written_row
 from .slots import overlapping, read_schedule
+from .identity import identities
 from .booking import admit, Visit
+from .rights import identifiers, scrubbed
 from .imports import CATALOG_COLUMNS, read_table_file
 
 EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.jsonl")
@@ -24,29 +26,49 @@ APPOINTMENT_COLUMNS = ("date", "time", "duration", "doctor", "center", "nif", "n
 # Moving out: the export
 
 def export_agenda(clinic, folder, reader):
-    """Write the agenda into `folder` (made 0700 when new; its files must not exist), every file 0600
-    from its first byte; the patients shown recorded for `reader`. {file: rows written, "blocked": N}."""
+    """Write the agenda into `folder` (made 0700 when new; none of its files, nor any link, may be there),
+    every file 0600 from its first byte; who the patients are through the one door (the read noted for
+    `reader`); the blocked left out of every file. {file: rows written, "blocked": N, "events_left_out": N}."""
     folder = Path(folder)
-    taken = [name for name in EXPORT_FILES if (folder / name).exists()]
-    if taken:
-        raise ClinicError("INVALID_REQUEST", f"{folder} already holds {', '.join(taken)}; give an empty folder",
-                          "empty_folder")
+    refuse_unsafe_folder(folder)
     conn = clinic.conn()
-    patients = conn.execute("SELECT * FROM live_patients ORDER BY id").fetchall()
-    texts = {"catalogs.csv": catalog_rows(conn), "patients.csv": [patient_line(row) for row in patients],
-             "appointments.csv": appointment_lines(conn), "events.jsonl": event_lines(conn)}
+    people = identities(clinic, [row[0] for row in conn.execute("SELECT id FROM live_patients ORDER BY id")],
+                        reader, "export")
+    events, left_out = event_lines(conn)
+    texts = {"catalogs.csv": catalog_rows(conn), "patients.csv": [patient_line(person) for person in people.values()],
+             "appointments.csv": appointment_lines(conn, people), "events.jsonl": events}
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for name, rows in texts.items():
-        header = {"catalogs.csv": CATALOG_COLUMNS, "patients.csv": PATIENT_COLUMNS,
-                  "appointments.csv": APPOINTMENT_COLUMNS}.get(name)
-        write_private(folder / name, sheet_csv(header, rows) if header else "".join(rows))
-    clinic.seen(reader, "export", [row["id"] for row in patients])
+    written = []
+    try:
+        for name, rows in texts.items():
+            header = {"catalogs.csv": CATALOG_COLUMNS, "patients.csv": PATIENT_COLUMNS,
+                      "appointments.csv": APPOINTMENT_COLUMNS}.get(name)
+            write_private(folder / name, sheet_csv(header, rows) if header else "".join(rows))
+            written.append(folder / name)
+    except OSError as error:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise ClinicError("INVALID_REQUEST", f"could not write {folder}: {error.strerror}; nothing was exported",
+                          "export_folder") from None
     blocked = conn.execute("SELECT count(*) FROM patients WHERE blocked_at IS NOT NULL").fetchone()[0]
-    return {**{name: len(rows) for name, rows in texts.items()}, "blocked": blocked}
+    return {**{name: len(rows) for name, rows in texts.items()}, "blocked": blocked, "events_left_out": left_out}
+
+
+def refuse_unsafe_folder(folder):
+    """Refuse, before a byte is written, a folder that is a link, holds a link, or holds a file of the export."""
+    if folder.is_symlink():
+        raise ClinicError("INVALID_REQUEST", f"{folder} is a link: give a real, empty folder", "export_folder")
+    if not folder.exists():
+        return
+    links = sorted(path.name for path in folder.iterdir() if path.is_symlink())
+    taken = [name for name in EXPORT_FILES if os.path.lexists(folder / name)]
+    if links or taken:
+        what = f"links ({', '.join(links)})" if links else ", ".join(taken)
+        raise ClinicError("INVALID_REQUEST", f"{folder} already holds {what}; give an empty folder", "empty_folder")
 
 
 def write_private(path, text):
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as file:
         file.write(text)
 
@@ -86,25 +108,49 @@ def doctor_rows(conn, doctor):
     return rows
 
 
-def patient_line(row):
-    return (row["name"], row["surname"] or "", format_date(row["birth_date"]) if row["birth_date"] else "",
-            row["nif"] or "", row["phone_e164"] or row["phone"] or "", row["guardian_nif"] or "")
+def patient_line(person):
+    """A patient as import-patients reads them: a child of an erased guardian with no guardian at all."""
+    return (person["name"], person["surname"] or "", format_date(person["birth_date"]) if person["birth_date"] else "",
+            person["nif"] or "", person["phone"] or "", person["guardian_nif"] or "")
 
 
-def appointment_lines(conn):
-    """Every appointment of a patient not blocked, cancelled ones too, in the import's format."""
+def appointment_lines(conn, people):
+    """Every appointment of a patient shown (`people`, from the one door), cancelled ones too, in the
+    import's format."""
+    rows = conn.execute("SELECT a.* FROM appointments a JOIN live_patients p ON p.id = a.patient_id"
+                        " ORDER BY a.date, a.time, a.doctor_id, a.id")
     return [(format_date(a["date"]), a["time"], str(minutes_of(a["end_time"]) - minutes_of(a["time"])), a["doctor_id"],
-             a["center_id"] or "", a["nif"] or "", a["name"], a["surname"] or "", a["phone_e164"] or a["phone"] or "",
-             a["reason"] or "", a["insurance_id"] or "", a["status"]) for a in conn.execute(
-        "SELECT a.*, p.nif, p.name, p.surname, p.phone, p.phone_e164 FROM appointments a"
-        " JOIN live_patients p ON p.id = a.patient_id ORDER BY a.date, a.time, a.doctor_id, a.id")]
+             a["center_id"] or "", person["nif"] or "", person["name"], person["surname"] or "",
+             person["phone"] or "", a["reason"] or "", a["insurance_id"] or "", a["status"])
+            for a in rows if (person := people.get(a["patient_id"])) is not None]
+
+
+# Events about a blocked patient: theirs, and those of their appointments, waiting entries and series.
+BLOCKED_EVENT = """(e.entity = 'patient' AND e.entity_id IN (SELECT CAST(id AS TEXT) FROM blocked))
+    OR (e.entity = 'appointment' AND e.entity_id IN (SELECT CAST(a.id AS TEXT) FROM appointments a JOIN blocked b
+                                                      ON b.id = a.patient_id))
+    OR (e.entity = 'waitlist' AND e.entity_id IN (SELECT CAST(w.id AS TEXT) FROM waitlist w JOIN blocked b
+                                                   ON b.id = w.patient_id))
+    OR (e.entity = 'series' AND e.entity_id IN (SELECT CAST(s.id AS TEXT) FROM series s JOIN blocked b
+                                                 ON b.id = s.patient_id))"""
 
 
 def event_lines(conn):
-    """The audit trail, one JSON object a line, its before and after as objects."""
-    return [json.dumps({**dict(row), "before": json.loads(row["before"] or "null"),
-                        "after": json.loads(row["after"] or "null")}, ensure_ascii=False) + "\n"
-            for row in conn.execute("SELECT * FROM events ORDER BY id")]
+    """The audit trail, one JSON object a line, its before and after as objects, but every event about a
+    blocked patient, and a blocked guardian's NIF and phone where a child's events hold them: (lines, how
+    many events were left out)."""
+    private = identifiers(conn, [row[0] for row in conn.execute("SELECT id FROM patients WHERE blocked_at IS NOT NULL")])
+    rows = conn.execute(
+        f"WITH blocked AS (SELECT id FROM patients WHERE blocked_at IS NOT NULL) SELECT e.*, {BLOCKED_EVENT} AS"
+        " about_blocked, e.entity = 'patient' AND e.entity_id IN (SELECT CAST(c.id AS TEXT) FROM patients c JOIN"
+        " blocked b ON b.id = c.guardian_id) AS about_their_child FROM events e ORDER BY e.id").fetchall()
+    lines = [json.dumps({**{key: row[key] for key in row.keys() if key not in ("about_blocked", "about_their_child")},
+                         "before": json.loads(scrubbed(row["before"], private if row["about_their_child"] else set())
+                                              or "null"),
+                         "after": json.loads(scrubbed(row["after"], private if row["about_their_child"] else set())
+                                             or "null")},
+                        ensure_ascii=False) + "\n" for row in rows if not row["about_blocked"]]
+    return lines, len(rows) - len(lines)
 
 
 # Moving in: an old system's appointments
@@ -215,11 +261,17 @@ def find_or_plan_patient(conn, fields, created, today):
             created[nif] = patient_fields(fields, today)
         return None, nif
     phone = parse_phone(fields["phone"]) if fields.get("phone", "").strip() else None
-    found = conn.execute("SELECT id FROM live_patients WHERE phone_e164 = ? AND lower(name) = lower(?)",
-                         (phone, fields.get("name", "").strip())).fetchall() if phone else []
+    name, surname = fields.get("name", "").strip(), fields.get("surname", "").strip()
+    if phone:
+        found = conn.execute("SELECT id FROM live_patients WHERE phone_e164 = ? AND lower(name) = lower(?)",
+                             (phone, name)).fetchall()
+    else:  # a child without a NIF or a phone of their own: by name and surname among those without a NIF
+        found = conn.execute("SELECT id FROM live_patients WHERE nif IS NULL AND lower(name) = lower(?) AND"
+                             " lower(coalesce(surname, '')) = lower(?)", (name, surname)).fetchall()
     if len(found) != 1:
-        raise ClinicError("INVALID_REQUEST", "no NIF, and no one patient here with that name and phone: "
-                                             "give the patient's NIF", "patient_by_phone", "nif")
+        raise ClinicError("INVALID_REQUEST", "no NIF, and no one patient here with that name and phone (or, with no "
+                                             "phone, that name and surname): give the patient's NIF",
+                          "patient_by_phone", "nif")
     return found[0][0], None
 
 

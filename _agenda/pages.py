@@ -31,7 +31,8 @@ COPY_WORDS = {  # the patient's copy is in Spanish: what a patient reads of the 
                 "patient.rectified": "datos corregidos"},
     "kinds": {"patient": "su ficha", "appointment": "una cita", "search": "una búsqueda", "day": "la lista del día",
               "print": "el día impreso", "export": "una copia de sus datos", "blocked": "su ficha bloqueada",
-              "access": "este registro"},
+              "access": "este registro", "preview": "una lista antes de un cambio", "change": "un cambio en su cita",
+              "feed": "el calendario de su médico"},
 }
 
 

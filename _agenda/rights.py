@@ -7,7 +7,8 @@ import json
 from .values import ClinicError, format_date, numeric_id, patient_fields
 from .store import record_event, searched_name, utc_iso, written_row
 from .access import KEEP_DAYS
-from .clinic import APPOINTMENT_RECORD
+from .identity import identity, opened
+from .clinic import APPOINTMENT_FIELDS
 
 ERASED_NAME = "Anonimizado"
 # What identifies a patient, wherever a row or an event holds it; replaced when the period ends.
@@ -23,25 +24,26 @@ def years_after(day, years):
         return day.replace(year=day.year + years, day=28)
 
 
-def stored_patient(conn, patient_id):
-    """The patients row, blocked or not; PATIENT_NOT_FOUND when there is none."""
+def live_key(conn, patient_id):
+    """The id of a patient not blocked; PATIENT_NOT_FOUND when there is none, or they are blocked."""
     key = numeric_id(patient_id)
-    row = None if key is None else conn.execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()
+    row = None if key is None else conn.execute("SELECT id FROM patients WHERE id = ? AND blocked_at IS NULL",
+                                                (key,)).fetchone()
     if row is None:
         raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
-    return row
+    return row["id"]
 
 
 # Erasure: blocked first, anonymised when the retention period ends
 
-def request_erasure(clinic, patient_id, source):
+def request_erasure(clinic, patient_id, source, reader):
     """Record an erasure request: the coming appointments cancelled, the patient blocked until the
-    retention period ends (or anonymised now when it already has). What was done, as a dict."""
+    retention period ends (or anonymised now when it already has). What was done, as a dict, with the NIF
+    to forward to the caller's platform (read by `reader` through the one door, before the block)."""
     at, now = clinic.clock(), clinic.clock().astimezone(clinic.tz)
+    nif = identity(clinic, patient_id, reader, "change")["nif"]
     with clinic.db.transaction() as conn:
-        row = stored_patient(conn, patient_id)
-        if row["blocked_at"] is not None:
-            raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+        row = {"id": live_key(conn, patient_id)}
         coming = coming_appointments(conn, row["id"], now)
         for appointment in coming:
             clinic.cancelled(conn, appointment, at, ERASURE_REASON, "appointment.cancelled", source)
@@ -50,23 +52,35 @@ def request_erasure(clinic, patient_id, source):
                      (utc_iso(at), until.isoformat(), row["id"]))
         conn.execute("UPDATE waitlist SET ended_at = ?, ended_why = 'erased' WHERE patient_id = ? AND ended_at IS NULL",
                      (utc_iso(at), row["id"]))
+        forget_guardian(conn, row["id"], at, source)
         record_event(conn, at, source, "patient.erasure_requested", "patient", row["id"],
                      after={"erasableFrom": until.isoformat(), "cancelled": [a["id"] for a in coming]})
         anonymised = until <= now.date()
         if anonymised:
             anonymise(conn, row["id"], at, source)
-    return {"patient_id": row["id"], "nif": row["nif"], "cancelled": coming, "erasable_from": until,
+    return {"patient_id": row["id"], "nif": nif, "cancelled": coming, "erasable_from": until,
             "anonymised": anonymised}
 
 
-def erasure_preview(clinic, patient_id):
-    """What an erasure request would do, changing nothing: {patient_id, cancelled, erasable_from}."""
+def forget_guardian(conn, guardian_id, at, source):
+    """Inside an erasure: the guardian's phone, copied to their children when they were registered, leaves the
+    children's rows, so that no answer or search reaches the erased through a child ("A patient's identity")."""
+    children = [row[0] for row in conn.execute(
+        "UPDATE patients SET phone = NULL, phone_e164 = NULL WHERE guardian_id = ?1 AND blocked_at IS NULL AND"
+        " (phone_e164 = (SELECT phone_e164 FROM patients WHERE id = ?1) OR phone = (SELECT phone FROM patients"
+        " WHERE id = ?1)) RETURNING id", (guardian_id,))]
+    for child in children:
+        record_event(conn, at, source, "patient.guardian_erased", "patient", child,
+                     after={"guardianId": guardian_id, "phoneCleared": True})
+
+
+def erasure_preview(clinic, patient_id, reader):
+    """What an erasure request would do, changing nothing: {patient (through the one door, the read noted for
+    `reader`), patient_id, cancelled, erasable_from}."""
     now, conn = clinic.clock().astimezone(clinic.tz), clinic.conn()
-    row = stored_patient(conn, patient_id)
-    if row["blocked_at"] is not None:
-        raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
-    return {"patient_id": row["id"], "cancelled": coming_appointments(conn, row["id"], now),
-            "erasable_from": erasable_from(conn, row["id"], now.date(), clinic.settings.retention_years)}
+    person = identity(clinic, live_key(conn, patient_id), reader, "preview")
+    return {"patient": person, "patient_id": person["id"], "cancelled": coming_appointments(conn, person["id"], now),
+            "erasable_from": erasable_from(conn, person["id"], now.date(), clinic.settings.retention_years)}
 
 
 def coming_appointments(conn, patient_id, now):
@@ -87,7 +101,9 @@ def erasable_from(conn, patient_id, today, years):
 
 def anonymise(conn, patient_id, at, source):
     """Inside a transaction: replace who the patient is, in their row, their appointments' reasons and
-    every event about them, keeping the appointments for the clinic's counts."""
+    every event about them (and their NIF and phone wherever a child's events hold them), keeping the
+    appointments for the clinic's counts."""
+    private = identifiers(conn, [patient_id])  # written over, never shown
     conn.execute("UPDATE patients SET name = ?, surname = NULL, birth_date = NULL, nif = ?, phone = NULL,"
                  " phone_e164 = NULL, anonymised_at = ?, search = ? WHERE id = ?",
                  (ERASED_NAME, f"ANON-{patient_id}", utc_iso(at), searched_name(ERASED_NAME, None), patient_id))
@@ -99,16 +115,30 @@ def anonymise(conn, patient_id, at, source):
         (str(patient_id), patient_id)).fetchall()
     conn.executemany("UPDATE events SET before = ?, after = ? WHERE id = ?",
                      [(scrubbed(event["before"]), scrubbed(event["after"]), event["id"]) for event in events])
+    children = conn.execute("SELECT id, before, after FROM events WHERE entity = 'patient' AND entity_id IN"
+                            " (SELECT CAST(id AS TEXT) FROM patients WHERE guardian_id = ?)", (patient_id,)).fetchall()
+    conn.executemany("UPDATE events SET before = ?, after = ? WHERE id = ?",
+                     [(scrubbed(event["before"], private), scrubbed(event["after"], private), event["id"])
+                      for event in children])
     record_event(conn, at, source, "patient.anonymised", "patient", patient_id)
 
 
-def scrubbed(stored):
-    """An event's stored JSON with every identifying field emptied."""
+def identifiers(conn, patient_ids):
+    """The NIFs and phones of these patients, as stored: what no line about anyone else may carry of them."""
+    marks = ",".join("?" * len(patient_ids))
+    return {value for row in conn.execute(f"SELECT nif, phone, phone_e164 FROM patients WHERE id IN ({marks})",
+                                          list(patient_ids)) for value in row if value}
+
+
+def scrubbed(stored, found=None):
+    """An event's stored JSON with every identifying field emptied; with `found`, only the values in it."""
     if stored is None:
         return None
     values = json.loads(stored)
-    if isinstance(values, dict):
+    if isinstance(values, dict) and found is None:
         values.update({key: None for key in IDENTITY if key in values})
+    elif isinstance(values, dict):
+        values.update({key: None for key, value in values.items() if isinstance(value, str) and value in found})
     return json.dumps(values, ensure_ascii=False)
 
 
@@ -134,52 +164,40 @@ def retention_run(clinic, source):
 
 def patient_copy(clinic, patient_id, reader, why=None):
     """Everything Agenda holds about one patient: details, every appointment (cancelled ones too), the
-    change history and the access record; the read recorded. A blocked patient only with `why`."""
-    conn = clinic.conn()
-    row = stored_patient(conn, patient_id)
-    if row["blocked_at"] is not None:
-        open_blocked(clinic, row, reader, why)
-    clinic.seen(reader, "export", [row["id"]])
+    change history and the record of reads, through the one door (a blocked patient only with `why`)."""
+    conn, person = clinic.conn(), opened(clinic, patient_id, reader, why)
     appointments = [json.loads(text) for (text,) in conn.execute(
-        f"SELECT {APPOINTMENT_RECORD} FROM appointments a"
-        " JOIN doctors d ON d.id = a.doctor_id JOIN patients p ON p.id = a.patient_id"
-        " WHERE a.patient_id = ? ORDER BY a.date, a.time", (row["id"],))]
+        f"SELECT {APPOINTMENT_FIELDS} FROM appointments a JOIN doctors d ON d.id = a.doctor_id"
+        " WHERE a.patient_id = ? ORDER BY a.date, a.time", (person["id"],))]
+    private = erased_guardian(conn, person["id"])
     history = [{"at": event["at"], "source": event["source"], "action": event["action"], "entity": event["entity"],
-                "id": event["entity_id"], "before": json.loads(event["before"] or "null"),
-                "after": json.loads(event["after"] or "null")} for event in conn.execute(
+                "id": event["entity_id"], "before": json.loads(scrubbed(event["before"], private) or "null"),
+                "after": json.loads(scrubbed(event["after"], private) or "null")} for event in conn.execute(
         "SELECT * FROM events WHERE (entity = 'patient' AND entity_id = ?) OR (entity = 'appointment' AND entity_id"
         " IN (SELECT CAST(id AS TEXT) FROM appointments WHERE patient_id = ?)) ORDER BY id",
-        (str(row["id"]), row["id"]))]
+        (str(person["id"]), person["id"]))]
     waiting = [dict(entry) for entry in conn.execute("SELECT * FROM waitlist WHERE patient_id = ? ORDER BY id",
-                                                     (row["id"],))]
-    return {"generatedAt": utc_iso(clinic.clock()), "patient": patient_details(row), "appointments": appointments,
-            "waitingList": waiting, "history": history, "accesses": clinic.access.of_patient(row["id"])}
+                                                     (person["id"],))]
+    accesses = [{**read, "first": utc_iso(read["first"]), "last": utc_iso(read["last"])}
+                for read in clinic.access.of_patient(person["id"])]
+    return {"generatedAt": utc_iso(clinic.clock()), "patient": patient_details(person), "appointments": appointments,
+            "waitingList": waiting, "history": history, "accesses": accesses}
 
 
-def event_source(reader):
-    """The audit trail's source for a reader: the CLI's login is the access record's alone."""
-    return "cli" if reader.startswith("cli") else reader
+def erased_guardian(conn, patient_id):
+    """The NIF and phone of the patient's guardian when the guardian was erased (none else): what the
+    child's own history must not show of them."""
+    row = conn.execute("SELECT g.id FROM patients p JOIN patients g ON g.id = p.guardian_id WHERE p.id = ?"
+                       " AND g.blocked_at IS NOT NULL", (patient_id,)).fetchone()
+    return identifiers(conn, [row[0]]) if row else set()
 
 
-def patient_details(row):
-    return {"id": row["id"], "name": row["name"], "surname": row["surname"], "birthDate": row["birth_date"],
-            "nif": row["nif"], "phone": row["phone_e164"] or row["phone"], "registeredAt": row["created_at"],
-            "blockedAt": row["blocked_at"], "erasableFrom": row["erasable_from"],
-            "anonymisedAt": row["anonymised_at"]}
-
-
-def open_blocked(clinic, row, reader, why):
-    """Opening a blocked record: an explicit act for a court or an authority, with its reason recorded
-    in the audit trail and the access record; refused without one."""
-    why = (why or "").strip()
-    if not why:
-        clinic.access.note(reader, "blocked", [row["id"]], allowed=False)
-        raise ClinicError("PATIENT_BLOCKED", f"patient {row['id']} is blocked since an erasure request (erasable "
-                          f"from {row['erasable_from']}); opening it is for a court or an authority: say why")
-    with clinic.db.transaction() as conn:
-        record_event(conn, clinic.clock(), event_source(reader), "patient.blocked_opened", "patient", row["id"],
-                     after={"why": why[:500]})
-    clinic.seen(reader, "blocked", [row["id"]])
+def patient_details(person):
+    return {"id": person["id"], "name": person["name"], "surname": person["surname"], "birthDate": person["birth_date"],
+            "nif": person["nif"], "phone": person["phone"], "guardian": person["guardian_name"],
+            "guardianNif": person["guardian_nif"], "registeredAt": person["registered_at"],
+            "blockedAt": person["blocked_at"], "erasableFrom": person["erasable_from"],
+            "anonymisedAt": person["anonymised_at"]}
 
 
 # Rectification (GDPR art. 16)
@@ -192,9 +210,8 @@ def rectify(clinic, patient_id, changes, source):
     optional one), checked as a new patient is; the row before and after in the audit trail."""
     at = clinic.clock()
     with clinic.db.transaction() as conn:
-        row = stored_patient(conn, patient_id)
-        if row["blocked_at"] is not None:
-            raise ClinicError("PATIENT_NOT_FOUND", "no patient with that patientId")
+        key = live_key(conn, patient_id)
+        row = conn.execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()  # written, not shown
         current = {"name": row["name"], "surname": row["surname"], "nif": row["nif"], "phone": row["phone"],
                    "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None}
         patient = patient_fields({**current, **{key: value or None for key, value in changes.items()}},

@@ -62,9 +62,9 @@ def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
         kind = state if state in ("free", "taken") else MERGED.get(state, "past")
         column["blocks"].append(Block(minutes_of(time_text), minutes_of(end_text), kind,
                                       detail if kind == "closed" else None, time_text, doctor["center_id"]))
-    for appointment in clinic.appointments_on([day.isoformat()], center_id, reader=reader):
-        if doctor_id not in (None, appointment["doctor_id"]):
-            continue
+    where, params = ("a.date = ? AND a.doctor_id = ?", [day.isoformat(), doctor_id]) if doctor_id else \
+        ("a.date = ?", [day.isoformat()])
+    for appointment in clinic.appointments(where, params, reader, "day", center_id):  # only those drawn are read
         key = key_of(appointment["doctor_id"], day)
         column = columns.setdefault(key, new_column(key, appointment["doctor_id"], appointment["doctor_name"],
                                                     appointment["speciality_id"], day))
@@ -137,7 +137,7 @@ def center_week(clinic, center_id, day):
             counts = doctors.setdefault(doctor["doctor_id"], {"id": doctor["doctor_id"], "name": doctor["name"],
                                                               "free": 0, "booked": 0, "to_call": 0})
             counts["free"] += state == "free"
-        for appointment in clinic.appointments_on([each.isoformat()], center_id):
+        for appointment in clinic.appointments_on([each.isoformat()], None, center_id):  # counts: no one read
             counts = doctors.setdefault(appointment["doctor_id"], {"id": appointment["doctor_id"],
                                                                    "name": appointment["doctor_name"], "free": 0,
                                                                    "booked": 0, "to_call": 0})

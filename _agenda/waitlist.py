@@ -5,6 +5,7 @@ import datetime as dt
 
 from .values import ClinicError, format_date, invalid, numeric_id, parse_time
 from .store import record_event, utc_iso, written_row
+from .identity import identities
 from .booking import end_entry
 
 AHEAD_DAYS = 14  # how far the "free now" list looks
@@ -24,7 +25,7 @@ def add_waiting(clinic, *, patient_id, doctor_id=None, speciality_id=None, cente
         raise invalid("the times of day need a start and a later end", "times_of_day")
     at = clinic.clock()
     with clinic.db.transaction() as conn:
-        patient = clinic.patient_by_id(patient_id)
+        patient = {"id": clinic.require_patient(patient_id)}
         if doctor_id:
             clinic.require_doctor(doctor_id)
         if speciality_id:
@@ -56,16 +57,20 @@ def end_waiting(clinic, entry_id, why, source):
         end_entry(conn, dict(before), why, at, source)
 
 
-def waiting(clinic, reader=None):
-    """Everyone waiting now (window not passed), oldest first, with the patient's name and phone; the
-    patients shown recorded for `reader`."""
+def waiting(clinic):
+    """Everyone waiting now (window not passed), oldest first, without who they are (`named` adds it)."""
     found = [dict(row) for row in clinic.conn().execute(
-        "SELECT w.*, p.name || coalesce(' ' || p.surname, '') AS patient_name, coalesce(p.phone_e164, p.phone) AS phone,"
-        " d.name AS doctor_name FROM waitlist w JOIN live_patients p ON p.id = w.patient_id"
+        "SELECT w.*, d.name AS doctor_name FROM waitlist w JOIN live_patients p ON p.id = w.patient_id"
         " LEFT JOIN doctors d ON d.id = w.doctor_id WHERE w.ended_at IS NULL AND w.date_to >= ?"
         " ORDER BY w.created_at, w.id", (clinic.today().isoformat(),))]
-    clinic.seen(reader, "day", sorted({entry["patient_id"] for entry in found}))
     return found
+
+
+def named(clinic, entries, reader):
+    """Waiting entries with the patient's name and phone, through the one door (the read noted for `reader`)."""
+    people = identities(clinic, [entry["patient_id"] for entry in entries], reader, "day")
+    return [{**entry, "patient_name": people[entry["patient_id"]]["full_name"],
+             "phone": people[entry["patient_id"]]["phone"]} for entry in entries if entry["patient_id"] in people]
 
 
 def fits(entry, slot):

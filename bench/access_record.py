@@ -75,7 +75,7 @@ def main():
                           f"({', '.join(f'{r:.2f}' for r in p50s)}); req/s ratio {statistics.median(rates):.3f} "
                           f"({', '.join(f'{r:.2f}' for r in rates)})")
             conn = sqlite3.connect(new)
-            print(f"access records written: {conn.execute('SELECT count(*) FROM access_records').fetchone()[0]:,}")
+            print(f"reads recorded: {conn.execute('SELECT sum(reads) FROM access_reads').fetchone()[0]:,}")
             conn.close()
         finally:
             before.stop()

@@ -22,6 +22,8 @@ from pathlib import Path
 if "agenda" not in sys.modules:  # bench/run.py --agenda PATH imports another agenda.py first
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agenda  # noqa: E402
+from _agenda.store import INSERT_PATIENT, database_counts, searched_name, utc_iso  # noqa: E402  (agenda's own)
+from _agenda.values import hhmm, minutes_of  # noqa: E402
 
 CENTERS = ("CENTRO", "NORTE", "SUR")
 SPECIALITIES = {"MG": ("Medicina general", 10), "PED": ("Pediatría", 6), "DER": ("Dermatología", 4),
@@ -65,10 +67,10 @@ def all_slots(conn, first, last):
         if day.isoformat() not in holidays:
             for row in schedules:
                 if row["weekday"] == day.weekday():
-                    start, end = agenda.minutes_of(row["start_time"]), agenda.minutes_of(row["end_time"])
+                    start, end = minutes_of(row["start_time"]), minutes_of(row["end_time"])
                     for minute in range(start, end - row["slot_minutes"] + 1, row["slot_minutes"]):
                         slots.append((row["doctor_id"], row["center_id"], row["speciality_id"], day.isoformat(),
-                                      agenda.hhmm(minute), agenda.hhmm(minute + row["slot_minutes"])))
+                                      hhmm(minute), hhmm(minute + row["slot_minutes"])))
         day += dt.timedelta(days=1)
     return slots
 
@@ -77,7 +79,7 @@ def booked_on(day, now):
     """When an appointment on ISO `day` was booked: 0 to 60 days before it, at 09:00 UTC, never after `now`."""
     made = dt.datetime.fromisoformat(day).replace(hour=9, tzinfo=dt.timezone.utc) - dt.timedelta(
         days=random.choice((0, 1, 2, 3, 5, 7, 10, 14, 21, 30, 45, 60)))
-    return agenda.utc_iso(min(made, now))
+    return utc_iso(min(made, now))
 
 
 def build(path, patients=60_000, appointments=300_000, seed=7, today=None, days=None):
@@ -95,13 +97,13 @@ def build(path, patients=60_000, appointments=300_000, seed=7, today=None, days=
         csv_path = Path(folder) / "catalogs.csv"
         csv_path.write_text(catalog_csv(today), encoding="utf-8")
         agenda.seed_catalogs(conn, agenda.read_catalog_file(csv_path), at=now)
-    stamp = agenda.utc_iso(now)
+    stamp = utc_iso(now)
     with agenda.transaction(conn):
-        conn.executemany(agenda.INSERT_PATIENT, (
+        conn.executemany(INSERT_PATIENT, (
             (NAMES[n % 12], f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}",
              f"{1930 + n % 90}-{1 + n % 12:02d}-{1 + n % 28:02d}",
              f"{40_000_000 + n:08d}{LETTERS[(40_000_000 + n) % 23]}", f"6{n:08d}", f"+346{n:08d}", stamp,
-             agenda.searched_name(NAMES[n % 12], f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}"), None)
+             searched_name(NAMES[n % 12], f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}"), None)
             for n in range(patients)))
     slots = all_slots(conn, first_day, last_day)
     if appointments > len(slots):
@@ -126,7 +128,7 @@ def build(path, patients=60_000, appointments=300_000, seed=7, today=None, days=
             " end_time, reason, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
     conn.execute("ANALYZE")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    counts = agenda.database_counts(conn)
+    counts = database_counts(conn)
     conn.close()
     return counts
 

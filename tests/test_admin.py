@@ -17,6 +17,8 @@ from click.testing import CliRunner
 from hypothesis import given, strategies as st
 
 import agenda
+from _agenda.store import read_schema, schema_sections
+from _agenda.values import FORMULA_STARTS, sheet_csv
 from conftest import CLINIC_CSV, MADRID, MONDAY, SECRET, Clock, send, sign, valid_dni
 from openapi_contract import checked
 
@@ -295,7 +297,7 @@ def test_the_day_sheets_csv_neutralises_every_cell_a_spreadsheet_would_run(make_
     rows = list(csv.reader(io.StringIO(result.output)))
     assert len(rows) == 5
     cells = [cell for row in rows[1:] for cell in row]
-    assert not [cell for cell in cells if cell.startswith(agenda.FORMULA_STARTS)], cells
+    assert not [cell for cell in cells if cell.startswith(FORMULA_STARTS)], cells
     patients = [row[6] for row in rows[1:]]
     assert [cell[:1] for cell in patients] == ["'"] * 4 and patients[0].startswith("'=cmd|' /C calc'!A0 ")
     assert [row[8] for row in rows[1:]][0::2] == ["'+34+1", "'=1+1"] and rows[1][4] != doctor_name
@@ -318,9 +320,9 @@ def test_the_day_sheets_text_strips_control_characters_and_keeps_each_appointmen
 
 @given(st.text())
 def test_a_sheet_cell_never_starts_a_formula_and_reads_back_as_written(text):
-    rows = list(csv.reader(io.StringIO(agenda.sheet_csv(["x"], [[text]]), newline="")))
+    rows = list(csv.reader(io.StringIO(sheet_csv(["x"], [[text]]), newline="")))
     value = rows[1][0] if len(rows) > 1 else ""
-    assert not value.startswith(agenda.FORMULA_STARTS)
+    assert not value.startswith(FORMULA_STARTS)
     assert value == text or value == "'" + text
 
 
@@ -458,7 +460,7 @@ def test_status_shows_counts_the_last_cycle_the_scheme_seen_and_the_last_backup(
     result = invoke(runner, "status")
     assert result.exit_code == 0, result.output
     output = result.output
-    newest = agenda.schema_sections(agenda.read_schema())[-1][0]
+    newest = schema_sections(read_schema())[-1][0]
     assert str(db_path) in output and f"schema version {newest}" in output
     assert "Patients:     3\n" in output
     assert "Appointments: 4: 0 booked, 1 confirmed, 2 unanswered, 1 cancelled" in output  # "End of a reminder day" flag

@@ -11,7 +11,8 @@ import random
 
 import pytest
 
-import agenda
+from _agenda.slots import slot_grid, slots_clear_of
+from _agenda.values import hhmm
 from conftest import CLINIC_CSV, MADRID, assert_error, seed, valid_dni, write_csv
 
 
@@ -180,18 +181,18 @@ def test_slots_clear_of_matches_a_plain_overlap_check(seed_number):
     chance = random.Random(seed_number)
     step = chance.choice((10, 15, 20, 30))
     start = chance.randrange(7 * 60, 10 * 60, 5)
-    grid = agenda.slot_grid(start, start + step * chance.randint(1, 12), step)
+    grid = slot_grid(start, start + step * chance.randint(1, 12), step)
     taken, minute = set(), start - 60
     while minute < start + 13 * 30:  # appointments that never overlap, some on the grid, some not
         length = chance.choice((step, step, 5, 25, 45))
         if chance.random() < 0.5:
-            taken.add(agenda.hhmm(minute) + agenda.hhmm(minute + length))
+            taken.add(hhmm(minute) + hhmm(minute + length))
         minute += length + chance.choice((0, 0, 5))
     if chance.random() < 0.5:  # half the cases: only appointments on the grid (the quick way)
         taken = {span for span in taken if span in grid.spans}
     expected = [slot for slot in grid.slots
                 if not any(span[:5] < slot[1] and slot[0] < span[5:] for span in taken)]
-    assert list(agenda.slots_clear_of(grid, taken)) == expected
+    assert list(slots_clear_of(grid, taken)) == expected
 
 
 def test_unknown_ids_answer_404_with_their_code(api):

@@ -14,6 +14,7 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.imports import CATALOG_TABLES
 from conftest import CLINIC_CSV, SECRET, sign, table_rows, write_csv
 from openapi_contract import checked
 
@@ -32,7 +33,7 @@ def invoke(runner, *args, obj=None, **kwargs):
 def catalog(db_path):
     conn = sqlite3.connect(db_path)
     try:
-        return {table: conn.execute(sql).fetchall() for table, sql in agenda.CATALOG_TABLES.items()}
+        return {table: conn.execute(sql).fetchall() for table, sql in CATALOG_TABLES.items()}
     finally:
         conn.close()
 

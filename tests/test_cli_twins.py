@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.staff import PasswordGate
+from _agenda.replication import without_password
 from conftest import MONDAY, Clock
 
 
@@ -163,6 +164,6 @@ def test_the_twins_book_by_the_desks_rules_and_staff_names_ignore_case(api, runn
 
 
 def test_a_replica_url_is_shown_without_its_password():
-    assert agenda.without_password("sftp://bob:hunter2@nas.local/agenda") == "sftp://bob:***@nas.local/agenda"
-    assert agenda.without_password("sftp://bob@nas.local/agenda") == "sftp://bob@nas.local/agenda"
-    assert agenda.without_password("file:///mnt/agenda") == "file:///mnt/agenda"
+    assert without_password("sftp://bob:hunter2@nas.local/agenda") == "sftp://bob:***@nas.local/agenda"
+    assert without_password("sftp://bob@nas.local/agenda") == "sftp://bob@nas.local/agenda"
+    assert without_password("file:///mnt/agenda") == "file:///mnt/agenda"

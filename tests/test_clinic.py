@@ -41,7 +41,7 @@ def events(clinic):
 def test_a_booking_is_one_event_from_its_source_and_reads_back_as_the_clinic_records_it(clinic, ana):
     appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana,
                                  reason="Revisión", source="cli")
-    seen = clinic.appointment(appointment_id)
+    seen = clinic.appointment(appointment_id, "cli:test")
     assert (seen["date"], seen["start"], seen["patient_name"], seen["center_id"]) == ("2026-11-24", "09:00",
                                                                                    "Ana García", "C1")
     assert (seen["end"], seen["status"], seen["speciality_id"], seen["insurance_id"], seen["booked_by"]) == (
@@ -105,7 +105,7 @@ def test_move_cancel_and_confirm_obey_one_rule_for_a_cancelled_appointment(clini
     assert clinic.move(appointment_id, day=TUESDAY, time_text="10:00") == appointment_id
     assert clinic.confirm(appointment_id, True) == "confirmed"
     assert clinic.confirm(appointment_id, True) == "already_confirmed"
-    assert clinic.move(appointment_id, day=TUESDAY, time_text="10:30") and clinic.appointment(appointment_id)[
+    assert clinic.move(appointment_id, day=TUESDAY, time_text="10:30") and clinic.appointment(appointment_id, "cli:test")[
         "status"] == "booked"  # a moved appointment is no longer confirmed
     clinic.cancel(appointment_id, reason="the patient phoned", source="cli")
     assert refusal(clinic.appointment, appointment_id) == (410, "APPOINTMENT_CANCELLED")  # the caller reads
@@ -157,7 +157,7 @@ def test_availability_defaults_to_two_weeks_from_today_within_the_horizon(clinic
 
 
 def test_a_patient_is_found_by_any_spelling_of_the_nif_and_never_registered_twice(clinic, ana):
-    assert str(clinic.find_patient(" 12.345.678-z ")["id"]) == ana
+    assert str(clinic.find_patient(" 12.345.678-z ", "cli:test")["id"]) == ana
     with pytest.raises(agenda.ClinicError) as caught:
         clinic.register_patient({"name": "Otra", "nif": "12345678z"})
     assert (caught.value.code, caught.value.extra) == ("PATIENT_ALREADY_EXISTS", {"patientId": ana})
@@ -165,8 +165,8 @@ def test_a_patient_is_found_by_any_spelling_of_the_nif_and_never_registered_twic
 
 def test_a_patients_appointments_by_nif_or_phone_from_today_on(clinic, ana, clock):
     booked = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
-    assert [str(a["id"]) for a in clinic.patient_appointments(nif="12345678Z")] == [booked]
-    assert [str(a["id"]) for a in clinic.patient_appointments(phone="+34 612 345 678")] == [booked]
+    assert [str(a["id"]) for a in clinic.patient_appointments(nif="12345678Z", reader="cli:test")] == [booked]
+    assert [str(a["id"]) for a in clinic.patient_appointments(phone="+34 612 345 678", reader="cli:test")] == [booked]
     clock.set(2026, 11, 25)
-    assert clinic.patient_appointments(nif="12345678Z") == []
-    assert str(clinic.patient_appointments(nif="12345678Z", day=TUESDAY)[0]["id"]) == booked
+    assert clinic.patient_appointments(nif="12345678Z", reader="cli:test") == []
+    assert str(clinic.patient_appointments(nif="12345678Z", day=TUESDAY, reader="cli:test")[0]["id"]) == booked

@@ -16,7 +16,7 @@ from conftest import assert_error, MONDAY, valid_dni
 
 
 def names_found(clinic, text):
-    return sorted(f"{p['name']} {p['surname']}" for p in clinic.search_patients(text))
+    return sorted(f"{p['name']} {p['surname']}" for p in clinic.search_patients(text, "desk:test"))
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_folding_drops_case_accents_and_marks():
 
 def test_a_rectified_name_is_found_by_its_new_spelling_and_not_the_old(people):
     from _agenda.rights import rectify
-    maria = people.search_patients("maría")[0]
+    maria = people.search_patients("maría", "desk:test")[0]
     rectify(people, maria["id"], {"surname": "Sáez Ortúzar"}, "desk:ana")
     assert names_found(people, "ortuzar") == ["María Sáez Ortúzar"] and "María Gómez Ruiz" not in names_found(people, "gomez")
 
@@ -141,7 +141,7 @@ def test_an_appointment_inside_a_new_closure_is_to_call_and_out_of_the_callers_l
     ana, eva = api.new_patient(), api.new_patient(nif=valid_dni(7), name="Eva", phone="612999999")
     first, second = api.book(ana, time="09:00"), api.book(eva, time="10:00")
     clinic.add_closure(doctor_id="MARTIN", first=dt.date(2026, 11, 24), start="08:30", end="09:30", reason="Médico")
-    assert [a["id"] for a in to_call(clinic)] == [int(first)]
+    assert [a["id"] for a in to_call(clinic, "desk:test")] == [int(first)]
     day_list = api.get("/appointments?date=24/11/2026").json["data"]
     assert [a["appointmentId"] for a in day_list] == [second]
     ranged = api.get("/appointments/range?dates=24/11/2026,25/11/2026").json["data"]
@@ -150,20 +150,20 @@ def test_an_appointment_inside_a_new_closure_is_to_call_and_out_of_the_callers_l
     assert api.get(f"/appointments/{first}").status_int == 200
     closed = api.post("/appointments/end-of-reminder-day", {"voiceAgentConfigId": "va", "date": "24/11/2026"})
     assert closed.json["processed"] == 1 and clinic.appointment(first)["status"] == "booked"  # only the other
-    assert [a["to_call"] for a in clinic.appointments_on(["2026-11-24"])] == [True, False]
+    assert [a["to_call"] for a in clinic.appointments_on(["2026-11-24"], None)] == [True, False]
     clinic.move(first, day=dt.date(2026, 11, 24), time_text="10:30", source="desk:ana")
-    assert to_call(clinic) == [] and len(api.get("/appointments?date=24/11/2026").json["data"]) == 2
+    assert to_call(clinic, "desk:test") == [] and len(api.get("/appointments?date=24/11/2026").json["data"]) == 2
 
 
 def test_appointments_after_a_retirement_are_to_call_until_moved_or_cancelled(api, clock):
     clinic, patient = api.app.clinic, api.new_patient()
     booked = [api.book(patient, date=day) for day in ("24/11/2026", "26/11/2026", "27/11/2026")]
     clinic.retire_doctor("MARTIN", dt.date(2026, 11, 26), source="desk:ana")
-    assert [str(a["id"]) for a in to_call(clinic)] == booked[1:]
+    assert [str(a["id"]) for a in to_call(clinic, "desk:test")] == booked[1:]
     clinic.cancel(booked[1], source="desk:ana")
-    assert [str(a["id"]) for a in to_call(clinic)] == booked[2:]
+    assert [str(a["id"]) for a in to_call(clinic, "desk:test")] == booked[2:]
     clock.set(2026, 11, 28)
-    assert to_call(clinic) == []  # the list runs from today on
+    assert to_call(clinic, "desk:test") == []  # the list runs from today on
 
 
 def test_the_desk_asks_for_the_insurance_of_a_doctor_with_a_list_and_the_caller_need_not(api):

@@ -185,7 +185,7 @@ class Desk:
         try:
             tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
                                                      "AND name NOT IN ('service_state', 'desk_sessions')")]
-            return {table: conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall() for table in tables}
+            return {table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr) for table in tables}
         finally:
             conn.close()
 

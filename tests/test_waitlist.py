@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.rights import patient_copy, request_erasure
-from _agenda.waitlist import add_waiting, free_now, waiting
+from _agenda.waitlist import add_waiting, free_now, named, waiting
 
 from conftest import MONDAY, Clock, valid_dni
 from test_desk import PASSWORD, log_in
@@ -35,7 +35,7 @@ def test_a_freed_slot_shows_the_waiting_patients_it_fits_oldest_first(api, full_
                        time_to="10:00", note="mañanas", source="desk:ana") == "1"  # sent twice: the same entry
     clock.moment += dt.timedelta(minutes=1)
     add_waiting(clinic, patient_id=leo, speciality_id="MG", first=TUESDAY, last=TUESDAY, source="desk:ana")
-    entries = waiting(clinic)
+    entries = named(clinic, waiting(clinic), "desk:ana")
     assert [e["patient_name"] for e in entries] == ["Eva García", "Leo García"]
     tuesday = [fitting for slot, fitting in free_now(clinic, entries) if slot.date == TUESDAY]
     assert tuesday == []  # nothing free that day yet
@@ -44,7 +44,7 @@ def test_a_freed_slot_shows_the_waiting_patients_it_fits_oldest_first(api, full_
     found = {(slot.date, slot.time): [e["patient_name"] for e in fitting] for slot, fitting in free_now(clinic, entries)}
     assert found[(TUESDAY, "09:30")] == ["Eva García", "Leo García"] and found[(TUESDAY, "10:30")] == ["Leo García"]
     clock.set(2026, 11, 25, 8, 0)  # Leo's window has passed
-    assert [e["patient_name"] for e in waiting(clinic)] == ["Eva García"]
+    assert [e["patient_name"] for e in named(clinic, waiting(clinic), "desk:test")] == ["Eva García"]
 
 
 def test_the_desk_lights_the_freed_slot_and_booking_from_it_takes_the_patient_off(api, full_tuesday):
@@ -98,7 +98,7 @@ def test_the_patients_copy_holds_their_entries_and_erasure_ends_them(api):
                 source="desk:ana")
     copy = patient_copy(clinic, patient, "desk:luis")
     assert [(w["doctor_id"], w["note"]) for w in copy["waitingList"]] == [("MARTIN", "tardes")]
-    done = request_erasure(clinic, patient, "desk:luis")
+    done = request_erasure(clinic, patient, "desk:luis", "desk:luis")
     assert waiting(clinic) == [] and api.db().execute("SELECT ended_why FROM waitlist").fetchone()[0] == "erased"
     assert done["anonymised"]  # never seen: anonymised at once, the entry's note with the rest
     assert api.db().execute("SELECT note FROM waitlist").fetchone()[0] is None

@@ -20,6 +20,9 @@ th, td { border: 1px solid #999; padding: .25rem .5rem; text-align: left; vertic
   <tr><th>Fecha de nacimiento</th><td>{{day(patient['birthDate']) if patient['birthDate'] else ''}}</td></tr>
   <tr><th>NIF</th><td>{{patient['nif'] or ''}}</td></tr>
   <tr><th>Teléfono</th><td>{{patient['phone'] or ''}}</td></tr>
+  % if patient['guardian']:
+  <tr><th>Tutor</th><td>{{patient['guardian']}} ({{patient['guardianNif'] or ''}})</td></tr>
+  % end
   <tr><th>Alta</th><td>{{when(patient['registeredAt'])}}</td></tr>
   % if patient['blockedAt']:
   <tr><th>Supresión solicitada</th><td>{{when(patient['blockedAt'])}}; datos bloqueados hasta {{day(patient['erasableFrom'])}}</td></tr>
@@ -54,9 +57,9 @@ th, td { border: 1px solid #999; padding: .25rem .5rem; text-align: left; vertic
 </table>
 <h2>Quién ha visto sus datos</h2>
 <table>
-  <tr><th>Cuándo</th><th>Quién</th><th>Qué</th><th>Resultado</th></tr>
+  <tr><th>Cuándo</th><th>Quién</th><th>Qué</th><th>Veces</th><th>Resultado</th></tr>
   % for r in accesses:
-  <tr><td>{{when(r['at'])}}</td><td>{{sources(r['reader'])}}</td><td>{{kinds.get(r['kind'], r['kind'])}}</td><td>{{'permitido' if r['allowed'] else 'denegado'}}</td></tr>
+  <tr><td>{{when(r['first'])}}{{' – ' + when(r['last'])[-5:] if r['last'] != r['first'] else ''}}</td><td>{{sources(r['reader'])}}</td><td>{{kinds.get(r['kind'], r['kind'])}}</td><td>{{r['reads']}}</td><td>{{'permitido' if r['allowed'] else 'denegado'}}</td></tr>
   % end
 </table>
 </body>

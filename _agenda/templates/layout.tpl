@@ -21,6 +21,7 @@
     % if desk['role'] == 'admin':
     <a href="/desk/doctors">{{t('doctors')}}</a>
     <a href="/desk/report">{{t('report')}}</a>
+    <a href="/desk/access">{{t('access_nav')}}</a>
     % end
   </nav>
   % if not defined('q'):

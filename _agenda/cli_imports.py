@@ -1,0 +1,112 @@
+"""The clinic's own files read in at the command line: `agenda seed` (the catalog CSV) and `agenda
+import-patients` (another system's patient list), each all or nothing ("Catalog file", "Patient import")."""
+
+import contextlib
+import csv
+import datetime as dt
+import sqlite3
+import sys
+from pathlib import Path
+
+import click
+
+from .values import plural, printable
+from .store import DEMO_CATALOGS, open_database, read_data_file
+from .imports import (CATALOG_NOUNS, PatientFileError, read_catalog_file, read_catalog_text, read_patient_file,
+                      seed_catalogs, SeedError)
+from .cli import cli, cli_clinic, db_option, refuse_bad_rows, tz_option
+
+
+@cli.command()
+@db_option
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--demo", is_flag=True, help="Load the demo clinic shipped with agenda instead of a FILE.")
+def seed(db_path, file, demo):
+    """Load centers, specialities, insurances, doctors' hours and closures from a CSV.
+
+    The file (UTF-8 or Windows-1252, header row, ',' or ';' separated) is applied in one transaction:
+    every error is reported with its line number and nothing changes; loading the same
+    file again changes nothing more. Columns: kind,id,name,speciality,center,insurances,
+    days,hours,slot_minutes,date_from,date_to (see the README). Days may be written in
+    English or Spanish (mon-fri, lun-vie, lunes;miércoles).
+
+    Example:
+
+    \b
+        agenda seed seed/catalogs.csv --db clinic.db
+    """
+    if demo == bool(file):
+        raise click.ClickException("give the catalog CSV to load, or --demo for the demo clinic (not both)")
+    if file and not Path(file).is_file():
+        raise click.ClickException(f"{file}: no such file; give the path of the catalog CSV")
+    file, new = file or "the demo clinic", not Path(db_path).exists()
+    try:
+        rows = read_catalog_text(read_data_file(DEMO_CATALOGS).decode("utf-8-sig")) if demo else read_catalog_file(file)
+        conn = open_database(db_path)
+    except SeedError as error:
+        raise click.ClickException(f"{file}: nothing was loaded.\n{error}") from None
+    except (sqlite3.Error, OSError, RuntimeError) as error:
+        raise click.ClickException(f"{db_path}: cannot open the database: {error}") from None
+    try:
+        summary = seed_catalogs(conn, rows, at=dt.datetime.now(dt.timezone.utc))
+    except SeedError as error:
+        conn.close()
+        if new:  # a database this command made and could not fill: not left behind empty
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+        raise click.ClickException(f"{file}: nothing was loaded{'' if not new else ' and no database made'}."
+                                   f"\n{error}") from None
+    finally:
+        conn.close()
+    counts = ", ".join(plural(summary[table], noun) for table, noun in CATALOG_NOUNS.items())
+    state = "loaded" if summary["changed"] else "already up to date, nothing changed"
+    click.echo(f"{file}: {state}. {db_path} now holds {counts}.")
+
+
+@cli.command("import-patients")
+@db_option
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="Check and report; write nothing.")
+@tz_option
+@click.pass_context
+def import_patients(ctx, db_path, file, dry_run, tz):
+    """Bring in patients from another system's CSV: name,surname,birthDate,nif,phone.
+
+    UTF-8 or Latin-1, with a header row; ',' ';' or tab separated. Every row is
+    checked as the API checks a new patient (NIF letter, phone, date). Bad rows are
+    listed by line and then nothing is imported: all or nothing. A NIF already in
+    the agenda is reported and never doubled. An optional guardianNif column names
+    a child's guardian (in the agenda or on an earlier line): a child under 14 may
+    then have no NIF.
+
+    Example:
+
+    \b
+        agenda import-patients old-system.csv --dry-run && agenda import-patients old-system.csv
+    """
+    if not Path(file).is_file():
+        raise click.ClickException(f"{file}: no such file; give the path of the patients CSV")
+    try:
+        rows = read_patient_file(file)
+    except PatientFileError as error:
+        raise click.ClickException(f"{file}: nothing was imported: {error}") from None
+    except csv.Error as error:
+        raise click.ClickException(f"{file}: nothing was imported: not a readable CSV: {error}") from None
+    clinic = cli_clinic(ctx, db_path, tz)
+    try:
+        progress = click.progressbar(rows, label=f"Checking {len(rows):,} rows", file=sys.stderr) \
+            if len(rows) >= 2000 else contextlib.nullcontext(rows)
+        with progress as checked:
+            patients, problems, present = clinic.import_patients(checked, Path(file).name, dry_run=dry_run)
+    finally:
+        clinic.db.close()
+    for line in present[:20]:
+        click.echo(printable(line))
+    if len(present) > 20:
+        click.echo(f"... and {len(present) - 20:,} more already in the agenda")
+    refuse_bad_rows(file, problems)
+    if dry_run:
+        click.echo(f"Dry run: {plural(len(patients), 'patient')} would be imported; {len(present):,} already in "
+                   "the agenda. Nothing was written.")
+    else:
+        click.echo(f"Imported {plural(len(patients), 'patient')}; {len(present):,} already in the agenda.")

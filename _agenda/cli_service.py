@@ -1,0 +1,453 @@
+"""The service at the command line: `agenda run` (the API and the desk under waitress, Litestream
+beside them), its shared secret (`secret set`), `sign`, `status` and `health`."""
+
+import base64
+import datetime as dt
+import json
+import logging
+import os
+import re
+import sqlite3
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .values import FEED_SHOWS, format_date, plural, REMINDER_POLICIES, SIGNATURE_SCHEMES
+from .store import connect, create_private_file, database_counts, recall, remember, transaction
+from .web import log_to_stderr, serve_until_stopped, stop_logging
+from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
+from .app import create_app
+from .replication import BEHIND_AFTER, litestream_binary, replica_position, Replicator, without_password
+from .cli import (cli, cli_now, cli_zone, clinic_time, db_option, DEFAULTS, desk_rules_options, existing_database,
+                  human_size, tz_option)
+
+
+log = logging.getLogger("agenda")
+
+
+def rules_options(function):
+    """--min-notice and --horizon: the caller's rules, as `agenda run` serves them."""
+    function = click.option("--min-notice", default=DEFAULTS.min_notice_minutes, show_default=True,
+                            type=click.IntRange(0, None),
+                            envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")(function)
+    return click.option("--horizon", default=DEFAULTS.horizon_days, show_default=True, type=click.IntRange(1, None),
+                        envvar="AGENDA_HORIZON", help="Days ahead that may be booked.")(function)
+
+
+def secret_file_option(function):
+    return click.option(
+        "--secret-file", envvar="AGENDA_SECRET_FILE", default=None, type=click.Path(dir_okay=False),
+        help="Where `agenda secret set` keeps the secret [env: AGENDA_SECRET_FILE; "
+             "default: the database's name with .secret].")(function)
+
+
+def secret_file_path(db_path, secret_file):
+    return Path(secret_file) if secret_file else Path(db_path).with_suffix(".secret")
+
+
+def read_secret_file(path):
+    """The stored secret, refused when others may read the file."""
+    mode = path.stat().st_mode
+    if mode & 0o077:
+        raise click.ClickException(f"{path} can be read by others (mode {mode & 0o777:o}); "
+                                   f"run: chmod 600 {path}")
+    value = path.read_text(encoding="utf-8").strip()
+    if not value:
+        raise click.ClickException(f"{path} is empty; store the secret with: agenda secret set")
+    return value
+
+
+@cli.command()
+@db_option
+@click.option("--secret", envvar="AGENDA_SECRET", default=None,
+              help="The caller's shared secret [env: AGENDA_SECRET]; better: `agenda secret set`.")
+@secret_file_option
+@click.option("--insecure-no-signature", is_flag=True,
+              help="Development only: serve without checking signatures.")
+@click.option("--host", default="127.0.0.1", show_default=True, envvar="AGENDA_HOST",
+              help="Address to listen on; keep 127.0.0.1 behind a reverse proxy.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), envvar="AGENDA_PORT",
+              help="Port to listen on (0: any free port, logged at start).")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
+              help="waitress worker threads, one SQLite connection each. Python runs one at a time, "
+                   "so more only pass it between them; 2 lets short requests pass a long list.")
+@click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
+              help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1).")
+@click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,
+              envvar="AGENDA_TRUSTED_PROXY_HEADERS", help="Which of the proxy's headers to trust.")
+@click.option("--channel-timeout", default=60, show_default=True, type=click.IntRange(1, 3600),
+              envvar="AGENDA_CHANNEL_TIMEOUT", help="Seconds before an idle connection is closed.")
+@tz_option
+@click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default=DEFAULTS.signature_scheme,
+              show_default=True,
+              envvar="AGENDA_SIGNATURE_SCHEME",
+              help="What the caller signs: the whole request; only the body (weaker: one signature of an "
+                   "empty body opens every GET and DELETE); or either, while setting up an integration.")
+@rules_options
+@desk_rules_options
+@click.option("--clinic-name", default="", envvar="AGENDA_CLINIC_NAME", show_envvar=True,
+              help="The clinic's name, at the top of every printed page of the desk.")
+@click.option("--feed-shows", type=click.Choice(FEED_SHOWS), default=DEFAULTS.feed_shows, show_default=True,
+              envvar="AGENDA_FEED_SHOWS", show_envvar=True,
+              help="What each event of a doctor's calendar feed shows: the time, center and number only; with the "
+                   "patient's name; with the name and the reason (health data then leaves for a calendar provider).")
+@click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default=DEFAULTS.reminder_policy,
+              show_default=True,
+              envvar="AGENDA_REMINDER_POLICY",
+              help="What closing a reminder day does to unconfirmed appointments.")
+@click.option("--replica", default=None, envvar="AGENDA_REPLICA",
+              help="Replicate continuously with Litestream to a folder, file://, sftp://user@host/path or "
+                   "s3://bucket/path [env: AGENDA_REPLICA].")
+@click.option("--replica-key", default=None, envvar="AGENDA_REPLICA_KEY", type=click.Path(dir_okay=False),
+              help="The SSH key for an sftp:// replica [env: AGENDA_REPLICA_KEY].")
+@click.option("--replica-host-key", default=None, envvar="AGENDA_REPLICA_HOST_KEY",
+              help="The sftp:// server's public host key, as ssh-keyscan prints it, so that no other machine "
+                   "can pose as it [env: AGENDA_REPLICA_HOST_KEY].")
+@click.option("--ack-after-replication", is_flag=True, envvar="AGENDA_ACK_AFTER_REPLICATION",
+              help="Answer a change only once the replica holds it (503 when it cannot be reached).")
+@click.option("--replica-behind-after", default=BEHIND_AFTER, show_default=True, type=click.IntRange(5, 86400),
+              envvar="AGENDA_REPLICA_BEHIND_AFTER", show_envvar=True,
+              help="Seconds without a shipment after which /health and `agenda status` say the replica is behind.")
+@click.pass_context
+def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
+        trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
+        desk_horizon, clinic_name, feed_shows, reminder_policy, replica, replica_key, replica_host_key,
+        ack_after_replication, replica_behind_after):
+    """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
+
+    The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
+    wrote. Refuses to start without one, unless --insecure-no-signature is given
+    for development. Logs one line per request (never a query string, NIF, phone
+    or name) and stops cleanly on SIGTERM or Ctrl-C. With --replica, Litestream
+    copies every change off the machine as it happens (docs/replication.md).
+
+    Example:
+
+    \b
+        agenda secret set --db clinic.db && agenda run --db clinic.db --replica /mnt/nas/agenda
+    """
+    if not Path(db_path).is_file():
+        raise click.ClickException(f"{db_path}: no such database; create it with `agenda seed CATALOGS.csv --db "
+                                   f"{db_path}` (or `agenda seed --demo`), or give its path with --db or AGENDA_DB")
+    if ack_after_replication and not replica:
+        raise click.ClickException("--ack-after-replication waits for a replica: give --replica URL too")
+    if ctx.get_parameter_source("secret") is click.core.ParameterSource.COMMANDLINE:
+        click.echo("Warning: --secret on the command line is visible to every user of this machine (ps, "
+                   "/proc); keep it with `agenda secret set`, or in AGENDA_SECRET from a file only root reads "
+                   "(docs/deploy.md).", err=True)
+    secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
+    settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice, "horizon_days": horizon,
+                "desk_min_notice_minutes": desk_min_notice, "desk_horizon_months": desk_horizon,
+                "clinic_name": clinic_name, "feed_shows": feed_shows, "reminder_policy": reminder_policy}
+    serve = (ctx.obj or {}).get("serve") or serve_until_stopped
+    listener = log_to_stderr()
+    # waitress warns "Task queue depth is N" for every request that waits for a free thread;
+    # the access log's durations say the same, once.
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+    replicator = None
+    try:
+        replicator = start_replication(db_path, replica, replica_key, replica_host_key,
+                                       replica_behind_after) if replica else None
+        try:
+            app = create_app(db_path, secret, insecure=insecure_no_signature, **settings, replica=replicator,
+                             after_write=replicator.sync if ack_after_replication else None)
+        except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
+            raise click.ClickException(f"cannot start: {error}") from None
+        app.clinic.access.start()
+        if not app.clinic.conn().execute("SELECT 1 FROM doctors LIMIT 1").fetchone():
+            log.warning("%s has no doctors: no slot can be offered; load the catalogs with `agenda seed`", db_path)
+        try:
+            serve(app, on_listening=lambda url: click.echo(f"Agenda {__version__} serving {db_path} on {url}",
+                                                           err=True),
+                  **waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, trusted_proxy_headers))
+        except OSError as error:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
+        finally:
+            app.clinic.access.stop()
+            app.clinic.db.close()
+    finally:
+        if replicator is not None:
+            replicator.stop()
+        stop_logging(listener)
+
+
+def waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, trusted_proxy_headers):
+    options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
+               # waitress refuses a Content-Length at or over this before reading the body
+               "max_request_body_size": app.clinic.settings.max_body_bytes + 1, "ident": "agenda"}
+    if trusted_proxy:
+        options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
+                       clear_untrusted_proxy_headers=True)
+    return options
+
+
+def start_replication(db_path, replica, key_path, host_key=None, behind_after=BEHIND_AFTER):
+    """Litestream replicating db_path to `replica` beside the service, noted for `agenda status`."""
+    binary = litestream_binary()
+    if binary is None:
+        raise click.ClickException("--replica needs Litestream: pip install 'agenda[replica]' (or set "
+                                   "AGENDA_LITESTREAM to the litestream executable)")
+    replicator = Replicator(binary, db_path, replica, key_path, host_key, behind_after=behind_after)
+    conn = connect(db_path)
+    try:
+        with transaction(conn):
+            remember(conn, "replica", {"url": without_password(replicator.url), "socket": replicator.socket_path,
+                                       "behind_after": behind_after}, dt.datetime.now(dt.timezone.utc))
+    finally:
+        conn.close()
+    replicator.start()
+    return replicator
+
+
+def secret_to_serve(db_path, secret, secret_file, insecure, scheme):
+    """The secret `run` serves with (the option, else the stored file), or None in development
+    mode; a ClickException saying how to set one; a warning for a weaker scheme."""
+    stored = secret_file_path(db_path, secret_file)
+    if not secret and stored.is_file():
+        secret = read_secret_file(stored)
+    if not secret and not insecure:
+        raise click.ClickException("no shared secret: run `agenda secret set` (or set AGENDA_SECRET) with the "
+                                   "secret shown in the caller's integration settings "
+                                   "(--insecure-no-signature for development only)")
+    if insecure and not secret:
+        click.secho("WARNING: signatures are off. Anyone who reaches this port can read and change the "
+                    "agenda. Never use this outside development.", fg="red", bold=True, err=True)
+    elif scheme in SCHEME_WARNINGS:
+        click.secho(f"WARNING: {SCHEME_WARNINGS[scheme]}.", fg="yellow", bold=True, err=True)
+    return secret or None
+
+
+@cli.group()
+def secret():
+    """Keep the caller's shared secret in a file only its owner can read.
+
+    Example:
+
+    \b
+        agenda secret set --db /var/lib/agenda/clinic.db
+    """
+
+
+@secret.command("set")
+@db_option
+@secret_file_option
+def secret_set(db_path, secret_file):
+    """Store the shared secret, typed at a hidden prompt or piped on standard input.
+
+    Never pass the secret as an argument: it would land in the shell's history.
+    The file is written with mode 0600; `agenda run` reads it when AGENDA_SECRET
+    is not set. Restart the service to use a new secret.
+
+    Example:
+
+    \b
+        agenda secret set --db /var/lib/agenda/clinic.db
+    """
+    stdin = sys.stdin
+    if stdin.isatty():
+        value = click.prompt("Shared secret (not shown)", hide_input=True, confirmation_prompt=True)
+    else:
+        value = stdin.readline()
+    value = value.strip()
+    if not value:
+        raise click.ClickException("no secret given; type it at the prompt or pipe it in: "
+                                   "agenda secret set < file-holding-the-secret")
+    path = secret_file_path(db_path, secret_file)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    temporary.unlink(missing_ok=True)
+    create_private_file(temporary)
+    try:
+        temporary.write_text(value + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise click.ClickException(f"cannot write {path}: {error}") from None
+    if len(value) < 16:
+        click.echo("Warning: the secret is under 16 characters; a longer one is harder to guess.", err=True)
+    click.echo(f"Stored the secret in {path} (mode 600). Restart the service to use it.")
+
+
+@cli.command("sign")
+@db_option
+@click.argument("method")
+@click.argument("target")
+@click.option("--body", "body_file", type=click.File("rb"), default=None,
+              help="The file holding the body exactly as sent ('-': standard input); none for GET and DELETE.")
+@click.option("--secret", envvar="AGENDA_SECRET", default=None,
+              help="The caller's shared secret [env: AGENDA_SECRET]; else the stored one.")
+@secret_file_option
+def sign_command(db_path, method, target, body_file, secret, secret_file):
+    """Show what each scheme signs for a request, byte for byte, and its X-Signature.
+
+    TARGET is the path and query exactly as sent, not the full URL. The signed
+    bytes are printed escaped, so a stray newline shows as \\n. The secret comes from
+    the same places `agenda run` reads it, and is never printed.
+
+    Example:
+
+    \b
+        agenda sign POST /patients --body patient.json --db /var/lib/agenda/clinic.db
+    """
+    secret = secret or (read_secret_file(secret_file_path(db_path, secret_file))
+                        if secret_file_path(db_path, secret_file).is_file() else None)
+    if not secret:
+        raise click.ClickException("no shared secret: set AGENDA_SECRET or run `agenda secret set` first")
+    body = body_file.read() if body_file else b""
+    for warning in signing_warnings(method, target, body):
+        click.echo(f"Warning: {warning}", err=True)
+    messages = signed_messages(method.upper(), target, body)
+    for scheme in SIGNED_SCHEMES:
+        message = messages[scheme]
+        digest = sign(secret, message)
+        click.echo(f"{scheme} scheme signs {plural(len(message), 'byte')}:\n  {repr(message)[2:-1] or '(nothing)'}")
+        click.echo(f"  hex     {digest.hex()}\n  base64  {base64.b64encode(digest).decode()}")
+
+
+def signing_warnings(method, target, body):
+    """The integrators' usual mistakes, seen in what they are about to sign."""
+    if re.match(r"[a-z]+://", target, re.IGNORECASE):
+        yield "TARGET is a full URL; the request scheme signs the path and query only, as sent"
+    if not target.startswith("/"):
+        yield "TARGET should start with '/'"
+    if re.search(r"[^\x21-\x7e]", target):
+        yield ("TARGET holds a space or a character that cannot go on the wire as it is: sign the path and "
+               "query exactly as the request sends them, percent-encoded (Ib%C3%A1%C3%B1ez, not Ibáñez)")
+    if body.endswith(b"\n"):
+        yield "the body ends with a newline: sign it only if the request sends it too"
+    if body and method.upper() in BODYLESS_METHODS:
+        yield f"a {method.upper()} carries no body"
+
+
+def signature_advice(seen, tz):
+    """What `agenda status` says of the schemes the caller signed with ({scheme: (count, last UTC time)}):
+    never the weaker scheme when the caller uses the stronger one ("The caller's scheme")."""
+    request_count, request_last = seen.get("request", (0, None))
+    body_count, body_last = seen.get("body", (0, None))
+    if request_last:
+        also = f"; {plural(body_count, 'request')} signed the body alone" if body_count else ""
+        return (f"the caller signs whole requests ({plural(request_count, 'request')}, last "
+                f"{clinic_time(request_last, tz)}{also}): the default scheme, `request`, the stronger one; keep it")
+    if body_last:
+        return (f"the caller signs only bodies ({plural(body_count, 'request')}, last {clinic_time(body_last, tz)}): "
+                "under --signature-scheme body one captured signature of an empty body opens every GET and "
+                "DELETE (docs/security.md); ask the caller to sign requests")
+    return "no signed request seen yet"
+
+
+def signatures_seen(conn):
+    """{scheme: (signed requests counted, last time seen in UTC)} from what `run` noted."""
+    seen = {}
+    for scheme in SIGNED_SCHEMES:
+        value, at = recall(conn, f"signature_scheme.{scheme}")
+        if at:
+            seen[scheme] = (value.get("count", 1) if isinstance(value, dict) else 1, at)
+    legacy, legacy_at = recall(conn, "signature_scheme")  # the one key older versions kept
+    if legacy in SIGNED_SCHEMES and legacy not in seen:
+        seen[legacy] = (1, legacy_at)
+    return seen
+
+
+STATUS_NAMES = ("booked", "confirmed", "unanswered")
+
+
+def status_lines(conn, db_path, now, tz):
+    """(label, text) of what `agenda status` shows of the database."""
+    counts = database_counts(conn)
+    by_status = dict(conn.execute("SELECT status, count(*) FROM appointments GROUP BY status").fetchall())
+    cycle = conn.execute("SELECT * FROM reminder_cycles ORDER BY closed_at DESC, id DESC LIMIT 1").fetchone()
+    last_backup, backup_at = recall(conn, "last_backup")
+    size = sum(Path(f"{db_path}{suffix}").stat().st_size for suffix in ("", "-wal")
+               if Path(f"{db_path}{suffix}").exists())
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    catalogs = f"{plural(counts['centers'], 'center')}, {plural(counts['doctors'], 'doctor')}"
+    lines = [
+        ("Database", f"{Path(db_path).resolve()} ({human_size(size)}, schema version {version})"),
+        ("Catalogs", catalogs if counts["doctors"] else catalogs + ": nothing can be booked; load the catalogs "
+                                                                   "with `agenda seed FILE`"),
+        ("Patients", f"{counts['patients']:,}"),
+        ("Appointments", f"{counts['appointments']:,}: " + ", ".join(
+            f"{by_status.get(name, 0):,} {name}" for name in STATUS_NAMES + ("cancelled",))),
+        ("Reminders", "no reminder cycle closed yet" if not cycle else
+         f"last cycle closed {clinic_time(cycle['closed_at'], tz)} for "
+         f"{', '.join(format_date(day) for day in cycle['days'].split(','))}"
+         f"{' at ' + cycle['center_id'] if cycle['center_id'] else ''}: "
+         f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"),
+        ("Signatures", signature_advice(signatures_seen(conn), tz)),
+    ]
+    replica, started = recall(conn, "replica")
+    if replica:
+        position = replica_position(replica["socket"], str(Path(db_path).resolve()), now,
+                                    dt.datetime.fromisoformat(started), replica.get("behind_after", BEHIND_AFTER))
+        lines.append(("Replica", f"{replica['url']}: {position}"))
+    if not last_backup:
+        lines.append(("Last backup", "none yet: run `agenda backup FOLDER --keep 14`"))
+    else:
+        stale = now - dt.datetime.fromisoformat(backup_at) > dt.timedelta(days=1)
+        lines.append(("Last backup", f"{clinic_time(backup_at, tz)} to {last_backup['path']} "
+                                     f"({human_size(last_backup['bytes'])})"
+                                     + ("; more than a day ago: check the nightly backup" if stale else "")))
+    return lines
+
+
+@cli.command()
+@db_option
+@secret_file_option
+@tz_option
+@click.pass_context
+def status(ctx, db_path, secret_file, tz):
+    """What the agenda holds and how it runs: file, counts, reminders, signatures, backups.
+
+    Times are the clinic's (--tz).
+
+    Example:
+
+    \b
+        agenda status --db /var/lib/agenda/clinic.db
+    """
+    zone = cli_zone(tz)
+    conn = existing_database(db_path)
+    try:
+        lines = status_lines(conn, db_path, cli_now(ctx), zone)
+    finally:
+        conn.close()
+    stored = secret_file_path(db_path, secret_file)
+    if stored.is_file():
+        mode = stored.stat().st_mode & 0o777
+        lines.append(("Secret", f"stored in {stored} (mode {mode:o}{', readable by others!' if mode & 0o077 else ''})"))
+    else:
+        lines.append(("Secret", "no stored secret; AGENDA_SECRET or `agenda secret set` gives one"))
+    for label, text in lines:
+        click.echo(f"{label + ':':<14}{text}")
+
+
+HEALTHY_REPLICA = ("off", "ok", "starting")
+
+
+@cli.command("health")
+@click.argument("url", default="http://127.0.0.1:8080/health")
+def health_check(url):
+    """Check a running Agenda as the health timer does: exit 1, saying why, unless its /health
+    answers 200 with the replica off, ok or starting (docs/deploy.md, step 7).
+
+    Example:
+
+    \b
+        agenda health http://127.0.0.1:8080/health
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            found = json.load(answer)
+    except urllib.error.HTTPError as error:
+        raise click.ClickException(f"{url} answered {error.code}: the service refuses writes now; its log and "
+                                   "`agenda status` say why") from None
+    except (OSError, ValueError) as error:
+        raise click.ClickException(f"{url} did not answer ({error}): is `agenda run` running?") from None
+    replica = found.get("replica")
+    if replica not in HEALTHY_REPLICA:
+        raise click.ClickException(f"the replica is {replica}: bookings go on but are not copied off this "
+                                   "machine; `agenda status` and the service's log say why")
+    click.echo(f"ok (replica: {replica})")
