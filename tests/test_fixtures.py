@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import agenda
 import conftest
+from _agenda.store import read_schema, schema_sections
 from conftest import CLINIC_CSV, MONDAY, migrated, seed, seed_into, table_rows, write_csv
 
 
@@ -20,7 +20,7 @@ def assert_whole_private_and_in_wal_mode(db_path):
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == agenda.schema_sections(agenda.read_schema())[-1][0]
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_sections(read_schema())[-1][0]
     finally:
         conn.close()
 
