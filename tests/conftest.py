@@ -2,9 +2,13 @@
 
 The test clinic is small and fixed so every expected slot can be worked out by hand.
 "Now" is Monday 23/11/2026 08:00 in Madrid unless a test moves the clock.
+
+A fresh database is a copy: each process (each xdist worker) migrates and seeds a catalog once,
+keeps the closed file's bytes as a template, and writes them to the next test's database.
 """
 
 import base64
+import copy
 import datetime as dt
 import hashlib
 import hmac
@@ -29,6 +33,8 @@ import webtest
 from webtest.http import StopableWSGIServer
 
 import agenda
+# CI sets AGENDA_NO_SKIP=1: a test skipped for a missing tool then fails the run (its hooks, as this file's).
+from no_skip import pytest_collectreport, pytest_runtest_logreport, pytest_sessionfinish  # noqa: F401
 from openapi_contract import CONTRACT, checked
 
 MADRID = ZoneInfo("Europe/Madrid")
@@ -178,12 +184,57 @@ def write_csv(tmp_path, text, name="catalogs.csv"):
     return path
 
 
-def seed(db_path, csv_path):
+# What each template was made from -> (the bytes of the closed database, what making it returned).
+_templates = {}
+WAL_HEADER = b"\x02\x02"  # bytes 18-19 of an SQLite file in WAL mode: the mode lives in the file
+
+
+def from_template(db_path, key, make):
+    """Give db_path (not there yet) the database `make(db_path)` leaves there, made once per process:
+    later calls copy the closed file's bytes into a new file, 0600 from its first byte as the product
+    makes its own. Only a file that is the whole database is kept as a template: closed, so
+    checkpointed, with no -wal beside it, and still in WAL mode. Returns what `make` returned."""
+    db_path = Path(db_path)
+    if key in _templates:
+        data, made = _templates[key]
+        with os.fdopen(os.open(db_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+            file.write(data)
+        return copy.deepcopy(made)
+    made = make(db_path)
+    data = db_path.read_bytes()
+    if not Path(f"{db_path}-wal").exists() and data[18:20] == WAL_HEADER:
+        _templates[key] = data, copy.deepcopy(made)
+    return made
+
+
+def migrated(db_path):
+    """A new, empty database at the newest schema, as `agenda.open_database` leaves it."""
+    from_template(db_path, "migrated", lambda path: agenda.open_database(path).close())
+
+
+def seed_into(db_path, csv_path, at):
     conn = agenda.open_database(db_path)
     try:
-        return agenda.seed_catalogs(conn, agenda.read_catalog_file(csv_path), at=MONDAY)
+        return agenda.seed_catalogs(conn, agenda.read_catalog_file(csv_path), at=at)
     finally:
         conn.close()
+
+
+def seed(db_path, csv_path, at=MONDAY):
+    """Load a catalog file into the database as `agenda seed` does, as if at `at`; its summary. A new
+    database is a copy of one seeded from the same file before (see from_template)."""
+    if Path(db_path).exists():
+        return seed_into(db_path, csv_path, at)
+    try:
+        key = ("seeded", Path(csv_path).read_bytes(), at)
+    except OSError:  # no such file: seeding says so
+        return seed_into(db_path, csv_path, at)
+
+    def make(path):
+        migrated(path)
+        return seed_into(path, csv_path, at)
+
+    return from_template(db_path, key, make)
 
 
 def table_rows(db_path):
@@ -228,6 +279,8 @@ def make_api(db_path, clock, tmp_path):
     def make(csv=CLINIC_CSV, secret=SECRET, **options):
         if csv is not None:
             seed(db_path, write_csv(tmp_path, csv))
+        elif not db_path.exists():
+            migrated(db_path)
         app = agenda.create_app(db_path, secret, now=clock, **options)
         apps.append(app)
         return Api(app, secret)
@@ -265,6 +318,10 @@ center,C1,Centro,,,,,,,,
 speciality,MG,Medicina general,,,,,,,,
 doctor,MARTIN,Lucía Martín,MG,C1,,mon-sun,09:00-11:00,30,,
 """
+
+
+# When the clinics of child processes (on the real clock) were seeded: this process's start.
+SEEDED_AT = dt.datetime.now(dt.timezone.utc)
 
 
 def days_ahead(count):
@@ -316,8 +373,7 @@ def agenda_command(*args):
 @pytest.fixture
 def running(tmp_path, db_path):
     """start(*args): the seeded test clinic served by a child `agenda run` process."""
-    subprocess.run(agenda_command("seed", str(write_csv(tmp_path, EVERY_DAY_CSV)), "--db", str(db_path)),
-                   check=True, capture_output=True, timeout=60)
+    seed(db_path, write_csv(tmp_path, EVERY_DAY_CSV), at=SEEDED_AT)
     servers = []
     env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
     env.update(AGENDA_SECRET=SECRET, AGENDA_MIN_NOTICE="0", PYTHONUNBUFFERED="1")
@@ -331,40 +387,26 @@ def running(tmp_path, db_path):
         server.stop()
 
 
+def shared_folder(tmp_path_factory):
+    """This test run's folder, the same for every xdist worker (each has a folder of its own in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session", autouse=True)
 def schemathesis_run(request, tmp_path_factory):
     """test_schemathesis.py's run against a live server, started with the session when any
-    of its tests is selected, so that its ~20 s overlap the rest of the suite."""
+    of its tests is selected, so that its ~20 s overlap the rest of the suite: by this process,
+    or under xdist by the first worker to start (see FuzzRun)."""
     import test_schemathesis
 
     if not any(item.module is test_schemathesis for item in request.session.items):
         yield None
         return
-    run = test_schemathesis.FuzzRun(tmp_path_factory.mktemp("schemathesis"))
+    run = test_schemathesis.FuzzRun(shared_folder(tmp_path_factory) / "schemathesis")
     run.start()
     try:
         yield run
     finally:
         run.stop()
 
-
-
-# CI sets AGENDA_NO_SKIP=1: a test skipped for a missing tool then fails the run.
-
-_skipped = []
-
-
-def pytest_runtest_logreport(report):
-    if report.skipped:
-        _skipped.append(report.nodeid)
-
-
-def pytest_collectreport(report):
-    if report.skipped:
-        _skipped.append(report.nodeid)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    if os.environ.get("AGENDA_NO_SKIP") and _skipped:
-        print(f"\nAGENDA_NO_SKIP is set and {len(_skipped)} test(s) were skipped: {', '.join(_skipped[:5])}")
-        session.exitstatus = 1

@@ -9,13 +9,13 @@ import base64
 import os
 import re
 import sqlite3
-import subprocess
 
 import pytest
-
+from click.testing import CliRunner
 from webtest.http import StopableWSGIServer
 
-from conftest import CLINIC_CSV, agenda_command, days_ahead, send
+import agenda
+from conftest import CLINIC_CSV, days_ahead, send
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 try:
@@ -57,6 +57,12 @@ def start_chromium(profile):
     driver.set_page_load_timeout(WAIT)
     driver.set_script_timeout(WAIT)
     return driver
+
+
+def add_staff(db_path, name="ana"):
+    """`agenda staff add NAME` typed at the command line (in this process: no interpreter to start)."""
+    added = CliRunner().invoke(agenda.cli, ["staff", "add", name, "--db", str(db_path)], input=PASSWORD + "\n")
+    assert added.exit_code == 0, added.output
 
 
 @pytest.fixture(scope="module")
@@ -193,8 +199,7 @@ class Desk:
 @pytest.fixture
 def desk(browser, running, db_path):
     """A fresh server with a staff account 'ana', and the browser with no cookie of any earlier test."""
-    subprocess.run(agenda_command("staff", "add", "ana", "--db", str(db_path)), input=PASSWORD + "\n",
-                   text=True, check=True, capture_output=True, timeout=60)
+    add_staff(db_path)
     browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
     browser.delete_all_cookies()
     return Desk(browser, running(), db_path)
@@ -348,8 +353,7 @@ def test_logging_out_from_the_header_ends_the_session(desk):
 def test_a_shared_reception_browser_keeps_no_patient_after_logout(running, db_path, tmp_path):
     """Book a new patient, search them by NIF, log out, close the browser: its history holds no
     NIF and its autofill store none of what was typed about the patient ("Staff desk")."""
-    subprocess.run(agenda_command("staff", "add", "ana", "--db", str(db_path)), input=PASSWORD + "\n",
-                   text=True, check=True, capture_output=True, timeout=60)
+    add_staff(db_path)
     profile = tmp_path / "profile"
     driver = start_chromium(profile)
     try:

