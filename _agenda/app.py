@@ -10,7 +10,8 @@ from .staff import Accounts
 from .clinic import Clinic
 from .web import AfterChange, with_access_log
 from .api import API_ROUTES, ApiPlugin, api_error_page, note_signatures, SCHEME_WARNINGS
-from .desk import desk_error_page, DESK_ROUTES, DeskPlugin
+from .desk import DESK_ROUTES
+from .desk_shared import desk_error_page, DeskPlugin
 from .feed_web import FEED_ROUTES
 
 log = logging.getLogger("agenda")

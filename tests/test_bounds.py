@@ -8,7 +8,7 @@ import re
 import icalendar
 import webtest
 
-from _agenda.desk import MOST_COLUMNS
+from _agenda.desk_session import MOST_COLUMNS
 from _agenda.feeds import FEED_MOST, new_feed
 from _agenda.waitlist import FREE_SLOTS, NAMED_UNDER, PAGE, add_waiting
 

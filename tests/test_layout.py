@@ -11,13 +11,17 @@ import agenda
 from conftest import ROOT
 
 PACKAGE = ROOT / "_agenda"
-# Lowest first: a module may import only modules before it. replication and imports sit beside
-# the app, over the clinic and storage; cli holds the one group and what its commands share, and
-# each cli_*.py above it registers its commands on that group, importing no other cli_*.py.
+# Lowest first: a module may import only modules before it. desk_shared holds what every desk page
+# shares, each desk handler module above it imports no other, and desk.py's route table imports them
+# all. replication and imports sit beside the app, over the clinic and storage; cli holds the one group
+# and what its commands share, and each cli_*.py above it registers its commands on that group,
+# importing no other cli_*.py.
 COMMANDS = ["cli_service", "cli_backups", "cli_imports", "cli_desk", "cli_staff", "cli_waitlist", "cli_report",
             "cli_rights", "cli_moving"]
+DESK_HANDLERS = ["desk_session", "desk_views", "desk_booking", "desk_patients", "desk_clinic"]
 LAYERS = ["values", "sealing", "store", "access", "identity", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
-          "rights", "feeds", "report", "timeline", "texts", "pages", "charts", "web", "api", "desk", "feed_web", "app",
+          "rights", "feeds", "report", "timeline", "texts", "pages", "charts", "web", "api",
+          "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
           "replication", "imports", "moving", "staged_import",
           "cli", *COMMANDS]
 DOMAIN = ["values", "sealing", "store", "access", "identity", "slots", "staff", "booking", "clinic", "counter", "series", "waitlist",
@@ -58,6 +62,15 @@ def test_every_command_lives_in_a_command_module_that_agenda_py_registers():
 @pytest.mark.parametrize("module", COMMANDS)
 def test_a_command_module_imports_no_other_command_module(module):
     assert not own_imports(PACKAGE / f"{module}.py") & set(COMMANDS)
+
+
+def test_every_desk_module_is_the_shared_one_or_a_handler_module():
+    assert sorted(path.stem for path in PACKAGE.glob("desk_*.py")) == sorted(["desk_shared", *DESK_HANDLERS])
+
+
+@pytest.mark.parametrize("module", DESK_HANDLERS)
+def test_a_desk_handler_module_imports_no_other_handler_module(module):
+    assert not own_imports(PACKAGE / f"{module}.py") & set(DESK_HANDLERS)
 
 
 def test_the_check_would_see_an_import_upward(tmp_path):

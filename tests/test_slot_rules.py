@@ -13,7 +13,7 @@ import webtest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import agenda
-from _agenda.desk import day_plan
+from _agenda.desk_views import day_plan
 from _agenda.slots import read_schedule, slot_state
 from conftest import SECRET, Api, Clock, seed, valid_dni, write_csv
 

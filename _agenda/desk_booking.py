@@ -1,0 +1,230 @@
+"""Booking and what follows: the booking form (a patient found or registered, a sobrecita, a waiting
+patient), an appointment's page and its actions (move, cancel, confirm, attendance, the rest of a
+series), a series, and the waiting list."""
+
+import datetime as dt
+import functools
+
+import bottle
+
+from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time
+from .counter import mark_attendance, squeeze_in
+from .series import book_series, cancel_rest, parse_every, preview_series
+from .waitlist import add_waiting, end_waiting, fits, free_now, named, NAMED_UNDER, PAGE, waiting, window_text
+from .texts import translator
+from .timeline import local_time
+from .web import clinic, query_text, status_of
+from .desk_shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
+                          desk_wrong_fields, done, form, who_booked)
+
+
+def desk_book_page(error=None, status=200, wrong=None, booked=None):
+    """Booking a free slot: the slot, a patient search, and a new patient's form."""
+    slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId", "squeeze")}
+    doctor = clinic().require_doctor(slot["doctorId"])
+    q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
+    typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason",
+                                                 "guardianNif")}
+    try:
+        found = clinic().search_patients(q, reader=desk_source()) if q else None
+    except ClinicError as refusal:
+        found, error, status, wrong = None, desk_refusal(refusal), status_of(refusal), desk_wrong_fields(refusal)
+    if query_text("patientId") and not q:  # booking for a patient chosen on their page
+        found = [clinic().patient_record(query_text("patientId"), reader=desk_source())]
+    listed = clinic().insurance_lists([doctor["id"]]).get((doctor["id"], slot["centerId"]))
+    names = {i["id"]: i["name"] for i in clinic().catalogs()["insurances"]}
+    insurances = [(key, names.get(key, key)) for key in sorted(listed, key=lambda key: names.get(key, key))] \
+        if listed else None
+    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
+                     q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error, wrong=wrong or {},
+                     waiting_here=waiting_for(doctor, slot), waitlist_id=query_text("waitlistId") or form("waitlistId"),
+                     booked=booked)
+
+
+def waiting_for(doctor, slot):
+    """The first PAGE waiting entries this free slot fits, oldest first (none for a sobrecita or a slot not free)."""
+    try:
+        day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
+    except ClinicError:
+        return []
+    free = [s for s in clinic().availability(doctor_id=doctor["id"], center_id=slot["centerId"], first=day, last=day,
+                                             channel="desk") if s.time == time_text]
+    if not free or slot.get("squeeze"):
+        return []
+    return named(clinic(), [entry for entry in waiting(clinic()) if fits(entry, free[0])][:PAGE], desk_source())
+
+
+def desk_book():
+    """Book the slot for a patient found, or for a new one registered in the same form."""
+    source, slot = desk_source(), {name: form(name) for name in ("doctorId", "date", "time", "centerId")}
+    try:
+        day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
+        patient_id = form("patientId") or desk_patient_id(source)
+        booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else functools.partial(
+            clinic().book, waitlist_id=form("waitlistId"))  # the entry ends with the booking, or nothing is made
+        booking(day=day, time_text=time_text, doctor_id=slot["doctorId"], patient_id=patient_id,
+                center_id=slot["centerId"], reason=form("reason"), insurance_id=form("insuranceId"), source=source)
+    except ClinicError as error:
+        return desk_book_page(desk_refusal(error), status=status_of(error), wrong=desk_wrong_fields(error),
+                              booked=error.extra.get("appointmentId"))
+    done(day_address(day, slot["centerId"]), ("booked_done", {"date": format_date(day), "time": time_text}),
+         patient=int(patient_id))
+
+
+def desk_patient_id(source):
+    """The new patient of the booking form, registered; the same one when the form comes again (a
+    booking refused after the registration, sent once more with another slot)."""
+    fields = {name: form(name) for name in ("name", "surname", "nif", "phone", "birthDate", "guardianNif")}
+    try:
+        return clinic().register_patient(fields, source=source)
+    except ClinicError as error:
+        if error.code == "PATIENT_ALREADY_EXISTS" and clinic().registered_as(error.extra["patientId"], fields["name"]):
+            return error.extra["patientId"]
+        raise
+
+
+def desk_appointment(appointment_id, error=None, status=200):
+    """One appointment: its details and history; move it (to another doctor of the speciality or center
+    too), mark attendance, cancel it with a reason, confirm it. A cancelled one says when and by whom."""
+    appointment = clinic().appointment_for_desk(appointment_id, reader=desk_source())
+    doctors = [d for d in clinic().doctors() if d["speciality_id"] == appointment["speciality_id"]
+               and not d["retired_from"]] or [dict(clinic().require_doctor(appointment["doctor_id"]))]
+    to_doctor = query_text("doctorId") or appointment["doctor_id"]
+    first = parse_date(query_text("date"), "date") if query_text("date") else max(
+        clinic().today(), dt.date.fromisoformat(appointment["date"]))
+    last = first + dt.timedelta(days=13)
+    free = [] if appointment["status"] == "cancelled" else clinic().availability(
+        doctor_id=to_doctor, first=first, last=last, channel="desk")[:40]
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    why = t("why_beyond") if first > clinic().window("desk").last_day else ""
+    empty = t("no_free", doctor=clinic().require_doctor(to_doctor)["name"], first=format_date(first),
+              last=format_date(last), why=why)
+    zone = clinic().tz
+    appointment.update(weekday=dt.date.fromisoformat(appointment["date"]).weekday(),
+                       arrived_local=local_time(clinic(), appointment))
+    for event in appointment["history"]:
+        event["when"] = f"{dt.datetime.fromisoformat(event['at']).astimezone(zone):%d/%m/%Y %H:%M}"
+        event["who"] = who_booked(t, event["source"])
+    return desk_page("appointment", status=status, appointment=appointment, free=free, first=first,
+                     doctors=doctors, to_doctor=to_doctor, empty=empty, error=error,
+                     insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
+                     doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
+                     today=clinic().today().isoformat())
+
+
+def desk_move(appointment_id):
+    """Move to the slot chosen: 'DD/MM/YYYY|HH:MM|DOCTOR|CENTER' from the move form's list."""
+    before = clinic().appointment(appointment_id, None)
+    try:
+        parts = (form("slot") or "").split("|")
+        if len(parts) != 4:
+            raise invalid("time is required", "required", "time")
+        day, time_text = parse_date(parts[0], "date"), parse_time(parts[1], "time")
+        clinic().move(appointment_id, day=day, time_text=time_text, doctor_id=parts[2], center_id=parts[3] or None,
+                      source=desk_source())
+    except ClinicError as error:
+        return desk_appointment(appointment_id, desk_refusal(error), status_of(error))
+    done(day_address(day, parts[3] or None), ("moved_done", {"date": format_date(day), "time": time_text}),
+         patient=before["patient_id"])
+
+
+def desk_cancel(appointment_id):
+    before = clinic().appointment(appointment_id, None)
+    clinic().cancel(appointment_id, reason=form("reason") or "cancelled at the desk", source=desk_source())
+    done(day_address(dt.date.fromisoformat(before["date"]), before["center_id"]), ("cancelled_done", {}),
+         patient=before["patient_id"])
+
+
+def desk_cancel_rest(appointment_id):
+    """Cancel this session of a series and every later one ("Series")."""
+    before = clinic().appointment(appointment_id, None)
+    gone = cancel_rest(clinic(), appointment_id, form("reason") or "cancelled at the desk", desk_source())
+    done(f"/desk/patients/{before['patient_id']}", ("series_rest_done", {"count": len(gone)}),
+         patient=before["patient_id"])
+
+
+def desk_series():
+    """A series for the patient chosen: the preview of its dates (step=preview), then booked (step=book)."""
+    slot = {name: form(name) for name in ("doctorId", "date", "time", "centerId", "patientId")}
+    asked = {"n": form("n") or "1", "unit": form("unit") if form("unit") in ("w", "d") else "w",
+             "count": form("count") or "6"}
+    try:
+        series = all_fields({"first": lambda: parse_date(slot["date"] or "", "date"),
+                             "time_text": lambda: parse_time(slot["time"] or "", "time"),
+                             "every_days": lambda: parse_every(asked["n"] + asked["unit"]),
+                             "count": lambda: int(asked["count"]) if asked["count"].isdigit() else invalid_count()})
+        series.update(doctor_id=slot["doctorId"], center_id=slot["centerId"])
+        patient = clinic().patient_record(slot["patientId"], reader=desk_source())
+        if form("step") == "book":
+            _, booked = book_series(clinic(), patient_id=slot["patientId"], insurance_id=form("insuranceId"),
+                                    reason=form("reason"), nearest=bool(form("nearest")), source=desk_source(), **series)
+            return done(day_address(series["first"], slot["centerId"]), ("series_done", {"count": len(booked)}),
+                        patient=patient["id"])
+        sessions, error = preview_series(clinic(), **series), None
+    except ClinicError as refusal:
+        sessions, error, patient = [], desk_refusal(refusal), clinic().patient_record(slot["patientId"], desk_source())
+    return desk_page("series", status=400 if error and not sessions else 200, slot=slot, asked=asked, patient=patient,
+                     sessions=sessions, error=error, doctor=clinic().require_doctor(slot["doctorId"]),
+                     typed={"reason": form("reason") or "", "insuranceId": form("insuranceId") or ""})
+
+
+def invalid_count():
+    raise invalid("count must be 2 to 60", "series_count", "count")
+
+
+def desk_confirm(appointment_id):
+    before = clinic().appointment(appointment_id, None)
+    clinic().confirm(appointment_id, True, source=desk_source())
+    done(day_address(dt.date.fromisoformat(before["date"]), before["center_id"]), ("confirmed_done", {}),
+         patient=before["patient_id"])
+
+
+def desk_attendance(appointment_id):
+    """Mark what happened at the counter (arrived, seen, no_show; blank undoes) and go back to the day."""
+    mark = form("mark")
+    after = mark_attendance(clinic(), appointment_id, mark, desk_source())
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    moment = dt.datetime.fromisoformat(after["arrived_at"]) if after["arrived_at"] else clinic().clock()
+    moment = moment.astimezone(clinic().tz)
+    said = ("attendance_undone", {}) if mark is None else \
+        ("attendance_done", {"mark": t(mark, time=f"{moment:%H:%M}")})
+    done(form("back") if (form("back") or "").startswith("/desk/") else
+         day_address(dt.date.fromisoformat(after["date"]), after["center_id"]), said, patient=after["patient_id"])
+
+
+def desk_waitlist(error=None, status=200):
+    """The waiting list, oldest first; the free slots of the next two weeks that fit someone waiting
+    ("Waiting list"); a form to add a patient."""
+    entries, page = waiting(clinic()), int(query_text("page")) if (query_text("page") or "").isdigit() else 0
+    free = free_now(clinic(), entries)
+    shown = entries[page * PAGE:(page + 1) * PAGE]  # only those drawn are read, through the one door
+    names = {entry["id"]: entry for entry in named(clinic(), shown + [w for _, fitting in free
+                                                                       for w in fitting[:NAMED_UNDER]], desk_source())}
+    typed = {name: form(name) or "" for name in ("nif", "doctorId", "specialityId", "centerId", "dateFrom", "dateTo",
+                                                 "timeFrom", "timeTo", "note")}
+    return desk_page("waitlist", status=status, entries=[names[w["id"]] for w in shown if w["id"] in names],
+                     free=[(slot, [names[w["id"]] for w in fitting[:NAMED_UNDER] if w["id"] in names],
+                            len(fitting) - NAMED_UNDER) for slot, fitting in free],
+                     page=page, pages=-(-len(entries) // PAGE), waiting_count=len(entries), typed=typed,
+                     error=error, doctors=clinic().doctors(), specialities=catalog_names("specialities"),
+                     centers=desk_centers(), window_text=window_text)
+
+
+def desk_add_waiting():
+    """Put a patient (found by NIF) on the waiting list for a doctor or a speciality."""
+    try:
+        window = all_fields({"first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
+                             "last": lambda: parse_date(form("dateTo") or "", "dateTo")})
+        patient = clinic().find_patient(form("nif") or "", reader=desk_source())
+        add_waiting(clinic(), patient_id=patient["id"], doctor_id=form("doctorId"),
+                    speciality_id=None if form("doctorId") else form("specialityId"), center_id=form("centerId"),
+                    time_from=form("timeFrom"), time_to=form("timeTo"), note=form("note"), source=desk_source(),
+                    **window)
+    except ClinicError as error:
+        return desk_waitlist(desk_refusal(error), status_of(error))
+    done("/desk/waitlist", ("waiting_added", {}), patient=patient["id"])
+
+
+def desk_end_waiting(entry_id):
+    end_waiting(clinic(), entry_id, "removed", desk_source())
+    done("/desk/waitlist", ("waiting_removed", {}))

@@ -1,0 +1,105 @@
+"""The desk's session and the files every page loads: the login page, logging in and out, a kept form
+offered again ("Kept forms"), the refresh poll (`/desk/version`), `desk.css` with the timeline's grid
+classes (`grid_rules`, `MOST_COLUMNS`) and `desk.js`."""
+
+import datetime as dt
+import functools
+import hmac
+import json
+import re
+import secrets
+
+import bottle
+
+from .values import ClinicError
+from .store import read_data_file, TEMPLATES
+from .staff import LOCK_AFTER, LOCK_MINUTES
+from .texts import translator
+from .web import clinic, query_text, status_of
+from .desk_shared import (accounts, changes_version, DESK_COOKIE, desk_error, desk_page, form, LOGIN_COOKIE,
+                          see_other)
+
+
+def desk_home():
+    see_other("/desk/day")
+
+
+def desk_login_page(error=None, name="", status=None):
+    token = secrets.token_urlsafe(24)
+    secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
+    bottle.response.set_cookie(LOGIN_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
+    return desk_page("login", status=status or (401 if error else 200), login_token=token, error=error, name=name,
+                     kept=kept_id(form("kept") or query_text("kept")))
+
+
+def kept_id(text):
+    """A kept form's id as keep_form makes it, or None."""
+    return text if text and re.fullmatch(r"[A-Za-z0-9_-]{16,64}", text) else None
+
+
+def desk_log_in():
+    """Log in: the login form's token must match its cookie (CSRF before a session exists)."""
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    given, expected = form("csrf") or "", bottle.request.get_cookie(LOGIN_COOKIE) or ""
+    if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+        return desk_error(403, t("CSRF"))
+    name = form("name") or ""
+    try:
+        token, _ = accounts().log_in(name, bottle.request.forms.getunicode("password") or "",
+                                     bottle.request.environ.get("REMOTE_ADDR") or "unknown")
+    except ClinicError as error:
+        if error.code == "LOGIN_BUSY":
+            bottle.response.set_header("Retry-After", "60")
+        until = error.extra.get("until")
+        until = f"{dt.datetime.fromisoformat(until).astimezone(clinic().tz):%H:%M}" if until else ""
+        return desk_login_page(t(error.code, after=LOCK_AFTER, minutes=LOCK_MINUTES, until=until), name,
+                               status_of(error))
+    secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
+    bottle.response.set_cookie(DESK_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
+    bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")
+    kept = kept_id(form("kept"))
+    see_other(f"/desk/kept/{kept}" if kept else "/desk/day")
+
+
+def desk_kept(kept):
+    """A form sent after its session ended, offered to its sender to send again, once ("Kept forms")."""
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    taken = kept_id(kept) and accounts().take_kept_form(kept, bottle.request.environ["agenda.desk"]["name"])
+    if not taken:
+        return desk_error(404, t("kept_gone"))
+    path, fields = taken
+    return desk_page("kept", path=path, fields=fields)
+
+
+def desk_log_out():
+    accounts().log_out(bottle.request.get_cookie(DESK_COOKIE))
+    bottle.response.delete_cookie(DESK_COOKIE, path="/desk")
+    see_other("/desk/login")
+
+
+def desk_version():
+    """{"version": N} for the page's refresh poll; it never restarts the session's idle time."""
+    bottle.response.content_type = "application/json"
+    return json.dumps({"version": changes_version()})
+
+
+def desk_script():
+    bottle.response.content_type = "text/javascript; charset=utf-8"
+    return read_data_file(f"{TEMPLATES}/desk.js")
+
+
+def desk_stylesheet():
+    bottle.response.content_type = "text/css; charset=utf-8"
+    return read_data_file(f"{TEMPLATES}/desk.css") + grid_rules().encode()
+
+
+MOST_COLUMNS = 300  # the most doctors a center's day draws side by side (the axis is column 1)
+
+
+@functools.lru_cache(maxsize=None)
+def grid_rules():
+    """Where the timeline's items sit, as classes (the CSP allows no inline style): .rN starts at the
+    grid's row N (one a minute, after the heading), .hN spans N minutes, .cN is column N."""
+    return "\n".join([".r%d{grid-row-start:%d}" % (n, n) for n in range(2, 24 * 60 + 2)]
+                     + [".h%d{grid-row-end:span %d}" % (n, n) for n in range(1, 24 * 60 + 1)]
+                     + [".c%d{grid-column:%d}" % (n, n) for n in range(1, MOST_COLUMNS + 2)]) + "\n"

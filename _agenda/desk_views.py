@@ -1,0 +1,101 @@
+"""The agenda as reception reads it: the day and the week on one time axis ("The day as time"), their
+timeline partial, and the appointments that need a call ("To call")."""
+
+import datetime as dt
+import urllib.parse
+
+import bottle
+
+from .values import format_date, hhmm, invalid, parse_date
+from .counter import to_call
+from .waitlist import fits, waiting
+from .texts import translator
+from .pages import desk_template
+from .slots import Slot
+from .timeline import center_week, day_timeline, doctor_week, week_days
+from .web import clinic, query_text
+from .desk_shared import (changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
+                          who_booked)
+
+
+def day_plan(clinic, day, center_id=None, reader=None):
+    """One center's day as the desk draws it ("The day as time"): for each doctor, their blocks and cards
+    (`timeline.day_timeline`), the free ones exactly those `slot_state` lets the desk book."""
+    return [{"id": column["doctor_id"], "name": column["name"], "speciality_id": column["speciality_id"],
+             "slots": [{"time": block.time, "state": block.kind, "center_id": block.center_id}
+                       for block in column["blocks"] if block.kind == "free"]}
+            for column in day_timeline(clinic, day, center_id, reader=reader).columns]
+
+
+def asked_day():
+    """The day a page shows: ?date=, else today; a year out of reason is a refusal."""
+    day = parse_date(query_text("date"), "date") if query_text("date") else clinic().today()
+    if not 1900 <= day.year <= 2999:
+        raise invalid("date must be a year from 1900 to 2999", "year", "date")
+    return day
+
+
+def now_minute(day):
+    """The minute of the clinic's clock when `day` is today, else None."""
+    now = clinic().clock().astimezone(clinic().tz)
+    return now.hour * 60 + now.minute if now.date() == day else None
+
+
+def timeline_html(timeline, day, center_id, headings, now=None):
+    """The timeline partial: columns under `headings` (a text for each), the axis, and a line at `now`; a free
+    block that fits someone waiting says how many ("Waiting list")."""
+    entries = waiting(clinic())
+
+    def waited(column, block):
+        slot = Slot(column["day"], format_date(column["day"]), block.time, "", 0, column["doctor_id"], column["name"],
+                    column["speciality_id"], block.center_id)
+        return sum(fits(entry, slot) for entry in entries)
+    return desk_template("timeline").render(
+        timeline=timeline, day=day, center_id=center_id, headings=headings, now=now, hhmm=hhmm, waited=waited,
+        t=translator(bottle.request.environ["agenda.desk"]["lang"]), desk=bottle.request.environ["agenda.desk"],
+        format_date=format_date, dialled=dialled, urlencode=urllib.parse.urlencode, who_booked=who_booked,
+        today=clinic().today().isoformat(), last_day=clinic().window("desk").last_day.isoformat())
+
+
+def desk_day():
+    """The day view: one center's doctors (or one doctor) on one time axis, now marked ("The day as time")."""
+    day, centers = asked_day(), desk_centers()
+    center_id = query_text("centerId") or (centers[0]["id"] if centers else None)
+    doctor_id = query_text("doctorId")
+    timeline = day_timeline(clinic(), day, clinic().require_center(center_id), doctor_id, reader=desk_source())
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    headings = [f"{c['name']} ({c['speciality_id']}) · " + ", ".join(t("minutes", minutes=m) for m in c["slot_minutes"])
+                for c in timeline.columns]
+    return desk_page("day", day=day, center_id=center_id, centers=centers, doctor_id=doctor_id,
+                     doctors=clinic().doctors(), timeline=timeline, version=changes_version(),
+                     drawn=timeline_html(timeline, day, center_id, headings, now_minute(day)),
+                     previous=day_address(day - dt.timedelta(days=1), center_id, doctor_id),
+                     following=day_address(day + dt.timedelta(days=1), center_id, doctor_id),
+                     today=day_address(clinic().today(), center_id, doctor_id),
+                     center_name=next((c["name"] for c in centers if c["id"] == center_id), ""),
+                     clinic_name=clinic().settings.clinic_name or t("app"))
+
+
+def desk_week():
+    """A week: one doctor's days side by side on the time axis (?doctorId=), else the center's days as counts."""
+    day, centers = asked_day(), desk_centers()
+    doctor_id, center_id = query_text("doctorId"), query_text("centerId") or (centers[0]["id"] if centers else None)
+    monday = week_days(day)[0]
+    around = {"previous": monday - dt.timedelta(days=7), "following": monday + dt.timedelta(days=7)}
+    links = {name: "/desk/week?" + urllib.parse.urlencode({"date": format_date(each), **(
+        {"doctorId": doctor_id} if doctor_id else {"centerId": center_id or ""})}) for name, each in around.items()}
+    if doctor_id is None:
+        return desk_page("week", day=monday, centers=centers, center_id=clinic().require_center(center_id),
+                         doctors=clinic().doctors(), doctor=None, week=center_week(clinic(), center_id, day),
+                         version=changes_version(), **links)
+    timeline = doctor_week(clinic(), doctor_id, day, reader=desk_source())
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
+    headings = [f"{t('weekdays')[c['day'].weekday()]} {c['day']:%d/%m}" for c in timeline.columns]  # the year is above
+    return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=clinic().doctors(),
+                     doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(),
+                     drawn=timeline_html(timeline, None, None, headings), **links)
+
+
+def desk_calls():
+    """The appointments that need a call, from today on, soonest first ("To call")."""
+    return desk_page("calls", appointments=to_call(clinic(), reader=desk_source()))
