@@ -98,9 +98,11 @@ APPOINTMENT_JSON = Shape("""json_object(
     'date', substr(a.date, 9, 2) || '/' || substr(a.date, 6, 2) || '/' || substr(a.date, 1, 4),
     'time', a.time, 'doctorId', a.doctor_id, 'doctorName', d.name, 'patientId', CAST(a.patient_id AS TEXT),
     'reason', a.reason, 'centerRef', a.center_id,
-    'extraData', json_object('status', a.status, 'specialityId', a.speciality_id, 'insuranceId', a.insurance_id,
-                             'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
-                                         - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))))""",
+    'extraData', json_patch(json_object('status', a.status, 'specialityId', a.speciality_id,
+                                        'insuranceId', a.insurance_id,
+                                        'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
+                                                    - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))),
+                            CASE WHEN a.type_id IS NULL THEN '{}' ELSE json_object('visitTypeId', a.type_id) END))""",
                          lambda person: {"nif": person["shown_nif"], "patientName": person["full_name"],
                                          "phone": person["phone_e164"]})
 
@@ -321,7 +323,9 @@ def custom_config_of(catalogs):
         "doctors": {"description": "Doctors; one entry per center where the doctor works. "
                                    "insurances, when present, lists the only insurances accepted at that center.",
                     "data": doctors},
-        "specialities": {"description": "Specialities and appointment types", "data": catalogs["specialities"]},
+        "specialities": {"description": "Specialities and appointment types", "data": catalogs["specialities"] + [
+            {"id": kind["id"], "name": f"{kind['name']} ({kind['area']}, {kind['minutes']} min)"}
+            for kind in catalogs["types"]]},
         "insurances": {"description": "Insurances, private patients included", "data": catalogs["insurances"]},
     }
     if catalogs["centers"]:

@@ -4,34 +4,38 @@ channel, is checked and written here, in one order, by the channel's rules in CH
 import sqlite3
 from typing import NamedTuple
 
-from .values import ClinicError, hhmm, invalid, minutes_of, numeric_id
+from .values import ClinicError, format_date, invalid, minutes_of, numeric_id
 from .store import record_event, utc_iso, written_row
 from .slots import read_schedule, slot_not_available, visit_span
+from .visits import read_resources, resources_for, the_visit, types_offered, VisitType
 
 
 class Visit(NamedTuple):
-    """What is booked: for whom, with whom (the speciality asked, if any), where (None: where the doctor
-    works then), how long (None: the doctor's grid slot there) and the pause after (not the patient's
-    time), what it needs, the insurance and reason, the series it belongs to, and whether it is squeezed in."""
+    """What is booked: for whom, with whom (the speciality or visit type asked, if any: "Visit types"), where
+    (None: where the doctor works then), what (None: the type asked, or the doctor's default there: its length,
+    pause and needs), the insurance and reason, the series it belongs to, whether it is squeezed in, and whether
+    reception books it over the same patient's other visit on purpose ("One patient, one place")."""
     patient_id: object
     doctor_id: str
     speciality_id: str | None = None
     center_id: str | None = None
-    minutes: int | None = None
-    pause: int = 0
-    needs: tuple = ()
+    kind: VisitType | None = None
     insurance_id: str | None = None
     reason: str | None = None
     series_id: int | None = None
     squeezed: bool = False
+    accept_overlap: bool = False
 
 
-def visit_of(appointment, **changes):
-    """The Visit an appointment row is (its own length and mark kept), with `changes`: what a move takes."""
+def visit_of(appointment, needs=(), **changes):
+    """The Visit an appointment row is (its own type, length, pause and mark kept; `needs`, its type's), with
+    `changes`: what a move takes."""
     minutes = minutes_of(appointment["end_time"]) - minutes_of(appointment["time"])
-    return Visit(appointment["patient_id"], appointment["doctor_id"], None, appointment["center_id"], minutes,
+    kind = VisitType(appointment["type_id"], None, appointment["speciality_id"], minutes, appointment["pause"], needs)
+    return Visit(appointment["patient_id"], appointment["doctor_id"], None, appointment["center_id"], kind,
                  insurance_id=appointment["insurance_id"], reason=appointment["reason"],
-                 series_id=appointment["series_id"], squeezed=bool(appointment["squeezed"]))._replace(**changes)
+                 series_id=appointment["series_id"], squeezed=bool(appointment["squeezed"]),
+                 accept_overlap=bool(appointment["overlap_accepted"]))._replace(**changes)
 
 
 class Rules(NamedTuple):
@@ -41,20 +45,21 @@ class Rules(NamedTuple):
     window: str | None       # whose notice and horizon ("caller", "desk"); None: any day (history too)
     place: str               # "grid": a free start of the grid; "hours": any time of the hours; "kept": as given
     insurance: str | None    # "required": the doctor's list there asks for one; "accepted": only checked if given
+    patient: str | None      # "one place": the patient free then; "may accept": reception may book over it on purpose
     waitlist: bool           # ends the patient's own waiting entry, in the same transaction
     event: str               # what the audit trail calls it
 
 
 CHANNELS = {
-    "caller": Rules(False, True, "caller", "grid", "accepted", False, "appointment.booked"),
-    "desk": Rules(True, True, "desk", "grid", "required", False, "appointment.booked"),
-    "waitlist": Rules(True, True, "desk", "grid", "required", True, "appointment.booked"),
-    "sobrecita": Rules(True, True, "desk", "hours", "required", False, "appointment.squeezed"),
-    "series": Rules(True, False, "desk", "grid", "required", False, "appointment.booked"),  # retried whole
-    "import": Rules(True, False, None, "kept", None, False, "appointment.imported"),
-    "caller move": Rules(False, False, "caller", "grid", "accepted", False, "appointment.moved"),
-    "desk move": Rules(True, False, "desk", "grid", "accepted", False, "appointment.moved"),
-    "sobrecita move": Rules(True, False, "desk", "hours", "accepted", False, "appointment.moved"),
+    "caller": Rules(False, True, "caller", "grid", "accepted", "one place", False, "appointment.booked"),
+    "desk": Rules(True, True, "desk", "grid", "required", "may accept", False, "appointment.booked"),
+    "waitlist": Rules(True, True, "desk", "grid", "required", "may accept", True, "appointment.booked"),
+    "sobrecita": Rules(True, True, "desk", "hours", "required", "one place", False, "appointment.squeezed"),
+    "series": Rules(True, False, "desk", "grid", "required", "one place", False, "appointment.booked"),  # retried whole
+    "import": Rules(True, False, None, "kept", None, None, False, "appointment.imported"),
+    "caller move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved"),
+    "desk move": Rules(True, False, "desk", "grid", "accepted", "may accept", False, "appointment.moved"),
+    "sobrecita move": Rules(True, False, "desk", "hours", "accepted", "one place", False, "appointment.moved"),
 }
 
 
@@ -80,8 +85,9 @@ def book_visit(clinic, visit, day, time_text, channel, source, waitlist_id=None)
 
 def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=None, waitlist_id=None):
     """The one door, inside the caller's transaction: `visit` at `day` and `time_text` checked by the
-    channel's rules in one order (who, the retry, the patient and catalogs, the waiting entry, the slot, the
-    insurance) and written: a new row, or `moving`'s row moved (its id kept). Its id as text."""
+    channel's rules in one order (who, the retry, the patient and catalogs, the waiting entry, the slot and
+    the visit's type, its rooms and machines, the patient free then, the insurance) and written: a new row, or
+    `moving`'s row moved (its id kept), with what it holds. Its id as text."""
     rules = CHANNELS[channel]
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid(f"only reception books by the {channel} channel", "reception_only")
@@ -91,23 +97,90 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
         return str(again["id"])
     doctor = known(clinic, conn, visit, patient_key)
     entry = waiting_entry(conn, waitlist_id, patient_key) if rules.waitlist else None
-    center, end = place(clinic, conn, visit, doctor, day, time_text, rules)
-    check_insurance(clinic, doctor["id"], visit.insurance_id, center, rules.insurance)
+    span = place(clinic, conn, visit, doctor, day, time_text, rules)
+    held = holding(conn, span, doctor["id"], day, time_text, moving)
+    elsewhere = patient_elsewhere(clinic, conn, patient_key, day, time_text, span, rules, moving)
+    accepted = elsewhere is not None and rules.patient == "may accept" and visit.accept_overlap
+    check_insurance(clinic, doctor["id"], visit.insurance_id, span.center, rules.insurance)
     try:
-        if moving is None:
-            row = inserted(conn, visit._replace(center_id=center), patient_key, doctor, day, time_text, end, at, source)
-        else:
-            row = written_row(
-                conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?,"
-                " status = 'booked', confirmed_at = NULL, attendance = NULL, arrived_at = NULL, squeezed = ?,"
-                " updated_at = ? WHERE id = ?", (doctor["id"], day.isoformat(), time_text, end, center,
-                                                  int(visit.squeezed), utc_iso(at), moving["id"]))
-    except sqlite3.IntegrityError:
-        raise slot_not_available("taken") from None
+        row = written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted)
+        hold(conn, row["id"], held, day, time_text, span.busy_until)
+    except sqlite3.IntegrityError as error:
+        raise slot_not_available("resource_taken" if "holds" in str(error) else "taken") from None
+    if elsewhere is not None and not accepted:  # after the slot's own refusal: the caller's transaction rolls back
+        raise elsewhere
     record_event(conn, at, source, rules.event, "appointment", row["id"], before=moving, after=row)
     if entry is not None:
         end_entry(conn, entry, "booked", at, source, appointment_id=row["id"])
     return str(row["id"])
+
+
+class Span(NamedTuple):
+    """Where and how long a visit goes: its center, its end (the patient's time), its busy end (its pause
+    included: the doctor's, its rooms' and machines' time), its type, and the room the doctor is in then."""
+    center: str | None
+    end: str
+    busy_until: str
+    kind: VisitType
+    room_id: str | None
+
+
+def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted):
+    """The appointments row inserted, or `moving`'s row moved (its id, type, length and pause kept)."""
+    if moving is None:
+        return inserted(conn, visit._replace(center_id=span.center), patient_key, doctor, day, time_text, span, at,
+                        source, accepted)
+    return written_row(
+        conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?, busy_until = ?,"
+        " status = 'booked', confirmed_at = NULL, attendance = NULL, arrived_at = NULL, squeezed = ?,"
+        " overlap_accepted = ?, updated_at = ? WHERE id = ?",
+        (doctor["id"], day.isoformat(), time_text, span.end, span.center, span.busy_until, int(visit.squeezed),
+         int(accepted), utc_iso(at), moving["id"]))
+
+
+def holding(conn, span, doctor_id, day, time_text, moving=None):
+    """[resource] the visit takes for its length and pause: for each category its type needs, the doctor's
+    room of it, else the first free one at the center ("Rooms and machines"); SLOT_NOT_AVAILABLE
+    (resource_taken) when a category has none free then."""
+    if not span.kind.needs:
+        return []
+    resources = read_resources(conn, day.isoformat(), day.isoformat())
+    own = set() if moving is None else {row[0] + row[1] for row in conn.execute(
+        "SELECT time, until FROM holds WHERE appointment_id = ? AND live = 1", (moving["id"],))}
+    taken = resources_for(resources, span.kind, doctor_id, span.center, span.room_id, day, time_text,
+                          span.busy_until, but=own)
+    if taken is None:
+        raise slot_not_available("resource_taken")
+    return taken
+
+
+def hold(conn, appointment_id, resources, day, time_text, until):
+    """What the appointment holds now: these resources from `time_text` to `until` (its earlier holds gone)."""
+    conn.execute("DELETE FROM holds WHERE appointment_id = ?", (appointment_id,))
+    conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
+                     [(appointment_id, resource, day.isoformat(), time_text, until) for resource in resources])
+
+
+def patient_elsewhere(clinic, conn, patient_key, day, time_text, span, rules, moving):
+    """The refusal SLOT_NOT_AVAILABLE (patient_elsewhere) naming the same patient's other live, not yet ended
+    visit the visit overlaps (the pause not the patient's time), or None when the patient is free then or the
+    channel does not ask ("One patient, one place"). A guardian and a child are two patients."""
+    if rules.patient is None:
+        return None
+    now = clinic.clock().astimezone(clinic.tz)
+    other = conn.execute(
+        "SELECT a.id, a.date, a.time, a.doctor_id, d.name FROM appointments a JOIN doctors d ON d.id = a.doctor_id"
+        " WHERE a.patient_id = ? AND a.status != 'cancelled' AND a.date = ? AND a.time < ? AND ? < a.end_time"
+        " AND a.id != ? AND (a.date > ? OR a.end_time > ?) ORDER BY a.time LIMIT 1",
+        (patient_key, day.isoformat(), span.end, time_text, moving["id"] if moving else 0, now.date().isoformat(),
+         f"{now:%H:%M}")).fetchone()
+    if other is None:
+        return None
+    return ClinicError("SLOT_NOT_AVAILABLE", f"that slot is not free: the patient has another appointment then "
+                      f"({format_date(other['date'])} {other['time']} with {other['name']}); offer another one",
+                      reason="patient_elsewhere", elsewhere={
+                          "appointmentId": str(other["id"]), "date": format_date(other["date"]),
+                          "time": other["time"], "doctorId": other["doctor_id"], "doctorName": other["name"]})
 
 
 def admit_staged(clinic, conn, table, at, source):
@@ -144,14 +217,15 @@ def admit_staged(clinic, conn, table, at, source):
                  " ORDER BY id", (utc_iso(at), source, rules.event, first))
 
 
-def inserted(conn, visit, patient_key, doctor, day, time_text, end, at, booked_by):
-    """The new appointments row, booked."""
+def inserted(conn, visit, patient_key, doctor, day, time_text, span, at, booked_by, accepted):
+    """The new appointments row, booked: of its type, length and pause (`span`)."""
     return written_row(
         conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
-        " end_time, reason, status, created_at, updated_at, booked_by, squeezed, series_id)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?, ?, ?, ?)",
+        " end_time, reason, status, created_at, updated_at, booked_by, squeezed, series_id, type_id, pause,"
+        " busy_until, overlap_accepted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (patient_key, doctor["id"], doctor["speciality_id"], visit.insurance_id, visit.center_id, day.isoformat(),
-         time_text, end, visit.reason, utc_iso(at), utc_iso(at), booked_by, int(visit.squeezed), visit.series_id))
+         time_text, span.end, visit.reason, utc_iso(at), utc_iso(at), booked_by, int(visit.squeezed), visit.series_id,
+         span.kind.id, span.kind.pause, span.busy_until, int(accepted)))
 
 
 def retried(conn, patient_key, doctor_id, day, time_text):
@@ -170,10 +244,11 @@ def live_patient(conn, patient_key):
 
 
 def known(clinic, conn, visit, patient_key):
-    """The visit's doctor row, once its doctor, patient, speciality, insurance and center are known."""
+    """The visit's doctor row, once its doctor, patient, speciality or visit type, insurance and center are known
+    (a type the doctor offers is checked where they work then)."""
     doctor = clinic.require_doctor(visit.doctor_id)
     live_patient(conn, patient_key)
-    if visit.speciality_id is not None:
+    if visit.speciality_id is not None and not clinic.is_visit_type(visit.speciality_id):
         clinic.require_speciality(visit.speciality_id)
         if visit.speciality_id != doctor["speciality_id"]:
             raise invalid("specialityId is not the speciality of that doctor", "speciality", "specialityId")
@@ -184,15 +259,20 @@ def known(clinic, conn, visit, patient_key):
 
 
 def place(clinic, conn, visit, doctor, day, time_text, rules):
-    """(center, end) of the visit at `time_text` by the channel's place rule and window: the one slot
-    decision (`visit_span`); the database's triggers refuse an overlap with another appointment, but for
-    a sobrecita kept on the grid, which they leave out, so its schedule is read with the bookings."""
-    if rules.place == "kept":
-        return visit.center_id, hhmm(minutes_of(time_text) + visit.minutes)
-    on_grid = rules.place == "grid"
+    """The Span of the visit at `time_text` by the channel's place rule and window: its type (asked, kept by a
+    move, or the doctor's default where they work then) and the one slot decision (`visit_span`) over its
+    length and pause; the database's triggers refuse an overlap with another appointment, but for a sobrecita
+    kept on the grid, which they leave out, so its schedule is read with the bookings."""
+    on_grid, kinds = rules.place == "grid", []
+
+    def length(row):
+        kinds.append(visit.kind or the_visit(types_offered(conn, [doctor["id"]]), doctor, row["center_id"],
+                                             row["slot_minutes"], visit.speciality_id))
+        return kinds[0].minutes, kinds[0].pause
     schedule = read_schedule(conn, [doctor["id"]], day, day, with_bookings=visit.squeezed and on_grid)
-    return visit_span(schedule, clinic.window(rules.window), doctor["id"], day, time_text, visit.center_id,
-                      visit.minutes, squeezed=not on_grid)
+    row, end, busy_until = visit_span(schedule, clinic.window(rules.window), doctor["id"], day, time_text,
+                                      visit.center_id, length, squeezed=not on_grid)
+    return Span(row["center_id"], end, busy_until, kinds[0], row["room_id"])
 
 
 def check_insurance(clinic, doctor_id, insurance_id, center_id, rule):

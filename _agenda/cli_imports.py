@@ -10,8 +10,8 @@ import click
 
 from .values import plural, printable
 from .store import DEMO_CATALOGS, open_database, read_data_file
-from .imports import (CATALOG_NOUNS, PatientFileError, patient_rows, read_catalog_file, read_catalog_text,
-                      seed_catalogs, SeedError)
+from .catalogs import CATALOG_NOUNS, seed_catalogs, SeedError
+from .imports import PatientFileError, patient_rows, read_catalog_file, read_catalog_text
 from .staged_import import import_patients
 from .cli import cli, cli_clinic, db_option, refuse_bad_rows, tz_option
 

@@ -12,6 +12,7 @@ from .access import AccessRecord
 from .identity import identities, identity
 from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
 from .slots import booking_window, CLOSURE_COVERS, day_states, free_slots, FREE, read_schedule
+from .visits import free_starts, the_visit, types_offered, visit_type
 from .booking import admit, book_visit, channel_of, move_channel, visit_of, Visit
 
 log = logging.getLogger("agenda")
@@ -184,7 +185,10 @@ class Clinic:
         doctors = [{**dict(row), "centers": doctor_centers.get(row["id"], []),
                     "insurances": insurance_lists.get(row["id"], {})}
                    for row in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id")]
-        return {**listed, "doctors": doctors}
+        types = [dict(row) for row in conn.execute(
+            "SELECT t.id, t.name, s.name AS area, t.minutes FROM visit_types t JOIN specialities s ON"
+            " s.id = t.speciality_id ORDER BY t.id")]
+        return {**listed, "doctors": doctors, "types": types}
 
     def find_patient(self, nif_text, reader):
         """The patient with this NIF, through the one door: the read noted for `reader` ("A patient's identity")."""
@@ -232,21 +236,51 @@ class Clinic:
         if first > window.last_day:  # nothing to offer; also keeps date arithmetic far from year 9999
             return []
         last = min(last or first + dt.timedelta(days=13), window.last_day)
-        if doctor_id is not None:
-            doctors = [self.require_doctor(doctor_id)]
-            if speciality_id is not None:
-                self.require_speciality(speciality_id)
-                doctors = [d for d in doctors if d["speciality_id"] == speciality_id]
+        kind = visit_type(self.conn(), speciality_id) if speciality_id is not None else None
+        doctors = self.offering(doctor_id, speciality_id, kind)
+        offered = types_offered(self.conn(), [d["id"] for d in doctors]) if doctors else {}
+        if kind is None and not offered:  # no types here: every doctor's visit is one slot of their grid
+            slots = free_slots(self.conn(), doctors, first, last, window=window, center_id=center_id)
         else:
-            self.require_speciality(speciality_id)
-            doctors = self.conn().execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = ?",
-                                          (speciality_id,)).fetchall()
-        slots = free_slots(self.conn(), doctors, first, last, window=window, center_id=center_id)
+            slots = free_starts(self.conn(), doctors, first, last, window=window, center_id=center_id, typed=bool(kind),
+                                visit_of=lambda doctor, row: self.visit_at(offered, doctor, row, kind))
         if insurance_id is None:
             return slots
         self.require_insurance(insurance_id)
         lists = self.insurance_lists({slot.doctor_id for slot in slots})
         return [slot for slot in slots if insurance_id in lists.get((slot.doctor_id, slot.center_id), {insurance_id})]
+
+    def offering(self, doctor_id, speciality_id, kind):
+        """The doctors a request for free slots asks about: the doctor (of the area or offering the type
+        asked, if one is), else every doctor of the area, or every doctor offering the type."""
+        if doctor_id is not None:
+            doctors = [self.require_doctor(doctor_id)]
+            if kind is not None:
+                return [d for d in doctors if self.conn().execute(
+                    "SELECT 1 FROM doctor_types WHERE doctor_id = ? AND type_id = ?", (d["id"], kind.id)).fetchone()]
+            if speciality_id is not None:
+                self.require_speciality(speciality_id)
+                return [d for d in doctors if d["speciality_id"] == speciality_id]
+            return doctors
+        if kind is not None:
+            return self.conn().execute("SELECT DISTINCT d.id, d.name, d.speciality_id FROM doctors d JOIN doctor_types o"
+                                       " ON o.doctor_id = d.id WHERE o.type_id = ? ORDER BY d.id", (kind.id,)).fetchall()
+        self.require_speciality(speciality_id)
+        return self.conn().execute("SELECT id, name, speciality_id FROM doctors WHERE speciality_id = ?",
+                                   (speciality_id,)).fetchall()
+
+    @staticmethod
+    def visit_at(offered, doctor, row, kind):
+        """The visit a doctor's free starts are for at a schedule row: the type asked, where the doctor offers it
+        there (else none); or the doctor's default there ("Visit types")."""
+        types = offered.get((doctor["id"], row["center_id"]), [])
+        if kind is not None:
+            return kind if kind in types else None
+        return the_visit(offered, doctor, row["center_id"], row["slot_minutes"])
+
+    def is_visit_type(self, key):
+        """Whether `key` names a visit type (not an area)."""
+        return self.conn().execute("SELECT 1 FROM visit_types WHERE id = ?", (key,)).fetchone() is not None
 
     # Appointments: reading
 
@@ -330,10 +364,13 @@ class Clinic:
     # Appointments: changing
 
     def book(self, *, day, time_text, doctor_id, patient_id, speciality_id=None, insurance_id=None,
-             center_id=None, reason=None, waitlist_id=None, source="api"):
-        """A new appointment's id ("Booking"), through the one door ("One door for an appointment"); a retry
-        of the same booking answers the same id; with `waitlist_id` (the desk) that patient's entry ends with it."""
-        visit = Visit(patient_id, doctor_id, speciality_id, center_id, insurance_id=insurance_id, reason=reason)
+             center_id=None, reason=None, waitlist_id=None, accept_overlap=False, source="api"):
+        """A new appointment's id ("Booking"), through the one door ("One door for an appointment"): of the visit
+        type asked (`speciality_id`: a type's id, or an area's for the doctor's default); a retry of the same
+        booking answers the same id; with `waitlist_id` (the desk) that patient's entry ends with it; with
+        `accept_overlap` (the desk) booked over the same patient's other visit on purpose."""
+        visit = Visit(patient_id, doctor_id, speciality_id, center_id, insurance_id=insurance_id, reason=reason,
+                      accept_overlap=accept_overlap)
         return book_visit(self, visit, day, time_text, "waitlist" if waitlist_id else channel_of(source), source,
                           waitlist_id=waitlist_id)
 
@@ -348,7 +385,8 @@ class Clinic:
             if doctor["speciality_id"] != before["speciality_id"] and doctor["id"] != before["doctor_id"]:
                 raise invalid("the new doctor is of another speciality", "speciality", "doctorId")
             same_doctor = doctor["id"] == before["doctor_id"]
-            visit = visit_of(before, doctor_id=doctor["id"],
+            kind = visit_type(conn, before["type_id"]) if before["type_id"] else None
+            visit = visit_of(before, kind.needs if kind else (), doctor_id=doctor["id"],
                              center_id=center_id or (before["center_id"] if same_doctor else None))
             return admit(self, conn, visit, day, time_text, move_channel(source, visit), at, source, moving=before)
 

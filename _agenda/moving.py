@@ -9,7 +9,8 @@ from pathlib import Path
 from .values import ClinicError, format_date, hhmm, minutes_of, parse_date, parse_time, sheet_csv
 from .identity import identities
 from .rights import identifiers, scrubbed
-from .imports import CATALOG_COLUMNS, table_rows
+from .catalogs import CATALOG_COLUMNS
+from .imports import table_rows
 
 EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.jsonl")
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -68,38 +69,54 @@ def write_private(path, text):
         file.write(text)
 
 
+def catalog_row(kind, **values):
+    """A row of the catalog CSV: its cells in CATALOG_COLUMNS' order, blank but those given."""
+    return tuple(kind if column == "kind" else str(values.get(column) or "") for column in CATALOG_COLUMNS)
+
+
 def catalog_rows(conn):
-    """The catalogs as `agenda seed` reads them: centers, specialities, insurances, each doctor's
-    hours (one row per center, slot length and set of hours, the days that share them), closures."""
-    rows = [(kind, row["id"], row["name"]) for kind, table in (("center", "centers"), ("speciality", "specialities"),
-                                                               ("insurance", "insurances"))
+    """The catalogs as `agenda seed` reads them: centers, specialities, insurances, visit types, rooms and
+    machines, each doctor's hours (one row per center, slot length, room and set of hours, the days that share
+    them, with the types offered there), closures."""
+    rows = [catalog_row(kind, id=row["id"], name=row["name"])
+            for kind, table in (("center", "centers"), ("speciality", "specialities"), ("insurance", "insurances"))
             for row in conn.execute(f"SELECT id, name FROM {table} ORDER BY id")]
-    rows = [(*row, *[""] * (len(CATALOG_COLUMNS) - 3)) for row in rows]
+    rows += [catalog_row("type", id=row["id"], name=row["name"], speciality=row["speciality_id"],
+                         slot_minutes=row["minutes"], pause=row["pause"] or "", needs=row["needs"])
+             for row in conn.execute("SELECT * FROM visit_types ORDER BY id")]
+    rows += [catalog_row("room" if row["is_room"] else "machine", id=row["id"], name=row["name"],
+                         center=row["center_id"], category=row["category"])
+             for row in conn.execute("SELECT * FROM resources ORDER BY id")]
     for doctor in conn.execute("SELECT id, name, speciality_id FROM doctors ORDER BY id"):
         rows += doctor_rows(conn, doctor)
     for closure in conn.execute("SELECT * FROM closures ORDER BY id"):
         hours = f"{closure['start_time']}-{closure['end_time']}" if closure["start_time"] else ""
-        rows.append(("closed", closure["doctor_id"] or "", closure["reason"], "", closure["center_id"] or "", "", "",
-                     hours, "", format_date(closure["date_from"]), format_date(closure["date_to"])))
+        rows.append(catalog_row("closed", id=closure["doctor_id"], name=closure["reason"], center=closure["center_id"],
+                                hours=hours, date_from=format_date(closure["date_from"]),
+                                date_to=format_date(closure["date_to"])))
     return rows
 
 
 def doctor_rows(conn, doctor):
-    """One doctor's seed rows: the weekdays that share a center, a slot length and the same hours."""
+    """One doctor's seed rows: the weekdays that share a center, a slot length, a room and the same hours."""
     grids = {}
     for row in conn.execute("SELECT * FROM schedules WHERE doctor_id = ? ORDER BY weekday, start_time", (doctor["id"],)):
-        grids.setdefault((row["center_id"], row["slot_minutes"]), {}).setdefault(row["weekday"], []).append(
-            f"{row['start_time']}-{row['end_time']}")
+        grids.setdefault((row["center_id"], row["slot_minutes"], row["room_id"]), {}).setdefault(
+            row["weekday"], []).append(f"{row['start_time']}-{row['end_time']}")
     rows = []
-    for (center, minutes), days in grids.items():
+    for (center, minutes, room), days in grids.items():
         insurances = ";".join(row[0] for row in conn.execute(
             "SELECT insurance_id FROM doctor_insurances WHERE doctor_id = ? AND center_id IS ? ORDER BY 1",
+            (doctor["id"], center)))
+        types = ";".join(row[0] for row in conn.execute(
+            "SELECT type_id FROM doctor_types WHERE doctor_id = ? AND center_id IS ? ORDER BY position",
             (doctor["id"], center)))
         by_hours = {}
         for weekday, hours in days.items():
             by_hours.setdefault(";".join(hours), []).append(DAY_NAMES[weekday])
-        rows += [("doctor", doctor["id"], doctor["name"], doctor["speciality_id"], center or "", insurances,
-                  ";".join(names), hours, str(minutes), "", "") for hours, names in by_hours.items()]
+        rows += [catalog_row("doctor", id=doctor["id"], name=doctor["name"], speciality=doctor["speciality_id"],
+                             center=center, insurances=insurances, days=";".join(names), hours=hours,
+                             slot_minutes=minutes, types=types, room=room) for hours, names in by_hours.items()]
     return rows
 
 

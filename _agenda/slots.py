@@ -232,33 +232,35 @@ def rows_at(schedule, doctor_id, day, time_text, center_id=None):
     return here
 
 
-def visit_span(schedule, window, doctor_id, day, time_text, center_id=None, minutes=None, squeezed=False):
-    """Where a visit of `minutes` (None: one of the doctor's slots there) starting at `time_text` goes:
-    (its center, its end) when `slot_state` lets it start there and every slot of the grid it runs into
-    is free too; a sobrecita (`squeezed`) waives the grid and the other appointments ("Sobrecita").
-    Else SLOT_NOT_AVAILABLE with the state that refuses it."""
+def visit_span(schedule, window, doctor_id, day, time_text, center_id=None, length=None, squeezed=False):
+    """Where a visit starting at `time_text` goes, `length(schedule row)` giving its (minutes, pause) there
+    (None: one of the doctor's slots, no pause): (the schedule row, its end, its busy end: the pause included)
+    when `slot_state` lets it start there and every slot of the grid its length and pause run into is free
+    too; a sobrecita (`squeezed`) waives the grid and the other appointments ("Sobrecita"). Else
+    SLOT_NOT_AVAILABLE with the state that refuses it."""
     state = slot_state(schedule, window, doctor_id, day, time_text, center_id)
     waived = squeezed and state[0] in ("off_grid", "taken") and local_start(day, time_text, window.tz) is not None
     if state != FREE and not waived:
         raise slot_not_available(*state)
     row, grid = rows_at(schedule, doctor_id, day, time_text, center_id)[0]
-    end = minutes_of(time_text) + (minutes or row["slot_minutes"])
+    minutes, pause = length(row) if length else (row["slot_minutes"], 0)
+    end, busy = minutes_of(time_text) + minutes, minutes_of(time_text) + minutes + pause
     if squeezed:
-        end_text = hhmm(min(end, 24 * 60 - 1))
-        if closed_at(closures_on(schedule.closures, day, doctor_id, row["center_id"]), time_text, end_text):
+        end_text, busy_text = hhmm(min(end, 24 * 60 - 1)), hhmm(min(busy, 24 * 60 - 1))
+        if closed_at(closures_on(schedule.closures, day, doctor_id, row["center_id"]), time_text, busy_text):
             raise slot_not_available("closed")
-        return row["center_id"], end_text
-    end_text = hhmm(end)
-    if end_text > row["end_time"]:
-        raise slot_not_available("off_grid", f"a visit of {end - minutes_of(time_text)} minutes from {time_text} "
-                                             f"runs past the doctor's hours ({row['end_time']})")
-    runs_into = [slot[0] for slot in grid.slots if time_text < slot[0] < end_text]
+        return row, end_text, busy_text
+    busy_text = hhmm(busy)
+    if busy_text > row["end_time"]:
+        raise slot_not_available("off_grid", f"a visit of {minutes} minutes{f' and {pause} after' if pause else ''} "
+                                             f"from {time_text} runs past the doctor's hours ({row['end_time']})")
+    runs_into = [slot[0] for slot in grid.slots if time_text < slot[0] < busy_text]
     if runs_into:
         states = day_states(window, row, grid, day, schedule.closures, schedule.busy.get((doctor_id, day.isoformat())))
         state = next((states[start] for start in runs_into if start in states), FREE)
         if state != FREE:
             raise slot_not_available(*state)
-    return row["center_id"], end_text
+    return row, hhmm(end), busy_text
 
 
 def free_slots(conn, doctors, first_day, last_day, *, window, center_id=None, starting_at=None,
@@ -292,7 +294,8 @@ def free_slots(conn, doctors, first_day, last_day, *, window, center_id=None, st
 def schedule_grids(conn, doctor_ids, center_id=None):
     """{weekday: [(schedule row, its SlotGrid)]} of these doctors (at this center, when given);
     each row carries the doctor's retired_from."""
-    sql = ("SELECT s.doctor_id, s.center_id, s.weekday, s.start_time, s.end_time, s.slot_minutes, d.retired_from"
+    sql = ("SELECT s.doctor_id, s.center_id, s.weekday, s.start_time, s.end_time, s.slot_minutes, s.room_id,"
+           " d.retired_from"
            f" FROM schedules s JOIN doctors d ON d.id = s.doctor_id WHERE s.doctor_id IN ({','.join('?' * len(doctor_ids))})")
     params = list(doctor_ids)
     if center_id is not None:
@@ -314,10 +317,10 @@ def closures_between(conn, doctor_ids, first, last):
 
 
 def busy_spans(conn, doctor_ids, first, last):
-    """{(doctor, ISO day): {'HH:MMHH:MM' start+end of each live appointment}}: one row a doctor
-    and day, the spans joined by SQLite, rather than a row an appointment."""
+    """{(doctor, ISO day): {'HH:MMHH:MM' start and busy end (its pause included) of each live appointment}}:
+    one row a doctor and day, the spans joined by SQLite, rather than a row an appointment."""
     rows = conn.execute(
-        "SELECT doctor_id, date, group_concat(time || end_time) FROM appointments"
+        "SELECT doctor_id, date, group_concat(time || coalesce(busy_until, end_time)) FROM appointments"
         f" WHERE doctor_id IN ({','.join('?' * len(doctor_ids))}) AND date BETWEEN ? AND ?"
         " AND status != 'cancelled' AND squeezed = 0 GROUP BY doctor_id, date", [*doctor_ids, first, last])
     return {(doctor_id, iso): set(spans.split(",")) for doctor_id, iso, spans in rows}

@@ -170,8 +170,9 @@ def fold(text):
 def plural(count, noun):
     """'1 patient', '2 patients', '1,234 appointments', '3 specialities'."""
     if count == 1:
-        return f"1 {noun}"
-    return f"{count:,} {noun[:-1] + 'ies' if noun.endswith('y') and noun[-2] not in 'aeiou' else noun + 's'}"
+        return f"1 {noun.replace(' and ', ' or ')}"
+    return " and ".join(f"{count:,} {word[:-1] + 'ies' if word.endswith('y') and word[-2] not in 'aeiou' else word + 's'}"
+                        for word in noun.split(" and ")).replace(f" and {count:,} ", " and ")
 
 
 def minutes_of(hhmm):

@@ -14,7 +14,7 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.imports import CATALOG_TABLES
+from _agenda.catalogs import CATALOG_TABLES
 from conftest import CLINIC_CSV, SECRET, sign, table_rows, write_csv
 from openapi_contract import checked
 
@@ -134,7 +134,7 @@ def test_a_bad_catalog_names_every_bad_line_and_changes_nothing(runner, db_path,
     bad = write_csv(tmp_path, (
         "kind,id,name,speciality,center,insurances,days,hours,slot_minutes,date_from,date_to\n"
         "center,C3,Sur,,,,,,,,\n"                                        # line 2: fine alone
-        "room,R1,Sala,,,,,,,,\n"                                         # line 3: unknown kind
+        "sala,R1,Sala,,,,,,,,\n"                                         # line 3: unknown kind
         "doctor,NEW,Nuevo,MG,C1,,mon-fri,9-14,15,,\n"                    # line 4: bad hours
         "doctor,OTHER,Otro,MG,C1,,someday,09:00-10:00,15,,\n"            # line 5: bad days
         "closed,,Festivo,,,,,,,31/02/2027,\n"                            # line 6: impossible date
@@ -196,7 +196,7 @@ def test_seeding_again_updates_in_place_and_removes_nothing_else(runner, db_path
     assert result.exit_code == 0 and "loaded" in result.output
     tables = catalog(db_path)
     assert ("RUIZ", "Javier Ruiz Ortega", "PED") in tables["doctors"]
-    assert [row for row in tables["schedules"] if row[0] == "RUIZ"] == [("RUIZ", "C1", 1, "12:00", "13:00", 30)]
+    assert [row for row in tables["schedules"] if row[0] == "RUIZ"] == [("RUIZ", "C1", 1, "12:00", "13:00", 30, None)]
     assert [row for row in tables["doctor_insurances"] if row[0] == "RUIZ"] == [("RUIZ", "C1", "SAN")]
     assert len([row for row in tables["schedules"] if row[0] == "MARTIN"]) == 6   # untouched
     assert len(tables["closures"]) == 3

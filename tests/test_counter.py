@@ -177,7 +177,7 @@ def test_the_desk_asks_for_the_insurance_of_a_doctor_with_a_list_and_the_caller_
     assert refused.value.code == "INSURANCE_NOT_ACCEPTED"
     assert clinic.appointment(clinic.book(**slot, insurance_id="PRIV", source="desk:ana"))["insurance_id"] == "PRIV"
     assert api.book(patient, time="09:20", doctor="RUIZ")  # the caller's contract is unchanged
-    assert clinic.book(day=dt.date(2026, 11, 24), time_text="09:30", doctor_id="MARTIN", patient_id=patient,
+    assert clinic.book(day=dt.date(2026, 11, 24), time_text="10:00", doctor_id="MARTIN", patient_id=patient,
                        source="desk:ana")  # a doctor without a list takes anyone
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import pytest
 
 import agenda
-from _agenda.imports import CATALOG_TABLES
+from _agenda.catalogs import CATALOG_TABLES
 
 from conftest import Clock, CLINIC_CSV, MONDAY, table_rows, valid_dni
 

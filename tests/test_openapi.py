@@ -24,7 +24,7 @@ from _agenda.api import WIRE_CODES
 from _agenda.web import STATUS_ERROR_CODES, STATUS_OF
 from _agenda.values import (CONTROL_CHARACTERS, normalise_nif, parse_date, parse_phone, PHONE_PATTERN, text_limit,
                             TEXT_LIMIT)
-from _agenda.imports import CATALOG_COLUMNS
+from _agenda.catalogs import CATALOG_COLUMNS
 from conftest import ROOT, valid_dni
 from openapi_contract import CONTRACT, METHODS, Contract
 
