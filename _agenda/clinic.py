@@ -33,7 +33,11 @@ APPOINTMENT_FIELDS = f"""json_object(
     'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'booked_by', a.booked_by, 'attendance', a.attendance,
     'arrived_at', a.arrived_at, 'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END,
     'created_at', a.created_at, 'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END,
-    'series_id', a.series_id,
+    'series_id', a.series_id, 'type_id', a.type_id,
+    'type_name', (SELECT t.name FROM visit_types t WHERE t.id = a.type_id), 'pause', a.pause,
+    'busy_until', coalesce(a.busy_until, a.end_time), 'overlap_accepted', a.overlap_accepted,
+    'holds', (SELECT group_concat(r.name, ', ') FROM holds h JOIN resources r ON r.id = h.resource_id
+              WHERE h.appointment_id = a.id AND h.live = 1),
     'series_place', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count(*) FROM appointments s
         WHERE s.series_id = a.series_id AND (s.date < a.date OR (s.date = a.date AND s.time <= a.time))) END,
     'series_count', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count FROM series WHERE id = a.series_id) END)"""

@@ -34,8 +34,10 @@ def to_call(clinic, reader):
 
 
 def squeeze_in(clinic, *, day, time_text, doctor_id, patient_id, insurance_id=None, center_id=None, reason=None,
-               source):
+               speciality_id=None, source):
     """Book an urgent patient into a taken or off-grid time of the doctor's hours ("Sobrecita"): reception
-    only, marked squeezed, never a slot offered; the same patient at the same time again is the same one."""
-    visit = Visit(patient_id, doctor_id, center_id=center_id, insurance_id=insurance_id, reason=reason, squeezed=True)
+    only, marked squeezed, never a slot offered, of the visit type asked (the doctor's default); the same patient
+    at the same time again is the same one."""
+    visit = Visit(patient_id, doctor_id, speciality_id, center_id=center_id, insurance_id=insurance_id, reason=reason,
+                  squeezed=True)
     return book_visit(clinic, visit, day, time_text, "sobrecita", source)
