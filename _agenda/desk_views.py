@@ -7,7 +7,7 @@ import urllib.parse
 import bottle
 
 from .values import format_date, hhmm, invalid, parse_date
-from .counter import to_call
+from .counter import overlaps, to_call
 from .waitlist import fits, waiting
 from .texts import translator
 from .pages import desk_template
@@ -97,5 +97,8 @@ def desk_week():
 
 
 def desk_calls():
-    """The appointments that need a call, from today on, soonest first ("To call")."""
-    return desk_page("calls", appointments=to_call(clinic(), reader=desk_source()))
+    """The appointments that need a call, from today on, soonest first ("To call"), and the pairs of one
+    patient's visits that overlap (ids and times: each links to its page) ("One patient, one place")."""
+    pairs, count = overlaps(clinic())
+    return desk_page("calls", appointments=to_call(clinic(), reader=desk_source()), overlaps=pairs,
+                     overlap_count=count)
