@@ -282,6 +282,10 @@ class Clinic:
             return kind if kind in types else None
         return the_visit(offered, doctor, row["center_id"], row["slot_minutes"])
 
+    def types_at(self, doctor_id, center_id):
+        """[VisitType] a doctor offers at a center, the first their default; [] for a doctor without types there."""
+        return types_offered(self.conn(), [doctor_id]).get((doctor_id, center_id), [])
+
     def is_visit_type(self, key):
         """Whether `key` names a visit type (not an area)."""
         return self.conn().execute("SELECT 1 FROM visit_types WHERE id = ?", (key,)).fetchone() is not None

@@ -12,6 +12,7 @@ from .waitlist import fits, waiting
 from .texts import translator
 from .pages import desk_template
 from .slots import Slot
+from .visits import resources_day
 from .timeline import center_week, day_timeline, doctor_week, week_days
 from .web import clinic, query_text
 from .desk_shared import (changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
@@ -94,6 +95,24 @@ def desk_week():
     return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=clinic().doctors(),
                      doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(),
                      drawn=timeline_html(timeline, None, None, headings), **links)
+
+
+def desk_rooms():
+    """A center's rooms and machines on a day ("Rooms and machines"): who each room is for, and the visits each
+    holds, by time, who the patients are through the one door."""
+    day, centers = asked_day(), desk_centers()
+    center_id = clinic().require_center(query_text("centerId") or (centers[0]["id"] if centers else None))
+    resources = resources_day(clinic().conn(), center_id, day)
+    held = sorted({key for resource in resources for key in resource["held"]})
+    records = {a["id"]: a for a in clinic().appointments(
+        f"a.id IN ({','.join('?' * len(held))})", held, desk_source(), "day")} if held else {}
+    return desk_page("rooms", day=day, centers=centers, center_id=center_id, resources=resources, records=records,
+                     previous=rooms_address(day - dt.timedelta(days=1), center_id),
+                     following=rooms_address(day + dt.timedelta(days=1), center_id))
+
+
+def rooms_address(day, center_id):
+    return "/desk/rooms?" + urllib.parse.urlencode({"date": format_date(day), "centerId": center_id or ""})
 
 
 def desk_calls():

@@ -157,3 +157,20 @@ def starts_of_row(window, schedule, resources, doctor, row, grid, day, kind, typ
                           doctor["name"], kind.id if typed else doctor["speciality_id"], row["center_id"]))
     return found
 
+
+
+def resources_day(conn, center_id, day):
+    """The rooms and machines of a center (every one's when None) on `day`: [{id, name, category, is_room,
+    placed: [(doctor's name, start, end)], held: {appointment id: (time, until)}}], rooms first."""
+    found = []
+    for row in conn.execute("SELECT * FROM resources WHERE center_id IS ? OR ? IS NULL ORDER BY is_room DESC, id",
+                            (center_id, center_id)):
+        placed = [tuple(place) for place in conn.execute(
+            "SELECT d.name, s.start_time, s.end_time FROM schedules s JOIN doctors d ON d.id = s.doctor_id WHERE"
+            " s.room_id = ? AND s.weekday = ? ORDER BY s.start_time", (row["id"], day.weekday()))]
+        held = {hold[0]: (hold[1], hold[2]) for hold in conn.execute(
+            "SELECT appointment_id, time, until FROM holds WHERE resource_id = ? AND date = ? AND live = 1"
+            " ORDER BY time", (row["id"], day.isoformat()))}
+        found.append({"id": row["id"], "name": row["name"], "category": row["category"], "is_room": row["is_room"],
+                      "placed": placed, "held": held})
+    return found
