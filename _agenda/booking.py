@@ -29,13 +29,12 @@ class Visit(NamedTuple):
 
 def visit_of(appointment, needs=(), **changes):
     """The Visit an appointment row is (its own type, length, pause and mark kept; `needs`, its type's), with
-    `changes`: what a move takes."""
+    `changes`: what a move takes. An overlap accepted before is not carried: a move asks again."""
     minutes = minutes_of(appointment["end_time"]) - minutes_of(appointment["time"])
     kind = VisitType(appointment["type_id"], None, appointment["speciality_id"], minutes, appointment["pause"], needs)
     return Visit(appointment["patient_id"], appointment["doctor_id"], None, appointment["center_id"], kind,
                  insurance_id=appointment["insurance_id"], reason=appointment["reason"],
-                 series_id=appointment["series_id"], squeezed=bool(appointment["squeezed"]),
-                 accept_overlap=bool(appointment["overlap_accepted"]))._replace(**changes)
+                 series_id=appointment["series_id"], squeezed=bool(appointment["squeezed"]))._replace(**changes)
 
 
 class Rules(NamedTuple):
@@ -104,9 +103,12 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     check_insurance(clinic, doctor["id"], visit.insurance_id, span.center, rules.insurance)
     try:
         row = written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted)
+    except sqlite3.IntegrityError:
+        raise slot_not_available("taken") from None
+    try:
         hold(conn, row["id"], held, day, time_text, span.busy_until)
-    except sqlite3.IntegrityError as error:
-        raise slot_not_available("resource_taken" if "holds" in str(error) else "taken") from None
+    except sqlite3.IntegrityError:
+        raise slot_not_available("resource_taken") from None
     if elsewhere is not None and not accepted:  # after the slot's own refusal: the caller's transaction rolls back
         raise elsewhere
     record_event(conn, at, source, rules.event, "appointment", row["id"], before=moving, after=row)

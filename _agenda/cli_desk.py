@@ -182,12 +182,15 @@ def book_series_here(clinic, *, dry_run, nearest, **series):
 @click.option("--time", "time_text", required=True, help="The new start, HH:MM.")
 @click.option("--doctor", "doctor_id", default=None, help="Another doctor of the same speciality.")
 @click.option("--center", "center_id", default=None, help="Another center of the doctor's.")
+@click.option("--accept-overlap", is_flag=True,
+              help="Move it over the same patient's other visit on purpose (recorded).")
 @tz_option
 @desk_rules_options
 @click.pass_context
-def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_id, tz, desk_min_notice,
-         desk_horizon):
-    """Move an appointment to another free slot, by the desk's rules; it is no longer confirmed.
+def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_id, accept_overlap, tz,
+         desk_min_notice, desk_horizon):
+    """Move an appointment to another free slot, by the desk's rules, keeping its visit type and length; it
+    is no longer confirmed.
 
     Example:
 
@@ -198,7 +201,7 @@ def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_i
     with clinic_at(ctx, db_path, tz, desk_min_notice_minutes=desk_min_notice,
                    desk_horizon_months=desk_horizon) as clinic:
         clinic.move(appointment_id, day=day, time_text=start, doctor_id=doctor_id, center_id=center_id,
-                    source="cli")
+                    source="cli", accept_overlap=accept_overlap)
         click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))}")
 
 

@@ -108,9 +108,10 @@ def desk_patient_id(source):
         raise
 
 
-def desk_appointment(appointment_id, error=None, status=200):
+def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
     """One appointment: its details and history; move it (to another doctor of the speciality or center
-    too), mark attendance, cancel it with a reason, confirm it. A cancelled one says when and by whom."""
+    too; over the patient's other visit on purpose, after a refusal that links it), mark attendance, cancel
+    it with a reason, confirm it. A cancelled one says when and by whom."""
     appointment = clinic().appointment_for_desk(appointment_id, reader=desk_source())
     doctors = [d for d in clinic().doctors() if d["speciality_id"] == appointment["speciality_id"]
                and not d["retired_from"]] or [dict(clinic().require_doctor(appointment["doctor_id"]))]
@@ -134,7 +135,7 @@ def desk_appointment(appointment_id, error=None, status=200):
                      doctors=doctors, to_doctor=to_doctor, empty=empty, error=error,
                      insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
                      doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
-                     today=clinic().today().isoformat())
+                     today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"))
 
 
 def desk_move(appointment_id):
@@ -146,9 +147,9 @@ def desk_move(appointment_id):
             raise invalid("time is required", "required", "time")
         day, time_text = parse_date(parts[0], "date"), parse_time(parts[1], "time")
         clinic().move(appointment_id, day=day, time_text=time_text, doctor_id=parts[2], center_id=parts[3] or None,
-                      source=desk_source())
+                      source=desk_source(), accept_overlap=bool(form("acceptOverlap")))
     except ClinicError as error:
-        return desk_appointment(appointment_id, desk_refusal(error), status_of(error))
+        return desk_appointment(appointment_id, desk_refusal(error), status_of(error), error.extra.get("elsewhere"))
     done(day_address(day, parts[3] or None), ("moved_done", {"date": format_date(day), "time": time_text}),
          patient=before["patient_id"])
 

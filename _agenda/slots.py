@@ -355,6 +355,7 @@ SLOT_REFUSALS = {  # reason: what the message says ("Slot refusal reasons")
     "beyond_horizon": "that day is beyond the booking horizon",
     "wrong_center": "the doctor works at another center at that time",
     "doctor_retired": "the doctor no longer sees patients then",
+    "resource_taken": "no room or machine that visit needs is free then",
 }
 
 

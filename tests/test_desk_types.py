@@ -1,7 +1,8 @@
-"""Visit types, rooms and machines at the front desk, through webtest ("Visit types", "Rooms and machines",
-"One patient, one place"): the booking page offers a doctor's types and where the chosen one fits, books
-it with its length and holds; a patient's other visit then is linked and may be accepted on purpose; the
-rooms page shows what each room holds, and the day draws a visit's pause."""
+"""Visit types, rooms and machines at the front desk (webtest) and its command-line twins (CliRunner)
+("Visit types", "Rooms and machines", "One patient, one place"): the booking page offers a doctor's types
+and where the chosen one fits, books it with its length and holds; a patient's other visit then is linked
+and may be accepted on purpose, booking or moving; the rooms page shows what each room holds, and the day
+draws a visit's pause."""
 
 import pytest
 import webtest
@@ -114,3 +115,47 @@ def test_the_rooms_page_shows_what_each_room_holds_and_the_day_draws_the_pause(c
     assert "h15" in pause["class"] and "pausa" in pause.text
     card, = day.html.select(".timeline article.card")
     assert "Sesión de fisioterapia · Box 1" in " ".join(card.text.split())
+
+
+def test_a_move_onto_the_patients_other_visit_is_refused_linked_and_may_be_accepted(clinic_api, desk):
+    patient = clinic_api.new_patient()
+    other = clinic_api.book(patient, date=TUESDAY, time="09:00", doctor="MUNOZ")
+    moving = clinic_api.book(patient, date=TUESDAY, time="11:00")
+    page = desk.get(f"/desk/appointments/{moving}?date={TUESDAY}")
+    form = next(f for f in page.forms.values() if f.action.endswith("/move"))
+    form["slot"] = f"{TUESDAY}|09:15|MARTIN|C1"
+    refused = form.submit(expect_errors=True)
+    assert refused.status_int == 409
+    assert refused.html.select_one(f'p.error a[href="/desk/appointments/{other}"]') is not None
+    again = next(f for f in refused.forms.values() if f.action.endswith("/move"))
+    assert again["slot"].value == f"{TUESDAY}|09:15|MARTIN|C1"  # the slot chosen kept
+    again["acceptOverlap"] = True
+    assert again.submit().status_int == 303
+    assert [tuple(row) for row in live(clinic_api)] == [("MUNOZ", "09:00", "09:45", "FIS-SES", "10:00", 0),
+                                                        ("MARTIN", "09:15", "09:30", "MG-REV", "09:30", 1)]
+    assert clinic_api.put(f"/appointments/{moving}", {"newDate": TUESDAY, "newTime": "09:30"}).json[
+        "error"]["reason"] == "patient_elsewhere"  # a move asks again: the caller may not keep the overlap
+
+
+def test_the_command_line_books_and_moves_over_a_patients_other_visit_only_when_told(clinic_api, clock):
+    import agenda
+    from click.testing import CliRunner
+    from conftest import Clock
+    patient = clinic_api.new_patient()
+    clinic_api.book(patient, date=TUESDAY, time="09:00", doctor="MUNOZ")
+    runner = CliRunner(env={"AGENDA_DB": str(clinic_api.app.clinic.db.path), "AGENDA_SECRET": None})
+
+    def agenda_cli(*args):
+        return runner.invoke(agenda.cli, list(args), obj={"now": Clock(clock.moment)})
+    book = ("book", "--doctor", "MARTIN", "--date", TUESDAY, "--time", "09:30", "--patient", patient,
+            "--type", "MG-PRI")
+    refused = agenda_cli(*book)
+    assert refused.exit_code == 1 and "another appointment then" in refused.output and len(live(clinic_api)) == 1
+    booked = agenda_cli(*book, "--accept-overlap")
+    assert booked.exit_code == 0 and "Primera visita" in booked.output, booked.output
+    moved_id = clinic_api.db().execute("SELECT max(id) FROM appointments").fetchone()[0]
+    refused = agenda_cli("move", str(moved_id), "--date", TUESDAY, "--time", "09:15")
+    assert refused.exit_code == 1 and "another appointment then" in refused.output
+    moved = agenda_cli("move", str(moved_id), "--date", TUESDAY, "--time", "09:15", "--accept-overlap")
+    assert moved.exit_code == 0 and "09:15" in moved.output and "Primera visita" in moved.output, moved.output
+    assert tuple(live(clinic_api)[-1]) == ("MARTIN", "09:15", "09:45", "MG-PRI", "09:45", 1)
