@@ -15,7 +15,8 @@ from _agenda.store import Database, connect, migrate, open_database, transaction
 from _agenda.clinic import Clinic
 from _agenda.api import sign
 from _agenda.app import create_app
-from _agenda.imports import read_catalog_file, seed_catalogs
+from _agenda.imports import read_catalog_file
+from _agenda.catalogs import seed_catalogs
 from _agenda.cli import cli
 from _agenda.cli_service import run
 # Each command module registers its commands on the one group when imported.
