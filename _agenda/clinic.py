@@ -374,9 +374,12 @@ class Clinic:
         return book_visit(self, visit, day, time_text, "waitlist" if waitlist_id else channel_of(source), source,
                           waitlist_id=waitlist_id)
 
-    def move(self, appointment_id, *, day, time_text, doctor_id=None, center_id=None, source="api"):
+    def move(self, appointment_id, *, day, time_text, doctor_id=None, center_id=None, accept_overlap=False,
+             source="api"):
         """The appointment to another free slot ("Moving"): of its doctor and center, or at the desk of another
-        doctor of the same speciality or another center; its own length and mark kept; no longer confirmed."""
+        doctor of the same speciality or another center; its own length and mark kept; no longer confirmed.
+        With `accept_overlap` (the desk) moved over the same patient's other visit on purpose, asked again at
+        each move."""
         at = self.clock()
         with self.db.transaction() as conn:
             before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
@@ -386,7 +389,7 @@ class Clinic:
                 raise invalid("the new doctor is of another speciality", "speciality", "doctorId")
             same_doctor = doctor["id"] == before["doctor_id"]
             kind = visit_type(conn, before["type_id"]) if before["type_id"] else None
-            visit = visit_of(before, kind.needs if kind else (), doctor_id=doctor["id"],
+            visit = visit_of(before, kind.needs if kind else (), doctor_id=doctor["id"], accept_overlap=accept_overlap,
                              center_id=center_id or (before["center_id"] if same_doctor else None))
             return admit(self, conn, visit, day, time_text, move_channel(source, visit), at, source, moving=before)
 
