@@ -28,8 +28,8 @@ class Visit(NamedTuple):
 
 
 def visit_of(appointment, needs=(), **changes):
-    """The Visit an appointment row is (its own type, length, pause and mark kept; `needs`, its type's), with
-    `changes`: what a move takes. An overlap accepted before is not carried: a move asks again."""
+    """The Visit an appointment row is (its own type, length, pause and mark kept; `needs`, its type's; an
+    overlap accepted once is not accepted again unasked), with `changes`: what a move takes."""
     minutes = minutes_of(appointment["end_time"]) - minutes_of(appointment["time"])
     kind = VisitType(appointment["type_id"], None, appointment["speciality_id"], minutes, appointment["pause"], needs)
     return Visit(appointment["patient_id"], appointment["doctor_id"], None, appointment["center_id"], kind,
@@ -85,8 +85,9 @@ def book_visit(clinic, visit, day, time_text, channel, source, waitlist_id=None)
 def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=None, waitlist_id=None):
     """The one door, inside the caller's transaction: `visit` at `day` and `time_text` checked by the
     channel's rules in one order (who, the retry, the patient and catalogs, the waiting entry, the slot and
-    the visit's type, its rooms and machines, the patient free then, the insurance) and written: a new row, or
-    `moving`'s row moved (its id kept), with what it holds. Its id as text."""
+    the visit's type, the insurance, the doctor free then (the triggers), its rooms and machines, the patient
+    free then) and written: a new row, or `moving`'s row moved (its id kept), with what it holds. Its id as
+    text."""
     rules = CHANNELS[channel]
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid(f"only reception books by the {channel} channel", "reception_only")
@@ -97,7 +98,6 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     doctor = known(clinic, conn, visit, patient_key)
     entry = waiting_entry(conn, waitlist_id, patient_key) if rules.waitlist else None
     span = place(clinic, conn, visit, doctor, day, time_text, rules)
-    held = holding(conn, span, doctor["id"], day, time_text, moving)
     elsewhere = patient_elsewhere(clinic, conn, patient_key, day, time_text, span, rules, moving)
     accepted = elsewhere is not None and rules.patient == "may accept" and visit.accept_overlap
     check_insurance(clinic, doctor["id"], visit.insurance_id, span.center, rules.insurance)
@@ -105,11 +105,13 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
         row = written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted)
     except sqlite3.IntegrityError:
         raise slot_not_available("taken") from None
+    # the slot's own refusals first (the doctor, then the rooms and machines): the transaction rolls back
     try:
-        hold(conn, row["id"], held, day, time_text, span.busy_until)
+        hold(conn, row["id"], holding(conn, span, doctor["id"], day, time_text, moving), day, time_text,
+             span.busy_until)
     except sqlite3.IntegrityError:
         raise slot_not_available("resource_taken") from None
-    if elsewhere is not None and not accepted:  # after the slot's own refusal: the caller's transaction rolls back
+    if elsewhere is not None and not accepted:
         raise elsewhere
     record_event(conn, at, source, rules.event, "appointment", row["id"], before=moving, after=row)
     if entry is not None:
@@ -146,11 +148,9 @@ def holding(conn, span, doctor_id, day, time_text, moving=None):
     (resource_taken) when a category has none free then."""
     if not span.kind.needs:
         return []
-    resources = read_resources(conn, day.isoformat(), day.isoformat())
-    own = set() if moving is None else {row[0] + row[1] for row in conn.execute(
-        "SELECT time, until FROM holds WHERE appointment_id = ? AND live = 1", (moving["id"],))}
+    resources = read_resources(conn, day.isoformat(), day.isoformat(), but=moving and moving["id"])
     taken = resources_for(resources, span.kind, doctor_id, span.center, span.room_id, day, time_text,
-                          span.busy_until, but=own)
+                          span.busy_until)
     if taken is None:
         raise slot_not_available("resource_taken")
     return taken

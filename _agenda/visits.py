@@ -72,8 +72,9 @@ class Resources(NamedTuple):
     held: dict
 
 
-def read_resources(conn, first, last):
-    """The Resources of every center from first to last (ISO days)."""
+def read_resources(conn, first, last, but=None):
+    """The Resources of every center from first to last (ISO days), the holds of appointment `but` (one
+    being moved) left out."""
     at, placed, held = {}, {}, {}
     for row in conn.execute("SELECT id, center_id, category, is_room FROM resources ORDER BY id"):
         at.setdefault(row["center_id"], []).append((row["id"], row["category"], row["is_room"]))
@@ -82,23 +83,24 @@ def read_resources(conn, first, last):
         placed.setdefault(row["weekday"], []).append((row["doctor_id"], row["room_id"], row["start_time"],
                                                       row["end_time"]))
     for row in conn.execute("SELECT resource_id, date, group_concat(time || until) FROM holds WHERE live = 1"
-                            " AND date BETWEEN ? AND ? GROUP BY resource_id, date", (first, last)):
+                            " AND date BETWEEN ? AND ? AND appointment_id IS NOT ? GROUP BY resource_id, date",
+                            (first, last, but)):
         held[(row[0], row[1])] = set(row[2].split(","))
     return Resources(at, placed, held)
 
 
-def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, until, but=None):
+def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, until):
     """[resource id] a visit of `kind` takes from `start` to `until` (its pause included) on `day`: for each
     category it needs, the doctor's own room when it is of that category, else the first free one of the
-    category at the center (no live hold over that time, `but` an appointment's own, and no other doctor's
-    room then); None when a category has none free."""
+    category at the center (no live hold over that time, and no other doctor's room then); None when a
+    category has none free."""
     taken, iso = [], day.isoformat()
     for category in kind.needs:
         own = [r for r, cat, room in resources.at.get(center_id, ()) if r == room_id and cat == category and room]
         if own:
             continue
         free = next((r for r, cat, _ in resources.at.get(center_id, ()) if cat == category and r not in taken
-                     and not overlapping(resources.held.get((r, iso), set()) - (but or set()), start, until)
+                     and not overlapping(resources.held.get((r, iso), set()), start, until)
                      and not placed_then(resources, r, doctor_id, day, start, until)), None)
         if free is None:
             return None
