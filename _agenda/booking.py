@@ -92,7 +92,7 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid(f"only reception books by the {channel} channel", "reception_only")
     patient_key = numeric_id(visit.patient_id)
-    again = retried(conn, patient_key, visit.doctor_id, day, time_text) if rules.retry else None
+    again = retried(conn, patient_key, visit.doctor_id, day, time_text, visit.speciality_id) if rules.retry else None
     if again is not None:
         return str(again["id"])
     doctor = known(clinic, conn, visit, patient_key)
@@ -107,8 +107,8 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
         raise slot_not_available("taken") from None
     # the slot's own refusals first (the doctor, then the rooms and machines): the transaction rolls back
     try:
-        hold(conn, row["id"], holding(conn, span, doctor["id"], day, time_text, moving), day, time_text,
-             span.busy_until)
+        hold(conn, row["id"], holding(conn, span, doctor["id"], day, time_text, moving, visit.squeezed), day,
+             time_text, span.busy_until)
     except sqlite3.IntegrityError:
         raise slot_not_available("resource_taken") from None
     if elsewhere is not None and not accepted:
@@ -142,15 +142,15 @@ def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, 
          int(accepted), utc_iso(at), moving["id"]))
 
 
-def holding(conn, span, doctor_id, day, time_text, moving=None):
+def holding(conn, span, doctor_id, day, time_text, moving=None, squeezed=False):
     """[resource] the visit takes for its length and pause: for each category its type needs, the doctor's
-    room of it, else the first free one at the center ("Rooms and machines"); SLOT_NOT_AVAILABLE
-    (resource_taken) when a category has none free then."""
+    room of it, else the first free one at the center (a sobrecita shares the doctor's: "Rooms and machines");
+    SLOT_NOT_AVAILABLE (resource_taken) when a category has none free then."""
     if not span.kind.needs:
         return []
     resources = read_resources(conn, day.isoformat(), day.isoformat(), but=moving and moving["id"])
     taken = resources_for(resources, span.kind, doctor_id, span.center, span.room_id, day, time_text,
-                          span.busy_until)
+                          span.busy_until, squeezed=squeezed)
     if taken is None:
         raise slot_not_available("resource_taken")
     return taken
@@ -230,12 +230,13 @@ def inserted(conn, visit, patient_key, doctor, day, time_text, span, at, booked_
          span.kind.id, span.kind.pause, span.busy_until, int(accepted)))
 
 
-def retried(conn, patient_key, doctor_id, day, time_text):
-    """The live appointment of this patient with this doctor at this date and time (id, series_id), if
-    one is there: a booking sent again (a lost answer, a double click) is the one already made."""
+def retried(conn, patient_key, doctor_id, day, time_text, asked=None):
+    """The live appointment of this patient with this doctor at this date and time (id, series_id), of the
+    type or area `asked` if one is: a booking sent again (a lost answer, a double click) is the one made."""
     return None if patient_key is None else conn.execute(
         "SELECT id, series_id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ? AND time = ?"
-        " AND status != 'cancelled'", (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
+        " AND status != 'cancelled' AND (? IS NULL OR ? IN (coalesce(type_id, ''), speciality_id))",
+        (patient_key, doctor_id, day.isoformat(), time_text, asked, asked)).fetchone()
 
 
 def live_patient(conn, patient_key):

@@ -89,11 +89,11 @@ def read_resources(conn, first, last, but=None):
     return Resources(at, placed, held)
 
 
-def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, until):
+def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, until, squeezed=False):
     """[resource id] a visit of `kind` takes from `start` to `until` (its pause included) on `day`: for each
     category it needs, the doctor's own room when it is of that category, else the first free one of the
     category at the center (no live hold over that time, and no other doctor's room then); None when a
-    category has none free."""
+    category has none free. A sobrecita with no room free shares the one the doctor is in; never a machine."""
     taken, iso = [], day.isoformat()
     for category in kind.needs:
         own = [r for r, cat, room in resources.at.get(center_id, ()) if r == room_id and cat == category and room]
@@ -102,6 +102,9 @@ def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, un
         free = next((r for r, cat, _ in resources.at.get(center_id, ()) if cat == category and r not in taken
                      and not overlapping(resources.held.get((r, iso), set()), start, until)
                      and not placed_then(resources, r, doctor_id, day, start, until)), None)
+        if free is None and squeezed and any(cat == category and room for _, cat, room in resources.at.get(
+                center_id, ())):
+            continue
         if free is None:
             return None
         taken.append(free)

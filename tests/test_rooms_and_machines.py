@@ -133,6 +133,19 @@ def test_a_sobrecita_shares_the_doctors_room_and_never_takes_a_machine_another_v
     assert [h[1:] for h in holds(typed) if h[0] == int(beside)] == [("C1-ECO", "2026-11-24", "10:25", "10:45")]
 
 
+def test_a_sobrecita_with_every_box_busy_shares_the_one_its_doctor_is_in(typed):
+    """Munoz has no box of his own: both shared boxes are held at 09:00, and his sobrecita then shares the box
+    his 09:00 visit holds rather than being refused; with a box free, it takes that one."""
+    ana, luis, eva, rosa = people(typed, 4)
+    session(typed, ana, "MUNOZ"), session(typed, luis, "SOTO")
+    over = squeeze_in(typed.app.clinic, day=TUESDAY, time_text="09:10", doctor_id="MUNOZ", patient_id=eva,
+                      source="desk:ana")
+    assert row_of(typed, over)["squeezed"] == 1 and [h for h in holds(typed) if h[0] == int(over)] == []
+    later = squeeze_in(typed.app.clinic, day=TUESDAY, time_text="10:00", doctor_id="MUNOZ", patient_id=rosa,
+                       source="desk:ana")
+    assert [h[1] for h in holds(typed) if h[0] == int(later)] == ["C2-BOX1"]
+
+
 @pytest.fixture
 def waitress(typed):
     servers = []

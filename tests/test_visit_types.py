@@ -341,3 +341,14 @@ def test_a_moved_imported_hour_keeps_its_hour_and_a_moved_sobrecita_stays_one(ty
     assert typed.put(f"/appointments/{squeezed}", {"newDate": "25/11/2026", "newTime": "09:00"}).status_int == 200
     assert tuple(row_of(typed, squeezed)[field] for field in ("squeezed", "end_time")) == (1, "09:30")
     assert "09:00" in [s["time"] for s in starts(typed, "doctorId=MARTIN", day="25/11/2026")]  # it takes no slot
+
+
+def test_a_booking_sent_again_is_the_one_made_only_when_it_asks_the_same_type(make_api):
+    api = make_api(TYPES_CSV)
+    patient, = people(api, 1)
+    first = api.book(patient, time="09:00", doctor="MARTIN", specialityId="MG-PRI")
+    assert api.book(patient, time="09:00", doctor="MARTIN", specialityId="MG-PRI", status=201) == first
+    assert api.book(patient, time="09:00", doctor="MARTIN", specialityId="MG", status=201) == first  # its area
+    assert api.book(patient, time="09:00", doctor="MARTIN", status=201) == first  # no type asked
+    other = api.book(patient, time="09:00", doctor="MARTIN", specialityId="MG-REV", status=409)
+    assert other.json["error"]["reason"] == "taken"  # not the first visit answered as if it were a follow-up
