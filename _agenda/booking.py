@@ -187,9 +187,10 @@ def patient_elsewhere(clinic, conn, patient_key, day, time_text, span, rules, mo
 
 def admit_staged(clinic, conn, table, at, source):
     """The door for many, inside the caller's transaction: the import channel's rows staged in `table` (line,
-    date, time, end_time, doctor_id, center_id, insurance_id, reason, status, patient_id), checked as the
-    channel's rules say, in SQL over them all (who; what they name, still known, the patient live; their times
-    as they were; the triggers refuse an overlap), written in one INSERT, each with the channel's event."""
+    date, time, end_time, doctor_id, center_id, insurance_id, reason, status, patient_id, type_id, pause,
+    busy_until, holds), checked as the channel's rules say, in SQL over them all (who; what they name, still
+    known, the patient live; their times as they were; the triggers refuse an overlap of a doctor or of a room
+    or machine held), written in one INSERT and their holds, each with the channel's event."""
     rules = CHANNELS["import"]
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid("only reception books by the import channel", "reception_only")
@@ -205,14 +206,22 @@ def admit_staged(clinic, conn, table, at, source):
     try:
         conn.execute(
             "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
-            " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by)"
-            " SELECT s.patient_id, s.doctor_id, d.speciality_id, s.insurance_id, s.center_id, s.date, s.time,"
-            " s.end_time, s.reason, s.status, ?1, ?1, CASE WHEN s.status = 'confirmed' THEN ?1 END,"
-            " CASE WHEN s.status = 'cancelled' THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?2 END, 'import'"
-            f" FROM {table} s JOIN doctors d ON d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id",
-            (utc_iso(at), "cancelled in the system it came from"))
+            " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by,"
+            " type_id, pause, busy_until) SELECT s.patient_id, s.doctor_id, d.speciality_id, s.insurance_id,"
+            " s.center_id, s.date, s.time, s.end_time, s.reason, s.status, ?1, ?1, CASE WHEN s.status = 'confirmed'"
+            " THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?2"
+            f" END, 'import', s.type_id, coalesce(s.pause, 0), s.busy_until FROM {table} s JOIN doctors d ON d.id = s.doctor_id"
+            " ORDER BY s.date, s.time, s.doctor_id", (utc_iso(at), "cancelled in the system it came from"))
     except sqlite3.IntegrityError:
         raise slot_not_available("taken") from None
+    try:
+        conn.execute("INSERT INTO holds (appointment_id, resource_id, date, time, until) SELECT a.id, j.value, a.date,"
+                     f" a.time, a.busy_until FROM {table} s JOIN appointments a ON a.id > ? AND a.doctor_id ="
+                     " s.doctor_id AND a.date = s.date AND a.time = s.time AND a.patient_id = s.patient_id AND"
+                     " a.status != 'cancelled', json_each(s.holds) j WHERE s.holds IS NOT NULL AND"
+                     " s.status != 'cancelled'", (first,))
+    except sqlite3.IntegrityError:
+        raise slot_not_available("resource_taken") from None
     columns = ", ".join(f"'{row[1]}', {row[1]}" for row in conn.execute("PRAGMA table_info(appointments)"))
     conn.execute("INSERT INTO events (at, source, action, entity, entity_id, before, after) SELECT ?, ?, ?,"
                  f" 'appointment', CAST(id AS TEXT), NULL, json_object({columns}) FROM appointments WHERE id > ?"

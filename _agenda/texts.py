@@ -284,6 +284,8 @@ TEXTS = {
     "field_count": ("Sesiones", "Sessions"), "field_every": ("Cada", "Every"), "field_center": ("Centro", "Center"),
     "field_duration": ("Duración", "Duration"), "field_doctor": ("Médico", "Doctor"),
     "field_insurance": ("Aseguradora", "Insurance"), "field_status": ("Estado", "Status"),
+    "field_type": ("Tipo de visita", "Visit type"), "field_pause": ("Pausa", "Pause"),
+    "field_holds": ("Salas y máquinas", "Rooms and machines"),
     "field_password": ("Contraseña", "Password"), "field_role": ("Papel", "Role"),
     "field_date_from": ("Desde", "From"), "field_date_to": ("Hasta", "To"), "field_hours": ("Horario", "Hours"),
     "field_executionDate": ("Fecha de la llamada", "Execution date"),

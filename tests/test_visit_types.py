@@ -12,13 +12,14 @@ import io
 import sqlite3
 
 import pytest
+from click.testing import CliRunner
 
 import agenda
 from _agenda.catalogs import CATALOG_TABLES, SeedError
 from _agenda.counter import squeeze_in
 from _agenda.imports import read_catalog_text
 
-from conftest import MONDAY, assert_error, table_rows, valid_dni, write_csv
+from conftest import MONDAY, Clock, assert_error, table_rows, valid_dni, write_csv
 from test_moving import cli, write
 
 TUESDAY = dt.date(2026, 11, 24)
@@ -352,3 +353,44 @@ def test_a_booking_sent_again_is_the_one_made_only_when_it_asks_the_same_type(ma
     assert api.book(patient, time="09:00", doctor="MARTIN", status=201) == first  # no type asked
     other = api.book(patient, time="09:00", doctor="MARTIN", specialityId="MG-REV", status=409)
     assert other.json["error"]["reason"] == "taken"  # not the first visit answered as if it were a follow-up
+
+
+def test_an_exported_typed_clinic_comes_back_with_its_types_pauses_and_holds(make_api, tmp_path, clock):
+    """agenda export, then seed, import-patients and import-appointments into a new database: every
+    appointment's type, pause and busy end, and every room and machine it holds, as they were; a file whose
+    rows hold one box twice at once is refused by line."""
+    api = make_api(TYPES_CSV)
+    ana, luis, eva = people(api, 3)
+    api.book(ana, time="09:00", doctor="MARTIN", specialityId="MG-PRI")
+    api.book(luis, time="09:00", doctor="MUNOZ", specialityId="FIS-SES")
+    api.book(eva, time="10:00", doctor="GIL", specialityId="MG-ECO")
+    gone = api.book(eva, time="11:00", doctor="SOTO", specialityId="FIS-VAL")
+    api.delete(f"/appointments/{gone}")
+    out, new = tmp_path / "out", tmp_path / "new.db"
+
+    def run(db, *args):
+        done = CliRunner(env={"AGENDA_DB": str(db), "AGENDA_SECRET": None}).invoke(
+            agenda.cli, [str(arg) for arg in args], obj={"now": Clock(clock.moment)})
+        return done
+    assert run(api.app.clinic.db.path, "export", out).exit_code == 0
+    for step in (("seed", out / "catalogs.csv"), ("import-patients", out / "patients.csv"),
+                 ("import-appointments", out / "appointments.csv")):
+        assert run(new, *step).exit_code == 0, (step, run(new, *step).output)
+
+    def typed_rows(path):
+        conn = sqlite3.connect(path)
+        try:
+            return (sorted(conn.execute("SELECT date, time, end_time, doctor_id, type_id, pause, busy_until, status"
+                                        " FROM appointments")),
+                    sorted(conn.execute("SELECT a.doctor_id, h.resource_id, h.date, h.time, h.until FROM holds h"
+                                        " JOIN appointments a ON a.id = h.appointment_id WHERE h.live = 1")))
+        finally:
+            conn.close()
+    before, after = typed_rows(api.app.clinic.db.path), typed_rows(new)
+    assert after == before and len(before[1]) == 2  # the box and the machine
+    twice = tmp_path / "twice.csv"
+    twice.write_text("date,time,duration,doctor,nif,name,type,holds\n"
+                     f"25/11/2026,09:00,45,MUNOZ,{valid_dni(501)},Rosa,FIS-SES,C2-BOX1\n"
+                     f"25/11/2026,09:30,30,SOTO,{valid_dni(502)},Pilar,FIS-VAL,C2-BOX1\n", encoding="utf-8")
+    refused = run(new, "import-appointments", twice)
+    assert refused.exit_code == 1 and "line 3" in refused.output and "C2-BOX1 is held then" in refused.output
