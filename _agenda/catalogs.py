@@ -365,13 +365,18 @@ def names_shared(conn, types):
 
 def orphaned_holds(conn, at, parsed):
     """A problem naming the coming appointments whose rooms or machines the catalog would take from them (a
-    resource moved to another center or category, a type no longer needing it)."""
+    resource moved to another center or category, a type no longer needing it, a room now another doctor's
+    during those hours)."""
     lost = [row[0] for row in conn.execute(
         "SELECT DISTINCT h.appointment_id FROM holds h JOIN appointments a ON a.id = h.appointment_id"
         " JOIN resources r ON r.id = h.resource_id LEFT JOIN visit_types t ON t.id = a.type_id WHERE h.live = 1"
         " AND a.date >= ? AND (r.center_id IS NOT a.center_id OR t.id IS NULL"
-        " OR instr(';' || t.needs || ';', ';' || r.category || ';') = 0) ORDER BY 1", (at.date().isoformat(),))]
-    lines = [item["line"] for group in ("resources", "types") for item in parsed[group].values()] or [1]
+        " OR instr(';' || t.needs || ';', ';' || r.category || ';') = 0 OR EXISTS (SELECT 1 FROM schedules s"
+        " WHERE s.room_id = h.resource_id AND s.doctor_id != a.doctor_id AND s.weekday ="
+        " (CAST(strftime('%w', h.date) AS INTEGER) + 6) % 7 AND s.start_time < h.until AND h.time < s.end_time))"
+        " ORDER BY 1", (at.date().isoformat(),))]
+    lines = [item["line"] for group in ("resources", "types") for item in parsed[group].values()] or [
+        entry["line"] for entries in parsed["doctors"].values() for entry in entries] or [1]
     return [(min(lines), f"this would take their rooms or machines from appointments {', '.join(map(str, lost))}:"
                          " move them first")] if lost else []
 

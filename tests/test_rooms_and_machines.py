@@ -183,11 +183,14 @@ def test_a_catalog_that_would_take_a_live_visits_box_is_refused_naming_it(typed,
     past = session(typed, luis, "SOTO", day="24/11/2026")
     clock.set(2026, 11, 25, 8, 0)  # Tuesday's visit is history now
     before = table_rows(db_path)
-    for change in ("room,C2-BOX1,Box 1,,C2,,,,,,,,,camilla,,",  # another category
-                   "room,C2-BOX1,Box 1,,C1,,,,,,,,,box,,",  # another center
-                   "type,FIS-SES,Sesión de fisioterapia,FIS,,,,,45,,,,,,,"):  # needing no box now
+    soto = "doctor,SOTO,Ana Soto,FIS,C2,,mon-fri,09:00-12:00,15,,,,,,FIS-SES;FIS-VAL,"
+    assert soto + "\n" in TYPES_CSV
+    for catalog in (TYPES_CSV + "room,C2-BOX1,Box 1,,C2,,,,,,,,,camilla,,\n",  # another category
+                    TYPES_CSV + "room,C2-BOX1,Box 1,,C1,,,,,,,,,box,,\n",  # another center
+                    TYPES_CSV + "type,FIS-SES,Sesión de fisioterapia,FIS,,,,,45,,,,,,,\n",  # needing no box now
+                    TYPES_CSV.replace(soto, soto + "C2-BOX1")):  # another doctor's room in those hours
         with pytest.raises(SeedError) as refused:
-            agenda.seed_catalogs(typed.db(), read_catalog_text(TYPES_CSV + change + "\n"), at=clock())
+            agenda.seed_catalogs(typed.db(), read_catalog_text(catalog), at=clock())
         assert [message for _, message in refused.value.problems] == [
             f"this would take their rooms or machines from appointments {kept}: move them first"]  # not {past}
         assert table_rows(db_path) == before
