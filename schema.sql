@@ -619,6 +619,9 @@ WHEN NEW.live = 1 AND EXISTS (
 BEGIN
     SELECT RAISE(ABORT, 'SLOT_NOT_AVAILABLE');
 END;
+-- A patient may wait for a visit type ("Waiting list"): a slot fits them only where that type fits.
+ALTER TABLE waitlist ADD COLUMN type_id TEXT REFERENCES visit_types (id);
+
 CREATE TRIGGER holds_end_with_their_appointment
 AFTER UPDATE OF status ON appointments
 WHEN NEW.status = 'cancelled'

@@ -28,14 +28,13 @@ class Visit(NamedTuple):
 
 
 def visit_of(appointment, needs=(), **changes):
-    """The Visit an appointment row is (its own type, length, pause and mark kept; `needs`, its type's), with
-    `changes`: what a move takes."""
+    """The Visit an appointment row is (its own type, length, pause and mark kept; `needs`, its type's; an
+    overlap accepted once is not accepted again unasked), with `changes`: what a move takes."""
     minutes = minutes_of(appointment["end_time"]) - minutes_of(appointment["time"])
     kind = VisitType(appointment["type_id"], None, appointment["speciality_id"], minutes, appointment["pause"], needs)
     return Visit(appointment["patient_id"], appointment["doctor_id"], None, appointment["center_id"], kind,
                  insurance_id=appointment["insurance_id"], reason=appointment["reason"],
-                 series_id=appointment["series_id"], squeezed=bool(appointment["squeezed"]),
-                 accept_overlap=bool(appointment["overlap_accepted"]))._replace(**changes)
+                 series_id=appointment["series_id"], squeezed=bool(appointment["squeezed"]))._replace(**changes)
 
 
 class Rules(NamedTuple):
@@ -86,28 +85,33 @@ def book_visit(clinic, visit, day, time_text, channel, source, waitlist_id=None)
 def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=None, waitlist_id=None):
     """The one door, inside the caller's transaction: `visit` at `day` and `time_text` checked by the
     channel's rules in one order (who, the retry, the patient and catalogs, the waiting entry, the slot and
-    the visit's type, its rooms and machines, the patient free then, the insurance) and written: a new row, or
-    `moving`'s row moved (its id kept), with what it holds. Its id as text."""
+    the visit's type, the insurance, the doctor free then (the triggers), its rooms and machines, the patient
+    free then) and written: a new row, or `moving`'s row moved (its id kept), with what it holds. Its id as
+    text."""
     rules = CHANNELS[channel]
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid(f"only reception books by the {channel} channel", "reception_only")
     patient_key = numeric_id(visit.patient_id)
-    again = retried(conn, patient_key, visit.doctor_id, day, time_text) if rules.retry else None
+    again = retried(conn, patient_key, visit.doctor_id, day, time_text, visit.speciality_id) if rules.retry else None
     if again is not None:
         return str(again["id"])
     doctor = known(clinic, conn, visit, patient_key)
     entry = waiting_entry(conn, waitlist_id, patient_key) if rules.waitlist else None
     span = place(clinic, conn, visit, doctor, day, time_text, rules)
-    held = holding(conn, span, doctor["id"], day, time_text, moving)
     elsewhere = patient_elsewhere(clinic, conn, patient_key, day, time_text, span, rules, moving)
     accepted = elsewhere is not None and rules.patient == "may accept" and visit.accept_overlap
     check_insurance(clinic, doctor["id"], visit.insurance_id, span.center, rules.insurance)
     try:
         row = written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted)
-        hold(conn, row["id"], held, day, time_text, span.busy_until)
-    except sqlite3.IntegrityError as error:
-        raise slot_not_available("resource_taken" if "holds" in str(error) else "taken") from None
-    if elsewhere is not None and not accepted:  # after the slot's own refusal: the caller's transaction rolls back
+    except sqlite3.IntegrityError:
+        raise slot_not_available("taken") from None
+    # the slot's own refusals first (the doctor, then the rooms and machines): the transaction rolls back
+    try:
+        hold(conn, row["id"], holding(conn, span, doctor["id"], day, time_text, moving, visit.squeezed), day,
+             time_text, span.busy_until)
+    except sqlite3.IntegrityError:
+        raise slot_not_available("resource_taken") from None
+    if elsewhere is not None and not accepted:
         raise elsewhere
     record_event(conn, at, source, rules.event, "appointment", row["id"], before=moving, after=row)
     if entry is not None:
@@ -138,17 +142,15 @@ def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, 
          int(accepted), utc_iso(at), moving["id"]))
 
 
-def holding(conn, span, doctor_id, day, time_text, moving=None):
+def holding(conn, span, doctor_id, day, time_text, moving=None, squeezed=False):
     """[resource] the visit takes for its length and pause: for each category its type needs, the doctor's
-    room of it, else the first free one at the center ("Rooms and machines"); SLOT_NOT_AVAILABLE
-    (resource_taken) when a category has none free then."""
+    room of it, else the first free one at the center (a sobrecita shares the doctor's: "Rooms and machines");
+    SLOT_NOT_AVAILABLE (resource_taken) when a category has none free then."""
     if not span.kind.needs:
         return []
-    resources = read_resources(conn, day.isoformat(), day.isoformat())
-    own = set() if moving is None else {row[0] + row[1] for row in conn.execute(
-        "SELECT time, until FROM holds WHERE appointment_id = ? AND live = 1", (moving["id"],))}
+    resources = read_resources(conn, day.isoformat(), day.isoformat(), but=moving and moving["id"])
     taken = resources_for(resources, span.kind, doctor_id, span.center, span.room_id, day, time_text,
-                          span.busy_until, but=own)
+                          span.busy_until, squeezed=squeezed)
     if taken is None:
         raise slot_not_available("resource_taken")
     return taken
@@ -185,9 +187,10 @@ def patient_elsewhere(clinic, conn, patient_key, day, time_text, span, rules, mo
 
 def admit_staged(clinic, conn, table, at, source):
     """The door for many, inside the caller's transaction: the import channel's rows staged in `table` (line,
-    date, time, end_time, doctor_id, center_id, insurance_id, reason, status, patient_id), checked as the
-    channel's rules say, in SQL over them all (who; what they name, still known, the patient live; their times
-    as they were; the triggers refuse an overlap), written in one INSERT, each with the channel's event."""
+    date, time, end_time, doctor_id, center_id, insurance_id, reason, status, patient_id, type_id, pause,
+    busy_until, holds), checked as the channel's rules say, in SQL over them all (who; what they name, still
+    known, the patient live; their times as they were; the triggers refuse an overlap of a doctor or of a room
+    or machine held), written in one INSERT and their holds, each with the channel's event."""
     rules = CHANNELS["import"]
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid("only reception books by the import channel", "reception_only")
@@ -203,14 +206,22 @@ def admit_staged(clinic, conn, table, at, source):
     try:
         conn.execute(
             "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
-            " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by)"
-            " SELECT s.patient_id, s.doctor_id, d.speciality_id, s.insurance_id, s.center_id, s.date, s.time,"
-            " s.end_time, s.reason, s.status, ?1, ?1, CASE WHEN s.status = 'confirmed' THEN ?1 END,"
-            " CASE WHEN s.status = 'cancelled' THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?2 END, 'import'"
-            f" FROM {table} s JOIN doctors d ON d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id",
-            (utc_iso(at), "cancelled in the system it came from"))
+            " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by,"
+            " type_id, pause, busy_until) SELECT s.patient_id, s.doctor_id, d.speciality_id, s.insurance_id,"
+            " s.center_id, s.date, s.time, s.end_time, s.reason, s.status, ?1, ?1, CASE WHEN s.status = 'confirmed'"
+            " THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?2"
+            f" END, 'import', s.type_id, coalesce(s.pause, 0), s.busy_until FROM {table} s JOIN doctors d ON d.id = s.doctor_id"
+            " ORDER BY s.date, s.time, s.doctor_id", (utc_iso(at), "cancelled in the system it came from"))
     except sqlite3.IntegrityError:
         raise slot_not_available("taken") from None
+    try:
+        conn.execute("INSERT INTO holds (appointment_id, resource_id, date, time, until) SELECT a.id, j.value, a.date,"
+                     f" a.time, a.busy_until FROM {table} s JOIN appointments a ON a.id > ? AND a.doctor_id ="
+                     " s.doctor_id AND a.date = s.date AND a.time = s.time AND a.patient_id = s.patient_id AND"
+                     " a.status != 'cancelled', json_each(s.holds) j WHERE s.holds IS NOT NULL AND"
+                     " s.status != 'cancelled'", (first,))
+    except sqlite3.IntegrityError:
+        raise slot_not_available("resource_taken") from None
     columns = ", ".join(f"'{row[1]}', {row[1]}" for row in conn.execute("PRAGMA table_info(appointments)"))
     conn.execute("INSERT INTO events (at, source, action, entity, entity_id, before, after) SELECT ?, ?, ?,"
                  f" 'appointment', CAST(id AS TEXT), NULL, json_object({columns}) FROM appointments WHERE id > ?"
@@ -228,12 +239,13 @@ def inserted(conn, visit, patient_key, doctor, day, time_text, span, at, booked_
          span.kind.id, span.kind.pause, span.busy_until, int(accepted)))
 
 
-def retried(conn, patient_key, doctor_id, day, time_text):
-    """The live appointment of this patient with this doctor at this date and time (id, series_id), if
-    one is there: a booking sent again (a lost answer, a double click) is the one already made."""
+def retried(conn, patient_key, doctor_id, day, time_text, asked=None):
+    """The live appointment of this patient with this doctor at this date and time (id, series_id), of the
+    type or area `asked` if one is: a booking sent again (a lost answer, a double click) is the one made."""
     return None if patient_key is None else conn.execute(
         "SELECT id, series_id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ? AND time = ?"
-        " AND status != 'cancelled'", (patient_key, doctor_id, day.isoformat(), time_text)).fetchone()
+        " AND status != 'cancelled' AND (? IS NULL OR ? IN (coalesce(type_id, ''), speciality_id))",
+        (patient_key, doctor_id, day.isoformat(), time_text, asked, asked)).fetchone()
 
 
 def live_patient(conn, patient_key):

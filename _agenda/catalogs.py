@@ -214,6 +214,7 @@ def _apply_doctor(conn, doctor_id, entries):
                      for insurance_id in entry["insurances"] if not _exists(conn, "insurances", insurance_id)]
         if entry["center"] and not _exists(conn, "centers", entry["center"]):
             problems.append((entry["line"], f"center {entry['center']!r} is not in the catalog"))
+    problems += room_problems(conn, entries)
     if problems:
         return problems
     conn.execute("INSERT INTO doctors (id, name, speciality_id) VALUES (?, ?, ?)"
@@ -287,15 +288,21 @@ def _apply_resources(conn, resources):
     return problems
 
 
-def _apply_doctor_types(conn, doctor_id, entries):
-    """Replace the types the doctor offers at each center named, in order; problems for a type unknown, of
-    another area, longer (with its pause) than any of the doctor's hours there, or needing a room or machine
-    the center lacks; and for a room unknown, not a room, or at another center."""
-    problems, speciality = [], entries[0]["speciality"]
+def room_problems(conn, entries):
+    """Problems for a doctor's row placing them in a room unknown, not a room, or at another center."""
+    problems = []
     for entry in entries:
         room = entry["room"] and conn.execute("SELECT * FROM resources WHERE id = ?", (entry["room"],)).fetchone()
         if entry["room"] and (not room or not room["is_room"] or room["center_id"] != entry["center"]):
             problems.append((entry["line"], f"room {entry['room']!r} is not a room of center {entry['center']!r}"))
+    return problems
+
+
+def _apply_doctor_types(conn, doctor_id, entries):
+    """Replace the types the doctor offers at each center named, in order; problems for a type unknown, of
+    another area, longer (with its pause) than any of the doctor's hours there, or needing a room or machine
+    the center lacks."""
+    problems, speciality = [], entries[0]["speciality"]
     for center, line, types, longest in doctor_centers(entries):
         conn.execute("DELETE FROM doctor_types WHERE doctor_id = ? AND center_id IS ?", (doctor_id, center))
         for position, type_id in enumerate(types):
@@ -336,23 +343,40 @@ def type_refused(conn, kind, type_id, speciality, center, longest):
     return f"type {type_id!r} needs a {missing[0]}, and center {center!r} has none" if missing else None
 
 
-def rooms_shared(conn):
-    """Problems for two doctors whose hours place them in one room at once."""
+def rooms_shared(conn, doctors):
+    """Problems for two doctors whose hours place them in one room at once, on the last line of the file's
+    `doctors` rows placing one of them there."""
     row = conn.execute("SELECT a.doctor_id, b.doctor_id, a.room_id FROM schedules a JOIN schedules b ON"
                        " a.room_id = b.room_id AND a.weekday = b.weekday AND a.doctor_id < b.doctor_id AND"
                        " a.start_time < b.end_time AND b.start_time < a.end_time LIMIT 1").fetchone()
-    return [(1, f"room {row[2]}: doctors {row[0]} and {row[1]} would be in it at the same time")] if row else []
+    if row is None:
+        return []
+    line = max((entry["line"] for doctor_id in row[:2] for entry in doctors.get(doctor_id, ())
+                if entry["room"] == row[2]), default=1)
+    return [(line, f"room {row[2]}: doctors {row[0]} and {row[1]} would be in it at the same time")]
+
+
+def names_shared(conn, types):
+    """Problems for a visit type whose id is an area's: the caller's specialityId names one or the other."""
+    return [(types[row[0]]["line"] if row[0] in types else 1,
+             f"type {row[0]!r}: an area (speciality) has that id; give the type another")
+            for row in conn.execute("SELECT id FROM visit_types WHERE id IN (SELECT id FROM specialities)")]
 
 
 def orphaned_holds(conn, at, parsed):
     """A problem naming the coming appointments whose rooms or machines the catalog would take from them (a
-    resource moved to another center or category, a type no longer needing it)."""
+    resource moved to another center or category, a type no longer needing it, a room now another doctor's
+    during those hours)."""
     lost = [row[0] for row in conn.execute(
         "SELECT DISTINCT h.appointment_id FROM holds h JOIN appointments a ON a.id = h.appointment_id"
         " JOIN resources r ON r.id = h.resource_id LEFT JOIN visit_types t ON t.id = a.type_id WHERE h.live = 1"
         " AND a.date >= ? AND (r.center_id IS NOT a.center_id OR t.id IS NULL"
-        " OR instr(';' || t.needs || ';', ';' || r.category || ';') = 0) ORDER BY 1", (at.date().isoformat(),))]
-    lines = [item["line"] for group in ("resources", "types") for item in parsed[group].values()] or [1]
+        " OR instr(';' || t.needs || ';', ';' || r.category || ';') = 0 OR EXISTS (SELECT 1 FROM schedules s"
+        " WHERE s.room_id = h.resource_id AND s.doctor_id != a.doctor_id AND s.weekday ="
+        " (CAST(strftime('%w', h.date) AS INTEGER) + 6) % 7 AND s.start_time < h.until AND h.time < s.end_time))"
+        " ORDER BY 1", (at.date().isoformat(),))]
+    lines = [item["line"] for group in ("resources", "types") for item in parsed[group].values()] or [
+        entry["line"] for entries in parsed["doctors"].values() for entry in entries] or [1]
     return [(min(lines), f"this would take their rooms or machines from appointments {', '.join(map(str, lost))}:"
                          " move them first")] if lost else []
 
@@ -374,13 +398,17 @@ def seed_catalogs(conn, rows, *, at, source="cli"):
                                  " ON CONFLICT (id) DO UPDATE SET name = excluded.name", parsed["simple"][kind].items())
             problems.extend(_apply_types(conn, parsed["types"]) + _apply_resources(conn, parsed["resources"]))
             has_centers = conn.execute("SELECT 1 FROM centers LIMIT 1").fetchone() is not None
+            problems.extend((item["line"], f"{'room' if item['is_room'] else 'machine'} {key}: center is required"
+                                           " when the clinic has centers")
+                            for key, item in parsed["resources"].items() if has_centers and item["center"] is None)
             for doctor_id, entries in parsed["doctors"].items():
                 problems.extend(_apply_doctor(conn, doctor_id, entries))
                 problems.extend((entry["line"], f"doctor {doctor_id}: center is required when the clinic has centers")
                                 for entry in entries if has_centers and entry["center"] is None)
             for closure in parsed["closures"]:
                 problems.extend(_apply_closure(conn, *closure))
-            problems.extend(rooms_shared(conn) + orphaned_holds(conn, at, parsed))
+            problems.extend(rooms_shared(conn, parsed["doctors"]) + names_shared(conn, parsed["types"])
+                            + orphaned_holds(conn, at, parsed))
             if problems:
                 raise SeedError(problems)
             after = _snapshot(conn)

@@ -59,9 +59,17 @@ def day(ctx, db_path, date, center_id, as_csv, tz):
 
 
 def day_sheet_csv(rows):
-    return sheet_csv(["date", "time", "end", "doctor_id", "doctor", "center", "patient", "phone", "reason", "status"],
+    return sheet_csv(["date", "time", "end", "doctor_id", "doctor", "center", "patient", "phone", "reason", "status",
+                      "type", "holds"],
                      ([format_date(row["date"]), row["start"], row["end"], row["doctor_id"], row["doctor_name"],
-                       row["center_id"], row["patient_name"], row["phone"], row["reason"], row["status"]] for row in rows))
+                       row["center_id"], row["patient_name"], row["phone"], row["reason"], row["status"],
+                       row["type_name"], row["holds"]] for row in rows))
+
+
+def what_it_is(row):
+    """An appointment's type, the pause after it and what it holds, for a terminal: '' when it has none."""
+    parts = [row["type_name"] or "", f"+{row['pause']} min" if row["pause"] else "", row["holds"] or ""]
+    return " · ".join(part for part in parts if part)
 
 
 def day_sheet_text(rows, when, center_id):
@@ -75,15 +83,17 @@ def day_sheet_text(rows, when, center_id):
             doctor = row["doctor_id"]
             lines.append(f"\n{printable(row['doctor_name'])} ({printable(doctor)})")
         center = f"  [{printable(row['center_id'])}]" if row["center_id"] and not center_id else ""
-        lines.append(f"  {row['start']}  {printable(row['patient_name']):<{width}}  {printable(row['phone']):<13}  "
-                     f"{row['status']:<10}  {printable(row['reason']) or '-'}{center}")
+        what = f"  ({printable(what_it_is(row))})" if what_it_is(row) else ""
+        lines.append(f"  {row['start']}  {printable(row['patient_name']):<{width}}  "
+                     f"{printable(row['phone']):<13}  {row['status']:<10}  {printable(row['reason']) or '-'}{what}{center}")
     return "\n".join(lines) + "\n"
 
 
 def appointment_line(a):
     """One appointment on one line of a terminal."""
-    return printable(f"{a['id']}: {format_date(a['date'])} {a['start']} {a['doctor_name']} ({a['doctor_id']})"
-                     f"{' at ' + a['center_id'] if a['center_id'] else ''}, {a['patient_name']} "
+    what = f" ({what_it_is(a)})" if what_it_is(a) else ""
+    return printable(f"{a['id']}: {format_date(a['date'])} {a['start']}{what} {a['doctor_name']} "
+                     f"({a['doctor_id']}){' at ' + a['center_id'] if a['center_id'] else ''}, {a['patient_name']} "
                      f"{a['phone'] or ''}{' (squeezed in)' if a.get('squeezed') else ''}").rstrip()
 
 
@@ -98,6 +108,10 @@ def appointment_line(a):
 @click.option("--reason", default=None, callback=cli_text, help="Why the patient comes.")
 @click.option("--insurance", "insurance_id", default=None,
               help="The patient's insurance (required when the doctor takes only some).")
+@click.option("--type", "type_id", default=None,
+              help="The visit type (its id; default: the doctor's first there, or one slot of their grid).")
+@click.option("--accept-overlap", is_flag=True,
+              help="Book it over the same patient's other visit on purpose (recorded); never with --squeeze.")
 @click.option("--squeeze", is_flag=True,
               help="A sobrecita: an urgent patient at a taken or off-grid time of the doctor's hours, marked.")
 @click.option("--every", default=None, help="A series: a session every 1w, 2w, 10d... (with --count).")
@@ -107,8 +121,8 @@ def appointment_line(a):
 @tz_option
 @desk_rules_options
 @click.pass_context
-def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, insurance_id, squeeze,
-         every, count, nearest, dry_run, tz, desk_min_notice, desk_horizon):
+def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, insurance_id, type_id,
+         accept_overlap, squeeze, every, count, nearest, dry_run, tz, desk_min_notice, desk_horizon):
     """Book a free slot for a patient, by the desk's rules (a walk-in now, up to 18 months ahead); with
     --squeeze, squeeze an urgent patient in at any time of the doctor's hours; with --every and --count,
     a series of sessions, booked together only when every date is free (or --nearest).
@@ -117,12 +131,15 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
 
     \b
         agenda book --doctor MARTIN --date 24/11/2026 --time 09:30 --nif 12345678Z --reason Revisión
+        agenda book --doctor MUNOZ --date 25/11/2026 --time 09:30 --nif 12345678Z --type FIS-VALORACION
         agenda book --doctor MARTIN --date 24/11/2026 --time 09:40 --nif 12345678Z --squeeze --reason Urgente
         agenda book --doctor MUNOZ --date 25/11/2026 --time 09:30 --nif 12345678Z --every 1w --count 16 --dry-run
     """
     day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
     if (every is None) != (count is None) or (every and squeeze):
         raise click.ClickException("a series needs both --every and --count, and is never squeezed in")
+    if accept_overlap and (squeeze or every):
+        raise click.ClickException("--accept-overlap is for one ordinary booking: never a sobrecita nor a series")
     with clinic_at(ctx, db_path, tz, desk_min_notice_minutes=desk_min_notice,
                    desk_horizon_months=desk_horizon) as clinic:
         if patient_id is None:
@@ -132,9 +149,11 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         if every:
             return book_series_here(clinic, patient_id=patient_id, doctor_id=doctor_id, first=day, time_text=start,
                                     every_days=parse_every(every), count=count, center_id=center_id,
-                                    insurance_id=insurance_id, reason=reason, nearest=nearest, dry_run=dry_run)
-        booking = functools.partial(squeeze_in, clinic) if squeeze else clinic.book
-        booked = booking(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id,
+                                    insurance_id=insurance_id, reason=reason, nearest=nearest, dry_run=dry_run,
+                                    speciality_id=type_id)
+        booking = functools.partial(squeeze_in, clinic) if squeeze else functools.partial(
+            clinic.book, accept_overlap=accept_overlap)
+        booked = booking(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id, speciality_id=type_id,
                          center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
         click.echo(f"Booked {appointment_line(clinic.appointment(booked, cli_reader(), 'change'))}")
 
@@ -142,7 +161,8 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
 def book_series_here(clinic, *, dry_run, nearest, **series):
     """The series' preview, a line a date; then, unless a dry run, the series booked (or why not)."""
     sessions = preview_series(clinic, **{key: series[key] for key in ("doctor_id", "first", "time_text",
-                                                                      "every_days", "count", "center_id")})
+                                                                      "every_days", "count", "center_id",
+                                                                      "speciality_id")})
     for n, session in enumerate(sessions, 1):
         slot = session.slot or session.nearest
         said = "free" if session.slot else f"{session.reason}; nearest " + (
@@ -162,12 +182,15 @@ def book_series_here(clinic, *, dry_run, nearest, **series):
 @click.option("--time", "time_text", required=True, help="The new start, HH:MM.")
 @click.option("--doctor", "doctor_id", default=None, help="Another doctor of the same speciality.")
 @click.option("--center", "center_id", default=None, help="Another center of the doctor's.")
+@click.option("--accept-overlap", is_flag=True,
+              help="Move it over the same patient's other visit on purpose (recorded).")
 @tz_option
 @desk_rules_options
 @click.pass_context
-def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_id, tz, desk_min_notice,
-         desk_horizon):
-    """Move an appointment to another free slot, by the desk's rules; it is no longer confirmed.
+def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_id, accept_overlap, tz,
+         desk_min_notice, desk_horizon):
+    """Move an appointment to another free slot, by the desk's rules, keeping its visit type and length; it
+    is no longer confirmed.
 
     Example:
 
@@ -178,7 +201,7 @@ def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_i
     with clinic_at(ctx, db_path, tz, desk_min_notice_minutes=desk_min_notice,
                    desk_horizon_months=desk_horizon) as clinic:
         clinic.move(appointment_id, day=day, time_text=start, doctor_id=doctor_id, center_id=center_id,
-                    source="cli")
+                    source="cli", accept_overlap=accept_overlap)
         click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))}")
 
 

@@ -5,12 +5,13 @@ import datetime as dt
 
 import click
 
-from .values import format_date, printable, sheet_csv
+from .values import format_date, plural, printable, sheet_csv
 from .report import clinic_report, share
 from .cli import cli, cli_date, clinic_at, db_option, tz_option
 
 
-REPORT_COLUMNS = ("doctor", "week", "offered", "booked", "free", "filledPercent", "noShows", "lateCancellations")
+REPORT_COLUMNS = ("doctor", "week", "offered", "booked", "free", "filledPercent", "noShows", "lateCancellations",
+                  "offeredMinutes", "bookedMinutes")
 
 
 @cli.command()
@@ -33,14 +34,18 @@ def report(ctx, db_path, first, last, as_csv, tz):
         end = cli_date(last, "--to") if last else clinic.today() + dt.timedelta(days=13)
         found = clinic_report(clinic, cli_date(first, "--from") if first else end - dt.timedelta(days=27), end)
     rows = [(d["id"], monday.isoformat(), *(c[key] for key in ("offered", "booked", "free")),
-             share(c["booked"], c["offered"]), c["no_shows"], c["late_cancels"])
+             share(c["booked"], c["offered"]), c["no_shows"], c["late_cancels"], c["offered_minutes"],
+             c["booked_minutes"])
             for d in found["doctors"] for monday, c in sorted(d["weeks"].items())]
     if as_csv:
         return click.echo(sheet_csv(REPORT_COLUMNS, rows), nl=False)
     for d in found["doctors"]:
         c = d["totals"]
         click.echo(printable(f"{d['id']} {d['name']}: {c['booked']}/{c['offered']} booked ({c['filled']}%), "
-                             f"{c['free']} free, {c['no_shows']} no-shows, {c['late_cancels']} late cancellations"))
+                             f"{c['free']} free, {c['no_shows']} no-shows, {c['late_cancels']} late cancellations; "
+                             f"{c['booked_minutes']} of {c['offered_minutes']} minutes booked"))
+    for kind in found["types"]:
+        click.echo(printable(f"{kind['name']}: {plural(kind['visits'], 'visit')}, {kind['minutes']} minutes"))
     for monday in found["weeks"]:
         answers, who = found["reminders"][monday], found["sources"][monday]
         click.echo(f"Week of {format_date(monday.isoformat())}: reminders " + ", ".join(

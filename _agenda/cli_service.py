@@ -20,6 +20,7 @@ from .values import FEED_SHOWS, format_date, plural, REMINDER_POLICIES, SIGNATUR
 from .sealing import SealingError
 from .store import (AS_IT_IS, connect, create_private_file, database_counts, KEEP_COPIES_DAYS, kept_copies, recall,
                     remember, schema_version, transaction, upgrade, UPGRADE)
+from .counter import OVERLAPS
 from .web import log_to_stderr, serve_until_stopped, stop_logging
 from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from .app import create_app
@@ -420,6 +421,10 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
          f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"),
         ("Signatures", signature_advice(signatures_seen(conn), tz)),
     ]
+    overlapping = conn.execute(f"SELECT count(*) {OVERLAPS}", (now.astimezone(tz).date().isoformat(),)).fetchone()[0]
+    if overlapping:
+        lines.append(("Overlaps", f"{plural(overlapping, 'pair')} of one patient's coming visits overlap (moved in "
+                                  "from another system): the desk lists them under 'Llamar'"))
     replica, started = recall(conn, "replica")
     if replica:
         position = replica_position(replica["socket"], str(Path(db_path).resolve()), now,

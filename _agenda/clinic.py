@@ -33,7 +33,11 @@ APPOINTMENT_FIELDS = f"""json_object(
     'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'booked_by', a.booked_by, 'attendance', a.attendance,
     'arrived_at', a.arrived_at, 'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END,
     'created_at', a.created_at, 'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END,
-    'series_id', a.series_id,
+    'series_id', a.series_id, 'type_id', a.type_id,
+    'type_name', (SELECT t.name FROM visit_types t WHERE t.id = a.type_id), 'pause', a.pause,
+    'busy_until', coalesce(a.busy_until, a.end_time), 'overlap_accepted', a.overlap_accepted,
+    'holds', (SELECT group_concat(r.name, ', ') FROM holds h JOIN resources r ON r.id = h.resource_id
+              WHERE h.appointment_id = a.id AND h.live = 1),
     'series_place', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count(*) FROM appointments s
         WHERE s.series_id = a.series_id AND (s.date < a.date OR (s.date = a.date AND s.time <= a.time))) END,
     'series_count', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count FROM series WHERE id = a.series_id) END)"""
@@ -278,6 +282,10 @@ class Clinic:
             return kind if kind in types else None
         return the_visit(offered, doctor, row["center_id"], row["slot_minutes"])
 
+    def types_at(self, doctor_id, center_id):
+        """[VisitType] a doctor offers at a center, the first their default; [] for a doctor without types there."""
+        return types_offered(self.conn(), [doctor_id]).get((doctor_id, center_id), [])
+
     def is_visit_type(self, key):
         """Whether `key` names a visit type (not an area)."""
         return self.conn().execute("SELECT 1 FROM visit_types WHERE id = ?", (key,)).fetchone() is not None
@@ -374,9 +382,11 @@ class Clinic:
         return book_visit(self, visit, day, time_text, "waitlist" if waitlist_id else channel_of(source), source,
                           waitlist_id=waitlist_id)
 
-    def move(self, appointment_id, *, day, time_text, doctor_id=None, center_id=None, source="api"):
+    def move(self, appointment_id, *, day, time_text, doctor_id=None, center_id=None, source="api",
+             accept_overlap=False):
         """The appointment to another free slot ("Moving"): of its doctor and center, or at the desk of another
-        doctor of the same speciality or another center; its own length and mark kept; no longer confirmed."""
+        doctor of the same speciality or another center; its own type, length and mark kept; no longer confirmed;
+        over the patient's other visit only when reception accepts it ("One patient, one place")."""
         at = self.clock()
         with self.db.transaction() as conn:
             before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
@@ -387,7 +397,8 @@ class Clinic:
             same_doctor = doctor["id"] == before["doctor_id"]
             kind = visit_type(conn, before["type_id"]) if before["type_id"] else None
             visit = visit_of(before, kind.needs if kind else (), doctor_id=doctor["id"],
-                             center_id=center_id or (before["center_id"] if same_doctor else None))
+                             center_id=center_id or (before["center_id"] if same_doctor else None),
+                             accept_overlap=accept_overlap)
             return admit(self, conn, visit, day, time_text, move_channel(source, visit), at, source, moving=before)
 
     @staticmethod

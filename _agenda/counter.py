@@ -33,9 +33,29 @@ def to_call(clinic, reader):
     return clinic.appointments(f"a.date >= ? AND {TO_CALL}", [clinic.today().isoformat()], reader, "day")
 
 
+# Two live visits of one patient that overlap (the pause not the patient's time), neither accepted so at the
+# desk ("One patient, one place"): kept when they came in with the history of another system, and listed.
+OVERLAPS = """FROM appointments a JOIN appointments b ON b.patient_id = a.patient_id AND b.date = a.date AND b.id > a.id
+    AND b.time < a.end_time AND a.time < b.end_time
+    WHERE a.status != 'cancelled' AND b.status != 'cancelled' AND a.date >= ? AND a.overlap_accepted = 0
+      AND b.overlap_accepted = 0"""
+
+
+def overlaps(clinic, most=50):
+    """([(appointment, the other)] of the first `most` pairs of one patient's live visits from today on that
+    overlap, neither accepted so, ids and times only; how many pairs there are)."""
+    today = clinic.today().isoformat()
+    pairs = [tuple(row) for row in clinic.conn().execute(
+        f"SELECT a.id, a.date, a.time, a.doctor_id, b.id, b.time, b.doctor_id {OVERLAPS} ORDER BY a.date, a.time, a.id"
+        " LIMIT ?", (today, most))]
+    return pairs, clinic.conn().execute(f"SELECT count(*) {OVERLAPS}", (today,)).fetchone()[0]
+
+
 def squeeze_in(clinic, *, day, time_text, doctor_id, patient_id, insurance_id=None, center_id=None, reason=None,
-               source):
+               speciality_id=None, source):
     """Book an urgent patient into a taken or off-grid time of the doctor's hours ("Sobrecita"): reception
-    only, marked squeezed, never a slot offered; the same patient at the same time again is the same one."""
-    visit = Visit(patient_id, doctor_id, center_id=center_id, insurance_id=insurance_id, reason=reason, squeezed=True)
+    only, marked squeezed, never a slot offered, of the visit type asked (the doctor's default); the same patient
+    at the same time again is the same one."""
+    visit = Visit(patient_id, doctor_id, speciality_id, center_id=center_id, insurance_id=insurance_id, reason=reason,
+                  squeezed=True)
     return book_visit(clinic, visit, day, time_text, "sobrecita", source)

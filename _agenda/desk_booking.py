@@ -18,10 +18,14 @@ from .desk_shared import (catalog_names, day_address, desk_centers, desk_page, d
                           desk_wrong_fields, done, form, who_booked)
 
 
-def desk_book_page(error=None, status=200, wrong=None, booked=None):
-    """Booking a free slot: the slot, a patient search, and a new patient's form."""
-    slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId", "squeeze")}
+def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=None):
+    """Booking a free slot: the slot and its visit type (the doctor's first there by default; where the type
+    asked does not fit, the starts of the day where it does), a patient search, and a new patient's form; after
+    a refusal for the patient's other visit then, that visit linked and the choice to book over it."""
+    slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId", "squeeze",
+                                                              "typeId")}
     doctor = clinic().require_doctor(slot["doctorId"])
+    kinds, starts = visit_types_here(doctor, slot)
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
     typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason",
                                                  "guardianNif")}
@@ -29,8 +33,9 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None):
         found = clinic().search_patients(q, reader=desk_source()) if q else None
     except ClinicError as refusal:
         found, error, status, wrong = None, desk_refusal(refusal), status_of(refusal), desk_wrong_fields(refusal)
-    if query_text("patientId") and not q:  # booking for a patient chosen on their page
-        found = [clinic().patient_record(query_text("patientId"), reader=desk_source())]
+    chosen = query_text("patientId") or form("patientId")  # chosen on their page, or refused with them
+    if chosen and not q:
+        found = [clinic().patient_record(chosen, reader=desk_source())]
     listed = clinic().insurance_lists([doctor["id"]]).get((doctor["id"], slot["centerId"]))
     names = {i["id"]: i["name"] for i in clinic().catalogs()["insurances"]}
     insurances = [(key, names.get(key, key)) for key in sorted(listed, key=lambda key: names.get(key, key))] \
@@ -38,7 +43,25 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None):
     return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
                      q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error, wrong=wrong or {},
                      waiting_here=waiting_for(doctor, slot), waitlist_id=query_text("waitlistId") or form("waitlistId"),
-                     booked=booked)
+                     booked=booked, elsewhere=elsewhere, kinds=kinds, starts=starts)
+
+
+def visit_types_here(doctor, slot):
+    """([(type id, its words)] the doctor offers where they work then, the first their default; the starts of
+    that day (at most 12) where the type chosen fits, when it does not fit at the slot's time)."""
+    try:
+        day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
+    except ClinicError:
+        return [], []
+    kinds = clinic().types_at(doctor["id"], slot["centerId"])
+    slot["typeId"] = slot["typeId"] if slot["typeId"] in {kind.id for kind in kinds} else (
+        kinds[0].id if kinds else None)
+    if not slot["typeId"] or slot["squeeze"]:
+        return [(kind.id, kind) for kind in kinds], []
+    free = clinic().availability(doctor_id=doctor["id"], speciality_id=slot["typeId"], center_id=slot["centerId"],
+                                 first=day, last=day, channel="desk")
+    starts = [] if any(s.time == time_text for s in free) else [s.time for s in free][:12]
+    return [(kind.id, kind) for kind in kinds], starts
 
 
 def waiting_for(doctor, slot):
@@ -61,12 +84,14 @@ def desk_book():
         day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
         patient_id = form("patientId") or desk_patient_id(source)
         booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else functools.partial(
-            clinic().book, waitlist_id=form("waitlistId"))  # the entry ends with the booking, or nothing is made
+            clinic().book, waitlist_id=form("waitlistId"),  # the entry ends with the booking, or nothing is made
+            accept_overlap=bool(form("acceptOverlap")))
         booking(day=day, time_text=time_text, doctor_id=slot["doctorId"], patient_id=patient_id,
-                center_id=slot["centerId"], reason=form("reason"), insurance_id=form("insuranceId"), source=source)
+                center_id=slot["centerId"], reason=form("reason"), insurance_id=form("insuranceId"),
+                speciality_id=form("typeId"), source=source)
     except ClinicError as error:
         return desk_book_page(desk_refusal(error), status=status_of(error), wrong=desk_wrong_fields(error),
-                              booked=error.extra.get("appointmentId"))
+                              booked=error.extra.get("appointmentId"), elsewhere=error.extra.get("elsewhere"))
     done(day_address(day, slot["centerId"]), ("booked_done", {"date": format_date(day), "time": time_text}),
          patient=int(patient_id))
 
@@ -83,9 +108,10 @@ def desk_patient_id(source):
         raise
 
 
-def desk_appointment(appointment_id, error=None, status=200):
+def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
     """One appointment: its details and history; move it (to another doctor of the speciality or center
-    too), mark attendance, cancel it with a reason, confirm it. A cancelled one says when and by whom."""
+    too; over the patient's other visit on purpose, after a refusal that links it), mark attendance, cancel
+    it with a reason, confirm it. A cancelled one says when and by whom."""
     appointment = clinic().appointment_for_desk(appointment_id, reader=desk_source())
     doctors = [d for d in clinic().doctors() if d["speciality_id"] == appointment["speciality_id"]
                and not d["retired_from"]] or [dict(clinic().require_doctor(appointment["doctor_id"]))]
@@ -94,7 +120,7 @@ def desk_appointment(appointment_id, error=None, status=200):
         clinic().today(), dt.date.fromisoformat(appointment["date"]))
     last = first + dt.timedelta(days=13)
     free = [] if appointment["status"] == "cancelled" else clinic().availability(
-        doctor_id=to_doctor, first=first, last=last, channel="desk")[:40]
+        doctor_id=to_doctor, speciality_id=appointment["type_id"], first=first, last=last, channel="desk")[:40]
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     why = t("why_beyond") if first > clinic().window("desk").last_day else ""
     empty = t("no_free", doctor=clinic().require_doctor(to_doctor)["name"], first=format_date(first),
@@ -109,7 +135,7 @@ def desk_appointment(appointment_id, error=None, status=200):
                      doctors=doctors, to_doctor=to_doctor, empty=empty, error=error,
                      insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
                      doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
-                     today=clinic().today().isoformat())
+                     today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"))
 
 
 def desk_move(appointment_id):
@@ -121,9 +147,9 @@ def desk_move(appointment_id):
             raise invalid("time is required", "required", "time")
         day, time_text = parse_date(parts[0], "date"), parse_time(parts[1], "time")
         clinic().move(appointment_id, day=day, time_text=time_text, doctor_id=parts[2], center_id=parts[3] or None,
-                      source=desk_source())
+                      source=desk_source(), accept_overlap=bool(form("acceptOverlap")))
     except ClinicError as error:
-        return desk_appointment(appointment_id, desk_refusal(error), status_of(error))
+        return desk_appointment(appointment_id, desk_refusal(error), status_of(error), error.extra.get("elsewhere"))
     done(day_address(day, parts[3] or None), ("moved_done", {"date": format_date(day), "time": time_text}),
          patient=before["patient_id"])
 

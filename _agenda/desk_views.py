@@ -7,11 +7,12 @@ import urllib.parse
 import bottle
 
 from .values import format_date, hhmm, invalid, parse_date
-from .counter import to_call
+from .counter import overlaps, to_call
 from .waitlist import fits, waiting
 from .texts import translator
 from .pages import desk_template
 from .slots import Slot
+from .visits import resources_day
 from .timeline import center_week, day_timeline, doctor_week, week_days
 from .web import clinic, query_text
 from .desk_shared import (changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
@@ -96,6 +97,27 @@ def desk_week():
                      drawn=timeline_html(timeline, None, None, headings), **links)
 
 
+def desk_rooms():
+    """A center's rooms and machines on a day ("Rooms and machines"): who each room is for, and the visits each
+    holds, by time, who the patients are through the one door."""
+    day, centers = asked_day(), desk_centers()
+    center_id = clinic().require_center(query_text("centerId") or (centers[0]["id"] if centers else None))
+    resources = resources_day(clinic().conn(), center_id, day)
+    held = sorted({key for resource in resources for key in resource["held"]})
+    records = {a["id"]: a for a in clinic().appointments(
+        f"a.id IN ({','.join('?' * len(held))})", held, desk_source(), "day")} if held else {}
+    return desk_page("rooms", day=day, centers=centers, center_id=center_id, resources=resources, records=records,
+                     previous=rooms_address(day - dt.timedelta(days=1), center_id),
+                     following=rooms_address(day + dt.timedelta(days=1), center_id))
+
+
+def rooms_address(day, center_id):
+    return "/desk/rooms?" + urllib.parse.urlencode({"date": format_date(day), "centerId": center_id or ""})
+
+
 def desk_calls():
-    """The appointments that need a call, from today on, soonest first ("To call")."""
-    return desk_page("calls", appointments=to_call(clinic(), reader=desk_source()))
+    """The appointments that need a call, from today on, soonest first ("To call"), and the pairs of one
+    patient's visits that overlap (ids and times: each links to its page) ("One patient, one place")."""
+    pairs, count = overlaps(clinic())
+    return desk_page("calls", appointments=to_call(clinic(), reader=desk_source()), overlaps=pairs,
+                     overlap_count=count)

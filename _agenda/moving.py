@@ -16,7 +16,7 @@ EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.json
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 PATIENT_COLUMNS = ("name", "surname", "birthDate", "nif", "phone", "guardianNif")
 APPOINTMENT_COLUMNS = ("date", "time", "duration", "doctor", "center", "nif", "name", "surname", "phone", "reason",
-                       "insurance", "status")
+                       "insurance", "status", "type", "pause", "holds")
 
 
 # Moving out: the export
@@ -129,11 +129,13 @@ def patient_line(person):
 def appointment_lines(conn, people):
     """Every appointment of a patient shown (`people`, from the one door), cancelled ones too, in the
     import's format."""
-    rows = conn.execute("SELECT a.* FROM appointments a JOIN live_patients p ON p.id = a.patient_id"
+    rows = conn.execute("SELECT a.*, (SELECT group_concat(h.resource_id, ';') FROM holds h WHERE h.appointment_id"
+                        " = a.id AND h.live = 1) AS held FROM appointments a JOIN live_patients p ON p.id = a.patient_id"
                         " ORDER BY a.date, a.time, a.doctor_id, a.id")
     return [(format_date(a["date"]), a["time"], str(minutes_of(a["end_time"]) - minutes_of(a["time"])), a["doctor_id"],
              a["center_id"] or "", person["nif"] or "", person["name"], person["surname"] or "",
-             person["phone"] or "", a["reason"] or "", a["insurance_id"] or "", a["status"])
+             person["phone"] or "", a["reason"] or "", a["insurance_id"] or "", a["status"], a["type_id"] or "",
+             str(a["pause"] or ""), a["held"] or "")
             for a in rows if (person := people.get(a["patient_id"])) is not None]
 
 
@@ -175,7 +177,8 @@ APPOINTMENT_COLUMN_NAMES = {  # a header, folded: our field
     "apellidos": "surname", "phone": "phone", "telefono": "phone", "teléfono": "phone", "movil": "phone",
     "móvil": "phone", "reason": "reason", "motivo": "reason", "insurance": "insurance", "seguro": "insurance",
     "aseguradora": "insurance", "status": "status", "estado": "status", "birthdate": "birthDate",
-    "fechanacimiento": "birthDate", "fechadenacimiento": "birthDate",
+    "fechanacimiento": "birthDate", "fechadenacimiento": "birthDate", "type": "type", "tipo": "type",
+    "tipodevisita": "type", "pause": "pause", "pausa": "pause", "holds": "holds", "salas": "holds",
 }
 STATUS_WORDS = {"": "booked", "booked": "booked", "reservada": "booked", "pendiente": "booked",
                 "confirmed": "confirmed", "confirmada": "confirmed", "unanswered": "unanswered",
@@ -192,8 +195,9 @@ def appointment_rows(path):
 
 
 def appointment_fields(fields, known):
-    """One row's appointment: date, time, end, doctor, center, insurance, reason, status; ClinicError
-    naming the first thing wrong."""
+    """One row's appointment: date, time, end, doctor, center, insurance, reason, status, and its visit type,
+    pause (the type's when not given), busy end and the rooms and machines it holds (a JSON list, or None);
+    ClinicError naming the first thing wrong. `known`: the ids of each catalog, a type's pause by its id."""
     day, start = parse_date(fields.get("date", ""), "date"), parse_time(fields.get("time", ""), "time")
     try:
         minutes = int(fields.get("duration") or 15)
@@ -214,7 +218,29 @@ def appointment_fields(fields, known):
                                              "unanswered, cancelled (or reservada, confirmada, anulada)",
                           "status_word", "status")
     end = minutes_of(start) + minutes
+    kind, pause, holds = visit_fields(fields, known)
     return {"date": day.isoformat(), "time": start, "end": hhmm(end), "minutes": minutes,
             "doctor": fields["doctor"].strip(), "center": fields.get("center", "").strip() or None,
             "insurance": fields.get("insurance", "").strip() or None, "reason": fields.get("reason", "").strip() or None,
-            "status": status}
+            "status": status, "type": kind, "pause": pause, "busy_until": hhmm(min(end + (pause or 0), 24 * 60)),
+            "holds": json.dumps(holds) if holds else None}
+
+
+def visit_fields(fields, known):
+    """A row's visit type (None), its pause in minutes (the type's when not given) and the rooms and machines
+    it holds ([ids], `;` between them in the file): as `agenda export` writes them ("Moving in and out")."""
+    kind = fields.get("type", "").strip() or None
+    if kind is not None and kind not in known["visit_types"]:
+        raise ClinicError("INVALID_REQUEST", f"type {kind!r} is not in the catalogs (agenda seed loads them)",
+                          "catalog", "type")
+    text = fields.get("pause", "").strip()
+    if text and (not text.isdigit() or int(text) > 240):
+        raise ClinicError("INVALID_REQUEST", f"pause {text!r} must be a whole number of minutes from 0 to 240",
+                          "minutes", "pause")
+    pause = int(text) if text else (known["visit_types"][kind] if kind else None)
+    holds = [item.strip() for item in fields.get("holds", "").split(";") if item.strip()]
+    unknown = [item for item in holds if item not in known["resources"]]
+    if unknown:
+        raise ClinicError("INVALID_REQUEST", f"holds {unknown[0]!r} is not a room or machine in the catalogs",
+                          "catalog", "holds")
+    return kind, pause or None, list(dict.fromkeys(holds))

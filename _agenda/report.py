@@ -1,6 +1,7 @@
 """The clinic at a glance ("The clinic at a glance"): per doctor and week the slots offered, booked and
-free, no-shows and late cancellations; per week the reminder cycles' outcomes and who booked (voice agent
-or desk); how far ahead patients book. SQL over the appointments and the audit trail. No HTTP here."""
+free, no-shows and late cancellations, and the minutes offered and booked; per visit type the minutes booked;
+per week the reminder cycles' outcomes and who booked (voice agent or desk); how far ahead patients book.
+SQL over the appointments and the audit trail. No HTTP here."""
 
 import datetime as dt
 
@@ -24,7 +25,8 @@ def weeks_between(first, last):
 
 
 def clinic_report(clinic, first, last):
-    """{"weeks", "doctors": [{id, name, weeks: {monday: counts}, totals}], "reminders", "sources", "lead"}."""
+    """{"weeks", "doctors": [{id, name, weeks: {monday: counts}, totals}], "types": [{name, minutes, visits}],
+    "reminders", "sources", "lead"}."""
     weeks = weeks_between(first, last)
     start, end = weeks[0], weeks[-1] + dt.timedelta(days=6)
     doctors = {row["id"]: {"id": row["id"], "name": row["name"], "weeks": {}} for row in clinic.doctors()}
@@ -32,25 +34,30 @@ def clinic_report(clinic, first, last):
     week_of = "date(a.date, '-6 days', 'weekday 1')"
     for row in clinic.conn().execute(
             f"SELECT a.doctor_id, {week_of} AS week, sum(a.status != 'cancelled' AND a.squeezed = 0) AS booked,"
+            " sum(CASE WHEN a.status != 'cancelled' AND a.squeezed = 0 THEN (substr(a.end_time, 1, 2) * 60"
+            " + substr(a.end_time, 4, 2)) - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2)) ELSE 0 END) AS minutes,"
             " sum(a.attendance IS 'no_show') AS no_shows, sum(a.status = 'cancelled' AND coalesce(a.cancelled_at >="
             " strftime('%Y-%m-%dT%H:%M:%S', a.date || ' ' || a.time, '-1 day'), 0)) AS late_cancels FROM appointments a"
             " WHERE a.date BETWEEN ? AND ? GROUP BY a.doctor_id, week", (start.isoformat(), end.isoformat())):
         counts = week_counts(doctors[row["doctor_id"]], dt.date.fromisoformat(row["week"]))
-        counts.update(booked=row["booked"], no_shows=row["no_shows"], late_cancels=row["late_cancels"])
+        counts.update(booked=row["booked"], no_shows=row["no_shows"], late_cancels=row["late_cancels"],
+                      booked_minutes=row["minutes"])
     for doctor in doctors.values():
         for counts in doctor["weeks"].values():
             counts["free"] = max(counts["offered"] - counts["booked"], 0)
         doctor["totals"] = {key: sum(c[key] for c in doctor["weeks"].values())
-                            for key in ("offered", "booked", "free", "no_shows", "late_cancels")}
+                            for key in ("offered", "booked", "free", "no_shows", "late_cancels", "offered_minutes",
+                                        "booked_minutes")}
         doctor["totals"]["filled"] = share(doctor["totals"]["booked"], doctor["totals"]["offered"])
     listed = [d for d in sorted(doctors.values(), key=lambda d: d["name"]) if d["totals"]["offered"] or d["totals"]["booked"]]
-    return {"weeks": weeks, "doctors": listed, "reminders": reminder_outcomes(clinic, weeks),
+    return {"weeks": weeks, "doctors": listed, "types": minutes_by_type(clinic, start, end),
+            "reminders": reminder_outcomes(clinic, weeks),
             "sources": booked_by(clinic, weeks), "lead": lead_times(clinic, start, end)}
 
 
 def week_counts(doctor, monday):
     return doctor["weeks"].setdefault(monday, {"offered": 0, "booked": 0, "free": 0, "no_shows": 0,
-                                               "late_cancels": 0})
+                                               "late_cancels": 0, "offered_minutes": 0, "booked_minutes": 0})
 
 
 def offered_slots(clinic, doctors, start, end):
@@ -61,8 +68,21 @@ def offered_slots(clinic, doctors, start, end):
     while day <= end:
         for row, grid in schedule.grids.get(day.weekday(), ()):
             offered = len(grid.slots) - len(day_states(window, row, grid, day, schedule.closures, None))
-            week_counts(doctors[row["doctor_id"]], day - dt.timedelta(days=day.weekday()))["offered"] += offered
+            counts = week_counts(doctors[row["doctor_id"]], day - dt.timedelta(days=day.weekday()))
+            counts["offered"] += offered
+            counts["offered_minutes"] += offered * row["slot_minutes"]
         day += dt.timedelta(days=1)
+
+
+def minutes_by_type(clinic, start, end):
+    """[{name, visits, minutes}] booked of each visit type from `start` to `end` (squeezed in or not, never
+    cancelled), the most first; visits of no type are under the doctor's area."""
+    return [dict(row) for row in clinic.conn().execute(
+        "SELECT coalesce(t.name, s.name, a.speciality_id) AS name, count(*) AS visits, sum((substr(a.end_time, 1, 2)"
+        " * 60 + substr(a.end_time, 4, 2)) - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))) AS minutes"
+        " FROM appointments a LEFT JOIN visit_types t ON t.id = a.type_id LEFT JOIN specialities s ON"
+        " s.id = a.speciality_id WHERE a.date BETWEEN ? AND ? AND a.status != 'cancelled'"
+        " GROUP BY coalesce(a.type_id, a.speciality_id) ORDER BY minutes DESC, name", (start.isoformat(), end.isoformat()))]
 
 
 def share(part, whole):

@@ -38,14 +38,15 @@ def series_dates(first, every_days, count):
     return [first + dt.timedelta(days=every_days * n) for n in range(count)]
 
 
-def preview_series(clinic, *, doctor_id, first, time_text, every_days, count, center_id=None):
-    """Each Session of the series, by the desk's rules: the slot asked for, or the reason it is not free
-    and the nearest free slot that day (closest in time) or else the next day."""
+def preview_series(clinic, *, doctor_id, first, time_text, every_days, count, center_id=None, speciality_id=None):
+    """Each Session of the series, by the desk's rules, of the visit type asked (`speciality_id`; the doctor's
+    default): the slot asked for, or the reason it is not free and the nearest free slot that day (closest in
+    time) or else the next day."""
     doctor = clinic.require_doctor(doctor_id)
     sessions = []
     for day in series_dates(first, every_days, count):
-        free = clinic.availability(doctor_id=doctor["id"], center_id=center_id, first=day,
-                                   last=day + dt.timedelta(days=1), channel="desk")
+        free = clinic.availability(doctor_id=doctor["id"], speciality_id=speciality_id, center_id=center_id,
+                                   first=day, last=day + dt.timedelta(days=1), channel="desk")
         asked = next((slot for slot in free if slot.date == day and slot.time == time_text), None)
         if asked is not None:
             sessions.append(Session(day, asked, None, None))
@@ -60,7 +61,7 @@ def preview_series(clinic, *, doctor_id, first, time_text, every_days, count, ce
 
 
 def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, count, center_id=None,
-                insurance_id=None, reason=None, nearest=False, source):
+                insurance_id=None, reason=None, nearest=False, speciality_id=None, source):
     """Book every session of the series in one transaction, each through the one door: the slot asked for, or
     with `nearest` the nearest free one; a date with neither refuses the whole series. [(id, Session)] in
     date order; the same series sent again (a double click) answers the one booked."""
@@ -74,7 +75,7 @@ def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, 
                 "SELECT id FROM appointments WHERE series_id = ? ORDER BY date, time", (again["series_id"],))]
         live_patient(conn, patient_key)
         sessions = preview_series(clinic, doctor_id=doctor_id, first=first, time_text=time_text,
-                                  every_days=every_days, count=count, center_id=center_id)
+                                  every_days=every_days, count=count, center_id=center_id, speciality_id=speciality_id)
         missing = [s for s in sessions if s.slot is None and (not nearest or s.nearest is None)]
         if missing:
             raise ClinicError("SLOT_NOT_AVAILABLE", "the series is not free on " + ", ".join(
@@ -87,8 +88,8 @@ def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, 
         booked = []
         for session in sessions:
             slot = session.slot or session.nearest
-            visit = Visit(patient_key, doctor["id"], center_id=slot.center_id, insurance_id=insurance_id,
-                          reason=reason, series_id=series["id"])
+            visit = Visit(patient_key, doctor["id"], speciality_id, center_id=slot.center_id,
+                          insurance_id=insurance_id, reason=reason, series_id=series["id"])
             booked.append((admit(clinic, conn, visit, slot.date, slot.time, "series", at, source), session))
         record_event(conn, at, source, "series.booked", "series", series["id"],
                      after={**series, "appointments": [int(appointment_id) for appointment_id, _ in booked]})

@@ -355,6 +355,8 @@ SLOT_REFUSALS = {  # reason: what the message says ("Slot refusal reasons")
     "beyond_horizon": "that day is beyond the booking horizon",
     "wrong_center": "the doctor works at another center at that time",
     "doctor_retired": "the doctor no longer sees patients then",
+    "resource_taken": "a room or machine the visit needs is taken then",
+    "patient_elsewhere": "the patient has another appointment then",
 }
 
 

@@ -19,7 +19,8 @@ COMMIT_MAP = 48 * 1024 * 1024  # the file mapped for the one commit: quicker, an
 STAGE = (
     "CREATE TEMP TABLE staged_appointments (line INTEGER PRIMARY KEY, date TEXT NOT NULL, time TEXT NOT NULL,"
     " end_time TEXT NOT NULL, doctor_id TEXT NOT NULL, center_id TEXT, insurance_id TEXT, reason TEXT,"
-    " status TEXT NOT NULL, patient_id INTEGER, nif TEXT)",
+    " status TEXT NOT NULL, patient_id INTEGER, nif TEXT, type_id TEXT, pause INTEGER, busy_until TEXT NOT NULL,"
+    " holds TEXT)",
     "CREATE INDEX temp.staged_by_doctor_day ON staged_appointments (doctor_id, date, line)",
     "CREATE TEMP TABLE staged_patients (line INTEGER PRIMARY KEY, nif TEXT, name TEXT NOT NULL, surname TEXT,"
     " birth_date TEXT, phone TEXT, phone_e164 TEXT, search TEXT NOT NULL, guardian_nif TEXT)",
@@ -83,6 +84,7 @@ def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli")
     with staging(conn) as mapped:
         stage_rows(clinic, conn, rows, problems)
         check_overlaps(conn, problems)
+        check_holds(conn, problems)
         counts = conn.execute("SELECT (SELECT count(*) FROM staged_appointments),"
                               " (SELECT count(*) FROM staged_patients)").fetchone()
         if not problems.count and not dry_run:
@@ -103,7 +105,8 @@ def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli")
 def stage_rows(clinic, conn, rows, problems):
     """Each row checked (its cells, the catalogs, its patient) and staged, CHUNK at a time."""
     known = {table: {row[0] for row in conn.execute(f"SELECT id FROM {table}")}
-             for table in ("doctors", "centers", "insurances")}
+             for table in ("doctors", "centers", "insurances", "resources")}
+    known["visit_types"] = dict(conn.execute("SELECT id, pause FROM visit_types").fetchall())
     today, chunk = clinic.today(), []
     for line, fields, faults in rows:
         problems.rows += 1
@@ -117,14 +120,15 @@ def stage_rows(clinic, conn, rows, problems):
             continue
         chunk.append((line, appointment["date"], appointment["time"], appointment["end"], appointment["doctor"],
                       appointment["center"], appointment["insurance"], appointment["reason"], appointment["status"],
-                      patient_id, nif))
+                      patient_id, nif, appointment["type"], appointment["pause"], appointment["busy_until"],
+                      appointment["holds"]))
         if len(chunk) == CHUNK:
             stage(conn, chunk)
     stage(conn, chunk)
 
 
 def stage(conn, chunk):
-    conn.executemany("INSERT INTO staged_appointments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk)
+    conn.executemany("INSERT INTO staged_appointments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk)
     chunk.clear()
 
 
@@ -166,7 +170,7 @@ def check_overlaps(conn, problems):
     line, holds taken: the slot decision's rule (`overlapping`, "Slot states"), a doctor's day at a time."""
     key, busy, lines = None, set(), {}
     for line, doctor, day, start, end in conn.execute(
-            "SELECT line, doctor_id, date, time, end_time FROM staged_appointments WHERE status != 'cancelled'"
+            "SELECT line, doctor_id, date, time, busy_until FROM staged_appointments WHERE status != 'cancelled'"
             " ORDER BY doctor_id, date, line"):
         if (doctor, day) != key:
             key, lines = (doctor, day), {}
@@ -177,6 +181,22 @@ def check_overlaps(conn, problems):
             problems.add(line, f"{format_date(day)} {start} with {doctor} overlaps {what}")
         busy.add(start + end)
         lines.setdefault(start + end, f"line {line}")
+
+
+def check_holds(conn, problems):
+    """A problem for each live staged row holding a room or machine that a live hold, in the agenda or of an
+    earlier line, holds then ("Rooms and machines")."""
+    key, busy = None, set()
+    for line, resource, day, start, until in conn.execute(
+            "SELECT s.line, j.value, s.date, s.time, s.busy_until FROM staged_appointments s, json_each(s.holds) j"
+            " WHERE s.holds IS NOT NULL AND s.status != 'cancelled' ORDER BY j.value, s.date, s.line"):
+        if (resource, day) != key:
+            key = (resource, day)
+            busy = {row[0] for row in conn.execute("SELECT time || until FROM holds WHERE resource_id = ? AND"
+                                                   " date = ? AND live = 1", key)}
+        if overlapping(busy, start, until):
+            problems.add(line, f"{format_date(day)} {start}: {resource} is held then by another appointment")
+        busy.add(start + until)
 
 
 def held(conn, key, span):

@@ -284,6 +284,8 @@ TEXTS = {
     "field_count": ("Sesiones", "Sessions"), "field_every": ("Cada", "Every"), "field_center": ("Centro", "Center"),
     "field_duration": ("Duración", "Duration"), "field_doctor": ("Médico", "Doctor"),
     "field_insurance": ("Aseguradora", "Insurance"), "field_status": ("Estado", "Status"),
+    "field_type": ("Tipo de visita", "Visit type"), "field_pause": ("Pausa", "Pause"),
+    "field_holds": ("Salas y máquinas", "Rooms and machines"),
     "field_password": ("Contraseña", "Password"), "field_role": ("Papel", "Role"),
     "field_date_from": ("Desde", "From"), "field_date_to": ("Hasta", "To"), "field_hours": ("Horario", "Hours"),
     "field_executionDate": ("Fecha de la llamada", "Execution date"),
@@ -343,6 +345,31 @@ TEXTS = {
                             "The catalogs or a patient changed while the import was checked: run it again."),
     "rule_same_nif": ("{field}: el mismo NIF que una fila anterior del fichero.",
                       "{field}: the same NIF as an earlier row of the file."),
+    "offered_minutes": ("Minutos ofrecidos", "Minutes offered"), "booked_minutes": ("Minutos reservados",
+                                                                                    "Minutes booked"),
+    "report_types": ("Minutos reservados por tipo de visita", "Minutes booked by visit type"),
+    "visit_type": ("Tipo de visita", "Visit type"), "visits": ("Visitas", "Visits"),
+    "overlaps_title": ("Visitas del mismo paciente que se solapan ({count})", "One patient's visits that overlap ({count})"),
+    "overlaps_hint": ("Llegaron con la historia de otro sistema: llama para mover una de cada par.",
+                      "They came with another system's history: call to move one of each pair."),
+    "reason_patient_elsewhere": ("Esa persona ya tiene otra cita a esa hora.", "That patient has another "
+                                                                             "appointment then."),
+    "reason_resource_taken": ("A esa hora no queda libre la sala o la máquina que necesita esa visita.",
+                              "No room or machine that visit needs is free then."),
+    "see_other_visit": ("Ver su otra cita ({date} {time}, {doctor})", "See the other appointment ({date} {time}, "
+                                                                       "{doctor})"),
+    "accept_overlap": ("Reservar igualmente, aunque se solape con su otra cita (queda registrado)",
+                       "Book it anyway, over the other appointment (recorded)"),
+    "change_type": ("Cambiar", "Change"),
+    "type_does_not_fit": ("Ese tipo de visita no cabe a esa hora. Cabe a las:", "That visit type does not fit at "
+                                                                               "that time. It fits at:"),
+    "pause": ("pausa", "pause"),
+    "rooms_nav": ("Salas", "Rooms"), "rooms_title": ("Salas y máquinas", "Rooms and machines"),
+    "rooms_none": ("Este centro no tiene salas ni máquinas en el catálogo.", "This center has no rooms or machines in "
+                                                                          "the catalog."),
+    "room": ("sala", "room"), "machine": ("máquina", "machine"), "rooms_placed": ("Consulta de", "Doctors here"),
+    "rooms_free": ("Libre todo el día.", "Free all day."),
+    "rooms_held": ("Ocupada por una cita", "Held by an appointment"),
     "rule_search_length": ("Busca con 10 palabras y 200 caracteres como mucho: el nombre, el NIF o el teléfono.",
                            "Search with 10 words and 200 characters at most: the name, the NIF or the phone."),
     "rule_export_folder": ("No se pudo escribir en esa carpeta: no se ha exportado nada.",
@@ -367,6 +394,7 @@ TEXTS = {
     "field_nearest": ("El hueco más cercano", "The nearest slot"), "field_slot": ("Hueco", "Slot"),
     "field_squeeze": ("Sobrecita", "Squeeze-in"), "field_waitlistId": ("Lista de espera", "Waiting list"),
     "field_reader": ("Quién leyó", "Reader"), "field_days": ("Días", "Days"), "field_page": ("Página", "Page"),
+    "field_acceptOverlap": ("Reservar igualmente", "Book it anyway"), "field_typeId": ("Tipo de visita", "Visit type"),
 }
 
 

@@ -69,7 +69,8 @@ def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
         column = columns.setdefault(key, new_column(key, appointment["doctor_id"], appointment["doctor_name"],
                                                     appointment["speciality_id"], day))
         column["cards"].append({**appointment, "from": minutes_of(appointment["start"]),
-                                "to": minutes_of(appointment["end"]), "arrived_local": local_time(clinic, appointment)})
+                                "to": minutes_of(appointment["end"]), "busy_to": minutes_of(appointment["busy_until"]),
+                                "arrived_local": local_time(clinic, appointment)})
 
 
 def local_time(clinic, appointment):
@@ -90,7 +91,7 @@ class Timeline(NamedTuple):
 def laid_out(columns):
     """The Timeline of these columns: the axis from the hour before the earliest minute to the hour
     after the latest, each column's blocks merged and its gaps drawn as off hours."""
-    spans = [(b.start, b.end) for c in columns for b in c["blocks"]] + [(a["from"], a["to"]) for c in columns
+    spans = [(b.start, b.end) for c in columns for b in c["blocks"]] + [(a["from"], a["busy_to"]) for c in columns
                                                                         for a in c["cards"]]
     if not spans:
         return Timeline([], 0, 0, [])
@@ -100,7 +101,7 @@ def laid_out(columns):
         column["blocks"] = merged(column["blocks"])
         column["blocks"] += off_hours(column["blocks"], first, last)
         column["blocks"] = [block for block in column["blocks"] if block.kind != "taken" or not any(
-            card["from"] <= block.start and block.end <= card["to"] for card in column["cards"])]  # its card says it
+            card["from"] <= block.start and block.end <= card["busy_to"] for card in column["cards"])]  # its card says it
         column["slot_minutes"] = sorted(column["slot_minutes"])
     return Timeline(columns, first, last, [(minute, hhmm(minute)) for minute in range(first, last, 15)])
 

@@ -72,8 +72,9 @@ class Resources(NamedTuple):
     held: dict
 
 
-def read_resources(conn, first, last):
-    """The Resources of every center from first to last (ISO days)."""
+def read_resources(conn, first, last, but=None):
+    """The Resources of every center from first to last (ISO days), the holds of appointment `but` (one
+    being moved) left out."""
     at, placed, held = {}, {}, {}
     for row in conn.execute("SELECT id, center_id, category, is_room FROM resources ORDER BY id"):
         at.setdefault(row["center_id"], []).append((row["id"], row["category"], row["is_room"]))
@@ -82,24 +83,28 @@ def read_resources(conn, first, last):
         placed.setdefault(row["weekday"], []).append((row["doctor_id"], row["room_id"], row["start_time"],
                                                       row["end_time"]))
     for row in conn.execute("SELECT resource_id, date, group_concat(time || until) FROM holds WHERE live = 1"
-                            " AND date BETWEEN ? AND ? GROUP BY resource_id, date", (first, last)):
+                            " AND date BETWEEN ? AND ? AND appointment_id IS NOT ? GROUP BY resource_id, date",
+                            (first, last, but)):
         held[(row[0], row[1])] = set(row[2].split(","))
     return Resources(at, placed, held)
 
 
-def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, until, but=None):
+def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, until, squeezed=False):
     """[resource id] a visit of `kind` takes from `start` to `until` (its pause included) on `day`: for each
     category it needs, the doctor's own room when it is of that category, else the first free one of the
-    category at the center (no live hold over that time, `but` an appointment's own, and no other doctor's
-    room then); None when a category has none free."""
+    category at the center (no live hold over that time, and no other doctor's room then); None when a
+    category has none free. A sobrecita with no room free shares the one the doctor is in; never a machine."""
     taken, iso = [], day.isoformat()
     for category in kind.needs:
         own = [r for r, cat, room in resources.at.get(center_id, ()) if r == room_id and cat == category and room]
         if own:
             continue
         free = next((r for r, cat, _ in resources.at.get(center_id, ()) if cat == category and r not in taken
-                     and not overlapping(resources.held.get((r, iso), set()) - (but or set()), start, until)
+                     and not overlapping(resources.held.get((r, iso), set()), start, until)
                      and not placed_then(resources, r, doctor_id, day, start, until)), None)
+        if free is None and squeezed and any(cat == category and room for _, cat, room in resources.at.get(
+                center_id, ())):
+            continue
         if free is None:
             return None
         taken.append(free)
@@ -157,3 +162,20 @@ def starts_of_row(window, schedule, resources, doctor, row, grid, day, kind, typ
                           doctor["name"], kind.id if typed else doctor["speciality_id"], row["center_id"]))
     return found
 
+
+
+def resources_day(conn, center_id, day):
+    """The rooms and machines of a center (every one's when None) on `day`: [{id, name, category, is_room,
+    placed: [(doctor's name, start, end)], held: {appointment id: (time, until)}}], rooms first."""
+    found = []
+    for row in conn.execute("SELECT * FROM resources WHERE center_id IS ? OR ? IS NULL ORDER BY is_room DESC, id",
+                            (center_id, center_id)):
+        placed = [tuple(place) for place in conn.execute(
+            "SELECT d.name, s.start_time, s.end_time FROM schedules s JOIN doctors d ON d.id = s.doctor_id WHERE"
+            " s.room_id = ? AND s.weekday = ? ORDER BY s.start_time", (row["id"], day.weekday()))]
+        held = {hold[0]: (hold[1], hold[2]) for hold in conn.execute(
+            "SELECT appointment_id, time, until FROM holds WHERE resource_id = ? AND date = ? AND live = 1"
+            " ORDER BY time", (row["id"], day.isoformat()))}
+        found.append({"id": row["id"], "name": row["name"], "category": row["category"], "is_room": row["is_room"],
+                      "placed": placed, "held": held})
+    return found

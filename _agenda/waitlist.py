@@ -6,6 +6,7 @@ import datetime as dt
 from .values import ClinicError, format_date, invalid, numeric_id, parse_time
 from .store import record_event, utc_iso, written_row
 from .identity import identities
+from .visits import visit_type
 from .booking import end_entry
 
 AHEAD_DAYS = 14  # how far the "free now" list looks
@@ -14,9 +15,13 @@ PAGE = 50  # waiting entries a page
 
 
 def add_waiting(clinic, *, patient_id, doctor_id=None, speciality_id=None, center_id=None, first, last,
-                time_from=None, time_to=None, note=None, source):
-    """Put a patient on the list for a doctor or a speciality, from `first` to `last`, between two times
-    of day (any when None); its id."""
+                time_from=None, time_to=None, note=None, type_id=None, source):
+    """Put a patient on the list for a doctor or a speciality (a visit type's area when it names one, and then
+    only slots where that type fits), from `first` to `last`, between two times of day (any when None); its id."""
+    kind = visit_type(clinic.conn(), type_id) if type_id else None
+    if type_id and kind is None:
+        raise ClinicError("SPECIALITY_NOT_FOUND", "no visit type with that id")
+    speciality_id = speciality_id or (kind.speciality_id if kind and not doctor_id else None)
     if (doctor_id is None) == (speciality_id is None):
         raise invalid("give a doctor or a speciality", "doctor_or_speciality")
     if last < first or last < clinic.today():
@@ -35,14 +40,15 @@ def add_waiting(clinic, *, patient_id, doctor_id=None, speciality_id=None, cente
         clinic.require_center(center_id)
         same = conn.execute("SELECT id FROM waitlist WHERE ended_at IS NULL AND patient_id = ? AND doctor_id IS ?"
                             " AND speciality_id IS ? AND center_id IS ? AND date_from = ? AND date_to = ?"
-                            " AND time_from = ? AND time_to = ?", (patient["id"], doctor_id, speciality_id, center_id,
-                                                                  first.isoformat(), last.isoformat(), start, end)).fetchone()
+                            " AND time_from = ? AND time_to = ? AND type_id IS ?",
+                            (patient["id"], doctor_id, speciality_id, center_id, first.isoformat(), last.isoformat(),
+                             start, end, type_id)).fetchone()
         if same is not None:  # the same entry sent twice: the one waiting
             return str(same["id"])
         row = written_row(conn, "INSERT INTO waitlist (patient_id, doctor_id, speciality_id, center_id, date_from,"
-                          " date_to, time_from, time_to, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                          (patient["id"], doctor_id, speciality_id, center_id, first.isoformat(), last.isoformat(),
-                           start, end, note, utc_iso(at)))
+                          " date_to, time_from, time_to, note, created_at, type_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                          " ?)", (patient["id"], doctor_id, speciality_id, center_id, first.isoformat(),
+                                  last.isoformat(), start, end, note, utc_iso(at), type_id))
         record_event(conn, at, source, "waitlist.added", "waitlist", row["id"], after=row)
     return str(row["id"])
 
@@ -76,9 +82,10 @@ def named(clinic, entries, reader):
 
 
 def fits(entry, slot):
-    """Whether a free slot (Slot) is what this waiting entry asks for."""
+    """Whether a free slot (Slot) is what this waiting entry asks for (a slot of its visit type, when it names one)."""
     iso = slot.date.isoformat()
-    return (entry["doctor_id"] in (None, slot.doctor_id) and entry["speciality_id"] in (None, slot.speciality_id)
+    wanted = (entry["type_id"],) if entry["type_id"] else (None, slot.speciality_id)
+    return (entry["doctor_id"] in (None, slot.doctor_id) and (entry["type_id"] or entry["speciality_id"]) in wanted
             and entry["center_id"] in (None, slot.center_id) and entry["date_from"] <= iso <= entry["date_to"]
             and entry["time_from"] <= slot.time < entry["time_to"])
 
@@ -87,13 +94,13 @@ def free_now(clinic, entries, days=AHEAD_DAYS, most=FREE_SLOTS):
     """The first `most` free slots of the next `days` that fit someone waiting: [(slot, [entries, oldest
     first])]."""
     today, found = clinic.today(), []
-    doctors = {entry["doctor_id"] for entry in entries if entry["doctor_id"]}
-    specialities = {entry["speciality_id"] for entry in entries if entry["speciality_id"]}
+    asked = sorted({(entry["doctor_id"], entry["type_id"] or (None if entry["doctor_id"] else entry["speciality_id"]))
+                    for entry in entries}, key=str)
     slots = {}
-    for key, value in [("doctor_id", d) for d in sorted(doctors)] + [("speciality_id", s) for s in sorted(specialities)]:
-        for slot in clinic.availability(**{key: value}, first=today, last=today + dt.timedelta(days=days),
-                                        channel="desk"):
-            slots[(slot.date, slot.time, slot.doctor_id)] = slot
+    for doctor_id, speciality_id in asked:
+        for slot in clinic.availability(doctor_id=doctor_id, speciality_id=speciality_id, first=today,
+                                        last=today + dt.timedelta(days=days), channel="desk"):
+            slots[(slot.date, slot.time, slot.doctor_id, slot.speciality_id)] = slot
     for key in sorted(slots):
         fitting = [entry for entry in entries if fits(entry, slots[key])]
         if fitting:

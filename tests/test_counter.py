@@ -6,13 +6,15 @@ to another doctor. The same as the receptionist works it: test_desk.py and test_
 import datetime as dt
 
 import pytest
+import webtest
+from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 import agenda
 from _agenda.counter import mark_attendance, to_call
 from _agenda.values import fold
 
-from conftest import assert_error, MONDAY, valid_dni
+from conftest import assert_error, Clock, MONDAY, valid_dni
 
 
 def names_found(clinic, text):
@@ -195,3 +197,28 @@ def test_the_desk_moves_to_another_doctor_of_the_speciality_or_another_center(ap
     assert "another speciality" in other_speciality.value.message
     assert_error(api.put(f"/appointments/{booked}", {"newDate": "30/11/2026", "newTime": "16:30"}),
                  409, "SLOT_NOT_AVAILABLE")  # the caller's move stays with the doctor and center it has
+
+
+def test_a_patients_overlapping_visits_that_came_in_are_kept_and_listed_until_one_is_moved(api, db_path, tmp_path):
+    """Another system's history may hold one patient at two doctors at once: kept, listed by `agenda status`
+    and under the desk's calls, until one is moved; one accepted at the desk is no longer listed."""
+    patient = api.new_patient()
+    old = tmp_path / "old.csv"
+    old.write_text("date,time,duration,doctor,center,nif,name,status\n"
+                   "24/11/2026,09:00,30,MARTIN,C1,12345678Z,Ana,booked\n"
+                   "24/11/2026,09:20,20,RUIZ,C1,12345678Z,Ana,booked\n", encoding="utf-8")
+    runner = CliRunner(env={"AGENDA_DB": str(db_path), "AGENDA_SECRET": None})
+    assert runner.invoke(agenda.cli, ["import-appointments", str(old)], obj={"now": Clock(MONDAY)}).exit_code == 0
+    status = runner.invoke(agenda.cli, ["status"], obj={"now": Clock(MONDAY)}).output
+    assert "Overlaps:     1 pair of one patient's coming visits overlap" in status
+    api.app.accounts.add_staff("ana", "correct horse battery")
+    desk = webtest.TestApp(api.app)
+    form = desk.get("/desk/login").forms[0]
+    form["name"], form["password"] = "ana", "correct horse battery"
+    form.submit()
+    listed = desk.get("/desk/calls").html.select("ul.overlaps li a")
+    assert [link["href"] for link in listed] == ["/desk/appointments/1", "/desk/appointments/2"]
+    api.app.clinic.move("2", day=dt.date(2026, 11, 24), time_text="09:40", source="desk:ana")
+    assert not desk.get("/desk/calls").html.select("ul.overlaps")
+    assert "Overlaps" not in runner.invoke(agenda.cli, ["status"], obj={"now": Clock(MONDAY)}).output
+    assert patient

@@ -57,7 +57,7 @@ def slots(api, query):
 
 
 def test_every_desk_page_needs_a_login_and_the_api_never_takes_the_desk_cookie(api, desk):
-    for path in ("/desk/day", "/desk/closures", "/desk/doctors", "/desk/patients", "/desk/appointments/1"):
+    for path in ("/desk/day", "/desk/rooms", "/desk/closures", "/desk/doctors", "/desk/patients", "/desk/appointments/1"):
         answer = desk.get(path, expect_errors=True)
         assert answer.status_int == 303 and answer.headers["Location"].endswith("/desk/login"), path
     assert log_in(desk).status_int == 303

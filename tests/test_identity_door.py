@@ -173,6 +173,18 @@ def feed_case(world):
     yield "feed:MARTIN", readable(client.get(f"/feeds/{world.feed_token}.ics"))
 
 
+def rooms_case(world):
+    """Each appointment holds a room of its own (the blocked's too), then the rooms page of each day."""
+    with world.api.db() as conn:
+        for key, day, start, end in conn.execute("SELECT id, date, time, end_time FROM appointments").fetchall():
+            conn.execute("INSERT INTO resources VALUES (?, ?, 'C1', 1, '')", (f"R{key}", f"Box {key}"))
+            conn.execute("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
+                         (key, f"R{key}", day, start, end))
+    client, _ = world.desk()
+    for day in ("23/11/2026", "24/11/2026"):
+        yield "desk:luis", readable(client.get(f"/desk/rooms?date={day}&centerId=C1"))
+
+
 def kept_case(world):
     client, _ = world.desk()
     kept = world.api.app.accounts.keep_form("luis", "/desk/book", [["patientId", world.visible["zoraida"].id]])
@@ -220,6 +232,7 @@ ROUTES = {
                                     shows={"zoraida", "tobias", "lucas", "bernarda"}),
     ("GET", "/desk/week"): desk_case(("GET", "/desk/week?date=24/11/2026&doctorId=MARTIN"),
                                      ("GET", "/desk/week?date=24/11/2026&centerId=C1"), shows={"zoraida", "tobias"}),
+    ("GET", "/desk/rooms"): (rooms_case, {"zoraida", "tobias", "bernarda"}),
     ("GET", "/desk/calls"): desk_case(("GET", "/desk/calls"), shows={"bernarda"}),
     ("GET", "/desk/waitlist"): desk_case(("GET", "/desk/waitlist"), shows={"zoraida"}),
     ("POST", "/desk/waitlist"): desk_case(("POST", "/desk/waitlist", {"nif": valid_dni(103), "doctorId": "MARTIN",

@@ -50,7 +50,7 @@ def test_an_installed_wheel_carries_every_file_the_code_reads_and_renders_every_
     assert "loaded" in output
     (work / "pages.py").write_text(EVERY_PAGE, encoding="utf-8")
     rendered = run(python, "pages.py", env_dir, cwd=work).split()
-    assert rendered[-1] == "rendered" and len(rendered) == 17, rendered
+    assert rendered[-1] == "rendered" and len(rendered) == 18, rendered
 
 
 # Run by the fresh env's Python: every desk page and the API's document, from the installed copy only.
@@ -73,7 +73,7 @@ slot = f"doctorId={doctor['id']}&date={free.date_text}&time={free.time}&centerId
 for page in ["/desk/login", f"/desk/day?date={free.date_text}&centerId={free.center_id}", f"/desk/book?{slot}",
              f"/desk/appointments/{booked}", "/desk/patients", f"/desk/patients/{patient}", "/desk/closures",
              f"/desk/patients/{patient}/access", f"/desk/patients/{patient}/copy", f"/desk/patients/{patient}/erase",
-             "/desk/doctors", "/desk/week", "/desk/calls", "/desk/waitlist", "/desk/report", "/desk/desk.css"]:
+             "/desk/doctors", "/desk/week", "/desk/rooms", "/desk/calls", "/desk/waitlist", "/desk/report", "/desk/desk.css"]:
     answer = desk.get(page)
     assert answer.status_int == 200 and len(answer.body) > 200, page
     print(page)

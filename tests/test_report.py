@@ -43,7 +43,8 @@ def test_the_report_counts_a_week_as_the_clinic_lived_it(a_week):
     assert found["weeks"] == [WEEK]
     by_id = {d["id"]: d for d in found["doctors"]}
     # MARTIN: 4 slots a weekday but her holiday on Wednesday, and 2 on Saturday at Norte
-    assert by_id["MARTIN"]["weeks"][WEEK] == {"offered": 18, "booked": 3, "free": 15, "no_shows": 1, "late_cancels": 1}
+    assert by_id["MARTIN"]["weeks"][WEEK] == {"offered": 18, "booked": 3, "free": 15, "no_shows": 1, "late_cancels": 1,
+                                                  "offered_minutes": 540, "booked_minutes": 90}
     assert by_id["MARTIN"]["totals"]["filled"] == 17
     assert by_id["RUIZ"]["totals"]["offered"] == 15 and by_id["NUNEZ"]["totals"]["offered"] == 4
     assert found["reminders"][WEEK] == {"confirmed": 1, "declined": 0, "unanswered": 0, "released": 0}
@@ -96,7 +97,7 @@ def test_the_admins_page_draws_each_chart_as_svg_with_its_numbers_beside_it(a_we
         assert img["alt"] in svg
         assert_nothing_runs(svg)
     first_table = [" ".join(tr.get_text(" ").split()) for tr in page.html.select("section.chart")[0].select("tbody tr")]
-    assert "Lucía Martín 18 3 15 17 1 1" in first_table
+    assert "Lucía Martín 18 3 15 17 1 1 540 90" in first_table
     assert "img-src 'self' data:" in page.headers["Content-Security-Policy"]
     assert reception.get("/desk/report", status=403)
 
@@ -106,17 +107,20 @@ def test_agenda_report_prints_the_weeks_and_writes_them_for_a_spreadsheet(a_week
     args = ["report", "--from", "23/11/2026", "--to", "29/11/2026"]
     text = runner.invoke(agenda.cli, args, obj={"now": Clock(MONDAY)})
     assert text.exit_code == 0, text.output
-    assert "MARTIN Lucía Martín: 3/18 booked (17%), 15 free, 1 no-shows, 1 late cancellations" in text.output
+    assert "MARTIN Lucía Martín: 3/18 booked (17%), 15 free, 1 no-shows, 1 late cancellations; 90 of 540 minutes " \
+           "booked" in text.output and "Medicina general: 3 visits, 90 minutes" in text.output
     assert "Week of 23/11/2026: reminders 1 confirmed, 0 declined, 0 unanswered, 0 released; booked by the voice " \
            "agent 3, by reception 1" in text.output
     sheet = runner.invoke(agenda.cli, args + ["--csv"], obj={"now": Clock(MONDAY)})
     lines = sheet.output.splitlines()
-    assert lines[0] == '"doctor","week","offered","booked","free","filledPercent","noShows","lateCancellations"'
-    assert '"MARTIN","2026-11-23","18","3","15","17","1","1"' in lines
+    assert lines[0] == ('"doctor","week","offered","booked","free","filledPercent","noShows","lateCancellations",'
+                        '"offeredMinutes","bookedMinutes"')
+    assert '"MARTIN","2026-11-23","18","3","15","17","1","1","540","90"' in lines
     assert re.search(r"late cancellations", text.output)
 
 
 def test_a_week_with_no_mark_and_no_cancellation_counts_zeros(api):
     api.book(api.new_patient())
     martin = {d["id"]: d for d in clinic_report(api.app.clinic, WEEK, WEEK)["doctors"]}["MARTIN"]
-    assert martin["weeks"][WEEK] == {"offered": 18, "booked": 1, "free": 17, "no_shows": 0, "late_cancels": 0}
+    assert martin["weeks"][WEEK] == {"offered": 18, "booked": 1, "free": 17, "no_shows": 0, "late_cancels": 0,
+                                      "offered_minutes": 540, "booked_minutes": 30}

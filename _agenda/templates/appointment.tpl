@@ -1,6 +1,10 @@
 <h1>{{t('appointment')}} · {{appointment['patient_name']}}</h1>
 % if error:
-<p class="error" role="alert">{{error}}</p>
+<p class="error" role="alert">{{error}}
+% if elsewhere:
+<a href="/desk/appointments/{{elsewhere['appointmentId']}}">{{t('see_other_visit', date=elsewhere['date'], time=elsewhere['time'], doctor=elsewhere['doctorName'])}}</a>
+% end
+</p>
 % end
 % cancelled = appointment['status'] == 'cancelled'
 % if cancelled:
@@ -53,10 +57,14 @@
   <label>{{t('next_free')}}
     <select name="slot">
     % for slot in free:
-      <option value="{{slot.date_text}}|{{slot.time}}|{{slot.doctor_id}}|{{slot.center_id or ''}}">{{t('weekdays')[slot.date.weekday()]}} {{slot.date_text}} {{slot.time}} · {{center_names.get(slot.center_id, slot.center_id or '')}}{{'' if slot.doctor_id == appointment['doctor_id'] else ' · ' + doctor_names.get(slot.doctor_id, '')}}</option>
+      % value = f"{slot.date_text}|{slot.time}|{slot.doctor_id}|{slot.center_id or ''}"
+      <option value="{{value}}" {{'selected' if value == chosen else ''}}>{{t('weekdays')[slot.date.weekday()]}} {{slot.date_text}} {{slot.time}} · {{center_names.get(slot.center_id, slot.center_id or '')}}{{'' if slot.doctor_id == appointment['doctor_id'] else ' · ' + doctor_names.get(slot.doctor_id, '')}}</option>
     % end
     </select>
   </label>
+  % if elsewhere:
+  <label><input type="checkbox" name="acceptOverlap" value="1"> {{t('accept_overlap')}}</label>
+  % end
   <button type="submit">{{t('move')}}</button>
 </form>
 % else:

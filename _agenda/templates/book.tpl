@@ -3,16 +3,41 @@
 % if slot['squeeze']:
 <p class="warning">{{t('squeeze_hint')}}</p>
 % end
+% if kinds:
+<form method="get" action="/desk/book" class="inline">
+  % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze'):
+  % if slot[key]:
+  <input type="hidden" name="{{key}}" value="{{slot[key]}}">
+  % end
+  % end
+  <label>{{t('visit_type')}} <select name="typeId">
+    % for key, kind in kinds:
+    <option value="{{key}}" {{'selected' if slot['typeId'] == key else ''}}>{{kind.name}} · {{t('minutes', minutes=kind.minutes)}}{{' + ' + t('minutes', minutes=kind.pause) if kind.pause else ''}}</option>
+    % end
+  </select></label>
+  <button type="submit">{{t('change_type')}}</button>
+</form>
+% end
+% if starts:
+<p class="warning">{{t('type_does_not_fit')}}
+  % for start in starts:
+  <a href="/desk/book?{{urlencode({**{k: v for k, v in slot.items() if v}, 'time': start}, safe='/:')}}">{{start}}</a>
+  % end
+</p>
+% end
 % if error:
 <p class="error" role="alert">{{error}}
 % if booked:
 <a href="/desk/appointments/{{booked}}">{{t('see_booked')}}</a>
 % end
+% if elsewhere:
+<a href="/desk/appointments/{{elsewhere['appointmentId']}}">{{t('see_other_visit', date=elsewhere['date'], time=elsewhere['time'], doctor=elsewhere['doctorName'])}}</a>
+% end
 </p>
 % end
 <form method="post" action="/desk/book/search" class="search" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-  % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze'):
+  % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze', 'typeId'):
   % if slot[key]:
   <input type="hidden" name="{{key}}" value="{{slot[key]}}">
   % end
@@ -27,7 +52,7 @@
   <li>
     <form method="post" action="/desk/book" autocomplete="off">
       <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-      % for key in ('doctorId', 'date', 'time', 'centerId'):
+      % for key in ('doctorId', 'date', 'time', 'centerId', 'typeId'):
       % if slot[key]:
       <input type="hidden" name="{{key}}" value="{{slot[key]}}">
       % end
@@ -57,7 +82,7 @@
   <li>
     <form method="post" action="/desk/book" autocomplete="off">
       <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-      % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze'):
+      % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze', 'typeId'):
       % if key == 'time' and slot['squeeze']:
       <label>{{t('time')}} <input name="time" value="{{slot['time'] or ''}}" placeholder="HH:MM" size="5" required></label>
       % elif slot[key]:
@@ -75,6 +100,9 @@
       </select></label>
       % end
       <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}"></label>
+      % if elsewhere and not slot['squeeze']:
+      <label><input type="checkbox" name="acceptOverlap" value="1"> {{t('accept_overlap')}}</label>
+      % end
       <button type="submit">{{t('book')}}</button>
       % if not slot['squeeze']:
       <button type="submit" formaction="/desk/series" name="step" value="preview">{{t('series')}}</button>
@@ -87,7 +115,7 @@
 <h2>{{t('new_patient')}}</h2>
 <form method="post" action="/desk/book" class="grid" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-  % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze'):
+  % for key in ('doctorId', 'date', 'time', 'centerId', 'squeeze', 'typeId'):
   % if key == 'time' and slot['squeeze']:
   <label>{{t('time')}} <input name="time" autocomplete="off" value="{{slot['time'] or ''}}" placeholder="HH:MM" required>{{!wrong_note('time')}}</label>
   % elif slot[key]:

@@ -13,3 +13,12 @@
   </tbody>
 </table>
 % end
+% if overlaps:
+<h2 id="overlaps">{{t('overlaps_title', count=overlap_count)}}</h2>
+<p>{{t('overlaps_hint')}}</p>
+<ul class="overlaps">
+  % for first, date, time, doctor, second, other_time, other_doctor in overlaps:
+  <li>{{format_date(date)}}: <a href="/desk/appointments/{{first}}">{{time}} · {{doctor}}</a> ↔ <a href="/desk/appointments/{{second}}">{{other_time}} · {{other_doctor}}</a></li>
+  % end
+</ul>
+% end

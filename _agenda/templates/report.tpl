@@ -7,15 +7,24 @@
 <section class="chart">
   <img src="{{charts['filled']}}" alt="{{t('chart_filled')}}" width="640" height="300">
   <table>
-    <thead><tr><th>{{t('doctor')}}</th><th>{{t('offered')}}</th><th>{{t('booked_count')}}</th><th>{{t('free_count')}}</th><th>%</th><th>{{t('no_shows')}}</th><th>{{t('late_cancels')}}</th></tr></thead>
+    <thead><tr><th>{{t('doctor')}}</th><th>{{t('offered')}}</th><th>{{t('booked_count')}}</th><th>{{t('free_count')}}</th><th>%</th><th>{{t('no_shows')}}</th><th>{{t('late_cancels')}}</th><th>{{t('offered_minutes')}}</th><th>{{t('booked_minutes')}}</th></tr></thead>
     <tbody>
     % for d in report['doctors']:
     % c = d['totals']
-    <tr><td>{{d['name']}}</td><td>{{c['offered']}}</td><td>{{c['booked']}}</td><td>{{c['free']}}</td><td>{{c['filled']}}</td><td>{{c['no_shows']}}</td><td>{{c['late_cancels']}}</td></tr>
+    <tr><td>{{d['name']}}</td><td>{{c['offered']}}</td><td>{{c['booked']}}</td><td>{{c['free']}}</td><td>{{c['filled']}}</td><td>{{c['no_shows']}}</td><td>{{c['late_cancels']}}</td><td>{{c['offered_minutes']}}</td><td>{{c['booked_minutes']}}</td></tr>
     % end
     </tbody>
   </table>
 </section>
+<h2>{{t('report_types')}}</h2>
+<table class="report-types">
+  <thead><tr><th>{{t('visit_type')}}</th><th>{{t('visits')}}</th><th>{{t('booked_minutes')}}</th></tr></thead>
+  <tbody>
+  % for kind in report['types']:
+  <tr><td>{{kind['name']}}</td><td>{{kind['visits']}}</td><td>{{kind['minutes']}}</td></tr>
+  % end
+  </tbody>
+</table>
 <h2>{{t('report_weeks')}}</h2>
 <table class="report-weeks">
   <thead><tr><th>{{t('doctor')}}</th>

@@ -31,7 +31,10 @@
     % if a['squeezed']:
 <strong class="squeezed-mark">{{t('squeezed')}}</strong>
     % end
-    % if a['series_id']:
+    % if a['type_name'] or a['holds']:
+<span class="kind">{{' · '.join(part for part in (a['type_name'], a['holds']) if part)}}</span>
+% end
+% if a['series_id']:
 <span class="series">{{t('series_place', place=a['series_place'], count=a['series_count'])}}</span>
     % end
     % if a['to_call']:
@@ -52,6 +55,9 @@
 </form>
     % end
 </article>
+% if a['busy_to'] > a['to']:
+<div class="block pause c{{col}} r{{row(a['to'])}} h{{max(1, min(a['busy_to'], timeline.last) - a['to'])}}">{{t('pause')}}</div>
+% end
   % end
   % end
   % if now is not None and timeline.first <= now < timeline.last:
