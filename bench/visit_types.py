@@ -35,17 +35,13 @@ from contextlib import closing
 from pathlib import Path
 
 import run  # bench/run.py: load_agenda, Process, drive, percentile, signature, window
+from access_record import serve  # `agenda run` of a checkout on a database
 
 AREA = "MG"
 PAIRS = (("MG-PRI", "first visit, 30 min"), ("MG-REV", "follow-up, 15 min"), ("MG-CUR", "10 min + 10 pause"),
          ("MG-ECO", "15 min, needs the ultrasound"), (AREA, "the area: each doctor's default type"))
 TICKS = os.sysconf("SC_CLK_TCK")
 SAME = "SELECT doctor_id, date, time, status, patient_id FROM appointments ORDER BY doctor_id, date, time"
-
-
-def serve(agenda_path, db_path):
-    return run.Process([sys.executable, str(agenda_path), "run", "--db", str(db_path), "--port", "0"],
-                       env={"AGENDA_SECRET": run.SECRET})
 
 
 def cpu_seconds(pid):
