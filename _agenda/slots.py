@@ -33,8 +33,10 @@ def local_start(day, time_text, tz):
     return instant
 
 
+@functools.lru_cache(maxsize=4096)
 def wall_clock_is_plain(day, tz):
-    """True when the clinic's clock neither skips nor repeats any time on this day."""
+    """True when the clinic's clock neither skips nor repeats any time on this day (asked of every doctor's
+    day: worked out once a day per process)."""
     midnight = dt.datetime.combine(day, dt.time(), tzinfo=tz)
     return midnight.utcoffset() == (midnight + dt.timedelta(days=1)).utcoffset()
 
@@ -68,22 +70,34 @@ def slots_clear_of(grid, taken):
     The usual day is quick: every appointment within the grid's hours fills exactly one
     of its slots (the others belong to the doctor's other shift), so the free slots are
     the rest. After a schedule change an appointment may straddle slots; then one sweep
-    beside the grid finds every clash, since a doctor's live appointments never overlap
-    (schema.sql's triggers): sorted by start they are sorted by end too.
+    beside the grid finds every clash (`swept`).
     """
     if not taken:
         return grid.slots
-    if not overlapping(taken - grid.spans, grid.slots[0][0], grid.slots[-1][1]):
+    if on_grid(grid, taken):
         return [slot for slot in grid.slots if slot[2] not in taken]
-    spans = sorted((span[:5], span[5:]) for span in taken)
-    clear, next_taken = [], 0
-    for slot in grid.slots:
-        time_text, end_text, _ = slot
-        while next_taken < len(spans) and spans[next_taken][1] <= time_text:
+    clashing = swept(grid, taken)
+    return [slot for slot in grid.slots if slot[0] not in clashing]
+
+
+def on_grid(grid, taken):
+    """True when each of `taken` either is one of the grid's slots or lies outside its hours."""
+    first, last = grid.slots[0][0], grid.slots[-1][1]
+    return not any(span[:5] < last and first < span[5:] for span in taken - grid.spans)
+
+
+def swept(grid, taken):
+    """The start times of the grid's slots that one of `taken` overlaps, in one sweep beside the grid: a
+    doctor's live appointments never overlap (schema.sql's triggers), so sorted by start they are sorted
+    by end too, and the first one not yet ended is the only one a slot may overlap."""
+    spans = sorted(taken)
+    ends, clashing, next_taken = [span[5:] for span in spans], set(), 0
+    for time_text, end_text, _ in grid.slots:
+        while next_taken < len(spans) and ends[next_taken] <= time_text:
             next_taken += 1
-        if next_taken == len(spans) or end_text <= spans[next_taken][0]:
-            clear.append(slot)
-    return clear
+        if next_taken < len(spans) and spans[next_taken] < end_text:  # it starts before the slot ends
+            clashing.add(time_text)
+    return clashing
 
 
 class Window(NamedTuple):
@@ -165,6 +179,8 @@ def day_states(window, row, grid, day, closures, taken):
     shut = closures_on(closures, day, row["doctor_id"], row["center_id"])
     # a slot's instant matters only on the days the notice reaches and on days the clocks change
     timed = day <= window.first_day or not wall_clock_is_plain(day, window.tz)
+    if not timed and shut and shut[0]["start_time"] is None:  # the first closure takes the whole day
+        return dict.fromkeys((slot[0] for slot in grid.slots), ("closed", shut[0]["reason"] or None))
     busy = taken_times(grid, taken) if taken else ()
     if not (timed or shut):
         return dict.fromkeys(busy, TAKEN)
@@ -184,9 +200,9 @@ def day_states(window, row, grid, day, closures, taken):
 def taken_times(grid, taken):
     """The start times of the grid's slots that overlap one of `taken` ('HH:MMHH:MM' spans); quick
     when every appointment within the grid's hours fills one of its slots, as on the usual day."""
-    if not overlapping(taken - grid.spans, grid.slots[0][0], grid.slots[-1][1]):
+    if on_grid(grid, taken):
         return {span[:5] for span in taken & grid.spans}
-    return {slot[0] for slot in grid.slots} - {slot[0] for slot in slots_clear_of(grid, taken)}
+    return swept(grid, taken)
 
 
 def time_state(window, day, time_text, end_text):

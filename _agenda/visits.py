@@ -3,11 +3,14 @@ which types a doctor offers at each center (the first their default), the rooms 
 and the free starts of a type: where on a doctor's grid the whole length and pause fit free, with a free room
 and machine of each category it needs. No HTTP here."""
 
+import bisect
 import datetime as dt
+import functools
+import json
 from typing import NamedTuple
 
 from .values import ClinicError, format_date, hhmm, minutes_of
-from .slots import day_states, overlapping, read_schedule, Slot
+from .slots import day_states, read_schedule, Slot
 
 
 class VisitType(NamedTuple):
@@ -27,8 +30,12 @@ class VisitType(NamedTuple):
 
 
 def type_of(row):
-    return VisitType(row["id"], row["name"], row["speciality_id"], row["minutes"], row["pause"],
-                     tuple(need for need in row["needs"].split(";") if need))
+    return VisitType(row["id"], row["name"], row["speciality_id"], row["minutes"], row["pause"], needs_of(row["needs"]))
+
+
+def needs_of(text):
+    """The categories a type's `needs` text lists."""
+    return tuple(need for need in text.split(";") if need)
 
 
 def visit_type(conn, type_id):
@@ -38,13 +45,16 @@ def visit_type(conn, type_id):
 
 
 def types_offered(conn, doctor_ids):
-    """{(doctor, center): [VisitType, the default first]} of the doctors that declared types."""
+    """{(doctor, center): [VisitType, the default first]} of the doctors that declared types; one VisitType a
+    type, however many doctors offer it."""
     marks = ",".join("?" * len(doctor_ids))
-    offered = {}
-    for row in conn.execute(f"SELECT o.doctor_id, o.center_id, t.* FROM doctor_types o JOIN visit_types t ON"
-                            f" t.id = o.type_id WHERE o.doctor_id IN ({marks}) ORDER BY o.doctor_id, o.center_id,"
-                            f" o.position", list(doctor_ids)):
-        offered.setdefault((row["doctor_id"], row["center_id"]), []).append(type_of(row))
+    offered, made = {}, {}
+    for doctor_id, center_id, type_id, *fields in conn.execute(
+            "SELECT o.doctor_id, o.center_id, t.id, t.name, t.speciality_id, t.minutes, t.pause, t.needs FROM"
+            f" doctor_types o JOIN visit_types t ON t.id = o.type_id WHERE o.doctor_id IN ({marks}) ORDER BY"
+            " o.doctor_id, o.center_id, o.position", list(doctor_ids)):
+        kind = made.get(type_id) or made.setdefault(type_id, VisitType(type_id, *fields[:4], needs_of(fields[4])))
+        offered.setdefault((doctor_id, center_id), []).append(kind)
     return offered
 
 
@@ -66,26 +76,34 @@ def the_visit(offered, doctor, center_id, slot_minutes, asked=None):
 
 class Resources(NamedTuple):
     """What the rooms and machines of some centers are doing on some days: {center: [(id, category, is_room)]},
-    {weekday: [(doctor, room, start, end)]} of rooms doctors' hours take, {(resource, ISO day): {spans held}}."""
+    {weekday: [(doctor, room, start, end)]} of rooms doctors' hours take, {(resource, ISO day): (spans held)},
+    each 'HH:MMHH:MM', sorted."""
     at: dict
     placed: dict
     held: dict
 
 
-def read_resources(conn, first, last, but=None):
+OF_CATEGORIES = "SELECT id FROM resources WHERE ?1 IS NULL OR category IN (SELECT value FROM json_each(?1))"
+
+
+def read_resources(conn, first, last, but=None, categories=None):
     """The Resources of every center from first to last (ISO days), the holds of appointment `but` (one
-    being moved) left out."""
+    being moved) left out: of every room and machine, or of those of these categories only."""
     at, placed, held = {}, {}, {}
-    for row in conn.execute("SELECT id, center_id, category, is_room FROM resources ORDER BY id"):
+    chosen = None if categories is None else json.dumps(sorted(categories))
+    for row in conn.execute(f"SELECT id, center_id, category, is_room FROM resources WHERE id IN ({OF_CATEGORIES})"
+                            " ORDER BY id", (chosen,)):
         at.setdefault(row["center_id"], []).append((row["id"], row["category"], row["is_room"]))
-    for row in conn.execute("SELECT doctor_id, room_id, weekday, start_time, end_time FROM schedules"
-                            " WHERE room_id IS NOT NULL"):
-        placed.setdefault(row["weekday"], []).append((row["doctor_id"], row["room_id"], row["start_time"],
-                                                      row["end_time"]))
-    for row in conn.execute("SELECT resource_id, date, group_concat(time || until) FROM holds WHERE live = 1"
-                            " AND date BETWEEN ? AND ? AND appointment_id IS NOT ? GROUP BY resource_id, date",
-                            (first, last, but)):
-        held[(row[0], row[1])] = set(row[2].split(","))
+    if any(room for resources in at.values() for _, _, room in resources):  # hours place a doctor only in a room
+        for row in conn.execute("SELECT doctor_id, room_id, weekday, start_time, end_time FROM schedules"
+                                f" WHERE room_id IN ({OF_CATEGORIES})", (chosen,)):
+            placed.setdefault(row["weekday"], []).append((row["doctor_id"], row["room_id"], row["start_time"],
+                                                          row["end_time"]))
+    for row in conn.execute(  # a hold's appointment is read only when `but` is given: it is not in the index
+            "SELECT resource_id, date, group_concat(time || until) FROM holds WHERE live = 1 AND date BETWEEN ?2"
+            f" AND ?3 AND (?4 IS NULL OR appointment_id != ?4) AND resource_id IN ({OF_CATEGORIES})"
+            " GROUP BY resource_id, date", (chosen, first, last, but)):
+        held[(row[0], row[1])] = tuple(sorted(row[2].split(",")))
     return Resources(at, placed, held)
 
 
@@ -94,30 +112,67 @@ def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, un
     category it needs, the doctor's own room when it is of that category, else the first free one of the
     category at the center (no live hold over that time, and no other doctor's room then); None when a
     category has none free. A sobrecita with no room free shares the one the doctor is in; never a machine."""
-    taken, iso = [], day.isoformat()
-    for category in kind.needs:
-        own = [r for r, cat, room in resources.at.get(center_id, ()) if r == room_id and cat == category and room]
-        if own:
-            continue
-        free = next((r for r, cat, _ in resources.at.get(center_id, ()) if cat == category and r not in taken
-                     and not overlapping(resources.held.get((r, iso), set()), start, until)
-                     and not placed_then(resources, r, doctor_id, day, start, until)), None)
-        if free is None and squeezed and any(cat == category and room for _, cat, room in resources.at.get(
-                center_id, ())):
-            continue
-        if free is None:
-            return None
-        taken.append(free)
+    return first_free(pools_for(resources, kind, doctor_id, center_id, room_id, day), start, until, squeezed)
+
+
+def pools_for(resources, kind, doctor_id, center_id, room_id, day):
+    """For each category `kind` needs that the doctor's own room is not: [(resource, is it a room, its spans
+    held on `day`, [(start, end)] of other doctors' hours placing them in it that day)] of the center's
+    resources of that category."""
+    here, iso, weekday = resources.at.get(center_id, ()), day.isoformat(), day.weekday()
+    return [[(r, room, resources.held.get((r, iso), ()), [(begin, end) for doctor, placed_in, begin, end
+                                                          in resources.placed.get(weekday, ())
+                                                          if placed_in == r and doctor != doctor_id])
+             for r, cat, room in here if cat == category]
+            for category in kind.needs if not any(r == room_id and cat == category and room for r, cat, room in here)]
+
+
+def first_free(pools, start, until, squeezed=False):
+    """[the first resource of each pool (pools_for) free from start to until], None when a pool has none free
+    (a sobrecita's pool of rooms then takes none: it shares the doctor's)."""
+    taken = []
+    for pool in pools:
+        for resource, _, spans, placed in pool:
+            if resource not in taken and not held_then(spans, start, until) and not any(
+                    begin < until and start < end for begin, end in placed):
+                taken.append(resource)
+                break
+        else:
+            if not (squeezed and any(room for _, room, _, _ in pool)):
+                return None
     return taken
 
 
-def placed_then(resources, resource_id, doctor_id, day, start, until):
-    """True when another doctor's hours place them in this room at any of that time."""
-    return any(room == resource_id and doctor != doctor_id and begin < until and start < end
-               for doctor, room, begin, end in resources.placed.get(day.weekday(), ()))
+def held_then(spans, start, until):
+    """True when one of these sorted spans held overlaps start to until. A resource's live holds never overlap
+    (schema.sql's triggers): sorted by start they are sorted by end too, so the last one to start before
+    `until` is the only one to look at."""
+    before_until = bisect.bisect_left(spans, until)  # 'HH:MMHH:MM' < until exactly when it starts before until
+    return before_until > 0 and spans[before_until - 1][5:] > start
 
 
 # Free starts of a visit type
+
+class Fit(NamedTuple):
+    """Where a visit (its length, and its pause after) may start on a grid: the cells' start texts, the visit's
+    end and busy end (its pause included) from each, how many cells it runs into, and how many first cells
+    leave it time before the hours' end."""
+    starts: tuple
+    ends: tuple
+    untils: tuple
+    cells: int
+    count: int
+
+
+@functools.lru_cache(maxsize=512)
+def fit_of(opens, closes, step, minutes, busy):
+    """The Fit of a visit of `minutes` and `busy` on the grid of `step` from `opens` to `closes` (minutes since
+    midnight); schedules share a handful of grids and types, so each is worked out once per process."""
+    begins = range(opens, closes - step + 1, step)
+    return Fit(tuple(hhmm(begin) for begin in begins), tuple(hhmm(begin + minutes) for begin in begins),
+               tuple(hhmm(begin + busy) for begin in begins), -(-busy // step),
+               sum(1 for begin in begins if begin + busy <= closes))
+
 
 def free_starts(conn, doctors, first_day, last_day, *, window, visit_of, center_id=None, typed=False):
     """Every start on these doctors' grids from first_day to last_day where the visit `visit_of(doctor, schedule
@@ -129,39 +184,49 @@ def free_starts(conn, doctors, first_day, last_day, *, window, visit_of, center_
         return []
     by_id = {doctor["id"]: doctor for doctor in doctors}
     schedule = read_schedule(conn, list(by_id), first_day, last_day, center_id)
-    resources = read_resources(conn, first_day.isoformat(), last_day.isoformat())
+    visits = {weekday: [visit_at_row(row, grid, by_id[row["doctor_id"]], kind, typed) for row, grid in rows
+                        if (kind := visit_of(by_id[row["doctor_id"]], row)) is not None]
+              for weekday, rows in schedule.grids.items()}  # once a schedule row, not once a day
+    needs = {need for rows in visits.values() for visit in rows for need in visit[3].needs}
+    resources = read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=needs) if needs else None
     slots, day = [], first_day
     while day <= last_day:
-        for row, grid in schedule.grids.get(day.weekday(), ()):
-            doctor, kind = by_id[row["doctor_id"]], visit_of(by_id[row["doctor_id"]], row)
-            if kind is not None:
-                slots += starts_of_row(window, schedule, resources, doctor, row, grid, day, kind, typed)
+        iso, date_text = day.isoformat(), format_date(day)  # once a day, not once a row
+        for visit in visits.get(day.weekday(), ()):
+            slots += starts_of_row(window, schedule, resources, visit, day, iso, date_text)
         day += dt.timedelta(days=1)
     slots.sort(key=lambda slot: (slot.date, slot.time, slot.doctor_id))
     return slots
 
 
-def starts_of_row(window, schedule, resources, doctor, row, grid, day, kind, typed):
-    """The free starts of one schedule row's grid on `day` for a visit of `kind`."""
-    iso, step = day.isoformat(), row["slot_minutes"]
-    blocked = day_states(window, row, grid, day, schedule.closures, schedule.busy.get((doctor["id"], iso)))
-    if len(blocked) == len(grid.slots):
-        return []
-    found, closes, date_text = [], minutes_of(row["end_time"]), format_date(day)
-    starts = [slot[0] for slot in grid.slots]
-    for index, start in enumerate(starts):
-        begin = minutes_of(start)
-        busy_end = begin + kind.busy()
-        if busy_end > closes or any(later in blocked for later in starts[index:index + -(-kind.busy() // step)]):
-            continue
-        until = hhmm(busy_end)
-        if kind.needs and resources_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day,
-                                        start, until) is None:
-            continue
-        found.append(Slot(day, date_text, start, hhmm(begin + kind.minutes), kind.minutes, doctor["id"],
-                          doctor["name"], kind.id if typed else doctor["speciality_id"], row["center_id"]))
-    return found
+def visit_at_row(row, grid, doctor, kind, typed):
+    """(row, grid, doctor, kind, its Fit on the row's grid, the area its Slots name)."""
+    fit = fit_of(minutes_of(row["start_time"]), minutes_of(row["end_time"]), row["slot_minutes"], kind.minutes,
+                 kind.busy())
+    return row, grid, doctor, kind, fit, kind.id if typed else doctor["speciality_id"]
 
+
+def starts_of_row(window, schedule, resources, visit, day, iso, date_text):
+    """The free starts on `day` of one schedule row's grid for its visit (visit_at_row): each free cell that
+    leaves the visit's length and pause time before the hours' end, whose next cells they run into are free,
+    and where what the visit needs is free."""
+    row, grid, doctor, kind, fit, area = visit
+    blocked = day_states(window, row, grid, day, schedule.closures, schedule.busy.get((doctor["id"], iso)))
+    starts = fit.starts
+    if len(blocked) == len(starts):
+        return []
+    found, cells, pools = [], fit.cells, None
+    for index in [index for index in range(fit.count) if starts[index] not in blocked]:
+        if cells > 1 and any(later in blocked for later in starts[index + 1:index + cells]):
+            continue
+        if kind.needs:
+            if pools is None:  # once a row and day, and only for a row with a start free
+                pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day)
+            if first_free(pools, starts[index], fit.untils[index]) is None:
+                continue
+        found.append(Slot(day, date_text, starts[index], fit.ends[index], kind.minutes, doctor["id"], doctor["name"],
+                          area, row["center_id"]))
+    return found
 
 
 def resources_day(conn, center_id, day):

@@ -11,7 +11,8 @@ import random
 
 import pytest
 
-from _agenda.slots import slot_grid, slots_clear_of
+from _agenda.slots import slot_grid, slots_clear_of, taken_times
+from _agenda.visits import Resources, VisitType, resources_for
 from _agenda.values import hhmm
 from conftest import CLINIC_CSV, MADRID, assert_error, seed, valid_dni, write_csv
 
@@ -193,6 +194,48 @@ def test_slots_clear_of_matches_a_plain_overlap_check(seed_number):
     expected = [slot for slot in grid.slots
                 if not any(span[:5] < slot[1] and slot[0] < span[5:] for span in taken)]
     assert list(slots_clear_of(grid, taken)) == expected
+    assert taken_times(grid, taken) == {slot[0] for slot in grid.slots} - {slot[0] for slot in expected}
+
+
+@pytest.mark.parametrize("seed_number", range(40))
+def test_resources_for_finds_what_a_plain_check_of_every_hold_finds(seed_number):
+    """resources_for looks at one hold a resource (the last to start before the visit ends), and takes a room
+    another doctor's hours place them in at no time they overlap: the resources it gives are those a plain
+    check of every hold and every doctor's hours gives, for a visit and for a sobrecita."""
+    chance = random.Random(seed_number)
+    day, center = dt.date(2026, 11, 24), [("BOX1", "box", 1), ("BOX2", "box", 1), ("ECO1", "eco", 0)]
+    held = {}
+    for resource, _, _ in center:  # holds of one resource never overlap (the triggers)
+        minute, spans = 8 * 60 + chance.choice((0, 5, 10)), []
+        while minute < 14 * 60:
+            length = chance.choice((10, 15, 20, 30, 45))
+            if chance.random() < 0.6:
+                spans.append(hhmm(minute) + hhmm(minute + length))
+            minute += length + chance.choice((0, 0, 5, 15))
+        held[(resource, day.isoformat())] = tuple(sorted(spans))
+    placed = [(doctor, room, hhmm(begin), hhmm(begin + chance.choice((30, 60, 120))))
+              for doctor, room, begin in [(chance.choice(("ME", "OTHER")), chance.choice(("BOX1", "BOX2")),
+                                           chance.randrange(8 * 60, 13 * 60, 15)) for _ in range(chance.randint(0, 3))]]
+    resources = Resources({"C": center}, {day.weekday(): placed}, held)
+    kind = VisitType("T", "T", "MG", 20, 0, tuple(chance.sample(("box", "eco"), chance.randint(1, 2))))
+    room_id = chance.choice((None, "BOX1", "ECO1"))
+    for minute in range(7 * 60 + 40, 14 * 60 + 20, 5):
+        start, until = hhmm(minute), hhmm(minute + chance.choice((15, 20, 25)))
+        for squeezed in (False, True):
+            expected = []
+            for category in kind.needs:
+                if any(r == room_id and cat == category and room for r, cat, room in center):
+                    continue
+                free = [r for r, cat, _ in center if cat == category and r not in expected and not any(
+                    span[:5] < until and start < span[5:] for span in held[(r, day.isoformat())]) and not any(
+                    room == r and doctor != "ME" and begin < until and start < end
+                    for doctor, room, begin, end in placed)]
+                if free:
+                    expected.append(free[0])
+                elif not (squeezed and category == "box"):
+                    expected = None
+                    break
+            assert resources_for(resources, kind, "ME", "C", room_id, day, start, until, squeezed) == expected
 
 
 def test_unknown_ids_answer_404_with_their_code(api):
