@@ -293,9 +293,10 @@ def check_insurance(clinic, doctor_id, insurance_id, center_id, rule):
     listed = clinic.insurance_lists([doctor_id]).get((doctor_id, center_id)) if rule else None
     if listed and insurance_id is None and rule == "required":
         raise ClinicError("INSURANCE_REQUIRED", "that doctor takes only some insurances there: give one of "
-                          + ", ".join(sorted(listed)))
+                          + ", ".join(sorted(listed)), field="insuranceId")
     if listed and insurance_id is not None and insurance_id not in listed:
-        raise ClinicError("INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance there")
+        raise ClinicError("INSURANCE_NOT_ACCEPTED", "that doctor does not accept that insurance there",
+                          field="insuranceId")
 
 
 def waiting_entry(conn, entry_id, patient_key):

@@ -211,7 +211,7 @@ class Clinic:
             existing = patient["nif"] and conn.execute("SELECT id FROM live_patients WHERE nif = ?",
                                                        (patient["nif"],)).fetchone()
             if existing:
-                raise ClinicError("PATIENT_ALREADY_EXISTS", "a patient with that nif exists",
+                raise ClinicError("PATIENT_ALREADY_EXISTS", "a patient with that nif exists", field="nif",
                                   patientId=str(existing["id"]))
             if guardian_nif:
                 guardian = conn.execute("SELECT id, phone, phone_e164 FROM live_patients WHERE nif = ?",

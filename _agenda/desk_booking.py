@@ -7,7 +7,7 @@ import functools
 
 import bottle
 
-from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time
+from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time, patient_fields
 from .counter import mark_attendance, squeeze_in
 from .series import book_series, cancel_rest, parse_every, preview_series
 from .waitlist import add_waiting, end_waiting, fits, free_now, named, NAMED_UNDER, PAGE, waiting, window_text
@@ -18,32 +18,78 @@ from .desk_shared import (catalog_names, day_address, desk_centers, desk_page, d
                           desk_wrong_fields, done, form, who_booked)
 
 
-def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=None):
-    """Booking a free slot: the slot and its visit type (the doctor's first there by default; where the type
-    asked does not fit, the starts of the day where it does), a patient search, and a new patient's form; after
-    a refusal for the patient's other visit then, that visit linked and the choice to book over it."""
+def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=None, patient=None, existing=None,
+                   lost=False):
+    """Booking a free slot: the slot at its center and its visit type (the doctor's first there by default; where
+    the type asked does not fit, the starts of the day where it does), a patient search, and a new patient's form.
+    After a refusal: the patient chosen, registered or already holding that NIF (`existing`) shown to book in one
+    click; for the patient's other visit then, that visit linked and the choice to book over it; after a slot
+    lost (`lost`), the way on (`way_on`)."""
     slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId", "squeeze",
                                                               "typeId")}
     doctor = clinic().require_doctor(slot["doctorId"])
     kinds, starts = visit_types_here(doctor, slot)
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
     typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason",
-                                                 "guardianNif")}
+                                                 "guardianNif", "insuranceId", "underGuardian")}
     try:
         found = clinic().search_patients(q, reader=desk_source()) if q else None
     except ClinicError as refusal:
         found, error, status, wrong = None, desk_refusal(refusal), status_of(refusal), desk_wrong_fields(refusal)
-    chosen = query_text("patientId") or form("patientId")  # chosen on their page, or refused with them
+    chosen = patient or query_text("patientId") or form("patientId")  # chosen on their page, or refused with them
     if chosen and not q:
         found = [clinic().patient_record(chosen, reader=desk_source())]
-    listed = clinic().insurance_lists([doctor["id"]]).get((doctor["id"], slot["centerId"]))
-    names = {i["id"]: i["name"] for i in clinic().catalogs()["insurances"]}
-    insurances = [(key, names.get(key, key)) for key in sorted(listed, key=lambda key: names.get(key, key))] \
-        if listed else None
-    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
-                     q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error, wrong=wrong or {},
+    offers = way_on(doctor, slot, typed["insuranceId"] or None) if lost and chosen and not q else None
+    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances_here(
+                         doctor, slot), q=q, typed=typed, error=error, wrong=wrong or {},
                      waiting_here=waiting_for(doctor, slot), waitlist_id=query_text("waitlistId") or form("waitlistId"),
-                     booked=booked, elsewhere=elsewhere, kinds=kinds, starts=starts)
+                     booked=booked, elsewhere=elsewhere, kinds=kinds, starts=[] if offers else starts, offers=offers,
+                     existing=found[0] if existing and found else None, focus=first_focus(offers, found, error),
+                     center_name=catalog_names("centers").get(slot["centerId"]))
+
+
+def first_focus(offers, found, error):
+    """What the booking page puts the focus on, for the keyboard: the first slot offered after a lost race, the
+    first patient found, else the search (unless a refusal is being read)."""
+    if offers and (offers["mine"] or offers["others"]):
+        return "offer"
+    if found:
+        return "found"
+    return None if error else "search"
+
+
+def insurances_here(doctor, slot):
+    """[(id, name)] of the insurances the doctor takes at the slot's center, by name; None when they take every one."""
+    listed = clinic().insurance_lists([doctor["id"]]).get((doctor["id"], slot["centerId"]))
+    names = catalog_names("insurances")
+    return [(key, names.get(key, key)) for key in sorted(listed, key=lambda key: names.get(key, key))] \
+        if listed else None
+
+
+WAY_ON = 6  # the doctor's next free slots offered after a slot is lost
+
+
+def way_on(doctor, slot, insurance_id):
+    """After a slot is refused (another booking took it, a closure came): {"mine": the doctor's next free slots of
+    the type chosen from that day on (at most WAY_ON), "others": that time with each other doctor of the speciality
+    who offers the type}, only where the insurance chosen is taken (none: only doctors who take every one)."""
+    try:
+        day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
+    except ClinicError:
+        return None
+    mine = [s for s in clinic().availability(doctor_id=doctor["id"], speciality_id=slot["typeId"],
+                                             first=max(day, clinic().today()), channel="desk")
+            if (s.date, s.time) != (day, time_text)]
+    others = [s for s in clinic().availability(speciality_id=slot["typeId"] or doctor["speciality_id"], first=day,
+                                               last=day, channel="desk")
+              if s.time == time_text and s.doctor_id != doctor["id"]]
+    lists = clinic().insurance_lists({s.doctor_id for s in mine + others})
+
+    def takes(s):
+        listed = lists.get((s.doctor_id, s.center_id))
+        return not listed or insurance_id in listed
+    return {"mine": [s for s in mine if takes(s)][:WAY_ON], "others": [s for s in others if takes(s)],
+            "centers": catalog_names("centers")}
 
 
 def visit_types_here(doctor, slot):
@@ -78,28 +124,56 @@ def waiting_for(doctor, slot):
 
 
 def desk_book():
-    """Book the slot for a patient found, or for a new one registered in the same form."""
-    source, slot = desk_source(), {name: form(name) for name in ("doctorId", "date", "time", "centerId")}
+    """Book the slot for a patient found, or for a new one registered in the same form: every wrong field of
+    the form said at once, before anything is written."""
+    source, slot, patient_id = desk_source(), {name: form(name) for name in ("doctorId", "date", "time",
+                                                                             "centerId")}, None
     try:
-        day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
+        asked = all_fields({"day": lambda: parse_date(slot["date"] or "", "date"),
+                            "time_text": lambda: parse_time(slot["time"] or "", "time"),
+                            "reason": lambda: form("reason"),
+                            "patient": lambda: form("patientId") or checked_patient(new_patient_typed())})
         patient_id = form("patientId") or desk_patient_id(source)
         booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else functools.partial(
             clinic().book, waitlist_id=form("waitlistId"),  # the entry ends with the booking, or nothing is made
             accept_overlap=bool(form("acceptOverlap")))
-        booking(day=day, time_text=time_text, doctor_id=slot["doctorId"], patient_id=patient_id,
-                center_id=slot["centerId"], reason=form("reason"), insurance_id=form("insuranceId"),
+        booking(day=asked["day"], time_text=asked["time_text"], doctor_id=slot["doctorId"], patient_id=patient_id,
+                center_id=slot["centerId"], reason=asked["reason"], insurance_id=form("insuranceId"),
                 speciality_id=form("typeId"), source=source)
     except ClinicError as error:
+        existing = error.extra.get("patientId") if error.code == "PATIENT_ALREADY_EXISTS" else None
         return desk_book_page(desk_refusal(error), status=status_of(error), wrong=desk_wrong_fields(error),
-                              booked=error.extra.get("appointmentId"), elsewhere=error.extra.get("elsewhere"))
-    done(day_address(day, slot["centerId"]), ("booked_done", {"date": format_date(day), "time": time_text}),
+                              booked=error.extra.get("appointmentId"), elsewhere=error.extra.get("elsewhere"),
+                              patient=patient_id or existing, existing=existing, lost=lost_slot(error))
+    done(day_address(asked["day"], slot["centerId"]), ("booked_done", {"date": format_date(asked["day"]),
+                                                                       "time": asked["time_text"]}),
          patient=int(patient_id))
+
+
+def lost_slot(error):
+    """Whether a booking was refused for its slot (taken in a race, closed meanwhile), not for the patient's other
+    visit: the page then offers the way on. A sobrecita has no slot to lose."""
+    return error.code == "SLOT_NOT_AVAILABLE" and error.rule != "patient_elsewhere" and not form("squeeze")
+
+
+def new_patient_typed():
+    """The booking form's new patient as typed; the NIF is the guardian's when "underGuardian" is ticked (a child
+    under 14 without one: see docs/design.md, 'Patients without a NIF')."""
+    fields = {name: form(name) for name in ("name", "surname", "nif", "phone", "birthDate", "guardianNif")}
+    if form("underGuardian") and not fields["guardianNif"]:
+        fields["guardianNif"], fields["nif"] = fields["nif"], None
+    return fields
+
+
+def checked_patient(fields):
+    """Refuse a new patient's wrong fields (all of them) before anything is written; None."""
+    patient_fields(fields, clinic().today(), guarded=bool(fields["guardianNif"]))
 
 
 def desk_patient_id(source):
     """The new patient of the booking form, registered; the same one when the form comes again (a
     booking refused after the registration, sent once more with another slot)."""
-    fields = {name: form(name) for name in ("name", "surname", "nif", "phone", "birthDate", "guardianNif")}
+    fields = new_patient_typed()
     try:
         return clinic().register_patient(fields, source=source)
     except ClinicError as error:
@@ -150,8 +224,10 @@ def desk_move(appointment_id):
                       source=desk_source(), accept_overlap=bool(form("acceptOverlap")))
     except ClinicError as error:
         return desk_appointment(appointment_id, desk_refusal(error), status_of(error), error.extra.get("elsewhere"))
-    done(day_address(day, parts[3] or None), ("moved_done", {"date": format_date(day), "time": time_text}),
-         patient=before["patient_id"])
+    after = clinic().appointment(appointment_id, None)
+    done(day_address(day, after["center_id"]), ("moved_where_done", {
+        "date": format_date(day), "time": time_text, "doctor": catalog_names("doctors").get(after["doctor_id"], ""),
+        "center": catalog_names("centers").get(after["center_id"], "")}), patient=before["patient_id"])
 
 
 def desk_cancel(appointment_id):

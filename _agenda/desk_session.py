@@ -13,11 +13,12 @@ import bottle
 
 from .values import ClinicError
 from .store import read_data_file, TEMPLATES
+from .identity import identity
 from .staff import LOCK_AFTER, LOCK_MINUTES
 from .texts import translator
 from .web import clinic, query_text, status_of
-from .desk_shared import (accounts, changes_version, DESK_COOKIE, desk_error, desk_page, form, LOGIN_COOKIE,
-                          see_other)
+from .desk_shared import (accounts, catalog_names, changes_version, DESK_COOKIE, desk_error, desk_page, desk_source,
+                          form, LOGIN_COOKIE, see_other)
 
 
 def desk_home():
@@ -68,7 +69,40 @@ def desk_kept(kept):
     if not taken:
         return desk_error(404, t("kept_gone"))
     path, fields = taken
-    return desk_page("kept", path=path, fields=fields)
+    return desk_page("kept", path=path, fields=fields, shown=kept_shown(t, fields))
+
+
+NAMED_BY_ID = {"doctorId": "doctors", "centerId": "centers", "insuranceId": "insurances",
+               "specialityId": "specialities", "typeId": "types"}
+
+
+def kept_shown(t, fields):
+    """[(label, words)] of a kept form's filled fields as reception reads them: the names of the doctor, center,
+    insurance, speciality, visit type and patient (through the one door) its ids stand for, a move's slot spelled
+    out; what has no name, as typed."""
+    names = {kind: catalog_names(kind) for kind in {*NAMED_BY_ID.values(), "doctors", "centers"}}
+    shown = []
+    for name, value in fields:
+        if not value:
+            continue
+        words = names[NAMED_BY_ID[name]].get(value, value) if name in NAMED_BY_ID else value
+        if name == "patientId":
+            words = patient_name(value) or value
+        elif name == "slot" and value.count("|") == 3:  # a move's: DD/MM/YYYY|HH:MM|DOCTOR|CENTER
+            date, time, doctor, center = value.split("|")
+            words = " · ".join(filter(None, (f"{date} {time}", names["doctors"].get(doctor, doctor),
+                                             names["centers"].get(center, center))))
+        label = t(f"field_{name}")
+        shown.append((name if label.startswith("field_") else label, words))
+    return shown
+
+
+def patient_name(patient_id):
+    """A patient's name through the one door, the read noted for this receptionist; None for no live patient."""
+    try:
+        return identity(clinic(), patient_id, desk_source(), "patient")["full_name"]
+    except ClinicError:
+        return None
 
 
 def desk_log_out():

@@ -254,8 +254,9 @@ def desk_centers():
 
 
 def catalog_names(kind):
-    """{id: name} of the clinic's centers, insurances or specialities."""
-    table = {"centers": "centers", "insurances": "insurances", "specialities": "specialities"}[kind]
+    """{id: name} of the clinic's centers, insurances, specialities, doctors or visit types."""
+    table = {"centers": "centers", "insurances": "insurances", "specialities": "specialities", "doctors": "doctors",
+             "types": "visit_types"}[kind]
     return {row["id"]: row["name"] for row in clinic().conn().execute(f"SELECT id, name FROM {table}")}
 
 

@@ -217,7 +217,7 @@ def rectify(clinic, patient_id, changes, source):
         patient = patient_fields({**current, **{key: value or None for key, value in changes.items()}},
                                  clinic.today(), guarded=row["guardian_id"] is not None)
         if conn.execute("SELECT 1 FROM live_patients WHERE nif = ? AND id != ?", (patient["nif"], row["id"])).fetchone():
-            raise ClinicError("PATIENT_ALREADY_EXISTS", "another patient has that nif")
+            raise ClinicError("PATIENT_ALREADY_EXISTS", "another patient has that nif", field="nif")
         after = written_row(conn, "UPDATE patients SET name = ?, surname = ?, birth_date = ?, nif = ?, phone = ?,"
                             " phone_e164 = ?, search = ? WHERE id = ?",
                             (patient["name"], patient["surname"], patient["birth_date"], patient["nif"],

@@ -239,7 +239,7 @@ def test_moving_and_cancelling_from_the_appointment_page(desk):
     assert len(listed) > 3 and all(" · Centro" in option.text for option in Select(move.find_element(By.NAME, "slot")).options)
     Select(move.find_element(By.NAME, "slot")).select_by_index(listed.index(next(t for t in listed if t.endswith(f"{date} 10:30"))))
     desk.click(desk.button("Mover", move))
-    assert desk.flash().startswith("Cita de Evarista") and f"movida al {date} a las 10:30." in desk.flash()
+    assert desk.flash().startswith("Cita de Evarista") and f"movida al {date} a las 10:30 (Lucía Martín, Centro)." in desk.flash()
     status, moved = send(desk.url, "GET", f"/appointments/{appointment_id}")
     assert status == 200 and (moved["date"], moved["time"]) == (date, "10:30")
     assert "09:30" in desk.free_times(date) and "10:30" not in desk.free_times(date)

@@ -125,20 +125,21 @@ NEW_PATIENT = {"name": "Eva", "surname": "Sanz", "nif": valid_dni(40), "phone": 
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(field=st.sampled_from([*NEW_PATIENT, "guardianNif"]), text=WITH_A_CONTROL)
+@given(field=st.sampled_from([*NEW_PATIENT]), text=WITH_A_CONTROL, child=st.booleans())
 def test_a_control_character_in_a_new_patient_is_said_beside_its_field_and_what_was_typed_stays(
-        api, desk, db_path, field, text):
+        api, desk, db_path, field, text, child):
     before = kept_rows(db_path)
     form = last_form(desk.get("/desk/book?doctorId=MARTIN&date=24/11/2026&time=09:30&centerId=C1"))
     typed = {**NEW_PATIENT, "reason": "Revisión", field: text}
     for name, value in typed.items():
         form[name] = value
+    form["underGuardian"] = child  # the NIF typed is then the guardian's
     refused = form.submit(expect_errors=True)
     assert refused.status_int == 400
     assert beside(refused, field) == refusal_text(SPANISH, ClinicError("INVALID_REQUEST", "", "control_character",
                                                                        field))
     again = last_form(refused)
-    assert again[field].value == printable(text).strip()
+    assert again[field].value == printable(text).strip() and again["underGuardian"].checked == child
     assert [again[name].value for name in typed if name != field] == [typed[name] for name in typed if name != field]
     assert kept_rows(db_path) == before
 

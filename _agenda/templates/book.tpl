@@ -1,5 +1,5 @@
-<h1>{{t('squeeze_title') if slot['squeeze'] else t('book_title')}}</h1>
-<p>{{doctor['name']}} · {{slot['date']}}{{'' if slot['squeeze'] else ' · ' + (slot['time'] or '')}}</p>
+<h1>{{t('squeeze_title') if slot['squeeze'] else t('book_title_at', center=center_name) if center_name else t('book_title')}}</h1>
+<p>{{doctor['name']}} · {{slot['date']}}{{' · ' + center_name if slot['squeeze'] and center_name else '' if slot['squeeze'] else ' · ' + (slot['time'] or '')}}</p>
 % if slot['squeeze']:
 <p class="warning">{{t('squeeze_hint')}}</p>
 % end
@@ -33,7 +33,38 @@
 % if elsewhere:
 <a href="/desk/appointments/{{elsewhere['appointmentId']}}">{{t('see_other_visit', date=elsewhere['date'], time=elsewhere['time'], doctor=elsewhere['doctorName'])}}</a>
 % end
+% if existing:
+<a href="/desk/patients/{{existing['id']}}">{{t('existing_patient', name=existing['full_name'])}}</a>
+% end
 </p>
+% end
+% if offers:
+% first = True
+% for key, heading in (('mine', t('way_on_mine', doctor=doctor['name'])), ('others', t('way_on_others'))):
+% if offers[key] or key == 'mine':
+<h2>{{heading}}</h2>
+% end
+% if key == 'mine' and not offers[key]:
+<p>{{t('way_on_none')}}</p>
+% end
+<ul class="found way-on">
+% for s in offers[key]:
+  <li>
+    <form method="post" action="/desk/book" autocomplete="off">
+      <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+      % for name, value in (('doctorId', s.doctor_id), ('date', s.date_text), ('time', s.time), ('centerId', s.center_id), ('typeId', slot['typeId']), ('patientId', found[0]['id']), ('insuranceId', typed['insuranceId']), ('reason', typed['reason']), ('waitlistId', waitlist_id)):
+      % if value:
+      <input type="hidden" name="{{name}}" value="{{value}}">
+      % end
+      % end
+      {{t('weekdays')[s.date.weekday()]}} {{s.date_text}} {{s.time}} · {{s.doctor_name}} · {{offers['centers'].get(s.center_id, s.center_id or '')}}
+      <button type="submit"{{' autofocus' if first and focus == 'offer' else ''}}>{{t('book')}}</button>
+    </form>
+  </li>
+% first = False
+% end
+</ul>
+% end
 % end
 <form method="post" action="/desk/book/search" class="search" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
@@ -42,7 +73,7 @@
   <input type="hidden" name="{{key}}" value="{{slot[key]}}">
   % end
   % end
-  <label>{{t('search')}} <input name="q" autocomplete="off" value="{{q}}" placeholder="{{t('search_hint')}}">{{!wrong_note('q')}}</label>
+  <label>{{t('search')}} <input name="q" id="q" autocomplete="off" value="{{q}}" placeholder="{{t('search_hint')}}"{{' autofocus' if focus == 'search' else ''}}>{{!wrong_note('q')}}</label>
   <button type="submit">{{t('find')}}</button>
 </form>
 % if waiting_here:
@@ -78,7 +109,7 @@
 <p>{{t('no_patients')}}</p>
 % end
 <ul class="found">
-% for patient in found:
+% for n, patient in enumerate(found):
   <li>
     <form method="post" action="/desk/book" autocomplete="off">
       <input type="hidden" name="csrf" value="{{desk['csrf']}}">
@@ -97,13 +128,13 @@
         % for key, name in insurances:
         <option value="{{key}}" {{'selected' if typed['insuranceId'] == key else ''}}>{{name}}</option>
         % end
-      </select></label>
+      </select>{{!wrong_note('insuranceId')}}</label>
       % end
-      <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}"></label>
+      <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}">{{!wrong_note('reason')}}</label>
       % if elsewhere and not slot['squeeze']:
       <label><input type="checkbox" name="acceptOverlap" value="1"> {{t('accept_overlap')}}</label>
       % end
-      <button type="submit">{{t('book')}}</button>
+      <button type="submit"{{' autofocus' if n == 0 and focus == 'found' else ''}}>{{t('book')}}</button>
       % if not slot['squeeze']:
       <button type="submit" formaction="/desk/series" name="step" value="preview">{{t('series')}}</button>
       % end
@@ -122,10 +153,10 @@
   <input type="hidden" name="{{key}}" value="{{slot[key]}}">
   % end
   % end
-  <label>{{t('name')}} <input name="name" autocomplete="off" value="{{typed['name']}}" required>{{!wrong_note('name')}}</label>
+  <label>{{t('name')}} <abbr class="required" title="{{t('required_mark')}}">*</abbr> <input name="name" autocomplete="off" value="{{typed['name']}}" required>{{!wrong_note('name')}}</label>
   <label>{{t('surname')}} <input name="surname" autocomplete="off" value="{{typed['surname']}}">{{!wrong_note('surname')}}</label>
-  <label>{{t('nif_any')}} <input name="nif" autocomplete="off" value="{{typed['nif']}}">{{!wrong_note('nif')}}</label>
-  <label>{{t('guardian_nif')}} <input name="guardianNif" autocomplete="off" value="{{typed['guardianNif']}}">{{!wrong_note('guardianNif')}}</label>
+  <label>{{t('nif_or_guardian')}} <abbr class="required" title="{{t('required_mark')}}">*</abbr> <input name="nif" autocomplete="off" value="{{typed['nif'] or typed['guardianNif']}}" required>{{!wrong_note('nif')}}{{!wrong_note('guardianNif')}}</label>
+  <label class="check"><input type="checkbox" name="underGuardian" value="1" {{'checked' if typed['underGuardian'] or (typed['guardianNif'] and not typed['nif']) else ''}}> {{t('under_guardian_box')}}</label>
   <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}">{{!wrong_note('phone')}}</label>
   <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA">{{!wrong_note('birthDate')}}</label>
   % if insurances:
@@ -134,7 +165,7 @@
     % for key, name in insurances:
     <option value="{{key}}" {{'selected' if typed['insuranceId'] == key else ''}}>{{name}}</option>
     % end
-  </select></label>
+  </select>{{!wrong_note('insuranceId')}}</label>
   % end
   <label>{{t('reason')}} <input name="reason" autocomplete="off" value="{{typed['reason']}}">{{!wrong_note('reason')}}</label>
   <button type="submit">{{t('register_and_book')}}</button>

@@ -49,3 +49,4 @@
 % end
 </section>
 % end
+<p class="keys-hint">{{t('keys_hint')}}</p>

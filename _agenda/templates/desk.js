@@ -1,6 +1,7 @@
 // The desk's little script: the page works without it. Opens the day at now, reloads when the agenda
 // changed (a poll of /desk/version that never restarts the session's idle time), "/" jumps to the
-// search, the arrows change day.
+// search, the arrows change day, and keys reach a free slot (n, p, 1-9, and the up and down arrows from
+// the empty search box or a free slot: docs/desk.md).
 (function () {
   "use strict";
   var now = document.getElementById("now");
@@ -20,8 +21,33 @@
         .catch(function () {});
     }, 20000);
   }
+  function place(element) {  // [column, row] of a timeline block, from its grid classes (cN, rN)
+    var column = /(?:^|\s)c(\d+)(?:\s|$)/.exec(element.className), row = /(?:^|\s)r(\d+)(?:\s|$)/.exec(element.className);
+    return [column ? Number(column[1]) : 0, row ? Number(row[1]) : 0];
+  }
+  function freeSlot(key, here) {  // the free slot a key asks for: see docs/desk.md
+    var best = null, slots = document.querySelectorAll(".timeline a.free");
+    var at = here ? place(here) : null, column = /^[1-9]$/.test(key) ? Number(key) + 1 : null;
+    var back = key === "p" || key === "ArrowUp";
+    Array.prototype.forEach.call(slots, function (slot) {
+      var there = place(slot), fits;
+      if (column) { fits = there[0] === column; } else if (at) {
+        fits = there[0] === at[0] && (back ? there[1] < at[1] : there[1] > at[1]);
+      } else { fits = !back; }
+      var better = !best || (back ? there[1] > best.at[1] : there[1] < best.at[1] ||
+        (there[1] === best.at[1] && there[0] < best.at[0]));
+      if (fits && better) { best = {slot: slot, at: there}; }
+    });
+    return best && best.slot;
+  }
   document.addEventListener("keydown", function (event) {
     if (typing() || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    var active = document.activeElement, onSlot = active && active.matches && active.matches(".timeline a.free");
+    var inSearch = active && active.id === "q", key = event.key;
+    var slotKey = /^([1-9]|n|p)$/.test(key) ? !inSearch : /^Arrow(Up|Down)$/.test(key) && (inSearch || onSlot);
+    var slot = slotKey && freeSlot(key, onSlot ? active : null);
+    if (slot) { event.preventDefault(); slot.focus(); return; }
+    if (slotKey) { return; }
     var target = {"/": "q", "ArrowLeft": "previous", "ArrowRight": "following"}[event.key];
     var element = target && document.getElementById(target);
     if (!element) { return; }

@@ -1,11 +1,8 @@
 <h1>{{t('kept_title')}}</h1>
 <p>{{t('kept_hint')}}</p>
 <dl>
-% for name, value in fields:
-% if value:
-% label = t('field_' + name)
-  <dt>{{name if label.startswith('field_') else label}}</dt><dd>{{value}}</dd>
-% end
+% for label, words in shown:
+  <dt>{{label}}</dt><dd>{{words}}</dd>
 % end
 </dl>
 <form method="post" action="{{path}}" autocomplete="off">
