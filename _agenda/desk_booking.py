@@ -9,13 +9,15 @@ import bottle
 
 from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time
 from .counter import mark_attendance, squeeze_in
-from .series import book_series, cancel_rest, parse_every, preview_series
+from .series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 from .waitlist import add_waiting, end_waiting, fits, free_now, named, NAMED_UNDER, PAGE, waiting, window_text
 from .texts import translator
 from .timeline import local_time
 from .web import clinic, query_text, status_of
 from .desk_shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
                           desk_wrong_fields, done, form, who_booked)
+
+LEFT_SHOWN = 12  # the dates a series left out that its flash names (the cookie is small)
 
 
 def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=None):
@@ -170,28 +172,44 @@ def desk_cancel_rest(appointment_id):
 
 
 def desk_series():
-    """A series for the patient chosen: the preview of its dates (step=preview), then booked (step=book)."""
+    """A series for the patient chosen: the preview of its dates with the ways to book it that book 2 or more
+    (step=preview), then booked the way chosen (take), the dates left out said to call ("Series")."""
     slot = {name: form(name) for name in ("doctorId", "date", "time", "centerId", "patientId")}
     asked = {"n": form("n") or "1", "unit": form("unit") if form("unit") in ("w", "d") else "w",
              "count": form("count") or "6"}
+    take = form("take") if form("take") in TAKES else "all" if form("step") == "book" else None
+    patient, series, error, status = clinic().patient_record(slot["patientId"], desk_source()), None, None, 200
     try:
         series = all_fields({"first": lambda: parse_date(slot["date"] or "", "date"),
                              "time_text": lambda: parse_time(slot["time"] or "", "time"),
                              "every_days": lambda: parse_every(asked["n"] + asked["unit"]),
                              "count": lambda: int(asked["count"]) if asked["count"].isdigit() else invalid_count()})
         series.update(doctor_id=slot["doctorId"], center_id=slot["centerId"])
-        patient = clinic().patient_record(slot["patientId"], reader=desk_source())
-        if form("step") == "book":
-            _, booked = book_series(clinic(), patient_id=slot["patientId"], insurance_id=form("insuranceId"),
-                                    reason=form("reason"), nearest=bool(form("nearest")), source=desk_source(), **series)
-            return done(day_address(series["first"], slot["centerId"]), ("series_done", {"count": len(booked)}),
-                        patient=patient["id"])
-        sessions, error = preview_series(clinic(), **series), None
+        if take:
+            return desk_book_series(series, take, slot, patient)
+    except ClinicError as refusal:  # asked badly, or no longer bookable that way: the preview again, if it can
+        error, status = desk_refusal(refusal), status_of(refusal)
+    try:
+        sessions = preview_series(clinic(), **series) if series else []
     except ClinicError as refusal:
-        sessions, error, patient = [], desk_refusal(refusal), clinic().patient_record(slot["patientId"], desk_source())
-    return desk_page("series", status=400 if error and not sessions else 200, slot=slot, asked=asked, patient=patient,
-                     sessions=sessions, error=error, doctor=clinic().require_doctor(slot["doctorId"]),
+        sessions, error, status = [], error or desk_refusal(refusal), status if error else status_of(refusal)
+    return desk_page("series", status=status, slot=slot, asked=asked, patient=patient, sessions=sessions,
+                     choices=series_choices(sessions), error=error, doctor=clinic().require_doctor(slot["doctorId"]),
                      typed={"reason": form("reason") or "", "insuranceId": form("insuranceId") or ""})
+
+
+def desk_book_series(series, take, slot, patient):
+    """Book the series the way chosen (TAKES) and go to its first day, saying how many were booked and which dates
+    were left out, to call (the first few, when many)."""
+    nearest, fits = TAKES[take]
+    _, booked, left = book_series(clinic(), patient_id=slot["patientId"], insurance_id=form("insuranceId"),
+                                  reason=form("reason"), nearest=nearest, fits=fits, source=desk_source(), **series)
+    said = [("series_done", {"count": len(booked)})]
+    if left:
+        shown = ", ".join(format_date(day) for day in left[:LEFT_SHOWN])
+        said.append(("series_left_out", {"dates": shown + (f" (+{len(left) - LEFT_SHOWN})" if len(left) > LEFT_SHOWN
+                                                           else "")}))
+    done(day_address(series["first"], slot["centerId"]), *said, patient=patient["id"])
 
 
 def invalid_count():

@@ -172,10 +172,10 @@ TEXTS = {
     "weeks": ("semanas", "weeks"), "days": ("días", "days"), "series_count": ("Sesiones", "Sessions"),
     "series_preview": ("Ver las fechas", "Show the dates"),
     "series_nearest": ("el más cercano: {date} {time}", "the nearest: {date} {time}"),
-    "series_none": ("ningún hueco ese día ni el siguiente", "no free slot that day or the next"),
-    "series_take_nearest": ("Reservar el hueco más cercano donde la hora no está libre",
-                            "Book the nearest free slot where the time is not free"),
-    "series_book": ("Reservar las {count} sesiones", "Book the {count} sessions"),
+    "series_none": ("ningún hueco ese día ni en los 7 siguientes", "no free slot that day or the 7 after"),
+    "series_take_nearest": ("Reservar las {count} sesiones: donde la hora no está libre, el hueco más cercano",
+                            "Book the {count} sessions: where the time is not free, the nearest free slot"),
+    "series_take_all": ("Reservar las {count} sesiones", "Book the {count} sessions"),
     "series_done": ("Serie de {count} citas reservada para {patient}.", "A series of {count} booked for {patient}."),
     "series_place": ("serie {place}/{count}", "series {place}/{count}"),
     "series_rest": ("Anular esta y las siguientes de la serie", "Cancel this and the rest of the series"),
@@ -391,6 +391,16 @@ TEXTS = {
     "field_n": ("Cada", "Every"), "field_unit": ("Semanas o días", "Weeks or days"), "field_step": ("Paso", "Step"),
     "field_nearest": ("El hueco más cercano", "The nearest slot"), "field_slot": ("Hueco", "Slot"),
     "field_squeeze": ("Sobrecita", "Squeeze-in"), "field_waitlistId": ("Lista de espera", "Waiting list"),
+    # a series books what fits; arrival from a while before; the waiting list's search and the visit it brings forward
+    "series_take_fits": ("Reservar las {count} que caben; {left} para llamar",
+                         "Book the {count} that fit; {left} to call"),
+    "series_take_nearest-fits": ("Reservar {count} (donde la hora no está libre, el hueco más cercano); {left} para "
+                                 "llamar", "Book {count} (where the time is not free, the nearest free slot); {left} "
+                                 "to call"),
+    "series_no_way": ("Así no caben ni dos sesiones: prueba otra hora, otro día o menos sesiones.",
+                      "Not even two sessions fit like this: try another time, another day or fewer sessions."),
+    "series_left_out": ("Sin hueco, para llamar: {dates}.", "No slot, to call: {dates}."),
+    "field_take": ("Cómo reservar la serie", "How to book the series"),
     "field_reader": ("Quién leyó", "Reader"), "field_days": ("Días", "Days"), "field_page": ("Página", "Page"),
     "field_acceptOverlap": ("Reservar igualmente", "Book it anyway"), "field_typeId": ("Tipo de visita", "Visit type"),
 }

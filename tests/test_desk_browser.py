@@ -624,7 +624,7 @@ def test_a_six_week_series_with_a_closed_date_books_the_nearest_free_slot(clinic
     rows = [row.text for row in desk.driver.find_elements(By.CSS_SELECTOR, "tbody tr")]
     assert len(rows) == 6 and rows[0] == "1/6 mar 24/11/2026 09:00 libre"
     assert rows[2] == "3/6 mar 08/12/2026 Ese hueco está cerrado. → el más cercano: 09/12/2026 09:00"  # the holiday
-    desk.click(desk.button("Reservar las 6 sesiones"))
+    desk.click(desk.button("Reservar las 6 sesiones: donde la hora no está libre, el hueco más cercano"))
     assert desk.flash() == "Serie de 6 citas reservada para Ana García."
     listed = api.get("/appointments?nif=12345678Z").json["data"]
     assert [a["date"] for a in listed] == ["24/11/2026", "01/12/2026", "09/12/2026", "15/12/2026", "22/12/2026",
