@@ -8,7 +8,7 @@ import functools
 import bottle
 
 from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time
-from .counter import mark_attendance, squeeze_in
+from .counter import mark_attendance, open_marks, squeeze_in
 from .series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 from .waitlist import add_waiting, end_waiting, fits, free_now, named, NAMED_UNDER, PAGE, waiting, window_text
 from .texts import translator
@@ -137,7 +137,8 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
                      doctors=doctors, to_doctor=to_doctor, empty=empty, error=error,
                      insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
                      doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
-                     today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"))
+                     today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"),
+                     marks=open_marks(clinic(), appointment["date"], appointment["start"]))
 
 
 def desk_move(appointment_id):

@@ -401,6 +401,10 @@ TEXTS = {
                       "Not even two sessions fit like this: try another time, another day or fewer sessions."),
     "series_left_out": ("Sin hueco, para llamar: {dates}.", "No slot, to call: {dates}."),
     "field_take": ("Cómo reservar la serie", "How to book the series"),
+    "rule_arrival_window": ("Aún es pronto: la llegada se marca desde un rato antes de la hora de la cita.",
+                            "Too early: an arrival is marked from a while before the visit's time."),
+    "rule_no_show_before_start": ("Aún no es la hora de la cita: «No vino» se marca desde su hora.",
+                                  "The visit's time has not come: a no-show is marked from then."),
     "field_reader": ("Quién leyó", "Reader"), "field_days": ("Días", "Days"), "field_page": ("Página", "Page"),
     "field_acceptOverlap": ("Reservar igualmente", "Book it anyway"), "field_typeId": ("Tipo de visita", "Visit type"),
 }

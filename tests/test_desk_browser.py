@@ -469,6 +469,10 @@ def test_arrival_and_no_show_at_the_counter(clinic_desk, clock):
     desk.day("23/11/2026")
     desk.click(desk.button("Llegó", desk.card("Ana García")))
     assert "● llegó 09:35" in desk.card("Ana García").text
+    pablo = [b.text for b in desk.card("Pablo Ortega").find_elements(By.TAG_NAME, "button")]
+    assert pablo == ["Llegó"]  # his visit is at 10:00: a no-show only from then
+    clock.set(2026, 11, 23, 10, 2)
+    desk.day("23/11/2026")
     desk.click(desk.button("No vino", desk.card("Pablo Ortega")))
     assert "✗ no vino" in desk.card("Pablo Ortega").text
     assert not desk.card("Ana García").find_elements(By.TAG_NAME, "button")  # marked: no quick buttons
