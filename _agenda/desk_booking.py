@@ -4,13 +4,15 @@ series), a series, and the waiting list."""
 
 import datetime as dt
 import functools
+import urllib.parse
 
 import bottle
 
-from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time
+from .values import all_fields, ClinicError, format_date, invalid, numeric_id, parse_date, parse_time
 from .counter import mark_attendance, open_marks, squeeze_in
 from .series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
-from .waitlist import add_waiting, end_waiting, fits, free_now, named, NAMED_UNDER, PAGE, waiting, window_text
+from .waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
+                       waiting, window_text)
 from .texts import translator
 from .timeline import local_time
 from .web import clinic, query_text, status_of
@@ -42,9 +44,12 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=No
     names = {i["id"]: i["name"] for i in clinic().catalogs()["insurances"]}
     insurances = [(key, names.get(key, key)) for key in sorted(listed, key=lambda key: names.get(key, key))] \
         if listed else None
+    waitlist_id = query_text("waitlistId") or form("waitlistId")  # the waiting patient, carried from the list
+    entry = entry_of(waitlist_id)
     return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
-                     q=q, typed={**typed, "insuranceId": form("insuranceId") or ""}, error=error, wrong=wrong or {},
-                     waiting_here=waiting_for(doctor, slot), waitlist_id=query_text("waitlistId") or form("waitlistId"),
+                     q=q, typed={**typed, "insuranceId": form("insuranceId") or query_text("insuranceId") or ""},
+                     error=error, wrong=wrong or {}, waitlist_id=waitlist_id, entry=entry, waiting_here=[
+                         w for w in waiting_for(doctor, slot) if entry is None or w["id"] != entry["id"]],
                      booked=booked, elsewhere=elsewhere, kinds=kinds, starts=starts)
 
 
@@ -77,6 +82,12 @@ def waiting_for(doctor, slot):
     if not free or slot.get("squeeze"):
         return []
     return named(clinic(), [entry for entry in waiting(clinic()) if fits(entry, free[0])][:PAGE], desk_source())
+
+
+def entry_of(waitlist_id):
+    """The waiting entry `waitlist_id` names while it waits (with the visit it would bring forward), or None."""
+    return next((entry for entry in waiting(clinic()) if str(entry["id"]) == str(waitlist_id)), None) \
+        if waitlist_id else None
 
 
 def desk_book():
@@ -237,37 +248,73 @@ def desk_attendance(appointment_id):
          day_address(dt.date.fromisoformat(after["date"]), after["center_id"]), said, patient=after["patient_id"])
 
 
-def desk_waitlist(error=None, status=200):
-    """The waiting list, oldest first; the free slots of the next two weeks that fit someone waiting
-    ("Waiting list"); a form to add a patient."""
+def desk_waitlist(error=None, status=200, wrong=None):
+    """The waiting list, oldest first; the free slots of the next two weeks that fit someone waiting, each
+    "Reservar" carrying the patient, their entry, type and insurance to the booking form ("Waiting list"); a
+    form to add a patient found by a search, with the later appointment the entry would bring forward."""
     entries, page = waiting(clinic()), int(query_text("page")) if (query_text("page") or "").isdigit() else 0
     free = free_now(clinic(), entries)
     shown = entries[page * PAGE:(page + 1) * PAGE]  # only those drawn are read, through the one door
     names = {entry["id"]: entry for entry in named(clinic(), shown + [w for _, fitting in free
                                                                        for w in fitting[:NAMED_UNDER]], desk_source())}
-    typed = {name: form(name) or "" for name in ("nif", "doctorId", "specialityId", "centerId", "dateFrom", "dateTo",
-                                                 "timeFrom", "timeTo", "note")}
+    typed = {name: form(name) or "" for name in ("doctorId", "specialityId", "centerId", "dateFrom", "dateTo",
+                                                 "timeFrom", "timeTo", "note", "insuranceId", "appointmentId")}
+    try:
+        found, chosen = waiting_patient()
+    except ClinicError as refusal:  # a search too long: said beside it
+        (found, chosen), error, status, wrong = (None, None), desk_refusal(refusal), status_of(refusal), \
+            desk_wrong_fields(refusal)
     return desk_page("waitlist", status=status, entries=[names[w["id"]] for w in shown if w["id"] in names],
                      free=[(slot, [names[w["id"]] for w in fitting[:NAMED_UNDER] if w["id"] in names],
                             len(fitting) - NAMED_UNDER) for slot, fitting in free],
                      page=page, pages=-(-len(entries) // PAGE), waiting_count=len(entries), typed=typed,
-                     error=error, doctors=clinic().doctors(), specialities=catalog_names("specialities"),
-                     centers=desk_centers(), window_text=window_text)
+                     error=error, wrong=wrong or {}, doctors=clinic().doctors(),
+                     specialities=catalog_names("specialities"), centers=desk_centers(), window_text=window_text,
+                     insurances=catalog_names("insurances"), q=form("q") or "", found=found, chosen=chosen,
+                     later=later_appointments(clinic(), chosen["id"]) if chosen else [], booking_of=booking_of)
+
+
+def waiting_patient():
+    """(the patients the add form's search found, or None; the patient chosen, or None), through the one door: the
+    one a button chose (or ?patientId=), else the only one the search found."""
+    chosen = form("patientId") or query_text("patientId")
+    if chosen:
+        return None, clinic().patient_record(chosen, reader=desk_source())
+    found = clinic().search_patients(form("q"), reader=desk_source()) if form("q") else None
+    return found, found[0] if found and len(found) == 1 else None
+
+
+def booking_of(slot, entry):
+    """The booking form's address for a waiting entry on a free slot: the slot, the patient, the entry, its visit
+    type and its insurance, so that reception books without searching again."""
+    asked = {"doctorId": slot.doctor_id, "date": slot.date_text, "time": slot.time, "centerId": slot.center_id,
+             "patientId": entry["patient_id"], "waitlistId": entry["id"], "typeId": entry["type_id"],
+             "insuranceId": entry["insurance_id"]}
+    return "/desk/book?" + urllib.parse.urlencode({key: value for key, value in asked.items() if value}, safe="/:")
 
 
 def desk_add_waiting():
-    """Put a patient (found by NIF) on the waiting list for a doctor or a speciality."""
+    """Put the patient chosen (found by a search) on the waiting list for a doctor or a speciality, with the
+    insurance to book with and the later appointment it would bring forward, when given."""
     try:
-        window = all_fields({"first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
+        window = all_fields({"patient_id": patient_chosen,
+                             "first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
                              "last": lambda: parse_date(form("dateTo") or "", "dateTo")})
-        patient = clinic().find_patient(form("nif") or "", reader=desk_source())
-        add_waiting(clinic(), patient_id=patient["id"], doctor_id=form("doctorId"),
+        add_waiting(clinic(), doctor_id=form("doctorId"),
                     speciality_id=None if form("doctorId") else form("specialityId"), center_id=form("centerId"),
-                    time_from=form("timeFrom"), time_to=form("timeTo"), note=form("note"), source=desk_source(),
+                    time_from=form("timeFrom"), time_to=form("timeTo"), note=form("note"),
+                    appointment_id=form("appointmentId"), insurance_id=form("insuranceId"), source=desk_source(),
                     **window)
     except ClinicError as error:
-        return desk_waitlist(desk_refusal(error), status_of(error))
-    done("/desk/waitlist", ("waiting_added", {}), patient=patient["id"])
+        return desk_waitlist(desk_refusal(error), status_of(error), desk_wrong_fields(error))
+    done("/desk/waitlist", ("waiting_added", {}), patient=numeric_id(form("patientId")))
+
+
+def patient_chosen():
+    """The add form's patient, chosen after a search; refused beside the search when none is."""
+    if not form("patientId"):
+        raise invalid("choose the patient: search by name, NIF or phone", "required", "patientId")
+    return form("patientId")
 
 
 def desk_end_waiting(entry_id):

@@ -642,10 +642,14 @@ def test_a_cancel_lights_the_waiting_patient_on_the_freed_slot_and_books_them(cl
     api.new_patient(nif="10000001S", name="Pablo", surname="Ortega")
     desk.click(desk.find(By.XPATH, "//header//a[normalize-space()='Espera']"))
     form = desk.find(By.CSS_SELECTOR, "form[action='/desk/waitlist']")
-    for field, value in {"nif": "10000001S", "dateFrom": "24/11/2026", "dateTo": "31/12/2026",
-                         "note": "quiere antes"}.items():
+    for field, value in {"dateFrom": "24/11/2026", "dateTo": "31/12/2026", "note": "quiere antes"}.items():
         desk.type(field, value, form)
     Select(form.find_element(By.NAME, "doctorId")).select_by_visible_text("Lucía Martín")
+    desk.type("q", "pablo orteg", form)
+    desk.click(desk.button("Buscar", form))  # by name, as on the booking page; what was typed stays
+    form = desk.find(By.CSS_SELECTOR, "form[action='/desk/waitlist']")
+    assert "Pablo Ortega" in form.find_element(By.CSS_SELECTOR, "p.chosen").text
+    assert form.find_element(By.NAME, "note").get_attribute("value") == "quiere antes"
     desk.click(desk.button("Añadir a la lista de espera", form))
     assert desk.flash() == "Pablo Ortega está en la lista de espera."
     desk.day("24/11/2026")
