@@ -628,3 +628,16 @@ WHEN NEW.status = 'cancelled'
 BEGIN
     UPDATE holds SET live = 0 WHERE appointment_id = NEW.id;
 END;
+
+-- version 13
+-- A series books what fits when asked ("Series"): it keeps what was asked (its first date and time,
+-- how many sessions) so that the same series sent again is the one booked, and the dates asked that
+-- it left out, for reception to call (ISO dates, space-separated); `count` is how many it booked.
+ALTER TABLE series ADD COLUMN first_date TEXT;
+ALTER TABLE series ADD COLUMN first_time TEXT;
+ALTER TABLE series ADD COLUMN asked INTEGER;
+ALTER TABLE series ADD COLUMN left_out TEXT NOT NULL DEFAULT '';
+-- A waiting entry may name the later appointment it would bring forward, and the insurance to book
+-- with ("Waiting list"); once booked, `appointment_id` names the appointment it became.
+ALTER TABLE waitlist ADD COLUMN appointment_id INTEGER REFERENCES appointments (id);
+ALTER TABLE waitlist ADD COLUMN insurance_id TEXT REFERENCES insurances (id);

@@ -59,6 +59,7 @@ CHANNELS = {
     "caller move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved"),
     "desk move": Rules(True, False, "desk", "grid", "accepted", "may accept", False, "appointment.moved"),
     "sobrecita move": Rules(True, False, "desk", "hours", "accepted", "one place", False, "appointment.moved"),
+    "waitlist move": Rules(True, True, "desk", "grid", "accepted", "may accept", True, "appointment.moved"),
 }
 
 
@@ -306,8 +307,10 @@ def waiting_entry(conn, entry_id, patient_key):
     entry = None if key is None else conn.execute("SELECT * FROM waitlist WHERE id = ? AND patient_id = ?",
                                                   (key, patient_key)).fetchone()
     if entry is not None and entry["ended_why"] == "booked":
-        booked = conn.execute("SELECT id FROM appointments WHERE patient_id = ? AND created_at = ?"
-                              " ORDER BY id DESC LIMIT 1", (patient_key, entry["ended_at"])).fetchone()
+        booked = conn.execute("SELECT id FROM appointments WHERE id = ? OR (? IS NULL AND patient_id = ? AND"
+                              " created_at = ?) ORDER BY id DESC LIMIT 1",  # entries booked before they kept it
+                              (entry["appointment_id"], entry["appointment_id"], patient_key,
+                               entry["ended_at"])).fetchone()
         link = {} if booked is None else {"appointmentId": str(booked["id"])}
         raise ClinicError("WAITLIST_ALREADY_BOOKED", "that waiting entry was already booked"
                           + (f": appointment {booked['id']}" if booked else ""), **link)
@@ -317,8 +320,18 @@ def waiting_entry(conn, entry_id, patient_key):
 
 
 def end_entry(conn, entry, why, at, source, appointment_id=None):
-    """Inside a transaction: end a waiting entry ('booked', with the appointment, or 'removed'), with its event."""
-    after = written_row(conn, "UPDATE waitlist SET ended_at = ?, ended_why = ? WHERE id = ?",
-                        (utc_iso(at), why, entry["id"]))
-    record_event(conn, at, source, f"waitlist.{why}", "waitlist", entry["id"], before=entry,
-                 after=after if appointment_id is None else {**after, "appointment_id": appointment_id})
+    """Inside a transaction: end a waiting entry ('booked', naming the appointment it became, or 'removed'),
+    with its event."""
+    after = written_row(conn, "UPDATE waitlist SET ended_at = ?, ended_why = ?, appointment_id = coalesce(?,"
+                        " appointment_id) WHERE id = ?", (utc_iso(at), why, appointment_id, entry["id"]))
+    record_event(conn, at, source, f"waitlist.{why}", "waitlist", entry["id"], before=entry, after=after)
+
+
+def brought_forward(conn, entry_id, patient_key):
+    """The live appointment a waiting entry of this patient, still waiting, would bring forward (its row), or
+    None: a booking from that entry moves it rather than making another ("Waiting list")."""
+    key = numeric_id(entry_id)
+    row = None if key is None else conn.execute(
+        "SELECT a.* FROM waitlist w JOIN appointments a ON a.id = w.appointment_id WHERE w.id = ? AND"
+        " w.patient_id = ? AND w.ended_at IS NULL AND a.status != 'cancelled'", (key, patient_key)).fetchone()
+    return None if row is None else dict(row)

@@ -9,7 +9,7 @@ import click
 from .values import ClinicError, format_date, parse_date, plural, printable, sheet_csv
 from .counter import squeeze_in
 from .feeds import feeds, new_feed, revoke_feed
-from .series import book_series, parse_every, preview_series
+from .series import book_series, NEAREST_DAYS, parse_every, preview_series
 from .cli import (cli, cli_clinic, cli_date, cli_now, cli_reader, cli_text, cli_time, cli_zone, clinic_at,
                   clinic_time, db_option, desk_rules_options, tz_option)
 
@@ -116,16 +116,21 @@ def appointment_line(a):
               help="A sobrecita: an urgent patient at a taken or off-grid time of the doctor's hours, marked.")
 @click.option("--every", default=None, help="A series: a session every 1w, 2w, 10d... (with --count).")
 @click.option("--count", type=click.IntRange(2, 60), default=None, help="How many sessions in the series.")
-@click.option("--nearest", is_flag=True, help="In a series, take the nearest free slot where the time asked is not.")
+@click.option("--nearest", is_flag=True,
+              help="In a series, take the nearest free slot (that day or the 7 after) where the time asked is not.")
+@click.option("--what-fits", is_flag=True,
+              help="In a series, book the dates that fit and list the others to call (else a date with no slot "
+                   "books nothing).")
 @click.option("--dry-run", is_flag=True, help="In a series, print each date's slot and book nothing.")
 @tz_option
 @desk_rules_options
 @click.pass_context
 def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_id, reason, insurance_id, type_id,
-         accept_overlap, squeeze, every, count, nearest, dry_run, tz, desk_min_notice, desk_horizon):
+         accept_overlap, squeeze, every, count, nearest, what_fits, dry_run, tz, desk_min_notice, desk_horizon):
     """Book a free slot for a patient, by the desk's rules (a walk-in now, up to 18 months ahead); with
     --squeeze, squeeze an urgent patient in at any time of the doctor's hours; with --every and --count,
-    a series of sessions, booked together only when every date is free (or --nearest).
+    a series of sessions, booked together only when every date is free (or --nearest, or --what-fits:
+    the dates that fit, numbered over those, the others listed to call).
 
     Example:
 
@@ -134,6 +139,7 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         agenda book --doctor MUNOZ --date 25/11/2026 --time 09:30 --nif 12345678Z --type FIS-VALORACION
         agenda book --doctor MARTIN --date 24/11/2026 --time 09:40 --nif 12345678Z --squeeze --reason Urgente
         agenda book --doctor MUNOZ --date 25/11/2026 --time 09:30 --nif 12345678Z --every 1w --count 16 --dry-run
+        agenda book --doctor MUNOZ --date 10/12/2026 --time 09:30 --nif 12345678Z --every 1w --count 8 --what-fits
     """
     day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
     if (every is None) != (count is None) or (every and squeeze):
@@ -149,7 +155,8 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         if every:
             return book_series_here(clinic, patient_id=patient_id, doctor_id=doctor_id, first=day, time_text=start,
                                     every_days=parse_every(every), count=count, center_id=center_id,
-                                    insurance_id=insurance_id, reason=reason, nearest=nearest, dry_run=dry_run,
+                                    insurance_id=insurance_id, reason=reason, nearest=nearest, fits=what_fits,
+                                    dry_run=dry_run,
                                     speciality_id=type_id)
         booking = functools.partial(squeeze_in, clinic) if squeeze else functools.partial(
             clinic.book, accept_overlap=accept_overlap)
@@ -158,21 +165,24 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         click.echo(f"Booked {appointment_line(clinic.appointment(booked, cli_reader(), 'change'))}")
 
 
-def book_series_here(clinic, *, dry_run, nearest, **series):
-    """The series' preview, a line a date; then, unless a dry run, the series booked (or why not)."""
+def book_series_here(clinic, *, dry_run, **series):
+    """The series' preview, a line a date; then, unless a dry run, the series booked (or why not) and the dates
+    it left out, to call."""
     sessions = preview_series(clinic, **{key: series[key] for key in ("doctor_id", "first", "time_text",
                                                                       "every_days", "count", "center_id",
                                                                       "speciality_id")})
     for n, session in enumerate(sessions, 1):
         slot = session.slot or session.nearest
         said = "free" if session.slot else f"{session.reason}; nearest " + (
-            f"{slot.date_text} {slot.time}" if slot else "none that day or the next")
+            f"{slot.date_text} {slot.time}" if slot else f"none within {NEAREST_DAYS} days")
         click.echo(f"{n:2d}/{len(sessions)} {format_date(session.day.isoformat())} {series['time_text']}: {said}")
     if dry_run:
         return click.echo("Dry run: nothing booked.")
-    series_id, booked = book_series(clinic, nearest=nearest, source="cli", **series)
+    series_id, booked, left = book_series(clinic, source="cli", **series)
     click.echo(f"Booked series {series_id}: {plural(len(booked), 'appointment')} "
                f"({', '.join(appointment_id for appointment_id, _ in booked)}).")
+    if left:
+        click.echo(f"Left out, to call the patient: {', '.join(format_date(day) for day in left)}.")
 
 
 @cli.command()

@@ -96,6 +96,10 @@ def read_secret_file(path):
               envvar="AGENDA_FEED_SHOWS", show_envvar=True,
               help="What each event of a doctor's calendar feed shows: the time, center and number only; with the "
                    "patient's name; with the name and the reason (health data then leaves for a calendar provider).")
+@click.option("--arrival-window", default=DEFAULTS.arrival_window_minutes, show_default=True,
+              type=click.IntRange(0, 24 * 60), envvar="AGENDA_ARRIVAL_WINDOW", show_envvar=True,
+              help="Minutes before a visit's start from which the desk may mark the patient arrived, on its day "
+                   "(a no-show only from its start).")
 @click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default=DEFAULTS.reminder_policy,
               show_default=True,
               envvar="AGENDA_REMINDER_POLICY",
@@ -117,8 +121,8 @@ def read_secret_file(path):
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
-        desk_horizon, clinic_name, feed_shows, reminder_policy, replica, replica_key, replica_host_key,
-        ack_after_replication, replica_behind_after, recipients):
+        desk_horizon, clinic_name, feed_shows, arrival_window, reminder_policy, replica, replica_key,
+        replica_host_key, ack_after_replication, replica_behind_after, recipients):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
@@ -138,7 +142,8 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     kept_for = cli_recipients(recipients, "cannot start")
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice, "horizon_days": horizon,
                 "desk_min_notice_minutes": desk_min_notice, "desk_horizon_months": desk_horizon,
-                "clinic_name": clinic_name, "feed_shows": feed_shows, "reminder_policy": reminder_policy}
+                "clinic_name": clinic_name, "feed_shows": feed_shows, "reminder_policy": reminder_policy,
+                "arrival_window_minutes": arrival_window}
     serve = (ctx.obj or {}).get("serve") or serve_until_stopped
     listener = log_to_stderr()
     # waitress warns "Task queue depth is N" for every request that waits for a free thread;

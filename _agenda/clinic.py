@@ -13,7 +13,7 @@ from .identity import identities, identity
 from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
 from .slots import booking_window, CLOSURE_COVERS, day_states, free_slots, FREE, read_schedule
 from .visits import free_starts, the_visit, types_offered, visit_type
-from .booking import admit, book_visit, channel_of, move_channel, visit_of, Visit
+from .booking import admit, book_visit, brought_forward, channel_of, move_channel, visit_of, Visit
 
 log = logging.getLogger("agenda")
 SEARCH_WORDS, SEARCH_CHARS = 10, 200  # the most a patient search takes ("Nothing stalls the caller")
@@ -375,12 +375,24 @@ class Clinic:
              center_id=None, reason=None, waitlist_id=None, accept_overlap=False, source="api"):
         """A new appointment's id ("Booking"), through the one door ("One door for an appointment"): of the visit
         type asked (`speciality_id`: a type's id, or an area's for the doctor's default); a retry of the same
-        booking answers the same id; with `waitlist_id` (the desk) that patient's entry ends with it; with
-        `accept_overlap` (the desk) booked over the same patient's other visit on purpose."""
+        booking answers the same id; with `waitlist_id` (the desk) that patient's entry ends with it
+        (`book_waiting`); with `accept_overlap` (the desk) booked over the same patient's other visit on purpose."""
         visit = Visit(patient_id, doctor_id, speciality_id, center_id, insurance_id=insurance_id, reason=reason,
                       accept_overlap=accept_overlap)
-        return book_visit(self, visit, day, time_text, "waitlist" if waitlist_id else channel_of(source), source,
-                          waitlist_id=waitlist_id)
+        if waitlist_id:
+            return self.book_waiting(visit, day, time_text, waitlist_id, source)
+        return book_visit(self, visit, day, time_text, channel_of(source), source)
+
+    def book_waiting(self, visit, day, time_text, waitlist_id, source):
+        """A waiting patient booked from their entry, in one transaction that ends it: the later appointment the
+        entry would bring forward moved here (its id kept), else a new one ("Waiting list"). Its id."""
+        at = self.clock()
+        with self.db.transaction() as conn:
+            later = brought_forward(conn, waitlist_id, numeric_id(visit.patient_id))
+            if later is None:
+                return admit(self, conn, visit, day, time_text, "waitlist", at, source, waitlist_id=waitlist_id)
+            return self.moved(conn, later, day, time_text, visit.doctor_id, visit.center_id, at, source,
+                              visit.accept_overlap, channel="waitlist move", waitlist_id=waitlist_id)
 
     def move(self, appointment_id, *, day, time_text, doctor_id=None, center_id=None, source="api",
              accept_overlap=False):
@@ -390,16 +402,23 @@ class Clinic:
         at = self.clock()
         with self.db.transaction() as conn:
             before = self.appointment_row(appointment_id, CHANGE_CANCELLED)
-            self.refuse_attended(before, source)
-            doctor = self.require_doctor(doctor_id or before["doctor_id"])
-            if doctor["speciality_id"] != before["speciality_id"] and doctor["id"] != before["doctor_id"]:
-                raise invalid("the new doctor is of another speciality", "speciality", "doctorId")
-            same_doctor = doctor["id"] == before["doctor_id"]
-            kind = visit_type(conn, before["type_id"]) if before["type_id"] else None
-            visit = visit_of(before, kind.needs if kind else (), doctor_id=doctor["id"],
-                             center_id=center_id or (before["center_id"] if same_doctor else None),
-                             accept_overlap=accept_overlap)
-            return admit(self, conn, visit, day, time_text, move_channel(source, visit), at, source, moving=before)
+            return self.moved(conn, before, day, time_text, doctor_id, center_id, at, source, accept_overlap)
+
+    def moved(self, conn, before, day, time_text, doctor_id, center_id, at, source, accept_overlap=False,
+              channel=None, waitlist_id=None):
+        """Inside a transaction: the appointment row `before` moved through the door by `channel` (the move's own,
+        else `move_channel`); what only a move asks asked first. Its id."""
+        self.refuse_attended(before, source)
+        doctor = self.require_doctor(doctor_id or before["doctor_id"])
+        if doctor["speciality_id"] != before["speciality_id"] and doctor["id"] != before["doctor_id"]:
+            raise invalid("the new doctor is of another speciality", "speciality", "doctorId")
+        same_doctor = doctor["id"] == before["doctor_id"]
+        kind = visit_type(conn, before["type_id"]) if before["type_id"] else None
+        visit = visit_of(before, kind.needs if kind else (), doctor_id=doctor["id"],
+                         center_id=center_id or (before["center_id"] if same_doctor else None),
+                         accept_overlap=accept_overlap)
+        return admit(self, conn, visit, day, time_text, channel or move_channel(source, visit), at, source,
+                     moving=before, waitlist_id=waitlist_id)
 
     @staticmethod
     def refuse_attended(appointment, source):

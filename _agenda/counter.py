@@ -1,7 +1,7 @@
 """The counter ("Attendance", "To call", "Sobrecita"): what reception marks as patients come, or do not,
 the appointments that need a call, and an urgent patient squeezed in. No HTTP here."""
 
-from .values import ClinicError, invalid
+from .values import ClinicError, hhmm, invalid, minutes_of
 from .store import record_event, utc_iso, written_row
 from .booking import book_visit, Visit
 from .clinic import CHANGE_CANCELLED, TO_CALL
@@ -9,22 +9,46 @@ from .clinic import CHANGE_CANCELLED, TO_CALL
 MARKS = ("arrived", "seen", "no_show")  # the desk's own record, beside the caller's status
 
 
+def open_marks(clinic, day_iso, start):
+    """The marks the desk may set now on a visit of `day_iso` at `start` ("Attendance"): on an earlier day all;
+    on its day arrived and seen from the arrival window before its start, no_show from its start; none later."""
+    now = clinic.clock().astimezone(clinic.tz)
+    today, minute = now.date().isoformat(), now.hour * 60 + now.minute
+    if day_iso != today:
+        return MARKS if day_iso < today else ()
+    opens = minutes_of(start) - clinic.settings.arrival_window_minutes
+    return tuple(mark for mark in MARKS if minute >= (minutes_of(start) if mark == "no_show" else opens))
+
+
 def mark_attendance(clinic, appointment_id, mark, source):
-    """Mark an appointment of today or before: arrived (now), seen, no_show, or None to undo a mistake;
-    audited. The caller's status never changes for it."""
+    """Mark an appointment when its time has come (`open_marks`): arrived (now), seen, no_show, or None to undo a
+    mistake; audited. The caller's status never changes for it."""
     if mark is not None and mark not in MARKS:
         raise invalid(f"attendance must be one of {', '.join(MARKS)}", "attendance_mark")
     at = clinic.clock()
     with clinic.db.transaction() as conn:
         before = clinic.appointment_row(appointment_id, CHANGE_CANCELLED)
-        if mark is not None and before["date"] > clinic.today().isoformat():
-            raise ClinicError("APPOINTMENT_NOT_TODAY", "that appointment is on a later day: mark it on its day")
+        if mark is not None and mark not in open_marks(clinic, before["date"], before["time"]):
+            refuse_too_early(clinic, before, mark)
         arrived_at = utc_iso(at) if mark == "arrived" else before["arrived_at"] if mark == "seen" else None
         after = written_row(conn, "UPDATE appointments SET attendance = ?, arrived_at = ?, updated_at = ? WHERE id = ?",
                             (mark, arrived_at, utc_iso(at), before["id"]))
         record_event(conn, at, source, f"appointment.{mark or 'attendance_undone'}", "appointment", before["id"],
                      before=before, after=after)
     return after
+
+
+def refuse_too_early(clinic, appointment, mark):
+    """APPOINTMENT_NOT_TODAY for a mark whose time has not come: a later day; a no-show before the visit's
+    start; an arrival before the arrival window."""
+    if appointment["date"] > clinic.today().isoformat():
+        raise ClinicError("APPOINTMENT_NOT_TODAY", "that appointment is on a later day: mark it on its day")
+    if mark == "no_show":
+        raise ClinicError("APPOINTMENT_NOT_TODAY", f"the visit starts at {appointment['time']}: a no-show is marked "
+                          "from then", "no_show_before_start")
+    opens = max(0, minutes_of(appointment["time"]) - clinic.settings.arrival_window_minutes)
+    raise ClinicError("APPOINTMENT_NOT_TODAY", f"the visit starts at {appointment['time']}: it is marked from "
+                      f"{hhmm(opens)}", "arrival_window")
 
 
 def to_call(clinic, reader):

@@ -33,6 +33,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/calls", desk_calls, DESK),
     ("GET", "/desk/waitlist", desk_waitlist, DESK),
     ("POST", "/desk/waitlist", desk_add_waiting, DESK),
+    ("POST", "/desk/waitlist/search", desk_waitlist, {**DESK, "no_change": True}),  # the add form's search: no change
     ("POST", "/desk/waitlist/<entry_id:int>/remove", desk_end_waiting, DESK),
     ("GET", "/desk/book", desk_book_page, DESK),
     ("POST", "/desk/book", desk_book, DESK),

@@ -4,18 +4,22 @@ series), a series, and the waiting list."""
 
 import datetime as dt
 import functools
+import urllib.parse
 
 import bottle
 
-from .values import all_fields, ClinicError, format_date, invalid, parse_date, parse_time, patient_fields
-from .counter import mark_attendance, squeeze_in
-from .series import book_series, cancel_rest, parse_every, preview_series
-from .waitlist import add_waiting, end_waiting, fits, free_now, named, NAMED_UNDER, PAGE, waiting, window_text
+from .values import all_fields, ClinicError, format_date, invalid, numeric_id, parse_date, parse_time, patient_fields
+from .counter import mark_attendance, open_marks, squeeze_in
+from .series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
+from .waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
+                       waiting, window_text)
 from .texts import translator
 from .timeline import local_time
 from .web import clinic, query_text, status_of
 from .desk_shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
                           desk_wrong_fields, done, form, who_booked)
+
+LEFT_SHOWN = 12  # the dates a series left out that its flash names (the cookie is small)
 
 
 def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=None, patient=None, existing=None,
@@ -32,6 +36,7 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=No
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
     typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason",
                                                  "guardianNif", "insuranceId", "underGuardian")}
+    typed["insuranceId"] = typed["insuranceId"] or query_text("insuranceId") or ""  # carried from the waiting list
     try:
         found = clinic().search_patients(q, reader=desk_source()) if q else None
     except ClinicError as refusal:
@@ -40,9 +45,12 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=No
     if chosen and not q:
         found = [clinic().patient_record(chosen, reader=desk_source())]
     offers = way_on(doctor, slot, typed["insuranceId"] or None) if lost and chosen and not q else None
+    waitlist_id = query_text("waitlistId") or form("waitlistId")  # the waiting patient, carried from the list
+    entry = entry_of(waitlist_id)
     return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances_here(
-                         doctor, slot), q=q, typed=typed, error=error, wrong=wrong or {},
-                     waiting_here=waiting_for(doctor, slot), waitlist_id=query_text("waitlistId") or form("waitlistId"),
+                         doctor, slot), q=q, typed=typed, error=error, wrong=wrong or {}, waitlist_id=waitlist_id,
+                     entry=entry, waiting_here=[w for w in waiting_for(doctor, slot) if entry is None
+                                                or w["id"] != entry["id"]],
                      booked=booked, elsewhere=elsewhere, kinds=kinds, starts=[] if offers else starts, offers=offers,
                      existing=found[0] if existing and found else None, focus=first_focus(offers, found, error),
                      center_name=catalog_names("centers").get(slot["centerId"]))
@@ -121,6 +129,12 @@ def waiting_for(doctor, slot):
     if not free or slot.get("squeeze"):
         return []
     return named(clinic(), [entry for entry in waiting(clinic()) if fits(entry, free[0])][:PAGE], desk_source())
+
+
+def entry_of(waitlist_id):
+    """The waiting entry `waitlist_id` names while it waits (with the visit it would bring forward), or None."""
+    return next((entry for entry in waiting(clinic()) if str(entry["id"]) == str(waitlist_id)), None) \
+        if waitlist_id else None
 
 
 def desk_book():
@@ -209,7 +223,8 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
                      doctors=doctors, to_doctor=to_doctor, empty=empty, error=error,
                      insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
                      doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
-                     today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"))
+                     today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"),
+                     marks=open_marks(clinic(), appointment["date"], appointment["start"]))
 
 
 def desk_move(appointment_id):
@@ -246,28 +261,44 @@ def desk_cancel_rest(appointment_id):
 
 
 def desk_series():
-    """A series for the patient chosen: the preview of its dates (step=preview), then booked (step=book)."""
+    """A series for the patient chosen: the preview of its dates with the ways to book it that book 2 or more
+    (step=preview), then booked the way chosen (take), the dates left out said to call ("Series")."""
     slot = {name: form(name) for name in ("doctorId", "date", "time", "centerId", "patientId")}
     asked = {"n": form("n") or "1", "unit": form("unit") if form("unit") in ("w", "d") else "w",
              "count": form("count") or "6"}
+    take = form("take") if form("take") in TAKES else "all" if form("step") == "book" else None
+    patient, series, error, status = clinic().patient_record(slot["patientId"], desk_source()), None, None, 200
     try:
         series = all_fields({"first": lambda: parse_date(slot["date"] or "", "date"),
                              "time_text": lambda: parse_time(slot["time"] or "", "time"),
                              "every_days": lambda: parse_every(asked["n"] + asked["unit"]),
                              "count": lambda: int(asked["count"]) if asked["count"].isdigit() else invalid_count()})
         series.update(doctor_id=slot["doctorId"], center_id=slot["centerId"])
-        patient = clinic().patient_record(slot["patientId"], reader=desk_source())
-        if form("step") == "book":
-            _, booked = book_series(clinic(), patient_id=slot["patientId"], insurance_id=form("insuranceId"),
-                                    reason=form("reason"), nearest=bool(form("nearest")), source=desk_source(), **series)
-            return done(day_address(series["first"], slot["centerId"]), ("series_done", {"count": len(booked)}),
-                        patient=patient["id"])
-        sessions, error = preview_series(clinic(), **series), None
+        if take:
+            return desk_book_series(series, take, slot, patient)
+    except ClinicError as refusal:  # asked badly, or no longer bookable that way: the preview again, if it can
+        error, status = desk_refusal(refusal), status_of(refusal)
+    try:
+        sessions = preview_series(clinic(), **series) if series else []
     except ClinicError as refusal:
-        sessions, error, patient = [], desk_refusal(refusal), clinic().patient_record(slot["patientId"], desk_source())
-    return desk_page("series", status=400 if error and not sessions else 200, slot=slot, asked=asked, patient=patient,
-                     sessions=sessions, error=error, doctor=clinic().require_doctor(slot["doctorId"]),
+        sessions, error, status = [], error or desk_refusal(refusal), status if error else status_of(refusal)
+    return desk_page("series", status=status, slot=slot, asked=asked, patient=patient, sessions=sessions,
+                     choices=series_choices(sessions), error=error, doctor=clinic().require_doctor(slot["doctorId"]),
                      typed={"reason": form("reason") or "", "insuranceId": form("insuranceId") or ""})
+
+
+def desk_book_series(series, take, slot, patient):
+    """Book the series the way chosen (TAKES) and go to its first day, saying how many were booked and which dates
+    were left out, to call (the first few, when many)."""
+    nearest, fits = TAKES[take]
+    _, booked, left = book_series(clinic(), patient_id=slot["patientId"], insurance_id=form("insuranceId"),
+                                  reason=form("reason"), nearest=nearest, fits=fits, source=desk_source(), **series)
+    said = [("series_done", {"count": len(booked)})]
+    if left:
+        shown = ", ".join(format_date(day) for day in left[:LEFT_SHOWN])
+        said.append(("series_left_out", {"dates": shown + (f" (+{len(left) - LEFT_SHOWN})" if len(left) > LEFT_SHOWN
+                                                           else "")}))
+    done(day_address(series["first"], slot["centerId"]), *said, patient=patient["id"])
 
 
 def invalid_count():
@@ -294,37 +325,73 @@ def desk_attendance(appointment_id):
          day_address(dt.date.fromisoformat(after["date"]), after["center_id"]), said, patient=after["patient_id"])
 
 
-def desk_waitlist(error=None, status=200):
-    """The waiting list, oldest first; the free slots of the next two weeks that fit someone waiting
-    ("Waiting list"); a form to add a patient."""
+def desk_waitlist(error=None, status=200, wrong=None):
+    """The waiting list, oldest first; the free slots of the next two weeks that fit someone waiting, each
+    "Reservar" carrying the patient, their entry, type and insurance to the booking form ("Waiting list"); a
+    form to add a patient found by a search, with the later appointment the entry would bring forward."""
     entries, page = waiting(clinic()), int(query_text("page")) if (query_text("page") or "").isdigit() else 0
     free = free_now(clinic(), entries)
     shown = entries[page * PAGE:(page + 1) * PAGE]  # only those drawn are read, through the one door
     names = {entry["id"]: entry for entry in named(clinic(), shown + [w for _, fitting in free
                                                                        for w in fitting[:NAMED_UNDER]], desk_source())}
-    typed = {name: form(name) or "" for name in ("nif", "doctorId", "specialityId", "centerId", "dateFrom", "dateTo",
-                                                 "timeFrom", "timeTo", "note")}
+    typed = {name: form(name) or "" for name in ("doctorId", "specialityId", "centerId", "dateFrom", "dateTo",
+                                                 "timeFrom", "timeTo", "note", "insuranceId", "appointmentId")}
+    try:
+        found, chosen = waiting_patient()
+    except ClinicError as refusal:  # a search too long: said beside it
+        (found, chosen), error, status, wrong = (None, None), desk_refusal(refusal), status_of(refusal), \
+            desk_wrong_fields(refusal)
     return desk_page("waitlist", status=status, entries=[names[w["id"]] for w in shown if w["id"] in names],
                      free=[(slot, [names[w["id"]] for w in fitting[:NAMED_UNDER] if w["id"] in names],
                             len(fitting) - NAMED_UNDER) for slot, fitting in free],
                      page=page, pages=-(-len(entries) // PAGE), waiting_count=len(entries), typed=typed,
-                     error=error, doctors=clinic().doctors(), specialities=catalog_names("specialities"),
-                     centers=desk_centers(), window_text=window_text)
+                     error=error, wrong=wrong or {}, doctors=clinic().doctors(),
+                     specialities=catalog_names("specialities"), centers=desk_centers(), window_text=window_text,
+                     insurances=catalog_names("insurances"), q=form("q") or "", found=found, chosen=chosen,
+                     later=later_appointments(clinic(), chosen["id"]) if chosen else [], booking_of=booking_of)
+
+
+def waiting_patient():
+    """(the patients the add form's search found, or None; the patient chosen, or None), through the one door: the
+    one a button chose (or ?patientId=), else the only one the search found."""
+    chosen = form("patientId") or query_text("patientId")
+    if chosen:
+        return None, clinic().patient_record(chosen, reader=desk_source())
+    found = clinic().search_patients(form("q"), reader=desk_source()) if form("q") else None
+    return found, found[0] if found and len(found) == 1 else None
+
+
+def booking_of(slot, entry):
+    """The booking form's address for a waiting entry on a free slot: the slot, the patient, the entry, its visit
+    type and its insurance, so that reception books without searching again."""
+    asked = {"doctorId": slot.doctor_id, "date": slot.date_text, "time": slot.time, "centerId": slot.center_id,
+             "patientId": entry["patient_id"], "waitlistId": entry["id"], "typeId": entry["type_id"],
+             "insuranceId": entry["insurance_id"]}
+    return "/desk/book?" + urllib.parse.urlencode({key: value for key, value in asked.items() if value}, safe="/:")
 
 
 def desk_add_waiting():
-    """Put a patient (found by NIF) on the waiting list for a doctor or a speciality."""
+    """Put the patient chosen (found by a search) on the waiting list for a doctor or a speciality, with the
+    insurance to book with and the later appointment it would bring forward, when given."""
     try:
-        window = all_fields({"first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
+        window = all_fields({"patient_id": patient_chosen,
+                             "first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
                              "last": lambda: parse_date(form("dateTo") or "", "dateTo")})
-        patient = clinic().find_patient(form("nif") or "", reader=desk_source())
-        add_waiting(clinic(), patient_id=patient["id"], doctor_id=form("doctorId"),
+        add_waiting(clinic(), doctor_id=form("doctorId"),
                     speciality_id=None if form("doctorId") else form("specialityId"), center_id=form("centerId"),
-                    time_from=form("timeFrom"), time_to=form("timeTo"), note=form("note"), source=desk_source(),
+                    time_from=form("timeFrom"), time_to=form("timeTo"), note=form("note"),
+                    appointment_id=form("appointmentId"), insurance_id=form("insuranceId"), source=desk_source(),
                     **window)
     except ClinicError as error:
-        return desk_waitlist(desk_refusal(error), status_of(error))
-    done("/desk/waitlist", ("waiting_added", {}), patient=patient["id"])
+        return desk_waitlist(desk_refusal(error), status_of(error), desk_wrong_fields(error))
+    done("/desk/waitlist", ("waiting_added", {}), patient=numeric_id(form("patientId")))
+
+
+def patient_chosen():
+    """The add form's patient, chosen after a search; refused beside the search when none is."""
+    if not form("patientId"):
+        raise invalid("choose the patient: search by name, NIF or phone", "required", "patientId")
+    return form("patientId")
 
 
 def desk_end_waiting(entry_id):

@@ -1,6 +1,6 @@
 """Series of sessions ("Series"): one patient's appointments every N days or weeks, previewed date by
-date (each date's slot, or why not and the nearest free one), booked together in one transaction,
-then each its own. No HTTP here."""
+date (each date's slot, or why not and the nearest free one), booked together in one transaction (every
+date, or what fits with the others left out to call), then each its own. No HTTP here."""
 
 import datetime as dt
 import re
@@ -9,7 +9,7 @@ from typing import NamedTuple
 from .values import ClinicError, format_date, invalid, minutes_of, numeric_id
 from .store import record_event, utc_iso, written_row
 from .slots import read_schedule, slot_state
-from .booking import admit, live_patient, retried, Visit
+from .booking import admit, live_patient, Visit
 from .clinic import CANCEL_CANCELLED
 
 EVERY = re.compile(r"([1-9][0-9]?)\s*([wsd])")  # 1w, 2w, 10d; s for semana
@@ -22,6 +22,12 @@ class Session(NamedTuple):
     slot: object
     reason: str | None
     nearest: object
+
+
+NEAREST_DAYS = 7  # a date's nearest free slot is looked for that day and the 7 days after it
+# How the desk may book a previewed series ("Series"): (take the nearest free slot where the time asked is
+# not free, leave out a date with no slot for reception to call). "all" books every date at its time or nothing.
+TAKES = {"all": (False, False), "nearest": (True, False), "fits": (False, True), "nearest-fits": (True, True)}
 
 
 def parse_every(text):
@@ -40,60 +46,112 @@ def series_dates(first, every_days, count):
 
 def preview_series(clinic, *, doctor_id, first, time_text, every_days, count, center_id=None, speciality_id=None):
     """Each Session of the series, by the desk's rules, of the visit type asked (`speciality_id`; the doctor's
-    default): the slot asked for, or the reason it is not free and the nearest free slot that day (closest in
-    time) or else the next day."""
+    default): the slot asked for, or the reason it is not free and the nearest free slot of that day and the
+    NEAREST_DAYS after it (`nearest_free`), none taken twice by one series."""
     doctor = clinic.require_doctor(doctor_id)
-    sessions = []
-    for day in series_dates(first, every_days, count):
-        free = clinic.availability(doctor_id=doctor["id"], speciality_id=speciality_id, center_id=center_id,
-                                   first=day, last=day + dt.timedelta(days=1), channel="desk")
-        asked = next((slot for slot in free if slot.date == day and slot.time == time_text), None)
-        if asked is not None:
-            sessions.append(Session(day, asked, None, None))
+    dates = series_dates(first, every_days, count)
+    free = {day: clinic.availability(doctor_id=doctor["id"], speciality_id=speciality_id, center_id=center_id,
+                                     first=day, last=day + dt.timedelta(days=NEAREST_DAYS), channel="desk")
+            for day in dates}
+    asked = {day: next((slot for slot in free[day] if slot.date == day and slot.time == time_text), None)
+             for day in dates}
+    used, sessions = [slot for slot in asked.values() if slot is not None], []
+    for day in dates:
+        if asked[day] is not None:
+            sessions.append(Session(day, asked[day], None, None))
             continue
         schedule = read_schedule(clinic.conn(), [doctor["id"]], day, day)
         reason, _ = slot_state(schedule, clinic.window("desk"), doctor["id"], day, time_text, center_id)
-        same_day = [slot for slot in free if slot.date == day]
-        nearest = min(same_day, key=lambda slot: abs(minutes_of(slot.time) - minutes_of(time_text))) \
-            if same_day else next(iter(free), None)
+        nearest = nearest_free(free[day], day, time_text, used)
+        used += [nearest] if nearest else []
         sessions.append(Session(day, None, reason, nearest))
     return sessions
 
 
+def nearest_free(free, day, time_text, used=()):
+    """The free slot nearest `day` at `time_text`: that day the closest in time, else the soonest day after it
+    (there the closest in time); never one overlapping a slot in `used`. None when there is none."""
+    def clashes(slot):
+        return any(slot.date == other.date and slot.time < other.end_time and other.time < slot.end_time
+                   for other in used)
+    return min((slot for slot in free if not clashes(slot)), default=None, key=lambda slot: (
+        (slot.date - day).days, abs(minutes_of(slot.time) - minutes_of(time_text)), slot.time))
+
+
+def what_it_books(sessions, nearest=False, fits=False):
+    """([(Session, the slot it takes)], [Session left out]) of a previewed series booked this way (TAKES): a
+    date whose time is not free takes its nearest slot with `nearest`; a date with no slot refuses the whole
+    series, or with `fits` is left out. SLOT_NOT_AVAILABLE when it would book fewer than 2."""
+    taking = [(session, session.slot or (session.nearest if nearest else None)) for session in sessions]
+    left = [session for session, slot in taking if slot is None]
+    kept = [(session, slot) for session, slot in taking if slot is not None]
+    reason = (left[0].reason if left else None) or "taken"
+    if left and not fits:
+        raise ClinicError("SLOT_NOT_AVAILABLE", f"the series is not free on {dates_text(left)}; " + (
+            f"no free slot within {NEAREST_DAYS} days after; book only the dates that fit, or another time" if nearest
+            else "take the nearest free slots, book only the dates that fit, or another time"), reason=reason)
+    if len(kept) < 2:
+        raise ClinicError("SLOT_NOT_AVAILABLE", f"only {len(kept)} of its dates fit: a series books 2 or more; book "
+                          "that one alone, or another time", reason=reason)
+    return kept, left
+
+
+def dates_text(sessions):
+    return ", ".join(format_date(session.day) for session in sessions)
+
+
+def series_choices(sessions):
+    """The ways the desk offers to book a previewed series: [(take, how many it books, how many left out)], each
+    booking 2 or more, no two booking the same slots (the plainer kept), those booking more first; none when no
+    way books 2 ("Series")."""
+    found, outcomes = [], set()
+    for take, (nearest, fits) in TAKES.items():
+        try:
+            kept, left = what_it_books(sessions, nearest, fits)
+        except ClinicError:
+            continue
+        outcome = tuple(slot for _, slot in kept)
+        if outcome not in outcomes:
+            outcomes.add(outcome)
+            found.append((take, len(kept), len(left)))
+    return sorted(found, key=lambda choice: -choice[1])
+
+
 def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, count, center_id=None,
-                insurance_id=None, reason=None, nearest=False, speciality_id=None, source):
-    """Book every session of the series in one transaction, each through the one door: the slot asked for, or
-    with `nearest` the nearest free one; a date with neither refuses the whole series. [(id, Session)] in
-    date order; the same series sent again (a double click) answers the one booked."""
+                insurance_id=None, reason=None, nearest=False, fits=False, speciality_id=None, source):
+    """Book the series in one transaction, each session through the one door: the slot asked for, or with
+    `nearest` the nearest free one; a date with neither refuses the whole series, or with `fits` is left out
+    for reception to call (`what_it_books`). (series id, [(id, Session)] in date order, [dates left out]); the
+    same series sent again (a double click) answers the one booked."""
     at, patient_key = clinic.clock(), numeric_id(patient_id)
+    doctor = clinic.require_doctor(doctor_id)
     with clinic.db.transaction() as conn:
-        again = retried(conn, patient_key, doctor_id, first, time_text)
-        if again is not None and again["series_id"] is not None and conn.execute(
-                "SELECT 1 FROM series WHERE id = ? AND every_days = ? AND count = ?",
-                (again["series_id"], every_days, count)).fetchone():
-            return again["series_id"], [(str(row["id"]), None) for row in conn.execute(
-                "SELECT id FROM appointments WHERE series_id = ? ORDER BY date, time", (again["series_id"],))]
+        again = conn.execute(
+            "SELECT id, left_out FROM series s WHERE patient_id = ? AND doctor_id = ? AND every_days = ? AND asked = ?"
+            " AND first_date = ? AND first_time = ? AND EXISTS (SELECT 1 FROM appointments a WHERE a.series_id = s.id"
+            " AND a.status != 'cancelled') ORDER BY id DESC LIMIT 1",
+            (patient_key, doctor["id"], every_days, count, first.isoformat(), time_text)).fetchone()
+        if again is not None:
+            return again["id"], [(str(row["id"]), None) for row in conn.execute(
+                "SELECT id FROM appointments WHERE series_id = ? ORDER BY date, time", (again["id"],))], \
+                [dt.date.fromisoformat(day) for day in again["left_out"].split()]
         live_patient(conn, patient_key)
         sessions = preview_series(clinic, doctor_id=doctor_id, first=first, time_text=time_text,
                                   every_days=every_days, count=count, center_id=center_id, speciality_id=speciality_id)
-        missing = [s for s in sessions if s.slot is None and (not nearest or s.nearest is None)]
-        if missing:
-            raise ClinicError("SLOT_NOT_AVAILABLE", "the series is not free on " + ", ".join(
-                format_date(s.day) for s in missing) + ("; no free slot that day or the next" if nearest else
-                                                        "; take the nearest free slots, or another time"),
-                              reason=missing[0].reason or "taken")
-        doctor = clinic.require_doctor(doctor_id)
-        series = written_row(conn, "INSERT INTO series (patient_id, doctor_id, every_days, count, created_at)"
-                             " VALUES (?, ?, ?, ?, ?)", (patient_key, doctor["id"], every_days, count, utc_iso(at)))
+        kept, left = what_it_books(sessions, nearest, fits)
+        series = written_row(
+            conn, "INSERT INTO series (patient_id, doctor_id, every_days, count, created_at, first_date, first_time,"
+            " asked, left_out) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (patient_key, doctor["id"], every_days, len(kept), utc_iso(at), first.isoformat(), time_text, count,
+             " ".join(session.day.isoformat() for session in left)))
         booked = []
-        for session in sessions:
-            slot = session.slot or session.nearest
+        for session, slot in sorted(kept, key=lambda pair: (pair[1].date, pair[1].time)):
             visit = Visit(patient_key, doctor["id"], speciality_id, center_id=slot.center_id,
                           insurance_id=insurance_id, reason=reason, series_id=series["id"])
             booked.append((admit(clinic, conn, visit, slot.date, slot.time, "series", at, source), session))
         record_event(conn, at, source, "series.booked", "series", series["id"],
                      after={**series, "appointments": [int(appointment_id) for appointment_id, _ in booked]})
-    return series["id"], booked
+    return series["id"], booked, [session.day for session in left]
 
 
 def cancel_rest(clinic, appointment_id, reason, source):

@@ -6,6 +6,7 @@ import datetime as dt
 from typing import NamedTuple
 
 from .values import format_date, hhmm, minutes_of
+from .counter import open_marks
 
 # Slot states a column draws as one block however many slots they cover, and their words' keys.
 MERGED = {"too_soon": "past", "closed": "closed", "beyond_horizon": "beyond_horizon", "doctor_retired": "retired",
@@ -70,7 +71,8 @@ def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
                                                     appointment["speciality_id"], day))
         column["cards"].append({**appointment, "from": minutes_of(appointment["start"]),
                                 "to": minutes_of(appointment["end"]), "busy_to": minutes_of(appointment["busy_until"]),
-                                "arrived_local": local_time(clinic, appointment)})
+                                "arrived_local": local_time(clinic, appointment),
+                                "marks": open_marks(clinic, appointment["date"], appointment["start"])})
 
 
 def local_time(clinic, appointment):

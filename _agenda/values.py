@@ -47,6 +47,7 @@ class Settings:
     desk_horizon_months: int = 18
     clinic_name: str = ""
     feed_shows: str = "time"
+    arrival_window_minutes: int = 120  # the desk marks an arrival from this long before the visit, on its day
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:
@@ -63,6 +64,8 @@ class Settings:
             raise ValueError("the desk's minimum notice must be 0 minutes or more")
         if not 1 <= self.desk_horizon_months <= 120:
             raise ValueError("the desk's booking horizon must be 1 to 120 months")
+        if not 0 <= self.arrival_window_minutes <= 24 * 60:
+            raise ValueError("the arrival window must be 0 to 1440 minutes")
         if self.max_body_bytes < 1024:
             raise ValueError("body limit must be at least 1024 bytes")
         if self.desk_idle_minutes < 1:

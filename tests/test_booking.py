@@ -86,10 +86,14 @@ def test_every_channel_books_and_moves_through_the_door(api, db_path, tmp_path, 
     clinic.book(day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=eva, source="desk:ana")  # desk
     squeezed = squeeze_in(clinic, day=TUESDAY, time_text="10:10", doctor_id="MARTIN", patient_id=ana, source="cli")
     clinic.move(squeezed, day=TUESDAY, time_text="10:20", source="desk:ana")  # a sobrecita moved
-    book_series(clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2), time_text="09:00",
-                every_days=7, count=2, source="desk:ana")
+    _, sessions, _ = book_series(clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2),
+                                 time_text="09:00", every_days=7, count=2, source="desk:ana")
     add_waiting(clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY, source="desk:ana")
     take_from_the_waitlist(desk, "10:30").submit()
+    forward = add_waiting(clinic, patient_id=eva, appointment_id=sessions[1][0], first=TUESDAY,
+                          last=dt.date(2026, 11, 27), source="desk:ana")
+    clinic.book(day=dt.date(2026, 11, 27), time_text="09:00", doctor_id="MARTIN", patient_id=eva,
+                waitlist_id=forward, source="desk:ana")  # a waiting move
     imported = cli(db_path, "import-appointments", write(tmp_path / "old.csv", (
         "date,time,duration,doctor,center,nif,name,phone,reason,insurance,status\n"
         "26/11/2026,09:05,45,MARTIN,C1,12345678Z,,,,,\n")))

@@ -11,10 +11,11 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 import agenda
-from _agenda.counter import mark_attendance, to_call
+from _agenda.counter import mark_attendance, open_marks, to_call
 from _agenda.values import fold
 
 from conftest import assert_error, Clock, MONDAY, valid_dni
+from test_desk import log_in, PASSWORD
 
 
 def names_found(clinic, text):
@@ -127,6 +128,95 @@ def test_attendance_is_the_desks_record_and_the_caller_may_not_undo_a_visit(api,
             "appointment.cancelled"] == [a for a in actions if a != "appointment.booked"]
 
 
+def afternoon_of_nunez(api):
+    """NUÑEZ's Monday afternoon (23/11, Norte): two visits booked at the desk, 16:00 and 16:30; their ids."""
+    clinic = api.app.clinic
+    return [clinic.book(day=dt.date(2026, 11, 23), time_text=start, doctor_id="NUNEZ", source="desk:ana",
+                        patient_id=api.new_patient(nif=valid_dni(40 + n), name=f"P{n}"))
+            for n, start in enumerate(("16:00", "16:30"))]
+
+
+def refusal(call):
+    with pytest.raises(agenda.ClinicError) as refused:
+        call()
+    return refused.value.code, refused.value.rule
+
+
+def test_an_arrival_is_marked_from_two_hours_before_and_a_no_show_from_the_visits_start(api, clock):
+    clinic = api.app.clinic
+    four, half_past = afternoon_of_nunez(api)
+    clock.set(2026, 11, 23, 9, 52)  # the morning: too early for either
+    assert refusal(lambda: mark_attendance(clinic, four, "arrived", "desk:ana")) == ("APPOINTMENT_NOT_TODAY",
+                                                                                    "arrival_window")
+    assert refusal(lambda: mark_attendance(clinic, half_past, "no_show", "desk:ana")) == ("APPOINTMENT_NOT_TODAY",
+                                                                                         "no_show_before_start")
+    assert clinic.appointment(four)["attendance"] is None
+    assert api.delete(f"/appointments/{four}").status_int == 204  # the voice agent cancels it as before
+    four = clinic.book(  # booked again by reception
+        day=dt.date(2026, 11, 23), time_text="16:00", doctor_id="NUNEZ", patient_id=api.new_patient(), source="desk:ana")
+    clock.set(2026, 11, 23, 14, 0)  # two hours before 16:00, 2h30 before 16:30
+    assert open_marks(clinic, "2026-11-23", "16:00") == ("arrived", "seen")
+    assert refusal(lambda: mark_attendance(clinic, half_past, "arrived", "desk:ana"))[1] == "arrival_window"
+    assert mark_attendance(clinic, four, "arrived", "desk:ana")["arrived_at"] == "2026-11-23T13:00:00+00:00"
+    assert_error(api.delete(f"/appointments/{four}"), 409, "APPOINTMENT_ATTENDED")  # arrived: as before
+    clock.set(2026, 11, 23, 16, 29)
+    assert refusal(lambda: mark_attendance(clinic, half_past, "no_show", "desk:ana"))[1] == "no_show_before_start"
+    clock.set(2026, 11, 23, 16, 30)
+    assert mark_attendance(clinic, half_past, "no_show", "desk:ana")["attendance"] == "no_show"
+    clock.set(2026, 11, 24, 8, 0)  # the next morning: yesterday's visits take any mark
+    assert open_marks(clinic, "2026-11-23", "16:30") == ("arrived", "seen", "no_show")
+    assert open_marks(clinic, "2026-11-25", "09:00") == ()
+
+
+@pytest.mark.parametrize("window, now, marks", [(30, "15:29", ()), (30, "15:30", ("arrived", "seen")),
+                                                (0, "15:59", ()), (0, "16:00", ("arrived", "seen", "no_show")),
+                                                (1440, "00:00", ("arrived", "seen"))])  # never before its day
+def test_the_arrival_window_is_the_clinics_setting(make_api, clock, window, now, marks):
+    api = make_api(arrival_window_minutes=window)
+    clock.set(2026, 11, 23, *map(int, now.split(":")))
+    assert open_marks(api.app.clinic, "2026-11-23", "16:00") == marks
+    assert open_marks(api.app.clinic, "2026-11-24", "00:30") == ()
+
+
+def test_agenda_run_takes_the_arrival_window_from_its_option_or_the_environment(db_path, tmp_path):
+    agenda.open_database(db_path).close()
+    served = {}
+    runner = CliRunner(env={"AGENDA_DB": str(db_path), "AGENDA_SECRET": "s3cret", "AGENDA_ARRIVAL_WINDOW": "45"})
+    started = runner.invoke(agenda.cli, ["run"], obj={"serve": lambda app, **options: served.update(app=app)})
+    assert started.exit_code == 0, started.output
+    assert served["app"].clinic.settings.arrival_window_minutes == 45
+    served["app"].clinic.db.close()
+    wrong = runner.invoke(agenda.cli, ["run", "--arrival-window", "2000"], obj={"serve": lambda app, **options: None})
+    assert wrong.exit_code == 2 and "--arrival-window" in wrong.output
+    assert "AGENDA_ARRIVAL_WINDOW" in runner.invoke(agenda.cli, ["run", "-h"]).output
+    with pytest.raises(ValueError):
+        agenda.Settings(arrival_window_minutes=-1)
+
+
+def test_the_desk_shows_only_the_marks_whose_time_has_come_and_refuses_the_others(api, clock):
+    four, half_past = afternoon_of_nunez(api)
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+
+    def buttons_at(hour, minute):
+        """Each card's quick buttons on the day at that time (logged in again: hours pass between)."""
+        clock.set(2026, 11, 23, hour, minute)
+        assert log_in(desk).status_int == 303
+        day = desk.get("/desk/day?date=23/11/2026&centerId=C2").html
+        return [[b.text for b in card.select("form.quick button")] for card in day.select(".timeline article.card")]
+    assert buttons_at(9, 52) == [[], []]
+    page = desk.get(f"/desk/appointments/{four}")
+    assert page.html.select(f"form[action='/desk/appointments/{four}/attendance'] button") == []
+    csrf = page.html.find("input", attrs={"name": "csrf"})["value"]
+    early = desk.post(f"/desk/appointments/{four}/attendance", {"csrf": csrf, "mark": "arrived"}, expect_errors=True)
+    assert early.status_int == 409 and "Aún es pronto: la llegada se marca desde un rato antes" in early.text
+    assert buttons_at(14, 5) == [["Llegó"], []]
+    assert buttons_at(16, 1) == [["Llegó", "No vino"], ["Llegó"]]
+    page = desk.get(f"/desk/appointments/{four}")
+    assert [b.text for b in page.html.select(f"form[action='/desk/appointments/{four}/attendance'] button")] == [
+        "Llegó", "Atendido", "No vino"]
+
+
 def test_a_no_show_may_be_moved_by_the_caller(api, clock):
     clinic, patient = api.app.clinic, api.new_patient()
     booked = api.book(patient)
@@ -211,11 +301,9 @@ def test_a_patients_overlapping_visits_that_came_in_are_kept_and_listed_until_on
     assert runner.invoke(agenda.cli, ["import-appointments", str(old)], obj={"now": Clock(MONDAY)}).exit_code == 0
     status = runner.invoke(agenda.cli, ["status"], obj={"now": Clock(MONDAY)}).output
     assert "Overlaps:     1 pair of one patient's coming visits overlap" in status
-    api.app.accounts.add_staff("ana", "correct horse battery")
+    api.app.accounts.add_staff("ana", PASSWORD)
     desk = webtest.TestApp(api.app)
-    form = desk.get("/desk/login").forms[0]
-    form["name"], form["password"] = "ana", "correct horse battery"
-    form.submit()
+    assert log_in(desk).status_int == 303
     listed = desk.get("/desk/calls").html.select("ul.overlaps li a")
     assert [link["href"] for link in listed] == ["/desk/appointments/1", "/desk/appointments/2"]
     api.app.clinic.move("2", day=dt.date(2026, 11, 24), time_text="09:40", source="desk:ana")

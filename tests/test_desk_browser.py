@@ -469,6 +469,10 @@ def test_arrival_and_no_show_at_the_counter(clinic_desk, clock):
     desk.day("23/11/2026")
     desk.click(desk.button("Llegó", desk.card("Ana García")))
     assert "● llegó 09:35" in desk.card("Ana García").text
+    pablo = [b.text for b in desk.card("Pablo Ortega").find_elements(By.TAG_NAME, "button")]
+    assert pablo == ["Llegó"]  # his visit is at 10:00: a no-show only from then
+    clock.set(2026, 11, 23, 10, 2)
+    desk.day("23/11/2026")
     desk.click(desk.button("No vino", desk.card("Pablo Ortega")))
     assert "✗ no vino" in desk.card("Pablo Ortega").text
     assert not desk.card("Ana García").find_elements(By.TAG_NAME, "button")  # marked: no quick buttons
@@ -624,7 +628,7 @@ def test_a_six_week_series_with_a_closed_date_books_the_nearest_free_slot(clinic
     rows = [row.text for row in desk.driver.find_elements(By.CSS_SELECTOR, "tbody tr")]
     assert len(rows) == 6 and rows[0] == "1/6 mar 24/11/2026 09:00 libre"
     assert rows[2] == "3/6 mar 08/12/2026 Ese hueco está cerrado. → el más cercano: 09/12/2026 09:00"  # the holiday
-    desk.click(desk.button("Reservar las 6 sesiones"))
+    desk.click(desk.button("Reservar las 6 sesiones: donde la hora no está libre, el hueco más cercano"))
     assert desk.flash() == "Serie de 6 citas reservada para Ana García."
     listed = api.get("/appointments?nif=12345678Z").json["data"]
     assert [a["date"] for a in listed] == ["24/11/2026", "01/12/2026", "09/12/2026", "15/12/2026", "22/12/2026",
@@ -638,10 +642,14 @@ def test_a_cancel_lights_the_waiting_patient_on_the_freed_slot_and_books_them(cl
     api.new_patient(nif="10000001S", name="Pablo", surname="Ortega")
     desk.click(desk.find(By.XPATH, "//header//a[normalize-space()='Espera']"))
     form = desk.find(By.CSS_SELECTOR, "form[action='/desk/waitlist']")
-    for field, value in {"nif": "10000001S", "dateFrom": "24/11/2026", "dateTo": "31/12/2026",
-                         "note": "quiere antes"}.items():
+    for field, value in {"dateFrom": "24/11/2026", "dateTo": "31/12/2026", "note": "quiere antes"}.items():
         desk.type(field, value, form)
     Select(form.find_element(By.NAME, "doctorId")).select_by_visible_text("Lucía Martín")
+    desk.type("q", "pablo orteg", form)
+    desk.click(desk.button("Buscar", form))  # by name, as on the booking page; what was typed stays
+    form = desk.find(By.CSS_SELECTOR, "form[action='/desk/waitlist']")
+    assert "Pablo Ortega" in form.find_element(By.CSS_SELECTOR, "p.chosen").text
+    assert form.find_element(By.NAME, "note").get_attribute("value") == "quiere antes"
     desk.click(desk.button("Añadir a la lista de espera", form))
     assert desk.flash() == "Pablo Ortega está en la lista de espera."
     desk.day("24/11/2026")

@@ -234,10 +234,14 @@ ROUTES = {
                                      ("GET", "/desk/week?date=24/11/2026&centerId=C1"), shows={"zoraida", "tobias"}),
     ("GET", "/desk/rooms"): (rooms_case, {"zoraida", "tobias", "bernarda"}),
     ("GET", "/desk/calls"): desk_case(("GET", "/desk/calls"), shows={"bernarda"}),
-    ("GET", "/desk/waitlist"): desk_case(("GET", "/desk/waitlist"), shows={"zoraida"}),
-    ("POST", "/desk/waitlist"): desk_case(("POST", "/desk/waitlist", {"nif": valid_dni(103), "doctorId": "MARTIN",
+    ("GET", "/desk/waitlist"): desk_case(("GET", "/desk/waitlist"), ("GET", "/desk/waitlist?patientId={tobias}"),
+                                         shows={"zoraida", "tobias", "bernarda"}),
+    ("POST", "/desk/waitlist"): desk_case(("POST", "/desk/waitlist", {"patientId": "{anselmo}", "doctorId": "MARTIN",
                                                                       "dateFrom": "24/11/2026", "dateTo": "31/12/2026"}),
                                           shows={"anselmo"}),
+    ("POST", "/desk/waitlist/search"): desk_case(*[("POST", "/desk/waitlist/search", {"q": q}) for q in (
+        valid_dni(103), "Castañeda", "611000103", valid_dni(104), "Zubizarreta", "Lucas")],
+        ("POST", "/desk/waitlist/search", {"patientId": "{zoraida}"}), shows={"anselmo", "lucas", "zoraida"}),
     ("POST", "/desk/waitlist/<entry_id:int>/remove"): desk_case(("POST", "/desk/waitlist/1/remove")),
     ("GET", "/desk/book"): desk_case(("GET", f"/desk/book?{SLOT}"), ("GET", f"/desk/book?{SLOT}&patientId={{tobias}}"),
                                      shows={"zoraida", "tobias", "bernarda"}),
@@ -335,7 +339,9 @@ COMMANDS = {
     "standby promote": cli_case(("standby", "promote", "--help")),
     "status": cli_case(("status",)),
     "waitlist add": cli_case(("waitlist", "add", "--nif", valid_dni(103), "--doctor", "MARTIN", "--from", "24/11/2026",
-                              "--to", "31/12/2026")),
+                              "--to", "31/12/2026"),
+                             ("waitlist", "add", "--nif", valid_dni(101), "--brings-forward", "{of_zoraida}", "--from",
+                              "23/11/2026", "--to", "23/11/2026")),
     "waitlist list": cli_case(("waitlist", "list"), shows={"zoraida"}),
     "waitlist remove": cli_case(("waitlist", "remove", "1")),
 }
@@ -385,7 +391,7 @@ def test_every_route_shows_a_patient_only_through_the_one_door(clinic_of_people,
     assert key in ROUTES, f"{key}: no case in ROUTES; add one that shows a patient, if the route can"
     world = clinic_of_people
     if key[1].endswith("cancel-rest"):
-        series, _ = book_series(world.api.app.clinic, patient_id=world.visible["tobias"].id, doctor_id="MARTIN",
+        series, _, _ = book_series(world.api.app.clinic, patient_id=world.visible["tobias"].id, doctor_id="MARTIN",
                                 first=dt.date(2026, 12, 15), time_text="10:30", every_days=7, count=2, source="desk:ana")
         world.booked["series"] = str(world.api.db().execute(
             "SELECT min(id) FROM appointments WHERE series_id = ?", (series,)).fetchone()[0])

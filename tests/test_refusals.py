@@ -321,7 +321,7 @@ def test_correcting_a_patient_badly_says_each_field_beside_it_in_english_when_th
      "Hora inicio: escribe la hora sin segundos (HH:MM).", "start must be on the minute (HH:MM)"),
     ("/desk/closures", {"dateFrom": "25/11/2026", "dateTo": "24/11/2026"}, "El último día es anterior al primero.",
      "the last day is before the first"),
-    ("/desk/waitlist", {"nif": "12345678Z", "doctorId": "MARTIN", "dateFrom": "1/13/2026", "dateTo": "x"},
+    ("/desk/waitlist", {"patientId": "1", "doctorId": "MARTIN", "dateFrom": "1/13/2026", "dateTo": "x"},
      "Desde: esa fecha no existe. Hasta: escribe la fecha como DD/MM/AAAA.", "dateFrom is not a real date"),
     ("/desk/series", {"doctorId": "MARTIN", "date": "24/11/2026", "time": "09:30", "centerId": "C1", "n": "x",
                       "unit": "w", "count": "x", "step": "preview"},

@@ -1,17 +1,19 @@
 """Series of sessions (docs/design.md, "Series"): one patient every N weeks or days, previewed date by
-date (the nearest free slot offered where the time asked is not), booked together in one transaction,
-then each its own; "cancel the rest of the series". Through the clinic, the CLI and the desk."""
+date (the nearest free slot of that day and the 7 after offered where the time asked is not), booked
+together in one transaction (every date, or when asked what fits, the others listed to call), then each
+its own; "cancel the rest of the series". Through the clinic, the CLI and the desk."""
 
 import datetime as dt
 
 import pytest
 import webtest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
-from _agenda.series import book_series, cancel_rest, parse_every, preview_series
+from _agenda.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 
-from conftest import MONDAY, Clock
+from conftest import MONDAY, Clock, valid_dni
 from test_desk import PASSWORD, log_in
 
 TUESDAY = dt.date(2026, 11, 24)  # weekly from here, the third Tuesday is 08/12, a national holiday
@@ -53,8 +55,9 @@ def test_a_series_is_booked_whole_or_not_at_all_and_each_session_is_then_its_own
         book_series(clinic, patient_id=patient, source="desk:ana", **SERIES)
     assert refused.value.code == "SLOT_NOT_AVAILABLE" and "08/12/2026" in refused.value.message
     assert dates_of(api) == [] and api.db().execute("SELECT count(*) FROM series").fetchone()[0] == 0
-    series_id, booked = book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)
+    series_id, booked, left = book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)
     assert book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)[0] == series_id
+    assert left == []
     assert len(dates_of(api)) == 6  # sent twice (a double click): the same series, nothing booked again
     assert [(d, t) for d, t, _ in dates_of(api)] == [
         ("2026-11-24", "09:00"), ("2026-12-01", "09:00"), ("2026-12-09", "09:00"), ("2026-12-15", "09:00"),
@@ -103,8 +106,10 @@ def test_the_desk_previews_a_series_books_it_and_cancels_the_rest(api):
     assert rows[0] == "1/6 mar 24/11/2026 09:00 libre"
     assert rows[2].startswith("3/6 mar 08/12/2026 Ese hueco está cerrado. → el más cercano: 09/12/2026 09:00")
     book = preview.forms[len(preview.forms) - 1]
-    assert book["nearest"].checked
-    done = book.submit("step", value="book")
+    assert [" ".join(b.text.split()) for b in preview.html.select("form.series-book button")] == [
+        "Reservar las 6 sesiones: donde la hora no está libre, el hueco más cercano",
+        "Reservar las 5 que caben; 1 para llamar"]  # never "Reservar las 6 sesiones" at 09:00: 08/12 is closed
+    done = book.submit("take", value="nearest")
     assert done.follow().html.find("p", class_="flash").text == "Serie de 6 citas reservada para Ana García."
     card = desk.get("/desk/day?date=01/12/2026&centerId=C1").html.select_one(".card")
     assert "serie 2/6" in card.text
@@ -130,3 +135,135 @@ def test_a_series_asked_badly_is_refused_in_spanish_and_books_nothing(api, asked
     refused = desk.post("/desk/series", fields, expect_errors=True)
     assert refused.status_int == 400 and refused.html.find("p", class_="error").text.startswith(said)
     assert dates_of(api) == []
+
+
+CHRISTMAS = {"doctor_id": "MARTIN", "first": dt.date(2026, 12, 1), "time_text": "09:00", "every_days": 7, "count": 8}
+
+
+def closed_for_christmas(clinic):
+    """MARTIN away from 21/12/2026 to 03/01/2027; 08/12 is the catalog's holiday."""
+    clinic.add_closure(doctor_id="MARTIN", first=dt.date(2026, 12, 21), last=dt.date(2027, 1, 3), reason="Navidad")
+
+
+def test_the_nearest_is_looked_for_within_the_seven_days_after_and_never_taken_twice(api):
+    clinic = api.app.clinic
+    closed_for_christmas(clinic)
+    sessions = preview_series(clinic, **{**CHRISTMAS, "first": dt.date(2026, 12, 15), "count": 4})
+    assert [(s.day.isoformat(), s.slot and s.slot.time, s.reason, s.nearest and (s.nearest.date_text, s.nearest.time))
+            for s in sessions] == [("2026-12-15", "09:00", None, None),
+                                   ("2026-12-22", None, "closed", None),  # closed through the 29th: none within 7 days
+                                   ("2026-12-29", None, "closed", ("04/01/2027", "09:00")),  # the 6th day after
+                                   ("2027-01-05", "09:00", None, None)]
+    daily = preview_series(clinic, doctor_id="MARTIN", first=dt.date(2026, 12, 7), time_text="09:00", every_days=1,
+                           count=3)  # 08/12 is a holiday: its nearest is not the 09/12 09:00 of the third session
+    assert [(s.slot or s.nearest).time for s in daily] == ["09:00", "09:30", "09:00"]
+    assert [(s.slot or s.nearest).date_text for s in daily] == ["07/12/2026", "09/12/2026", "09/12/2026"]
+
+
+def test_a_series_over_christmas_books_what_fits_numbered_over_those_and_lists_the_rest(api):
+    clinic, patient = api.app.clinic, api.new_patient()
+    closed_for_christmas(clinic)
+    series_id, booked, left = book_series(clinic, patient_id=patient, fits=True, source="desk:ana", **CHRISTMAS)
+    assert left == [dt.date(2026, 12, 8), dt.date(2026, 12, 22), dt.date(2026, 12, 29)]
+    assert [(d, t) for d, t, _ in dates_of(api)] == [("2026-12-01", "09:00"), ("2026-12-15", "09:00"),
+                                                     ("2027-01-05", "09:00"), ("2027-01-12", "09:00"),
+                                                     ("2027-01-19", "09:00")]
+    records = [clinic.appointment(appointment_id) for appointment_id, _ in booked]
+    assert [(r["series_place"], r["series_count"]) for r in records] == [(n, 5) for n in range(1, 6)]  # "3/5"
+    again = book_series(clinic, patient_id=patient, fits=True, source="desk:ana", **CHRISTMAS)  # a double click
+    assert again == (series_id, [(a, None) for a, _ in booked], left) and len(dates_of(api)) == 5
+    other = api.new_patient(nif=valid_dni(3), name="Eva")
+    _, more, rest = book_series(clinic, patient_id=other, nearest=True, fits=True, source="desk:ana",
+                                **{**CHRISTMAS, "time_text": "10:00"})
+    assert rest == [dt.date(2026, 12, 22)] and len(more) == 7
+    assert ("2026-12-09", "10:00") in [(d, t) for d, t, s in dates_of(api, "patient_id = 2")]
+    with pytest.raises(agenda.ClinicError) as whole:
+        book_series(clinic, patient_id=other, nearest=True, source="desk:ana", **CHRISTMAS)
+    assert "not free on 22/12/2026" in whole.value.message and len(dates_of(api)) == 12
+
+
+@pytest.fixture
+def two_patients(api):
+    return api.new_patient(), api.new_patient(nif=valid_dni(7), name="Otra")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(count=st.integers(2, 7), taken=st.sets(st.integers(0, 6)), closed=st.sets(st.integers(0, 6)),
+       take=st.sampled_from(sorted(TAKES)))
+def test_a_series_books_exactly_the_dates_that_fit_or_nothing(api, two_patients, count, taken, closed, take):
+    clinic, (patient, other) = api.app.clinic, two_patients
+    with clinic.db.transaction() as conn:
+        for table in ("holds", "appointments", "series"):
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute("DELETE FROM closures WHERE reason = 'prueba'")
+        conn.executemany("INSERT INTO closures (doctor_id, date_from, date_to, reason) VALUES ('MARTIN', ?, ?, 'prueba')",
+                         [((TUESDAY + dt.timedelta(weeks=n)).isoformat(),) * 2 for n in closed])
+    dates = [TUESDAY + dt.timedelta(weeks=n) for n in range(count)]
+    for n in taken & set(range(count)) - closed - {2}:  # the third Tuesday, 08/12, is a holiday
+        clinic.book(day=dates[n], time_text="09:00", doctor_id="MARTIN", patient_id=other, source="desk:ana")
+    fitting = [day for n, day in enumerate(dates) if n not in taken | closed | {2}]
+    others = set(dates_of(api))
+    choices = series_choices(preview_series(clinic, **{**SERIES, "count": count}))
+    assert all(booked >= 2 and booked + left == count for _, booked, left in choices)
+    nearest, fits = TAKES[take]
+    try:
+        _, booked, left = book_series(clinic, patient_id=patient, nearest=nearest, fits=fits, source="desk:ana",
+                                      **{**SERIES, "count": count})
+    except agenda.ClinicError as refused:
+        assert refused.code == "SLOT_NOT_AVAILABLE" and set(dates_of(api)) == others
+        assert nearest or len(fitting) < (2 if fits else count)
+        return
+    mine = [(dt.date.fromisoformat(d), t) for d, t, _ in dates_of(api, f"patient_id = {patient}")]
+    assert [day for day, time in mine if time == "09:00" and day in dates] == fitting
+    assert len(mine) == len(booked) == count - len(left) >= 2 and (fits or not left)
+    assert nearest or [day for day, _ in mine] == fitting
+    assert all(any(0 <= (day - asked).days <= 7 for asked in dates) for day, _ in mine)
+    assert len(set(mine)) == len(mine) and not set(mine) & {(dt.date.fromisoformat(d), t) for d, t, _ in others}
+    records = sorted((clinic.appointment(appointment_id) for appointment_id, _ in booked),
+                     key=lambda r: (r["date"], r["start"]))
+    assert [(r["series_place"], r["series_count"]) for r in records] == [(n, len(mine)) for n in range(1, len(mine) + 1)]
+
+
+def test_the_desk_offers_only_ways_that_book_and_says_the_dates_left_out_to_call(api):
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    patient = api.new_patient()
+    closed_for_christmas(api.app.clinic)
+    csrf = desk.get("/desk/day").html.find("input", attrs={"name": "csrf"})["value"]
+    fields = {"csrf": csrf, "doctorId": "MARTIN", "date": "01/12/2026", "time": "09:00", "centerId": "C1",
+              "patientId": patient, "n": "1", "unit": "w", "count": "8", "step": "preview"}
+    preview = desk.post("/desk/series", fields)
+    assert [" ".join(b.text.split()) for b in preview.html.select("form.series-book button")] == [
+        "Reservar 7 (donde la hora no está libre, el hueco más cercano); 1 para llamar",
+        "Reservar las 5 que caben; 3 para llamar"]
+    assert "Reservar las 8 sesiones" not in preview.text
+    booked = preview.forms[len(preview.forms) - 1].submit("take", value="fits")
+    assert booked.follow().html.find("p", class_="flash").text == (
+        "Serie de 5 citas reservada para Ana García. Sin hueco, para llamar: 08/12/2026, 22/12/2026, 29/12/2026.")
+    card = desk.get("/desk/day?date=05/01/2027&centerId=C1").html.select_one(".card")
+    assert "serie 3/5" in card.text
+    none_fit = desk.post("/desk/series", {**fields, "date": "22/12/2026", "count": "2", "patientId": patient})
+    assert none_fit.html.select("form.series-book") == [] and "Así no caben ni dos sesiones" in none_fit.text
+    stale = desk.post("/desk/series", {**fields, "date": "15/12/2026", "count": "3", "step": "book"},
+                      expect_errors=True)  # "all", sent by hand over a closed date: refused, the preview again
+    assert stale.status_int == 409 and stale.html.select("form.series-book button")
+    assert len(dates_of(api)) == 5
+
+
+def test_agenda_book_every_what_fits_books_the_dates_that_fit_and_lists_the_others(api, db_path):
+    api.new_patient()
+    closed_for_christmas(api.app.clinic)
+    runner = CliRunner(env={"AGENDA_DB": str(db_path), "AGENDA_SECRET": None, "AGENDA_SECRET_FILE": None})
+    args = ["book", "--doctor", "MARTIN", "--date", "15/12/2026", "--time", "09:00", "--nif", "12345678Z",
+            "--every", "1w", "--count", "4"]
+    refused = runner.invoke(agenda.cli, args + ["--nearest"], obj={"now": Clock(MONDAY)})
+    assert refused.exit_code == 1 and "not free on 22/12/2026; no free slot within 7 days" in refused.output
+    booked = runner.invoke(agenda.cli, args + ["--nearest", "--what-fits"], obj={"now": Clock(MONDAY)})
+    assert booked.exit_code == 0, booked.output
+    assert booked.output.splitlines()[1:] == [
+        " 2/4 22/12/2026 09:00: closed; nearest none within 7 days",
+        " 3/4 29/12/2026 09:00: closed; nearest 04/01/2027 09:00", " 4/4 05/01/2027 09:00: free",
+        "Booked series 1: 3 appointments (1, 2, 3).", "Left out, to call the patient: 22/12/2026."]
+    assert [d for d, _, _ in dates_of(api)] == ["2026-12-15", "2027-01-04", "2027-01-05"]
+    assert "--what-fits" in runner.invoke(agenda.cli, ["book", "-h"]).output

@@ -54,8 +54,11 @@ def test_the_desk_lights_the_freed_slot_and_booking_from_it_takes_the_patient_of
     eva = api.new_patient(nif=valid_dni(1), name="Eva", phone="699000111")
     page = desk.get("/desk/waitlist")
     form = page.forms[[f.action for f in page.forms.values()].index("/desk/waitlist")]
-    form["nif"], form["doctorId"], form["dateFrom"], form["dateTo"] = valid_dni(1), "MARTIN", "24/11/2026", "31/12/2026"
-    form["note"] = "puede venir con una hora de aviso"
+    form["doctorId"], form["dateFrom"], form["dateTo"] = "MARTIN", "24/11/2026", "31/12/2026"
+    form["q"], form["note"] = "eva garcia", "puede venir con una hora de aviso"
+    found = desk.post("/desk/waitlist/search", dict(form.submit_fields()))  # "Buscar": what was typed stays
+    form = found.forms[[f.action for f in found.forms.values()].index("/desk/waitlist")]
+    assert form["patientId"].value == str(eva) and form["note"].value == "puede venir con una hora de aviso"
     assert form.submit().follow().html.find("p", class_="flash").text == "Eva García está en la lista de espera."
     api.delete(f"/appointments/{full_tuesday[2]}")  # 10:00 frees
     day = desk.get("/desk/day?date=24/11/2026&centerId=C1")
@@ -75,7 +78,8 @@ def test_the_desk_lights_the_freed_slot_and_booking_from_it_takes_the_patient_of
     ({"doctorId": "", "specialityId": ""}, "Elige un médico o una especialidad"),
     ({"dateTo": "20/11/2026"}, "Las fechas:"),
     ({"timeFrom": "12:00", "timeTo": "09:00"}, "Las horas:"),
-    ({"nif": "00000001R"}, "Ese paciente no existe."),
+    ({"patientId": "99"}, "Ese paciente no existe."),
+    ({"patientId": ""}, "Paciente: falta este dato."),
 ])
 def test_a_bad_entry_is_refused_in_spanish_and_what_was_typed_stays(api, fields, said):
     api.app.accounts.add_staff("ana", PASSWORD)
@@ -83,7 +87,7 @@ def test_a_bad_entry_is_refused_in_spanish_and_what_was_typed_stays(api, fields,
     log_in(desk)
     api.new_patient()
     page = desk.get("/desk/waitlist")
-    typed = {"csrf": page.html.find("input", attrs={"name": "csrf"})["value"], "nif": "12345678Z", "doctorId": "MARTIN",
+    typed = {"csrf": page.html.find("input", attrs={"name": "csrf"})["value"], "patientId": "1", "doctorId": "MARTIN",
              "dateFrom": "24/11/2026", "dateTo": "31/12/2026", "note": "tardes", **fields}
     refused = desk.post("/desk/waitlist", typed, expect_errors=True)
     assert refused.status_int in (400, 404) and refused.html.find("p", class_="error").text.startswith(said)
@@ -122,3 +126,136 @@ def test_agenda_waitlist_add_list_and_remove(api, full_tuesday, db_path):
     gone = invoke("remove", "1")
     assert gone.exit_code == 1 and "no one waiting with that id" in gone.output
     assert invoke("list").output == "No one is waiting.\n"
+
+
+@pytest.fixture
+def eva_later(api):
+    """Eva's visit with MARTIN on 15/12/2026 09:00 (insured by Sanitas), booked at the desk: (Eva, its id)."""
+    eva = api.new_patient(nif=valid_dni(1), name="Eva")
+    later = api.app.clinic.book(day=dt.date(2026, 12, 15), time_text="09:00", doctor_id="MARTIN", patient_id=eva,
+                                insurance_id="SAN", reason="Revisión", source="desk:ana")
+    return eva, later
+
+
+def test_an_entry_bringing_a_visit_forward_takes_its_doctor_and_insurance_and_only_earlier_slots(api, eva_later):
+    clinic, (eva, later) = api.app.clinic, eva_later
+    entry = add_waiting(clinic, patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR, source="desk:ana")
+    (waiting_now,) = waiting(clinic)
+    assert (waiting_now["doctor_id"], waiting_now["insurance_id"], waiting_now["appointment_id"]) == (
+        "MARTIN", "SAN", int(later))
+    assert (waiting_now["forward_date"], waiting_now["forward_time"]) == ("2026-12-15", "09:00")
+    offered = {(slot.date, slot.time) for slot, _ in free_now(clinic, waiting(clinic), days=30, most=500)}
+    assert (dt.date(2026, 12, 14), "10:30") in offered and (dt.date(2026, 12, 15), "08:30") not in offered
+    assert not {(day, time) for day, time in offered if (day, time) >= (dt.date(2026, 12, 15), "09:00")}
+    assert add_waiting(clinic, patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR,
+                       source="desk:ana") == entry  # sent twice: the one waiting
+    other = api.new_patient(nif=valid_dni(2), name="Leo")
+    for asked, rule in (({"patient_id": other, "appointment_id": later}, "brings_forward"),  # not his
+                        ({"patient_id": eva, "appointment_id": "999"}, "brings_forward"),
+                        ({"patient_id": eva, "appointment_id": later, "doctor_id": "RUIZ"}, "brings_forward_area")):
+        with pytest.raises(agenda.ClinicError) as refused:
+            add_waiting(clinic, first=TUESDAY, last=NEW_YEAR, source="desk:ana", **asked)
+        assert (refused.value.rule, refused.value.field) == (rule, "appointmentId")
+    api.delete(f"/appointments/{later}")
+    assert waiting(clinic)[0]["forward_date"] is None  # cancelled since: a plain entry, any slot of its window
+
+
+def test_booking_from_the_entry_moves_the_visit_it_brings_forward_and_ends_it_in_one_transaction(api, eva_later):
+    clinic, (eva, later) = api.app.clinic, eva_later
+    entry = add_waiting(clinic, patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR, source="desk:ana")
+    api.book(api.new_patient(nif=valid_dni(2)), time="10:00")  # 24/11 10:00 taken: a refused move changes nothing
+    with pytest.raises(agenda.ClinicError):
+        clinic.book(day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=eva, waitlist_id=entry,
+                    source="desk:ana")
+    assert clinic.appointment(later)["date"] == "2026-12-15" and len(waiting(clinic)) == 1
+    moved = clinic.book(day=TUESDAY, time_text="10:30", doctor_id="MARTIN", patient_id=eva, waitlist_id=entry,
+                        insurance_id="SAN", source="desk:ana")
+    assert moved == later  # the same visit, its id kept
+    record = clinic.appointment(later)
+    assert (record["date"], record["start"], record["insurance_id"], record["reason"]) == (
+        "2026-11-24", "10:30", "SAN", "Revisión")
+    assert api.db().execute("SELECT count(*) FROM appointments WHERE patient_id = ? AND status != 'cancelled'",
+                            (eva,)).fetchone()[0] == 1
+    assert tuple(api.db().execute("SELECT ended_why, appointment_id FROM waitlist WHERE id = ?", (entry,)).fetchone()) \
+        == ("booked", int(later))
+    actions = [row[0] for row in api.db().execute("SELECT action FROM events WHERE id > (SELECT max(id) FROM events"
+                                                  " WHERE action = 'appointment.booked' AND entity_id = ?)"
+                                                  " AND entity IN ('appointment', 'waitlist') AND action !="
+                                                  " 'appointment.booked' ORDER BY id", (later,))]
+    assert actions == ["waitlist.added", "appointment.moved", "waitlist.booked"]
+    again = clinic.book(day=TUESDAY, time_text="10:30", doctor_id="MARTIN", patient_id=eva, waitlist_id=entry,
+                        insurance_id="SAN", source="desk:ana")  # a double click: the same visit
+    assert again == later and clinic.appointment(later)["start"] == "10:30"
+
+
+def test_the_desk_adds_a_patient_found_by_name_with_the_visit_to_bring_forward_and_books_it_in_two_clicks(
+        api, eva_later, full_tuesday):
+    eva, later = eva_later
+    api.new_patient(nif=valid_dni(2), name="Eva", surname="Gómez")
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    page = desk.get("/desk/waitlist")
+    form = page.forms[[f.action for f in page.forms.values()].index("/desk/waitlist")]
+    assert not [b for b in page.html.select("form.waiting-add button") if b.text == "Añadir a la lista de espera"]
+    form["q"], form["dateFrom"], form["dateTo"] = "eva", "24/11/2026", "31/12/2026"
+    two = desk.post("/desk/waitlist/search", dict(form.submit_fields()))  # two Evas: each with a button
+    chosen = [b for b in two.html.select("ul.found button") if "12345678Z" not in b.parent.text]
+    form = two.forms[[f.action for f in two.forms.values()].index("/desk/waitlist")]
+    assert len(two.html.select("ul.found li")) == 2 and chosen
+    picked = desk.post("/desk/waitlist/search", {**dict(form.submit_fields()), "patientId": str(eva)})
+    form = picked.forms[[f.action for f in picked.forms.values()].index("/desk/waitlist")]
+    assert form["dateFrom"].value == "24/11/2026" and "Eva García" in picked.html.select_one("p.chosen").text
+    assert [o.text for o in picked.html.select("select[name=appointmentId] option")] == [
+        "ninguna: una cita nueva", "15/12/2026 09:00 · Lucía Martín"]
+    form["appointmentId"] = later
+    assert form.submit().follow().html.find("p", class_="flash").text == "Eva García está en la lista de espera."
+    api.delete(f"/appointments/{full_tuesday[3]}")  # 24/11 10:30 frees
+    listed = desk.get("/desk/waitlist").html.select_one("ul.free-now")
+    assert "adelanta su cita del 15/12/2026 09:00" in listed.text
+    link = listed.select_one("a")["href"]
+    assert f"patientId={eva}" in link and "waitlistId=1" in link and "insuranceId=SAN" in link
+    booking = desk.get(link)  # the patient chosen, the insurance too: no search again
+    take = booking.forms[[f.fields.get("waitlistId") is not None and f.action == "/desk/book"
+                          for f in booking.forms.values()].index(True)]
+    assert take["patientId"].value == str(eva) and take["waitlistId"].value == "1"
+    assert "Se moverá su cita del 15/12/2026 09:00 a este hueco" in booking.text
+    assert take.submit().follow().html.find("p", class_="flash").text.startswith("Cita de Eva García reservada el 24/11")
+    assert [tuple(row) for row in api.db().execute(
+        "SELECT id, date, time FROM appointments WHERE patient_id = ? AND status != 'cancelled'", (eva,))] == [
+        (int(later), "2026-11-24", "10:30")]
+    assert waiting(api.app.clinic) == []
+
+
+def test_agenda_waitlist_add_brings_a_visit_forward(api, eva_later, db_path):
+    eva, later = eva_later
+    runner = CliRunner(env={"AGENDA_DB": str(db_path), "AGENDA_SECRET": None, "AGENDA_SECRET_FILE": None})
+
+    def invoke(*args):
+        return runner.invoke(agenda.cli, ["waitlist", *args], obj={"now": Clock(MONDAY)})
+    added = invoke("add", "--nif", valid_dni(1), "--brings-forward", later, "--from", "24/11/2026", "--to", "11/12/2026")
+    assert added.exit_code == 0 and added.output == f"Waiting list entry 1: patient {eva}, to bring appointment {later} forward.\n"
+    assert invoke("list").output.splitlines()[0] == (
+        f"1: Eva García +34612345678, MARTIN, 24/11/2026–11/12/2026, brings forward {later} (15/12/2026 09:00)")
+    wrong = invoke("add", "--nif", valid_dni(1), "--brings-forward", "77", "--from", "24/11/2026", "--to", "11/12/2026")
+    assert wrong.exit_code == 1 and "the appointment to bring forward must be a live one of that patient" in wrong.output
+    assert "--brings-forward" in runner.invoke(agenda.cli, ["waitlist", "add", "-h"]).output
+
+
+def test_the_booking_form_from_the_list_has_the_patient_and_the_entrys_insurance_chosen(api):
+    clinic = api.app.clinic
+    leo = api.new_patient(nif=valid_dni(2), name="Leo")
+    add_waiting(clinic, patient_id=leo, doctor_id="RUIZ", insurance_id="SAN", first=TUESDAY, last=TUESDAY,
+                time_from="09:00", time_to="09:30", source="desk:ana")
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    link = desk.get("/desk/waitlist").html.select_one("ul.free-now a")["href"]
+    booking = desk.get(link)
+    take = booking.forms[[f.fields.get("waitlistId") is not None and f.action == "/desk/book"
+                          for f in booking.forms.values()].index(True)]
+    assert (take["patientId"].value, take["insuranceId"].value) == (leo, "SAN")
+    assert "En espera y encajan con este hueco" not in booking.text  # Leo, chosen already, is not listed twice
+    assert take.submit().status_int == 303 and waiting(clinic) == []
+    assert [tuple(row) for row in api.db().execute("SELECT doctor_id, time, insurance_id FROM appointments")] == [
+        ("RUIZ", "09:00", "SAN")]

@@ -24,12 +24,12 @@
   <dt>{{t('booked_by')}}</dt><dd>{{who_booked(t, appointment['booked_by'])}}</dd>
 </dl>
 % if not cancelled:
-% if appointment['date'] <= today:
+% if marks or appointment['attendance']:
 <form method="post" action="/desk/appointments/{{appointment['id']}}/attendance" class="inline">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-  <button name="mark" value="arrived">{{t('mark_arrived')}}</button>
-  <button name="mark" value="seen">{{t('mark_seen')}}</button>
-  <button name="mark" value="no_show">{{t('mark_no_show')}}</button>
+  % for mark in marks:
+  <button name="mark" value="{{mark}}">{{t('mark_' + mark)}}</button>
+  % end
   % if appointment['attendance']:
   <button name="mark" value="">{{t('undo')}}</button>
   % end

@@ -89,16 +89,16 @@
       % end
       % end
       <input type="hidden" name="patientId" value="{{w['patient_id']}}"><input type="hidden" name="waitlistId" value="{{w['id']}}">
-      {{w['patient_name']}} · {{dialled(w['phone'])}}{{' · ' + w['note'] if w['note'] else ''}}
+      {{w['patient_name']}} · {{dialled(w['phone'])}}{{' · ' + w['note'] if w['note'] else ''}}{{' · ' + t('brings_forward', date=format_date(w['forward_date']), time=w['forward_time']) if w['forward_date'] else ''}}
       % if insurances:
       <label>{{t('insurance')}} <select name="insuranceId" required>
         <option value="">{{t('choose_insurance')}}</option>
         % for key, name in insurances:
-        <option value="{{key}}">{{name}}</option>
+        <option value="{{key}}" {{'selected' if w['insurance_id'] == key else ''}}>{{name}}</option>
         % end
       </select></label>
       % end
-      <button type="submit">{{t('book')}}</button>
+      <button type="submit">{{t('brings_forward_book') if w['forward_date'] else t('book')}}</button>
     </form>
   </li>
 % end
@@ -121,7 +121,13 @@
       % end
       % end
       <input type="hidden" name="patientId" value="{{patient['id']}}">
+      % if waitlist_id and not q:
+      <input type="hidden" name="waitlistId" value="{{waitlist_id}}">
+      % end
       {{patient['name']}} {{patient['surname'] or ''}} · {{nif_of(patient)}} · {{dialled(patient['phone'])}}
+      % if entry and entry['forward_date'] and not q:
+      <strong class="warning">{{t('brings_forward_note', date=format_date(entry['forward_date']), time=entry['forward_time'])}}</strong>
+      % end
       % if insurances:
       <label>{{t('insurance')}} <select name="insuranceId" required>
         <option value="">{{t('choose_insurance')}}</option>
@@ -134,7 +140,7 @@
       % if elsewhere and not slot['squeeze']:
       <label><input type="checkbox" name="acceptOverlap" value="1"> {{t('accept_overlap')}}</label>
       % end
-      <button type="submit"{{' autofocus' if n == 0 and focus == 'found' else ''}}>{{t('book')}}</button>
+      <button type="submit"{{' autofocus' if n == 0 and focus == 'found' else ''}}>{{t('brings_forward_book') if entry and entry['forward_date'] and not q else t('book')}}</button>
       % if not slot['squeeze']:
       <button type="submit" formaction="/desk/series" name="step" value="preview">{{t('series')}}</button>
       % end

@@ -20,7 +20,6 @@
   <button name="step" value="preview">{{t('series_preview')}}</button>
 </form>
 % if sessions:
-% missing = [s for s in sessions if s.slot is None]
 <table>
   <thead><tr><th>#</th><th>{{t('date')}}</th><th>{{t('status')}}</th></tr></thead>
   <tbody>
@@ -38,7 +37,8 @@
   % end
   </tbody>
 </table>
-<form method="post" action="/desk/series">
+% if choices:
+<form method="post" action="/desk/series" class="series-book">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   % for key in ('doctorId', 'date', 'time', 'centerId', 'patientId'):
   % if slot[key]:
@@ -49,9 +49,11 @@
   <input type="hidden" name="{{key}}" value="{{asked[key]}}">
   % end
   <input type="hidden" name="reason" value="{{typed['reason']}}"><input type="hidden" name="insuranceId" value="{{typed['insuranceId']}}">
-  % if missing:
-  <label><input type="checkbox" name="nearest" value="1" checked> {{t('series_take_nearest')}}</label>
+  % for take, booked, left in choices:
+  <button name="take" value="{{take}}">{{t('series_take_' + take, count=booked, left=left)}}</button>
   % end
-  <button name="step" value="book">{{t('series_book', count=len(sessions))}}</button>
 </form>
+% else:
+<p class="warning">{{t('series_no_way')}}</p>
+% end
 % end

@@ -47,11 +47,14 @@
     % end
 <span class="line">{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}{{' · ' + a['reason'] if a['reason'] else ''}}</span>
 <span class="by">{{who_booked(t, a['booked_by'])}}</span>
-    % if not a['attendance'] and a['date'] <= today:
+    % if not a['attendance'] and a['marks']:
 <form method="post" action="/desk/appointments/{{a['id']}}/attendance" class="quick">
 <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-<button name="mark" value="arrived">{{t('mark_arrived')}}</button>
-<button name="mark" value="no_show">{{t('mark_no_show')}}</button>
+% for mark in ('arrived', 'no_show'):
+% if mark in a['marks']:
+<button name="mark" value="{{mark}}">{{t('mark_' + mark)}}</button>
+% end
+% end
 </form>
     % end
 </article>
