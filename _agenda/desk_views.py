@@ -2,6 +2,7 @@
 timeline partial, and the appointments that need a call ("To call")."""
 
 import datetime as dt
+import os
 import urllib.parse
 
 import bottle
@@ -13,7 +14,7 @@ from .texts import translator
 from .pages import desk_template
 from .slots import Slot
 from .visits import resources_day
-from .timeline import center_week, day_timeline, doctor_week, week_days
+from .timeline import NOW_ROWS, WEEK_CARDS, center_week, day_timeline, doctor_week, now_label_at, week_days
 from .web import clinic, query_text
 from .desk_shared import (changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
                           who_booked)
@@ -42,9 +43,9 @@ def now_minute(day):
     return now.hour * 60 + now.minute if now.date() == day else None
 
 
-def timeline_html(timeline, day, center_id, headings, now=None):
-    """The timeline partial: columns under `headings` (a text for each), the axis, and a line at `now`; a free
-    block that fits someone waiting says how many ("Waiting list")."""
+def timeline_html(timeline, day, center_id, headings, now=None, places=None):
+    """The timeline partial: columns under `headings` (a text for each, and a place under each when `places`), the
+    axis, and a line at `now`; a free block that fits someone waiting says how many ("Waiting list")."""
     entries = waiting(clinic())
 
     def waited(column, block):
@@ -55,30 +56,50 @@ def timeline_html(timeline, day, center_id, headings, now=None):
         timeline=timeline, day=day, center_id=center_id, headings=headings, now=now, hhmm=hhmm, waited=waited,
         t=translator(bottle.request.environ["agenda.desk"]["lang"]), desk=bottle.request.environ["agenda.desk"],
         format_date=format_date, dialled=dialled, urlencode=urllib.parse.urlencode, who_booked=who_booked,
-        today=clinic().today().isoformat(), last_day=clinic().window("desk").last_day.isoformat())
+        today=clinic().today().isoformat(), last_day=clinic().window("desk").last_day.isoformat(), places=places,
+        now_label_at=now_label_at, now_rows=NOW_ROWS)
+
+
+def without(prefix, name):
+    """A center's name without the words it begins with that its heading already says (the clinic's name, or
+    those every center's name begins with): "Clínica Sol - Norte" is "Norte"; the whole name when nothing is left."""
+    if not prefix or not name.startswith(prefix):
+        return name
+    return name[len(prefix):].lstrip(" -–—·:,") or name
+
+
+def shared_words(names):
+    """The whole words every one of these names begins with ('' for one name or none)."""
+    shared = os.path.commonprefix(names) if len(names) > 1 else ""
+    return shared[:shared.rfind(" ") + 1]
 
 
 def desk_day():
-    """The day view: one center's doctors (or one doctor) on one time axis, now marked ("The day as time")."""
+    """The day view: one center's doctors (or one doctor) on one time axis, now marked ("The day as time"); with
+    ?print=1, the printed day on the screen (the print button without JavaScript)."""
     day, centers = asked_day(), desk_centers()
     center_id = query_text("centerId") or (centers[0]["id"] if centers else None)
-    doctor_id = query_text("doctorId")
+    doctor_id, printing = query_text("doctorId"), bool(query_text("print"))
     timeline = day_timeline(clinic(), day, clinic().require_center(center_id), doctor_id, reader=desk_source())
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     headings = [f"{c['name']} ({c['speciality_id']}) · " + ", ".join(t("minutes", minutes=m) for m in c["slot_minutes"])
                 for c in timeline.columns]
+    clinic_name = clinic().settings.clinic_name or t("app")
+    center_name = next((c["name"] for c in centers if c["id"] == center_id), "")
+    here = day_address(day, center_id, doctor_id)
     return desk_page("day", day=day, center_id=center_id, centers=centers, doctor_id=doctor_id,
                      doctors=clinic().doctors(), timeline=timeline, version=changes_version(),
-                     drawn=timeline_html(timeline, day, center_id, headings, now_minute(day)),
+                     drawn=None if printing else timeline_html(timeline, day, center_id, headings, now_minute(day)),
                      previous=day_address(day - dt.timedelta(days=1), center_id, doctor_id),
                      following=day_address(day + dt.timedelta(days=1), center_id, doctor_id),
-                     today=day_address(clinic().today(), center_id, doctor_id),
-                     center_name=next((c["name"] for c in centers if c["id"] == center_id), ""),
-                     clinic_name=clinic().settings.clinic_name or t("app"))
+                     today=day_address(clinic().today(), center_id, doctor_id), here=here, printing=printing,
+                     print_address=here + "&print=1", fill=not printing,
+                     printed_heading=f"{clinic_name} · {without(clinic_name, center_name)}")
 
 
 def desk_week():
-    """A week: one doctor's days side by side on the time axis (?doctorId=), else the center's days as counts."""
+    """A week: one doctor's days side by side on the time axis (?doctorId=), each day's center named, else the
+    center's days, a column a day of its appointments ("The day as time")."""
     day, centers = asked_day(), desk_centers()
     doctor_id, center_id = query_text("doctorId"), query_text("centerId") or (centers[0]["id"] if centers else None)
     monday = week_days(day)[0]
@@ -87,14 +108,18 @@ def desk_week():
         {"doctorId": doctor_id} if doctor_id else {"centerId": center_id or ""})}) for name, each in around.items()}
     if doctor_id is None:
         return desk_page("week", day=monday, centers=centers, center_id=clinic().require_center(center_id),
-                         doctors=clinic().doctors(), doctor=None, week=center_week(clinic(), center_id, day),
-                         version=changes_version(), **links)
+                         doctors=clinic().doctors(), doctor=None, version=changes_version(),
+                         week=center_week(clinic(), center_id, day, reader=desk_source()), **links)
     timeline = doctor_week(clinic(), doctor_id, day, reader=desk_source())
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     headings = [f"{t('weekdays')[c['day'].weekday()]} {c['day']:%d/%m}" for c in timeline.columns]  # the year is above
+    names = {c["id"]: c["name"] for c in centers}
+    shared = shared_words(list(names.values()))
+    places = [[(names.get(each, each), without(shared, names.get(each, each))) for each in c["centers"]]
+              for c in timeline.columns]
     return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=clinic().doctors(),
-                     doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(),
-                     drawn=timeline_html(timeline, None, None, headings), **links)
+                     doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(), fill=True,
+                     drawn=timeline_html(timeline, None, None, headings, places=places), **links)
 
 
 def desk_rooms():

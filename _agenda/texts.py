@@ -369,6 +369,9 @@ TEXTS = {
     "room": ("sala", "room"), "machine": ("máquina", "machine"), "rooms_placed": ("Consulta de", "Doctors here"),
     "rooms_free": ("Libre todo el día.", "Free all day."),
     "rooms_held": ("Ocupada por una cita", "Held by an appointment"),
+    # the day and the week laid out (headers that stay, the center's week of people, printing)
+    "more_cards": ("+{count} más: ver el día", "+{count} more: see the day"),
+    "field_print": ("Imprimir", "Print"),
     "rule_search_length": ("Busca con 10 palabras y 200 caracteres como mucho: el nombre, el NIF o el teléfono.",
                            "Search with 10 words and 200 characters at most: the name, the NIF or the phone."),
     "rule_export_folder": ("No se pudo escribir en esa carpeta: no se ha exportado nada.",

@@ -5,6 +5,7 @@ appointments over them. Plain data for the desk's templates; no HTTP here."""
 import datetime as dt
 from typing import NamedTuple
 
+from .clinic import APPOINTMENT_TABLES, TO_CALL
 from .values import format_date, hhmm, minutes_of
 from .counter import open_marks
 
@@ -20,6 +21,7 @@ class Block(NamedTuple):
     detail: str | None
     time: str
     center_id: str | None
+    quiet: bool = False  # drawn without its words: a closure's part under cards, its words after them
 
 
 def merged(blocks):
@@ -82,6 +84,48 @@ def local_time(clinic, appointment):
     return f"{dt.datetime.fromisoformat(appointment['arrived_at']).astimezone(clinic.tz):%H:%M}"
 
 
+MOST_LANES = 4  # the most cards drawn side by side at one time in a column; desk.css has their rules
+
+
+def in_lanes(cards):
+    """Cards that overlap in time drawn side by side ("Sobrecita"): each card's `lane` and its group's
+    `lanes` (1: alone), the visit first and the sobrecita squeezed on it beside it."""
+    group, ends, group_end = [], [], -1
+    for card in sorted(cards, key=lambda c: (c["from"], c["squeezed"], c["id"])):
+        if card["from"] >= group_end:
+            for each in group:
+                each["lanes"] = min(len(ends), MOST_LANES)
+            group, ends = [], []
+        lane = next((n for n, end in enumerate(ends) if end <= card["from"]), len(ends))
+        ends[lane:lane + 1] = [card["to"]]
+        card["lane"], group_end = lane % MOST_LANES, max(group_end, card["to"])
+        group.append(card)
+    for each in group:
+        each["lanes"] = min(len(ends), MOST_LANES)
+
+
+def clear_of_cards(block, cards):
+    """A closure as two blocks when cards cover its start: the part under them quiet, its words from the first
+    minute no card (nor its pause) covers, so the reason is never hidden under a card ("The day as time")."""
+    at = block.start
+    for card in sorted(cards, key=lambda c: c["from"]):
+        if card["from"] <= at < card["busy_to"]:
+            at = card["busy_to"]
+    if at == block.start or at >= block.end:
+        return [block]
+    return [block._replace(end=at, quiet=True), block._replace(start=at)]
+
+
+TICK_ROWS, NOW_ROWS = 4, 8  # the minutes a tick's words and the "now" label take on the axis (desk.css)
+
+
+def now_label_at(now):
+    """The minute the axis's "now" label starts at: beside the line, inside its quarter hour, below that
+    quarter's tick words, so it never covers a tick's words ("The day as time")."""
+    quarter = now - now % 15
+    return min(max(now - NOW_ROWS // 2, quarter + TICK_ROWS), quarter + 15 - NOW_ROWS)
+
+
 class Timeline(NamedTuple):
     """Columns over one axis from `first` to `last` (minutes, whole hours); `ticks` label it."""
     columns: list
@@ -102,9 +146,11 @@ def laid_out(columns):
     for column in columns:
         column["blocks"] = merged(column["blocks"])
         column["blocks"] += off_hours(column["blocks"], first, last)
-        column["blocks"] = [block for block in column["blocks"] if block.kind != "taken" or not any(
-            card["from"] <= block.start and block.end <= card["busy_to"] for card in column["cards"])]  # its card says it
+        column["blocks"] = [part for block in column["blocks"] if block.kind != "taken" or not any(
+            card["from"] <= block.start and block.end <= card["busy_to"] for card in column["cards"])  # its card says it
+            for part in (clear_of_cards(block, column["cards"]) if block.kind == "closed" else [block])]
         column["slot_minutes"] = sorted(column["slot_minutes"])
+        in_lanes(column["cards"])
     return Timeline(columns, first, last, [(minute, hhmm(minute)) for minute in range(first, last, 15)])
 
 
@@ -122,32 +168,54 @@ def week_days(day):
 
 
 def doctor_week(clinic, doctor_id, day, reader=None):
-    """One doctor's week, at every center: a column a day, Monday first; days off drawn as off hours,
-    a Saturday or Sunday only when the doctor works or has an appointment that day."""
+    """One doctor's week, at every center: a column a day, Monday first, with the `centers` (ids) of that day;
+    days off drawn as off hours, a Saturday or Sunday only when the doctor works or has an appointment that day."""
     columns = {}
     doctor = clinic.require_doctor(doctor_id)
     for each in week_days(day):
         columns[each] = new_column(each, doctor_id, doctor["name"], doctor["speciality_id"], each)
         fill_day(clinic, columns, each, None, doctor_id, lambda _, on: on, reader)
+        columns[each]["centers"] = sorted({block.center_id for block in columns[each]["blocks"] if block.center_id}
+                                          | {card["center_id"] for card in columns[each]["cards"]})
     return laid_out([column for each, column in columns.items()
                      if each.weekday() < 5 or column["blocks"] or column["cards"]])
 
 
-def center_week(clinic, center_id, day):
-    """A center's week: for each day, each doctor's free slots, appointments and those to call."""
-    days = []
-    for each in week_days(day):
-        doctors = {}
+WEEK_CARDS = 40  # the most appointments a day of a center's week draws, by time; the rest counted, linked to the day
+FIRST_OF_EACH_DAY = """a.id IN (SELECT id FROM (SELECT x.id, row_number() OVER (PARTITION BY x.date ORDER BY x.time,
+    x.doctor_id, x.id) AS n FROM appointments x JOIN live_patients lp ON lp.id = x.patient_id
+    WHERE x.status != 'cancelled' AND x.center_id = ? AND x.date BETWEEN ? AND ?) WHERE n <= ?)"""
+
+
+def center_week(clinic, center_id, day, reader=None):
+    """A center's week, a day a column ("The day as time"): each doctor's appointments, free slots and those to
+    call, counted, and the day's first WEEK_CARDS appointments by time as `cards`, who they are read through the
+    one door for `reader` (only those drawn), and how many `more` the day holds."""
+    days = {each: {"day": each, "date": format_date(each), "doctors": {}, "cards": [], "booked": 0}
+            for each in week_days(day)}
+    first, last = min(days).isoformat(), max(days).isoformat()
+    for each, drawn in days.items():
         for doctor, _, _, (state, _) in clinic.day_slots(each, center_id):
-            counts = doctors.setdefault(doctor["doctor_id"], {"id": doctor["doctor_id"], "name": doctor["name"],
-                                                              "free": 0, "booked": 0, "to_call": 0})
-            counts["free"] += state == "free"
-        for appointment in clinic.appointments_on([each.isoformat()], None, center_id):  # counts: no one read
-            counts = doctors.setdefault(appointment["doctor_id"], {"id": appointment["doctor_id"],
-                                                                   "name": appointment["doctor_name"], "free": 0,
-                                                                   "booked": 0, "to_call": 0})
-            counts["booked"] += 1
-            counts["to_call"] += appointment["to_call"]
-        days.append({"day": each, "date": format_date(each),
-                     "doctors": sorted(doctors.values(), key=lambda counts: counts["name"])})
-    return days
+            tally(drawn, doctor["doctor_id"], doctor["name"])["free"] += state == "free"
+    for row in clinic.conn().execute(
+            f"SELECT a.date, a.doctor_id, d.name, count(*), sum({TO_CALL}) {APPOINTMENT_TABLES} WHERE a.status !="
+            " 'cancelled' AND a.center_id = ? AND a.date BETWEEN ? AND ? GROUP BY a.date, a.doctor_id",
+            (center_id, first, last)):
+        drawn = days[dt.date.fromisoformat(row[0])]
+        counts = tally(drawn, row[1], row[2])
+        counts["booked"], counts["to_call"] = row[3], row[4]
+        drawn["booked"] += row[3]
+    for appointment in clinic.appointments(FIRST_OF_EACH_DAY, [center_id, first, last, WEEK_CARDS], reader, "day",
+                                           center_id):
+        days[dt.date.fromisoformat(appointment["date"])]["cards"].append(
+            {**appointment, "arrived_local": local_time(clinic, appointment)})
+    for drawn in days.values():
+        drawn["doctors"] = sorted(drawn["doctors"].values(), key=lambda counts: counts["name"])
+        drawn["more"] = max(0, drawn["booked"] - len(drawn["cards"]))
+    return list(days.values())
+
+
+def tally(drawn, doctor_id, name):
+    """A doctor's counts on a day of a center's week, made when first met."""
+    return drawn["doctors"].setdefault(doctor_id, {"id": doctor_id, "name": name, "free": 0, "booked": 0,
+                                                   "to_call": 0})

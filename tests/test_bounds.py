@@ -10,6 +10,7 @@ import webtest
 
 from _agenda.desk_session import MOST_COLUMNS
 from _agenda.feeds import FEED_MOST, new_feed
+from _agenda.timeline import WEEK_CARDS
 from _agenda.waitlist import FREE_SLOTS, NAMED_UNDER, PAGE, add_waiting
 
 from conftest import valid_dni
@@ -33,8 +34,8 @@ def with_patients(api, count):
     return [row[0] for row in conn.execute("SELECT id FROM patients ORDER BY id")]
 
 
-def test_a_center_of_62_doctors_is_drawn_whole_and_its_full_day_stays_within_512_kib(make_api):
-    api = make_api(WIDE)
+def a_full_day(api):
+    """WIDE's 62 doctors on TOMORROW with 14 appointments each, straight into the table."""
     patients = with_patients(api, 62 * 14)
     conn = api.db()
     conn.executemany("INSERT INTO appointments (patient_id, doctor_id, speciality_id, center_id, date, time, end_time,"
@@ -45,6 +46,11 @@ def test_a_center_of_62_doctors_is_drawn_whole_and_its_full_day_stays_within_512
                      [(patients[n * 14 + 7 + k], f"G{n:02d}", f"{8 + k:02d}:30", f"{8 + k:02d}:45")
                       for n in range(62) for k in range(7)])
     conn.commit()
+
+
+def test_a_center_of_62_doctors_is_drawn_whole_and_its_full_day_stays_within_512_kib(make_api):
+    api = make_api(WIDE)
+    a_full_day(api)
     admin, _ = admin_and_reception(api)
     page = admin.get("/desk/day?date=24/11/2026&centerId=C1")
     heads = re.findall(r'class="col-head c(\d+) r1"', page.text)
@@ -52,6 +58,22 @@ def test_a_center_of_62_doctors_is_drawn_whole_and_its_full_day_stays_within_512
     css = admin.get("/desk/desk.css").text
     assert all(f".c{column}{{grid-column:{column}}}" in css for column in map(int, heads))
     assert 62 + 1 < MOST_COLUMNS + 2 and len(page.body) <= 512 * KIB
+
+
+def test_a_day_of_the_center_s_week_draws_its_first_appointments_and_counts_the_rest(make_api):
+    api = make_api(WIDE)
+    a_full_day(api)
+    admin, _ = admin_and_reception(api)
+    page = admin.get("/desk/week?date=24/11/2026&centerId=C1")
+    tuesday = page.html.select(".week-grid section.week-day")[1]
+    drawn = [" ".join(card.a.text.split()) for card in tuesday.select("article.card")]
+    assert len(drawn) == WEEK_CARDS and drawn[0] == "08:00 Paciente0 Apellido0" and drawn[-1].startswith("08:00 ")
+    more = tuesday.select_one("a.more")
+    assert more.text == f"+{62 * 14 - WEEK_CARDS} más: ver el día" and more["href"] == "/desk/day?date=24/11/2026&centerId=C1"
+    assert "Dra. Grande 61 14 citas" in " ".join(tuesday.text.split())  # every doctor counted
+    assert len(page.body) <= 512 * KIB
+    read, = api.db().execute("SELECT count(DISTINCT patient_id) FROM access_reads WHERE reader = 'desk:luis'").fetchone()
+    assert read == WEEK_CARDS  # only those drawn are read
 
 
 def test_the_waiting_list_of_200_is_paged_and_names_only_what_it_draws(api, clock):

@@ -108,13 +108,14 @@ def test_marking_arrival_seen_and_no_show_is_the_desks_own_record(api, desk, clo
     assert events(api, "appointment.attendance_undone") == [("desk:ana", str(first))]
 
 
-def test_the_week_of_a_center_counts_and_of_a_doctor_draws(api, desk):
+def test_the_week_of_a_center_counts_and_draws_its_appointments_and_of_a_doctor_draws(api, desk):
     api.book(api.new_patient(), date="24/11/2026", time="09:30")
     week = desk.get("/desk/week?date=26/11/2026&centerId=C1")
-    days = [words(td) for td in week.html.select("table.week tbody td")]
-    assert days[1] == "Javier Ruiz 0 citas · 3 libres Lucía Martín 1 citas · 3 libres"
-    assert days[2] == "Javier Ruiz 0 citas · 3 libres Lucía Martín 0 citas · 0 libres"  # on holiday on Wednesday
-    assert days[6] == "sin consulta"
+    days = [words(section) for section in week.html.select(".week-grid section.week-day")]
+    assert days[1] == "mar 24/11 Javier Ruiz 0 citas · 3 libres Lucía Martín 1 citas · 3 libres" \
+        " 09:30 Ana García Lucía Martín reservada"
+    assert days[2] == "mié 25/11 Javier Ruiz 0 citas · 3 libres Lucía Martín 0 citas · 0 libres"  # her holiday
+    assert days[6] == "dom 29/11 sin consulta"
     doctor = desk.get("/desk/week?date=26/11/2026&doctorId=MARTIN")
     heads = [h.text for h in doctor.html.select(".timeline .col-head .name")]
     assert heads[0] == "lun 23/11" and heads[-1] == "sáb 28/11"  # Saturday at Norte; no Sunday

@@ -54,7 +54,7 @@ BOOKINGS = [
 ]
 SIZES = ((1280, 800), (768, 1024))
 # (file name, page, what shows it is drawn): the center's day, its week, one doctor's week
-VIEWS = (("day", "/desk/day", ".card"), ("week", "/desk/week", "table.week"),
+VIEWS = (("day", "/desk/day", ".card"), ("week", "/desk/week", ".week-grid .card"),
          ("doctor-week", "/desk/week", ".card"), ("waitlist", "/desk/waitlist", "h1"),
          ("report", "/desk/report", "section.chart img"))
 

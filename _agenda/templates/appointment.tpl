@@ -16,7 +16,7 @@
   <dt>{{t('doctor')}}</dt><dd>{{appointment['doctor_name']}} ({{appointment['speciality_id'] or ''}})</dd>
   <dt>{{t('center')}}</dt><dd>{{center_names.get(appointment['center_id'], appointment['center_id'] or '')}}</dd>
   <dt>{{t('patient')}}</dt><dd><a href="/desk/patients/{{appointment['patient_id']}}">{{appointment['patient_name']}}</a> · {{appointment['nif']}}</dd>
-  <dt>{{t('phone')}}</dt><dd>{{dialled(appointment['phone'])}}</dd>
+  <dt>{{t('phone')}}</dt><dd><span class="phone">{{dialled(appointment['phone'])}}</span></dd>
   <dt>{{t('insurance')}}</dt><dd>{{insurance_names.get(appointment['insurance_id'], appointment['insurance_id'] or '')}}</dd>
   <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}{{' · ' + t('to_call') if appointment['to_call'] and not cancelled else ''}}{{' · ' + t('squeezed') if appointment['squeezed'] else ''}}{{' · ' + t('series_place', place=appointment['series_place'], count=appointment['series_count']) if appointment['series_id'] else ''}}</dd>
   <dt>{{t('attendance')}}</dt><dd>{{t(appointment['attendance'], time=appointment['arrived_local']) if appointment['attendance'] else '—'}}</dd>

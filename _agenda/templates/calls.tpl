@@ -8,7 +8,7 @@
   <tbody>
   % for a in appointments:
   <tr><td><a href="/desk/appointments/{{a['id']}}">{{format_date(a['date'])}} {{a['start']}}</a></td><td>{{a['doctor_name']}}</td>
-    <td>{{a['patient_name']}}</td><td>{{dialled(a['phone'])}}</td><td>{{a['reason'] or ''}}</td></tr>
+    <td>{{a['patient_name']}}</td><td><span class="phone">{{dialled(a['phone'])}}</span></td><td>{{a['reason'] or ''}}</td></tr>
   % end
   </tbody>
 </table>

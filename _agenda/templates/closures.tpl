@@ -21,7 +21,7 @@
   <p>{{t('covers')}}</p>
   <ul>
   % for a in covered:
-    <li>{{format_date(a['date'])}} {{a['start']}} · {{a['doctor_name']}} · {{a['patient_name']}} · {{dialled(a['phone'])}}</li>
+    <li>{{format_date(a['date'])}} {{a['start']}} · {{a['doctor_name']}} · {{a['patient_name']}} · <span class="phone">{{dialled(a['phone'])}}</span></li>
   % end
   </ul>
 </div>

@@ -26,23 +26,28 @@
     <a href="{{following}}" id="following" aria-label="{{t('next')}}">&gt;</a>
     <a href="{{today}}">{{t('today')}}</a>
     <a href="/desk/week?{{urlencode({'date': format_date(day), **({'doctorId': doctor_id} if doctor_id else {'centerId': center_id or ''})}, safe='/')}}">{{t('week')}}</a>
+    % if printing:
+    <a href="{{here}}" id="print-back">{{t('back')}}</a>
+    % else:
+    <a href="{{print_address}}" id="print">{{t('print')}}</a>
+    % end
   </nav>
 </div>
 % if not timeline.columns:
 <p>{{t('no_doctors')}}</p>
 % else:
-{{!drawn}}
-<section class="printed">
+{{!drawn or ''}}
+<section class="printed{{' on-screen' if printing else ''}}">
 % for column in timeline.columns:
 <table class="print-day">
-  <thead><tr><th colspan="5">{{clinic_name}} · {{center_name}} · {{t('weekdays')[day.weekday()]}} {{format_date(day)}} · {{column['name']}} ({{column['speciality_id']}})</th></tr>
-  <tr><th>{{t('time')}}</th><th>{{t('patient')}}</th><th>{{t('phone')}}</th><th>{{t('reason')}}</th><th>{{t('status')}}</th></tr></thead>
+  <thead><tr><th colspan="6">{{printed_heading}} · {{t('weekdays')[day.weekday()]}} {{format_date(day)}} · {{column['name']}} ({{column['speciality_id']}})</th></tr>
+  <tr><th>{{t('time')}}</th><th>{{t('patient')}}</th><th>{{t('phone')}}</th><th>{{t('insurance')}}</th><th>{{t('reason')}}</th><th>{{t('status')}}</th></tr></thead>
   <tbody>
   % for a in column['cards']:
-<tr><td>{{a['start']}}–{{a['end']}}</td><td>{{a['patient_name']}}</td><td>{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}</td><td>{{a['reason'] or ''}}</td><td>{{t('to_call') + ' ' if a['to_call'] else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
+<tr><td>{{a['start']}}–{{a['end']}}</td><td>{{a['patient_name']}}</td><td>{{dialled(a['phone'])}}</td><td>{{a['insurance_id'] or ''}}</td><td>{{a['reason'] or ''}}</td><td>{{t('to_call') + ' ' if a['to_call'] else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
   % end
   % if not column['cards']:
-  <tr><td colspan="5">{{t('none')}}</td></tr>
+  <tr><td colspan="6">{{t('none')}}</td></tr>
   % end
   </tbody>
 </table>

@@ -1,11 +1,17 @@
-// The desk's little script: the page works without it. Opens the day at now, reloads when the agenda
+// The desk's little script: the page works without it. Opens the day at now, prints it, reloads when the agenda
 // changed (a poll of /desk/version that never restarts the session's idle time), "/" jumps to the
 // search, the arrows change day, and keys reach a free slot (n, p, 1-9, and the up and down arrows from
 // the empty search box or a free slot: docs/desk.md).
 (function () {
   "use strict";
   var now = document.getElementById("now");
-  if (now) { now.scrollIntoView({block: "center"}); }
+  if (now) {  // the timeline scrolls, never the page: the toolbar stays in sight
+    now.parentNode.scrollTop = now.offsetTop - now.parentNode.clientHeight / 3;
+  }
+  var print = document.getElementById("print");
+  if (print) {  // without the script, the link shows the printed day
+    print.addEventListener("click", function (event) { event.preventDefault(); window.print(); });
+  }
   var version = document.body.getAttribute("data-version");
   function typing() {  // the empty search box, where focus starts, leaves the keys to the page
     var active = document.activeElement;

@@ -8,7 +8,7 @@
   <p>{{t('left_to_rebook')}}</p>
   <ul>
   % for a in left['appointments']:
-    <li><a href="/desk/appointments/{{a['id']}}">{{format_date(a['date'])}} {{a['start']}}</a> · {{a['patient_name']}} · {{dialled(a['phone'])}}</li>
+    <li><a href="/desk/appointments/{{a['id']}}">{{format_date(a['date'])}} {{a['start']}}</a> · {{a['patient_name']}} · <span class="phone">{{dialled(a['phone'])}}</span></li>
   % end
   % if not left['appointments']:
     <li>{{t('none')}}</li>

@@ -7,7 +7,7 @@
 <link rel="stylesheet" href="/desk/desk.css">
 <script src="/desk/desk.js" defer></script>
 </head>
-<body{{!(' data-version="%d"' % version) if defined('version') and version is not None else ''}}>
+<body{{!(' data-version="%d"' % version) if defined('version') and version is not None else ''}}{{!' class="fill"' if get('fill') else ''}}>
 % if desk['name']:
 <header>
   <nav>

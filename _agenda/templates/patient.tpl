@@ -17,7 +17,7 @@
 </details>
 <dl>
   <dt>{{t('nif')}}</dt><dd>{{nif_of(patient)}}</dd>
-  <dt>{{t('phone')}}</dt><dd>{{dialled(patient['phone'])}}</dd>
+  <dt>{{t('phone')}}</dt><dd><span class="phone">{{dialled(patient['phone'])}}</span></dd>
   <dt>{{t('birth')}}</dt><dd>{{format_date(patient['birth_date']) if patient['birth_date'] else ''}}</dd>
 </dl>
 % coming = [a for a in patient['appointments'] if a['date'] >= today]

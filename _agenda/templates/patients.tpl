@@ -10,7 +10,7 @@
 % end
 <ul class="found">
 % for patient in found:
-  <li><a href="/desk/patients/{{patient['id']}}">{{patient['name']}} {{patient['surname'] or ''}}</a> · {{nif_of(patient)}} · {{dialled(patient['phone'])}}</li>
+  <li><a href="/desk/patients/{{patient['id']}}">{{patient['name']}} {{patient['surname'] or ''}}</a> · {{nif_of(patient)}} · <span class="phone">{{dialled(patient['phone'])}}</span></li>
 % end
 </ul>
 % end

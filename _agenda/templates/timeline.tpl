@@ -1,9 +1,12 @@
 % row = lambda minute: minute - timeline.first + 2
-<div class="timeline">
+<div class="timeline{{' with-places' if places else ''}}">
 <div class="axis-head c1 r1"></div>
   % for n, heading in enumerate(headings):
   % column = timeline.columns[n]
 <div class="col-head c{{n + 2}} r1"><span class="name">{{heading}}</span>
+    % if places:
+<span class="where" title="{{' · '.join(full for full, _ in places[n])}}">{{' · '.join(short for _, short in places[n])}}</span>
+    % end
     % if today <= column['day'].isoformat() <= last_day:
 <a class="squeeze" href="/desk/book?{{urlencode({'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'squeeze': '1', **({'centerId': center_id} if center_id else {})}, safe='/')}}" title="{{t('squeeze_title')}}" aria-label="{{t('squeeze_title')}}">⚡<span class="word"> {{t('squeeze')}}</span></a>
     % end
@@ -21,13 +24,23 @@
   % count = waited(column, b)
 <a class="block free {{'waited' if count else ''}} c{{col}} r{{row(b.start)}} h{{span}}" href="/desk/book?{{urlencode(slot, safe='/:')}}">{{b.time}} + {{t('free')}}{{' · ' + t('waited', count=count) if count else ''}}</a>
   % else:
-<div class="block {{b.kind}} c{{col}} r{{row(b.start)}} h{{span}}">{{b.time}} {{t(b.kind)}}{{': ' + b.detail if b.detail else ''}}</div>
+<div class="block {{b.kind}} c{{col}} r{{row(b.start)}} h{{span}}">{{'' if b.quiet else b.time + ' ' + t(b.kind) + (': ' + b.detail if b.detail else '')}}</div>
   % end
   % end
   % for a in column['cards']:
   % span = max(1, min(a['to'], timeline.last) - a['from'])
-<article class="{{' '.join(filter(None, ('card', a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '')))}} c{{col}} r{{row(a['from'])}} h{{span}}">
+<article class="{{' '.join(filter(None, ('card', a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '')))}} c{{col}} r{{row(a['from'])}} h{{span}}{{' lanes%d lane%d' % (a['lanes'], a['lane']) if a['lanes'] > 1 else ''}}">
 <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
+    % if not a['attendance'] and a['marks']:
+<form method="post" action="/desk/appointments/{{a['id']}}/attendance" class="quick">
+<input type="hidden" name="csrf" value="{{desk['csrf']}}">
+% for mark in ('arrived', 'no_show'):
+% if mark in a['marks']:
+<button name="mark" value="{{mark}}">{{t('mark_' + mark)}}</button>
+% end
+% end
+</form>
+    % end
     % if a['squeezed']:
 <strong class="squeezed-mark">{{t('squeezed')}}</strong>
     % end
@@ -45,18 +58,8 @@
     % else:
 <span class="status">{{t(a['status'])}}</span>
     % end
-<span class="line">{{dialled(a['phone'])}}{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}{{' · ' + a['reason'] if a['reason'] else ''}}</span>
+<span class="phone">{{dialled(a['phone'])}}</span>{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}{{' · ' + a['reason'] if a['reason'] else ''}}
 <span class="by">{{who_booked(t, a['booked_by'])}}</span>
-    % if not a['attendance'] and a['marks']:
-<form method="post" action="/desk/appointments/{{a['id']}}/attendance" class="quick">
-<input type="hidden" name="csrf" value="{{desk['csrf']}}">
-% for mark in ('arrived', 'no_show'):
-% if mark in a['marks']:
-<button name="mark" value="{{mark}}">{{t('mark_' + mark)}}</button>
-% end
-% end
-</form>
-    % end
 </article>
 % if a['busy_to'] > a['to']:
 <div class="block pause c{{col}} r{{row(a['to'])}} h{{max(1, min(a['busy_to'], timeline.last) - a['to'])}}">{{t('pause')}}</div>
@@ -64,6 +67,9 @@
   % end
   % end
   % if now is not None and timeline.first <= now < timeline.last:
-<div id="now" class="now r{{row(now)}} h1">{{hhmm(now)}} {{t('now')}}</div>
+  % for n in range(len(timeline.columns)):
+<div class="now-line c{{n + 2}} r{{row(now)}} h1"></div>
+  % end
+<div id="now" class="now c1 r{{row(now_label_at(now))}} h{{now_rows}}">{{hhmm(now)}} {{t('now')}}</div>
   % end
 </div>

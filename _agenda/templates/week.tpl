@@ -29,27 +29,28 @@
 % if doctor:
 {{!drawn}}
 % else:
-<table class="week">
-  <thead><tr>
+<div class="week-grid">
   % for d in week:
-    <th scope="col"><a href="/desk/day?{{urlencode({'date': d['date'], 'centerId': center_id or ''}, safe='/')}}">{{t('weekdays')[d['day'].weekday()]}} {{d['date']}}</a></th>
-  % end
-  </tr></thead>
-  <tbody><tr>
-  % for d in week:
-    <td>
+  <section class="week-day">
+    <h2 class="day-head"><a href="/desk/day?{{urlencode({'date': d['date'], 'centerId': center_id or ''}, safe='/')}}">{{t('weekdays')[d['day'].weekday()]}} {{d['day'].strftime('%d/%m')}}</a></h2>
     % if not d['doctors']:
-      <span class="muted">{{t('off')}}</span>
+    <p class="muted">{{t('off')}}</p>
     % end
     % for counts in d['doctors']:
-      <p><a href="/desk/week?{{urlencode({'date': d['date'], 'doctorId': counts['id']}, safe='/')}}"><strong>{{counts['name']}}</strong></a><br>{{counts['booked']}} {{t('booked_count')}} · {{counts['free']}} {{t('free_count')}}
-      % if counts['to_call']:
-      · <span class="call">{{t('to_call')}} {{counts['to_call']}}</span>
-      % end
-      </p>
+    <p class="doctor"><a href="/desk/week?{{urlencode({'date': d['date'], 'doctorId': counts['id']}, safe='/')}}">{{counts['name']}}</a>
+      <span class="counts">{{counts['booked']}} {{t('booked_count')}} · {{counts['free']}} {{t('free_count')}}{{!'' if not counts['to_call'] else ' · <span class="call">%s %d</span>' % (t('to_call'), counts['to_call'])}}</span></p>
     % end
-    </td>
+    % for a in d['cards']:
+    <article class="{{' '.join(filter(None, ('card', a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '')))}}">
+      <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
+      <span class="doctor">{{a['doctor_name']}}</span>
+      <span class="status">{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t('to_call') + ' ' if a['to_call'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</span>
+    </article>
+    % end
+    % if d['more']:
+    <a class="more" href="/desk/day?{{urlencode({'date': d['date'], 'centerId': center_id or ''}, safe='/')}}">{{t('more_cards', count=d['more'])}}</a>
+    % end
+  </section>
   % end
-  </tr></tbody>
-</table>
+</div>
 % end
