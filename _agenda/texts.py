@@ -424,6 +424,8 @@ TEXTS = {
     "report_lead": ("Reservadas con antelación de: el mismo día {same_day}, hasta una semana {week}, hasta un mes "
                     "{month}, hasta tres meses {quarter}, más {later}", "Booked ahead: same day {same_day}, week "
                     "{week}, month {month}, quarter {quarter}, later {later}"),
+    "rule_same_child": ("{field}: el mismo menor (nombre, nacimiento y tutor) que una fila anterior del fichero.",
+                        "{field}: the same child (name, birth date and guardian) as an earlier row of the file."),
 }
 
 
