@@ -17,6 +17,33 @@ from .values import (clinic_zone, ClinicError, DEFAULT_TZ, format_date, parse_da
 from .sealing import recipients_of, SealingError
 from .store import Database, KEEP_COPIES_DAYS, open_database, REFUSE, SchemaBehind, sweep_scratch
 from .clinic import Clinic
+from .texts import refusal_text, translator
+
+
+# The variables that name the language a command speaks, strongest first ("Configuration and CLI").
+LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")
+LANGUAGES = ("es", "en")
+
+
+def cli_language(environ=None):
+    """'es' or 'en': the language the environment asks for, read from its variables, never through `locale`
+    (a machine may have no Spanish locale installed; see docs/design.md, "Configuration and CLI")."""
+    environ = os.environ if environ is None else environ
+    named = next((environ[name] for name in LOCALE_VARIABLES if environ.get(name)), "")
+    if named.split(".")[0].split("@")[0] in ("C", "POSIX"):
+        return "en"
+    wished = [entry[:2] for entry in environ.get("LANGUAGE", "").split(":") if entry[:2] in LANGUAGES]
+    return wished[0] if wished else "es" if named.startswith("es") else "en"
+
+
+def cli_translator(language=None):
+    """t(key, **values): a text of the desk's table (texts.TEXTS) in the command line's language."""
+    return translator(language or cli_language())
+
+
+def counted(t, key, count):
+    """'1 cita', '3 citas': a count with its noun, from a TEXTS entry of (one, many) in each language."""
+    return t(key)[0 if count == 1 else 1].format(count=count)
 
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -48,12 +75,12 @@ def tz_option(function):
                         help="The clinic's time zone, for 'today' and 'now' [env: AGENDA_TZ].")(function)
 
 
-def cli_zone(tz):
+def cli_zone(tz, language="en"):
     """The clinic's ZoneInfo, or a ClickException naming a good one."""
     try:
         return clinic_zone(tz)
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
+    except ValueError:
+        raise click.ClickException(translator(language)("cli_unknown_zone", tz=tz, good=DEFAULT_TZ)) from None
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -78,12 +105,12 @@ def cli_now(ctx):
     return clock() if clock else dt.datetime.now(dt.timezone.utc)
 
 
-def existing_database(db_path, older=REFUSE, seal_for=None):
+def existing_database(db_path, older=REFUSE, seal_for=None, language="en"):
     """The agenda database at db_path, which must exist (a typo must not make an empty one), once what a
     killed command left beside it is removed (and said); at an older schema refused naming `agenda
     migrate`, unless `older` says otherwise (store.open_database)."""
     if not Path(db_path).is_file():
-        raise click.ClickException(f"{db_path}: no such database; give its path with --db or AGENDA_DB")
+        raise click.ClickException(translator(language)("cli_no_database", db=db_path))
     sweep_left_copies(db_path)
     try:
         return open_database(db_path, older, seal_for)
@@ -146,11 +173,13 @@ def cli_recipients(values, doing="nothing was done"):
         raise click.ClickException(f"{doing}: {error}") from None
 
 
-def cli_date(text, option):
+def cli_date(text, option, language="en"):
+    """The date written DD/MM/YYYY (or ISO), or a ClickException in the language asked naming the option."""
     try:
         return parse_date(text, option)
     except ClinicError:
-        raise click.ClickException(f"{option} {text!r} is not a date; write it as DD/MM/YYYY, e.g. 24/11/2026") from None
+        said = translator(language)("cli_not_a_date", text=text)
+        raise click.ClickException(f"{option} {said}" if option else said) from None
 
 
 def cli_time(text, option):
@@ -187,9 +216,9 @@ def describe_counts(counts):
             f"{plural(counts['patients'], 'patient')}")
 
 
-def cli_clinic(ctx, db_path, tz=DEFAULT_TZ, **rules):
+def cli_clinic(ctx, db_path, tz=DEFAULT_TZ, *, language="en", **rules):
     """The Clinic over an existing database, on the CLI's clock ("Clinic time"); rules: Settings' fields."""
-    existing_database(db_path).close()
+    existing_database(db_path, language=language).close()
     try:
         return Clinic(Database(db_path), Settings(tz=tz, **rules), lambda: cli_now(ctx))
     except ValueError as error:
@@ -197,13 +226,15 @@ def cli_clinic(ctx, db_path, tz=DEFAULT_TZ, **rules):
 
 
 @contextmanager
-def clinic_at(ctx, db_path, tz=DEFAULT_TZ, **rules):
-    """The Clinic over an existing database for one command; a refusal becomes one `Error:` line."""
-    clinic = cli_clinic(ctx, db_path, tz, **rules)
+def clinic_at(ctx, db_path, tz=DEFAULT_TZ, *, language="en", **rules):
+    """The Clinic over an existing database for one command; a refusal becomes one `Error:` line, in Spanish
+    the desk's words for it (texts.refusal_text), in English the clinic's own."""
+    clinic = cli_clinic(ctx, db_path, tz, language=language, **rules)
     try:
         yield clinic
     except ClinicError as error:
-        raise click.ClickException(error.message) from None
+        said = error.message if language == "en" else refusal_text(translator(language), error)
+        raise click.ClickException(said) from None
     finally:
         clinic.db.close()
 

@@ -109,7 +109,7 @@ def restore(ctx, db_path, src, replica, moment, identity, recipients, yes, tz):
         shown = without_password(replica_url(replica)) + (f" at {moment}" if moment else "")
         with scratch_folder(db_path) as folder:
             src = fetch_replica(replica, cli_moment(moment, tz) if moment else None, folder / "replica.db")
-            return restore_file(ctx, db_path, src, f"the replica {shown}", yes, tz, kept_for)
+            return restore_file(ctx, db_path, src, f"the replica {shown}", yes, tz, kept_for, from_replica=True)
     if not Path(src).is_file():
         raise click.ClickException(f"{src}: no such file; give the path of a backup")
     source = opened(src, identity)
@@ -120,9 +120,10 @@ def restore(ctx, db_path, src, replica, moment, identity, recipients, yes, tz):
             source.close()
 
 
-def restore_file(ctx, db_path, src, shown, yes, tz, kept_for=None):
+def restore_file(ctx, db_path, src, shown, yes, tz, kept_for=None, from_replica=False):
     """`restore` of a checked file (or a copy in memory), named to the admin and in the audit trail as
-    `shown`; the database it replaces kept aside, sealed for `kept_for` when given."""
+    `shown`; the database it replaces kept aside, sealed for `kept_for` when given; from a replica, a
+    reminder to replicate to a new path (docs/replication.md, "Restore")."""
     try:
         version, counts, current_counts = prepare_restore(db_path, src)
     except ValueError as error:
@@ -142,6 +143,10 @@ def restore_file(ctx, db_path, src, shown, yes, tz, kept_for=None):
     if version < newest_version():
         click.echo(f"It is at schema version {version}: `agenda migrate --db {db_path}` (or starting the "
                    "service) upgrades it.")
+    if from_replica:
+        click.echo("Before starting it, point the service at a NEW replica path (AGENDA_REPLICA or --replica, "
+                   "e.g. a folder agenda-2): the old replica's history runs past the state restored, and "
+                   "replicating this database into it would mix the two.")
     click.echo("Start the service again (sudo systemctl start agenda).")
 
 

@@ -2,28 +2,27 @@
 browser: the day sheet (`day`), `book` (a sobrecita, a series), `move`, `cancel`, `confirm`, closures
 (`closed`) and doctors (`doctor retire`, their calendar feeds)."""
 
+import datetime as dt
 import functools
 
 import click
 
-from .values import ClinicError, format_date, parse_date, plural, printable, sheet_csv
+from .values import ClinicError, format_date, plural, printable, sheet_csv
 from .counter import squeeze_in
 from .feeds import feeds, new_feed, revoke_feed
 from .series import book_series, NEAREST_DAYS, parse_every, preview_series
-from .cli import (cli, cli_clinic, cli_date, cli_now, cli_reader, cli_text, cli_time, cli_zone, clinic_at,
-                  clinic_time, db_option, desk_rules_options, tz_option)
+from .cli import (cli, cli_date, cli_language, cli_now, cli_reader, cli_text, cli_time, cli_translator,
+                  cli_zone, clinic_at, clinic_time, counted, db_option, desk_rules_options, tz_option)
 
 
-WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-
-
-def day_sheet(clinic, day, center_id=None):
+def day_sheet(clinic, day, center_id=None, t=None):
     """A day's live appointments, each doctor's together, by time: what `agenda day` prints (recorded)."""
     try:
         appointments = clinic.appointments_on([day.isoformat()], cli_reader(), center_id)
     except ClinicError:
-        known = ", ".join(center["id"] for center in clinic.centers())
-        raise click.ClickException(f"no center {center_id!r}; the centers are: {known or 'none'}") from None
+        t = t or cli_translator("en")
+        known = ", ".join(center["id"] for center in clinic.centers()) or t("cli_no_centers")
+        raise click.ClickException(t("cli_no_center", center=center_id, known=known)) from None
     return sorted(appointments, key=lambda a: (a["doctor_name"], a["doctor_id"], a["start"]))
 
 
@@ -35,27 +34,25 @@ def day_sheet(clinic, day, center_id=None):
 @tz_option
 @click.pass_context
 def day(ctx, db_path, date, center_id, as_csv, tz):
-    """The day sheet: each doctor's appointments with time, patient, phone, reason, status.
+    """The day sheet: each doctor's appointments with time, patient, phone, status, arrival, reason.
 
     DATE as the clinic writes it, DD/MM/YYYY (default: today). Cancelled
-    appointments are left out; status is booked, confirmed or unanswered.
+    appointments are left out; status is booked, confirmed or unanswered, then
+    who arrived (and when), was seen or did not come. In Spanish when LC_ALL,
+    LC_MESSAGES, LANG or LANGUAGE asks for it (the CSV's columns stay English).
 
     Example:
 
     \b
         agenda day 23/11/2026 --center CENTRO --csv > monday.csv
     """
-    zone = cli_zone(tz)
-    try:
-        when = parse_date(date, "DATE") if date else cli_now(ctx).astimezone(zone).date()
-    except ClinicError:
-        raise click.ClickException(f"{date!r} is not a date; write it as DD/MM/YYYY, e.g. 23/11/2026") from None
-    clinic = cli_clinic(ctx, db_path, tz)
-    try:
-        rows = day_sheet(clinic, when, center_id)
-    finally:
-        clinic.db.close()
-    click.echo(day_sheet_csv(rows) if as_csv else day_sheet_text(rows, when, center_id), nl=False)
+    language = cli_language()
+    zone = cli_zone(tz, language)
+    when = cli_date(date, "", language) if date else cli_now(ctx).astimezone(zone).date()
+    with clinic_at(ctx, db_path, tz, language=language) as clinic:
+        rows = day_sheet(clinic, when, center_id, cli_translator(language))
+    click.echo(day_sheet_csv(rows) if as_csv else day_sheet_text(rows, when, center_id, zone, cli_translator(language)),
+               nl=False)
 
 
 def day_sheet_csv(rows):
@@ -72,20 +69,34 @@ def what_it_is(row):
     return " · ".join(part for part in parts if part)
 
 
-def day_sheet_text(rows, when, center_id):
-    """The day sheet for a terminal: every value made printable, so each appointment keeps its one line."""
-    where = f"center {printable(center_id)}" if center_id else "all centers"
-    lines = [f"{WEEKDAY_NAMES[when.weekday()]} {format_date(when)}, {where}: {plural(len(rows), 'appointment')}"]
+def attendance_words(row, zone, t):
+    """What happened at the counter, for the day sheet: 'arrived 09:52', 'seen', 'no-show', or ''."""
+    if row["attendance"] == "arrived" and row["arrived_at"]:
+        return t("sheet_arrived", time=f"{dt.datetime.fromisoformat(row['arrived_at']).astimezone(zone):%H:%M}")
+    return t(f"sheet_{row['attendance']}") if row["attendance"] in ("seen", "no_show") else ""
+
+
+def day_sheet_text(rows, when, center_id, zone, t):
+    """The day sheet for a terminal in t's language: every value made printable, so each appointment keeps
+    its one line; a column of arrivals and no-shows when the day has any."""
+    where = t("sheet_center", center=printable(center_id)) if center_id else t("sheet_all_centers")
+    lines = [f"{t('weekday_names')[when.weekday()]} {format_date(when)}, {where}: "
+             f"{counted(t, 'count_appointments', len(rows))}"]
     width = max((len(printable(row["patient_name"])) for row in rows), default=0)
+    status_width = max(len(t(f"sheet_{status}")) for status in ("booked", "confirmed", "unanswered"))
+    marks = [attendance_words(row, zone, t) for row in rows]
+    mark_width = max(map(len, marks), default=0)
     doctor = None
-    for row in rows:
+    for row, mark in zip(rows, marks):
         if row["doctor_id"] != doctor:
             doctor = row["doctor_id"]
             lines.append(f"\n{printable(row['doctor_name'])} ({printable(doctor)})")
         center = f"  [{printable(row['center_id'])}]" if row["center_id"] and not center_id else ""
         what = f"  ({printable(what_it_is(row))})" if what_it_is(row) else ""
-        lines.append(f"  {row['start']}  {printable(row['patient_name']):<{width}}  "
-                     f"{printable(row['phone']):<13}  {row['status']:<10}  {printable(row['reason']) or '-'}{what}{center}")
+        attended = f"{mark:<{mark_width}}  " if mark_width else ""
+        lines.append(f"  {row['start']}  {printable(row['patient_name']):<{width}}  {printable(row['phone']):<13}  "
+                     f"{t('sheet_' + row['status']):<{status_width}}  {attended}{printable(row['reason']) or '-'}"
+                     f"{what}{center}")
     return "\n".join(lines) + "\n"
 
 

@@ -74,9 +74,10 @@ def import_patients_command(ctx, db_path, file, dry_run, tz):
     UTF-8 or Latin-1, with a header row; ',' ';' or tab separated. Every row is
     checked as the API checks a new patient (NIF letter, phone, date). Bad rows are
     listed by line and then nothing is imported: all or nothing. A NIF already in
-    the agenda is reported and never doubled. An optional guardianNif column names
-    a child's guardian (in the agenda or on an earlier line): a child under 14 may
-    then have no NIF.
+    the agenda is reported and never doubled. An optional guardianNif column (or
+    Tutor, DNI tutor, DNI del tutor...) names a child's guardian (in the agenda or on
+    an earlier line): a child under 14 may then have no NIF, and is known again by
+    name, birth date and guardian, so running the same file twice doubles no one.
 
     Example:
 

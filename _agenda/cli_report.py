@@ -5,9 +5,9 @@ import datetime as dt
 
 import click
 
-from .values import format_date, plural, printable, sheet_csv
+from .values import format_date, printable, sheet_csv
 from .report import clinic_report, share
-from .cli import cli, cli_date, clinic_at, db_option, tz_option
+from .cli import cli, cli_date, cli_language, cli_translator, clinic_at, counted, db_option, tz_option
 
 
 REPORT_COLUMNS = ("doctor", "week", "offered", "booked", "free", "filledPercent", "noShows", "lateCancellations",
@@ -23,32 +23,35 @@ REPORT_COLUMNS = ("doctor", "week", "offered", "booked", "free", "filledPercent"
 @click.pass_context
 def report(ctx, db_path, first, last, as_csv, tz):
     """The clinic at a glance: per doctor and week the slots offered, booked and free, no-shows and late
-    cancellations; per week the reminder answers and who booked; how far ahead patients book.
+    cancellations; per week the reminder answers and who booked; how far ahead patients book. In Spanish
+    when LC_ALL, LC_MESSAGES, LANG or LANGUAGE asks for it (the CSV's columns stay English).
 
     Example:
 
     \b
         agenda report --from 02/11/2026 --to 29/11/2026 --csv > noviembre.csv
     """
-    with clinic_at(ctx, db_path, tz) as clinic:
-        end = cli_date(last, "--to") if last else clinic.today() + dt.timedelta(days=13)
-        found = clinic_report(clinic, cli_date(first, "--from") if first else end - dt.timedelta(days=27), end)
+    language = cli_language()
+    with clinic_at(ctx, db_path, tz, language=language) as clinic:
+        end = cli_date(last, "--to", language) if last else clinic.today() + dt.timedelta(days=13)
+        found = clinic_report(clinic, cli_date(first, "--from", language) if first else end - dt.timedelta(days=27),
+                              end)
     rows = [(d["id"], monday.isoformat(), *(c[key] for key in ("offered", "booked", "free")),
              share(c["booked"], c["offered"]), c["no_shows"], c["late_cancels"], c["offered_minutes"],
              c["booked_minutes"])
             for d in found["doctors"] for monday, c in sorted(d["weeks"].items())]
     if as_csv:
         return click.echo(sheet_csv(REPORT_COLUMNS, rows), nl=False)
-    for d in found["doctors"]:
-        c = d["totals"]
-        click.echo(printable(f"{d['id']} {d['name']}: {c['booked']}/{c['offered']} booked ({c['filled']}%), "
-                             f"{c['free']} free, {c['no_shows']} no-shows, {c['late_cancels']} late cancellations; "
-                             f"{c['booked_minutes']} of {c['offered_minutes']} minutes booked"))
-    for kind in found["types"]:
-        click.echo(printable(f"{kind['name']}: {plural(kind['visits'], 'visit')}, {kind['minutes']} minutes"))
-    for monday in found["weeks"]:
-        answers, who = found["reminders"][monday], found["sources"][monday]
-        click.echo(f"Week of {format_date(monday.isoformat())}: reminders " + ", ".join(
-            f"{count} {key}" for key, count in answers.items()) + f"; booked by the voice agent {who['agent']}, "
-            f"by reception {who['desk']}")
-    click.echo("Booked ahead: " + ", ".join(f"{key.replace('_', ' ')} {count}" for key, count in found["lead"].items()))
+    click.echo(report_text(found, cli_translator(language)))
+
+
+def report_text(found, t):
+    """The report for a terminal, in t's language: a line per doctor, per visit type and per week, then how
+    far ahead patients booked."""
+    lines = [t("report_doctor", id=d["id"], name=d["name"], **d["totals"]) for d in found["doctors"]]
+    lines += [t("report_type", name=kind["name"], visits=counted(t, "count_visits", kind["visits"]),
+                minutes=kind["minutes"]) for kind in found["types"]]
+    lines += [t("report_week", monday=format_date(monday.isoformat()), **found["reminders"][monday],
+                **found["sources"][monday]) for monday in found["weeks"]]
+    lines.append(t("report_lead", **found["lead"]))
+    return "\n".join(printable(line) for line in lines)

@@ -7,6 +7,7 @@ import csv
 import io
 import itertools
 import re
+import unicodedata
 from pathlib import Path
 
 from .values import first_control, one_line, plural, sheet_value, text_fault, text_limit
@@ -34,11 +35,27 @@ def read_catalog_text(text):
         raise SeedError([(1, f"the header row must name the columns {','.join(CATALOG_COLUMNS)}; it was read "
                              f"with {CSV_SEPARATORS[separator]} as the separator and has the columns "
                              f"{found or 'none'}")])
+    if separator == ";":
+        refuse_unquoted_lists(records)
     fields = [name if name in CATALOG_COLUMNS else None for name in found]
     rows, problems = read_cells(records[1:], fields, records[0][1])
     if problems:
         raise SeedError(problems)
     return rows
+
+
+def refuse_unquoted_lists(records):
+    """SeedError, once for the file, when rows of a ';' catalog have more cells than its header: a list written
+    without quotes (mon;wed;fri) splits into cells of its own and moves every column after it."""
+    columns = len(records[0][1])
+    over = [line for line, cells in records[1:] if len(cells) > columns]
+    if over:
+        lines = ", ".join(map(str, over[:10])) + (f" and {len(over) - 10:,} more" if len(over) > 10 else "")
+        raise SeedError([(over[0], f"{plural(len(over), 'line')} ({lines}) {'has' if len(over) == 1 else 'have'} "
+                                   f"more cells than the header's {columns} columns: with ';' as the separator, a "
+                                   "cell holding a ';' list (days mon;wed;fri, hours 09:00-14:00;16:00-19:00, "
+                                   'insurances PRIV;SAN) must be quoted ("mon;wed;fri"), as a spreadsheet saves it; '
+                                   "or save the file with ',' as the separator")])
 
 
 def csv_records(text, **form):
@@ -112,13 +129,24 @@ def read_record(cells, fields, header):
     return row, faults
 
 
-PATIENT_COLUMN_NAMES = {  # a header, lower case without spaces, dashes or underscores: our field
+PATIENT_COLUMN_NAMES = {  # a header, folded (`header_key`): our field
     "name": "name", "nombre": "name", "surname": "surname", "surnames": "surname", "apellidos": "surname",
     "birthdate": "birthDate", "dateofbirth": "birthDate", "fechanacimiento": "birthDate",
-    "fechadenacimiento": "birthDate", "nif": "nif", "dni": "nif", "nie": "nif",
-    "phone": "phone", "telephone": "phone", "telefono": "phone", "teléfono": "phone", "movil": "phone",
-    "móvil": "phone", "guardiannif": "guardianNif", "niftutor": "guardianNif", "nifdeltutor": "guardianNif",
+    "fechadenacimiento": "birthDate", "nacimiento": "birthDate", "fnacimiento": "birthDate", "fechanac": "birthDate",
+    "nif": "nif", "dni": "nif", "nie": "nif",
+    "phone": "phone", "telephone": "phone", "telefono": "phone", "movil": "phone",
+    "guardiannif": "guardianNif", "guardian": "guardianNif",
+    # the guardian's NIF as clinics head it: "Tutor", "DNI tutor", "DNI del tutor", "NIF de la tutora", "NIE tutor/a"
+    **{f"{document}{of}{who}": "guardianNif" for document in ("", "nif", "dni", "nie")
+       for of in ("", "de", "del", "dela") for who in ("tutor", "tutora", "tutorlegal")},
 }
+
+
+def header_key(name):
+    """A column's header folded to look it up: case, accents, spaces, dots, dashes, underscores and slashes
+    aside ("DNI del Tutor/a" and "dni_tutora" read alike)."""
+    bare = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
+    return re.sub(r"[\s_\-./]", "", bare).casefold()
 
 
 class PatientFileError(Exception):
@@ -161,8 +189,7 @@ def read_table_file(path, column_names, required, example, what):
 def table_rows(path, column_names, required, example, what):
     """The records of a CSV another system wrote (UTF-8 or Windows-1252; ',' ';' or tab), read as the file
     streams, so a file of any length takes the same memory: (line, {field: text}, [why a cell is refused]) for
-    each record that is not blank, columns by `column_names` (a header folded: lower case, no spaces, dashes
-    or underscores). PatientFileError, before the first record, for a file that cannot be read at all; as it
+    each record that is not blank, columns by `column_names` (a header as `header_key` folds it). PatientFileError, before the first record, for a file that cannot be read at all; as it
     streams, at a quote that never closes ("Files from other systems")."""
     encoding = file_encoding(path)
     with open(path, encoding=encoding, newline="") as file:
@@ -177,7 +204,8 @@ def table_rows(path, column_names, required, example, what):
     except csv.Error:
         dialect = csv.excel
     header = next(csv.reader([header_line], delimiter=dialect.delimiter, skipinitialspace=dialect.skipinitialspace))
-    fields = [column_names.get(re.sub(r"[\s_\-]", "", name).lower()) for name in header]
+    folded = {header_key(name): field for name, field in column_names.items()}
+    fields = [folded.get(header_key(name)) for name in header]
     missing = [name for name in required if name not in fields]
     if missing:
         raise PatientFileError(f"the header has no {' and no '.join(missing)} column; it reads {header}; "

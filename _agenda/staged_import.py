@@ -263,39 +263,44 @@ def stage_row_patient(conn, line, fields, today, present):
             (guardian_nif,)).fetchone():
         raise ClinicError("INVALID_REQUEST", "no patient has the guardian's nif (in the agenda or on an earlier "
                                              "line)", "guardian", "guardianNif")
-    here = already_here(conn, patient, guardian_nif)
+    here = already_here(conn, "main.live_patients", "id", patient, guardian_nif)
     if here is not None:
         present.add(line, f"already in the agenda as patient {here}, not imported")
         return
-    earlier = conn.execute("SELECT line FROM staged_patients WHERE nif = ?", (patient["nif"],)).fetchone() \
-        if patient["nif"] else None
+    earlier = already_here(conn, "staged_patients", "line", patient, guardian_nif)
+    if earlier is not None and patient["nif"]:
+        raise ClinicError("INVALID_REQUEST", f"the same nif as line {earlier}", "same_nif", "nif")
     if earlier is not None:
-        raise ClinicError("INVALID_REQUEST", f"the same nif as line {earlier[0]}", "same_nif", "nif")
+        raise ClinicError("INVALID_REQUEST", f"the same child (name, birth date and guardian) as line {earlier}",
+                          "same_child", "name")
     stage_patient(conn, line, patient, guardian_nif)
 
 
-def already_here(conn, patient, guardian_nif):
-    """The id of the live patient this one is: the NIF's holder; for a child without a NIF, the one of the same
-    name, surname and birth date under the same guardian (or under none)."""
+def already_here(conn, table, key, patient, guardian_nif):
+    """The `key` (id, line) of the patient of `table` (the agenda's live patients, or the file's staged so far)
+    this one is: the NIF's holder; for a child without a NIF, the one of the same name and surname (as the
+    search folds them: case, accents and spacing aside), birth date and guardian (or none)."""
     if patient["nif"]:
-        row = conn.execute("SELECT id FROM main.live_patients WHERE nif = ?", (patient["nif"],)).fetchone()
+        row = conn.execute(f"SELECT {key} FROM {table} WHERE nif = ?", (patient["nif"],)).fetchone()
     else:
-        row = conn.execute(
-            "SELECT id FROM main.live_patients WHERE nif IS NULL AND name = ? AND coalesce(surname, '') = ?"
-            " AND birth_date IS ? AND guardian_nif IS ?",
-            (patient["name"], patient["surname"] or "", patient["birth_date"], guardian_nif)).fetchone()
+        row = conn.execute(f"SELECT {key} FROM {table} WHERE nif IS NULL AND search = ? AND birth_date IS ?"
+                           " AND guardian_nif IS ?",
+                           (searched_name(patient["name"], patient["surname"]), patient["birth_date"],
+                            guardian_nif)).fetchone()
     return None if row is None else row[0]
 
 
 def insert_staged_patients(conn, at):
     """Inside the one short commit: the staged patients (but a NIF registered since), those without a
-    guardian first, then each child under their guardian, by line."""
+    guardian first, then each child under their guardian, by line, with the guardian's phone unless the row
+    gives one (as the desk registers a child, "Patients without a NIF")."""
     conn.execute("INSERT INTO main.patients (name, surname, birth_date, nif, phone, phone_e164, created_at, search)"
                  " SELECT name, surname, birth_date, nif, phone, phone_e164, ?, search FROM temp.staged_patients s"
                  " WHERE guardian_nif IS NULL AND NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
                  " ORDER BY line", (utc_iso(at),))
     conn.execute("INSERT INTO main.patients (name, surname, birth_date, nif, phone, phone_e164, created_at, search,"
-                 " guardian_id) SELECT s.name, s.surname, s.birth_date, s.nif, s.phone, s.phone_e164, ?, s.search, g.id"
+                 " guardian_id) SELECT s.name, s.surname, s.birth_date, s.nif, coalesce(s.phone, g.phone),"
+                 " coalesce(s.phone_e164, g.phone_e164), ?, s.search, g.id"
                  " FROM temp.staged_patients s JOIN main.live_patients g ON g.nif = s.guardian_nif"
                  " WHERE NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif) ORDER BY s.line",
                  (utc_iso(at),))

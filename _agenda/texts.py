@@ -439,6 +439,39 @@ TEXTS = {
                                   "The visit's time has not come: a no-show is marked from then."),
     "field_reader": ("Quién leyó", "Reader"), "field_days": ("Días", "Days"), "field_page": ("Página", "Page"),
     "field_acceptOverlap": ("Reservar igualmente", "Book it anyway"), "field_typeId": ("Tipo de visita", "Visit type"),
+    # the command line's day sheet and report, and what they refuse ("Configuration and CLI")
+    "cli_not_a_date": ("{text!r} no es una fecha; escríbela como DD/MM/AAAA, p. ej. 24/11/2026",
+                       "{text!r} is not a date; write it as DD/MM/YYYY, e.g. 24/11/2026"),
+    "cli_no_database": ("{db}: no existe esa base de datos; indica su ruta con --db o AGENDA_DB",
+                        "{db}: no such database; give its path with --db or AGENDA_DB"),
+    "cli_unknown_zone": ("zona horaria desconocida {tz!r} (prueba {good})", "unknown time zone {tz!r} (try {good})"),
+    "cli_no_center": ("no hay ningún centro {center!r}; los centros son: {known}",
+                      "no center {center!r}; the centers are: {known}"),
+    "cli_no_centers": ("ninguno", "none"),
+    "weekday_names": (("lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"),
+                      ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")),
+    "count_appointments": (("{count} cita", "{count} citas"), ("{count:,} appointment", "{count:,} appointments")),
+    "count_visits": (("{count} visita", "{count} visitas"), ("{count:,} visit", "{count:,} visits")),
+    "sheet_all_centers": ("todos los centros", "all centers"), "sheet_center": ("centro {center}", "center {center}"),
+    "sheet_booked": ("reservada", "booked"), "sheet_confirmed": ("confirmada", "confirmed"),
+    "sheet_unanswered": ("sin respuesta", "unanswered"), "sheet_arrived": ("llegó {time}", "arrived {time}"),
+    "sheet_seen": ("atendido", "seen"), "sheet_no_show": ("no vino", "no-show"),
+    "report_doctor": ("{id} {name}: reservadas {booked} de {offered} ({filled} %), libres {free}, no vinieron "
+                      "{no_shows}, anuladas con menos de un día {late_cancels}; minutos reservados {booked_minutes} "
+                      "de {offered_minutes}", "{id} {name}: {booked}/{offered} booked ({filled}%), {free} free, {no_shows} "
+                      "no-shows, {late_cancels} late cancellations; {booked_minutes} of {offered_minutes} minutes "
+                      "booked"),
+    "report_type": ("{name}: {visits}, {minutes} minutos", "{name}: {visits}, {minutes} minutes"),
+    "report_week": ("Semana del {monday}: respuestas a los recordatorios: confirmadas {confirmed}, rechazadas "
+                    "{declined}, sin respuesta {unanswered}, liberadas {released}; reservadas por el asistente "
+                    "telefónico {agent}, por recepción {desk}", "Week of {monday}: reminders {confirmed} confirmed, {declined} declined, "
+                    "{unanswered} unanswered, {released} released; booked by the voice agent {agent}, by reception "
+                    "{desk}"),
+    "report_lead": ("Reservadas con antelación de: el mismo día {same_day}, hasta una semana {week}, hasta un mes "
+                    "{month}, hasta tres meses {quarter}, más {later}", "Booked ahead: same day {same_day}, week "
+                    "{week}, month {month}, quarter {quarter}, later {later}"),
+    "rule_same_child": ("{field}: el mismo menor (nombre, nacimiento y tutor) que una fila anterior del fichero.",
+                        "{field}: the same child (name, birth date and guardian) as an earlier row of the file."),
 }
 
 

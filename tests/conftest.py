@@ -261,6 +261,15 @@ def assert_error(response, status, code):
     return error
 
 
+@pytest.fixture(autouse=True)
+def english_command_line(monkeypatch):
+    """The command line speaks the language the environment names ("Configuration and CLI"): every test
+    starts in English whatever the machine's locale; a test of Spanish names it (CliRunner(env=...))."""
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    for name in ("LC_ALL", "LC_MESSAGES", "LANGUAGE"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def clock():
     return Clock(MONDAY)

@@ -176,6 +176,7 @@ def test_restore_brings_a_backup_back_and_keeps_the_current_database_aside(api, 
     result = invoke(runner, "restore", tmp_path / "monday.db", "--yes", now=MONDAY + dt.timedelta(hours=1))
     assert result.exit_code == 0, result.output
     assert "4 appointments (3 not cancelled), 3 patients" in result.output
+    assert "replica" not in result.output  # a reminder for a restore from the replica only
     aside = tmp_path / f"{db_path.name}.before-restore-{MONDAY + dt.timedelta(hours=1):%Y%m%d-%H%M%S}"
     assert f"kept as {aside}" in result.output
     assert query(aside, "SELECT count(*) FROM patients") == [(4,)]   # the replaced one, whole

@@ -204,6 +204,8 @@ def test_a_replica_restore_killed_midway_leaves_its_copy_only_until_the_next_com
     assert clear_copies(left, target) == ["replica.db"] and not target.exists()
     result = invoke(target, "restore", "--from-replica", replica, "--yes")
     assert result.exit_code == 0, result.output
+    reminder = result.output.index("point the service at a NEW replica path")  # its old history runs past this state
+    assert reminder < result.output.index("Start the service again")
     assert f"Removed {left}: a clear copy" in result.stderr and not left.exists()
     assert patients(target) == 3
 

@@ -6,12 +6,14 @@ Two tests hand the doc's files to the real tools (`systemd-analyze verify`, `ngi
 are skipped where a tool is missing (which CI's AGENDA_NO_SKIP turns into a failure).
 """
 
+import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import webtest
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "deploy.md"
 DOC = DOC_PATH.read_text(encoding="utf-8")
@@ -279,3 +281,17 @@ def test_every_numbered_step_says_what_to_check():
     assert [step.split(".")[0] for step in steps] == ["1", "2", "3", "4", "5", "6", "6b", "7", "8", "9"]
     for step in steps:
         assert "**Check:**" in step, step.splitlines()[0]
+
+
+def test_every_health_answer_the_doc_shows_is_what_the_service_answers(api):
+    """Each `/health` ... prints `{...}` of the doc, as JSON, is the answer of a service without a replica."""
+    shown = re.findall(r"/health`?\s+prints\s+`(\{[^`]*\})`", DOC)
+    assert len(shown) >= 4, shown
+    answer = webtest.TestApp(api.app).get("/health").json
+    assert [json.loads(text) for text in shown] == [answer] * len(shown)
+
+
+def test_a_restore_says_to_replicate_to_a_new_path_afterwards():
+    restoring = DOC[DOC.index("## Restoring a backup"):]
+    assert "--from-replica" in restoring and "**new** replica" in restoring
+    assert restoring.index("**new** replica") > restoring.index("agenda restore ")

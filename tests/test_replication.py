@@ -132,6 +132,7 @@ def restore_from_replica(tmp_path, replica, *extra):
                                            *extra), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Restored the replica file://" in result.stdout and ".replica-" not in result.stdout  # no gone temp path
+    assert "point the service at a NEW replica path" in result.stdout
     conn = sqlite3.connect(restored)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
