@@ -63,7 +63,7 @@ class PasswordGate:
             now = self.clock()
             self.tokens = min(self.burst, self.tokens + (now - self.filled_at) * self.per_second)
             self.filled_at = now
-            if self.tokens < 1 or not self.running.acquire(blocking=False):
+            if self.tokens < 1 - 1e-9 or not self.running.acquire(blocking=False):  # 2/3 * 3 is 1.999...8
                 return False
             self.tokens -= 1
             return True

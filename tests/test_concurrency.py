@@ -12,7 +12,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from webtest.http import StopableWSGIServer
 
 import _agenda.staff
@@ -202,6 +202,7 @@ def test_a_login_flood_is_refused_at_once_past_the_bound_and_open_sessions_and_t
 @given(steps=st.lists(st.tuples(st.floats(min_value=0, max_value=3), st.sampled_from(["enter", "leave"])),
                       max_size=80),
        at_once=st.integers(1, 3), per_second=st.integers(1, 5), burst=st.integers(1, 12))
+@example(steps=[(0, "enter"), (0, "enter")], at_once=2, per_second=3, burst=2)  # 2/3 s refills 1.999... tokens
 def test_the_bound_on_password_checks_holds_at_once_and_per_second(steps, at_once, per_second, burst):
     """Never more than at_once checks running, never more granted over any stretch of time than the
     burst plus the rate times its length, and a full bucket again after a quiet burst/rate seconds."""
