@@ -62,3 +62,30 @@ def test_a_visit_that_runs_past_the_grids_last_slot_into_another_visit_is_neithe
     other = api.new_patient(nif=valid_dni(7), phone="600000007")
     refused = api.post("/appointments", {"date": "24/11/2026", "time": "09:00", "doctorId": "D1", "patientId": other})
     assert (refused.status_int, refused.json["error"]["reason"]) == (409, "taken")
+
+
+TWO_KINDS_OF_VISIT = HEADER + "\n".join([
+    row("center", "C1", "Centro"), row("speciality", "MG", "Medicina general"),
+    row("type", "MG-A", "Primera", "MG", slot="30"), row("type", "MG-B", "Revisión", "MG", slot="15"),
+    *[row("doctor", doctor, f"Dr {doctor}", "MG", "C1", "mon-fri", "09:00-12:00", "15", types=types)
+      for doctor, types in (("D1", "MG-A"), ("D2", "MG-B"), ("D3", "MG-B;MG-A"), ("D4", ""))]]) + "\n"
+
+
+@pytest.mark.parametrize("doctor, moved", [("D2", False), ("D4", False), ("D3", True)])
+def test_a_move_to_another_doctor_who_does_not_offer_the_visits_type_there_is_refused(make_api, doctor, moved):
+    """The desk moved a first visit of 30 minutes to a doctor who offers only follow-ups, or no types at all,
+    and it kept its type there; a doctor who offers it (not first) takes it with its length."""
+    api = make_api(csv=TWO_KINDS_OF_VISIT)
+    made = api.post("/appointments", {"date": "24/11/2026", "time": "09:00", "doctorId": "D1",
+                                      "patientId": api.new_patient()}).json["appointmentId"]
+    move = {"day": dt.date(2026, 11, 24), "time_text": "10:00", "doctor_id": doctor, "source": "desk:ana"}
+    if moved:
+        api.app.clinic.move(made, **move)
+    else:
+        with pytest.raises(ClinicError) as refusal:
+            api.app.clinic.move(made, **move)
+        assert (refusal.value.code, refusal.value.rule, refusal.value.field) == ("INVALID_REQUEST", "speciality",
+                                                                                 "doctorId")
+    visit = api.app.clinic.appointment(made)
+    assert (visit["doctor_id"], visit["start"], visit["end"], visit["type_id"]) == (
+        (doctor, "10:00", "10:30", "MG-A") if moved else ("D1", "09:00", "09:30", "MG-A"))
