@@ -98,7 +98,7 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
         return str(again["id"])
     doctor = known(clinic, conn, visit, patient_key)
     entry = waiting_entry(conn, waitlist_id, patient_key) if rules.waitlist else None
-    span = place(clinic, conn, visit, doctor, day, time_text, rules)
+    span = place(clinic, conn, visit, doctor, day, time_text, rules, moving)
     elsewhere = patient_elsewhere(clinic, conn, patient_key, day, time_text, span, rules, moving)
     accepted = elsewhere is not None and rules.patient == "may accept" and visit.accept_overlap
     check_insurance(clinic, doctor["id"], visit.insurance_id, span.center, rules.insurance)
@@ -271,16 +271,22 @@ def known(clinic, conn, visit, patient_key):
     return doctor
 
 
-def place(clinic, conn, visit, doctor, day, time_text, rules):
+def place(clinic, conn, visit, doctor, day, time_text, rules, moving=None):
     """The Span of the visit at `time_text` by the channel's place rule and window: its type (asked, kept by a
-    move, or the doctor's default where they work then) and the one slot decision (`visit_span`) over its
-    length and pause; the database's triggers refuse an overlap with another appointment, but for a sobrecita
-    kept on the grid, which they leave out, so its schedule is read with the bookings."""
+    move, or the doctor's default where they work then; a move to another doctor who does not offer it there is
+    refused) and the one slot decision (`visit_span`) over its length and pause; the database's triggers refuse
+    an overlap with another appointment, but for a sobrecita kept on the grid, which they leave out, so its
+    schedule is read with the bookings."""
     on_grid, kinds = rules.place == "grid", []
 
     def length(row):
-        kinds.append(visit.kind or the_visit(types_offered(conn, [doctor["id"]]), doctor, row["center_id"],
-                                             row["slot_minutes"], visit.speciality_id))
+        to_another = moving is not None and moving["doctor_id"] != doctor["id"]
+        offered = types_offered(conn, [doctor["id"]]) if visit.kind is None or to_another else {}
+        kinds.append(visit.kind or the_visit(offered, doctor, row["center_id"], row["slot_minutes"],
+                                             visit.speciality_id))
+        if to_another and kinds[0].id is not None and kinds[0].id not in {
+                kind.id for kind in offered.get((doctor["id"], row["center_id"]), [])}:
+            raise invalid("that doctor does not offer the appointment's visit type there", "speciality", "doctorId")
         return kinds[0].minutes, kinds[0].pause
     schedule = read_schedule(conn, [doctor["id"]], day, day, with_bookings=visit.squeezed and on_grid)
     row, end, busy_until = visit_span(schedule, clinic.window(rules.window), doctor["id"], day, time_text,

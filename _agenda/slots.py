@@ -276,7 +276,25 @@ def visit_span(schedule, window, doctor_id, day, time_text, center_id=None, leng
         state = next((states[start] for start in runs_into if start in states), FREE)
         if state != FREE:
             raise slot_not_available(*state)
+    state = past_the_grid(schedule, row, grid, day, busy_text)
+    if state != FREE:
+        raise slot_not_available(*state)
     return row, hhmm(end), busy_text
+
+
+def past_the_grid(schedule, row, grid, day, busy_text):
+    """The state of the minutes a visit runs on past the last slot of its row's grid, up to `busy_text`: hours
+    of 09:00-09:40 by 30 minutes hold one slot, and a visit of 40 minutes runs 10 past it, which no slot's
+    state covers. Closed or taken when a closure or another visit takes any of them; else FREE."""
+    last = grid.slots[-1][1]
+    if busy_text <= last:
+        return FREE
+    shut = [c for c in closures_on(schedule.closures, day, row["doctor_id"], row["center_id"])
+            if closed_at([c], last, busy_text)]
+    if shut:
+        return "closed", shut[0]["reason"] or None
+    busy = schedule.busy.get((row["doctor_id"], day.isoformat()), ())
+    return TAKEN if overlapping(busy, last, busy_text) else FREE
 
 
 def free_slots(conn, doctors, first_day, last_day, *, window, center_id=None, starting_at=None,

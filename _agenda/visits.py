@@ -10,7 +10,7 @@ import json
 from typing import NamedTuple
 
 from .values import ClinicError, format_date, hhmm, minutes_of
-from .slots import day_states, read_schedule, Slot
+from .slots import day_states, FREE, past_the_grid, read_schedule, Slot
 
 
 class VisitType(NamedTuple):
@@ -215,10 +215,12 @@ def starts_of_row(window, schedule, resources, visit, day, iso, date_text):
     starts = fit.starts
     if len(blocked) == len(starts):
         return []
-    found, cells, pools = [], fit.cells, None
+    found, cells, pools, last = [], fit.cells, None, grid.slots[-1][1]
     for index in [index for index in range(fit.count) if starts[index] not in blocked]:
         if cells > 1 and any(later in blocked for later in starts[index + 1:index + cells]):
             continue
+        if fit.untils[index] > last and past_the_grid(schedule, row, grid, day, fit.untils[index]) != FREE:
+            continue  # it runs on past the grid's last cell (hours that end mid-slot)
         if kind.needs:
             if pools is None:  # once a row and day, and only for a row with a start free
                 pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day)

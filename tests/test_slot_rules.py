@@ -3,6 +3,7 @@ bookings, clocks and channel rules: nothing is offered twice; a slot is listed e
 `slot_state` says it is free; a listed slot books through the API and a slot the desk shows free
 books through the desk; every refusal's reason is the state `slot_state` gives."""
 
+import contextlib
 import datetime as dt
 import re
 import tempfile
@@ -85,13 +86,21 @@ def states(clinic, doctors, channel="caller"):
        desk_notice=st.sampled_from([0, 15, 90]), bookings=probes, attempts=probes)
 def test_free_slots_refusals_and_the_desk_agree_with_slot_state(catalog, now, notice, horizon, desk_notice, bookings,
                                                                 attempts):
+    with generated_clinic(catalog, now, notice, horizon, desk_notice) as app:
+        check_one_clinic(Api(app), app, bookings, attempts)
+
+
+@contextlib.contextmanager
+def generated_clinic(catalog, now, notice, horizon, desk_notice):
+    """The app on a new database seeded with the catalog file's text, its clock at `now`, the caller's notice
+    and horizon and the desk's notice as given; closed after."""
     with tempfile.TemporaryDirectory() as folder:
         db_path = Path(folder) / "agenda.db"
         seed(db_path, write_csv(Path(folder), catalog))
         app = agenda.create_app(db_path, SECRET, now=Clock(now), min_notice_minutes=notice, horizon_days=horizon,
                                 desk_min_notice_minutes=desk_notice)
         try:
-            check_one_clinic(Api(app), app, bookings, attempts)
+            yield app
         finally:
             app.clinic.db.close()
 
