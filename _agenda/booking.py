@@ -286,7 +286,7 @@ def place(clinic, conn, visit, doctor, day, time_text, rules, moving=None):
                                              visit.speciality_id))
         if to_another and kinds[0].id is not None and kinds[0].id not in {
                 kind.id for kind in offered.get((doctor["id"], row["center_id"]), [])}:
-            raise invalid("that doctor does not offer the appointment's visit type there", "speciality", "doctorId")
+            raise invalid("that doctor does not offer the appointment's visit type there", "type_not_offered", "doctorId")
         return kinds[0].minutes, kinds[0].pause
     schedule = read_schedule(conn, [doctor["id"]], day, day, with_bookings=visit.squeezed and on_grid)
     row, end, busy_until = visit_span(schedule, clinic.window(rules.window), doctor["id"], day, time_text,

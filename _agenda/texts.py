@@ -351,6 +351,9 @@ TEXTS = {
     "overlaps_title": ("Visitas del mismo paciente que se solapan ({count})", "One patient's visits that overlap ({count})"),
     "overlaps_hint": ("Llegaron con la historia de otro sistema: llama para mover una de cada par.",
                       "They came with another system's history: call to move one of each pair."),
+    "rule_type_not_offered": ("Ese médico no ofrece el tipo de visita de esta cita ahí: elige otro médico u otro "
+                              "centro.", "That doctor does not offer this appointment's visit type there: choose "
+                                         "another doctor or center."),
     "reason_patient_elsewhere": ("Esa persona ya tiene otra cita a esa hora.", "That patient has another "
                                                                              "appointment then."),
     "reason_resource_taken": ("A esa hora no queda libre la sala o la máquina que necesita esa visita.",

@@ -749,7 +749,7 @@ def test_a_move_to_another_doctor_who_does_not_offer_the_visits_type_there_is_re
     else:
         with pytest.raises(ClinicError) as refusal:
             api.app.clinic.move(made, **move)
-        assert (refusal.value.code, refusal.value.rule, refusal.value.field) == ("INVALID_REQUEST", "speciality",
+        assert (refusal.value.code, refusal.value.rule, refusal.value.field) == ("INVALID_REQUEST", "type_not_offered",
                                                                                  "doctorId")
     visit = api.app.clinic.appointment(made)
     assert (visit["doctor_id"], visit["start"], visit["end"], visit["type_id"]) == (
