@@ -34,6 +34,13 @@ class Keyboard:
         self.press(key, name)
         WebDriverWait(driver, WAIT).until(lambda d: d.execute_script(
             "return window.deskPageBefore !== true && document.readyState === 'complete'"))
+        self.settled()
+
+    def settled(self):
+        """Wait until the page has put its focus somewhere: a browser applies `autofocus` at its next
+        rendering, which may come after the load on a busy machine."""
+        WebDriverWait(self.desk.driver, WAIT).until(lambda d: d.execute_script(
+            "return document.activeElement !== null && document.activeElement !== document.body"))
 
     def type(self, text):
         ActionChains(self.desk.driver).send_keys(text).perform()  # a search's characters: not counted
@@ -49,6 +56,7 @@ def test_a_patient_is_booked_from_the_day_view_in_fifteen_keys_or_fewer(clinic_d
     patient = api.new_patient(nif="10000001S", name="Evarista", surname="Quintanilla")
     desk.open("/desk/day?centerId=C1")  # Monday 23/11/2026 at 08:00: Javier Ruiz and Lucía Martín, from 09:00
     keys = Keyboard(desk)
+    keys.settled()
     assert keys.focused()[1] == "q"  # the page opens in the search box
     keys.press(Keys.ARROW_DOWN, "↓")  # the next free slot: 09:00, the first column's (Javier Ruiz)
     assert keys.focused()[2] == "09:00 + libre" and "doctorId=RUIZ" in keys.focused()[3]
@@ -75,6 +83,7 @@ def test_the_keys_walk_the_free_slots_and_leave_a_search_its_letters(clinic_desk
     api.book(api.new_patient(), date="24/11/2026", time="09:30")
     desk.open("/desk/day?date=24/11/2026&centerId=C1")
     keys = Keyboard(desk)
+    keys.settled()
     keys.press("n", "n")  # typed in the empty search: a name may start with it
     assert keys.focused()[1] == "q" and desk.driver.execute_script("return document.activeElement.value") == "n"
     keys.press(Keys.BACKSPACE, "⌫")
@@ -87,6 +96,7 @@ def test_the_keys_walk_the_free_slots_and_leave_a_search_its_letters(clinic_desk
                       "10:30 + libre MARTIN", "10:00 + libre MARTIN", "09:00 + libre MARTIN", "10:00 + libre MARTIN",
                       "09:00 + libre RUIZ", "09:20 + libre RUIZ"]
     desk.open("/desk/book?doctorId=MARTIN&date=24/11/2026&time=10:00&centerId=C1")
+    keys.settled()
     assert keys.focused()[1] == "q"
     desk.driver.execute_script("document.activeElement.blur()")  # the focus elsewhere: "/" finds the search here too
     keys.press("/", "/")
@@ -98,6 +108,7 @@ def test_a_slot_lost_meanwhile_is_one_key_from_the_next_free_one(clinic_desk):  
     patient = api.new_patient(nif="10000001S", name="Evarista", surname="Quintanilla")
     desk.open("/desk/book?doctorId=MARTIN&date=24/11/2026&time=09:30&centerId=C1")
     keys = Keyboard(desk)
+    keys.settled()
     keys.type("quintanilla")
     keys.press_to_leave(Keys.ENTER, "Intro")
     keys.press(Keys.TAB, "⇧Tab", shift=True)  # from their "Reservar" back to the reason
