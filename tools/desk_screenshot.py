@@ -232,8 +232,12 @@ class Desk:
             self.driver.execute_script("window.deskPageBefore = true")  # gone with this document
         ActionChains(self.driver).send_keys(key).perform()
         if leaves:
-            self.until(lambda d: d.execute_script(
-                "return window.deskPageBefore !== true && document.readyState === 'complete'"), "next page")
+            self.left()
+
+    def left(self):
+        """Wait until the page marked with window.deskPageBefore has been replaced by the next one."""
+        self.until(lambda d: d.execute_script(
+            "return window.deskPageBefore !== true && document.readyState === 'complete'"), "next page")
 
     def focused(self, script, what):
         """Wait until `script` (JavaScript over `e`, the focused element) is true."""
@@ -256,8 +260,7 @@ def mark_arrived(desk, day):
                                                  "//button[@name='mark'][@value='arrived']")
     if arrive:
         desk.driver.execute_script("window.deskPageBefore = true; arguments[0].click()", arrive[0])
-        desk.until(lambda d: d.execute_script(
-            "return window.deskPageBefore !== true && document.readyState === 'complete'"), "the day after arriving")
+        desk.left()
 
 
 def keyboard_path(desk, day, width, height):
