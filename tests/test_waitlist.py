@@ -74,6 +74,19 @@ def test_the_desk_lights_the_freed_slot_and_booking_from_it_takes_the_patient_of
     assert api.db().execute("SELECT ended_why FROM waitlist").fetchone()[0] == "booked"
 
 
+def test_the_waiting_table_says_the_day_added_the_center_by_name_and_the_phone_whole(api):
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    eva = api.new_patient(nif=valid_dni(1), name="Eva", phone="699000111")
+    add_waiting(api.app.clinic, patient_id=eva, doctor_id="MARTIN", center_id="C1", first=TUESDAY, last=NEW_YEAR,
+                source="desk:ana")
+    row = desk.get("/desk/waitlist").html.select_one("table tbody tr")
+    since, patient, phone, doctor = [" ".join(td.get_text(" ").split()) for td in row.select("td")][:4]
+    assert (since, patient, doctor) == ("23/11/2026", "Eva García", "Lucía Martín · Centro")  # not 2026-11-23, C1
+    assert "phone" in row.select("td")[2]["class"] and phone == "699 00 01 11"  # one line: .phone does not wrap
+
+
 @pytest.mark.parametrize("fields, said", [
     ({"doctorId": "", "specialityId": ""}, "Elige un médico o una especialidad"),
     ({"dateTo": "20/11/2026"}, "Las fechas:"),

@@ -1,12 +1,15 @@
-"""Screenshots of the staff desk's day and week views, for the docs (docs/screenshots/).
+"""Screenshots of the staff desk, for the docs (docs/screenshots/).
 
 Builds the demo clinic in a temporary folder (`agenda seed --demo`), adds a staff account,
-imports a few fictional patients and books them with the CLI (`agenda book`), confirms one,
-serves it with `agenda run` on 127.0.0.1 (any free port), logs in with headless Chromium
-and saves the day view of a weekday with appointments, that week's view of its center and of
-one doctor, the waiting list and the admin's report, each at 1280x800 (a reception screen) and
-768x1024 (a tablet). Everything it starts is
-bounded in time and stopped by its pid.
+imports a few fictional patients and books them with the CLI (`agenda book`: a first visit, a
+sobrecita, a physiotherapy session in its box at NORTE, one confirmed, one on the waiting list to
+bring forward), serves it with `agenda run` on 127.0.0.1 (any free port), logs in with headless
+Chromium and saves, at 1280x800 (a reception screen) and 768x1024 (a tablet): the day of a Monday
+or Wednesday with appointments at CENTRO, that week at the center and of one doctor, the rooms at
+NORTE, the waiting list, the admin's report, and the keyboard's path (the day with `↓` on its next
+free slot; the booking page after a search, on the found patient's "Reservar"). The day is the
+first from tomorrow, or today before 08:30 (the clinic's time), when its 09:00 patient is also
+marked arrived. Everything it starts is bounded in time and stopped by its pid.
 
     .venv/bin/python tools/desk_screenshot.py [-o docs/screenshots] [--lang es|en]
 
@@ -25,12 +28,16 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 WAIT = 10  # seconds, for every page and element
 STAFF, PASSWORD = "ana", "demo desk password"
-CENTER = "CENTRO"  # the demo clinic's: MARTIN (15 min) mon-wed and RUIZ (20 min) mon-fri work there
+CLINIC_TZ = ZoneInfo("Europe/Madrid")  # the CLI's default --tz
+# The demo clinic's: MARTIN (15 min) mon-wed and RUIZ (20 min) mon-fri at CENTRO; MUNOZ (physiotherapy,
+# 45 min, a box) mon, wed and fri at NORTE: a Monday or a Wednesday has all three.
+CENTER, ROOMS_CENTER, WEEKDAYS = "CENTRO", "NORTE", (0, 2)
 
 # Fictional patients (valid DNI letters, Spanish mobiles): name,surname,birthDate,nif,phone
 PATIENTS = """\
@@ -41,26 +48,42 @@ Pablo,Ortega Lin,23/07/2016,10000003V,612345603
 Elena,Vidal Castro,09/01/1962,10000004H,612345604
 Hugo,Navarro Sanz,30/05/2019,10000005L,612345605
 Irene,Molina Fuentes,17/08/1991,10000006C,612345606
+Daniel,Romero Pascual,05/04/1977,10000007K,612345607
+Carmen,Delgado Prieto,21/12/1958,10000008E,612345608
+Sara,Benítez Lozano,11/06/1994,10000009T,612345609
 """
-# (doctor, time, patient's NIF, reason); the first one is confirmed. RUIZ takes a list of
-# insurances, so the desk's twin asks for one (PRIVADO, the catalog's private patient).
+FIRST = ("MARTIN", "09:00", "10000001S", "Revisión analítica")  # confirmed; arrived when the day is today
+# (doctor, center, time, patient's NIF, reason, more options) on the day. RUIZ takes a list of insurances,
+# so he is booked with one (PRIVADO, the catalog's private patient).
 BOOKINGS = [
-    ("MARTIN", "09:00", "10000001S", "Revisión analítica"),
-    ("MARTIN", "09:30", "10000002Q", "Dolor de espalda"),
-    ("MARTIN", "10:15", "10000004H", "Control de tensión"),
-    ("RUIZ", "09:00", "10000003V", "Vacuna 8 años"),
-    ("RUIZ", "09:40", "10000005L", "Fiebre"),
-    ("MARTIN", "11:00", "10000006C", None),
+    ("MARTIN", CENTER, "09:30", "10000002Q", "Dolor de espalda", ["--type", "MG-PRIMERA"]),  # 30 minutes
+    ("MARTIN", CENTER, "10:15", "10000004H", "Control de tensión", []),
+    ("MARTIN", CENTER, "10:25", "10000008E", "Urgente: mareo", ["--squeeze"]),  # a sobrecita over 10:15
+    ("RUIZ", CENTER, "09:00", "10000003V", "Vacuna 8 años", ["--insurance", "PRIVADO"]),
+    ("RUIZ", CENTER, "09:40", "10000005L", "Fiebre", ["--insurance", "PRIVADO"]),
+    ("MARTIN", CENTER, "11:00", "10000006C", None, []),
+    ("MUNOZ", ROOMS_CENTER, "09:30", "10000007K", "Lumbalgia", ["--type", "FIS-SESION"]),  # a box held
+    ("HERRERA", ROOMS_CENTER, "16:00", "10000002Q", "Ecografía abdominal", ["--type", "MG-ECO"]),  # the machine
 ]
+# (days after the day, doctor, time, patient's NIF, reason, more options): the rest of the center's week,
+# each skipped where it does not fit (a holiday; MARTIN is at NORTE on Thursdays)
+WEEK = [
+    (1, "RUIZ", "10:00", "10000005L", "Revisión", ["--insurance", "PRIVADO"]),
+    (1, "MARTIN", "09:15", "10000009T", "Analítica", []),
+    (2, "RUIZ", "09:20", "10000003V", "Tos", ["--insurance", "PRIVADO"]),
+    (2, "MARTIN", "12:30", "10000004H", "Resultados", ["--type", "MG-PRIMERA"]),
+]
+# her visit two weeks on, on the waiting list to bring forward to a morning of the day or the next
+LATER = ("MARTIN", 14, "12:00", "10000006C")
+KEYBOARD_SEARCH = "benitez"  # Sara Benítez Lozano, found on the booking page
 SIZES = ((1280, 800), (768, 1024))
-# (file name, page, what shows it is drawn): the center's day, its week, one doctor's week
-VIEWS = (("day", "/desk/day", ".card"), ("week", "/desk/week", ".week-grid .card"),
-         ("doctor-week", "/desk/week", ".card"), ("waitlist", "/desk/waitlist", "h1"),
+# (file name, page and its query, what shows it is drawn); {day} is the day's DD/MM/YYYY
+VIEWS = (("day", f"/desk/day?date={{day}}&centerId={CENTER}", ".timeline .card"),
+         ("week", f"/desk/week?date={{day}}&centerId={CENTER}", ".week-grid .card"),
+         ("doctor-week", "/desk/week?date={day}&doctorId=MARTIN", ".timeline .card"),
+         ("rooms", f"/desk/rooms?date={{day}}&centerId={ROOMS_CENTER}", "section.resource table"),
+         ("waitlist", "/desk/waitlist", "h1"),
          ("report", "/desk/report", "section.chart img"))
-
-
-def insurance(doctor):
-    return ["--insurance", "PRIVADO"] if doctor == "RUIZ" else []
 
 
 def agenda(db, *args, stdin=None, check=True):
@@ -72,24 +95,45 @@ def agenda(db, *args, stdin=None, check=True):
     return done
 
 
-def book_a_day(db):
-    """Book BOOKINGS on the first Monday-Wednesday from tomorrow the clinic is open; that day."""
-    day = dt.date.today() + dt.timedelta(days=1)
+def first_day(db):
+    """Book FIRST on the first Monday or Wednesday the clinic is open, from today before 08:30 (the clinic's
+    time: all its visits still ahead) else from tomorrow, and confirm it; that day."""
+    now = dt.datetime.now(CLINIC_TZ)
+    day = now.date() + dt.timedelta(days=0 if now.time() < dt.time(8, 30) else 1)
+    doctor, start, nif, reason = FIRST
     for _ in range(21):
-        if day.weekday() <= 2:
-            doctor, start, nif, reason = BOOKINGS[0]
+        if day.weekday() in WEEKDAYS:
             first = agenda(db, "book", "--doctor", doctor, "--date", f"{day:%d/%m/%Y}", "--time", start,
-                           "--nif", nif, "--center", CENTER, "--reason", reason, *insurance(doctor), check=False)
+                           "--nif", nif, "--center", CENTER, "--reason", reason, check=False)
             if first.returncode == 0:
-                break
+                agenda(db, "confirm", booked_id(first))
+                return day
         day += dt.timedelta(days=1)
-    else:
-        raise SystemExit("no open Monday-Wednesday in the next three weeks")
-    appointment_id = first.stdout.split()[1].rstrip(":")
-    agenda(db, "confirm", appointment_id)
-    for doctor, start, nif, reason in BOOKINGS[1:]:
+    raise SystemExit("no open Monday or Wednesday in the next three weeks")
+
+
+def booked_id(done):
+    """The appointment's id in `agenda book`'s answer ("Booked 12: ..." or "Reservada 12: ...")."""
+    return done.stdout.split()[1].rstrip(":")
+
+
+def book_a_day(db):
+    """FIRST and BOOKINGS on first_day(), WEEK after it, and LATER on the waiting list to bring forward;
+    that day."""
+    day = first_day(db)
+    for doctor, center, start, nif, reason, more in BOOKINGS:
         agenda(db, "book", "--doctor", doctor, "--date", f"{day:%d/%m/%Y}", "--time", start, "--nif", nif,
-               "--center", CENTER, *(["--reason", reason] if reason else []), *insurance(doctor))
+               "--center", center, *(["--reason", reason] if reason else []), *more)
+    for days, doctor, start, nif, reason, more in WEEK:
+        agenda(db, "book", "--doctor", doctor, "--date", f"{day + dt.timedelta(days=days):%d/%m/%Y}", "--time",
+               start, "--nif", nif, "--center", CENTER, "--reason", reason, *more, check=False)
+    doctor, days, start, nif = LATER
+    later = day + dt.timedelta(days=days)
+    booked = agenda(db, "book", "--doctor", doctor, "--date", f"{later:%d/%m/%Y}", "--time", start, "--nif", nif,
+                    "--center", CENTER, "--reason", "Resultados")
+    agenda(db, "waitlist", "add", "--nif", nif, "--brings-forward", booked_id(booked), "--from", f"{day:%d/%m/%Y}",
+           "--to", f"{day + dt.timedelta(days=1):%d/%m/%Y}", "--times", "10:00-11:00",
+           "--center", CENTER, "--note", "Prefiere por la mañana")
     return day
 
 
@@ -139,40 +183,121 @@ def start_chromium(lang, profile):
     return driver
 
 
-def screenshots(url, day, folder, lang, profile):
-    """Log in, then save the day and week views at each of SIZES into `folder`; the files."""
-    from selenium.common.exceptions import TimeoutException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as seen
-    from selenium.webdriver.support.ui import WebDriverWait
+class Desk:
+    """The desk in headless Chromium, logged in as STAFF; pages opened at a size and saved as PNGs."""
 
-    driver = start_chromium(lang, profile)
-    written = []
+    def __init__(self, url, folder, lang, profile):
+        from selenium.webdriver.common.by import By
+
+        self.url, self.folder, self.written = url, folder, []
+        self.driver = start_chromium(lang, profile)
+        try:
+            self.driver.get(url + "/desk/login")
+            self.driver.find_element(By.NAME, "name").send_keys(STAFF)
+            self.driver.find_element(By.NAME, "password").send_keys(PASSWORD)
+            self.driver.find_element(By.CSS_SELECTOR, "form[action='/desk/login'] button[type=submit]").click()
+            self.until(lambda d: d.find_elements(By.TAG_NAME, "header"), "the desk after logging in")
+        except BaseException:
+            self.driver.quit()
+            raise
+
+    def until(self, seen, what):
+        """Wait for seen(driver) to be true, else stop saying what was awaited and what the page shows."""
+        from selenium.common.exceptions import TimeoutException
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        try:
+            return WebDriverWait(self.driver, WAIT).until(seen)
+        except TimeoutException:
+            text = self.driver.execute_script("return document.body ? document.body.innerText : ''")
+            raise SystemExit(f"no {what} on {self.driver.current_url}:\n{text}") from None
+
+    def size(self, width, height):
+        # the page's viewport, not the window around it, is width x height
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                    {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+    def open(self, path, drawn):
+        from selenium.webdriver.common.by import By
+
+        self.driver.get(self.url + path)
+        self.until(lambda d: d.find_elements(By.CSS_SELECTOR, drawn), drawn)
+
+    def press(self, key, leaves=False):
+        """One key sent to whatever has the focus (as tests/test_desk_keyboard.py does); with leaves, waited
+        for until the page it loads has replaced this one."""
+        from selenium.webdriver.common.action_chains import ActionChains
+
+        if leaves:
+            self.driver.execute_script("window.deskPageBefore = true")  # gone with this document
+        ActionChains(self.driver).send_keys(key).perform()
+        if leaves:
+            self.left()
+
+    def left(self):
+        """Wait until the page marked with window.deskPageBefore has been replaced by the next one."""
+        self.until(lambda d: d.execute_script(
+            "return window.deskPageBefore !== true && document.readyState === 'complete'"), "next page")
+
+    def focused(self, script, what):
+        """Wait until `script` (JavaScript over `e`, the focused element) is true."""
+        self.until(lambda d: d.execute_script(f"var e = document.activeElement; return !!e && ({script})"), what)
+
+    def save(self, name, width, height):
+        output = self.folder / f"desk-{name}-{width}x{height}.png"
+        if not self.driver.save_screenshot(str(output)):
+            raise SystemExit(f"chromium could not write {output}")
+        self.written.append(output)
+
+
+def mark_arrived(desk, day):
+    """On today's day view, FIRST's patient marked arrived (the desk offers it from 2 hours before)."""
+    from selenium.webdriver.common.by import By
+
+    desk.open(f"/desk/day?date={day:%d/%m/%Y}&centerId={CENTER}", ".timeline .card")
+    name = next(" ".join(row.split(",")[:2]) for row in PATIENTS.splitlines() if FIRST[2] in row)
+    arrive = desk.driver.find_elements(By.XPATH, f"//article[contains(@class, 'card')][.//a[contains(., '{name}')]]"
+                                                 "//button[@name='mark'][@value='arrived']")
+    if arrive:
+        desk.driver.execute_script("window.deskPageBefore = true; arguments[0].click()", arrive[0])
+        desk.left()
+
+
+def keyboard_path(desk, day, width, height):
+    """The day with `↓` on its next free slot; Enter; the booking page after a search, on "Reservar"."""
+    from selenium.webdriver.common.keys import Keys
+
+    desk.open(f"/desk/day?date={day:%d/%m/%Y}&centerId={CENTER}", ".timeline .card")
+    desk.focused("e.id === 'q'", "focus in the day's search")
+    desk.press(Keys.ARROW_DOWN)
+    desk.focused("e.classList.contains('free')", "free slot focused by ↓")
+    desk.save("keyboard-day", width, height)
+    desk.press(Keys.ENTER, leaves=True)
+    desk.focused("e.id === 'q' && location.pathname === '/desk/book'", "focus in the booking page's search")
+    desk.press(KEYBOARD_SEARCH)  # a search's characters
+    desk.press(Keys.ENTER, leaves=True)
+    desk.focused("e.tagName === 'BUTTON' && e.closest('form')", "found patient's button focused")
+    desk.save("keyboard-book", width, height)
+
+
+def screenshots(url, day, folder, lang, profile):
+    """Log in, then save VIEWS and the keyboard's path at each of SIZES into `folder`; the files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    desk = Desk(url, folder, lang, profile)
     try:
-        driver.get(url + "/desk/login")
-        driver.find_element(By.NAME, "name").send_keys(STAFF)
-        driver.find_element(By.NAME, "password").send_keys(PASSWORD)
-        driver.find_element(By.CSS_SELECTOR, "form[action='/desk/login'] button[type=submit]").click()
-        WebDriverWait(driver, WAIT).until(seen.presence_of_element_located((By.TAG_NAME, "header")))
-        folder.mkdir(parents=True, exist_ok=True)
+        if day == dt.datetime.now(CLINIC_TZ).date():
+            mark_arrived(desk, day)
         for name, path, drawn in VIEWS:
             for width, height in SIZES:
-                # the page's viewport, not the window around it, is width x height
-                driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                       {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
-                driver.get(f"{url}{path}?date={day:%d/%m/%Y}&{'doctorId=MARTIN' if 'doctor' in name else 'centerId=' + CENTER}")
-                try:
-                    WebDriverWait(driver, WAIT).until(seen.presence_of_element_located((By.CSS_SELECTOR, drawn)))
-                except TimeoutException:
-                    text = driver.find_element(By.TAG_NAME, "body").text
-                    raise SystemExit(f"nothing drawn on {path}:\n{text}") from None
-                output = folder / f"desk-{name}-{width}x{height}.png"
-                if not driver.save_screenshot(str(output)):
-                    raise SystemExit(f"chromium could not write {output}")
-                written.append(output)
-        return written
+                desk.size(width, height)
+                desk.open(path.format(day=f"{day:%d/%m/%Y}"), drawn)
+                desk.save(name, width, height)
+        for width, height in SIZES:
+            desk.size(width, height)
+            keyboard_path(desk, day, width, height)
+        return desk.written
     finally:
-        driver.quit()
+        desk.driver.quit()
 
 
 def main():
@@ -197,7 +322,7 @@ def main():
         finally:
             server.stop()
     for path in written:
-        print(f"Wrote {path} ({day:%d/%m/%Y} at {CENTER})")
+        print(f"Wrote {path} ({day:%d/%m/%Y} at {CENTER}, rooms at {ROOMS_CENTER})")
 
 
 if __name__ == "__main__":

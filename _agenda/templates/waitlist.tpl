@@ -39,8 +39,8 @@
   <thead><tr><th>{{t('since')}}</th><th>{{t('patient')}}</th><th>{{t('phone')}}</th><th>{{t('doctor')}}</th><th>{{t('when')}}</th><th>{{t('note')}}</th><th></th></tr></thead>
   <tbody>
   % for w in entries:
-  <tr><td>{{w['created_at'][:10]}}</td><td><a href="/desk/patients/{{w['patient_id']}}">{{w['patient_name']}}</a></td><td>{{dialled(w['phone'])}}</td>
-    <td>{{w['doctor_name'] or specialities.get(w['speciality_id'], w['speciality_id'])}}{{' · ' + w['center_id'] if w['center_id'] else ''}}</td>
+  <tr><td>{{format_date(w['created_at'][:10])}}</td><td><a href="/desk/patients/{{w['patient_id']}}">{{w['patient_name']}}</a></td><td class="phone">{{dialled(w['phone'])}}</td>
+    <td>{{w['doctor_name'] or specialities.get(w['speciality_id'], w['speciality_id'])}}{{' · ' + next((c['name'] for c in centers if c['id'] == w['center_id']), w['center_id']) if w['center_id'] else ''}}</td>
     <td>{{window_text(w)}}{{' · ' + t('brings_forward', date=format_date(w['forward_date']), time=w['forward_time']) if w['forward_date'] else ''}}</td><td>{{w['note'] or ''}}</td>
     <td><form method="post" action="/desk/waitlist/{{w['id']}}/remove"><input type="hidden" name="csrf" value="{{desk['csrf']}}"><button>{{t('remove')}}</button></form></td></tr>
   % end
