@@ -188,7 +188,7 @@ TEXTS = {
     "time_to": ("Hasta la hora", "To (time)"),
     "waiting_added": ("{patient} está en la lista de espera.", "{patient} is on the waiting list."),
     "waiting_removed": ("Quitado de la lista de espera.", "Removed from the waiting list."),
-    "waited": ("⌛ {count} en espera", "⌛ {count} waiting"),
+    "waited": ("{count} en espera", "{count} waiting"),
     "waiting_for_slot": ("En espera y encajan con este hueco:", "Waiting, and this slot fits them:"),
     "WAITLIST_NOT_FOUND": ("Esa persona ya no está en la lista de espera.", "That entry is no longer waiting."),
     "WAITLIST_ALREADY_BOOKED": ("Esa persona ya tiene cita desde la lista de espera; no se ha reservado otra.",

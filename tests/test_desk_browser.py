@@ -659,7 +659,7 @@ def test_a_cancel_lights_the_waiting_patient_on_the_freed_slot_and_books_them(cl
     desk.type("reason", "no puede venir", cancel)
     desk.click(desk.button("Anular", cancel))
     lit = desk.find(By.CSS_SELECTOR, ".timeline a.free.waited[href*='time=09:30']")
-    assert lit.text == "09:30 + libre · ⌛ 1 en espera"
+    assert lit.text == "09:30 + libre · 1 en espera"
     desk.click(lit)
     waiting_here = desk.find(By.XPATH, "//h2[normalize-space()='En espera y encajan con este hueco:']"
                                        "/following-sibling::ul[1]")
