@@ -38,6 +38,15 @@ from no_skip import pytest_collectreport, pytest_runtest_logreport, pytest_sessi
 from openapi_contract import CONTRACT, checked
 
 MADRID = ZoneInfo("Europe/Madrid")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """-n auto: a worker per core and one more, busy while others wait on a browser or a replica.
+
+    docs/design.md, "The suite's workers"."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own reading of the variable
+    return len(os.sched_getaffinity(0)) + 1
 SECRET = "test-shared-secret"
 MONDAY = dt.datetime(2026, 11, 23, 8, 0, tzinfo=MADRID)
 
