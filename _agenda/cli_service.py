@@ -145,7 +145,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
                 "clinic_name": clinic_name, "feed_shows": feed_shows, "reminder_policy": reminder_policy,
                 "arrival_window_minutes": arrival_window}
     serve = (ctx.obj or {}).get("serve") or serve_until_stopped
-    listener = log_to_stderr()
+    writer = log_to_stderr()
     # waitress warns "Task queue depth is N" for every request that waits for a free thread;
     # the access log's durations say the same, once.
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
@@ -174,7 +174,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     finally:
         if replicator is not None:
             replicator.stop()
-        stop_logging(listener)
+        stop_logging(writer)
 
 
 def check_the_start(ctx, db_path, ack_without_replica):

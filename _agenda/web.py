@@ -1,10 +1,8 @@
 """The web edge both channels share: request ids, the access log, JSON answers and errors, and
-waitress (its channel, serving until stopped, the log's thread)."""
+waitress (its channel, serving until stopped, the log on stderr)."""
 
 import json
 import logging
-import logging.handlers
-import queue
 import random
 import re
 import select
@@ -246,7 +244,7 @@ def json_refusing_channel():
     """waitress's channel with two class attributes of ours (docs/design.md, "Waitress's
     refusals"): a parser that refuses a message framed two ways, and an error task that
     answers waitress's own refusals (400, 413, 431, 501) as the JSON of "Errors", after
-    `discard_unread`."""
+    `discard_unread`; and a `writable` that keeps the loop from spinning on a task's answer."""
     from waitress.channel import HTTPChannel
     from waitress.parser import HTTPRequestParser, ParsingError
     from waitress.task import ErrorTask
@@ -279,6 +277,14 @@ def json_refusing_channel():
     class JsonRefusingChannel(HTTPChannel):
         parser_class = OneMessageParser
         error_task_class = JsonErrorTask
+
+        def writable(self):
+            """While a task answers, its thread sends what it writes; the loop steps in only for a close or
+            a full buffer the task waits on (docs/design.md, "The loop that waited on itself")."""
+            if self.will_close or self.close_when_flushed:
+                return True
+            return bool(self.total_outbufs_len) and (not self.requests
+                                                     or self.total_outbufs_len >= self.adj.outbuf_high_watermark)
 
     return JsonRefusingChannel
 
@@ -332,26 +338,20 @@ class OneLineFormatter(logging.Formatter):
 
 
 def log_to_stderr():
-    """`agenda run`'s log on stderr through the standard library's queue ("Access log"): a
-    request hands its line over, a listener thread writes it. Returns the listener, or None
-    when the host program has set its own logging (tests do)."""
+    """`agenda run`'s log on stderr, one line a record, written by the thread that logs it ("Access
+    log"). Returns the handler, or None when the host program has set its own logging (tests do)."""
     root = logging.getLogger()
     if root.handlers:
         return None
     writer = logging.StreamHandler()
     writer.setFormatter(OneLineFormatter(LOG_FORMAT))
-    records = queue.SimpleQueue()
-    root.addHandler(logging.handlers.QueueHandler(records))
+    root.addHandler(writer)
     root.setLevel(logging.INFO)
-    listener = logging.handlers.QueueListener(records, writer)
-    listener.start()
-    return listener
+    return writer
 
 
-def stop_logging(listener):
-    """Write out what is queued and give stderr back (the end of `log_to_stderr`)."""
-    if listener is not None:
-        listener.stop()
-        root = logging.getLogger()
-        for handler in [h for h in root.handlers if isinstance(h, logging.handlers.QueueHandler)]:
-            root.removeHandler(handler)
+def stop_logging(writer):
+    """Give stderr back (the end of `log_to_stderr`)."""
+    if writer is not None:
+        writer.flush()
+        logging.getLogger().removeHandler(writer)

@@ -1,5 +1,5 @@
-"""The stack's own limit: a bare WSGI app on waitress doing one indexed SQLite lookup
-and a small JSON answer, nothing else (no routing, no signature, no log).
+"""The stack's own limit: a bare WSGI app on waitress (with Agenda's channel) doing one indexed
+SQLite lookup and a small JSON answer, nothing else (no routing, no signature, no log).
 
     python bench/bare_app.py DB [--port 0] [--threads 2]
 """
@@ -10,7 +10,7 @@ import sqlite3
 import threading
 from urllib.parse import parse_qs
 
-import waitress
+from _agenda.web import make_server
 
 local = threading.local()
 
@@ -36,7 +36,8 @@ def serve(make, description, threads=2):
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--threads", type=int, default=threads)
     options = parser.parse_args()
-    server = waitress.create_server(make(options.db), host="127.0.0.1", port=options.port, threads=options.threads)
+    # waitress with Agenda's channel, as `agenda run` serves (docs/design.md, "The loop that waited on itself")
+    server, _ = make_server(make(options.db), host="127.0.0.1", port=options.port, threads=options.threads)
     print(f"listening on http://127.0.0.1:{server.effective_port}", flush=True)
     server.run()
 

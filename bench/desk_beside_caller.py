@@ -167,7 +167,7 @@ def main():
             for name, _, _, _ in pages:
                 sizes = seen.get(name, [])
                 if sizes:
-                    print(f"    {name}: {max(size for size, _ in sizes) / 1024:,.0f} KiB, "
+                    print(f"    {name}: {max(size for size, _ in sizes):,} bytes, "
                           f"{statistics.median(ms for _, ms in sizes):,.0f} ms (median of {len(sizes)})")
 
 

@@ -4,7 +4,8 @@ r"""A served read beside the stack's limit (bench/README.md, "A served read besi
 access record) and a bare waitress app on 4 threads doing one indexed SQLite lookup and
 `json.dumps` (bench/bare_app.py), both on the small bench clinic, driven by wrk at 16
 connections, A and B in turn, every other round the bare app first. Prints each round's
-requests a second and the ratio (Agenda over bare), and the median ratio.
+requests a second, each server's CPU time per request (its threads' time on a core, /proc), the
+ratio (Agenda over bare), and the median ratio.
 
     .venv/bin/python bench/read_pairing.py                   # about a minute; needs wrk (Debian's)
     .venv/bin/python bench/read_pairing.py --rounds 9 --seconds 4 --threads 4
@@ -24,19 +25,29 @@ import tempfile
 from pathlib import Path
 
 import run  # bench/run.py: load_agenda, Process, signature
+from core_speed import cpu_ns
 
 WRK_RATE = re.compile(r"Requests/sec:\s+([\d.]+)")
+WRK_COUNT = re.compile(r"(\d+) requests in")
 
 
 def wrk(port, path, seconds, connections, header=None):
-    """Requests a second wrk drove against 127.0.0.1:port at `connections` connections; non-2xx refused."""
+    """(requests a second, requests) wrk drove against 127.0.0.1:port at `connections` connections;
+    non-2xx refused."""
     command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", f"http://127.0.0.1:{port}{path}"]
     if header:
         command[1:1] = ["-H", header]
     out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30, check=True).stdout
     if "Non-2xx" in out:
         raise SystemExit(f"non-2xx answers from {path}:\n{out}")
-    return float(WRK_RATE.search(out)[1])
+    return float(WRK_RATE.search(out)[1]), int(WRK_COUNT.search(out)[1])
+
+
+def measured(server, port, path, options, header=None):
+    """(requests a second, CPU milliseconds per request) of one side's turn."""
+    before = cpu_ns(server.process.pid)
+    rate, count = wrk(port, path, options.seconds, options.connections, header)
+    return rate, (cpu_ns(server.process.pid) - before) / 1e6 / max(count, 1)
 
 
 def an_appointment_and_a_nif(db_path):
@@ -75,12 +86,12 @@ def main():
             for number in range(options.rounds):
                 figures = {}
                 for side in (("ours", "bare") if number % 2 == 0 else ("bare", "ours")):
-                    figures[side] = (wrk(ours.port, path, options.seconds, options.connections, header)
-                                     if side == "ours" else
-                                     wrk(bare.port, f"/?nif={nif}", options.seconds, options.connections))
-                ratios.append(figures["ours"] / figures["bare"])
-                print(f"round {number + 1}: Agenda {figures['ours']:.0f}/s, bare ({options.threads} threads)"
-                      f" {figures['bare']:.0f}/s, ratio {ratios[-1]:.2f}", flush=True)
+                    figures[side] = (measured(ours, ours.port, path, options, header) if side == "ours" else
+                                     measured(bare, bare.port, f"/?nif={nif}", options))
+                ratios.append(figures["ours"][0] / figures["bare"][0])
+                print(f"round {number + 1}: Agenda {figures['ours'][0]:.0f}/s ({figures['ours'][1]:.2f} ms CPU a"
+                      f" request), bare ({options.threads} threads) {figures['bare'][0]:.0f}/s"
+                      f" ({figures['bare'][1]:.2f} ms), ratio {ratios[-1]:.2f}", flush=True)
             print(f"median ratio over {options.rounds} rounds: {statistics.median(ratios):.2f}")
         finally:
             ours.stop()
