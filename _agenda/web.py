@@ -278,12 +278,24 @@ def json_refusing_channel():
         parser_class = OneMessageParser
         error_task_class = JsonErrorTask
 
+        writing = False  # a task's thread is in write_soon, holding (or about to take) the outbuf's lock
+
+        def write_soon(self, data):
+            self.writing = True
+            try:
+                return super().write_soon(data)
+            finally:
+                self.writing = False
+                if self.total_outbufs_len and self.connected:
+                    self.server.pull_trigger()  # what the socket did not take is the loop's to send
+
         def writable(self):
-            """While a task answers, its thread sends what it writes; the loop steps in only for a close or
-            a full buffer the task waits on (docs/design.md, "The loop that waited on itself")."""
+            """The loop does not ask to write while a task's thread is writing (it holds the lock the loop
+            would need: the spin); what a write leaves, the loop sends (docs/design.md, "The loop that
+            waited on itself")."""
             if self.will_close or self.close_when_flushed:
                 return True
-            return bool(self.total_outbufs_len) and (not self.requests
+            return bool(self.total_outbufs_len) and (not (self.requests and self.writing)
                                                      or self.total_outbufs_len >= self.adj.outbuf_high_watermark)
 
     return JsonRefusingChannel

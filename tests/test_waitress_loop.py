@@ -38,6 +38,7 @@ def channel():
 
 def test_a_task_s_answer_in_the_buffer_is_the_task_s_to_send(channel):
     channel.requests = [object()]  # a task is answering on this connection
+    channel.writing = True  # and its thread is writing
     channel.total_outbufs_len = 4096
     assert not channel.writable()
     channel.total_outbufs_len = channel.adj.outbuf_high_watermark  # the task now waits for the loop
@@ -60,7 +61,7 @@ def test_waitress_s_own_channel_would_spin_where_ours_waits(channel):
     channel keeps out); should an upgrade change that, this says the override may go."""
     from waitress.channel import HTTPChannel
 
-    channel.requests, channel.total_outbufs_len = [object()], 4096
+    channel.requests, channel.total_outbufs_len, channel.writing = [object()], 4096, True
     assert HTTPChannel.writable(channel) and not channel.writable()
 
 

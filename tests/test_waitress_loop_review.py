@@ -1,0 +1,166 @@
+"""Review of the channel's `writable` (commit 4d54d45): bytes a task has already handed to waitress but
+that the socket could not take yet. Each test runs against our channel ("ours") and against the same
+channel with waitress's own `writable` ("stock"), so the difference shows."""
+
+import socket
+import threading
+import time
+
+import pytest
+
+import _agenda.web as web
+
+BIG = bytes(range(256)) * (32 * 1024)  # 8 MiB: more than loopback's socket buffers, less than 16 MiB
+
+
+@pytest.fixture(params=["ours", "stock"])
+def writable(request, monkeypatch):
+    if request.param == "stock":
+        from waitress.channel import HTTPChannel
+
+        made = web.json_refusing_channel
+
+        def stock():
+            return type("StockWritable", (made(),), {"writable": HTTPChannel.writable})
+
+        monkeypatch.setattr(web, "json_refusing_channel", stock)
+    return request.param
+
+
+def _serve(app, **options):
+    server, _ = web.make_server(app, host="127.0.0.1", port=0, threads=2, **options)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    return server, thread
+
+
+def _connect(server):
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)  # a client that takes little at a time
+    sock.settimeout(5)
+    sock.connect(("127.0.0.1", int(server.effective_port)))
+    return sock
+
+
+def _read_until(sock, received, needed, deadline, pause=0.0, size=1 << 20):
+    while len(received) < needed and time.monotonic() < deadline:
+        time.sleep(pause)
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = sock.recv(size)
+        except socket.timeout:
+            break
+        if not chunk:
+            break
+        received += chunk
+    return received
+
+
+def _body_start(sock, deadline):
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(65536)
+    return head.partition(b"\r\n\r\n")[2]
+
+
+def test_a_finished_answer_is_not_held_back_by_the_pipelined_request_after_it(writable):
+    """GET /big then GET /slow in one packet. /big's task ends with part of its answer still in the
+    outbuf; /slow's task then thinks for 3 s before writing. /big should reach the client at once."""
+
+    def app(environ, start_response):
+        if environ["PATH_INFO"] == "/slow":
+            time.sleep(3)
+            body = [b"slow"]
+        else:
+            body = [BIG[i:i + 65536] for i in range(0, len(BIG), 65536)]
+        start_response("200 OK", [("Content-Length", str(sum(map(len, body))))])
+        return body
+
+    server, thread = _serve(app)
+    try:
+        with _connect(server) as sock:
+            sock.sendall(b"GET /big HTTP/1.1\r\nHost: a\r\n\r\nGET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+            time.sleep(0.3)  # /big's task writes what the socket takes and leaves the rest in the outbuf
+            started = time.monotonic()
+            body = _read_until(sock, _body_start(sock, started + 2), len(BIG), started + 2)
+            took = time.monotonic() - started
+            assert len(body) >= len(BIG), f"{writable}: only {len(body)} of {len(BIG)} bytes of /big in {took:.1f} s"
+    finally:
+        server.close()
+        thread.join(timeout=10)
+
+
+def test_a_streamed_answer_goes_out_while_the_app_thinks_about_the_next_chunk(writable):
+    """An app yields 8 MiB, then thinks 3 s before its last chunk: the 8 MiB should arrive meanwhile."""
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Length", str(len(BIG) + 3))])
+        for i in range(0, len(BIG), 65536):
+            yield BIG[i:i + 65536]
+        time.sleep(3)
+        yield b"end"
+
+    server, thread = _serve(app)
+    try:
+        with _connect(server) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            time.sleep(0.3)
+            started = time.monotonic()
+            body = _read_until(sock, _body_start(sock, started + 2), len(BIG), started + 2)
+            took = time.monotonic() - started
+            assert len(body) >= len(BIG), f"{writable}: only {len(body)} of {len(BIG)} bytes in {took:.1f} s"
+    finally:
+        server.close()
+        thread.join(timeout=10)
+
+
+def test_one_chunk_over_the_high_water_mark_goes_out_whole_while_the_app_thinks(writable):
+    """One 12 MiB write over a 4 MiB high-water mark, then 5 s of thought, to a client that reads 64 KiB
+    every 5 ms (about 1 s for it all): the loop sends down to the mark, and what is below it should not
+    wait for the app."""
+    huge = BIG + BIG[:4 << 20]
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Length", str(len(huge) + 3))])
+        yield huge
+        time.sleep(5)
+        yield b"end"
+
+    server, thread = _serve(app, outbuf_high_watermark=4 << 20)
+    try:
+        with _connect(server) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            started = time.monotonic()
+            body = _read_until(sock, _body_start(sock, started + 3), len(huge), started + 3, 0.005, 65536)
+            took = time.monotonic() - started
+            assert len(body) >= len(huge), f"{writable}: only {len(body)} of {len(huge)} bytes in {took:.1f} s"
+    finally:
+        server.close()
+        thread.join(timeout=10)
+
+
+def test_a_stream_to_a_client_that_left_stops_and_frees_its_thread(writable):
+    """A slow stream (1 KiB every 50 ms) whose client reads the head and hangs up: waitress should notice
+    (ClientDisconnected ends the app's iterator) within a few seconds, not after 16 MiB."""
+    ended, stop = threading.Event(), threading.Event()
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])  # chunked: no length
+        try:
+            while not stop.is_set():
+                yield b"x" * 1024
+                time.sleep(0.05)
+        finally:
+            ended.set()
+
+    server, thread = _serve(app)
+    try:
+        sock = _connect(server)
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        _body_start(sock, time.monotonic() + 2)
+        sock.close()
+        assert ended.wait(4), f"{writable}: the app still streams to a client that left 4 s ago"
+    finally:
+        stop.set()
+        server.close()
+        thread.join(timeout=10)
