@@ -1,30 +1,14 @@
-"""Review of the channel's `writable` (commit 4d54d45): bytes a task has already handed to waitress but
-that the socket could not take yet. Each test runs against our channel ("ours") and against the same
-channel with waitress's own `writable` ("stock"), so the difference shows."""
+"""The loop that waited on itself (docs/design.md): bytes a task has handed to waitress that the socket
+could not take yet go out while the task goes on thinking, and a stream to a client that left stops.
+(Each failed with a `writable` that held back every running task's bytes.)"""
 
 import socket
 import threading
 import time
 
-import pytest
-
 import _agenda.web as web
 
 BIG = bytes(range(256)) * (32 * 1024)  # 8 MiB: more than loopback's socket buffers, less than 16 MiB
-
-
-@pytest.fixture(params=["ours", "stock"])
-def writable(request, monkeypatch):
-    if request.param == "stock":
-        from waitress.channel import HTTPChannel
-
-        made = web.json_refusing_channel
-
-        def stock():
-            return type("StockWritable", (made(),), {"writable": HTTPChannel.writable})
-
-        monkeypatch.setattr(web, "json_refusing_channel", stock)
-    return request.param
 
 
 def _serve(app, **options):
@@ -63,7 +47,7 @@ def _body_start(sock, deadline):
     return head.partition(b"\r\n\r\n")[2]
 
 
-def test_a_finished_answer_is_not_held_back_by_the_pipelined_request_after_it(writable):
+def test_a_finished_answer_is_not_held_back_by_the_pipelined_request_after_it():
     """GET /big then GET /slow in one packet. /big's task ends with part of its answer still in the
     outbuf; /slow's task then thinks for 3 s before writing. /big should reach the client at once."""
 
@@ -84,13 +68,13 @@ def test_a_finished_answer_is_not_held_back_by_the_pipelined_request_after_it(wr
             started = time.monotonic()
             body = _read_until(sock, _body_start(sock, started + 2), len(BIG), started + 2)
             took = time.monotonic() - started
-            assert len(body) >= len(BIG), f"{writable}: only {len(body)} of {len(BIG)} bytes of /big in {took:.1f} s"
+            assert len(body) >= len(BIG), f"only {len(body)} of {len(BIG)} bytes of /big in {took:.1f} s"
     finally:
         server.close()
         thread.join(timeout=10)
 
 
-def test_a_streamed_answer_goes_out_while_the_app_thinks_about_the_next_chunk(writable):
+def test_a_streamed_answer_goes_out_while_the_app_thinks_about_the_next_chunk():
     """An app yields 8 MiB, then thinks 3 s before its last chunk: the 8 MiB should arrive meanwhile."""
 
     def app(environ, start_response):
@@ -108,13 +92,13 @@ def test_a_streamed_answer_goes_out_while_the_app_thinks_about_the_next_chunk(wr
             started = time.monotonic()
             body = _read_until(sock, _body_start(sock, started + 2), len(BIG), started + 2)
             took = time.monotonic() - started
-            assert len(body) >= len(BIG), f"{writable}: only {len(body)} of {len(BIG)} bytes in {took:.1f} s"
+            assert len(body) >= len(BIG), f"only {len(body)} of {len(BIG)} bytes in {took:.1f} s"
     finally:
         server.close()
         thread.join(timeout=10)
 
 
-def test_one_chunk_over_the_high_water_mark_goes_out_whole_while_the_app_thinks(writable):
+def test_one_chunk_over_the_high_water_mark_goes_out_whole_while_the_app_thinks():
     """One 12 MiB write over a 4 MiB high-water mark, then 5 s of thought, to a client that reads 64 KiB
     every 5 ms (about 1 s for it all): the loop sends down to the mark, and what is below it should not
     wait for the app."""
@@ -133,13 +117,13 @@ def test_one_chunk_over_the_high_water_mark_goes_out_whole_while_the_app_thinks(
             started = time.monotonic()
             body = _read_until(sock, _body_start(sock, started + 3), len(huge), started + 3, 0.005, 65536)
             took = time.monotonic() - started
-            assert len(body) >= len(huge), f"{writable}: only {len(body)} of {len(huge)} bytes in {took:.1f} s"
+            assert len(body) >= len(huge), f"only {len(body)} of {len(huge)} bytes in {took:.1f} s"
     finally:
         server.close()
         thread.join(timeout=10)
 
 
-def test_a_stream_to_a_client_that_left_stops_and_frees_its_thread(writable):
+def test_a_stream_to_a_client_that_left_stops_and_frees_its_thread():
     """A slow stream (1 KiB every 50 ms) whose client reads the head and hangs up: waitress should notice
     (ClientDisconnected ends the app's iterator) within a few seconds, not after 16 MiB."""
     ended, stop = threading.Event(), threading.Event()
@@ -159,7 +143,7 @@ def test_a_stream_to_a_client_that_left_stops_and_frees_its_thread(writable):
         sock.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
         _body_start(sock, time.monotonic() + 2)
         sock.close()
-        assert ended.wait(4), f"{writable}: the app still streams to a client that left 4 s ago"
+        assert ended.wait(4), f"the app still streams to a client that left 4 s ago"
     finally:
         stop.set()
         server.close()
