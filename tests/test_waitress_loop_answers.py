@@ -6,16 +6,9 @@ import socket
 import threading
 import time
 
-import _agenda.web as web
+from test_waitress_loop import _serve
 
 BIG = bytes(range(256)) * (32 * 1024)  # 8 MiB: more than loopback's socket buffers, less than 16 MiB
-
-
-def _serve(app, **options):
-    server, _ = web.make_server(app, host="127.0.0.1", port=0, threads=2, **options)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    return server, thread
 
 
 def _connect(server):
