@@ -40,6 +40,22 @@ def _body_start(sock, deadline):
     return head.partition(b"\r\n\r\n")[2]
 
 
+def _arrives(app, request, length, wait=0.3, within=2.0, pause=0.0, size=1 << 20, **options):
+    """Send `request` and, after `wait` seconds, read: `length` bytes of body arrive within `within` seconds."""
+    server, thread = _serve(app, **options)
+    try:
+        with _connect(server) as sock:
+            sock.sendall(request)
+            time.sleep(wait)  # the task writes what the socket takes and leaves the rest in the outbuf
+            started = time.monotonic()
+            body = _read_until(sock, _body_start(sock, started + within), length, started + within, pause, size)
+            took = time.monotonic() - started
+            assert len(body) >= length, f"only {len(body)} of {length} bytes in {took:.1f} s"
+    finally:
+        server.close()
+        thread.join(timeout=10)
+
+
 def test_a_finished_answer_is_not_held_back_by_the_pipelined_request_after_it():
     """GET /big then GET /slow in one packet. /big's task ends with part of its answer still in the
     outbuf; /slow's task then thinks for 3 s before writing. /big should reach the client at once."""
@@ -53,18 +69,7 @@ def test_a_finished_answer_is_not_held_back_by_the_pipelined_request_after_it():
         start_response("200 OK", [("Content-Length", str(sum(map(len, body))))])
         return body
 
-    server, thread = _serve(app)
-    try:
-        with _connect(server) as sock:
-            sock.sendall(b"GET /big HTTP/1.1\r\nHost: a\r\n\r\nGET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
-            time.sleep(0.3)  # /big's task writes what the socket takes and leaves the rest in the outbuf
-            started = time.monotonic()
-            body = _read_until(sock, _body_start(sock, started + 2), len(BIG), started + 2)
-            took = time.monotonic() - started
-            assert len(body) >= len(BIG), f"only {len(body)} of {len(BIG)} bytes of /big in {took:.1f} s"
-    finally:
-        server.close()
-        thread.join(timeout=10)
+    _arrives(app, b"GET /big HTTP/1.1\r\nHost: a\r\n\r\nGET /slow HTTP/1.1\r\nHost: a\r\n\r\n", len(BIG))
 
 
 def test_a_streamed_answer_goes_out_while_the_app_thinks_about_the_next_chunk():
@@ -77,18 +82,7 @@ def test_a_streamed_answer_goes_out_while_the_app_thinks_about_the_next_chunk():
         time.sleep(3)
         yield b"end"
 
-    server, thread = _serve(app)
-    try:
-        with _connect(server) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-            time.sleep(0.3)
-            started = time.monotonic()
-            body = _read_until(sock, _body_start(sock, started + 2), len(BIG), started + 2)
-            took = time.monotonic() - started
-            assert len(body) >= len(BIG), f"only {len(body)} of {len(BIG)} bytes in {took:.1f} s"
-    finally:
-        server.close()
-        thread.join(timeout=10)
+    _arrives(app, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", len(BIG))
 
 
 def test_one_chunk_over_the_high_water_mark_goes_out_whole_while_the_app_thinks():
@@ -103,17 +97,8 @@ def test_one_chunk_over_the_high_water_mark_goes_out_whole_while_the_app_thinks(
         time.sleep(5)
         yield b"end"
 
-    server, thread = _serve(app, outbuf_high_watermark=4 << 20)
-    try:
-        with _connect(server) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-            started = time.monotonic()
-            body = _read_until(sock, _body_start(sock, started + 3), len(huge), started + 3, 0.005, 65536)
-            took = time.monotonic() - started
-            assert len(body) >= len(huge), f"only {len(body)} of {len(huge)} bytes in {took:.1f} s"
-    finally:
-        server.close()
-        thread.join(timeout=10)
+    _arrives(app, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", len(huge), wait=0, within=3.0, pause=0.005, size=65536,
+             outbuf_high_watermark=4 << 20)
 
 
 def test_a_stream_to_a_client_that_left_stops_and_frees_its_thread():
