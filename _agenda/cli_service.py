@@ -21,7 +21,7 @@ from .sealing import SealingError
 from .store import (AS_IT_IS, connect, create_private_file, database_counts, KEEP_COPIES_DAYS, kept_copies, recall,
                     remember, schema_version, transaction, upgrade, UPGRADE)
 from .counter import OVERLAPS
-from .web import log_to_stderr, serve_until_stopped, stop_logging
+from .web import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from .app import create_app
 from .replication import BEHIND_AFTER, litestream_binary, replica_position, Replicator, without_password
@@ -76,6 +76,10 @@ def read_secret_file(path):
 @click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
               help="waitress worker threads, one SQLite connection each: 4 keep the caller answering while "
                    "reception opens its heaviest pages (docs/design.md, 'Nothing stalls the caller').")
+@click.option("--cores", type=click.Choice(CORES), default="one", show_default=True, envvar="AGENDA_CORES",
+              show_envvar=True,
+              help="Keep the service's threads on one core (faster: the interpreter serves one thread at a time, "
+                   "docs/design.md 'One core'), or let them run on every core.")
 @click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
               help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1).")
 @click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,
@@ -119,7 +123,7 @@ def read_secret_file(path):
               help="Seconds without a shipment after which /health and `agenda status` say the replica is behind.")
 @recipients_option
 @click.pass_context
-def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, trusted_proxy,
+def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, cores, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
         desk_horizon, clinic_name, feed_shows, arrival_window, reminder_policy, replica, replica_key,
         replica_host_key, ack_after_replication, replica_behind_after, recipients):
@@ -164,7 +168,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
             log.warning("%s has no doctors: no slot can be offered; load the catalogs with `agenda seed`", db_path)
         try:
             serve(app, on_listening=lambda url: click.echo(f"Agenda {__version__} serving {db_path} on {url}",
-                                                           err=True),
+                                                           err=True), cores=cores,
                   **waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, trusted_proxy_headers))
         except OSError as error:
             raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None

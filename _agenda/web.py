@@ -3,6 +3,7 @@ waitress (its channel, serving until stopped, the log on stderr)."""
 
 import json
 import logging
+import os
 import random
 import re
 import select
@@ -315,11 +316,41 @@ def make_server(app, **options):
     return server, sockets
 
 
-def serve_until_stopped(app, on_listening=None, **options):
+CORES = ("one", "all")  # `agenda run --cores`: the service's threads on one core, or on every core allowed
+
+
+def current_core():
+    """The core this thread last ran on (/proc/self/stat's 39th field), or None where there is no /proc."""
+    try:
+        with open("/proc/thread-self/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def keep_to_one_core():
+    """Keep every thread of this process, and those it starts later, on one core, the one the kernel ran it
+    on: its threads then hand the interpreter's lock over without waking another core (docs/design.md,
+    "One core"). Returns the core, or None when the process already has one core or the system cannot pin."""
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_setaffinity") else set()
+    if len(allowed) <= 1:
+        return None
+    core = current_core()
+    core = core if core in allowed else min(allowed)
+    for task in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(task), {core})
+        except ProcessLookupError:
+            continue  # a thread that ended meanwhile
+    return core
+
+
+def serve_until_stopped(app, on_listening=None, cores="one", **options):
     """waitress until SIGTERM or Ctrl-C. On either, waitress stops taking requests and
     lets the ones in flight finish (its task dispatcher's shutdown) before we return.
-    on_listening(url) runs once the port is bound: a port in use fails before it."""
+    on_listening(url) runs once the port is bound: a port in use fails before it. cores: CORES."""
     server, _ = make_server(app, **options)
+    core = keep_to_one_core() if cores == "one" else None
 
     def stop(signum, frame):
         raise SystemExit(0)  # waitress's loop catches it and shuts its threads down
@@ -328,6 +359,8 @@ def serve_until_stopped(app, on_listening=None, **options):
     listening = getattr(server, "effective_listen", None) or [(server.effective_host, server.effective_port)]
     for host, port in listening:
         log.info("listening on http://%s:%s", host, port)
+    if core is not None:
+        log.info("threads kept on core %s (--cores all: on every core)", core)
     if on_listening is not None:
         on_listening(f"http://{listening[0][0]}:{listening[0][1]}")
     try:

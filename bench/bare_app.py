@@ -1,7 +1,7 @@
 """The stack's own limit: a bare WSGI app on waitress (with Agenda's channel) doing one indexed
 SQLite lookup and a small JSON answer, nothing else (no routing, no signature, no log).
 
-    python bench/bare_app.py DB [--port 0] [--threads 2]
+    python bench/bare_app.py DB [--port 0] [--threads 2] [--one-core]
 """
 
 import argparse
@@ -10,7 +10,7 @@ import sqlite3
 import threading
 from urllib.parse import parse_qs
 
-from _agenda.web import make_server
+from _agenda.web import keep_to_one_core, make_server
 
 local = threading.local()
 
@@ -35,7 +35,10 @@ def serve(make, description, threads=2):
     parser.add_argument("db")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--threads", type=int, default=threads)
+    parser.add_argument("--one-core", action="store_true", help="its threads on one core, as `agenda run` keeps its")
     options = parser.parse_args()
+    if options.one_core:
+        keep_to_one_core()
     # waitress with Agenda's channel, as `agenda run` serves (docs/design.md, "The loop that waited on itself")
     server, _ = make_server(make(options.db), host="127.0.0.1", port=options.port, threads=options.threads)
     print(f"listening on http://127.0.0.1:{server.effective_port}", flush=True)

@@ -3,9 +3,10 @@ r"""A served read beside the stack's limit (bench/README.md, "A served read besi
 `GET /appointments/{id}` served by `agenda run` with its defaults (every read recorded in the
 access record) and a bare waitress app on 4 threads doing one indexed SQLite lookup and
 `json.dumps` (bench/bare_app.py), both on the small bench clinic, driven by wrk at 16
-connections, A and B in turn, every other round the bare app first. Prints each round's
-requests a second, each server's CPU time per request (its threads' time on a core, /proc), the
-ratio (Agenda over bare), and the median ratio.
+connections, A and B in turn, every other round the bare app first; then the same bare app with its
+threads kept on one core, as `agenda run` keeps its own (docs/design.md, "One core"). Prints each
+round's requests a second, each server's CPU time per request (its threads' time on a core, /proc),
+the ratio (Agenda over bare), and the median ratios.
 
     .venv/bin/python bench/read_pairing.py                   # about a minute; needs wrk (Debian's)
     .venv/bin/python bench/read_pairing.py --rounds 9 --seconds 4 --threads 4
@@ -77,25 +78,30 @@ def main():
         appointment_id, nif = an_appointment_and_a_nif(db_path)
         ours = run.Process([sys.executable, str(run.AGENDA_PATH), "run", "--db", str(db_path), "--port", "0"],
                            env={"AGENDA_SECRET": run.SECRET})
-        bare = run.Process([sys.executable, str(run.HERE / "bare_app.py"), str(db_path),
-                            "--threads", str(options.threads)])
+        bare_command = [sys.executable, str(run.HERE / "bare_app.py"), str(db_path), "--threads", str(options.threads)]
+        sides = {"ours": ours, "bare": run.Process(bare_command), "bare on one core": run.Process(
+            bare_command + ["--one-core"])}
         try:
             path = f"/appointments/{appointment_id}"
             header = f"X-Signature: {run.signature('GET', path, b'')}"
-            ratios = []
+            ratios = {"bare": [], "bare on one core": []}
             for number in range(options.rounds):
                 figures = {}
-                for side in (("ours", "bare") if number % 2 == 0 else ("bare", "ours")):
-                    figures[side] = (measured(ours, ours.port, path, options, header) if side == "ours" else
-                                     measured(bare, bare.port, f"/?nif={nif}", options))
-                ratios.append(figures["ours"][0] / figures["bare"][0])
+                for side in (list(sides) if number % 2 == 0 else list(sides)[::-1]):
+                    server = sides[side]
+                    figures[side] = (measured(server, server.port, path, options, header) if side == "ours" else
+                                     measured(server, server.port, f"/?nif={nif}", options))
+                for side, kept in ratios.items():
+                    kept.append(figures["ours"][0] / figures[side][0])
                 print(f"round {number + 1}: Agenda {figures['ours'][0]:.0f}/s ({figures['ours'][1]:.2f} ms CPU a"
-                      f" request), bare ({options.threads} threads) {figures['bare'][0]:.0f}/s"
-                      f" ({figures['bare'][1]:.2f} ms), ratio {ratios[-1]:.2f}", flush=True)
-            print(f"median ratio over {options.rounds} rounds: {statistics.median(ratios):.2f}")
+                      f" request); " + "; ".join(
+                          f"{side} ({options.threads} threads) {figures[side][0]:.0f}/s ({figures[side][1]:.2f} ms),"
+                          f" ratio {ratios[side][-1]:.2f}" for side in ratios), flush=True)
+            for side, kept in ratios.items():
+                print(f"median ratio to the {side} over {options.rounds} rounds: {statistics.median(kept):.2f}")
         finally:
-            ours.stop()
-            bare.stop()
+            for server in sides.values():
+                server.stop()
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def test_run_logs_one_line_per_request_and_no_personal_data(running):
 
 
 def test_access_lines_show_while_the_server_runs(running):
-    """The log goes through a queue but is written out within a fraction of a second."""
+    """Each access line is written out as its request ends, while the server runs."""
     server = running()
     assert send(server.url, "GET", "/health")[0] == 200
     deadline = time.monotonic() + 5

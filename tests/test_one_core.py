@@ -1,0 +1,76 @@
+"""`agenda run` keeps its threads on one core unless told otherwise (docs/design.md, "One core"): a real
+process on 127.0.0.1, its threads' affinity read from /proc; the option and its variable through click."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import agenda
+from conftest import ROOT, send, SECRET
+
+
+def cores_of(pid):
+    """{task id: the set of cores it may run on} of every thread of process `pid`, from /proc."""
+    found = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        status = Path(f"/proc/{pid}/task/{task}/status").read_text()
+        listed = next(line.split(":", 1)[1].strip() for line in status.splitlines()
+                      if line.startswith("Cpus_allowed_list:"))
+        found[int(task)] = {core for part in listed.split(",")
+                            for core in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
+    return found
+
+
+def test_run_keeps_every_thread_on_one_core(running):
+    allowed = os.sched_getaffinity(0)
+    server = running("--threads", "4")
+    assert send(server.url, "GET", "/health")[0] == 200
+    threads = cores_of(server.process.pid)
+    assert len(threads) >= 5, threads  # the loop, 4 workers, the access record's writer
+    if len(allowed) == 1:  # nothing to keep: the process already runs on one core, and says nothing of it
+        assert all(cores == allowed for cores in threads.values()) and "kept on core" not in server.log()
+        return
+    pinned = {frozenset(cores) for cores in threads.values()}
+    assert len(pinned) == 1 and len(next(iter(pinned))) == 1, threads
+    (core,) = next(iter(pinned))
+    assert core in allowed and f"threads kept on core {core} (--cores all: on every core)" in server.log()
+
+
+def test_run_with_cores_all_leaves_every_core(running):
+    allowed = os.sched_getaffinity(0)
+    server = running("--cores", "all")
+    assert send(server.url, "GET", "/health")[0] == 200
+    assert set(map(frozenset, cores_of(server.process.pid).values())) == {frozenset(allowed)}
+    assert "kept on core" not in server.log()
+
+
+class Served:
+    def __call__(self, app, on_listening=None, **options):
+        self.options = options
+
+
+def test_cores_is_one_by_default_and_all_from_the_environment(db_path):
+    runner = CliRunner()
+    agenda.open_database(db_path).close()
+    for env, expected in (({}, "one"), ({"AGENDA_CORES": "all"}, "all")):
+        served = Served()
+        result = runner.invoke(agenda.cli, ["run", "--db", str(db_path)], obj={"serve": served},
+                               env={"AGENDA_SECRET": SECRET, **env})
+        assert result.exit_code == 0, result.output
+        assert served.options["cores"] == expected
+    refused = runner.invoke(agenda.cli, ["run", "--db", str(db_path), "--cores", "2"], env={"AGENDA_SECRET": SECRET})
+    assert refused.exit_code == 2 and "'one'" in refused.output and "'all'" in refused.output
+    assert "--cores [one|all]" in runner.invoke(agenda.cli, ["run", "-h"]).output
+
+
+def test_a_process_kept_to_one_core_already_is_left_as_it_is():
+    """systemd's CPUAffinity= or taskset chose the core: keep_to_one_core keeps that choice; current_core names it."""
+    core = max(os.sched_getaffinity(0))
+    script = ("import os; os.sched_setaffinity(0, {%d}); from _agenda.web import current_core, keep_to_one_core; "
+              "print(keep_to_one_core(), sorted(os.sched_getaffinity(0)), current_core())" % core)
+    shown = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["None", f"[{core}]", str(core)]
