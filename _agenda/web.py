@@ -331,17 +331,22 @@ def current_core():
 def keep_to_one_core():
     """Keep every thread of this process, and those it starts later, on one core, the one the kernel ran it
     on: its threads then hand the interpreter's lock over without waking another core (docs/design.md,
-    "One core"). Returns the core, or None when the process already has one core or the system cannot pin."""
+    "One core"). Returns the core, or None when the process already has one core or the system cannot pin
+    (said in the log)."""
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_setaffinity") else set()
     if len(allowed) <= 1:
         return None
     core = current_core()
     core = core if core in allowed else min(allowed)
-    for task in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(task), {core})
-        except ProcessLookupError:
-            continue  # a thread that ended meanwhile
+    try:
+        for task in os.listdir("/proc/self/task"):
+            try:
+                os.sched_setaffinity(int(task), {core})
+            except ProcessLookupError:
+                continue  # a thread that ended meanwhile
+    except OSError as error:  # a sandbox that forbids it: serve on the cores given
+        log.warning("cannot keep the threads on one core (%s); serving on the cores given", error)
+        return None
     return core
 
 

@@ -74,3 +74,17 @@ def test_a_process_kept_to_one_core_already_is_left_as_it_is():
     shown = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.split() == ["None", f"[{core}]", str(core)]
+
+
+def test_a_system_that_forbids_pinning_is_served_on_the_cores_given(monkeypatch, caplog):
+    """A sandbox whose seccomp refuses sched_setaffinity: a warning, no traceback, every core kept."""
+    from _agenda import web
+
+    def refuse(task, cores):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(web.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(web.os, "sched_setaffinity", refuse)
+    with caplog.at_level("WARNING", logger="agenda"):
+        assert web.keep_to_one_core() is None
+    assert "cannot keep the threads on one core ([Errno 1] Operation not permitted)" in caplog.text
