@@ -226,7 +226,7 @@ def import_patients(clinic, rows, file_name, *, dry_run=False, source="cli"):
     """Another system's patients (`rows` as `import_appointments` takes them), each checked as POST /patients
     checks one ("Patients"); a row with a guardianNif (a guardian in the agenda or on an earlier line), or with
     a birth date under 14 years ago and no guardian, may be a child without a NIF. A patient already here
-    (by NIF; a child by guardian, name and birth date) is reported, never doubled. All or nothing, staged
+    (by NIF; a child by name, birth date and guardian, or none given) is reported, never doubled. All or nothing, staged
     without the write lock and made live in one short commit. The Imported."""
     conn, problems, present = clinic.conn(), Problems(), Problems()
     with staging(conn) as mapped:
@@ -265,29 +265,30 @@ def stage_row_patient(conn, line, fields, today, present):
                                              "line)", "guardian", "guardianNif")
     here = already_here(conn, "main.live_patients", "id", patient, guardian_nif)
     if here is not None:
-        present.add(line, f"already in the agenda as patient {here}, not imported")
+        unguarded = guardian_nif and here[1] is None
+        present.add(line, f"already in the agenda as patient {here[0]}"
+                          f"{' (there without a guardian: give them one at the desk)' if unguarded else ''}, not imported")
         return
     earlier = already_here(conn, "staged_patients", "line", patient, guardian_nif)
     if earlier is not None and patient["nif"]:
-        raise ClinicError("INVALID_REQUEST", f"the same nif as line {earlier}", "same_nif", "nif")
+        raise ClinicError("INVALID_REQUEST", f"the same nif as line {earlier[0]}", "same_nif", "nif")
     if earlier is not None:
-        raise ClinicError("INVALID_REQUEST", f"the same child (name, birth date and guardian) as line {earlier}",
-                          "same_child", "name")
+        raise ClinicError("INVALID_REQUEST", f"the same child (name, birth date and guardian, or none given) as line "
+                                             f"{earlier[0]}", "same_child", "name")
     stage_patient(conn, line, patient, guardian_nif)
 
 
 def already_here(conn, table, key, patient, guardian_nif):
-    """The `key` (id, line) of the patient of `table` (the agenda's live patients, or the file's staged so far)
-    this one is: the NIF's holder; for a child without a NIF, the one of the same name and surname (as the
-    search folds them: case, accents and spacing aside), birth date and guardian (or none)."""
+    """(`key` (id, line), guardian's NIF) of the patient of `table` (the agenda's live patients, or the file's
+    staged so far) this one is, or None: the NIF's holder; for a child without a NIF, the one of the same name
+    and surname (as the search folds them), birth date, and guardian, or none given on either side."""
     if patient["nif"]:
-        row = conn.execute(f"SELECT {key} FROM {table} WHERE nif = ?", (patient["nif"],)).fetchone()
-    else:
-        row = conn.execute(f"SELECT {key} FROM {table} WHERE nif IS NULL AND search = ? AND birth_date IS ?"
-                           " AND guardian_nif IS ?",
-                           (searched_name(patient["name"], patient["surname"]), patient["birth_date"],
-                            guardian_nif)).fetchone()
-    return None if row is None else row[0]
+        return conn.execute(f"SELECT {key}, guardian_nif FROM {table} WHERE nif = ?", (patient["nif"],)).fetchone()
+    return conn.execute(f"SELECT {key}, guardian_nif FROM {table} WHERE nif IS NULL AND search = ? AND birth_date IS ?"
+                        " AND (guardian_nif IS ?3 OR guardian_nif IS NULL OR ?3 IS NULL)"
+                        " ORDER BY guardian_nif IS ?3 DESC LIMIT 1",
+                        (searched_name(patient["name"], patient["surname"]), patient["birth_date"],
+                         guardian_nif)).fetchone()
 
 
 def insert_staged_patients(conn, at):

@@ -91,7 +91,36 @@ def test_one_child_twice_in_a_file_is_refused_as_a_nif_twice_is(clinic_db, tmp_p
                       "Pablo,García,03/04/2019,,00000001R\npablo,garcía,03/04/2019,,00000001R\n", encoding="utf-8")
     result = invoke(clinic_db, "import-patients", source)
     assert result.exit_code == 1
-    assert "line 4: the same child (name, birth date and guardian) as line 3" in result.output
+    assert "line 4: the same child (name, birth date and guardian, or none given) as line 3" in result.output
+    assert patients(clinic_db) == []
+
+
+def test_a_child_known_without_a_guardian_is_known_again_with_one_and_the_other_way_round(clinic_db, tmp_path):
+    """One system knew Pablo without a guardian, the next names his mother (or forgets her): one Pablo."""
+    header = "name,surname,birthDate,nif,guardianNif\n"
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    first.write_text(header + "Marta,García,01/02/1980,00000001R,\nPablo,García,03/04/2019,,\n"
+                     "Lucía,García,05/06/2020,,00000001R\n", encoding="utf-8")
+    second.write_text(header + "Pablo,García,03/04/2019,,00000001R\nLucía,García,05/06/2020,,\n"
+                      "Lucía,García,05/06/2021,,\n", encoding="utf-8")
+    assert invoke(clinic_db, "import-patients", first).exit_code == 0
+    again = invoke(clinic_db, "import-patients", second)
+    assert again.exit_code == 0 and "Imported 1 patient; 2 already in the agenda." in again.output, again.output
+    assert ("line 2: already in the agenda as patient 2 (there without a guardian: give them one at the desk), "
+            "not imported") in again.output
+    assert "line 3: already in the agenda as patient 3, not imported" in again.output
+    assert [row[:4] for row in patients(clinic_db)] == [
+        ("Marta", "García", "00000001R", None), ("Pablo", "García", None, None),
+        ("Lucía", "García", None, "00000001R"), ("Lucía", "García", None, None)]  # the 2021 Lucía is another child
+
+
+def test_a_child_with_a_guardian_and_without_in_one_file_is_one_child_twice(clinic_db, tmp_path):
+    source = tmp_path / "doble.csv"
+    source.write_text("name,surname,birthDate,nif,guardianNif\nMarta,García,01/02/1980,00000001R,\n"
+                      "Pablo,García,03/04/2019,,00000001R\nPablo,García,03/04/2019,,\n", encoding="utf-8")
+    result = invoke(clinic_db, "import-patients", source)
+    assert result.exit_code == 1
+    assert "line 4: the same child (name, birth date and guardian, or none given) as line 3" in result.output
     assert patients(clinic_db) == []
 
 
