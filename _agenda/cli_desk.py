@@ -181,7 +181,7 @@ def book_series_here(clinic, *, dry_run, **series):
     it left out, to call."""
     sessions = preview_series(clinic, **{key: series[key] for key in ("doctor_id", "first", "time_text",
                                                                       "every_days", "count", "center_id",
-                                                                      "speciality_id")})
+                                                                      "speciality_id", "patient_id")})
     for n, session in enumerate(sessions, 1):
         slot = session.slot or session.nearest
         said = "free" if session.slot else f"{session.reason}; nearest " + (

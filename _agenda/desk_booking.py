@@ -279,7 +279,7 @@ def desk_series():
     except ClinicError as refusal:  # asked badly, or no longer bookable that way: the preview again, if it can
         error, status = desk_refusal(refusal), status_of(refusal)
     try:
-        sessions = preview_series(clinic(), **series) if series else []
+        sessions = preview_series(clinic(), patient_id=slot["patientId"], **series) if series else []
     except ClinicError as refusal:
         sessions, error, status = [], error or desk_refusal(refusal), status if error else status_of(refusal)
     return desk_page("series", status=status, slot=slot, asked=asked, patient=patient, sessions=sessions,

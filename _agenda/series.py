@@ -44,37 +44,62 @@ def series_dates(first, every_days, count):
     return [first + dt.timedelta(days=every_days * n) for n in range(count)]
 
 
-def preview_series(clinic, *, doctor_id, first, time_text, every_days, count, center_id=None, speciality_id=None):
+class OtherVisit(NamedTuple):
+    """The time a patient's other visit takes: its day, start and end (the patient's time, its pause not)."""
+    date: dt.date
+    time: str
+    end_time: str
+
+
+def preview_series(clinic, *, doctor_id, first, time_text, every_days, count, center_id=None, speciality_id=None,
+                   patient_id=None):
     """Each Session of the series, by the desk's rules, of the visit type asked (`speciality_id`; the doctor's
     default): the slot asked for, or the reason it is not free and the nearest free slot of that day and the
-    NEAREST_DAYS after it (`nearest_free`), none taken twice by one series."""
+    NEAREST_DAYS after it (`nearest_free`), none taken twice by one series nor over the patient's other visits."""
     doctor = clinic.require_doctor(doctor_id)
     dates = series_dates(first, every_days, count)
     free = {day: clinic.availability(doctor_id=doctor["id"], speciality_id=speciality_id, center_id=center_id,
                                      first=day, last=day + dt.timedelta(days=NEAREST_DAYS), channel="desk")
             for day in dates}
+    elsewhere = other_visits(clinic, patient_id, dates[0], dates[-1] + dt.timedelta(days=NEAREST_DAYS))
     asked = {day: next((slot for slot in free[day] if slot.date == day and slot.time == time_text), None)
              for day in dates}
-    used, sessions = [slot for slot in asked.values() if slot is not None], []
+    taken = {day for day, slot in asked.items() if slot is not None and clashes(slot, elsewhere)}
+    used = elsewhere + [slot for day, slot in asked.items() if slot is not None and day not in taken]
+    sessions = []
     for day in dates:
-        if asked[day] is not None:
+        if asked[day] is not None and day not in taken:
             sessions.append(Session(day, asked[day], None, None))
             continue
         schedule = read_schedule(clinic.conn(), [doctor["id"]], day, day)
-        reason, _ = slot_state(schedule, clinic.window("desk"), doctor["id"], day, time_text, center_id)
+        reason = "patient_elsewhere" if day in taken else slot_state(
+            schedule, clinic.window("desk"), doctor["id"], day, time_text, center_id)[0]
         nearest = nearest_free(free[day], day, time_text, used)
         used += [nearest] if nearest else []
         sessions.append(Session(day, None, reason, nearest))
     return sessions
 
 
+def other_visits(clinic, patient_id, first, last):
+    """[OtherVisit] of the patient's live visits from `first` to `last` (none without a patient)."""
+    key = numeric_id(patient_id)
+    if key is None:
+        return []
+    return [OtherVisit(dt.date.fromisoformat(row[0]), row[1], row[2]) for row in clinic.conn().execute(
+        "SELECT date, time, end_time FROM appointments WHERE patient_id = ? AND status != 'cancelled'"
+        " AND date BETWEEN ? AND ?", (key, first.isoformat(), last.isoformat()))]
+
+
+def clashes(slot, used):
+    """Whether `slot` overlaps any slot or visit of `used` (each with date, time and end_time)."""
+    return any(slot.date == other.date and slot.time < other.end_time and other.time < slot.end_time
+               for other in used)
+
+
 def nearest_free(free, day, time_text, used=()):
     """The free slot nearest `day` at `time_text`: that day the closest in time, else the soonest day after it
-    (there the closest in time); never one overlapping a slot in `used`. None when there is none."""
-    def clashes(slot):
-        return any(slot.date == other.date and slot.time < other.end_time and other.time < slot.end_time
-                   for other in used)
-    return min((slot for slot in free if not clashes(slot)), default=None, key=lambda slot: (
+    (there the closest in time); never one overlapping a slot or visit in `used`. None when there is none."""
+    return min((slot for slot in free if not clashes(slot, used)), default=None, key=lambda slot: (
         (slot.date - day).days, abs(minutes_of(slot.time) - minutes_of(time_text)), slot.time))
 
 
@@ -137,7 +162,8 @@ def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, 
                 [dt.date.fromisoformat(day) for day in again["left_out"].split()]
         live_patient(conn, patient_key)
         sessions = preview_series(clinic, doctor_id=doctor_id, first=first, time_text=time_text,
-                                  every_days=every_days, count=count, center_id=center_id, speciality_id=speciality_id)
+                                  every_days=every_days, count=count, center_id=center_id, speciality_id=speciality_id,
+                                  patient_id=patient_key)
         kept, left = what_it_books(sessions, nearest, fits)
         series = written_row(
             conn, "INSERT INTO series (patient_id, doctor_id, every_days, count, created_at, first_date, first_time,"

@@ -49,6 +49,20 @@ def test_the_preview_offers_the_nearest_free_slot_where_the_time_is_not_free(api
         ("closed", "09/12/2026", "09:00")]  # the holiday: the next day
 
 
+def test_the_preview_for_a_patient_keeps_clear_of_their_other_visits(api):
+    """The patient sees the pediatrician at 09:00 on the second date: that date is not free for them, and its
+    nearest slot is clear of that visit; the series books around it through the door."""
+    clinic, patient = api.app.clinic, api.new_patient()
+    api.book(patient, date="01/12/2026", time="09:00", doctor="RUIZ", insuranceId="PRIV")
+    assert [s.slot is not None for s in preview_series(clinic, **SERIES)][:2] == [True, True]  # for no one: free
+    sessions = preview_series(clinic, patient_id=patient, **SERIES)
+    assert [(s.reason, s.nearest.date_text, s.nearest.time) for s in sessions if s.slot is None] == [
+        ("patient_elsewhere", "01/12/2026", "09:30"), ("closed", "09/12/2026", "09:00")]
+    _, booked, _ = book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)
+    assert ("2026-12-01", "09:30") in [row[:2] for row in dates_of(api, "doctor_id = 'MARTIN'")]
+    assert len(booked) == 6
+
+
 def test_a_series_is_booked_whole_or_not_at_all_and_each_session_is_then_its_own(api):
     clinic, patient = api.app.clinic, api.new_patient()
     with pytest.raises(agenda.ClinicError) as refused:
@@ -98,17 +112,20 @@ def test_the_desk_previews_a_series_books_it_and_cancels_the_rest(api):
     desk = webtest.TestApp(api.app)
     log_in(desk)
     patient = api.new_patient()
+    api.book(patient, date="15/12/2026", time="09:00", doctor="RUIZ", insuranceId="PRIV")  # the pediatrician
     page = desk.get(f"/desk/book?doctorId=MARTIN&date=24/11/2026&time=09:00&centerId=C1&patientId={patient}")
     chosen = page.forms[[f.action for f in page.forms.values()].index("/desk/book")]
     preview = desk.post("/desk/series", {**dict(chosen.submit_fields()), "step": "preview"})  # its formaction
     assert preview.html.h1.text == "Serie de sesiones"
     rows = [" ".join(tr.get_text(" ").split()) for tr in preview.html.select("tbody tr")]
     assert rows[0] == "1/6 mar 24/11/2026 09:00 libre"
+    assert rows[3].startswith("4/6 mar 15/12/2026 Esa persona ya tiene otra cita a esa hora. → el más cercano: "
+                              "15/12/2026 09:30"), rows[3]
     assert rows[2].startswith("3/6 mar 08/12/2026 Ese hueco está cerrado. → el más cercano: 09/12/2026 09:00")
     book = preview.forms[len(preview.forms) - 1]
     assert [" ".join(b.text.split()) for b in preview.html.select("form.series-book button")] == [
         "Reservar las 6 sesiones: donde la hora no está libre, el hueco más cercano",
-        "Reservar las 5 que caben; 1 para llamar"]  # never "Reservar las 6 sesiones" at 09:00: 08/12 is closed
+        "Reservar las 4 que caben; 2 para llamar"]  # never "Reservar las 6 sesiones" at 09:00: 08/12 is closed
     done = book.submit("take", value="nearest")
     assert done.follow().html.find("p", class_="flash").text == "Serie de 6 citas reservada para Ana García."
     card = desk.get("/desk/day?date=01/12/2026&centerId=C1").html.select_one(".card")
@@ -119,7 +136,7 @@ def test_the_desk_previews_a_series_books_it_and_cancels_the_rest(api):
     cancel["reason"] = "deja el tratamiento"
     gone = desk.post(f"/desk/appointments/{appointment_id}/cancel-rest", dict(cancel.submit_fields()))
     assert gone.follow().html.find("p", class_="flash").text == "5 citas de la serie de Ana García anuladas."
-    assert [d for d, _, _ in dates_of(api)] == ["2026-11-24"]
+    assert [(d, t) for d, t, _ in dates_of(api)] == [("2026-11-24", "09:00"), ("2026-12-15", "09:00")]  # + RUIZ's
 
 
 @pytest.mark.parametrize("asked, said", [({"count": "abc"}, "Sesiones: de 2 a 60."), ({"count": "61"}, "Sesiones: de 2 a 60."),
