@@ -139,6 +139,14 @@ class Clinic:
             lists.setdefault((row["doctor_id"], row["center_id"]), set()).add(row["insurance_id"])
         return lists
 
+    def last_insurances(self, patient_ids):
+        """{patient id: the insurance of their latest appointment that named one}, for these patients."""
+        keys = sorted({key for key in map(numeric_id, patient_ids) if key is not None})
+        return {row[0]: row[1] for row in self.conn().execute(
+            "SELECT patient_id, insurance_id FROM (SELECT patient_id, insurance_id, row_number() OVER (PARTITION BY"
+            " patient_id ORDER BY date DESC, time DESC, id DESC) AS n FROM appointments WHERE insurance_id IS NOT NULL"
+            " AND patient_id IN (SELECT value FROM json_each(?))) WHERE n = 1", (json.dumps(keys),))}
+
     def appointment_row(self, appointment_id, if_cancelled, columns="a.*"):
         """`columns` (of APPOINTMENT_TABLES) of a live appointment: 404 when there is none,
         `if_cancelled` (code, message) when it was cancelled. The one lookup of an appointment."""

@@ -47,8 +47,10 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=No
     offers = way_on(doctor, slot, typed["insuranceId"] or None) if lost and chosen and not q else None
     waitlist_id = query_text("waitlistId") or form("waitlistId")  # the waiting patient, carried from the list
     entry = entry_of(waitlist_id)
-    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances_here(
-                         doctor, slot), q=q, typed=typed, error=error, wrong=wrong or {}, waitlist_id=waitlist_id,
+    insurances = insurances_here(doctor, slot)
+    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
+                     usual=usual_insurances(found, insurances, typed["insuranceId"]), q=q, typed=typed, error=error,
+                     wrong=wrong or {}, waitlist_id=waitlist_id,
                      entry=entry, waiting_here=[w for w in waiting_for(doctor, slot) if entry is None
                                                 or w["id"] != entry["id"]],
                      booked=booked, elsewhere=elsewhere, kinds=kinds, starts=[] if offers else starts, offers=offers,
@@ -64,6 +66,15 @@ def first_focus(offers, found, error):
     if found:
         return "found"
     return None if error else "search"
+
+
+def usual_insurances(found, insurances, typed):
+    """{patient id: the insurance their booking form starts on}: the one typed, else their latest appointment's
+    when the doctor takes it here (none chosen for them otherwise)."""
+    if not found or not insurances:
+        return {}
+    taken, last = {key for key, _ in insurances}, ({} if typed else clinic().last_insurances(p["id"] for p in found))
+    return {p["id"]: typed or (last.get(p["id"]) if last.get(p["id"]) in taken else "") for p in found}
 
 
 def insurances_here(doctor, slot):

@@ -205,6 +205,28 @@ def test_the_desk_asks_for_an_insurance_where_the_doctor_has_a_list(api, desk):
     assert api.get("/appointments?date=24/11/2026").json["data"][0]["extraData"]["insuranceId"] == "PRIV"
 
 
+def test_the_insurance_starts_on_the_one_of_the_patients_latest_visit_where_the_doctor_takes_it(api, desk):
+    """Reception books a returning patient with the insurance they came with last time: one key fewer a field."""
+    returning, new, elsewhere = api.new_patient(), api.new_patient(nif="00000001R"), api.new_patient(nif="00000002W")
+    api.book(returning, date="24/11/2026", time="09:00", doctor="RUIZ", insuranceId="PRIV")
+    api.book(returning, date="26/11/2026", time="09:00", doctor="RUIZ", insuranceId="SAN")  # the latest
+    api.book(elsewhere, date="24/11/2026", time="09:30", doctor="MARTIN", insuranceId="DKV")  # RUIZ does not take it
+
+    def starts_on(patient):
+        page = desk.get(f"/desk/book?doctorId=RUIZ&date=27/11/2026&time=09:00&centerId=C1&patientId={patient}")
+        chosen = page.forms[[f.action for f in page.forms.values()].index("/desk/book")]
+        return chosen, chosen.fields["insuranceId"][0].value
+
+    assert [starts_on(patient)[1] for patient in (returning, new, elsewhere)] == ["SAN", "", ""]
+    chosen, _ = starts_on(returning)
+    chosen.submit()
+    assert api.get("/appointments?date=27/11/2026").json["data"][0]["extraData"]["insuranceId"] == "SAN"
+    kept = desk.post("/desk/book", {**dict(starts_on(returning)[0].submit_fields()), "insuranceId": "PRIV",
+                                    "time": "09:20", "reason": "x" * 5000}, expect_errors=True)
+    assert kept.status_int == 400 and "PRIV" in [option["value"] for option in kept.html.select(
+        "select[name=insuranceId] option[selected]")]  # what reception chose is kept after a refusal
+
+
 def test_every_refusal_on_the_desk_is_in_spanish(api, desk):
     csrf = desk.get("/desk/closures").html.find("input", attrs={"name": "csrf"})["value"]
     bad = desk.post("/desk/closures", {"csrf": csrf, "dateFrom": "31/02/2027"}, expect_errors=True)

@@ -132,7 +132,7 @@
       <label>{{t('insurance')}} <select name="insuranceId" required>
         <option value="">{{t('choose_insurance')}}</option>
         % for key, name in insurances:
-        <option value="{{key}}" {{'selected' if typed['insuranceId'] == key else ''}}>{{name}}</option>
+        <option value="{{key}}" {{'selected' if usual.get(patient['id']) == key else ''}}>{{name}}</option>
         % end
       </select>{{!wrong_note('insuranceId')}}</label>
       % end
