@@ -1,5 +1,6 @@
 """Replication with Litestream beside the service: supervision, acknowledgements, the replica's position."""
 
+import contextlib
 import datetime as dt
 import http.client
 import json
@@ -139,6 +140,7 @@ class Replicator:
         os.chmod(self.config, 0o600)
         self.process, self.stopping, self.thread, self.failed_at = None, threading.Event(), None, None
         self.behind_after, self.started_at = behind_after, dt.datetime.now(dt.timezone.utc)
+        self.cores = os.sched_getaffinity(0) if hasattr(os, "sched_setaffinity") else None  # before serving pins
 
     def start(self):
         self.thread = threading.Thread(target=self.supervise, name="litestream", daemon=True)
@@ -147,6 +149,9 @@ class Replicator:
     def supervise(self, backoff=1.0):
         while not self.stopping.is_set():
             started = time.monotonic()
+            if self.cores:  # a child takes this thread's cores: Litestream off the service's one ("One core")
+                with contextlib.suppress(OSError):  # a sandbox that forbids it pinned nothing either
+                    os.sched_setaffinity(0, self.cores)
             self.process = subprocess.Popen([self.binary, "replicate", "-config", str(self.config)], umask=0o077,
                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                             errors="replace")

@@ -2,14 +2,21 @@
 process on 127.0.0.1, its threads' affinity read from /proc; the option and its variable through click."""
 
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
 
 import agenda
-from conftest import ROOT, send, SECRET
+from conftest import agenda_command, ROOT, send, SECRET, Server
+
+
+def cores_listed(listed):
+    """The set of cores of a Cpus_allowed_list ("0-3,6")."""
+    return {core for part in listed.split(",") for core in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
 
 
 def cores_of(pid):
@@ -17,10 +24,8 @@ def cores_of(pid):
     found = {}
     for task in os.listdir(f"/proc/{pid}/task"):
         status = Path(f"/proc/{pid}/task/{task}/status").read_text()
-        listed = next(line.split(":", 1)[1].strip() for line in status.splitlines()
-                      if line.startswith("Cpus_allowed_list:"))
-        found[int(task)] = {core for part in listed.split(",")
-                            for core in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
+        found[int(task)] = cores_listed(next(line.split(":", 1)[1].strip() for line in status.splitlines()
+                                             if line.startswith("Cpus_allowed_list:")))
     return found
 
 
@@ -88,3 +93,26 @@ def test_a_system_that_forbids_pinning_is_served_on_the_cores_given(monkeypatch,
     with caplog.at_level("WARNING", logger="agenda"):
         assert web.keep_to_one_core() is None
     assert "cannot keep the threads on one core ([Errno 1] Operation not permitted)" in caplog.text
+
+
+def test_litestream_restarted_while_serving_runs_on_every_core_given(tmp_path, db_path):
+    """Litestream is a process of its own: kept off the service's one core when it is started again after a
+    crash (its supervising thread was kept there with the others; a child takes its parent thread's cores)."""
+    allowed = os.sched_getaffinity(0)
+    fake = tmp_path / "litestream"
+    fake.write_text("#!/bin/sh\ngrep Cpus_allowed_list: /proc/$$/status\nexit 1\n")
+    fake.chmod(0o700)
+    agenda.open_database(db_path).close()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
+    env.update(AGENDA_SECRET=SECRET, AGENDA_LITESTREAM=str(fake), PYTHONUNBUFFERED="1", TMPDIR=str(tmp_path))
+    server = Server(agenda_command("run", "--db", str(db_path), "--port", "0", "--replica", str(tmp_path / "r")), env)
+    try:
+        deadline = time.monotonic() + 20
+        while server.log().count("Cpus_allowed_list:") < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        started = re.findall(r"Cpus_allowed_list:(?:\\t|\s)+([\d,-]+)", server.log())
+        assert len(started) >= 2, server.log()  # the first Litestream, and the one started again while serving
+        assert [cores_listed(listed) for listed in started[:2]] == [allowed, allowed], server.log()
+        assert "Traceback" not in server.log()
+    finally:
+        server.stop()
