@@ -1,6 +1,7 @@
 """The web edge both channels share: request ids, the access log, JSON answers and errors, and
-waitress (its channel, serving until stopped, the log on stderr)."""
+waitress (its channel, serving until stopped on one core, the log on stderr)."""
 
+import contextlib
 import json
 import logging
 import os
@@ -320,7 +321,7 @@ CORES = ("one", "all")  # `agenda run --cores`: the service's threads on one cor
 
 
 def current_core():
-    """The core this thread last ran on (/proc/self/stat's 39th field), or None where there is no /proc."""
+    """The core this thread last ran on (/proc/thread-self/stat's 39th field), or None where there is no /proc."""
     try:
         with open("/proc/thread-self/stat") as stat:
             return int(stat.read().rsplit(")", 1)[1].split()[36])
@@ -329,25 +330,33 @@ def current_core():
 
 
 def keep_to_one_core():
-    """Keep every thread of this process, and those it starts later, on one core, the one the kernel ran it
-    on: its threads then hand the interpreter's lock over without waking another core (docs/design.md,
-    "One core"). Returns the core, or None when the process already has one core or the system cannot pin
-    (said in the log)."""
-    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_setaffinity") else set()
-    if len(allowed) <= 1:
-        return None
+    """Keep every thread of this process, and those it starts later, on one core, the one it runs on: its
+    threads then hand the interpreter's lock over without waking another core (docs/design.md, "One core").
+    The core, said in the log (the system's, when it gives one only); None when the system cannot pin."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None  # a system without cores to choose (not Linux)
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) == 1:
+        log.info("threads on core %s, the one the system gives", *allowed)
+        return next(iter(allowed))
     core = current_core()
     core = core if core in allowed else min(allowed)
     try:
-        for task in os.listdir("/proc/self/task"):
-            try:
-                os.sched_setaffinity(int(task), {core})
-            except ProcessLookupError:
-                continue  # a thread that ended meanwhile
-    except OSError as error:  # a sandbox that forbids it: serve on the cores given
+        pin_threads({core})
+    except OSError as error:  # a sandbox that forbids it: serve on the cores given, every thread alike
+        with contextlib.suppress(OSError):
+            pin_threads(allowed)
         log.warning("cannot keep the threads on one core (%s); serving on the cores given", error)
         return None
+    log.info("threads kept on core %s; --cores all to use every core", core)
     return core
+
+
+def pin_threads(cores):
+    """Every thread of this process on these cores (a thread that ends meanwhile skipped)."""
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(task), cores)
 
 
 def serve_until_stopped(app, on_listening=None, cores="one", **options):
@@ -355,7 +364,8 @@ def serve_until_stopped(app, on_listening=None, cores="one", **options):
     lets the ones in flight finish (its task dispatcher's shutdown) before we return.
     on_listening(url) runs once the port is bound: a port in use fails before it. cores: CORES."""
     server, _ = make_server(app, **options)
-    core = keep_to_one_core() if cores == "one" else None
+    if cores == "one":
+        keep_to_one_core()
 
     def stop(signum, frame):
         raise SystemExit(0)  # waitress's loop catches it and shuts its threads down
@@ -364,8 +374,6 @@ def serve_until_stopped(app, on_listening=None, cores="one", **options):
     listening = getattr(server, "effective_listen", None) or [(server.effective_host, server.effective_port)]
     for host, port in listening:
         log.info("listening on http://%s:%s", host, port)
-    if core is not None:
-        log.info("threads kept on core %s (--cores all: on every core)", core)
     if on_listening is not None:
         on_listening(f"http://{listening[0][0]}:{listening[0][1]}")
     try:

@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -35,13 +36,14 @@ def test_run_keeps_every_thread_on_one_core(running):
     assert send(server.url, "GET", "/health")[0] == 200
     threads = cores_of(server.process.pid)
     assert len(threads) >= 5, threads  # the loop, 4 workers, the access record's writer
-    if len(allowed) == 1:  # nothing to keep: the process already runs on one core, and says nothing of it
-        assert all(cores == allowed for cores in threads.values()) and "kept on core" not in server.log()
+    if len(allowed) == 1:  # nothing to keep: the process already runs on the one core the system gives
+        assert all(cores == allowed for cores in threads.values()), threads
+        assert f"threads on core {min(allowed)}, the one the system gives" in server.log()
         return
     pinned = {frozenset(cores) for cores in threads.values()}
     assert len(pinned) == 1 and len(next(iter(pinned))) == 1, threads
     (core,) = next(iter(pinned))
-    assert core in allowed and f"threads kept on core {core} (--cores all: on every core)" in server.log()
+    assert core in allowed and f"threads kept on core {core}; --cores all to use every core" in server.log()
 
 
 def test_run_with_cores_all_leaves_every_core(running):
@@ -49,7 +51,7 @@ def test_run_with_cores_all_leaves_every_core(running):
     server = running("--cores", "all")
     assert send(server.url, "GET", "/health")[0] == 200
     assert set(map(frozenset, cores_of(server.process.pid).values())) == {frozenset(allowed)}
-    assert "kept on core" not in server.log()
+    assert "on core" not in server.log()
 
 
 class Served:
@@ -72,13 +74,13 @@ def test_cores_is_one_by_default_and_all_from_the_environment(db_path):
 
 
 def test_a_process_kept_to_one_core_already_is_left_as_it_is():
-    """systemd's CPUAffinity= or taskset chose the core: keep_to_one_core keeps that choice; current_core names it."""
+    """systemd's CPUAffinity= or taskset chose the core: keep_to_one_core keeps it and names it, as current_core does."""
     core = max(os.sched_getaffinity(0))
     script = ("import os; os.sched_setaffinity(0, {%d}); from _agenda.web import current_core, keep_to_one_core; "
               "print(keep_to_one_core(), sorted(os.sched_getaffinity(0)), current_core())" % core)
     shown = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.split() == ["None", f"[{core}]", str(core)]
+    assert shown.stdout.split() == [str(core), f"[{core}]", str(core)]
 
 
 def test_a_system_that_forbids_pinning_is_served_on_the_cores_given(monkeypatch, caplog):
@@ -93,6 +95,32 @@ def test_a_system_that_forbids_pinning_is_served_on_the_cores_given(monkeypatch,
     with caplog.at_level("WARNING", logger="agenda"):
         assert web.keep_to_one_core() is None
     assert "cannot keep the threads on one core ([Errno 1] Operation not permitted)" in caplog.text
+
+
+def test_a_refusal_after_some_threads_were_kept_puts_every_thread_back_on_the_cores_given(monkeypatch, caplog):
+    """The system refuses the second thread's core: no thread is left kept on one core alone (recorded, not done)."""
+    from _agenda import web
+
+    waiting = threading.Event()
+    helper = threading.Thread(target=waiting.wait, daemon=True)  # a second thread, whatever the process has
+    helper.start()
+    cores, calls = {0, 1}, []
+
+    def set_cores(task, asked):
+        if asked != cores and len(calls) == 1:
+            raise PermissionError(1, "Operation not permitted")
+        calls.append((task, frozenset(asked)))
+
+    monkeypatch.setattr(web.os, "sched_getaffinity", lambda pid: cores)
+    monkeypatch.setattr(web.os, "sched_setaffinity", set_cores)
+    try:
+        with caplog.at_level("WARNING", logger="agenda"):
+            assert web.keep_to_one_core() is None
+    finally:
+        waiting.set()
+    last = dict(calls)
+    assert len(calls) > 1 and set(last.values()) == {frozenset(cores)}, calls
+    assert "serving on the cores given" in caplog.text
 
 
 def test_litestream_restarted_while_serving_runs_on_every_core_given(tmp_path, db_path):
