@@ -121,8 +121,9 @@ def run_as(api, db_path):
             os.chown(path, uid, uid)
         become = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
         if subprocess.run(become + agenda_command("--version"), env=env, capture_output=True, timeout=60).returncode:
-            become = ["setpriv", f"--ruid={uid}", f"--rgid={uid}", "--"]  # checkout unreachable to that uid (/root):
-            # only the real uid changes, the effective one stays root's, and the rule reads the real one
+            become = ["setpriv", f"--ruid={uid}", f"--rgid={uid}", "--clear-groups", "--"]  # checkout unreachable
+            # to that uid (a folder of mode 700): only the real uid changes, the effective one stays root's, and the
+            # rule reads the real one; util-linux 2.38 refuses --rgid without a groups option
         done = subprocess.run(become + agenda_command("patient", "export", str(patient), "--db", str(folder / "clinic.db")),
                               env=env, capture_output=True, text=True, timeout=60, preexec_fn=preexec_fn)
         assert done.returncode == 0, done.stderr
