@@ -42,7 +42,7 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, after_write=No
     elif settings.signature_scheme in SCHEME_WARNINGS:
         log.warning(SCHEME_WARNINGS[settings.signature_scheme])
     app = bottle.Bottle()
-    db = Database(db_path)
+    db = Database(db_path, replicated=replica is not None)
     app.clinic, app.accounts = Clinic(db, settings, now), Accounts(db, settings, now)
     app.openapi, app.replica, app.acknowledged = read_data_file(OPENAPI_FILE), replica, after_write is not None
     app.default_error_handler = json_error_page

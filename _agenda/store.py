@@ -10,6 +10,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import sqlite3
 import sys
 import sysconfig
@@ -85,15 +86,16 @@ def schema_sections(text):
 MMAP_BYTES = 256 * 1024 * 1024  # a clinic's years of appointments ("Connections and the write lock")
 
 
-CHECKPOINT_PAGES = 100  # SQLite's own auto-checkpoint, kept small so the write that runs it stays quick ("Storage")
+CHECKPOINT_PAGES = 100  # without a replica, SQLite's own auto-checkpoint keeps the WAL small ("Checkpoints")
 
 
-def connect(path, timeout=5.0):
+def connect(path, timeout=5.0, replicated=None):
     """The one way to open the database: web, CLI and tests all come through here.
 
-    foreign_keys and busy_timeout are set before any statement; isolation_level=None
-    leaves transactions to `transaction()`; check_same_thread is off only so that
-    `Database.close()` may close each thread's connection ("Storage").
+    foreign_keys and busy_timeout are set before any statement; isolation_level=None leaves transactions
+    to `transaction()`; check_same_thread is off only so that `Database.close()` may close each thread's
+    connection. A replicated database's connections never checkpoint: Litestream does ("Checkpoints");
+    `replicated=None` asks whether the service's Litestream is beside this file (`litestream_beside`).
     """
     conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
@@ -102,8 +104,29 @@ def connect(path, timeout=5.0):
     conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     conn.execute("PRAGMA synchronous = FULL")  # a booking read back to a patient survives a power cut
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-    conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
+    if replicated is None:
+        replicated = litestream_beside(conn)
+    conn.execute(f"PRAGMA wal_autocheckpoint = {0 if replicated else CHECKPOINT_PAGES}")
     return conn
+
+
+def litestream_beside(conn):
+    """True while the Litestream of an `agenda run --replica` on this file may be running: its control socket
+    answers, or its file is there (Litestream restarting, or killed with the service) ("Checkpoints")."""
+    try:
+        row = conn.execute("SELECT value FROM service_state WHERE key = 'replica'").fetchone()
+        path = json.loads(row["value"]).get("socket") if row else None
+    except (sqlite3.Error, ValueError, AttributeError):  # a new or foreign file: no replica noted
+        return False
+    if not path:
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1)
+        try:
+            probe.connect(path)
+            return True
+        except OSError:
+            return os.path.exists(path)
 
 
 @contextmanager
@@ -269,12 +292,12 @@ def create_private_file(path):
 REFUSE, UPGRADE, AS_IT_IS = "refuse", "upgrade", "as it is"  # what open_database does with an older schema
 
 
-def open_database(path, older=REFUSE, seal_for=None):
+def open_database(path, older=REFUSE, seal_for=None, replicated=None):
     """Create (mode 0600) or open the database in WAL mode. A new one gets the newest schema; one at an
     older schema is refused (SchemaBehind, naming `agenda migrate`), upgraded (UPGRADE: `agenda run` and
     `agenda migrate`, the copy kept first sealed for `seal_for`) or opened AS_IT_IS (a backup) ("Schema")."""
     create_private_file(path)
-    conn = connect(path)
+    conn = connect(path, replicated=replicated)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         version, newest = schema_version(conn), newest_version()
@@ -296,18 +319,18 @@ class Database:
     """One SQLite file: a connection per thread (waitress serves from several) and one
     write lock they queue on ("Connections and the write lock")."""
 
-    def __init__(self, path):
-        self.path = str(path)
+    def __init__(self, path, replicated=None):
+        self.path, self.replicated = str(path), replicated
         self.write_lock = threading.Lock()
         self._local = threading.local()
         self._connections = []
         self._guard = threading.Lock()
-        open_database(self.path).close()
+        open_database(self.path, replicated=replicated).close()
 
     def connection(self):
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = connect(self.path)
+            conn = self._local.conn = connect(self.path, replicated=self.replicated)
             with self._guard:
                 self._connections.append(conn)
         return conn

@@ -295,3 +295,12 @@ def test_a_restore_says_to_replicate_to_a_new_path_afterwards():
     restoring = DOC[DOC.index("## Restoring a backup"):]
     assert "--from-replica" in restoring and "**new** replica" in restoring
     assert restoring.index("**new** replica") > restoring.index("agenda restore ")
+
+
+def test_the_nightly_restore_drill_runs_replica_check_gently_with_the_services_settings_and_alerts():
+    drill = UNITS["agenda-replica-check.service"][0]
+    assert values(drill, "Service", "ExecStart") == ["/opt/agenda/bin/agenda replica check --db /var/lib/agenda/clinic.db"]
+    assert values(drill, "Service", "EnvironmentFile") == ["/etc/agenda/agenda.env"]  # AGENDA_REPLICA and its keys
+    assert values(drill, "Service", "Nice") == ["19"] and values(drill, "Service", "IOSchedulingClass") == ["idle"]
+    assert values(drill, "Unit", "OnFailure") == ["agenda-alert@%n.service"]
+    assert values(UNITS["agenda-replica-check.timer"][0], "Timer", "Persistent") == ["true"]

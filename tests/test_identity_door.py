@@ -323,7 +323,9 @@ COMMANDS = {
                                shows={"tobias", "bernarda", "lucas"}),
     "patient rectify": cli_case(("patient", "rectify", "{lucas}", "--surname", "Iturbe")),
     "report": cli_case(("report",)),
-    "restore": cli_case(("restore", "--help")),  # replaces the database: test_admin.py restores for real
+    "replica check": cli_case(("replica", "check", "--help")),  # reads events only: test_restore_drill.py runs it
+    "restore": cli_case(("restore", "--help")),  # replaces the database: test_admin.py restores for real; the
+    # appointments a restore at an earlier moment loses are named through the door (test_restore_walk_back.py)
     "retention run": cli_case(("retention", "run")),
     "run": cli_case(("run", "--help")),  # serves the routes above
     "secret set": cli_case(("secret", "set", "--help")),
