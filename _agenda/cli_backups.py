@@ -26,7 +26,7 @@ from .access import AccessRecord
 from .identity import identities
 from .clinic import Clinic
 from .web import log_to_stderr, stop_logging
-from .replication import (litestream_binary, log_litestream, redactor, replica_url, restore_points, restore_replica,
+from .replication import (check_standby, litestream_binary, log_litestream, redactor, replica_url, restore_points, restore_replica,
                           without_password)
 from .sealing import identities_of, is_sealed, open_sealed, SealingError
 from .cli import (cli, cli_date, cli_now, cli_reader, cli_recipients, cli_zone, db_option, describe_counts,
@@ -362,8 +362,11 @@ def newest_backup_line(db_path):
 @db_option
 @click.option("--replica", default=None, envvar="AGENDA_REPLICA",
               help="The replica to follow: a folder, file://, sftp:// or s3:// [env: AGENDA_REPLICA].")
+@click.option("--check-every", default=600, show_default=True, type=click.IntRange(1, 86400),
+              envvar="AGENDA_STANDBY_CHECK_EVERY", show_envvar=True,
+              help="Seconds between integrity checks of the copy; a failure is logged and shown by `agenda status`.")
 @click.pass_context
-def standby(ctx, db_path, replica):
+def standby(ctx, db_path, replica, check_every):
     """Keep a read-only copy of the agenda following a replica, on a second machine or disk.
 
     The copy (--db) is rebuilt from the replica when this starts, then kept within a
@@ -382,13 +385,14 @@ def standby(ctx, db_path, replica):
     binary = need_litestream("standby")
     writer = log_to_stderr()
     try:
-        follow_replica(binary, replica, Path(db_path).resolve())
+        follow_replica(binary, replica, Path(db_path).resolve(), check_every)
     finally:
         stop_logging(writer)
 
 
-def follow_replica(binary, replica, copy, backoff=1.0):
-    """Litestream's follow mode into `copy` until SIGTERM, started afresh (with backoff) if it stops."""
+def follow_replica(binary, replica, copy, check_every=600, backoff=1.0):
+    """Litestream's follow mode into `copy` until SIGTERM, started afresh (with backoff) if it stops; the copy
+    checked every `check_every` seconds (`check_standby`)."""
     stopping = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
     try:
@@ -402,8 +406,11 @@ def follow_replica(binary, replica, copy, backoff=1.0):
                      copy, process.pid)
             threading.Thread(target=log_litestream, args=(process.stdout, redactor(replica_url(replica))),
                              daemon=True).start()
+            checked = time.monotonic()
             while process.poll() is None and not stopping.wait(0.5):
-                pass
+                if time.monotonic() - checked >= check_every and copy.is_file():
+                    check_standby(copy)
+                    checked = time.monotonic()
             if stopping.is_set():
                 process.terminate()
                 process.wait(timeout=30)

@@ -24,7 +24,8 @@ from .counter import OVERLAPS
 from .web import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from .app import create_app
-from .replication import BEHIND_AFTER, DOWN_AFTER, litestream_binary, replica_position, Replicator, without_password
+from .replication import (BEHIND_AFTER, DOWN_AFTER, litestream_binary, replica_position, Replicator,
+                          standby_checked, without_password)
 from .cli import (cli, cli_now, cli_recipients, cli_zone, clinic_time, db_option, DEFAULTS, desk_rules_options,
                   existing_database, human_size, keep_copies_option, recipients_option, refuse_readable_by_others,
                   tz_option)
@@ -503,6 +504,10 @@ def status(ctx, db_path, secret_file, keep_copies_days, tz):
         lines.append(("Secret", f"stored in {stored} (mode {mode:o}{', readable by others!' if mode & 0o077 else ''})"))
     else:
         lines.append(("Secret", "no stored secret; AGENDA_SECRET or `agenda secret set` gives one"))
+    checked = standby_checked(db_path)
+    if checked:
+        lines.append(("Standby", f"copy checked {checked[0].astimezone(zone):%d/%m/%Y %H:%M}: " + (
+            f"FAILED: {checked[1]}; do not promote it" if checked[1] else "it passes")))
     for label, text in lines:
         click.echo(f"{label + ':':<14}{text}")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import urllib.parse
 
 from .values import ClinicError
-from .store import connect
+from .store import check_database_file, connect, create_private_file
 
 log = logging.getLogger("agenda")
 
@@ -342,3 +342,34 @@ def restore_replica(binary, replica, output, moment=None, txid=None, background=
     os.chmod(output, 0o600)
     return Path(output)
 
+
+
+def check_standby(copy):
+    """integrity_check of a standby's copy (read only), its result kept in COPY.check for `agenda status`
+    and a failure logged as a warning ("Restore drills")."""
+    try:
+        check_database_file(copy)
+        problem = None
+    except ValueError as error:
+        problem = str(error)
+    result = Path(f"{copy}.check")
+    partial = result.with_name(f".{result.name}.partial")
+    partial.unlink(missing_ok=True)
+    create_private_file(partial)
+    partial.write_text(json.dumps({"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                                   "problem": problem}), encoding="utf-8")
+    os.replace(partial, result)
+    if problem:
+        log.warning("standby: the copy fails its check (%s); do not promote it: `agenda restore --from-replica` "
+                    "looks back for the latest moment that passes", problem)
+    else:
+        log.info("standby: the copy passes its check")
+
+
+def standby_checked(db_path):
+    """(when, problem or None) of a standby's last check of its copy at db_path, or None where it is no standby."""
+    try:
+        kept = json.loads(Path(f"{db_path}.check").read_text(encoding="utf-8"))
+        return dt.datetime.fromisoformat(kept["at"]), kept.get("problem")
+    except (OSError, ValueError, KeyError):
+        return None

@@ -98,3 +98,28 @@ def test_standby_promote_refuses_a_damaged_copy_and_names_the_restore_that_looks
     assert refused.returncode == 1
     assert "was not promoted: integrity_check failed" in refused.stderr and "--from-replica" in refused.stderr
     assert "--at" in refused.stderr
+
+
+def test_a_standby_reports_a_failed_periodic_check_of_its_copy_in_its_log_and_status(clinic_db, tmp_path, servers):
+    replica, copy = tmp_path / "replica", tmp_path / "standby.db"
+    first = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
+    wait_for(lambda: send(first.url, "GET", "/health")[0] == 200, message="the replica answers")
+    standby = subprocess.Popen(agenda_command("standby", "--replica", str(replica), "--db", str(copy),
+                                              "--check-every", "1"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    try:
+        checked = tmp_path / "standby.db.check"
+        wait_for(lambda: checked.is_file() and '"problem": null' in checked.read_text(), seconds=120,
+                 message="a first check that passes")
+        assert first.terminate() == 0
+        damage(clinic_db)
+        second = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
+        wait_for(lambda: send(second.url, "GET", "/health")[0] == 200, message="the replica answers again")
+        book(second, send(second.url, "POST", "/patients", {"name": "Eva", "nif": valid_dni(9)})[1]["patientId"], 9)
+        wait_for(lambda: "integrity_check failed" in checked.read_text(), seconds=120, message="a check that fails")
+    finally:
+        standby.terminate()
+        log = standby.communicate(timeout=60)[0]
+    assert "the copy fails its check" in log
+    status = subprocess.run(agenda_command("status", "--db", str(copy)), capture_output=True, text=True, timeout=60)
+    assert "Standby:" in status.stdout and "FAILED: integrity_check failed" in status.stdout, status.stdout + status.stderr
