@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from .values import ClinicError, format_date, plural, printable, Settings
+from .values import format_date, plural, printable, Settings
 from .store import (AS_IT_IS, backup_database, backup_target, check_database_file, Database, memory_database,
                     newest_version, open_database, prepare_restore, reading, recall, remember, restore_database,
                     rotate_backups, scratch_folder, transaction)
@@ -26,8 +26,8 @@ from .access import AccessRecord
 from .identity import identities
 from .clinic import Clinic
 from .web import log_to_stderr, stop_logging
-from .replication import (check_standby, litestream_binary, log_litestream, redactor, replica_url, restore_points, restore_replica,
-                          without_password)
+from .replication import (check_standby, litestream_binary, log_litestream, redactor, replica_url, ReplicaUnreadable,
+                          restore_points, restore_replica, without_password)
 from .sealing import identities_of, is_sealed, open_sealed, SealingError
 from .cli import (cli, cli_date, cli_now, cli_reader, cli_recipients, cli_zone, db_option, describe_counts,
                   existing_database,
@@ -211,9 +211,9 @@ def fetch_replica(binary, replica, output, moment=None, txid=None):
     """The replica's state (newest, at `moment` or at `txid`) restored by Litestream into `output`."""
     try:
         return restore_replica(binary, replica, output, moment, txid)
-    except ClinicError as error:
+    except ReplicaUnreadable as error:
         raise click.ClickException(f"nothing was restored: Litestream could not read {without_password(replica)}: "
-                                   f"{error.message}") from None
+                                   f"{error}") from None
 
 
 def integrity_problem(path):
@@ -269,8 +269,8 @@ def points_until(binary, replica, at=None, txid=None):
     """The replica's restore points up to the moment `at` or the transaction `txid` (all when None), newest first."""
     try:
         points = restore_points(binary, replica)
-    except ClinicError as error:
-        raise click.ClickException(f"nothing was restored: {error.message}") from None
+    except ReplicaUnreadable as error:
+        raise click.ClickException(f"nothing was restored: Litestream could not list the replica's moments: {error}") from None
     return [point for point in reversed(points) if (at is None or point.at <= at) and (txid is None or point.txid <= txid)]
 
 
@@ -514,8 +514,8 @@ def drill(binary, db_path, url):
     with scratch_folder(db_path) as folder:
         try:
             copy = restore_replica(binary, url, folder / "drill.db", background=True)
-        except ClinicError as error:
-            return f"Litestream could not restore it: {error.message}", facts
+        except ReplicaUnreadable as error:
+            return f"Litestream could not restore it: {error}", facts
         facts["bytes"] = copy.stat().st_size
         problem = integrity_problem(copy)
         if problem is not None:

@@ -301,12 +301,16 @@ def replica_position(socket_path, db_path, now, started, behind_after=BEHIND_AFT
     return position
 
 
+class ReplicaUnreadable(RuntimeError):
+    """Litestream could not read the replica; the message is its own words, the password hidden."""
+
+
 Point = collections.namedtuple("Point", "txid at")  # a moment the replica can be restored to: its last transaction
 
 
 def restore_points(binary, replica):
     """The replica's restore points, oldest first, as Litestream lists its files (`litestream ltx`): one per
-    distinct last transaction, with when it was written (UTC); ClinicError when the replica cannot be read."""
+    distinct last transaction, with when it was written (UTC); ReplicaUnreadable when it cannot be read."""
     result = subprocess.run([binary, "ltx", "-level", "all", "-json", replica_url(replica)], capture_output=True,
                             text=True, timeout=300)
     try:
@@ -314,7 +318,7 @@ def restore_points(binary, replica):
     except ValueError:
         files = None
     if not isinstance(files, list):
-        raise ClinicError("REPLICA_UNREADABLE", redactor(replica_url(replica))(
+        raise ReplicaUnreadable(redactor(replica_url(replica))(
             (result.stderr or result.stdout).strip() or "litestream ltx gave no list"))
     points = {}
     for file in files:
@@ -325,8 +329,8 @@ def restore_points(binary, replica):
 
 def restore_replica(binary, replica, output, moment=None, txid=None, background=False):
     """The replica's newest state, or its state at `moment` (UTC) or at transaction `txid`, restored by Litestream
-    into `output` (0600 from its first byte); `background` runs it at the lowest CPU and I/O priority. ClinicError
-    REPLICA_UNREADABLE with Litestream's words, the password hidden, when it cannot."""
+    into `output` (0600 from its first byte); `background` runs it at the lowest CPU and I/O priority;
+    ReplicaUnreadable when it cannot."""
     command = [binary, "restore", "-o", str(output)]
     if moment is not None:
         command += ["-timestamp", moment.strftime("%Y-%m-%dT%H:%M:%SZ")]
@@ -337,8 +341,7 @@ def restore_replica(binary, replica, output, moment=None, txid=None, background=
     result = subprocess.run(command + [replica_url(replica)], capture_output=True, text=True, timeout=3600,
                             umask=0o077, preexec_fn=(lambda: os.nice(19)) if background else None)
     if result.returncode != 0 or not Path(output).is_file():
-        raise ClinicError("REPLICA_UNREADABLE", redactor(replica_url(replica))(
-            (result.stderr or result.stdout).strip() or "no output"))
+        raise ReplicaUnreadable(redactor(replica_url(replica))((result.stderr or result.stdout).strip() or "no output"))
     os.chmod(output, 0o600)
     return Path(output)
 

