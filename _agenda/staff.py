@@ -119,6 +119,7 @@ Login = collections.namedtuple("Login", "token csrf device")  # what a login giv
 
 
 def locked(until):
+    """The refusal of a name locked from this source until `until` (UTC)."""
     return ClinicError("LOGIN_LOCKED", f"the name is locked from here until {until} after {LOCK_AFTER} failures",
                        until=until)
 
@@ -130,6 +131,7 @@ def failures_of(conn, name, source):
 
 
 def is_locked(failed, at):
+    """Whether a login_failures row (or None) locks its name from its source at `at`."""
     return failed is not None and failed["locked_until"] is not None and failed["locked_until"] > utc_iso(at)
 
 
