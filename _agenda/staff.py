@@ -156,9 +156,9 @@ def staff_name(name):
 
 
 class Accounts:
-    """Staff accounts over one database, its settings (the desk's idle time) and a clock: passwords,
-    the login lock and desk sessions ("Desk accounts and sessions"). Every change is one transaction
-    with its event."""
+    """Staff accounts over one database, its settings (the desk's idle time, the clinic's network) and a
+    clock: passwords, the login lock, the browsers that logged in and desk sessions ("Desk accounts and
+    sessions", "Login flood"). Every change is one transaction with its event."""
 
     def __init__(self, db, settings=None, clock=None, gate=None):
         self.db = db
