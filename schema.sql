@@ -641,3 +641,18 @@ ALTER TABLE series ADD COLUMN left_out TEXT NOT NULL DEFAULT '';
 -- with ("Waiting list"); once booked, `appointment_id` names the appointment it became.
 ALTER TABLE waitlist ADD COLUMN appointment_id INTEGER REFERENCES appointments (id);
 ALTER TABLE waitlist ADD COLUMN insurance_id TEXT REFERENCES insurances (id);
+
+-- version 14
+-- A browser that logged in at the desk ("Login flood"): its cookie's token is kept only as its SHA-256,
+-- renewed at each login, with the staff name that last logged in on it. Such a browser keeps a lane of
+-- its own through the bound on password checks, lost while `failures` in a row through it reach the
+-- lock's count; it goes with that account, or when no login used it for a year.
+CREATE TABLE desk_devices (
+    token_hash TEXT PRIMARY KEY,
+    staff_name TEXT NOT NULL REFERENCES staff (name) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    last_login TEXT NOT NULL,
+    failures   INTEGER NOT NULL DEFAULT 0,
+    failed_at  TEXT
+);
+CREATE INDEX desk_devices_by_login ON desk_devices (last_login);

@@ -70,6 +70,15 @@ def desk_rules_options(function):
                         help="Calendar months ahead that reception may book.")(function)
 
 
+def desk_network_option(function):
+    """--desk-network: the clinic's own address ranges, whose desk logins keep a lane through a login flood
+    ("Login flood"), for `agenda run`."""
+    return click.option("--desk-network", default=DEFAULTS.desk_network, envvar="AGENDA_DESK_NETWORK",
+                        show_envvar=True, metavar="RANGES",
+                        help="The clinic's own address ranges (e.g. 192.168.1.0/24), as the service sees them: "
+                             "a new PC there logs in to the desk during a flood of logins from elsewhere.")(function)
+
+
 def tz_option(function):
     return click.option("--tz", default=DEFAULTS.tz, show_default=True, envvar="AGENDA_TZ",
                         help="The clinic's time zone, for 'today' and 'now' [env: AGENDA_TZ].")(function)

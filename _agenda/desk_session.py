@@ -14,11 +14,11 @@ import bottle
 from .values import ClinicError
 from .store import read_data_file, TEMPLATES
 from .identity import identity
-from .staff import LOCK_AFTER, LOCK_MINUTES
+from .staff import DEVICE_DAYS, LOCK_AFTER, LOCK_MINUTES
 from .texts import translator
 from .web import clinic, query_text, status_of
 from .desk_shared import (accounts, catalog_names, changes_version, DESK_COOKIE, desk_error, desk_page, desk_source,
-                          form, LOGIN_COOKIE, see_other)
+                          DEVICE_COOKIE, form, LOGIN_COOKIE, see_other, set_desk_cookie)
 
 
 def desk_home():
@@ -27,8 +27,7 @@ def desk_home():
 
 def desk_login_page(error=None, name="", status=None):
     token = secrets.token_urlsafe(24)
-    secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
-    bottle.response.set_cookie(LOGIN_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
+    set_desk_cookie(LOGIN_COOKIE, token)
     return desk_page("login", status=status or (401 if error else 200), login_token=token, error=error, name=name,
                      kept=kept_id(form("kept") or query_text("kept")))
 
@@ -46,8 +45,9 @@ def desk_log_in():
         return desk_error(403, t("CSRF"))
     name = form("name") or ""
     try:
-        token, _ = accounts().log_in(name, bottle.request.forms.getunicode("password") or "",
-                                     bottle.request.environ.get("REMOTE_ADDR") or "unknown")
+        login = accounts().log_in(name, bottle.request.forms.getunicode("password") or "",
+                                  bottle.request.environ.get("REMOTE_ADDR") or "unknown",
+                                  bottle.request.get_cookie(DEVICE_COOKIE))
     except ClinicError as error:
         if error.code == "LOGIN_BUSY":
             bottle.response.set_header("Retry-After", "60")
@@ -55,8 +55,8 @@ def desk_log_in():
         until = f"{dt.datetime.fromisoformat(until).astimezone(clinic().tz):%H:%M}" if until else ""
         return desk_login_page(t(error.code, after=LOCK_AFTER, minutes=LOCK_MINUTES, until=until), name,
                                status_of(error))
-    secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
-    bottle.response.set_cookie(DESK_COOKIE, token, path="/desk", httponly=True, samesite="strict", secure=secure)
+    set_desk_cookie(DESK_COOKIE, login.token)
+    set_desk_cookie(DEVICE_COOKIE, login.device, max_age=DEVICE_DAYS * 24 * 3600)  # kept after logging out
     bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")
     kept = kept_id(form("kept"))
     see_other(f"/desk/kept/{kept}" if kept else "/desk/day")

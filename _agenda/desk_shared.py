@@ -22,6 +22,7 @@ log = logging.getLogger("agenda")
 
 
 DESK_COOKIE, LOGIN_COOKIE, FLASH_COOKIE = "agenda_desk", "agenda_login", "agenda_flash"
+DEVICE_COOKIE = "agenda_device"  # a browser that logged in, kept after logging out ("Login flood")
 FLASH_BYTES = 1024  # a flash cookie holds keys, numbers and an id only: far below a cookie's 4 KB
 
 
@@ -102,12 +103,17 @@ def done(to, *said, patient=None):
     """After a change: say what changed on the next page and go back to `to`. `said` is (key of TEXTS,
     {name: short value}) pairs; `patient` an id whose name the next page reads through the one door, so
     the cookie holds nothing about a patient ("Staff desk")."""
-    secure = bottle.request.environ.get("wsgi.url_scheme") == "https"  # the trusted proxy's, via waitress
     payload = urllib.parse.quote(json.dumps({"said": said, "patient": patient}, separators=(",", ":")))
     if len(payload) <= FLASH_BYTES:
-        bottle.response.set_cookie(FLASH_COOKIE, payload, path="/desk", httponly=True, samesite="strict",
-                                   secure=secure, max_age=60)
+        set_desk_cookie(FLASH_COOKIE, payload, max_age=60)
     see_other(to)
+
+
+def set_desk_cookie(name, value, **more):
+    """A cookie of the desk's: under /desk, HttpOnly, SameSite=Strict, Secure when the request came over TLS
+    (the trusted proxy's word, via waitress)."""
+    bottle.response.set_cookie(name, value, path="/desk", httponly=True, samesite="strict",
+                               secure=bottle.request.environ.get("wsgi.url_scheme") == "https", **more)
 
 
 def flash_text(cookie, t, desk):

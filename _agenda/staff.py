@@ -1,8 +1,10 @@
 """Staff accounts: passwords (scrypt), the login lock and desk sessions, apart from the clinic's operations."""
 
+import collections
 import datetime as dt
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
 import re
@@ -10,11 +12,15 @@ import secrets
 import threading
 import time
 
-from .values import ClinicError, Settings, invalid
+from .values import ClinicError, desk_networks, Settings, invalid
 from .store import record_event, utc_iso
 
 LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name from a source
 CHECKS_AT_ONCE, CHECKS_PER_SECOND, CHECKS_BURST = 2, 2, 10  # password checks across the process
+CHECKS_KEPT = 4  # of the burst, the tokens only a trusted lane may take ("Login flood")
+LANE_BURST, LANE_PER_SECOND = 3, 1 / 20  # a trusted lane's own bucket: 3 checks, then one every 20 s
+LANES_KEPT = 1000  # lanes remembered before those with a full bucket are forgotten
+DEVICE_DAYS = 365  # a browser that logged in keeps its lane this long without another login
 SESSION_HOURS = 12  # a desk session ends after this long, however busy
 KEPT_MINUTES = 10  # a form sent after its session ended is kept this long ("Kept forms")
 ROLES = ("reception", "admin")  # what a staff account may do at the desk ("Roles")
@@ -49,27 +55,48 @@ def staff_role(role):
 
 
 class PasswordGate:
-    """The process's bound on password checks: at most `at_once` running and `per_second` on average
-    (a bucket of `burst`); past it a login is refused at once, its scrypt never run ("Login flood")."""
+    """The process's bound on password checks, one bucket of `burst` refilled at `per_second` for every
+    check, with fairness on top ("Login flood"): a stranger may take neither the last `kept` tokens nor
+    more than `at_once` running checks; a trusted lane (a device, a clinic address) may take them, one more
+    check at once, within a small bucket of its own. Past the bound a login is refused at once."""
 
     def __init__(self, at_once=CHECKS_AT_ONCE, per_second=CHECKS_PER_SECOND, burst=CHECKS_BURST,
-                 clock=time.monotonic):
-        self.running, self.lock, self.clock = threading.BoundedSemaphore(at_once), threading.Lock(), clock
-        self.per_second, self.burst, self.tokens, self.filled_at = per_second, burst, float(burst), clock()
+                 clock=time.monotonic, kept=CHECKS_KEPT, lane_burst=LANE_BURST, lane_per_second=LANE_PER_SECOND):
+        self.at_once, self.per_second, self.burst, self.kept, self.clock = at_once, per_second, burst, kept, clock
+        self.lane_burst, self.lane_per_second, self.lanes = lane_burst, lane_per_second, {}
+        self.lock, self.running, self.tokens, self.filled_at = threading.Lock(), 0, float(burst), clock()
 
-    def enter(self):
-        """True and a check counted, or False when the bound is reached; a True is ended by leave()."""
+    def enter(self, lane=None):
+        """True and a check counted, or False when the bound is reached for a stranger (lane None) or for
+        `lane`, whose own bucket spent makes it a stranger; a True is ended by leave()."""
         with self.lock:
             now = self.clock()
             self.tokens = min(self.burst, self.tokens + (now - self.filled_at) * self.per_second)
             self.filled_at = now
-            if self.tokens < 1 - 1e-9 or not self.running.acquire(blocking=False):  # 2/3 * 3 is 1.999...8
+            own = self.lane_tokens(lane, now) if lane is not None else 0
+            trusted = own >= 1 - 1e-9  # 2/3 * 3 is 1.999...8
+            floor, slots = (0, self.at_once + 1) if trusted else (self.kept, self.at_once)
+            if self.tokens < floor + 1 - 1e-9 or self.running >= slots:
                 return False
-            self.tokens -= 1
+            self.tokens, self.running = self.tokens - 1, self.running + 1
+            if trusted:
+                self.lanes[lane] = (own - 1, now)
             return True
 
+    def lane_tokens(self, lane, now):
+        """The tokens in `lane`'s bucket at `now` (full for a lane not seen lately); the full ones are forgotten
+        once many lanes are kept."""
+        if len(self.lanes) > LANES_KEPT:
+            self.lanes = {key: (tokens, at) for key, (tokens, at) in self.lanes.items()
+                          if tokens + (now - at) * self.lane_per_second < self.lane_burst}
+        tokens, at = self.lanes.get(lane, (self.lane_burst, now))
+        return min(self.lane_burst, tokens + (now - at) * self.lane_per_second)
+
     def leave(self):
-        self.running.release()
+        with self.lock:
+            if self.running < 1:
+                raise ValueError("leave() without enter()")
+            self.running -= 1
 
 
 def forget_ended_sessions(conn, at, idle_minutes):
@@ -88,6 +115,38 @@ def token_hash(token):
     return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
 
+Login = collections.namedtuple("Login", "token csrf device")  # what a login gives the browser
+
+
+def locked(until):
+    """The refusal of a name locked from this source until `until` (UTC)."""
+    return ClinicError("LOGIN_LOCKED", f"the name is locked from here until {until} after {LOCK_AFTER} failures",
+                       until=until)
+
+
+def failures_of(conn, name, source):
+    """The login_failures row of a name from a source, or None."""
+    return conn.execute("SELECT failures, locked_until FROM login_failures WHERE name = ? AND source = ?",
+                        (name, source)).fetchone()
+
+
+def is_locked(failed, at):
+    """Whether a login_failures row (or None) locks its name from its source at `at`."""
+    return failed is not None and failed["locked_until"] is not None and failed["locked_until"] > utc_iso(at)
+
+
+def keep_device(conn, device, token, name, at):
+    """The browser that just logged in as `name` keeps its lane under a new token (its row, when `device`,
+    else a new one), its failures cleared; devices unused for DEVICE_DAYS are forgotten."""
+    now = utc_iso(at)
+    conn.execute("DELETE FROM desk_devices WHERE last_login < ?", (utc_iso(at - dt.timedelta(days=DEVICE_DAYS)),))
+    if device is None or not conn.execute(
+            "UPDATE desk_devices SET token_hash = ?, staff_name = ?, last_login = ?, failures = 0, failed_at = NULL"
+            " WHERE token_hash = ?", (token_hash(token), name, now, device["token_hash"])).rowcount:
+        conn.execute("INSERT INTO desk_devices (token_hash, staff_name, created_at, last_login) VALUES (?, ?, ?, ?)",
+                     (token_hash(token), name, now, now))
+
+
 def staff_name(name):
     """A staff account's name: 1 to 40 letters, digits, dots, dashes or underscores."""
     name = (name or "").strip().lower()
@@ -97,15 +156,16 @@ def staff_name(name):
 
 
 class Accounts:
-    """Staff accounts over one database, its settings (the desk's idle time) and a clock: passwords,
-    the login lock and desk sessions ("Desk accounts and sessions"). Every change is one transaction
-    with its event."""
+    """Staff accounts over one database, its settings (the desk's idle time, the clinic's network) and a
+    clock: passwords, the login lock, the browsers that logged in and desk sessions ("Desk accounts and
+    sessions", "Login flood"). Every change is one transaction with its event."""
 
     def __init__(self, db, settings=None, clock=None, gate=None):
         self.db = db
         self.settings = settings or Settings()
         self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
         self.gate = gate or PasswordGate()
+        self.networks = desk_networks(self.settings.desk_network)
 
     def conn(self):
         return self.db.connection()
@@ -172,49 +232,70 @@ class Accounts:
             record_event(conn, at, source, "staff.unlocked", "staff", name)
         return lifted
 
-    def log_in(self, name, password, source="unknown"):
-        """A new desk session's (token, csrf) for the right password. LOGIN_BUSY past the process's bound
-        on password checks; every other refusal is LOGIN_FAILED, the same work and words for any name,
-        the same for any name; LOGIN_LOCKED, with the time the lock ends (`until`, UTC), for a name locked from
-        this source, which says nothing of whether the name exists ("Desk accounts and sessions")."""
-        if not self.gate.enter():
+    def log_in(self, name, password, source="unknown", device=None):
+        """A Login for the right password: a new session's token and csrf, and the browser's new device token
+        (replacing `device`). Refused before any password check or write: LOGIN_LOCKED for a name locked from
+        this source, LOGIN_BUSY past the gate; else LOGIN_FAILED, the same work for any name ("Login flood")."""
+        at, name, source = self.clock(), (name or "").strip().lower()[:100], source[:100]
+        failed = failures_of(self.conn(), name, source)
+        if is_locked(failed, at):
+            raise locked(failed["locked_until"])
+        known = self.known_device(device, at)
+        if not self.gate.enter(self.lane(known, source, at)):
             raise ClinicError("LOGIN_BUSY", "too many logins right now: try again in a minute")
         try:
-            at, name = self.clock(), (name or "").strip().lower()[:100]
             row = self.conn().execute("SELECT password FROM staff WHERE name = ?", (name,)).fetchone()
             checked = row["password"] if row else DUMMY_PASSWORD
             matches = password_matches(checked, password) and row is not None
         finally:
             self.gate.leave()
-        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        login = Login(secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(32))
         with self.db.transaction() as conn:
-            granted = self.settle_login(conn, (name, source[:100]), checked if matches else None, at, (token, csrf))
+            granted = self.settle_login(conn, (name, source, known), checked if matches else None, at, login)
         if isinstance(granted, str):
-            raise ClinicError("LOGIN_LOCKED", f"the name is locked from here until {granted} after {LOCK_AFTER} "
-                              "failures", until=granted)
+            raise locked(granted)
         if not granted:
             raise ClinicError("LOGIN_FAILED", "wrong name or password, or the name is locked from here for "
                                               f"{LOCK_MINUTES} minutes after {LOCK_AFTER} failures")
-        return token, csrf
+        return login
 
-    def settle_login(self, conn, who, matched, at, session):
+    def known_device(self, device, at):
+        """The desk_devices row of the browser's device token, unless unknown or unused for DEVICE_DAYS."""
+        if not device:
+            return None
+        return self.conn().execute("SELECT token_hash, failures, failed_at FROM desk_devices WHERE token_hash = ?"
+                                   " AND last_login >= ?", (token_hash(device),
+                                                            utc_iso(at - dt.timedelta(days=DEVICE_DAYS)))).fetchone()
+
+    def lane(self, device, source, at):
+        """The gate's lane of a login: its known device's, unless LOCK_AFTER failures in a row through it, the
+        last under LOCK_MINUTES ago; else its source's, when in the clinic's network; else None, a stranger."""
+        quiet_since = utc_iso(at - dt.timedelta(minutes=LOCK_MINUTES))
+        if device is not None and (device["failures"] < LOCK_AFTER or device["failed_at"] < quiet_since):
+            return "device", device["token_hash"]
+        try:
+            address = ipaddress.ip_address(source)
+        except ValueError:
+            return None
+        return ("network", source) if any(address in network for network in self.networks) else None
+
+    def settle_login(self, conn, who, matched, at, login):
         """Inside the login's write transaction: a name locked from this source stays locked and counts
         nothing (its lock's end returned); the password that matched, still the account's, opens a session
-        (True); else a failure counts (False, or the new lock's end)."""
-        name, source = who
+        and keeps the device (True); else a failure counts, for the name and the device (False, or the lock's end)."""
+        name, source, device = who
         now = utc_iso(at)
         conn.execute("DELETE FROM login_failures WHERE last_at < ? AND (locked_until IS NULL OR locked_until < ?)",
                      (utc_iso(at - dt.timedelta(minutes=LOCK_MINUTES)), now))
-        failed = conn.execute("SELECT failures, locked_until FROM login_failures WHERE name = ? AND source = ?",
-                              (name, source)).fetchone()
-        if failed is not None and failed["locked_until"] is not None and failed["locked_until"] > now:
+        failed = failures_of(conn, name, source)
+        if is_locked(failed, at):
             return failed["locked_until"]
         password = conn.execute("SELECT password FROM staff WHERE name = ?", (name,)).fetchone()
         if matched is not None and password is not None and password["password"] == matched:
             conn.execute("DELETE FROM login_failures WHERE name = ? AND source = ?", (name, source))
-            token, csrf = session
             conn.execute("INSERT INTO desk_sessions (token_hash, staff_name, csrf, created_at, last_seen)"
-                         " VALUES (?, ?, ?, ?, ?)", (token_hash(token), name, csrf, now, now))
+                         " VALUES (?, ?, ?, ?, ?)", (token_hash(login.token), name, login.csrf, now, now))
+            keep_device(conn, device, login.device, name, at)
             forget_ended_sessions(conn, at, self.settings.desk_idle_minutes)
             return True
         failures = (failed["failures"] if failed is not None and failed["locked_until"] is None else 0) + 1
@@ -223,6 +304,10 @@ class Accounts:
                      " ON CONFLICT (name, source) DO UPDATE SET failures = excluded.failures,"
                      " locked_until = excluded.locked_until, last_at = excluded.last_at",
                      (name, source, failures, locked_until, now))
+        if device is not None:  # failures in a row through one browser, restarted after LOCK_MINUTES quiet
+            conn.execute("UPDATE desk_devices SET failures = CASE WHEN failed_at < ? THEN 1 ELSE failures + 1 END,"
+                         " failed_at = ? WHERE token_hash = ?",
+                         (utc_iso(at - dt.timedelta(minutes=LOCK_MINUTES)), now, device["token_hash"]))
         if locked_until is not None and password is not None:
             record_event(conn, at, "desk", "staff.locked", "staff", name, after={"source": source})
         return locked_until or False

@@ -45,8 +45,9 @@ TEXTS = {
                      "desde aquí {minutes} minutos.", "Wrong name or password. After {after} failed logins a name is "
                                                       "locked from here for {minutes} minutes."),
     "LOGIN_BUSY": ("Demasiados intentos de entrar en este momento: vuelve a intentarlo en un minuto. Quien ya "
-                   "ha entrado sigue trabajando.", "Too many logins right now: try again in a minute. Anyone "
-                                                   "already logged in goes on working."),
+                   "ha entrado sigue trabajando, y en un navegador desde el que ya se entró antes se entra sin "
+                   "esperar.", "Too many logins right now: try again in a minute. Anyone already logged in goes "
+                               "on working, and a browser that logged in here before gets in without waiting."),
     "admin_only": ("Esto lo hace la administración de la clínica: pídeselo a quien tenga ese papel.",
                    "This is for the clinic's admins: ask someone with that role."),
     "CSRF": ("El formulario ha caducado; vuelve a intentarlo.", "The form expired; try again."),

@@ -4,6 +4,7 @@ phones, body fields and printed text are read and written. Imports nothing of Ag
 import csv
 import datetime as dt
 import io
+import ipaddress
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class Settings:
     clinic_name: str = ""
     feed_shows: str = "time"
     arrival_window_minutes: int = 120  # the desk marks an arrival from this long before the visit, on its day
+    desk_network: str = ""  # the clinic's own addresses, whose logins keep a lane of their own ("Login flood")
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:
@@ -74,6 +76,19 @@ class Settings:
             raise ValueError(f"clinical records are kept at least {RETENTION_YEARS_AT_LEAST} years from each episode "
                              "(Ley 41/2002, art. 17): give a retention of 5 years or more")
         clinic_zone(self.tz)
+        desk_networks(self.desk_network)
+
+
+def desk_networks(text):
+    """The address ranges named in `text` (e.g. "192.168.1.0/24 10.0.0.7", commas or spaces between them);
+    ValueError naming the one that is not a range."""
+    networks = []
+    for part in text.replace(",", " ").split():
+        try:
+            networks.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ValueError(f"{part!r} is not an address range (try 192.168.1.0/24)") from None
+    return tuple(networks)
 
 
 def clinic_zone(name):

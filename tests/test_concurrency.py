@@ -16,7 +16,7 @@ from hypothesis import example, given, settings, strategies as st
 from webtest.http import StopableWSGIServer
 
 import _agenda.staff
-from _agenda.staff import CHECKS_BURST, PasswordGate
+from _agenda.staff import CHECKS_BURST, CHECKS_KEPT, PasswordGate
 
 from conftest import send, sign, valid_dni
 from openapi_contract import CONTRACT
@@ -193,37 +193,45 @@ def test_a_login_flood_is_refused_at_once_past_the_bound_and_open_sessions_and_t
         _agenda.staff.password_matches = matches
         httpd.shutdown()
     refused = [answer for answer in answers if answer[0] == 429]
-    assert checked_in_flood == 60 - len(refused) <= CHECKS_BURST - 1  # the session's login took one
+    assert checked_in_flood == 60 - len(refused) <= CHECKS_BURST - CHECKS_KEPT - 1  # the session's login took one
     assert {answer[0] for answer in answers} <= {401, 429}
     assert all(retry == "60" and "un minuto" in text for _, retry, text in refused)
 
 
 @settings(max_examples=60, deadline=None)
-@given(steps=st.lists(st.tuples(st.floats(min_value=0, max_value=3), st.sampled_from(["enter", "leave"])),
-                      max_size=80),
-       at_once=st.integers(1, 3), per_second=st.integers(1, 5), burst=st.integers(1, 12))
-@example(steps=[(0, "enter"), (0, "enter")], at_once=2, per_second=3, burst=2)  # 2/3 s refills 1.999... tokens
-def test_the_bound_on_password_checks_holds_at_once_and_per_second(steps, at_once, per_second, burst):
-    """Never more than at_once checks running, never more granted over any stretch of time than the
-    burst plus the rate times its length, and a full bucket again after a quiet burst/rate seconds."""
+@given(steps=st.lists(st.tuples(st.floats(min_value=0, max_value=3),
+                                st.sampled_from(["enter", "enter", "lane a", "lane b", "leave"])), max_size=80),
+       at_once=st.integers(1, 3), per_second=st.integers(1, 5), burst=st.integers(1, 12), kept=st.integers(0, 12))
+@example(steps=[(0, "enter"), (0, "enter")], at_once=2, per_second=3, burst=2, kept=0)  # 2/3 s refills 1.999...
+def test_the_bound_on_password_checks_holds_at_once_and_per_second(steps, at_once, per_second, burst, kept):
+    """Never more than at_once checks running for a stranger (one more for a lane), never more granted over
+    any stretch of time than the burst plus the rate times its length, strangers never the kept tokens,
+    and after a quiet burst/rate seconds a stranger gets the burst less the kept, the lanes the rest."""
+    kept = min(kept, burst)
     clock = FrozenClock()
-    gate, running, granted = PasswordGate(at_once, per_second, burst, clock=clock), 0, []
+    gate, running, granted, strangers = PasswordGate(at_once, per_second, burst, clock=clock, kept=kept), 0, [], []
     for pause, action in steps:
         clock.now += pause
-        if action == "enter" and gate.enter():
+        if action != "leave" and gate.enter(None if action == "enter" else action):
             running += 1
             granted.append(clock.now)
+            assert running <= at_once + (action != "enter")
+            strangers += [clock.now] if action == "enter" else []
         elif action == "leave" and running:
             gate.leave()
             running -= 1
-        assert running <= at_once
-    for first, start in enumerate(granted):
-        for last in range(first, len(granted)):
-            assert last - first + 1 <= burst + per_second * (granted[last] - start) + 1e-9
+    for times, most in ((granted, burst), (strangers, burst - kept)):
+        for first, start in enumerate(times):
+            for last in range(first, len(times)):
+                assert last - first + 1 <= most + per_second * (times[last] - start) + 1e-9
     for _ in range(running):
         gate.leave()
     clock.now += burst / per_second
-    for _ in range(burst):
+    for _ in range(burst - kept):
         assert gate.enter()
         gate.leave()
     assert not gate.enter()
+    for lane in range(kept):  # a lane of its own each, its bucket full
+        assert gate.enter(("fresh", lane))
+        gate.leave()
+    assert not gate.enter(("fresh", "another"))
