@@ -26,9 +26,9 @@ from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNE
 from .app import create_app
 from .replication import (BEHIND_AFTER, DOWN_AFTER, litestream_binary, replica_position, Replicator,
                           standby_checked, without_password)
-from .cli import (cli, cli_now, cli_recipients, cli_zone, clinic_time, db_option, DEFAULTS, desk_rules_options,
-                  existing_database, human_size, keep_copies_option, recipients_option, refuse_readable_by_others,
-                  tz_option)
+from .cli import (cli, cli_now, cli_recipients, cli_zone, clinic_time, db_option, DEFAULTS, desk_network_option,
+                  desk_rules_options, existing_database, human_size, keep_copies_option, recipients_option,
+                  refuse_readable_by_others, tz_option)
 
 
 log = logging.getLogger("agenda")
@@ -95,6 +95,7 @@ def read_secret_file(path):
                    "empty body opens every GET and DELETE); or either, while setting up an integration.")
 @rules_options
 @desk_rules_options
+@desk_network_option
 @click.option("--clinic-name", default="", envvar="AGENDA_CLINIC_NAME", show_envvar=True,
               help="The clinic's name, at the top of every printed page of the desk.")
 @click.option("--feed-shows", type=click.Choice(FEED_SHOWS), default=DEFAULTS.feed_shows, show_default=True,
@@ -130,7 +131,7 @@ def read_secret_file(path):
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, cores, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
-        desk_horizon, clinic_name, feed_shows, arrival_window, reminder_policy, replica, replica_key,
+        desk_horizon, desk_network, clinic_name, feed_shows, arrival_window, reminder_policy, replica, replica_key,
         replica_host_key, ack_after_replication, replica_behind_after, litestream_down_after, recipients):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
@@ -151,8 +152,8 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     kept_for = cli_recipients(recipients, "cannot start")
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice, "horizon_days": horizon,
                 "desk_min_notice_minutes": desk_min_notice, "desk_horizon_months": desk_horizon,
-                "clinic_name": clinic_name, "feed_shows": feed_shows, "reminder_policy": reminder_policy,
-                "arrival_window_minutes": arrival_window}
+                "desk_network": desk_network, "clinic_name": clinic_name, "feed_shows": feed_shows,
+                "reminder_policy": reminder_policy, "arrival_window_minutes": arrival_window}
     serve = (ctx.obj or {}).get("serve") or serve_until_stopped
     writer = log_to_stderr()
     # waitress warns "Task queue depth is N" for every request that waits for a free thread;

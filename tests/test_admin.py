@@ -555,3 +555,16 @@ def test_a_backup_to_no_real_recipient_writes_nothing(api, runner, db_path, tmp_
     refused = invoke(runner, "backup", f"{tmp_path}/out/", "--encrypt-to", "age1notakey")
     assert refused.exit_code == 1 and "is not an age recipient" in refused.output
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_run_takes_the_clinics_network_for_the_desks_login_lane_and_refuses_a_range_it_cannot_read(runner, db_path):
+    agenda.open_database(db_path).close()
+    served = {}
+    started = runner.invoke(agenda.cli, ["run", "--desk-network", "192.168.1.0/24, 10.0.0.7"],
+                            obj={"serve": lambda app, **options: served.update(app=app)},
+                            env={"AGENDA_SECRET": SECRET}, catch_exceptions=False)
+    assert started.exit_code == 0, started.output
+    assert [str(net) for net in served["app"].accounts.networks] == ["192.168.1.0/24", "10.0.0.7/32"]
+    refused = runner.invoke(agenda.cli, ["run"], obj={"serve": lambda app, **options: None},
+                            env={"AGENDA_SECRET": SECRET, "AGENDA_DESK_NETWORK": "la recepción"})
+    assert refused.exit_code == 1 and "is not an address range (try 192.168.1.0/24)" in refused.output
