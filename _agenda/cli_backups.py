@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -26,8 +27,9 @@ from .access import AccessRecord
 from .identity import identities
 from .clinic import Clinic
 from .web import log_to_stderr, stop_logging
-from .replication import (check_standby, litestream_binary, log_litestream, redactor, replica_url, ReplicaUnreadable,
-                          restore_points, restore_replica, without_password)
+from .replication import (BEHIND_AFTER, check_standby, litestream_binary, log_litestream, redactor, replica_url,
+                          ReplicaUnreadable, restore_points, restore_replica, without_password)
+from .replica_restore import checked_point, drill, integrity_problem, Lost, lost_changes, walk_back, WALK_SECONDS, WALK_TRIES
 from .sealing import identities_of, is_sealed, open_sealed, SealingError
 from .cli import (cli, cli_date, cli_now, cli_reader, cli_recipients, cli_zone, db_option, describe_counts,
                   existing_database,
@@ -197,9 +199,6 @@ def cli_moment(text, tz):
     return local.astimezone(dt.timezone.utc)
 
 
-WALK_TRIES, WALK_SECONDS = 20, 300  # how far a restore looks back for a state that passes integrity_check
-
-
 def need_litestream(what):
     binary = litestream_binary()
     if binary is None:
@@ -207,137 +206,113 @@ def need_litestream(what):
     return binary
 
 
-def fetch_replica(binary, replica, output, moment=None, txid=None):
-    """The replica's state (newest, at `moment` or at `txid`) restored by Litestream into `output`."""
-    try:
-        return restore_replica(binary, replica, output, moment, txid)
-    except ReplicaUnreadable as error:
-        raise click.ClickException(f"nothing was restored: Litestream could not read {without_password(replica)}: "
-                                   f"{error}") from None
-
-
-def integrity_problem(path):
-    """None when the copy at `path` passes integrity_check, else what failed, in a line."""
-    try:
-        check_database_file(path)
-    except ValueError as error:
-        return str(error)
-    return None
-
-
 def restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for):
     """`restore --from-replica`: the newest state (or the one at `moment`) when it passes integrity_check;
-    else a walk back to the latest that does, restored only when asked, listing what it loses ("Restore
-    drills")."""
-    binary = need_litestream("--from-replica")
-    given = re.fullmatch(r"\s*transaction\s+(\d+)\s*", moment or "", re.IGNORECASE)
-    at = cli_moment(moment, tz) if moment and not given else None
-    txid = int(given[1]) if given else None
-    shown = f"the replica {without_password(replica_url(replica))}"
+    else a walk back to the latest that does, restored only when asked, with what it loses ("Restore drills")."""
+    binary, shown = need_litestream("--from-replica"), f"the replica {without_password(replica_url(replica))}"
+    points = replica_points(binary, replica)
+    txid, at = asked_point(moment, tz, points)
     with scratch_folder(db_path) as folder:
-        wanted = fetch_replica(binary, replica, folder / "wanted.db", at, txid)
-        problem = integrity_problem(wanted)
+        newest, unread = as_it_is(binary, replica, folder / "newest.db")  # read only for what a restore loses
+        if moment:
+            wanted, problem = checked_point(binary, replica, folder / "wanted.db", txid, at)
+        else:
+            wanted, problem = (newest, integrity_problem(newest)) if newest else (None, unread)
         if problem is None:
-            newest = fetch_replica(binary, replica, folder / "newest.db") if moment else wanted
-            lost = lost_changes(newest, wanted)
             restore_file(ctx, db_path, wanted, shown + (f" at {moment}" if moment else ""), yes, tz, kept_for,
                          from_replica=True)
-            return show_lost(ctx, db_path, newest, lost, tz)
+            return show_lost(ctx, db_path, newest, lost_of(newest, wanted, unread), tz)
         click.echo(f"The replica's {'state at ' + moment if moment else 'newest state'} cannot be restored: {problem}. "
-                   "Restoring it would give the clinic a damaged database, so it is not restored. Litestream's copy "
-                   "of that moment is damaged, not your bookings' record: the replica also holds earlier moments, "
-                   f"and this looks back over them (at most {WALK_TRIES} tries and {WALK_SECONDS // 60} minutes) for "
-                   "the latest that passes the check, then says what restoring it would lose.")
-        found = walk_back(binary, replica, folder, points_until(binary, replica, at, txid))
+                   "Restoring it would give the clinic a damaged database, so nothing was restored. The replica also "
+                   "holds earlier moments: this looks back over them for the latest that passes the check (at most "
+                   f"{WALK_TRIES} tries and {WALK_SECONDS // 60} minutes), then says what restoring it would lose.")
+        earlier = [point for point in points if (at is None or point.at <= at) and (txid is None or point.txid <= txid)]
+        found = walk_back(binary, replica, folder, earlier, lambda text: click.echo(text, nl=False),
+                          lambda point: f"{moment_text(point.at, tz)} (transaction {point.txid})")
         if found is None:
             raise click.ClickException(f"no earlier moment of the replica passes the check either; restore the "
                                        f"newest backup instead ({newest_backup_line(db_path)})")
-        point, older = found
-        lost, when = lost_changes(wanted, older), moment_text(point.at, tz)
-        command = f'agenda restore --from-replica {without_password(replica)} --at "transaction {point.txid}" --db {db_path}'
-        click.echo(f"The latest moment that passes is {when} (transaction {point.txid}). Restoring it would lose "
-                   f"{plural(len(lost), 'appointment')} booked, moved or cancelled after it: they are listed once it "
-                   "is restored, so that reception can phone the patients.")
+        lost, when = lost_of(newest, found.copy, unread), moment_text(found.point.at, tz)
+        command = (f"agenda restore --from-replica {shlex.quote(without_password(replica))} --at "
+                   f"'transaction {found.point.txid}' --db {shlex.quote(str(db_path))}")
+        click.echo(("The latest moment that passes is " if found.exact else
+                    "The latest moment found that passes (the tries ran out: a moment up to transaction "
+                    f"{found.later.txid} may pass too; give it to --at to try) is ") +
+                   f"{when} (transaction {found.point.txid}). Restoring it would lose "
+                   f"{'at least ' if lost.error else ''}{plural(len(lost.appointments), 'appointment')} booked, moved "
+                   "or cancelled after it: they are listed once it is restored, so that reception can phone the "
+                   "patients.")
         if yes or not sys.stdin.isatty():
-            raise click.ClickException(f"nothing was restored. To restore that moment: {command}")
+            hidden = " (with the replica's password where *** stands)" if "***" in command else ""
+            raise click.ClickException(f"nothing was restored. To restore that moment{hidden}: {command}")
         click.confirm(f"Restore the state of {when} into {db_path}?", abort=True)
-        restore_file(ctx, db_path, older, f"{shown} at {when}", True, tz, kept_for, from_replica=True)
-        show_lost(ctx, db_path, wanted, lost, tz)
+        restore_file(ctx, db_path, found.copy, f"{shown} at {when}", True, tz, kept_for, from_replica=True)
+        show_lost(ctx, db_path, newest, lost, tz)
 
 
-def points_until(binary, replica, at=None, txid=None):
-    """The replica's restore points up to the moment `at` or the transaction `txid` (all when None), newest first."""
+def as_it_is(binary, replica, output):
+    """(the replica's newest state restored as it is, damaged or not, None) or (None, why Litestream could not)."""
     try:
-        points = restore_points(binary, replica)
+        return restore_replica(binary, replica, output), None
     except ReplicaUnreadable as error:
-        raise click.ClickException(f"nothing was restored: Litestream could not list the replica's moments: {error}") from None
-    return [point for point in reversed(points) if (at is None or point.at <= at) and (txid is None or point.txid <= txid)]
+        return None, f"Litestream could not restore it: {error}"
 
 
-def walk_back(binary, replica, folder, points, tries=WALK_TRIES, seconds=WALK_SECONDS):
-    """(point, restored copy) of the latest of `points` (newest first; the first is the one that failed) that
-    passes integrity_check, or None: the next few one by one, then further back in growing steps, then the
-    steps between the last failure and the first pass halved; bounded in tries and time, progress printed."""
-    deadline, failed, passed, step, index = time.monotonic() + seconds, 0, None, 1, 1
-    for tried in range(1, tries + 1):
-        if index >= len(points) or time.monotonic() > deadline:
-            break
-        if passed is not None and index >= passed[0]:
-            break
-        copy = folder / f"point-{points[index].txid}.db"
-        click.echo(f"  trying {points[index].at:%Y-%m-%d %H:%M:%S} UTC (transaction {points[index].txid}): ", nl=False)
-        problem = integrity_problem(fetch_replica(binary, replica, copy, txid=points[index].txid))
-        click.echo(problem or "passes")
-        if problem is None:
-            passed = (index, copy)
-        else:
-            copy.unlink()
-            failed = index
-        if passed is None:
-            step = step * 2 if tried > 4 else 1
-            index = min(index + step, len(points) - 1) if index < len(points) - 1 else len(points)
-        else:
-            index = failed + max(1, (passed[0] - failed) // 2)
-    return None if passed is None else (points[passed[0]], passed[1])
+def lost_of(newest, older, unread):
+    """What restoring `older` loses of the newest state; when that cannot be read, that it cannot."""
+    if newest is None:
+        return Lost({}, {}, f"the newest state cannot be read ({unread})")
+    return lost_changes(newest, older)
 
 
-def lost_changes(newer, older):
-    """{appointment id: (action, its row after)} of the appointments `newer` changed after `older`'s last event,
-    read from newer's events (a state that fails integrity_check can still be read, mostly)."""
-    if Path(newer) == Path(older):
-        return {}
-    lost = {}
+def replica_points(binary, replica):
+    """The replica's restore points, newest first; a ClickException when Litestream cannot list them."""
     try:
-        with reading(older) as conn:
-            last = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-        with reading(newer) as conn:
-            for action, key, after in conn.execute("SELECT action, entity_id, after FROM events WHERE id > ? AND "
-                                                   "entity = 'appointment' ORDER BY id", (last,)):
-                lost[key] = (action, json.loads(after or "{}"))
-    except (sqlite3.DatabaseError, ValueError):
-        pass
-    return lost
+        return list(reversed(restore_points(binary, replica)))
+    except ReplicaUnreadable as error:
+        raise click.ClickException(f"nothing was restored: Litestream could not read "
+                                   f"{without_password(replica_url(replica))}: {error}") from None
+
+
+def asked_point(moment, tz, points):
+    """(txid, moment) of --at: `transaction N` as a restore that looked back names it (one of `points`), a clinic
+    time, or neither (the newest)."""
+    given = re.fullmatch(r"\s*transaction\s+(\d+)\s*", moment or "", re.IGNORECASE)
+    if not given:
+        return None, cli_moment(moment, tz) if moment else None
+    if int(given[1]) not in {point.txid for point in points}:
+        raise click.ClickException(f"--at {moment!r}: the replica has no such transaction; its moments run from "
+                                   f"{points[-1].txid} to {points[0].txid}" if points else "the replica is empty")
+    return int(given[1]), None
 
 
 def show_lost(ctx, db_path, newer, lost, tz):
-    """The appointments a restore lost, to phone: date, time, doctor and patient, the names read through the
-    identity door from the newer state (the read noted in the restored database)."""
-    if not lost:
-        return
-    people = {}
-    try:
-        clinic = Clinic(Database(newer), Settings(tz=tz), lambda: cli_now(ctx))
-        clinic.access = AccessRecord(Database(db_path), clinic.clock)
-        people = identities(clinic, [after.get("patient_id") for _, after in lost.values()], cli_reader(), "restore")
-    except (sqlite3.Error, ValueError, RuntimeError) as error:
-        click.echo(f"(the patients' names cannot be read from the damaged state: {error})")
-    click.echo(f"Not in the restored agenda, changed after that moment ({plural(len(lost), 'appointment')}); "
-               "phone these patients:")
-    for key, (action, after) in sorted(lost.items(), key=lambda item: (item[1][1].get("date") or "", item[0])):
-        person = people.get(after.get("patient_id"), {})
-        click.echo(printable(f"  {key}: {format_date(after.get('date') or '')} {after.get('time', '')} "
-                             f"{after.get('doctor_id', '')} {person.get('full_name') or 'patient ' + str(after.get('patient_id'))}"
-                             f" {person.get('phone') or ''} ({action.partition('.')[2]})"))
+    """What a restore to an earlier moment lost: the appointments to phone (date, time, doctor, and the patient's
+    name and phone read through the identity door from the newer state, the read noted in the restored
+    database), the other changes to do again, and how far the newer state could be read."""
+    if lost.appointments:
+        people = {}
+        try:
+            clinic = Clinic(Database(newer), Settings(tz=tz), lambda: cli_now(ctx))
+            clinic.access = AccessRecord(Database(db_path), clinic.clock)
+            people = identities(clinic, [after.get("patient_id") for _, after in lost.appointments.values()],
+                                cli_reader(), "restore")
+        except (sqlite3.Error, ValueError, RuntimeError) as error:
+            click.echo(f"(the patients' names cannot be read from the newer state: {error})")
+        click.echo(f"Not in the restored agenda, changed after that moment ({plural(len(lost.appointments), 'appointment')});"
+                   " phone these patients:")
+        for key, (action, after) in sorted(lost.appointments.items(),
+                                           key=lambda item: (item[1][1].get("date") or "", item[0])):
+            person = people.get(after.get("patient_id"), {})
+            click.echo(printable(
+                f"  {key}: {format_date(after.get('date') or '')} {after.get('time', '')} {after.get('doctor_id', '')} "
+                f"{person.get('full_name') or 'patient ' + str(after.get('patient_id'))} {person.get('phone') or ''} "
+                f"({action.partition('.')[2]})"))
+    if lost.others:
+        click.echo("Also changed after that moment, to do again: " + ", ".join(
+            f"{count} {action}" for action, count in sorted(lost.others.items())) + ".")
+    if lost.error:
+        click.echo(f"More may have changed: {lost.error}.")
 
 
 def moment_text(moment, tz):
@@ -406,7 +381,7 @@ def follow_replica(binary, replica, copy, check_every=600, backoff=1.0):
                      copy, process.pid)
             threading.Thread(target=log_litestream, args=(process.stdout, redactor(replica_url(replica))),
                              daemon=True).start()
-            checked = time.monotonic()
+            checked = time.monotonic() - check_every + min(check_every, 60)  # the first check a minute in at most
             while process.poll() is None and not stopping.wait(0.5):
                 if time.monotonic() - checked >= check_every and copy.is_file():
                     check_standby(copy)
@@ -449,6 +424,7 @@ def standby_promote(db_path):
     try:
         version, counts = check_database_file(copy)
         Path(f"{copy}-txid").unlink(missing_ok=True)
+        Path(f"{copy}.check").unlink(missing_ok=True)  # no longer a standby: its checks are history
         open_database(copy, older=AS_IT_IS).close()
     except (ValueError, sqlite3.Error) as error:
         raise click.ClickException(f"{db_path} was not promoted: {error}") from None
@@ -471,15 +447,19 @@ def replica():
 @db_option
 @click.option("--replica", "url", default=None, envvar="AGENDA_REPLICA",
               help="The replica to check: a folder, file://, sftp:// or s3:// [env: AGENDA_REPLICA].")
+@click.option("--behind-after", "behind_after", default=BEHIND_AFTER, show_default=True,
+              type=click.IntRange(5, 86400), envvar="AGENDA_REPLICA_BEHIND_AFTER", show_envvar=True,
+              help="Seconds the replica's newest event may trail the live database's before the drill fails.")
 @click.pass_context
-def replica_check(ctx, db_path, url):
+def replica_check(ctx, db_path, url, behind_after):
     """A restore drill: restore the replica's newest state into a private temporary file, check it, compare it
     with the live database, remove it; one line, and exit 1 on any problem.
 
     Runs at the lowest CPU and I/O priority beside the service. The copy lies in a
     folder only this user can enter beside --db, removed even when the drill is
     stopped. Its newest event must be in the live database unchanged (the replica
-    trails it by a second or so). The result and its time are in `agenda status`;
+    trails it by a second or so), and no older than the live one's by --behind-after.
+    The result and its time are in `agenda status`;
     docs/deploy.md runs it daily with an alert.
 
     Example:
@@ -495,7 +475,8 @@ def replica_check(ctx, db_path, url):
         subprocess.run(["ionice", "-c3", "-p", str(os.getpid())], capture_output=True, timeout=10)
     stopped = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))  # the copy is removed on the way out
     try:
-        verdict, facts = drill(binary, db_path, url)
+        with scratch_folder(db_path) as folder:
+            verdict, facts = drill(binary, db_path, url, folder, behind_after)
     finally:
         signal.signal(signal.SIGTERM, stopped)
     noted = note_drill(ctx, db_path, verdict, facts)
@@ -507,33 +488,6 @@ def replica_check(ctx, db_path, url):
     click.echo(line + noted)
 
 
-def drill(binary, db_path, url):
-    """(None, facts) when the replica's newest state restores, passes integrity_check and its newest event is in
-    the live database unchanged; (the problem, facts) otherwise."""
-    facts = {"bytes": 0, "event": None, "compared": False}
-    with scratch_folder(db_path) as folder:
-        try:
-            copy = restore_replica(binary, url, folder / "drill.db", background=True)
-        except ReplicaUnreadable as error:
-            return f"Litestream could not restore it: {error}", facts
-        facts["bytes"] = copy.stat().st_size
-        problem = integrity_problem(copy)
-        if problem is not None:
-            return f"its newest state fails the check: {problem}; `agenda restore --from-replica` looks back", facts
-        with reading(copy) as conn:
-            newest = conn.execute("SELECT * FROM events ORDER BY id DESC LIMIT 1").fetchone()
-        facts["event"] = newest["id"] if newest else None
-        if newest is None or not Path(db_path).is_file():
-            return None, facts
-        with reading(db_path) as conn:
-            live = conn.execute("SELECT * FROM events WHERE id = ?", (newest["id"],)).fetchone()
-        facts["compared"] = True
-        if live is None or tuple(live) != tuple(newest):
-            return (f"its newest event {newest['id']} is {'not' if live is None else 'not the same'} in the live "
-                    f"database {db_path}: the replica is not this database's (a replica path used by two?)"), facts
-    return None, facts
-
-
 def note_drill(ctx, db_path, verdict, facts):
     """The drill's result kept in the live database for `agenda status`; '' or why it could not be kept."""
     if not Path(db_path).is_file():
@@ -541,6 +495,7 @@ def note_drill(ctx, db_path, verdict, facts):
     try:
         conn = existing_database(db_path, older=AS_IT_IS)
         try:
+            conn.execute("PRAGMA synchronous = NORMAL")  # no disk flush under the write lock at idle I/O priority
             with transaction(conn):
                 remember(conn, "replica_check", {"ok": verdict is None, "problem": verdict, **facts}, cli_now(ctx))
         finally:

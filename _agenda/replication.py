@@ -21,7 +21,7 @@ from pathlib import Path
 import urllib.parse
 
 from .values import ClinicError
-from .store import check_database_file, connect, create_private_file
+from .store import check_database_file, connect, create_private_file, hold_replicating_mark
 
 log = logging.getLogger("agenda")
 
@@ -134,6 +134,7 @@ class Replicator:
     def __init__(self, binary, db_path, url, key_path=None, host_key=None, sync_interval="1s",
                  behind_after=BEHIND_AFTER, down_after=DOWN_AFTER):
         self.binary, self.db_path, self.url = binary, str(Path(db_path).resolve()), replica_url(url)
+        self.mark = hold_replicating_mark(self.db_path)  # every Litestream holds it too: no one else checkpoints
         self.folder = private_folder()  # the config names a key; the socket answers /sync
         self.socket_path = str(Path(self.folder) / "control.sock")
         self.config = Path(self.folder) / "litestream.yml"
@@ -160,7 +161,7 @@ class Replicator:
                     os.sched_setaffinity(0, self.cores)
             self.process = subprocess.Popen([self.binary, "replicate", "-config", str(self.config)], umask=0o077,
                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                            errors="replace")
+                                            errors="replace", pass_fds=(self.mark,))
             log.info("litestream started (pid %s), replicating to %s", self.process.pid, without_password(self.url))
             log_litestream(self.process.stdout, redactor(self.url))
             code = self.process.wait()
@@ -215,6 +216,7 @@ class Replicator:
         if self.thread is not None:
             self.thread.join(timeout=2)
         shutil.rmtree(self.folder, ignore_errors=True)
+        os.close(self.mark)
 
     def last_shipment(self):
         """When Litestream last shipped to the replica, as its control socket says; or 'its start'."""
@@ -327,10 +329,10 @@ def restore_points(binary, replica):
     return [Point(txid, at) for txid, at in sorted(points.items())]
 
 
-def restore_replica(binary, replica, output, moment=None, txid=None, background=False):
+def restore_replica(binary, replica, output, moment=None, txid=None, background=False, timeout=3600):
     """The replica's newest state, or its state at `moment` (UTC) or at transaction `txid`, restored by Litestream
     into `output` (0600 from its first byte); `background` runs it at the lowest CPU and I/O priority;
-    ReplicaUnreadable when it cannot."""
+    ReplicaUnreadable when it cannot, or not within `timeout` seconds."""
     command = [binary, "restore", "-o", str(output)]
     if moment is not None:
         command += ["-timestamp", moment.strftime("%Y-%m-%dT%H:%M:%SZ")]
@@ -338,8 +340,11 @@ def restore_replica(binary, replica, output, moment=None, txid=None, background=
         command += ["-txid", f"{txid:016x}"]
     if background and shutil.which("ionice"):  # util-linux: the idle I/O class
         command = ["ionice", "-c3", *command]
-    result = subprocess.run(command + [replica_url(replica)], capture_output=True, text=True, timeout=3600,
-                            umask=0o077, preexec_fn=(lambda: os.nice(19)) if background else None)
+    try:
+        result = subprocess.run(command + [replica_url(replica)], capture_output=True, text=True, timeout=timeout,
+                                umask=0o077, preexec_fn=(lambda: os.nice(19)) if background else None)
+    except subprocess.TimeoutExpired:
+        raise ReplicaUnreadable(f"Litestream took more than {timeout:.0f} s") from None
     if result.returncode != 0 or not Path(output).is_file():
         raise ReplicaUnreadable(redactor(replica_url(replica))((result.stderr or result.stdout).strip() or "no output"))
     os.chmod(output, 0o600)

@@ -10,12 +10,12 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import sqlite3
 import sys
 import sysconfig
 import tempfile
 import threading
+import time
 from collections import namedtuple
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,7 +95,7 @@ def connect(path, timeout=5.0, replicated=None):
     foreign_keys and busy_timeout are set before any statement; isolation_level=None leaves transactions
     to `transaction()`; check_same_thread is off only so that `Database.close()` may close each thread's
     connection. A replicated database's connections never checkpoint: Litestream does ("Checkpoints");
-    `replicated=None` asks whether the service's Litestream is beside this file (`litestream_beside`).
+    `replicated=None` asks whether the service's Litestream may be running on this file (`litestream_beside`).
     """
     conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
@@ -105,28 +105,49 @@ def connect(path, timeout=5.0, replicated=None):
     conn.execute("PRAGMA synchronous = FULL")  # a booking read back to a patient survives a power cut
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     if replicated is None:
-        replicated = litestream_beside(conn)
+        replicated = litestream_beside(path)
     conn.execute(f"PRAGMA wal_autocheckpoint = {0 if replicated else CHECKPOINT_PAGES}")
     return conn
 
 
-def litestream_beside(conn):
-    """True while the Litestream of an `agenda run --replica` on this file may be running: its control socket
-    answers, or its file is there (Litestream restarting, or killed with the service) ("Checkpoints")."""
+def replicating_mark(db_path):
+    """The file beside the database that `agenda run --replica` holds a lock on while it, or a Litestream it
+    started, lives ("Checkpoints")."""
+    database = Path(db_path).resolve()
+    return database.with_name(f".{database.name}.replicating")
+
+
+def litestream_beside(db_path):
+    """True while an `agenda run --replica` on this file, or a Litestream it started, lives: the lock it holds
+    on `replicating_mark` is seen by every process on the machine (a unit's private /tmp too), and the system
+    drops it however they end ("Checkpoints")."""
     try:
-        row = conn.execute("SELECT value FROM service_state WHERE key = 'replica'").fetchone()
-        path = json.loads(row["value"]).get("socket") if row else None
-    except (sqlite3.Error, ValueError, AttributeError):  # a new or foreign file: no replica noted
+        mark = os.open(replicating_mark(db_path), os.O_RDONLY)
+    except OSError:
         return False
-    if not path:
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(1)
+    try:
+        fcntl.flock(mark, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(mark)  # closing drops the shared lock it may have taken
+    return False
+
+
+def hold_replicating_mark(db_path, tries=50):
+    """The open file of `replicating_mark`, locked for as long as it (or a child given it) stays open; RuntimeError
+    when another process holds it: this database is replicated by another `agenda run` already."""
+    path = replicating_mark(db_path)
+    create_private_file(path)
+    mark = os.open(path, os.O_RDWR)
+    for _ in range(tries):  # a command's look at the lock holds it for an instant
         try:
-            probe.connect(path)
-            return True
-        except OSError:
-            return os.path.exists(path)
+            fcntl.flock(mark, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return mark
+        except BlockingIOError:
+            time.sleep(0.1)
+    os.close(mark)
+    raise RuntimeError(f"another `agenda run --replica` already replicates {db_path}: stop it first")
 
 
 @contextmanager

@@ -198,10 +198,10 @@ def test_a_replica_restore_killed_midway_leaves_its_copy_only_until_the_next_com
     finally:
         assert server.terminate() == 0, server.log()
     target = tmp_path / "clinic.db"
-    held, said = killed_at(tmp_path, "_agenda.cli_backups.fetch_replica", True, "restore", "--from-replica",
+    held, said = killed_at(tmp_path, "_agenda.cli_backups.as_it_is", True, "restore", "--from-replica",
                            replica, "--yes", "--db", target)
     (left,) = [path for path in tmp_path.iterdir() if path.name.startswith(".clinic.db.scratch-")]
-    assert clear_copies(left, target) == ["wanted.db"] and not target.exists()
+    assert clear_copies(left, target) == ["newest.db"] and not target.exists()
     result = invoke(target, "restore", "--from-replica", replica, "--yes")
     assert result.exit_code == 0, result.output
     reminder = result.output.index("point the service at a NEW replica path")  # its old history runs past this state

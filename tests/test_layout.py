@@ -22,7 +22,7 @@ DESK_HANDLERS = ["desk_session", "desk_views", "desk_booking", "desk_patients", 
 LAYERS = ["values", "sealing", "store", "access", "identity", "slots", "visits", "staff", "booking", "clinic", "counter",
           "series", "waitlist", "rights", "feeds", "report", "timeline", "texts", "pages", "charts", "web", "api",
           "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
-          "replication", "catalogs", "imports", "moving", "staged_import",
+          "replication", "replica_restore", "catalogs", "imports", "moving", "staged_import",
           "cli", *COMMANDS]
 DOMAIN = ["values", "sealing", "store", "access", "identity", "slots", "visits", "staff", "booking", "clinic", "counter",
           "series", "waitlist", "rights", "feeds", "report", "timeline", "texts"]

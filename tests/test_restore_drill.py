@@ -77,3 +77,19 @@ def test_a_drill_of_a_replica_whose_newest_state_is_damaged_fails_naming_the_res
     assert done.returncode == 1
     assert "fails the check: integrity_check failed" in done.stderr and "restore --from-replica" in done.stderr
     assert scratch(clinic_db) == []
+
+
+def test_a_drill_of_a_replica_that_stopped_shipping_fails_saying_how_far_behind_it_is(clinic_db, tmp_path, servers):
+    replica = tmp_path / "replica"
+    server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
+    wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, message="the replica answers")
+    assert send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(3)})[0] == 201
+    server.terminate()
+    conn = sqlite3.connect(clinic_db)  # changed here, an hour on, and never shipped
+    conn.execute("INSERT INTO events (at, source, action, entity, entity_id) SELECT "
+                 "strftime('%Y-%m-%dT%H:%M:%S+00:00', at, '+1 hour'), 'cli', 'test.later', 'test', '1' "
+                 "FROM events ORDER BY id DESC LIMIT 1")
+    conn.commit()
+    conn.close()
+    done = check(clinic_db, replica)
+    assert done.returncode == 1 and "is 60 minutes behind the live database" in done.stderr

@@ -6,10 +6,19 @@ checkpoint makes it: an index that misses a row, which Litestream then ships pag
 
 import datetime as dt
 import re
+import shlex
+import shutil
 import sqlite3
 import subprocess
 import time
+from pathlib import Path
 
+import click
+import pytest
+
+from _agenda import cli_backups, replica_restore
+from _agenda.replication import Point, ReplicaUnreadable
+from _agenda.store import open_database
 from conftest import agenda_command, send, valid_dni
 from test_replication import clinic_db, kill_all, servers, wait_for  # noqa: F401 (fixtures)
 
@@ -72,11 +81,10 @@ def test_a_damaged_newest_state_is_refused_and_the_latest_sound_moment_restored_
     assert "cannot be restored: integrity_check failed" in said and "looks back" in said
     assert "passes" in said and "Restoring it would lose 2 appointments" in said
     assert not restored.exists()  # nothing restored without being asked
-    command = re.search(r"To restore that moment: (agenda restore .*)", said)[1]
-    at = re.search(r'--at "([^"]+)"', command)[1]
+    command = shlex.split(re.search(r"To restore that moment: (agenda restore .*)", said)[1])
+    assert command[command.index("--at") + 1].startswith("transaction ")
 
-    done = subprocess.run(agenda_command("restore", "--from-replica", str(replica), "--at", at, "--db", str(restored),
-                                         "-y"), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(agenda_command(*command[1:], "-y"), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     conn = sqlite3.connect(restored)
     try:
@@ -123,3 +131,104 @@ def test_a_standby_reports_a_failed_periodic_check_of_its_copy_in_its_log_and_st
     assert "the copy fails its check" in log
     status = subprocess.run(agenda_command("status", "--db", str(copy)), capture_output=True, text=True, timeout=60)
     assert "Standby:" in status.stdout and "FAILED: integrity_check failed" in status.stdout, status.stdout + status.stderr
+
+
+# The walk back and what a restore loses, driven without Litestream: which restore points restore, and which
+# of those pass integrity_check, are simulated.
+
+def listed(count):
+    start = dt.datetime(2026, 11, 23, 8, 0, tzinfo=dt.timezone.utc)
+    return [Point(txid, start + dt.timedelta(seconds=txid)) for txid in range(count, 0, -1)]  # newest first
+
+
+def simulate(monkeypatch, passes, unreadable=()):
+    """replica_restore.checked_point as if the point `txid` restored (a file naming it) and passed when passes(txid);
+    the txids tried, in order."""
+    tried = []
+
+    def checked(binary, replica, output, txid=None, moment=None, timeout=3600):
+        tried.append(txid)
+        if txid in unreadable:
+            return None, "Litestream could not restore it: ltx checksum mismatch"
+        if not passes(txid):
+            return None, "integrity_check failed"
+        Path(output).write_text(str(txid))
+        return Path(output), None
+
+    monkeypatch.setattr(replica_restore, "checked_point", checked)
+    return tried
+
+
+def walked(tmp_path, points, **bounds):
+    return replica_restore.walk_back("litestream", "replica", tmp_path, points, lambda text: None, str, **bounds)
+
+
+def test_the_walk_back_finds_the_latest_sound_moment_however_far_back_the_damage_is(monkeypatch, tmp_path):
+    tried = simulate(monkeypatch, lambda txid: txid <= 1000)  # a day of moments, damaged from 1001 on
+    found = walked(tmp_path, listed(4000))
+    assert found.point.txid == 1000 and found.exact and found.copy.read_text() == "1000"
+    assert len(tried) <= replica_restore.WALK_TRIES
+    assert [path.name for path in tmp_path.iterdir()] == ["point-1000.db"]  # the copies that passed before: gone
+
+
+def test_the_walk_back_goes_on_past_a_moment_litestream_cannot_restore(monkeypatch, tmp_path):
+    simulate(monkeypatch, lambda txid: txid <= 6, unreadable={8})
+    assert walked(tmp_path, listed(10)).point.txid == 6
+
+
+def test_a_walk_back_out_of_tries_says_which_later_moments_it_did_not_try(monkeypatch, tmp_path):
+    simulate(monkeypatch, lambda txid: txid <= 1000)
+    found = walked(tmp_path, listed(4000), tries=16)
+    assert not found.exact and found.point.txid < 1000 < found.later.txid + 1
+
+
+def test_a_walk_back_that_finds_nothing_says_so(monkeypatch, tmp_path):
+    simulate(monkeypatch, lambda txid: False)
+    assert walked(tmp_path, listed(50)) is None
+
+
+def test_what_a_restore_loses_is_read_past_a_damaged_index_and_an_unreadable_state_says_so(tmp_path):
+    older, newer = tmp_path / "older.db", tmp_path / "newer.db"
+    open_database(older).close()
+    shutil.copy(older, newer)
+    conn = sqlite3.connect(newer, isolation_level=None)
+    for entity, action, after in (("patient", "patient.created", "{}"),
+                                  ("appointment", "appointment.booked", '{"date": "2026-11-24", "time": "09:00"}')):
+        conn.execute("INSERT INTO events (at, source, action, entity, entity_id, after) VALUES "
+                     "('2026-11-23T09:00:00+00:00', 'api', ?, ?, '77', ?)", (action, entity, after))
+    conn.close()
+    damage(newer)  # one more events row the index misses
+    lost = replica_restore.lost_changes(newer, older)
+    assert list(lost.appointments) == ["77"] and lost.others == {"patient.created": 1, "test.damage": 1}
+    assert lost.error is None
+    newer.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4080)  # damaged beyond reading
+    unread = replica_restore.lost_changes(newer, older)
+    assert unread.appointments == {} and "could be read only up to event" in unread.error
+
+
+def test_restoring_a_named_moment_does_not_need_the_newest_state_to_be_readable(monkeypatch, tmp_path):
+    """The command the walk back prints: when Litestream cannot restore the newest state at all, the named
+    moment is restored all the same, and the admin is told what cannot be said of the loss."""
+    points = listed(10)
+
+    def newest(binary, replica, output, moment=None, txid=None, **options):
+        raise ReplicaUnreadable("ltx checksum mismatch")
+
+    restored, shown = [], []
+    simulate(monkeypatch, lambda txid: True)
+    monkeypatch.setattr(cli_backups, "checked_point", replica_restore.checked_point)
+    monkeypatch.setattr(cli_backups, "restore_replica", newest)
+    monkeypatch.setattr(cli_backups, "need_litestream", lambda what: "litestream")
+    monkeypatch.setattr(cli_backups, "replica_points", lambda binary, replica: points)
+    monkeypatch.setattr(cli_backups, "restore_file",
+                        lambda ctx, db_path, src, *args, **kw: restored.append(Path(src).read_text()))
+    monkeypatch.setattr(cli_backups, "show_lost", lambda ctx, db_path, newer, lost, tz: shown.append(lost))
+    cli_backups.restore_replica_state(None, tmp_path / "clinic.db", str(tmp_path / "replica"), "transaction 6", True,
+                                      "Europe/Madrid", None)
+    assert restored == ["6"]
+    assert "the newest state cannot be read" in shown[0].error
+
+
+def test_a_transaction_the_replica_does_not_have_is_refused(tmp_path):
+    with pytest.raises(click.ClickException, match="no such transaction; its moments run from 1 to 10"):
+        cli_backups.asked_point("transaction 0", "Europe/Madrid", listed(10))
