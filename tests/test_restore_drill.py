@@ -17,6 +17,14 @@ def check(db_path, replica):
                           capture_output=True, text=True, timeout=600)
 
 
+def with_a_patient(servers, clinic_db, replica):
+    """The clinic served and replicated, with acknowledgements, once it has registered a patient."""
+    server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
+    wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, message="the replica answers")
+    assert send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(3)})[0] == 201
+    return server
+
+
 def scratch(db_path):
     return [path for path in Path(db_path).parent.iterdir() if ".scratch-" in path.name]
 
@@ -24,9 +32,7 @@ def scratch(db_path):
 def test_a_drill_beside_the_running_service_passes_removes_its_copy_and_is_shown_in_status(clinic_db, tmp_path,
                                                                                           servers):
     replica = tmp_path / "replica"
-    server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
-    wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, message="the replica answers")
-    assert send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(3)})[0] == 201
+    server = with_a_patient(servers, clinic_db, replica)
     status = subprocess.run(agenda_command("status", "--db", str(clinic_db)), capture_output=True, text=True,
                             timeout=60).stdout
     assert "Last drill:   none yet: run `agenda replica check` daily" in status
@@ -42,9 +48,7 @@ def test_a_drill_beside_the_running_service_passes_removes_its_copy_and_is_shown
 
 def test_a_drill_of_a_replica_of_another_database_fails_and_says_so(clinic_db, tmp_path, servers):
     replica = tmp_path / "replica"
-    server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
-    wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, message="the replica answers")
-    assert send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(3)})[0] == 201
+    server = with_a_patient(servers, clinic_db, replica)
     server.terminate()
     other = tmp_path / "other" / "clinic.db"
     other.parent.mkdir()
@@ -81,9 +85,7 @@ def test_a_drill_of_a_replica_whose_newest_state_is_damaged_fails_naming_the_res
 
 def test_a_drill_of_a_replica_that_stopped_shipping_fails_saying_how_far_behind_it_is(clinic_db, tmp_path, servers):
     replica = tmp_path / "replica"
-    server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
-    wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, message="the replica answers")
-    assert send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(3)})[0] == 201
+    server = with_a_patient(servers, clinic_db, replica)
     server.terminate()
     conn = sqlite3.connect(clinic_db)  # changed here, an hour on, and never shipped
     conn.execute("INSERT INTO events (at, source, action, entity, entity_id) SELECT "
