@@ -212,7 +212,7 @@ def command_writer(root, db_path, stopped):
     """Closures added and removed by `agenda closed`, a command run beside the service (acknowledged by
     nobody: what it proves is that it leaves checkpoints to Litestream)."""
     day = (dt.date.today() + dt.timedelta(days=200)).strftime("%d/%m/%Y")
-    while not stopped.is_set():
+    while not stopped.wait(1.0):  # a command starts in about half a second of CPU: one pair a second at most
         added = agenda(root, "closed", "add", "--doctor", CLOSED_DOCTOR, "--from", day, "--reason", "Congreso",
                        "--db", str(db_path)).stdout
         for closure in re.findall(r"Added closure (\d+)", added):
