@@ -208,15 +208,42 @@ def desk_writer(url, acked, stopped):
                 acked.desk.append((doctor, dt.datetime.strptime(day, "%d/%m/%Y").date().isoformat(), start))
 
 
-def command_writer(root, db_path, stopped):
+class Beside:
+    """Commands run beside the service, part of the machine: killed with it, and none starts once it is gone
+    (a command left running would write over what the killed service had half written)."""
+
+    def __init__(self):
+        self.lock, self.running, self.gone = threading.Lock(), set(), False
+
+    def run(self, root, *args):
+        with self.lock:
+            if self.gone:
+                return ""
+            process = subprocess.Popen([sys.executable, str(Path(root) / "agenda.py"), *args], stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True, env=child_env())
+            self.running.add(process)
+        try:
+            return process.communicate(timeout=300)[0]
+        finally:
+            with self.lock:
+                self.running.discard(process)
+
+    def kill(self):
+        with self.lock:
+            self.gone = True
+            for process in self.running:
+                stop(process.pid)
+
+
+def command_writer(root, db_path, beside, stopped):
     """Closures added and removed by `agenda closed`, a command run beside the service (acknowledged by
     nobody: what it proves is that it leaves checkpoints to Litestream)."""
     day = (dt.date.today() + dt.timedelta(days=200)).strftime("%d/%m/%Y")
     while not stopped.wait(1.0):  # a command starts in about half a second of CPU: one pair a second at most
-        added = agenda(root, "closed", "add", "--doctor", CLOSED_DOCTOR, "--from", day, "--reason", "Congreso",
-                       "--db", str(db_path)).stdout
+        added = beside.run(root, "closed", "add", "--doctor", CLOSED_DOCTOR, "--from", day, "--reason", "Congreso",
+                           "--db", str(db_path))
         for closure in re.findall(r"Added closure (\d+)", added):
-            agenda(root, "closed", "remove", closure, "--db", str(db_path))
+            beside.run(root, "closed", "remove", closure, "--db", str(db_path))
 
 
 @dataclass
@@ -242,13 +269,13 @@ def crash_round(root, folder, rng, cores="one", litestream_down=False):
     down = ("--litestream-down-after", "1") if litestream_down else ()
     service = Service(root, folder, db_path, "--replica", str(replica), "--ack-after-replication", "--cores", cores,
                       *down)
-    acked, stopped = Acknowledged(), threading.Event()
+    acked, stopped, beside = Acknowledged(), threading.Event(), Beside()
     try:
         wait_for(lambda: send(service.url, "GET", "/health")[0] == 200, message="the replica answering")
         writers = [until_gone(api_writer, service.url, n, acked, stopped) for n in range(1, API_WRITERS + 1)]
         writers += [until_gone(patients_writer, service.url, acked, stopped),
                     until_gone(desk_writer, service.url, acked, stopped),
-                    until_gone(command_writer, root, db_path, stopped)]
+                    until_gone(command_writer, root, db_path, beside, stopped)]
         for writer in writers:
             writer.start()
         if litestream_down:
@@ -256,6 +283,7 @@ def crash_round(root, folder, rng, cores="one", litestream_down=False):
             keep_down(service, seconds=4)
         time.sleep(rng.uniform(1.0, 4.0))
     finally:
+        beside.kill()  # the machine dies: its commands with the service and Litestream
         service.kill()
         stopped.set()
     for writer in writers:
