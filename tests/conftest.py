@@ -356,7 +356,7 @@ class Server:
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.url = None
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # a start on a busy machine: a minute at most
         while self.url is None and time.monotonic() < deadline and self.process.poll() is None:
             found = [re.search(r"listening on (http://127\.0\.0\.1:\d+)", line) for line in self.lines]
             self.url = next((match[1] for match in found if match), None)

@@ -192,7 +192,7 @@ def test_a_replica_restore_killed_midway_leaves_its_copy_only_until_the_next_com
     env.update(AGENDA_SECRET=SECRET, PYTHONUNBUFFERED="1", TMPDIR=str(tmp_path))
     server = Server(agenda_command("run", "--db", str(db_path), "--port", "0", "--replica", str(replica)), env)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # Litestream's first files, a minute or more on a busy machine
         while time.monotonic() < deadline and not any(path.is_file() for path in replica.rglob("*")):
             time.sleep(0.2)
     finally:
