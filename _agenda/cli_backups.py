@@ -210,8 +210,7 @@ def restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for):
     """`restore --from-replica`: the newest state (or the one at `moment`) when it passes integrity_check;
     else a walk back to the latest that does, restored only when asked, with what it loses ("Restore drills")."""
     binary, shown = need_litestream("--from-replica"), f"the replica {without_password(replica_url(replica))}"
-    points = replica_points(binary, replica)
-    txid, at = asked_point(moment, tz, points)
+    txid, at = asked_point(moment, tz, lambda: replica_points(binary, replica))
     with scratch_folder(db_path) as folder:
         newest, unread = as_it_is(binary, replica, folder / "newest.db")  # read only for what a restore loses
         if moment:
@@ -226,7 +225,8 @@ def restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for):
                    "Restoring it would give the clinic a damaged database, so nothing was restored. The replica also "
                    "holds earlier moments: this looks back over them for the latest that passes the check (at most "
                    f"{WALK_TRIES} tries and {WALK_SECONDS // 60} minutes), then says what restoring it would lose.")
-        earlier = [point for point in points if (at is None or point.at <= at) and (txid is None or point.txid <= txid)]
+        earlier = [point for point in replica_points(binary, replica)  # listed only when a walk back needs them
+                   if (at is None or point.at <= at) and (txid is None or point.txid <= txid)]
         found = walk_back(binary, replica, folder, earlier, lambda text: click.echo(text, nl=False),
                           lambda point: f"{moment_text(point.at, tz)} (transaction {point.txid})")
         if found is None:
@@ -274,15 +274,16 @@ def replica_points(binary, replica):
                                    f"{without_password(replica_url(replica))}: {error}") from None
 
 
-def asked_point(moment, tz, points):
-    """(txid, moment) of --at: `transaction N` as a restore that looked back names it (one of `points`), a clinic
-    time, or neither (the newest)."""
+def asked_point(moment, tz, listed):
+    """(txid, moment) of --at: `transaction N` as a restore that looked back names it (one of the points listed()
+    gives), a clinic time, or neither (the newest)."""
     given = re.fullmatch(r"\s*transaction\s+(\d+)\s*", moment or "", re.IGNORECASE)
     if not given:
         return None, cli_moment(moment, tz) if moment else None
+    points = listed()
     if int(given[1]) not in {point.txid for point in points}:
-        raise click.ClickException(f"--at {moment!r}: the replica has no such transaction; its moments run from "
-                                   f"{points[-1].txid} to {points[0].txid}" if points else "the replica is empty")
+        raise click.ClickException(f"--at {moment!r}: the replica has no such transaction; " + (
+            f"its moments run from {points[-1].txid} to {points[0].txid}" if points else "it holds none"))
     return int(given[1]), None
 
 

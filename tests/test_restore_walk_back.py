@@ -231,4 +231,12 @@ def test_restoring_a_named_moment_does_not_need_the_newest_state_to_be_readable(
 
 def test_a_transaction_the_replica_does_not_have_is_refused(tmp_path):
     with pytest.raises(click.ClickException, match="no such transaction; its moments run from 1 to 10"):
-        cli_backups.asked_point("transaction 0", "Europe/Madrid", listed(10))
+        cli_backups.asked_point("transaction 0", "Europe/Madrid", lambda: listed(10))
+
+
+def test_a_restore_of_the_newest_state_or_a_clinic_time_never_needs_the_replicas_list():
+    def unlisted():
+        raise AssertionError("litestream ltx asked for a plain restore")
+    assert cli_backups.asked_point(None, "Europe/Madrid", unlisted) == (None, None)
+    assert cli_backups.asked_point("24/11/2026 10:15", "Europe/Madrid", unlisted)[0] is None
+    assert cli_backups.asked_point("transaction 6", "Europe/Madrid", lambda: listed(10)) == (6, None)
