@@ -656,3 +656,17 @@ CREATE TABLE desk_devices (
     failed_at  TEXT
 );
 CREATE INDEX desk_devices_by_login ON desk_devices (last_login);
+
+-- version 15
+-- A visit holds its doctor's room ("What a visit holds"): a coming visit (not a sobrecita, which shares it)
+-- of a doctor whose hours place them in a room holds that room, as any room, for its length and pause. Each
+-- coming visit's own room is filled in here where it is free then; the rest are listed as conflicts (the
+-- desk's rooms page, `agenda status`) for reception to move, and never fail the upgrade.
+INSERT INTO holds (appointment_id, resource_id, date, time, until)
+SELECT a.id, s.room_id, a.date, a.time, coalesce(a.busy_until, a.end_time)
+FROM appointments a JOIN schedules s ON s.doctor_id = a.doctor_id AND s.center_id IS a.center_id
+    AND s.weekday = (CAST(strftime('%w', a.date) AS INTEGER) + 6) % 7 AND s.start_time <= a.time AND a.time < s.end_time
+WHERE a.status != 'cancelled' AND a.squeezed = 0 AND s.room_id IS NOT NULL AND a.date >= date('now')
+    AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.appointment_id = a.id AND h.resource_id = s.room_id)
+    AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.resource_id = s.room_id AND h.date = a.date AND h.live = 1
+                    AND h.time < coalesce(a.busy_until, a.end_time) AND a.time < h.until);

@@ -1,13 +1,15 @@
 """One door for an appointment ("One door for an appointment"): every booking and every move, by any
 channel, is checked and written here, in one order, by the channel's rules in CHANNELS. No HTTP here."""
 
+import json
 import sqlite3
 from typing import NamedTuple
 
 from .values import ClinicError, format_date, invalid, minutes_of, numeric_id
 from .store import record_event, utc_iso, written_row
 from .slots import read_schedule, slot_not_available, visit_span
-from .visits import read_resources, resources_for, the_visit, types_offered, VisitType
+from .holds import rederive, unheld
+from .visits import first_free, none_free, pools_for, read_resources, the_visit, types_offered, VisitType
 
 
 class Visit(NamedTuple):
@@ -144,16 +146,21 @@ def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, 
 
 
 def holding(conn, span, doctor_id, day, time_text, moving=None, squeezed=False):
-    """[resource] the visit takes for its length and pause: for each category its type needs, the doctor's
-    room of it, else the first free one at the center (a sobrecita shares the doctor's: "Rooms and machines");
-    SLOT_NOT_AVAILABLE (resource_taken) when a category has none free then."""
-    if not span.kind.needs:
+    """[resource] the visit takes for its length and pause, as `what_it_needs` says ("What a visit holds");
+    SLOT_NOT_AVAILABLE (resource_taken) when one has none free then, its `held` naming each category's taken."""
+    if not span.kind.needs and not span.room_id:
         return []
     resources = read_resources(conn, day.isoformat(), day.isoformat(), but=moving and moving["id"])
-    taken = resources_for(resources, span.kind, doctor_id, span.center, span.room_id, day, time_text,
-                          span.busy_until, squeezed=squeezed)
+    pools = pools_for(resources, span.kind, doctor_id, span.center, span.room_id, day, squeezed)
+    taken = first_free(pools, time_text, span.busy_until)
     if taken is None:
-        raise slot_not_available("resource_taken")
+        refusal = slot_not_available("resource_taken")
+        refusal.held = [(row[0], sorted(row[1].split("\x1f"))) for row in conn.execute(
+            "SELECT category, group_concat(name, char(31)) FROM resources WHERE id IN (SELECT value FROM json_each(?))"
+            " GROUP BY category ORDER BY category", (json.dumps([r for pool in none_free(pools, time_text,
+                                                                                         span.busy_until)
+                                                                  for r in pool]),))]
+        raise refusal
     return taken
 
 
@@ -191,7 +198,8 @@ def admit_staged(clinic, conn, table, at, source):
     date, time, end_time, doctor_id, center_id, insurance_id, reason, status, patient_id, type_id, pause,
     busy_until, holds), checked as the channel's rules say, in SQL over them all (who; what they name, still
     known, the patient live; their times as they were; the triggers refuse an overlap of a doctor or of a room
-    or machine held), written in one INSERT and their holds, each with the channel's event."""
+    or machine held), written in one INSERT, each with the channel's event; then their holds: the file's where
+    free, and what each coming visit needs ("What a visit holds"). The conflicts: [(line, why)], by line."""
     rules = CHANNELS["import"]
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid("only reception books by the import channel", "reception_only")
@@ -215,18 +223,29 @@ def admit_staged(clinic, conn, table, at, source):
             " ORDER BY s.date, s.time, s.doctor_id", (utc_iso(at), "cancelled in the system it came from"))
     except sqlite3.IntegrityError:
         raise slot_not_available("taken") from None
-    try:
-        conn.execute("INSERT INTO holds (appointment_id, resource_id, date, time, until) SELECT a.id, j.value, a.date,"
-                     f" a.time, a.busy_until FROM {table} s JOIN appointments a ON a.id > ? AND a.doctor_id ="
-                     " s.doctor_id AND a.date = s.date AND a.time = s.time AND a.patient_id = s.patient_id AND"
-                     " a.status != 'cancelled', json_each(s.holds) j WHERE s.holds IS NOT NULL AND"
-                     " s.status != 'cancelled'", (first,))
-    except sqlite3.IntegrityError:
-        raise slot_not_available("resource_taken") from None
+    made = conn.execute(f"SELECT s.line, a.id, a.date, a.time, a.busy_until, s.holds FROM {table} s JOIN appointments"
+                        " a ON a.id > ? AND a.doctor_id = s.doctor_id AND a.date = s.date AND a.time = s.time AND"
+                        " a.patient_id = s.patient_id AND a.status != 'cancelled' WHERE s.status != 'cancelled'"
+                        " ORDER BY s.line", (first,)).fetchall()
+    conflicts, now = [], clinic.clock().astimezone(clinic.tz)
+    started = (now.date().isoformat(), f"{now:%H:%M}")  # a coming visit's holds are then what it needs
+    for line, appointment_id, day, time_text, until, held in made:  # history's where free, in the file's order
+        for resource in json.loads(held or "[]"):
+            if conn.execute("INSERT INTO holds (appointment_id, resource_id, date, time, until) SELECT ?1, ?2, ?3,"
+                            " ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM holds WHERE resource_id = ?2 AND date = ?3 AND"
+                            " live = 1 AND time < ?5 AND ?4 < until)",
+                            (appointment_id, resource, day, time_text, until)).rowcount == 0 and (day, time_text) <= started:
+                conflicts.append((line, f"{format_date(day)} {time_text}: {resource} is held then by another"
+                                        f" appointment; appointment {appointment_id} imported without it"))
+    lines = {row[1]: row[0] for row in made}
+    for visit in rederive(conn, now, unheld(conn, now, list(lines))):  # what a coming visit needs, as any booking
+        conflicts.append((lines[visit.id], f"{format_date(visit.date)} {visit.time}: no room or machine it needs is"
+                                           f" free then; appointment {visit.id} imported without it"))
     columns = ", ".join(f"'{row[1]}', {row[1]}" for row in conn.execute("PRAGMA table_info(appointments)"))
     conn.execute("INSERT INTO events (at, source, action, entity, entity_id, before, after) SELECT ?, ?, ?,"
                  f" 'appointment', CAST(id AS TEXT), NULL, json_object({columns}) FROM appointments WHERE id > ?"
                  " ORDER BY id", (utc_iso(at), source, rules.event, first))
+    return sorted(conflicts)
 
 
 def inserted(conn, visit, patient_key, doctor, day, time_text, span, at, booked_by, accepted):
@@ -274,19 +293,24 @@ def known(clinic, conn, visit, patient_key):
 def place(clinic, conn, visit, doctor, day, time_text, rules, moving=None):
     """The Span of the visit at `time_text` by the channel's place rule and window: its type (asked, kept by a
     move, or the doctor's default where they work then; a move to another doctor who does not offer it there is
-    refused) and the one slot decision (`visit_span`) over its length and pause; the database's triggers refuse
+    refused, as a move to where its doctor does not offer it) and the one slot decision (`visit_span`) over its length and pause; the database's triggers refuse
     an overlap with another appointment, but for a sobrecita kept on the grid, which they leave out, so its
     schedule is read with the bookings."""
     on_grid, kinds = rules.place == "grid", []
 
     def length(row):
-        to_another = moving is not None and moving["doctor_id"] != doctor["id"]
-        offered = types_offered(conn, [doctor["id"]]) if visit.kind is None or to_another else {}
+        offered = types_offered(conn, [doctor["id"]]) if visit.kind is None or moving is not None else {}
         kinds.append(visit.kind or the_visit(offered, doctor, row["center_id"], row["slot_minutes"],
                                              visit.speciality_id))
-        if to_another and kinds[0].id is not None and kinds[0].id not in {
+        if moving is not None and kinds[0].id is not None and kinds[0].id not in {
                 kind.id for kind in offered.get((doctor["id"], row["center_id"]), [])}:
-            raise invalid("that doctor does not offer the appointment's visit type there", "type_not_offered", "doctorId")
+            if moving["doctor_id"] != doctor["id"]:
+                raise invalid("that doctor does not offer the appointment's visit type there", "type_not_offered",
+                              "doctorId")
+            if rules.window == "caller":
+                raise slot_not_available("type_not_offered")
+            raise invalid("the doctor does not offer the appointment's visit type at that center: move it where they"
+                          " do, or to another doctor", "type_not_offered", "centerId")
         return kinds[0].minutes, kinds[0].pause
     schedule = read_schedule(conn, [doctor["id"]], day, day, with_bookings=visit.squeezed and on_grid)
     row, end, busy_until = visit_span(schedule, clinic.window(rules.window), doctor["id"], day, time_text,

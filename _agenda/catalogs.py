@@ -4,8 +4,9 @@ applied in one transaction, all or nothing."""
 
 import re
 
-from .values import ClinicError, parse_date, parse_time
+from .values import ClinicError, format_date, parse_date, parse_time
 from .store import record_event, transaction
+from .holds import rederive, unheld
 
 
 CATALOG_COLUMNS = ("kind", "id", "name", "speciality", "center", "insurances", "days", "hours",
@@ -363,25 +364,39 @@ def names_shared(conn, types):
             for row in conn.execute("SELECT id FROM visit_types WHERE id IN (SELECT id FROM specialities)")]
 
 
-def orphaned_holds(conn, at, parsed):
-    """A problem naming the coming appointments whose rooms or machines the catalog would take from them (a
-    resource moved to another center or category, a type no longer needing it, a room now another doctor's
-    during those hours)."""
-    lost = [row[0] for row in conn.execute(
-        "SELECT DISTINCT h.appointment_id FROM holds h JOIN appointments a ON a.id = h.appointment_id"
-        " JOIN resources r ON r.id = h.resource_id LEFT JOIN visit_types t ON t.id = a.type_id WHERE h.live = 1"
-        " AND a.date >= ? AND (r.center_id IS NOT a.center_id OR t.id IS NULL"
-        " OR instr(';' || t.needs || ';', ';' || r.category || ';') = 0 OR EXISTS (SELECT 1 FROM schedules s"
-        " WHERE s.room_id = h.resource_id AND s.doctor_id != a.doctor_id AND s.weekday ="
-        " (CAST(strftime('%w', h.date) AS INTEGER) + 6) % 7 AND s.start_time < h.until AND h.time < s.end_time))"
-        " ORDER BY 1", (at.date().isoformat(),))]
+def doctors_of_another_area(conn, types):
+    """Problems for a type offered by a doctor of another area (its area changed, or the doctor's), naming them."""
+    found = {}
+    for type_id, doctor_id in conn.execute(
+            "SELECT DISTINCT t.id, d.id FROM doctor_types o JOIN visit_types t ON t.id = o.type_id JOIN doctors d"
+            " ON d.id = o.doctor_id WHERE t.speciality_id != d.speciality_id ORDER BY 1, 2"):
+        found.setdefault(type_id, []).append(doctor_id)
+    return [(types[type_id]["line"] if type_id in types else 1,
+             f"type {type_id!r}: doctors {', '.join(doctors)} offer it, and it would be of an area not theirs:"
+             " take it from their rows first") for type_id, doctors in found.items()]
+
+
+def rederived(conn, now, before, parsed):
+    """Inside the seed's transaction: the coming visits the catalog touched hold what they need now ("What a
+    visit holds"); ([{id, date, time, doctor, holds}] whose room or machine changed, problems naming those that
+    would find none)."""
+    bad = unheld(conn, now)
+    touched = [visit for visit in bad if visit.id not in before]
+    unplaced = rederive(conn, now, touched)
+    still = {visit.id for visit in rederive(conn, now, [visit for visit in bad if visit.id in before])}
+    if not unplaced:  # the conflicts from before stay listed where they still find nothing
+        return [{"id": visit.id, "date": visit.date, "time": visit.time, "doctor": visit.doctor_id, "holds": [
+            row[0] for row in conn.execute("SELECT resource_id FROM holds WHERE appointment_id = ? ORDER BY 1",
+                                           (visit.id,))]} for visit in bad if visit.id not in still], []
     lines = [item["line"] for group in ("resources", "types") for item in parsed[group].values()] or [
         entry["line"] for entries in parsed["doctors"].values() for entry in entries] or [1]
-    return [(min(lines), f"this would take their rooms or machines from appointments {', '.join(map(str, lost))}:"
-                         " move them first")] if lost else []
+    named = "; ".join(f"appointment {visit.id} ({format_date(visit.date)} {visit.time}, doctor {visit.doctor_id})"
+                      for visit in unplaced)
+    return [], [(min(lines), f"this would leave without the room or machine they need: {named}. Move them first"
+                             " (agenda move ID), or give the catalog the room or machine back")]
 
 
-def seed_catalogs(conn, rows, *, at, source="cli"):
+def seed_catalogs(conn, rows, *, at, source="cli", tz=None):
     """Apply catalog rows in one transaction: all or nothing ("Catalog file").
 
     References are checked against the database inside the transaction even when the
@@ -390,9 +405,11 @@ def seed_catalogs(conn, rows, *, at, source="cli"):
     back and no event is recorded).
     """
     parsed, problems = parse_catalog(rows)
+    now, changed = at if tz is None else at.astimezone(tz), []
     try:
         with transaction(conn):
             before = _snapshot(conn)
+            before_unheld = {visit.id for visit in unheld(conn, now)}
             for kind, table in (("center", "centers"), ("speciality", "specialities"), ("insurance", "insurances")):
                 conn.executemany(f"INSERT INTO {table} (id, name) VALUES (?, ?)"
                                  " ON CONFLICT (id) DO UPDATE SET name = excluded.name", parsed["simple"][kind].items())
@@ -408,16 +425,18 @@ def seed_catalogs(conn, rows, *, at, source="cli"):
             for closure in parsed["closures"]:
                 problems.extend(_apply_closure(conn, *closure))
             problems.extend(rooms_shared(conn, parsed["doctors"]) + names_shared(conn, parsed["types"])
-                            + orphaned_holds(conn, at, parsed))
+                            + doctors_of_another_area(conn, parsed["types"]))
+            changed, unplaced = rederived(conn, now, before_unheld, parsed) if not problems else ([], [])
+            problems.extend(unplaced)
             if problems:
                 raise SeedError(problems)
             after = _snapshot(conn)
             summary = {table: len(table_rows) for table, table_rows in after.items()}
-            if after == before:
+            if after == before and not changed:
                 raise _NothingChanged()
             record_event(conn, at, source, "catalog.seeded", "catalog", None, after=summary)
     except _NothingChanged:
-        return {"changed": False, **summary}
-    return {"changed": True, **summary}
+        return {"changed": False, **summary, "rederived": []}
+    return {"changed": True, **summary, "rederived": changed}
 
 

@@ -2,32 +2,35 @@
 import-patients` (another system's patient list), each all or nothing ("Catalog file", "Patient import")."""
 
 import csv
-import datetime as dt
 import sqlite3
 from pathlib import Path
 
 import click
 
-from .values import plural, printable
+from .values import format_date, plural, printable
 from .store import DEMO_CATALOGS, open_database, read_data_file
 from .catalogs import CATALOG_NOUNS, seed_catalogs, SeedError
 from .imports import PatientFileError, patient_rows, read_catalog_file, read_catalog_text
 from .staged_import import import_patients
-from .cli import cli, cli_clinic, db_option, refuse_bad_rows, tz_option
+from .cli import cli, cli_clinic, cli_now, cli_zone, db_option, refuse_bad_rows, tz_option
 
 
 @cli.command()
 @db_option
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--demo", is_flag=True, help="Load the demo clinic shipped with agenda instead of a FILE.")
-def seed(db_path, file, demo):
+@tz_option
+@click.pass_context
+def seed(ctx, db_path, file, demo, tz):
     """Load centers, specialities, insurances, doctors' hours and closures from a CSV.
 
     The file (UTF-8 or Windows-1252, header row, ',' or ';' separated) is applied in one transaction:
     every error is reported with its line number and nothing changes; loading the same
     file again changes nothing more. Columns: kind,id,name,speciality,center,insurances,
     days,hours,slot_minutes,date_from,date_to (see the README). Days may be written in
-    English or Spanish (mon-fri, lun-vie, lunes;miércoles).
+    English or Spanish (mon-fri, lun-vie, lunes;miércoles). A change to what a coming visit
+    needs (a doctor's room, a type's needs, a room's center) gives it a free room or machine,
+    listed, or is refused naming the visits to move first.
 
     Example:
 
@@ -47,7 +50,7 @@ def seed(db_path, file, demo):
     except (sqlite3.Error, OSError, RuntimeError) as error:
         raise click.ClickException(f"{db_path}: cannot open the database: {error}") from None
     try:
-        summary = seed_catalogs(conn, rows, at=dt.datetime.now(dt.timezone.utc))
+        summary = seed_catalogs(conn, rows, at=cli_now(ctx), tz=cli_zone(tz))
     except SeedError as error:
         conn.close()
         if new:  # a database this command made and could not fill: not left behind empty
@@ -60,6 +63,11 @@ def seed(db_path, file, demo):
     counts = ", ".join(plural(summary[table], noun) for table, noun in CATALOG_NOUNS.items())
     state = "loaded" if summary["changed"] else "already up to date, nothing changed"
     click.echo(f"{file}: {state}. {db_path} now holds {counts}.")
+    if summary["rederived"]:
+        click.echo(f"{plural(len(summary['rederived']), 'coming appointment')} with another room or machine now:")
+        click.echo("\n".join(f"  appointment {visit['id']} ({format_date(visit['date'])} {visit['time']},"
+                             f" {visit['doctor']}): now holds {', '.join(visit['holds']) or 'none'}"
+                             for visit in summary["rederived"]))
 
 
 @cli.command("import-patients")

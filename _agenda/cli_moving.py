@@ -78,3 +78,7 @@ def import_appointments_command(ctx, db_path, file, dry_run, tz):
     done = "would be imported" if dry_run else "imported"
     click.echo(f"{'Dry run: ' if dry_run else ''}{plural(imported.appointments, 'appointment')} {done}, "
                f"{plural(imported.patients, 'new patient')}.{' Nothing was written.' if dry_run else ''}")
+    if imported.conflicts:
+        click.echo(f"{plural(len(imported.conflicts), 'conflict')}, imported as they were (the rooms page and "
+                   "`agenda status` list them; move them at the desk):")
+        click.echo("\n".join(f"  line {line}: {why}" for line, why in imported.conflicts))

@@ -20,6 +20,7 @@ from .values import FEED_SHOWS, format_date, plural, REMINDER_POLICIES, SIGNATUR
 from .sealing import SealingError
 from .store import (AS_IT_IS, connect, create_private_file, database_counts, KEEP_COPIES_DAYS, kept_copies,
                     open_read_only, recall, remember, schema_version, transaction, upgrade, UPGRADE)
+from .holds import unheld
 from .counter import OVERLAPS
 from .web import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
@@ -445,6 +446,11 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
     if overlapping:
         lines.append(("Overlaps", f"{plural(overlapping, 'pair')} of one patient's coming visits overlap (moved in "
                                   "from another system): the desk lists them under 'Llamar'"))
+    unplaced = len(unheld(conn, now.astimezone(tz)))
+    if unplaced:
+        lines.append(("Holds", f"{plural(unplaced, 'coming appointment')} without the room or machine "
+                               f"{'it needs' if unplaced == 1 else 'they need'} (moved in, or from before rooms were"
+                               " held): the desk's rooms page lists them; move them there"))
     replica, started = recall(conn, "replica")
     if replica:
         position = replica_position(replica["socket"], str(Path(db_path).resolve()), now,

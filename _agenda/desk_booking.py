@@ -130,16 +130,20 @@ def visit_types_here(doctor, slot):
 
 
 def waiting_for(doctor, slot):
-    """The first PAGE waiting entries this free slot fits, oldest first (none for a sobrecita or a slot not free)."""
+    """The first PAGE waiting entries this free slot fits, oldest first: a typed entry's only where its type fits
+    whole (none for a sobrecita or a slot not free)."""
     try:
         day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
     except ClinicError:
         return []
-    free = [s for s in clinic().availability(doctor_id=doctor["id"], center_id=slot["centerId"], first=day, last=day,
-                                             channel="desk") if s.time == time_text]
-    if not free or slot.get("squeeze"):
+    if slot.get("squeeze"):
         return []
-    return named(clinic(), [entry for entry in waiting(clinic()) if fits(entry, free[0])][:PAGE], desk_source())
+    entries = waiting(clinic())
+    kinds = sorted({entry["type_id"] for entry in entries if entry["type_id"]}) + [None]  # each type asked fits or not
+    free = [s for kind in kinds for s in clinic().availability(
+        doctor_id=doctor["id"], speciality_id=kind, center_id=slot["centerId"], first=day, last=day, channel="desk")
+        if s.time == time_text]
+    return named(clinic(), [entry for entry in entries if any(fits(entry, s) for s in free)][:PAGE], desk_source())
 
 
 def entry_of(waitlist_id):

@@ -218,7 +218,8 @@ def appointment_fields(fields, known):
                                              "unanswered, cancelled (or reservada, confirmada, anulada)",
                           "status_word", "status")
     end = minutes_of(start) + minutes
-    kind, pause, holds = visit_fields(fields, known)
+    center = fields.get("center", "").strip() or None
+    kind, pause, holds = visit_fields(fields, known, known["doctors"][fields["doctor"].strip()], center)
     return {"date": day.isoformat(), "time": start, "end": hhmm(end), "minutes": minutes,
             "doctor": fields["doctor"].strip(), "center": fields.get("center", "").strip() or None,
             "insurance": fields.get("insurance", "").strip() or None, "reason": fields.get("reason", "").strip() or None,
@@ -226,21 +227,30 @@ def appointment_fields(fields, known):
             "holds": json.dumps(holds) if holds else None}
 
 
-def visit_fields(fields, known):
-    """A row's visit type (None), its pause in minutes (the type's when not given) and the rooms and machines
-    it holds ([ids], `;` between them in the file): as `agenda export` writes them ("Moving in and out")."""
+def visit_fields(fields, known, area, center):
+    """A row's visit type (None; of the doctor's `area`), its pause in minutes (the type's when not given) and
+    the rooms and machines it holds ([ids] of `center`, `;` between them in the file): as `agenda export`
+    writes them ("Moving in and out")."""
     kind = fields.get("type", "").strip() or None
     if kind is not None and kind not in known["visit_types"]:
         raise ClinicError("INVALID_REQUEST", f"type {kind!r} is not in the catalogs (agenda seed loads them)",
                           "catalog", "type")
+    if kind is not None and known["visit_types"][kind][1] != area:
+        raise ClinicError("INVALID_REQUEST", f"type {kind!r} is of area {known['visit_types'][kind][1]}, not the"
+                          f" doctor's ({area})", "type_area", "type")
     text = fields.get("pause", "").strip()
     if text and (not text.isdigit() or int(text) > 240):
         raise ClinicError("INVALID_REQUEST", f"pause {text!r} must be a whole number of minutes from 0 to 240",
                           "minutes", "pause")
-    pause = int(text) if text else (known["visit_types"][kind] if kind else None)
+    pause = int(text) if text else (known["visit_types"][kind][0] if kind else None)
     holds = [item.strip() for item in fields.get("holds", "").split(";") if item.strip()]
     unknown = [item for item in holds if item not in known["resources"]]
     if unknown:
         raise ClinicError("INVALID_REQUEST", f"holds {unknown[0]!r} is not a room or machine in the catalogs",
                           "catalog", "holds")
+    elsewhere = [item for item in holds if center is not None and known["resources"][item] != center]
+    if elsewhere:
+        raise ClinicError("INVALID_REQUEST", f"holds {elsewhere[0]!r}, a room or machine of center"
+                          f" {known['resources'][elsewhere[0]]}, not of the appointment's ({center})",
+                          "holds_center", "holds")
     return kind, pause or None, list(dict.fromkeys(holds))

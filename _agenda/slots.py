@@ -390,6 +390,7 @@ SLOT_REFUSALS = {  # reason: what the message says ("Slot refusal reasons")
     "wrong_center": "the doctor works at another center at that time",
     "doctor_retired": "the doctor no longer sees patients then",
     "resource_taken": "a room or machine the visit needs is taken then",
+    "type_not_offered": "the doctor does not offer the appointment's visit type where they work then",
     "patient_elsewhere": "the patient has another appointment then",
 }
 

@@ -39,6 +39,7 @@ class Imported(NamedTuple):
     problem_count: int
     present: list = []
     present_count: int = 0
+    conflicts: list = []
 
 
 class Problems:
@@ -79,12 +80,12 @@ def staging(conn):
 def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli"):
     """An old system's appointments (`rows`: (line, {field: text}, [why a cell is refused]), as the file
     streams), all or nothing: checked and staged without the write lock, made live in one short commit
-    unless there is any problem or it is a dry run ("Moving in and out"). The Imported."""
-    conn, problems = clinic.conn(), Problems()
+    unless there is any problem or it is a dry run ("Moving in and out"). The Imported, with the conflicts:
+    visits imported without a room or machine they hold or need, as none was free then ("What a visit holds")."""
+    conn, problems, conflicts = clinic.conn(), Problems(), []
     with staging(conn) as mapped:
         stage_rows(clinic, conn, rows, problems)
         check_overlaps(conn, problems)
-        check_holds(conn, problems)
         counts = conn.execute("SELECT (SELECT count(*) FROM staged_appointments),"
                               " (SELECT count(*) FROM staged_patients)").fetchone()
         if not problems.count and not dry_run:
@@ -92,21 +93,23 @@ def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli")
             mapped()
             try:
                 with clinic.db.transaction() as conn:
-                    made_live(clinic, conn, at, source, file_name, counts)
+                    conflicts = made_live(clinic, conn, at, source, file_name, counts)
             except ClinicError as error:
                 if error.code != "SLOT_NOT_AVAILABLE":
                     raise
                 raise ClinicError("SLOT_NOT_AVAILABLE", "a booking made while the file was checked overlaps one of "
                                   "its rows; nothing was imported: run the import again to see which",
                                   reason="taken") from None
-    return Imported(problems.rows, counts[0], counts[1], problems.said(), problems.count)
+    return Imported(problems.rows, counts[0], counts[1], problems.said(), problems.count, conflicts=conflicts)
 
 
 def stage_rows(clinic, conn, rows, problems):
     """Each row checked (its cells, the catalogs, its patient) and staged, CHUNK at a time."""
-    known = {table: {row[0] for row in conn.execute(f"SELECT id FROM {table}")}
-             for table in ("doctors", "centers", "insurances", "resources")}
-    known["visit_types"] = dict(conn.execute("SELECT id, pause FROM visit_types").fetchall())
+    known = {table: {row[0] for row in conn.execute(f"SELECT id FROM {table}")} for table in ("centers", "insurances")}
+    known["doctors"] = dict(conn.execute("SELECT id, speciality_id FROM doctors").fetchall())
+    known["resources"] = dict(conn.execute("SELECT id, center_id FROM resources").fetchall())
+    known["visit_types"] = {row[0]: (row[1], row[2]) for row in conn.execute(
+        "SELECT id, pause, speciality_id FROM visit_types")}
     today, chunk = clinic.today(), []
     for line, fields, faults in rows:
         problems.rows += 1
@@ -183,22 +186,6 @@ def check_overlaps(conn, problems):
         lines.setdefault(start + end, f"line {line}")
 
 
-def check_holds(conn, problems):
-    """A problem for each live staged row holding a room or machine that a live hold, in the agenda or of an
-    earlier line, holds then ("Rooms and machines")."""
-    key, busy = None, set()
-    for line, resource, day, start, until in conn.execute(
-            "SELECT s.line, j.value, s.date, s.time, s.busy_until FROM staged_appointments s, json_each(s.holds) j"
-            " WHERE s.holds IS NOT NULL AND s.status != 'cancelled' ORDER BY j.value, s.date, s.line"):
-        if (resource, day) != key:
-            key = (resource, day)
-            busy = {row[0] for row in conn.execute("SELECT time || until FROM holds WHERE resource_id = ? AND"
-                                                   " date = ? AND live = 1", key)}
-        if overlapping(busy, start, until):
-            problems.add(line, f"{format_date(day)} {start}: {resource} is held then by another appointment")
-        busy.add(start + until)
-
-
 def held(conn, key, span):
     """What holds a doctor's span of a day in the agenda: 'appointment N already in the agenda'."""
     row = conn.execute("SELECT id FROM appointments WHERE doctor_id = ? AND date = ? AND time = ? AND end_time = ?"
@@ -208,15 +195,16 @@ def held(conn, key, span):
 
 def made_live(clinic, conn, at, source, file_name, counts):
     """Inside the one short commit: the staged patients (but a NIF registered since, whose patient the rows
-    take), then the appointments through the door; the import's event."""
+    take), then the appointments through the door; the import's event. The conflicts, "line N: why"."""
     conn.execute("UPDATE temp.staged_appointments SET patient_id = (SELECT p.id FROM main.live_patients p WHERE"
                  " p.nif = staged_appointments.nif) WHERE patient_id IS NULL")
     insert_staged_patients(conn, at)
     conn.execute("UPDATE temp.staged_appointments SET patient_id = (SELECT p.id FROM main.live_patients p WHERE"
                  " p.nif = staged_appointments.nif) WHERE patient_id IS NULL")
-    admit_staged(clinic, conn, "temp.staged_appointments", at, source)
+    conflicts = admit_staged(clinic, conn, "temp.staged_appointments", at, source)
     record_event(conn, at, source, "appointments.imported", "appointment", None,
                  after={"file": file_name, "imported": counts[0], "patientsCreated": counts[1]})
+    return conflicts
 
 
 

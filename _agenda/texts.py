@@ -357,6 +357,8 @@ TEXTS = {
                                          "another doctor or center."),
     "reason_patient_elsewhere": ("Esa persona ya tiene otra cita a esa hora.", "That patient has another "
                                                                              "appointment then."),
+    "reason_type_not_offered": ("El médico ya no ofrece el tipo de visita de esta cita donde trabaja a esa hora.",
+                                "The doctor no longer offers this appointment's visit type where they work then."),
     "reason_resource_taken": ("A esa hora no queda libre la sala o la máquina que necesita esa visita.",
                               "No room or machine that visit needs is free then."),
     "see_other_visit": ("Ver su otra cita ({date} {time}, {doctor})", "See the other appointment ({date} {time}, "
@@ -385,6 +387,10 @@ TEXTS = {
                             "{field}: 1 to 480 minutes, ending the same day."),
     "rule_catalog": ("{field}: no está en los catálogos (agenda seed los carga).",
                      "{field}: not in the catalogs (agenda seed loads them)."),
+    "rule_type_area": ("{field}: ese tipo de visita es de otra área que la del médico.",
+                       "{field}: that visit type is of another area than the doctor's."),
+    "rule_holds_center": ("{field}: esa sala o máquina es de otro centro que el de la cita.",
+                          "{field}: that room or machine is of another center than the appointment's."),
     "rule_status_word": ("{field}: reservada, confirmada, sin respuesta o anulada.",
                          "{field}: booked, confirmed, unanswered or cancelled."),
     "rule_patient_by_phone": ("Sin NIF, y ningún paciente único con ese nombre y teléfono: indica su NIF.",

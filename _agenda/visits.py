@@ -108,28 +108,37 @@ def read_resources(conn, first, last, but=None, categories=None):
 
 
 def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, until, squeezed=False):
-    """[resource id] a visit of `kind` takes from `start` to `until` (its pause included) on `day`: for each
-    category it needs, the doctor's own room when it is of that category, else the first free one of the
-    category at the center (no live hold over that time, and no other doctor's room then); None when a
-    category has none free. A sobrecita with no room free shares the one the doctor is in; never a machine."""
-    return first_free(pools_for(resources, kind, doctor_id, center_id, room_id, day), start, until, squeezed)
+    """[resource id] a visit of `kind` takes from `start` to `until` (its pause included) on `day`, as
+    `what_it_needs` says: the doctor's own room, then the first free one of each other category at the center
+    (no live hold over that time, and no other doctor's room then); None when one has none free."""
+    return first_free(pools_for(resources, kind, doctor_id, center_id, room_id, day, squeezed), start, until)
 
 
-def pools_for(resources, kind, doctor_id, center_id, room_id, day):
-    """For each category `kind` needs that the doctor's own room is not: [(resource, is it a room, its spans
-    held on `day`, [(start, end)] of other doctors' hours placing them in it that day)] of the center's
-    resources of that category."""
+def what_it_needs(here, needs, room_id, squeezed=False):
+    """What a visit holds ("What a visit holds"): (the doctor's own room, held for the visit's length and pause,
+    None for a sobrecita, which shares it, or when the doctor is in none; [each category of its type's `needs`
+    the doctor's own room is not, of which it holds one free resource of the center]). `here`: the center's
+    [(id, category, is_room)]."""
+    own = next(((r, cat) for r, cat, room in here if r == room_id and room), None)
+    return (None if squeezed or own is None else own[0]), [need for need in needs if own is None or need != own[1]]
+
+
+def pools_for(resources, kind, doctor_id, center_id, room_id, day, squeezed=False):
+    """For what the visit needs (`what_it_needs`), the doctor's own room first: [(resource, is it a room, its
+    spans held on `day`, [(start, end)] of other doctors' hours placing them in it that day)] to choose from."""
     here, iso, weekday = resources.at.get(center_id, ()), day.isoformat(), day.weekday()
-    return [[(r, room, resources.held.get((r, iso), ()), [(begin, end) for doctor, placed_in, begin, end
-                                                          in resources.placed.get(weekday, ())
-                                                          if placed_in == r and doctor != doctor_id])
-             for r, cat, room in here if cat == category]
-            for category in kind.needs if not any(r == room_id and cat == category and room for r, cat, room in here)]
+    own, categories = what_it_needs(here, kind.needs, room_id, squeezed)
+
+    def choice(r, room):
+        return (r, room, resources.held.get((r, iso), ()), [(begin, end) for doctor, placed_in, begin, end
+                                                             in resources.placed.get(weekday, ())
+                                                             if placed_in == r and doctor != doctor_id])
+    return ([[choice(own, 1)]] if own else []) + [[choice(r, room) for r, cat, room in here if cat == category]
+                                                   for category in categories]
 
 
-def first_free(pools, start, until, squeezed=False):
-    """[the first resource of each pool (pools_for) free from start to until], None when a pool has none free
-    (a sobrecita's pool of rooms then takes none: it shares the doctor's)."""
+def first_free(pools, start, until):
+    """[the first resource of each pool (pools_for) free from start to until], None when a pool has none free."""
     taken = []
     for pool in pools:
         for resource, _, spans, placed in pool:
@@ -138,9 +147,13 @@ def first_free(pools, start, until, squeezed=False):
                 taken.append(resource)
                 break
         else:
-            if not (squeezed and any(room for _, room, _, _ in pool)):
-                return None
+            return None
     return taken
+
+
+def none_free(pools, start, until):
+    """[[resource id] of each pool (pools_for) with none free from start to until]: what a refusal names."""
+    return [[resource for resource, _, _, _ in pool] for pool in pools if first_free([pool], start, until) is None]
 
 
 def held_then(spans, start, until):
@@ -188,7 +201,9 @@ def free_starts(conn, doctors, first_day, last_day, *, window, visit_of, center_
                         if (kind := visit_of(by_id[row["doctor_id"]], row)) is not None]
               for weekday, rows in schedule.grids.items()}  # once a schedule row, not once a day
     needs = {need for rows in visits.values() for visit in rows for need in visit[3].needs}
-    resources = read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=needs) if needs else None
+    rooms = any(visit[0]["room_id"] for rows in visits.values() for visit in rows)
+    resources = (read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=None if rooms else needs)
+                 if needs or rooms else None)
     slots, day = [], first_day
     while day <= last_day:
         iso, date_text = day.isoformat(), format_date(day)  # once a day, not once a row
@@ -221,7 +236,7 @@ def starts_of_row(window, schedule, resources, visit, day, iso, date_text):
             continue
         if fit.untils[index] > last and past_the_grid(schedule, row, grid, day, fit.untils[index]) != FREE:
             continue  # it runs on past the grid's last cell (hours that end mid-slot)
-        if kind.needs:
+        if kind.needs or row["room_id"]:
             if pools is None:  # once a row and day, and only for a row with a start free
                 pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day)
             if first_free(pools, starts[index], fit.untils[index]) is None:

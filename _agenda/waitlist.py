@@ -124,11 +124,11 @@ def named(clinic, entries, reader):
 
 
 def fits(entry, slot):
-    """Whether a free slot (Slot) is what this waiting entry asks for (a slot of its visit type, when it names one;
-    before the appointment it would bring forward, when it names one)."""
+    """Whether a free slot (Slot) is what this waiting entry asks for (a slot listed for its visit type, when it
+    names one: its whole length fits there; before the appointment it would bring forward, when it names one)."""
     iso = slot.date.isoformat()
-    wanted = (entry["type_id"],) if entry["type_id"] else (None, slot.speciality_id)
-    return (entry["doctor_id"] in (None, slot.doctor_id) and (entry["type_id"] or entry["speciality_id"]) in wanted
+    return (entry["doctor_id"] in (None, slot.doctor_id) and (entry["type_id"] or entry["speciality_id"]) in (
+                slot.speciality_id, None if entry["type_id"] is None else slot.speciality_id)
             and entry["center_id"] in (None, slot.center_id) and entry["date_from"] <= iso <= entry["date_to"]
             and entry["time_from"] <= slot.time < entry["time_to"]
             and (iso, slot.time) < (entry.get("forward_date") or "9999", entry.get("forward_time") or ""))

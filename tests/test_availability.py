@@ -201,7 +201,8 @@ def test_slots_clear_of_matches_a_plain_overlap_check(seed_number):
 def test_resources_for_finds_what_a_plain_check_of_every_hold_finds(seed_number):
     """resources_for looks at one hold a resource (the last to start before the visit ends), and takes a room
     another doctor's hours place them in at no time they overlap: the resources it gives are those a plain
-    check of every hold and every doctor's hours gives, for a visit and for a sobrecita."""
+    check of every hold and every doctor's hours gives (the doctor's own room first, held by a visit and shared
+    by a sobrecita), for a visit and for a sobrecita."""
     chance = random.Random(seed_number)
     day, center = dt.date(2026, 11, 24), [("BOX1", "box", 1), ("BOX2", "box", 1), ("ECO1", "eco", 0)]
     held = {}
@@ -222,19 +223,22 @@ def test_resources_for_finds_what_a_plain_check_of_every_hold_finds(seed_number)
     for minute in range(7 * 60 + 40, 14 * 60 + 20, 5):
         start, until = hhmm(minute), hhmm(minute + chance.choice((15, 20, 25)))
         for squeezed in (False, True):
-            expected = []
-            for category in kind.needs:
-                if any(r == room_id and cat == category and room for r, cat, room in center):
-                    continue
-                free = [r for r, cat, _ in center if cat == category and r not in expected and not any(
-                    span[:5] < until and start < span[5:] for span in held[(r, day.isoformat())]) and not any(
+            def free(r):
+                return not any(span[:5] < until and start < span[5:] for span in held[(r, day.isoformat())]) and not any(
                     room == r and doctor != "ME" and begin < until and start < end
-                    for doctor, room, begin, end in placed)]
-                if free:
-                    expected.append(free[0])
-                elif not (squeezed and category == "box"):
+                    for doctor, room, begin, end in placed)
+            own = room_id if any(r == room_id and room for r, _, room in center) else None
+            expected = [own] if own and not squeezed else []
+            if own and not squeezed and not free(own):
+                expected = None
+            for category in kind.needs if expected is not None else ():
+                if own and any(r == own and cat == category for r, cat, _ in center):
+                    continue  # the doctor's own room is of it: held as theirs, or shared by a sobrecita
+                found = [r for r, cat, _ in center if cat == category and r not in expected and free(r)]
+                if not found:
                     expected = None
                     break
+                expected.append(found[0])
             assert resources_for(resources, kind, "ME", "C", room_id, day, start, until, squeezed) == expected
 
 

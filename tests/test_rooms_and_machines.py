@@ -48,8 +48,8 @@ def test_a_visit_takes_the_first_free_box_the_next_the_second_and_a_third_is_ref
     assert offered[:2] == ["09:45", "10:00"]  # no box free before 09:45
     assert [s["time"] for s in starts(typed, "doctorId=LARA")][:1] == ["09:45"]  # her default needs a box too
     assert "09:00" in [s["time"] for s in starts(typed, "specialityId=FIS-SES&doctorId=VEGA")]
-    vega = session(typed, rosa, "VEGA")  # in her own box: she holds nothing more
-    assert [h for h in holds(typed) if h[0] == int(vega)] == []
+    vega = session(typed, rosa, "VEGA")  # in her own box: it is the one she holds, as any room
+    assert [h for h in holds(typed) if h[0] == int(vega)] == [(int(vega), "C2-BOX0", "2026-11-24", "09:00", "09:45")]
 
 
 def test_a_doctors_own_room_is_never_taken_by_another_during_her_hours(typed):
@@ -122,25 +122,31 @@ def test_the_database_refuses_two_live_holds_of_one_resource_that_overlap(typed)
 def test_a_sobrecita_shares_the_doctors_room_and_never_takes_a_machine_another_visit_holds(typed):
     ana, luis, eva, rosa = people(typed, 4)
     clinic = typed.app.clinic
-    session(typed, ana, "VEGA")
+    first = session(typed, ana, "VEGA")
     over = squeeze_in(clinic, day=TUESDAY, time_text="09:10", doctor_id="VEGA", patient_id=luis, source="desk:ana")
-    assert row_of(typed, over)["squeezed"] == 1 and holds(typed) == []  # both in her box
+    assert row_of(typed, over)["squeezed"] == 1  # in her box with her: her visit holds it, and no second hold
+    assert holds(typed) == [(int(first), "C2-BOX0", "2026-11-24", "09:00", "09:45")]
     typed.book(eva, time="10:00", doctor="GIL", specialityId="MG-ECO")  # the machine, 10:00-10:20
     with pytest.raises(agenda.ClinicError) as refused:
         squeeze_in(clinic, day=TUESDAY, time_text="10:10", doctor_id="PAZ", patient_id=rosa, source="desk:ana")
     assert refused.value.extra["reason"] == "resource_taken"
+    assert refused.value.held == [("eco", ["Ecógrafo"])]  # what the desk names
     beside = squeeze_in(clinic, day=TUESDAY, time_text="10:25", doctor_id="PAZ", patient_id=rosa, source="desk:ana")
     assert [h[1:] for h in holds(typed) if h[0] == int(beside)] == [("C1-ECO", "2026-11-24", "10:25", "10:45")]
 
 
-def test_a_sobrecita_with_every_box_busy_shares_the_one_its_doctor_is_in(typed):
-    """Munoz has no box of his own: both shared boxes are held at 09:00, and his sobrecita then shares the box
-    his 09:00 visit holds rather than being refused; with a box free, it takes that one."""
+def test_a_sobrecita_of_a_doctor_in_no_room_takes_only_a_free_box(typed, db_path):
+    """Munoz has no box of his own: with both shared boxes held at 09:00 his sobrecita has no box to go to and
+    is refused, naming them (changing nothing); with a box free, it takes that one."""
     ana, luis, eva, rosa = people(typed, 4)
     session(typed, ana, "MUNOZ"), session(typed, luis, "SOTO")
-    over = squeeze_in(typed.app.clinic, day=TUESDAY, time_text="09:10", doctor_id="MUNOZ", patient_id=eva,
-                      source="desk:ana")
-    assert row_of(typed, over)["squeezed"] == 1 and [h for h in holds(typed) if h[0] == int(over)] == []
+    before = table_rows(db_path)
+    with pytest.raises(agenda.ClinicError) as refused:
+        squeeze_in(typed.app.clinic, day=TUESDAY, time_text="09:10", doctor_id="MUNOZ", patient_id=eva,
+                   source="desk:ana")
+    assert refused.value.extra["reason"] == "resource_taken"
+    assert refused.value.held == [("box", ["Box 1", "Box 2", "Box de Vega"])]  # hers during her hours
+    assert table_rows(db_path) == before
     later = squeeze_in(typed.app.clinic, day=TUESDAY, time_text="10:00", doctor_id="MUNOZ", patient_id=rosa,
                        source="desk:ana")
     assert [h[1] for h in holds(typed) if h[0] == int(later)] == ["C2-BOX1"]
@@ -174,30 +180,44 @@ def test_two_doctors_racing_for_the_one_machine_get_one_booking(typed, waitress,
     reasons = {(body["doctorId"] == winner, payload["error"]["reason"])
                for body, (status, payload) in zip(bodies, answers) if status == 409}
     assert reasons == {(True, "taken"), (False, "resource_taken")}
-    assert [h[1] for h in holds(typed)] == ["C1-ECO"]
+    assert sorted(h[1] for h in holds(typed)) == (["C1-CONS", "C1-ECO"] if winner == "MARTIN" else ["C1-ECO"])
 
 
-def test_a_catalog_that_would_take_a_live_visits_box_is_refused_naming_it(typed, db_path, clock):
-    ana, luis = people(typed, 2)
+def test_a_catalog_that_takes_a_coming_visits_box_gives_it_another_or_is_refused_naming_it(typed, db_path, clock):
+    """A reload that takes a coming visit's box (to another category or center, a type needing none, another
+    doctor's room then) gives it the free box its visit needs now, in the same transaction; with none free it
+    is refused naming the visit, and nothing changes. History keeps what it held."""
+    ana, luis, eva, rosa = people(typed, 4)
     kept = session(typed, ana, "MUNOZ", day="25/11/2026")
     past = session(typed, luis, "SOTO", day="24/11/2026")
     clock.set(2026, 11, 25, 8, 0)  # Tuesday's visit is history now
-    before = table_rows(db_path)
     soto = "doctor,SOTO,Ana Soto,FIS,C2,,mon-fri,09:00-12:00,15,,,,,,FIS-SES;FIS-VAL,"
     assert soto + "\n" in TYPES_CSV
-    for catalog in (TYPES_CSV + "room,C2-BOX1,Box 1,,C2,,,,,,,,,camilla,,\n",  # another category
-                    TYPES_CSV + "room,C2-BOX1,Box 1,,C1,,,,,,,,,box,,\n",  # another center
-                    TYPES_CSV + "type,FIS-SES,Sesión de fisioterapia,FIS,,,,,45,,,,,,,\n",  # needing no box now
-                    TYPES_CSV.replace(soto, soto + "C2-BOX1")):  # another doctor's room in those hours
+    catalogs = (TYPES_CSV + "room,C2-BOX1,Box 1,,C2,,,,,,,,,camilla,,\n",  # another category
+                TYPES_CSV + "room,C2-BOX1,Box 1,,C1,,,,,,,,,box,,\n",  # another center
+                TYPES_CSV.replace(soto, soto + "C2-BOX1"))  # another doctor's room in those hours
+    for catalog in catalogs:
+        moved = agenda.seed_catalogs(typed.db(), read_catalog_text(catalog), at=clock())
+        assert [visit.id for visit in moved["rederived"]] == [int(kept)]
+        assert [h[1] for h in holds(typed) if h[0] == int(kept)] == ["C2-BOX2"]
+        assert [h[1] for h in holds(typed) if h[0] == int(past)] == ["C2-BOX1"]  # history keeps what it held
+        agenda.seed_catalogs(typed.db(), read_catalog_text(TYPES_CSV), at=clock())
+        assert [h[1] for h in holds(typed) if h[0] == int(kept)] == ["C2-BOX2"]  # still what it needs: kept
+        with typed.db() as conn:
+            conn.execute("UPDATE holds SET resource_id = 'C2-BOX1' WHERE appointment_id = ?", (int(kept),))
+    session(typed, eva, "SOTO", day="25/11/2026")  # Box 2 now held at 09:00 too
+    session(typed, rosa, "LARA", day="25/11/2026", time_text="09:45")
+    before = table_rows(db_path)
+    for catalog in catalogs[:2]:  # (Soto placed in Box 1 gives Muñoz's visit hers, Box 2: it fits)
         with pytest.raises(SeedError) as refused:
             agenda.seed_catalogs(typed.db(), read_catalog_text(catalog), at=clock())
         assert [message for _, message in refused.value.problems] == [
-            f"this would take their rooms or machines from appointments {kept}: move them first"]  # not {past}
+            f"this would leave without the room or machine they need: appointment {kept} (25/11/2026 09:00, doctor"
+            " MUNOZ). Move them first (agenda move ID), or give the catalog the room or machine back"]  # not {past}
         assert table_rows(db_path) == before
     typed.app.clinic.cancel(kept)
-    done = agenda.seed_catalogs(typed.db(), read_catalog_text(TYPES_CSV + "room,C2-BOX1,Box 1,,C2,,,,,,,,,camilla,,\n"),
-                                at=clock())
-    assert done["changed"] and holds(typed)[0][:2] == (int(past), "C2-BOX1")  # history keeps what it held
+    done = agenda.seed_catalogs(typed.db(), read_catalog_text(catalogs[0]), at=clock())
+    assert done["changed"] and [h[1] for h in holds(typed) if h[0] == int(past)] == ["C2-BOX1"]
 
 
 OFFERED = {"MARTIN": ("MG-PRI", "MG-REV", "MG-ECO"), "GIL": ("MG-REV", "MG-ECO"), "PAZ": ("MG-ECO",),
@@ -258,4 +278,5 @@ def test_what_availability_lists_for_a_type_books_and_nothing_else_does(typed, t
     assert conn.execute("SELECT count(*) FROM holds a JOIN holds b ON a.resource_id = b.resource_id AND a.date = b.date"
                         " AND a.appointment_id < b.appointment_id AND a.time < b.until AND b.time < a.until"
                         " WHERE a.live = 1 AND b.live = 1").fetchone()[0] == 0
-    assert conn.execute("SELECT count(*) FROM holds WHERE resource_id = 'C2-BOX0' AND live = 1").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM holds h JOIN appointments a ON a.id = h.appointment_id WHERE"
+                        " h.resource_id = 'C2-BOX0' AND h.live = 1 AND a.doctor_id != 'VEGA'").fetchone()[0] == 0

@@ -387,10 +387,19 @@ def test_an_exported_typed_clinic_comes_back_with_its_types_pauses_and_holds(mak
         finally:
             conn.close()
     before, after = typed_rows(api.app.clinic.db.path), typed_rows(new)
-    assert after == before and len(before[1]) == 2  # the box and the machine
+    assert after == before and len(before[1]) == 3  # Martín's room, the box and the machine
     twice = tmp_path / "twice.csv"
-    twice.write_text("date,time,duration,doctor,nif,name,type,holds\n"
-                     f"25/11/2026,09:00,45,MUNOZ,{valid_dni(501)},Rosa,FIS-SES,C2-BOX1\n"
-                     f"25/11/2026,09:30,30,SOTO,{valid_dni(502)},Pilar,FIS-VAL,C2-BOX1\n", encoding="utf-8")
-    refused = run(new, "import-appointments", twice)
-    assert refused.exit_code == 1 and "line 3" in refused.output and "C2-BOX1 is held then" in refused.output
+    twice.write_text("date,time,duration,doctor,center,nif,name,type,holds\n"
+                     f"25/11/2026,09:00,45,MUNOZ,C2,{valid_dni(501)},Rosa,FIS-SES,C2-BOX1\n"
+                     f"25/11/2026,09:30,30,SOTO,C2,{valid_dni(502)},Pilar,FIS-VAL,C2-BOX1\n"
+                     f"25/11/2026,09:15,30,LARA,C2,{valid_dni(503)},Inés,FIS-VAL,\n", encoding="utf-8")
+    done = run(new, "import-appointments", twice)
+    assert done.exit_code == 0, done.output  # coherent rows that clash: imported, each given what it needs
+    assert "line 3: 25/11/2026 09:30: no room or machine it needs is free then" in done.output  # in time order
+    conn = sqlite3.connect(new)
+    assert sorted(conn.execute("SELECT a.doctor_id, h.resource_id FROM holds h JOIN appointments a ON a.id ="
+                               " h.appointment_id WHERE a.date = '2026-11-25'")) == [("LARA", "C2-BOX2"),
+                                                                                     ("MUNOZ", "C2-BOX1")]
+    conn.close()
+    listed = run(new, "status")
+    assert "1 coming appointment without the room or machine it needs" in listed.output, listed.output

@@ -1,0 +1,118 @@
+"""What a coming visit holds after any change ("What a visit holds"): which live visits not yet started hold
+other than `what_it_needs` says under the catalog in force, and their holds re-derived by it, in the caller's
+transaction. A catalog change and an import ask it; a booking asks `what_it_needs` through its pools."""
+
+import datetime as dt
+import json
+from typing import NamedTuple
+
+from .visits import first_free, needs_of, pools_for, read_resources, VisitType, what_it_needs
+
+
+class Coming(NamedTuple):
+    """A live visit not yet started, as its holds are judged: where and when (its busy end: its pause
+    included), its type's needs, whether it is squeezed in, the room its doctor's hours place them in then,
+    and what it holds now ([resource id], each for exactly its span; None when a hold is off its span)."""
+    id: int
+    doctor_id: str
+    center_id: str | None
+    date: str
+    time: str
+    until: str
+    needs: tuple
+    squeezed: bool
+    room_id: str | None
+    held: list | None
+
+
+COMING = (
+    "SELECT a.id, a.doctor_id, a.center_id, a.date, a.time, coalesce(a.busy_until, a.end_time) AS until,"
+    " coalesce(t.needs, '') AS needs, a.squeezed, (SELECT s.room_id FROM schedules s WHERE s.doctor_id ="
+    " a.doctor_id AND s.center_id IS a.center_id AND s.weekday = (CAST(strftime('%w', a.date) AS INTEGER) + 6) % 7"
+    " AND s.start_time <= a.time AND a.time < s.end_time) AS room_id, (SELECT json_group_array(h.resource_id ||"
+    " CASE WHEN h.live = 1 AND h.date = a.date AND h.time = a.time AND h.until = coalesce(a.busy_until,"
+    " a.end_time) THEN '' ELSE char(31) END) FROM holds h WHERE h.appointment_id = a.id) AS held"
+    " FROM appointments a LEFT JOIN visit_types t ON t.id = a.type_id WHERE a.status != 'cancelled'"
+    " AND (a.date > ?1 OR (a.date = ?1 AND a.time > ?2)) AND (?3 IS NULL OR a.id IN (SELECT value FROM json_each(?3)))"
+    " ORDER BY a.date, a.time, a.id")
+
+
+def coming(conn, now, ids=None):
+    """[Coming] of every live visit that starts after `now` (the clinic's local time), or of these ids only."""
+    found = []
+    for row in conn.execute(COMING, (now.date().isoformat(), f"{now:%H:%M}", None if ids is None
+                                     else json.dumps(sorted(ids)))):
+        held = json.loads(row["held"])
+        found.append(Coming(row["id"], row["doctor_id"], row["center_id"], row["date"], row["time"], row["until"],
+                            needs_of(row["needs"]), bool(row["squeezed"]), row["room_id"],
+                            None if any(item.endswith("\x1f") for item in held) else held))
+    return found
+
+
+def resources_of(conn):
+    """{id: (center, category, is_room)} of every room and machine, and {weekday: [(doctor, room, start, end)]}
+    of the rooms doctors' hours place them in."""
+    at = {row[0]: (row[1], row[2], row[3]) for row in conn.execute(
+        "SELECT id, center_id, category, is_room FROM resources")}
+    placed = {}
+    for row in conn.execute("SELECT doctor_id, room_id, weekday, start_time, end_time FROM schedules"
+                            " WHERE room_id IS NOT NULL"):
+        placed.setdefault(row[2], []).append((row[0], row[1], row[3], row[4]))
+    return at, placed
+
+
+def holds_what_it_needs(visit, resources):
+    """True when the visit holds exactly what `what_it_needs` says: the doctor's own room, and one resource of
+    the center of each other category, none another doctor's room then, each for the visit's span."""
+    at, placed = resources
+    if visit.held is None or len(set(visit.held)) != len(visit.held):
+        return False
+    here = [(r, cat, room) for r, (center, cat, room) in at.items() if center == visit.center_id]
+    own, categories = what_it_needs(here, visit.needs, visit.room_id, visit.squeezed)
+    rest = list(visit.held)
+    if own is not None:
+        if own not in rest:
+            return False
+        rest.remove(own)
+    weekday = dt.date.fromisoformat(visit.date).weekday()
+    for resource in rest:
+        center, category, _ = at.get(resource, (None, None, None))
+        if resource not in at or center != visit.center_id or category not in categories or any(
+                placed_in == resource and doctor != visit.doctor_id and begin < visit.until and visit.time < end
+                for doctor, placed_in, begin, end in placed.get(weekday, ())):
+            return False
+        categories.remove(category)
+    return not categories
+
+
+def unheld(conn, now, ids=None):
+    """[Coming] of the live visits not yet started (of these ids only, when given) that hold other than what
+    they need: what a change must re-derive, and the conflicts the rooms page and `agenda status` list."""
+    resources = resources_of(conn)
+    return [visit for visit in coming(conn, now, ids) if not holds_what_it_needs(visit, resources)]
+
+
+def rederive(conn, now, visits):
+    """Inside the caller's transaction: each of these visits (Coming) holds what it needs now, chosen afresh in
+    time order; [Coming] of those that found none free, each left holding what it held where still free."""
+    conn.executemany("DELETE FROM holds WHERE appointment_id = ?", [(visit.id,) for visit in visits])
+    unplaced, day, resources = [], None, None
+    for visit in sorted(visits, key=lambda visit: (visit.date, visit.time, visit.id)):
+        if visit.date != day:  # one read a day; what each visit takes is added to it as it goes
+            day, resources = visit.date, read_resources(conn, visit.date, visit.date)
+        taken = first_free(pools_for(resources, VisitType(None, None, "", 5, 0, visit.needs), visit.doctor_id,
+                                     visit.center_id, visit.room_id, dt.date.fromisoformat(day), visit.squeezed),
+                           visit.time, visit.until)
+        if taken is None:
+            unplaced.append(visit)
+        for resource in taken or ():
+            resources.held[(resource, day)] = tuple(sorted(resources.held.get((resource, day), ())
+                                                           + (visit.time + visit.until,)))
+        conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
+                         [(visit.id, resource, visit.date, visit.time, visit.until) for resource in taken or ()])
+    for visit in unplaced:  # what it held, where nothing else holds it since
+        conn.executemany(
+            "INSERT INTO holds (appointment_id, resource_id, date, time, until) SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT"
+            " EXISTS (SELECT 1 FROM holds WHERE resource_id = ?2 AND date = ?3 AND live = 1 AND time < ?5 AND ?4 < until)",
+            [(visit.id, resource, visit.date, visit.time, visit.until) for resource in visit.held or ()])
+    return unplaced
