@@ -238,7 +238,7 @@ def reasons(catalog, live, window, doctor, day, time_text, kind, now=None, patie
     """Every state that keeps a visit of `kind` from starting at `time_text` (an empty set: it fits), read
     plainly: when, where, the grid and hours, closures, the doctor's visits, rooms and machines, the patient. A
     sobrecita (`squeezed`) may start off the grid, run past the hours and meet the doctor's other visits, and
-    `shares` the doctor's room when no room it needs is free (`shares` is `squeezed` unless said)."""
+    `shares` the doctor's room, holding it not (`shares` is `squeezed` unless said)."""
     found, begin = set(), minutes_of(time_text)
     if day > window.last_day:
         found.add("beyond_horizon")
@@ -275,24 +275,26 @@ def reasons(catalog, live, window, doctor, day, time_text, kind, now=None, patie
 
 
 def held_for(catalog, live, kind, doctor, at, day, time_text, until, shares=False):
-    """[resource] a visit takes: for each category it needs, the doctor's room then if it is of it, else the
-    first of the center's of it that no live hold and no other doctor's hours take then (none, for a sobrecita
-    that `shares` the doctor's room, when the category is a room's); None: one has none."""
-    taken = []
+    """[resource] a visit takes: the doctor's room then (none for a sobrecita, which `shares` it), then for each
+    category it needs that the doctor's room is not, the first of the center's of it that no live hold and no
+    other doctor's hours take then; None: one has none."""
+    def free(r):
+        return not any(h["resource_id"] == r and h["date"] == day.isoformat() and h["time"] < until
+                       and time_text < h["until"] for h in live.holds) \
+            and not any(s["room_id"] == r and s["doctor_id"] != doctor and s["weekday"] == day.weekday()
+                        and s["start_time"] < until and time_text < s["end_time"] for s in catalog.rows)
+    own = next((r for r in catalog.resources if r["id"] == at["room_id"] and r["is_room"]), None)
+    taken = [own["id"]] if own and not shares else []
+    if taken and not free(own["id"]):
+        return None
     for need in kind.needs:
-        if any(r["id"] == at["room_id"] and r["category"] == need and r["is_room"] for r in catalog.resources):
+        if own and own["category"] == need:
             continue
-        free = [r["id"] for r in catalog.resources if r["center_id"] == at["center_id"] and r["category"] == need
-                and not any(h["resource_id"] == r["id"] and h["date"] == day.isoformat() and h["time"] < until
-                            and time_text < h["until"] for h in live.holds)
-                and not any(s["room_id"] == r["id"] and s["doctor_id"] != doctor and s["weekday"] == day.weekday()
-                            and s["start_time"] < until and time_text < s["end_time"] for s in catalog.rows)]
-        if not free and shares and any(r["center_id"] == at["center_id"] and r["category"] == need and r["is_room"]
-                                       for r in catalog.resources):
-            continue
-        if not free:
+        found = [r["id"] for r in catalog.resources if r["center_id"] == at["center_id"] and r["category"] == need
+                 and r["id"] not in taken and free(r["id"])]
+        if not found:
             return None
-        taken.append(free[0])
+        taken.append(found[0])
     return taken
 
 
@@ -368,8 +370,8 @@ def the_desk_draws_what_the_default_type_lists(clinic, catalog, doctors):
 
 def nothing_is_held_twice(conn, catalog):
     """Straight from the tables: no doctor's live visits overlap (pauses included), no room or machine has two
-    live holds at once nor one in another doctor's room then, each visit holds a resource of each category its
-    type needs (but the doctor's own room) for its length and pause, and no patient holds two overlapping live
+    live holds at once nor one in another doctor's room then, each visit holds its doctor's room (but a
+    sobrecita) and a resource of each other category its type needs, for its length and pause, and no patient holds two overlapping live
     visits (every one made here is still to come) but one reception accepted on purpose."""
     live = read_live(conn)
     by_id = {a["id"]: a for a in live.appointments}
@@ -394,20 +396,23 @@ def nothing_is_held_twice(conn, catalog):
 
 
 def holds_what_it_needs(catalog, live, a):
+    """A visit holds its doctor's room then (but a sobrecita, which shares it), and one resource of each other
+    category its type needs, for its length and pause."""
     kind = catalog.kinds.get(a["type_id"])
     busy = a["busy_until"] or a["end_time"]
     holds = [h for h in live.holds if h["appointment_id"] == a["id"]]
     assert all((h["date"], h["time"], h["until"]) == (a["date"], a["time"], busy) for h in holds), (a, holds)
-    if kind is None:
-        assert not holds, (a, holds)
-        return
-    assert (minutes_of(a["end_time"]) - minutes_of(a["time"]), a["pause"]) == (kind.minutes, kind.pause), a
+    if kind is not None:
+        assert (minutes_of(a["end_time"]) - minutes_of(a["time"]), a["pause"]) == (kind.minutes, kind.pause), a
     at = row_at(catalog, a["doctor_id"], dt.date.fromisoformat(a["date"]), minutes_of(a["time"]))
-    categories = sorted(next(r["category"] for r in catalog.resources if r["id"] == h["resource_id"]) for h in holds)
-    own = {r["category"] for r in catalog.resources if at and r["id"] == at["room_id"]}
-    shared = {r["category"] for r in catalog.resources if r["is_room"]} if a["squeezed"] else set()
-    assert set(categories) <= set(kind.needs) - own and len(categories) == len(set(categories)), (a, holds)
-    assert set(kind.needs) - own - set(categories) <= shared, (a, holds)  # a sobrecita may share the doctor's room
+    own = next((r for r in catalog.resources if at and r["id"] == at["room_id"] and r["is_room"]), None)
+    held = [h["resource_id"] for h in holds]
+    if own and not a["squeezed"]:
+        assert own["id"] in held, (a, holds)
+        held.remove(own["id"])
+    categories = sorted(next(r["category"] for r in catalog.resources if r["id"] == h) for h in held)
+    needed = sorted(need for need in (kind.needs if kind else ()) if not (own and own["category"] == need))
+    assert categories == needed, (a, holds)
 
 
 # The property
