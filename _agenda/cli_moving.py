@@ -54,8 +54,9 @@ def import_appointments_command(ctx, db_path, file, dry_run, tz):
 
     Columns by name (Spanish names too): date,time,duration,doctor,center,nif,name,
     surname,phone,reason,insurance,status. UTF-8 or Windows-1252; ',' ';' or tab. A
-    patient is found by NIF (else by name and phone) or created from the row; times off
-    today's grid are kept as they were; an unknown doctor, center or insurance and an
+    patient is found by NIF (else by name and phone) or created from the row; a row under
+    a guardian's NIF with a child's name is booked to that child and said; a name that is
+    neither the holder's nor a child's, an unknown doctor, center or insurance and an
     overlap with the same doctor are listed by line, and then nothing is imported.
 
     Example:
@@ -74,10 +75,16 @@ def import_appointments_command(ctx, db_path, file, dry_run, tz):
         raise click.ClickException(f"{file}: nothing was imported: {error.message}") from None
     finally:
         clinic.db.close()
+    for line in imported.notes:
+        click.echo(line)
+    if imported.note_count > len(imported.notes):
+        click.echo(f"... and {imported.note_count - len(imported.notes):,} more booked to a child of the NIF's holder")
     refuse_bad_rows(file, imported.problems, imported.problem_count)
     done = "would be imported" if dry_run else "imported"
+    children = f" ({plural(imported.note_count, 'row')} booked to a child of the NIF's holder)" if imported.note_count \
+        else ""
     click.echo(f"{'Dry run: ' if dry_run else ''}{plural(imported.appointments, 'appointment')} {done}, "
-               f"{plural(imported.patients, 'new patient')}.{' Nothing was written.' if dry_run else ''}")
+               f"{plural(imported.patients, 'new patient')}{children}.{' Nothing was written.' if dry_run else ''}")
     if imported.conflicts:
         click.echo(f"{plural(len(imported.conflicts), 'conflict')}, imported as they were (the rooms page and "
                    "`agenda status` list them; move them at the desk):")

@@ -4,9 +4,10 @@ tables of the importing connection, which no one else sees and no kill leaves be
 through the appointment door in one short commit. No HTTP here."""
 
 from contextlib import contextmanager
+from difflib import get_close_matches
 from typing import NamedTuple
 
-from .values import ClinicError, format_date, normalise_nif, parse_phone, patient_fields
+from .values import ClinicError, fold, format_date, normalise_nif, parse_phone, patient_fields
 from .store import record_event, searched_name, utc_iso
 from .slots import busy_spans, overlapping
 from .booking import admit_staged
@@ -31,7 +32,8 @@ PRESENT_SAID = 20  # patients already in the agenda named by line; every one is 
 
 class Imported(NamedTuple):
     """What an import did, or would do: the rows read, appointments and new patients, the first problems
-    ("line N: why") and how many there were; the first patients already in the agenda and how many."""
+    ("line N: why") and how many there were; the first patients already in the agenda and how many; the first
+    rows booked to a child of the NIF's holder and how many."""
     rows: int
     appointments: int
     patients: int
@@ -39,6 +41,8 @@ class Imported(NamedTuple):
     problem_count: int
     present: list = []
     present_count: int = 0
+    notes: list = []
+    note_count: int = 0
     conflicts: list = []
 
 
@@ -82,9 +86,9 @@ def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli")
     streams), all or nothing: checked and staged without the write lock, made live in one short commit
     unless there is any problem or it is a dry run ("Moving in and out"). The Imported, with the conflicts:
     visits imported without a room or machine they hold or need, as none was free then ("What a visit holds")."""
-    conn, problems, conflicts = clinic.conn(), Problems(), []
+    conn, problems, notes, conflicts = clinic.conn(), Problems(), Problems(), []
     with staging(conn) as mapped:
-        stage_rows(clinic, conn, rows, problems)
+        stage_rows(clinic, conn, rows, problems, notes)
         check_overlaps(conn, problems)
         counts = conn.execute("SELECT (SELECT count(*) FROM staged_appointments),"
                               " (SELECT count(*) FROM staged_patients)").fetchone()
@@ -100,11 +104,13 @@ def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli")
                 raise ClinicError("SLOT_NOT_AVAILABLE", "a booking made while the file was checked overlaps one of "
                                   "its rows; nothing was imported: run the import again to see which",
                                   reason="taken") from None
-    return Imported(problems.rows, counts[0], counts[1], problems.said(), problems.count, conflicts=conflicts)
+    return Imported(problems.rows, counts[0], counts[1], problems.said(), problems.count,
+                    notes=notes.said()[:PRESENT_SAID], note_count=notes.count, conflicts=conflicts)
 
 
-def stage_rows(clinic, conn, rows, problems):
-    """Each row checked (its cells, the catalogs, its patient) and staged, CHUNK at a time."""
+def stage_rows(clinic, conn, rows, problems, notes):
+    """Each row checked (its cells, the catalogs, its patient) and staged, CHUNK at a time; a row booked to a
+    child of the NIF's holder noted."""
     known = {table: {row[0] for row in conn.execute(f"SELECT id FROM {table}")} for table in ("centers", "insurances")}
     known["doctors"] = dict(conn.execute("SELECT id, speciality_id FROM doctors").fetchall())
     known["resources"] = dict(conn.execute("SELECT id, center_id FROM resources").fetchall())
@@ -117,10 +123,12 @@ def stage_rows(clinic, conn, rows, problems):
             problems.add(line, why)
         try:
             appointment = appointment_fields(fields, known)
-            patient_id, nif = staged_patient(conn, fields, today, line)
+            patient_id, nif, note = staged_patient(conn, fields, today, line)
         except ClinicError as error:
             problems.add(line, error.message)
             continue
+        if note:
+            notes.add(line, note)
         chunk.append((line, appointment["date"], appointment["time"], appointment["end"], appointment["doctor"],
                       appointment["center"], appointment["insurance"], appointment["reason"], appointment["status"],
                       patient_id, nif, appointment["type"], appointment["pause"], appointment["busy_until"],
@@ -136,17 +144,28 @@ def stage(conn, chunk):
 
 
 def staged_patient(conn, fields, today, line):
-    """(patient id, None) of the live patient a row names, by NIF, else by name and phone (or, with no phone,
-    name and surname among those without a NIF); or (None, NIF) of a new patient, staged from its first row."""
+    """(patient id, None, note) of the live patient a row names, by NIF (the holder, or the child of theirs the
+    row's name is: `named`), else by name and phone (or, with no phone, name and surname among those without a
+    NIF); or (None, NIF, None) of a new patient, staged from its first row. The note says a child was taken."""
     if fields.get("nif", "").strip():
         nif = normalise_nif(fields["nif"])
-        found = conn.execute("SELECT id FROM live_patients WHERE nif = ?", (nif,)).fetchone()
-        if found:
-            return found[0], None
-        if conn.execute("SELECT 1 FROM staged_patients WHERE nif = ?", (nif,)).fetchone() is None:
+        family = conn.execute("SELECT id, search, 0 FROM live_patients WHERE nif = ?1 UNION ALL SELECT id, search, 1"
+                              " FROM live_patients WHERE guardian_id = (SELECT id FROM live_patients WHERE nif = ?1)"
+                              " ORDER BY 3, 1", (nif,)).fetchall()
+        if family:
+            holder = family[0][0]
+            patient_id = named(conn, fields, family, f"patient {holder}")
+            if patient_id == holder:
+                return holder, None, None
+            return patient_id, None, f"a child of the NIF's holder (patient {holder}), booked to that child " \
+                                     f"(patient {patient_id})"
+        earlier = conn.execute("SELECT line, search FROM staged_patients WHERE nif = ?", (nif,)).fetchone()
+        if earlier is None:
             patient = patient_fields(fields, today)
             stage_patient(conn, line, patient)
-        return None, nif
+        else:
+            named(conn, fields, [(earlier[0], earlier[1], 0)], f"the new patient of line {earlier[0]}")
+        return None, nif, None
     phone = parse_phone(fields["phone"]) if fields.get("phone", "").strip() else None
     name, surname = fields.get("name", "").strip(), fields.get("surname", "").strip()
     if phone:
@@ -159,7 +178,56 @@ def staged_patient(conn, fields, today, line):
         raise ClinicError("INVALID_REQUEST", "no NIF, and no one patient here with that name and phone (or, with no "
                                              "phone, that name and surname): give the patient's NIF",
                           "patient_by_phone", "nif")
-    return found[0][0], None
+    return found[0][0], None, None
+
+
+def named(conn, fields, family, holder):
+    """The key of the NIF's `family` ((key, search, 1 for a child), its holder first, said as `holder`) the row's
+    name is, folded as the patient search folds it and never shown: the holder when it is not given or fits
+    theirs, else the one child whose it fits; else ClinicError naming them and those near it, by patient id."""
+    words = fold(fields.get("name", "")).split()
+    if not words:
+        return family[0][0]
+    surname = fold(fields.get("surname", "")).split()
+    first, first_surname = words[0], (surname or words[1:2] or [None])[0]
+    said = {key: holder if not child else f"patient {key}" for key, _, child in family}
+    children = [key for key, _, child in family if child]
+    for fits in (fitting(first, first_surname), near_fitting(words + surname)):  # as written, else in any order
+        found = [(key, child) for key, search, child in family if fits(search.split())]
+        if len(found) == 1 or (found and not found[0][1]):
+            return found[0][0]
+        if found:
+            raise ClinicError("INVALID_REQUEST", f"the name fits more than one child of the NIF's holder ({holder}): "
+                                                 f"{patients_said([key for key, _ in found])}; take the row out and "
+                                                 "book it at the desk", "patient_name", "name")
+    near = [said[key] for key, search, _ in family if get_close_matches(first, search.split()[:1], 1, 0.75)]
+    if first_surname:  # someone of that first name and first surname elsewhere: a child under no guardian, or another
+        near += [f"patient {row[0]}" for row in conn.execute(
+            "SELECT id FROM live_patients WHERE search >= ?1 AND search < ?1 || '!' ORDER BY id LIMIT 3",
+            (f" {first} {first_surname}",))]
+    raise ClinicError("INVALID_REQUEST", f"the name fits neither the NIF's holder ({holder}) nor a child of theirs "
+                                         f"({patients_said(children) if children else 'none here'})"
+                                         f"{'; near it: ' + ', '.join(near) if near else ''}: correct the name, or "
+                                         "register the child under the NIF's holder, and import again",
+                      "patient_name", "name")
+
+
+def fitting(first, first_surname):
+    """Whether a patient's folded words are the row's first name and (among the rest) its first surname."""
+    return lambda words: words[:1] == [first] and (first_surname is None or len(words) == 1
+                                                   or first_surname in words[1:])
+
+
+def near_fitting(row_words):
+    """Whether a patient's folded first name and one of their other words are among the row's words, in any
+    order ("Núñez Peña, Íñigo" in one cell)."""
+    return lambda words: bool(words) and words[0] in row_words and (
+        len(words) == 1 or len(row_words) == 1 or bool(set(words[1:]) & (set(row_words) - {words[0]})))
+
+
+def patients_said(keys):
+    """'patient 4', 'patients 4, 7'."""
+    return f"patient{'s' if len(keys) > 1 else ''} {', '.join(str(key) for key in keys)}"
 
 
 def stage_patient(conn, line, patient, guardian_nif=None):

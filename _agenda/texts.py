@@ -395,6 +395,10 @@ TEXTS = {
                          "{field}: booked, confirmed, unanswered or cancelled."),
     "rule_patient_by_phone": ("Sin NIF, y ningún paciente único con ese nombre y teléfono: indica su NIF.",
                               "No NIF, and no one patient with that name and phone: give their NIF."),
+    "rule_patient_name": ("{field}: no es el del titular del NIF ni el de un solo menor a su cargo: corrígelo, o "
+                          "registra al menor con ese tutor.",
+                          "{field}: neither the NIF's holder's nor that of exactly one child of theirs: correct it, or "
+                          "register the child under that guardian."),
     # every text field, on every channel ("Text fields")
     "rule_control_character": ("{field}: lleva un carácter de control, que no se ve; bórralo y escríbelo de nuevo.",
                                "{field}: holds a control character, which does not show; delete it and type it again."),
