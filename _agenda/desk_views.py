@@ -14,9 +14,10 @@ from .texts import translator
 from .pages import desk_template
 from .slots import Slot
 from .visits import resources_day
+from .holds import unheld
 from .timeline import NOW_ROWS, WEEK_CARDS, center_week, day_timeline, doctor_week, now_label_at, week_days
 from .web import clinic, query_text
-from .desk_shared import (changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
+from .desk_shared import (catalog_names, changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
                           who_booked)
 
 
@@ -124,14 +125,18 @@ def desk_week():
 
 def desk_rooms():
     """A center's rooms and machines on a day ("Rooms and machines"): who each room is for, and the visits each
-    holds, by time, who the patients are through the one door."""
+    holds, by time, who the patients are through the one door; first, the center's coming visits that hold
+    less than they need ("What a visit holds"), by id, to move."""
     day, centers = asked_day(), desk_centers()
     center_id = clinic().require_center(query_text("centerId") or (centers[0]["id"] if centers else None))
     resources = resources_day(clinic().conn(), center_id, day)
     held = sorted({key for resource in resources for key in resource["held"]})
     records = {a["id"]: a for a in clinic().appointments(
         f"a.id IN ({','.join('?' * len(held))})", held, desk_source(), "day")} if held else {}
+    unplaced = [visit for visit in unheld(clinic().conn(), clinic().clock().astimezone(clinic().tz))
+                if visit.center_id == center_id]  # moved in, or from before rooms were held: to move
     return desk_page("rooms", day=day, centers=centers, center_id=center_id, resources=resources, records=records,
+                     unplaced=unplaced, doctor_names=catalog_names("doctors"),
                      previous=rooms_address(day - dt.timedelta(days=1), center_id),
                      following=rooms_address(day + dt.timedelta(days=1), center_id))
 

@@ -227,3 +227,8 @@ def test_the_upgrade_that_holds_doctors_rooms_fills_in_what_fits_and_lists_the_r
     assert {visit.id for visit in unheld(conn, now)} == {102, 103}  # Vega's room held by Muñoz's visit then
     status = cli(typed, clock, "status")
     assert "2 coming appointments without the room or machine they need" in status.output, status.output
+    desk = webtest.TestApp(typed.app)
+    log_in(desk)
+    rooms = desk.get("/desk/rooms?date=26/11/2030&centerId=C2").html.find(id="unplaced")
+    assert [a["href"] for a in rooms.find_all("a")] == ["/desk/appointments/102", "/desk/appointments/103"]
+    assert "Citas sin la sala o la máquina que necesitan" in rooms.text and "Rosa Vega" in rooms.text

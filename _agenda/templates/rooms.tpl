@@ -19,6 +19,16 @@
   </nav>
 </div>
 <h1>{{t('rooms_title')}}</h1>
+% if unplaced:
+<section class="notice" id="unplaced">
+  <h2>{{t('rooms_unplaced')}}</h2>
+  <ul>
+    % for visit in unplaced:
+    <li><a href="/desk/appointments/{{visit.id}}">{{t('rooms_unplaced_visit').format(id=visit.id)}}</a>: {{format_date(visit.date)}} {{visit.time}} · {{doctor_names.get(visit.doctor_id, visit.doctor_id)}}</li>
+    % end
+  </ul>
+</section>
+% end
 % if not resources:
 <p>{{t('rooms_none')}}</p>
 % end
