@@ -53,11 +53,14 @@ def import_appointments_command(ctx, db_path, file, dry_run, tz):
     """Bring in an old system's appointments, all or nothing, so a clinic can switch on a Monday.
 
     Columns by name (Spanish names too): date,time,duration,doctor,center,nif,name,
-    surname,phone,reason,insurance,status. UTF-8 or Windows-1252; ',' ';' or tab. A
+    surname,phone,reason,insurance,status,type,pause,holds. UTF-8 or Windows-1252; ','
+    ';' or tab. A
     patient is found by NIF (else by name and phone) or created from the row; a row under
     a guardian's NIF with a child's name is booked to that child and said; a name that is
-    neither the holder's nor a child's, an unknown doctor, center or insurance and an
-    overlap with the same doctor are listed by line, and then nothing is imported.
+    neither the holder's nor a child's, an unknown doctor, center or insurance, a room of
+    another center, a type of another area and an overlap with the same doctor are listed
+    by line, and then nothing is imported. A coming visit is given the room and machine
+    its type needs; one that finds none free is imported and listed as a conflict.
 
     Example:
 

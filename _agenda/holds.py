@@ -110,9 +110,11 @@ def rederive(conn, now, visits):
                                                            + (visit.time + visit.until,)))
         conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
                          [(visit.id, resource, visit.date, visit.time, visit.until) for resource in taken or ()])
-    for visit in unplaced:  # what it held, where nothing else holds it since
+    for visit in unplaced:  # what it held, where nothing else holds it since and no other doctor's hours place them
         conn.executemany(
             "INSERT INTO holds (appointment_id, resource_id, date, time, until) SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT"
-            " EXISTS (SELECT 1 FROM holds WHERE resource_id = ?2 AND date = ?3 AND live = 1 AND time < ?5 AND ?4 < until)",
-            [(visit.id, resource, visit.date, visit.time, visit.until) for resource in visit.held or ()])
+            " EXISTS (SELECT 1 FROM holds WHERE resource_id = ?2 AND date = ?3 AND live = 1 AND time < ?5 AND ?4 < until)"
+            " AND NOT EXISTS (SELECT 1 FROM schedules WHERE room_id = ?2 AND doctor_id != ?6 AND weekday ="
+            " (CAST(strftime('%w', ?3) AS INTEGER) + 6) % 7 AND start_time < ?5 AND ?4 < end_time)",
+            [(visit.id, resource, visit.date, visit.time, visit.until, visit.doctor_id) for resource in visit.held or ()])
     return unplaced

@@ -201,9 +201,7 @@ def free_starts(conn, doctors, first_day, last_day, *, window, visit_of, center_
                         if (kind := visit_of(by_id[row["doctor_id"]], row)) is not None]
               for weekday, rows in schedule.grids.items()}  # once a schedule row, not once a day
     needs = {need for rows in visits.values() for visit in rows for need in visit[3].needs}
-    rooms = any(visit[0]["room_id"] for rows in visits.values() for visit in rows)
-    resources = (read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=None if rooms else needs)
-                 if needs or rooms else None)
+    resources = read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=needs) if needs else None
     slots, day = [], first_day
     while day <= last_day:
         iso, date_text = day.isoformat(), format_date(day)  # once a day, not once a row
@@ -236,9 +234,10 @@ def starts_of_row(window, schedule, resources, visit, day, iso, date_text):
             continue
         if fit.untils[index] > last and past_the_grid(schedule, row, grid, day, fit.untils[index]) != FREE:
             continue  # it runs on past the grid's last cell (hours that end mid-slot)
-        if kind.needs or row["room_id"]:
-            if pools is None:  # once a row and day, and only for a row with a start free
-                pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day)
+        if kind.needs:
+            if pools is None:  # once a row and day, and only for a row with a start free; the doctor's own room is
+                pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day,  # free when
+                                  squeezed=True)  # they are: only their visits hold it ("What a visit holds")
             if first_free(pools, starts[index], fit.untils[index]) is None:
                 continue
         found.append(Slot(day, date_text, starts[index], fit.ends[index], kind.minutes, doctor["id"], doctor["name"],

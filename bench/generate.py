@@ -13,7 +13,8 @@ doctor (each area's first visit of 30 minutes, follow-up of 15, a 10-minute visi
 treatment room and boxes at each center, the doctors whose hours fit placed in a box) and
 an ultrasound at each center. Its appointments are the same ones, at the same starts, each
 of a type that fits its cell (the follow-up, or the 10 + 10 on a 20-minute grid; a quarter
-the ultrasound's or treatment room's type where that is free then, holding it).
+the ultrasound's or treatment room's type where that is free then, holding it), and each of
+a doctor placed in a box holds that box.
 
     python bench/generate.py /tmp/big.db                     # 300,000 appointments
     python bench/generate.py /tmp/small.db --appointments 3000 --patients 2000
@@ -194,6 +195,11 @@ def insert_appointments(conn, chosen, patients, today_text, now, types):
         conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until, live)"
                          " VALUES (?, ?, ?, ?, ?, ?)", [(ids[doctor, day, start], resource, day, start, until, live)
                                                          for doctor, day, start, resource, until, live in holds])
+        conn.execute(  # each visit of a doctor placed in a box holds it too, as the door writes it
+            "INSERT INTO holds (appointment_id, resource_id, date, time, until, live) SELECT a.id, s.room_id, a.date,"
+            " a.time, a.busy_until, a.status != 'cancelled' FROM appointments a JOIN schedules s ON s.doctor_id ="
+            " a.doctor_id AND s.center_id IS a.center_id AND s.weekday = (CAST(strftime('%w', a.date) AS INTEGER)"
+            " + 6) % 7 AND s.start_time <= a.time AND a.time < s.end_time WHERE s.room_id IS NOT NULL")
 
 
 def typed_visit(row, typing, holds, held):
