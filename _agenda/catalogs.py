@@ -6,7 +6,7 @@ import re
 
 from .values import ClinicError, format_date, parse_date, parse_time
 from .store import record_event, transaction
-from .holds import rederive, unheld
+from .holds import rederive, touched_by, unheld, what_holds_read
 
 
 CATALOG_COLUMNS = ("kind", "id", "name", "speciality", "center", "insurances", "days", "hours",
@@ -376,13 +376,12 @@ def doctors_of_another_area(conn, types):
              " take it from their rows first") for type_id, doctors in found.items()]
 
 
-def rederived(conn, now, before, parsed):
+def rederived(conn, now, before, parsed, touched):
     """Inside the seed's transaction: the coming visits the catalog touched hold what they need now ("What a
     visit holds"); ([{id, date, time, doctor, holds}] whose room or machine changed, problems naming those that
     would find none)."""
-    bad = unheld(conn, now)
-    touched = [visit for visit in bad if visit.id not in before]
-    unplaced = rederive(conn, now, touched)
+    bad = unheld(conn, now, touching=touched)
+    unplaced = rederive(conn, now, [visit for visit in bad if visit.id not in before])
     still = {visit.id for visit in rederive(conn, now, [visit for visit in bad if visit.id in before])}
     if not unplaced:  # the conflicts from before stay listed where they still find nothing
         return [{"id": visit.id, "date": visit.date, "time": visit.time, "doctor": visit.doctor_id, "holds": [
@@ -394,6 +393,27 @@ def rederived(conn, now, before, parsed):
                       for visit in unplaced)
     return [], [(min(lines), f"this would leave without the room or machine they need: {named}. Move them first"
                              " (agenda move ID), or give the catalog the room or machine back")]
+
+
+def _apply_rows(conn, parsed):
+    """Write the parsed catalog over the database's, inside the caller's transaction; the problems found."""
+    problems = []
+    for kind, table in (("center", "centers"), ("speciality", "specialities"), ("insurance", "insurances")):
+        conn.executemany(f"INSERT INTO {table} (id, name) VALUES (?, ?)"
+                         " ON CONFLICT (id) DO UPDATE SET name = excluded.name", parsed["simple"][kind].items())
+    problems.extend(_apply_types(conn, parsed["types"]) + _apply_resources(conn, parsed["resources"]))
+    has_centers = conn.execute("SELECT 1 FROM centers LIMIT 1").fetchone() is not None
+    problems.extend((item["line"], f"{'room' if item['is_room'] else 'machine'} {key}: center is required"
+                                   " when the clinic has centers")
+                    for key, item in parsed["resources"].items() if has_centers and item["center"] is None)
+    for doctor_id, entries in parsed["doctors"].items():
+        problems.extend(_apply_doctor(conn, doctor_id, entries))
+        problems.extend((entry["line"], f"doctor {doctor_id}: center is required when the clinic has centers")
+                        for entry in entries if has_centers and entry["center"] is None)
+    for closure in parsed["closures"]:
+        problems.extend(_apply_closure(conn, *closure))
+    return problems + rooms_shared(conn, parsed["doctors"]) + names_shared(conn, parsed["types"]) + \
+        doctors_of_another_area(conn, parsed["types"])
 
 
 def seed_catalogs(conn, rows, *, at, source="cli", tz=None):
@@ -408,26 +428,17 @@ def seed_catalogs(conn, rows, *, at, source="cli", tz=None):
     now, changed = at if tz is None else at.astimezone(tz), []
     try:
         with transaction(conn):
-            before = _snapshot(conn)
-            before_unheld = {visit.id for visit in unheld(conn, now)}
-            for kind, table in (("center", "centers"), ("speciality", "specialities"), ("insurance", "insurances")):
-                conn.executemany(f"INSERT INTO {table} (id, name) VALUES (?, ?)"
-                                 " ON CONFLICT (id) DO UPDATE SET name = excluded.name", parsed["simple"][kind].items())
-            problems.extend(_apply_types(conn, parsed["types"]) + _apply_resources(conn, parsed["resources"]))
-            has_centers = conn.execute("SELECT 1 FROM centers LIMIT 1").fetchone() is not None
-            problems.extend((item["line"], f"{'room' if item['is_room'] else 'machine'} {key}: center is required"
-                                           " when the clinic has centers")
-                            for key, item in parsed["resources"].items() if has_centers and item["center"] is None)
-            for doctor_id, entries in parsed["doctors"].items():
-                problems.extend(_apply_doctor(conn, doctor_id, entries))
-                problems.extend((entry["line"], f"doctor {doctor_id}: center is required when the clinic has centers")
-                                for entry in entries if has_centers and entry["center"] is None)
-            for closure in parsed["closures"]:
-                problems.extend(_apply_closure(conn, *closure))
-            problems.extend(rooms_shared(conn, parsed["doctors"]) + names_shared(conn, parsed["types"])
-                            + doctors_of_another_area(conn, parsed["types"]))
-            changed, unplaced = rederived(conn, now, before_unheld, parsed) if not problems else ([], [])
-            problems.extend(unplaced)
+            before, held = _snapshot(conn), what_holds_read(conn)
+            conn.execute("SAVEPOINT catalog")
+            problems.extend(_apply_rows(conn, parsed))
+            touched = None if problems else touched_by(held, what_holds_read(conn))
+            if touched:  # the coming visits it touches, judged before and after
+                conn.execute("ROLLBACK TO catalog")
+                before_unheld = {visit.id for visit in unheld(conn, now, touching=touched)}
+                _apply_rows(conn, parsed)
+                changed, unplaced = rederived(conn, now, before_unheld, parsed, touched)
+                problems.extend(unplaced)
+            conn.execute("RELEASE catalog")
             if problems:
                 raise SeedError(problems)
             after = _snapshot(conn)

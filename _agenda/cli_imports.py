@@ -15,6 +15,9 @@ from .staged_import import import_patients
 from .cli import cli, cli_clinic, cli_now, cli_zone, db_option, refuse_bad_rows, tz_option
 
 
+LISTED = 20  # the coming appointments a seed names whose room or machine changed; the rest counted
+
+
 @cli.command()
 @db_option
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
@@ -67,7 +70,9 @@ def seed(ctx, db_path, file, demo, tz):
         click.echo(f"{plural(len(summary['rederived']), 'coming appointment')} with another room or machine now:")
         click.echo("\n".join(f"  appointment {visit['id']} ({format_date(visit['date'])} {visit['time']},"
                              f" {visit['doctor']}): now holds {', '.join(visit['holds']) or 'none'}"
-                             for visit in summary["rederived"]))
+                             for visit in summary["rederived"][:LISTED]))
+        if len(summary["rederived"]) > LISTED:
+            click.echo(f"  ... and {len(summary['rederived']) - LISTED:,} more (`agenda day DATE` shows them)")
 
 
 @cli.command("import-patients")

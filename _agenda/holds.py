@@ -34,14 +34,18 @@ COMING = (
     " a.end_time) THEN '' ELSE char(31) END) FROM holds h WHERE h.appointment_id = a.id) AS held"
     " FROM appointments a LEFT JOIN visit_types t ON t.id = a.type_id WHERE a.status != 'cancelled'"
     " AND (a.date > ?1 OR (a.date = ?1 AND a.time > ?2)) AND (?3 IS NULL OR a.id IN (SELECT value FROM json_each(?3)))"
-    " ORDER BY a.date, a.time, a.id")
+    " AND (?4 IS NULL OR a.doctor_id IN (SELECT value FROM json_each(?4)) OR a.type_id IN (SELECT value FROM"
+    " json_each(?5)) OR a.id IN (SELECT h.appointment_id FROM holds h WHERE h.live = 1 AND h.resource_id IN (SELECT"
+    " value FROM json_each(?6)))) ORDER BY a.date, a.time, a.id")
 
 
-def coming(conn, now, ids=None):
-    """[Coming] of every live visit that starts after `now` (the clinic's local time), or of these ids only."""
+def coming(conn, now, ids=None, touching=None):
+    """[Coming] of every live visit that starts after `now` (the clinic's local time), or of these ids only, or
+    of those of these (doctors, types, resources held) only."""
     found = []
+    touched = (None, None, None) if touching is None else [json.dumps(sorted(some)) for some in touching]
     for row in conn.execute(COMING, (now.date().isoformat(), f"{now:%H:%M}", None if ids is None
-                                     else json.dumps(sorted(ids)))):
+                                     else json.dumps(sorted(ids)), *touched)):
         held = json.loads(row["held"])
         found.append(Coming(row["id"], row["doctor_id"], row["center_id"], row["date"], row["time"], row["until"],
                             needs_of(row["needs"]), bool(row["squeezed"]), row["room_id"],
@@ -85,11 +89,34 @@ def holds_what_it_needs(visit, resources):
     return not categories
 
 
-def unheld(conn, now, ids=None):
-    """[Coming] of the live visits not yet started (of these ids only, when given) that hold other than what
-    they need: what a change must re-derive, and the conflicts the rooms page and `agenda status` list."""
+def unheld(conn, now, ids=None, touching=None):
+    """[Coming] of the live visits not yet started (of these ids, or these (doctors, types, resources held),
+    only, when given) that hold other than what they need: what a change must re-derive, and the conflicts the rooms
+    page and `agenda status` list."""
     resources = resources_of(conn)
-    return [visit for visit in coming(conn, now, ids) if not holds_what_it_needs(visit, resources)]
+    return [visit for visit in coming(conn, now, ids, touching) if not holds_what_it_needs(visit, resources)]
+
+
+HOLDS_READ = (  # what a coming visit's holds depend on in the catalog
+    "SELECT doctor_id, center_id, weekday, start_time, end_time, room_id FROM schedules",
+    "SELECT id, needs FROM visit_types",
+    "SELECT id, center_id, is_room, category FROM resources")
+
+
+def what_holds_read(conn):
+    """The catalog's rows a coming visit's holds depend on: its doctor's hours and rooms, types' needs, rooms
+    and machines."""
+    return [{tuple(row) for row in conn.execute(sql)} for sql in HOLDS_READ]
+
+
+def touched_by(before, after):
+    """(doctors, types, resources) whose coming visits a change of `what_holds_read` may touch: the doctors
+    whose hours changed, the types whose needs did, and the rooms and machines that changed or whose doctor
+    did (the visits holding them); None when nothing did."""
+    hours, kinds, resources = (old ^ new for old, new in zip(before, after))
+    touched = ({row[0] for row in hours}, {row[0] for row in kinds},
+               {row[5] for row in hours if row[5]} | {row[0] for row in resources})
+    return touched if any(touched) else None
 
 
 def rederive(conn, now, visits):
