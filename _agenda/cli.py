@@ -64,7 +64,7 @@ def desk_rules_options(function):
     function = click.option("--desk-min-notice", default=DEFAULTS.desk_min_notice_minutes, show_default=True,
                             type=click.IntRange(0, None), envvar="AGENDA_DESK_MIN_NOTICE", show_envvar=True,
                             help="Minutes between now and the first slot reception may book (0: a walk-in "
-                                 "now; a slot already begun is past).")(function)
+                                 "now, into the slot under way until its end).")(function)
     return click.option("--desk-horizon", default=DEFAULTS.desk_horizon_months, show_default=True,
                         type=click.IntRange(1, 120), envvar="AGENDA_DESK_HORIZON", show_envvar=True,
                         help="Calendar months ahead that reception may book.")(function)

@@ -100,10 +100,10 @@ class Clinic:
 
     def window(self, channel="caller"):
         """When a channel may book now ("Each channel's rules"): the caller's notice and horizon, or
-        the desk's (its CLI twins' too)."""
+        the desk's (its CLI twins' too), where a cell already begun takes a walk-in until its end."""
         if channel == "desk":
             return booking_window(self.clock(), self.tz, self.settings.desk_min_notice_minutes,
-                                  horizon_months=self.settings.desk_horizon_months)
+                                  horizon_months=self.settings.desk_horizon_months, walk_in=True)
         return booking_window(self.clock(), self.tz, self.settings.min_notice_minutes, self.settings.horizon_days)
 
     # Look-ups: each id the caller names, or its 404

@@ -75,6 +75,17 @@ def overlaps(clinic, most=50):
     return pairs, clinic.conn().execute(f"SELECT count(*) {OVERLAPS}", (today,)).fetchone()[0]
 
 
+def overlapped(clinic, appointment):
+    """[{id, date, time, doctor}] of the same patient's other live visits this appointment overlaps now (the pause
+    not the patient's time): those it was booked over on purpose ("One patient, one place"); ids and times only."""
+    return [dict(row) for row in clinic.conn().execute(
+        "SELECT b.id, b.date, b.time, d.name AS doctor FROM appointments b JOIN doctors d ON d.id = b.doctor_id"
+        " WHERE b.patient_id = ? AND b.date = ? AND b.id != ? AND b.status != 'cancelled' AND b.time < ?"
+        " AND ? < b.end_time ORDER BY b.time, b.id",
+        (appointment["patient_id"], appointment["date"], appointment["id"], appointment["end"],
+         appointment["start"]))]
+
+
 def squeeze_in(clinic, *, day, time_text, doctor_id, patient_id, insurance_id=None, center_id=None, reason=None,
                speciality_id=None, source):
     """Book an urgent patient into a taken or off-grid time of the doctor's hours ("Sobrecita"): reception

@@ -9,11 +9,12 @@ import urllib.parse
 import bottle
 
 from .values import all_fields, ClinicError, format_date, invalid, numeric_id, parse_date, parse_time, patient_fields
-from .counter import mark_attendance, open_marks, squeeze_in
+from .counter import mark_attendance, open_marks, overlapped, squeeze_in
 from .series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 from .waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
                        waiting, window_text)
-from .texts import translator
+from .fitting import why_not
+from .texts import TEXTS, translator
 from .timeline import local_time
 from .web import clinic, query_text, status_of
 from .desk_shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
@@ -32,7 +33,7 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=No
     slot = {name: query_text(name) or form(name) for name in ("doctorId", "date", "time", "centerId", "squeeze",
                                                               "typeId")}
     doctor = clinic().require_doctor(slot["doctorId"])
-    kinds, starts = visit_types_here(doctor, slot)
+    kinds, starts, why = visit_types_here(doctor, slot)
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
     typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason",
                                                  "guardianNif", "insuranceId", "underGuardian")}
@@ -54,6 +55,7 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=No
                      entry=entry, waiting_here=[w for w in waiting_for(doctor, slot) if entry is None
                                                 or w["id"] != entry["id"]],
                      booked=booked, elsewhere=elsewhere, kinds=kinds, starts=[] if offers else starts, offers=offers,
+                     unfit=None if offers or why is None else "" if error else why,
                      existing=found[0] if existing and found else None, focus=first_focus(offers, found, error),
                      center_name=catalog_names("centers").get(slot["centerId"]))
 
@@ -112,21 +114,69 @@ def way_on(doctor, slot, insurance_id):
 
 
 def visit_types_here(doctor, slot):
-    """([(type id, its words)] the doctor offers where they work then, the first their default; the starts of
-    that day (at most 12) where the type chosen fits, when it does not fit at the slot's time)."""
+    """([(type id, its words)] the doctor offers where they work then, the first their default; when the type
+    chosen does not fit at the slot's time, the starts of that day (at most 12) where it does and why not, in
+    the desk's words ('' when unknown); else [] and None)."""
     try:
         day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
     except ClinicError:
-        return [], []
+        return [], [], None
     kinds = clinic().types_at(doctor["id"], slot["centerId"])
     slot["typeId"] = slot["typeId"] if slot["typeId"] in {kind.id for kind in kinds} else (
         kinds[0].id if kinds else None)
     if not slot["typeId"] or slot["squeeze"]:
-        return [(kind.id, kind) for kind in kinds], []
+        return [(kind.id, kind) for kind in kinds], [], None
     free = clinic().availability(doctor_id=doctor["id"], speciality_id=slot["typeId"], center_id=slot["centerId"],
                                  first=day, last=day, channel="desk")
-    starts = [] if any(s.time == time_text for s in free) else [s.time for s in free][:12]
-    return [(kind.id, kind) for kind in kinds], starts
+    if any(s.time == time_text for s in free):
+        return [(kind.id, kind) for kind in kinds], [], None
+    kind = next(kind for kind in kinds if kind.id == slot["typeId"])
+    why = why_not(clinic(), doctor["id"], day, time_text, slot["centerId"], kind)
+    words = why_words(translator(bottle.request.environ["agenda.desk"]["lang"]), why, kind) if why else ""
+    return [(kind.id, kind) for kind in kinds], [s.time for s in free][:12], words
+
+
+def why_words(t, why, kind):
+    """Why a visit of `kind` does not fit at a start (`fitting.Why`) in the clinic's words: the box or machine
+    held, named; past the doctor's hours; into another visit or a closure; else the slot's reason."""
+    visit = t("why_visit", minutes=kind.minutes) + (t("why_pause", minutes=kind.pause) if kind.pause else "")
+    if why.reason == "resource_taken":
+        return held_words(t, why.held)
+    if why.reason in ("past_hours", "runs_into", "runs_into_closed"):
+        return t(f"why_{why.reason}", visit=visit, ends=why.ends or "", at=why.at or "")
+    return t(f"reason_{why.reason}" if f"reason_{why.reason}" in TEXTS else "SLOT_NOT_AVAILABLE")
+
+
+def held_words(t, held):
+    """What is held then, [(category, [names])], in the clinic's words; without it, that a box or machine is."""
+    said = [t("why_held", category=category, names=", ".join(names)) for category, names in held or () if names]
+    return " ".join(said) or t("reason_resource_taken")
+
+
+def slot_refusal(error):
+    """A refusal in the desk's words; a box or machine taken names what is held then (`error.held`, when the door
+    gives it: [(category, [names])]), else says a box or machine is."""
+    if error.code == "SLOT_NOT_AVAILABLE" and error.rule == "resource_taken":
+        return held_words(translator(bottle.request.environ["agenda.desk"]["lang"]), getattr(error, "held", None))
+    return desk_refusal(error)
+
+
+def booking_refusal(error, slot, type_id, squeezed):
+    """A booking's refusal in the desk's words (`slot_refusal`); a visit whose start is free but that does not
+    fit says why, asked again of `fitting.why_not`: past the doctor's hours, into their next visit or a closure."""
+    if squeezed or error.code != "SLOT_NOT_AVAILABLE" or error.rule not in ("off_grid", "taken", "closed"):
+        return slot_refusal(error)
+    try:
+        day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
+        doctor = clinic().require_doctor(slot["doctorId"])
+    except ClinicError:
+        return desk_refusal(error)
+    kinds = clinic().types_at(doctor["id"], slot["centerId"])
+    kind = next((kind for kind in kinds if kind.id == type_id), kinds[0] if kinds else None)
+    why = why_not(clinic(), doctor["id"], day, time_text, slot["centerId"], kind) if kind else None
+    if why is None or why.reason not in ("past_hours", "runs_into", "runs_into_closed"):
+        return desk_refusal(error)
+    return why_words(translator(bottle.request.environ["agenda.desk"]["lang"]), why, kind)
 
 
 def waiting_for(doctor, slot):
@@ -171,7 +221,8 @@ def desk_book():
                 speciality_id=form("typeId"), source=source)
     except ClinicError as error:
         existing = error.extra.get("patientId") if error.code == "PATIENT_ALREADY_EXISTS" else None
-        return desk_book_page(desk_refusal(error), status=status_of(error), wrong=desk_wrong_fields(error),
+        return desk_book_page(booking_refusal(error, slot, form("typeId"), bool(form("squeeze"))),
+                              status=status_of(error), wrong=desk_wrong_fields(error),
                               booked=error.extra.get("appointmentId"), elsewhere=error.extra.get("elsewhere"),
                               patient=patient_id or existing, existing=existing, lost=lost_slot(error))
     done(day_address(asked["day"], slot["centerId"]), ("booked_done", {"date": format_date(asked["day"]),
@@ -239,7 +290,8 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
                      insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
                      doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
                      today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"),
-                     marks=open_marks(clinic(), appointment["date"], appointment["start"]))
+                     marks=open_marks(clinic(), appointment["date"], appointment["start"]),
+                     overlapped=overlapped(clinic(), appointment) if appointment["overlap_accepted"] else [])
 
 
 def desk_move(appointment_id):
@@ -253,7 +305,7 @@ def desk_move(appointment_id):
         clinic().move(appointment_id, day=day, time_text=time_text, doctor_id=parts[2], center_id=parts[3] or None,
                       source=desk_source(), accept_overlap=bool(form("acceptOverlap")))
     except ClinicError as error:
-        return desk_appointment(appointment_id, desk_refusal(error), status_of(error), error.extra.get("elsewhere"))
+        return desk_appointment(appointment_id, slot_refusal(error), status_of(error), error.extra.get("elsewhere"))
     after = clinic().appointment(appointment_id, None)
     done(day_address(day, after["center_id"]), ("moved_where_done", {
         "date": format_date(day), "time": time_text, "doctor": catalog_names("doctors").get(after["doctor_id"], ""),

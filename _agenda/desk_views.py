@@ -2,6 +2,7 @@
 timeline partial, and the appointments that need a call ("To call")."""
 
 import datetime as dt
+import html
 import os
 import urllib.parse
 
@@ -15,18 +16,19 @@ from .pages import desk_template
 from .slots import Slot
 from .visits import resources_day
 from .holds import unheld
-from .timeline import NOW_ROWS, WEEK_CARDS, center_week, day_timeline, doctor_week, now_label_at, week_days
+from .timeline import (NOW_ROWS, WEEK_CARDS, center_week, day_timeline, doctor_week, legend, now_label_at,
+                       week_days)
 from .web import clinic, query_text
 from .desk_shared import (catalog_names, changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
                           who_booked)
 
 
 def day_plan(clinic, day, center_id=None, reader=None):
-    """One center's day as the desk draws it ("The day as time"): for each doctor, their blocks and cards
-    (`timeline.day_timeline`), the free ones exactly those `slot_state` lets the desk book."""
+    """One center's day as the desk draws it ("The day as time"): for each doctor, their free cells
+    (`timeline.day_timeline`), exactly the starts where a visit they offer there fits, and its type."""
     return [{"id": column["doctor_id"], "name": column["name"], "speciality_id": column["speciality_id"],
-             "slots": [{"time": block.time, "state": block.kind, "center_id": block.center_id}
-                       for block in column["blocks"] if block.kind == "free"]}
+             "slots": [{"time": block.time, "state": block.kind, "center_id": block.center_id,
+                        "type_id": block.type_id} for block in column["blocks"] if block.kind == "free"]}
             for column in day_timeline(clinic, day, center_id, reader=reader).columns]
 
 
@@ -58,7 +60,7 @@ def timeline_html(timeline, day, center_id, headings, now=None, places=None):
         t=translator(bottle.request.environ["agenda.desk"]["lang"]), desk=bottle.request.environ["agenda.desk"],
         format_date=format_date, dialled=dialled, urlencode=urllib.parse.urlencode, who_booked=who_booked,
         today=clinic().today().isoformat(), last_day=clinic().window("desk").last_day.isoformat(), places=places,
-        now_label_at=now_label_at, now_rows=NOW_ROWS)
+        now_label_at=now_label_at, now_rows=NOW_ROWS, escape=html.escape)
 
 
 def without(prefix, name):
@@ -94,8 +96,14 @@ def desk_day():
                      previous=day_address(day - dt.timedelta(days=1), center_id, doctor_id),
                      following=day_address(day + dt.timedelta(days=1), center_id, doctor_id),
                      today=day_address(clinic().today(), center_id, doctor_id), here=here, printing=printing,
-                     print_address=here + "&print=1", fill=not printing,
+                     print_address=here + "&print=1", fill=not printing, legend=drawn_legend(timeline, center_id),
                      printed_heading=f"{clinic_name} · {without(clinic_name, center_name)}")
+
+
+def drawn_legend(timeline, center_id=None):
+    """The colours of the visit types a timeline draws or offers, named ("The day as time")."""
+    return legend(clinic(), [card for column in timeline.columns for card in column["cards"]],
+                  {column["doctor_id"] for column in timeline.columns}, center_id)
 
 
 def desk_week():
@@ -108,9 +116,12 @@ def desk_week():
     links = {name: "/desk/week?" + urllib.parse.urlencode({"date": format_date(each), **(
         {"doctorId": doctor_id} if doctor_id else {"centerId": center_id or ""})}) for name, each in around.items()}
     if doctor_id is None:
+        week = center_week(clinic(), center_id, day, reader=desk_source())
         return desk_page("week", day=monday, centers=centers, center_id=clinic().require_center(center_id),
-                         doctors=clinic().doctors(), doctor=None, version=changes_version(),
-                         week=center_week(clinic(), center_id, day, reader=desk_source()), **links)
+                         doctors=clinic().doctors(), doctor=None, version=changes_version(), week=week,
+                         legend=legend(clinic(), [card for each in week for card in each["cards"]],
+                                       {counts["id"] for each in week for counts in each["doctors"]}, center_id),
+                         **links)
     timeline = doctor_week(clinic(), doctor_id, day, reader=desk_source())
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     headings = [f"{t('weekdays')[c['day'].weekday()]} {c['day']:%d/%m}" for c in timeline.columns]  # the year is above
@@ -120,7 +131,8 @@ def desk_week():
               for c in timeline.columns]
     return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=clinic().doctors(),
                      doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(), fill=True,
-                     drawn=timeline_html(timeline, None, None, headings, places=places), **links)
+                     drawn=timeline_html(timeline, None, None, headings, places=places),
+                     legend=drawn_legend(timeline), **links)
 
 
 def desk_rooms():

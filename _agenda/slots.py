@@ -103,13 +103,15 @@ def swept(grid, taken):
 class Window(NamedTuple):
     """When a channel may book ("Slot states"): slots that start at `earliest` (now plus its notice,
     in UTC) or later, so on `first_day` (its date) or later, up to `last_day` (today plus its horizon,
-    which `horizon` words, as "90 days" or "18 months")."""
+    which `horizon` words, as "90 days" or "18 months"); with `walk_in` (reception's, notice 0), a cell of
+    the grid already begun too, until its end."""
     tz: object
     earliest: dt.datetime
     first_day: dt.date
     last_day: dt.date
     notice_minutes: int
     horizon: str
+    walk_in: bool = False
 
 
 def any_time(tz):
@@ -119,15 +121,17 @@ def any_time(tz):
     return Window(tz, earliest, dt.date.min, dt.date.max, 0, "none")
 
 
-def booking_window(now, tz, notice_minutes, horizon_days=None, *, horizon_months=None):
-    """The Window of a channel whose rules are this notice and horizon (days, or calendar months), at `now`."""
+def booking_window(now, tz, notice_minutes, horizon_days=None, *, horizon_months=None, walk_in=False):
+    """The Window of a channel whose rules are this notice and horizon (days, or calendar months), at `now`;
+    `walk_in`: a cell begun stays bookable until its end when the notice is 0 (reception's, D24)."""
     earliest = now.astimezone(dt.timezone.utc) + dt.timedelta(minutes=notice_minutes)
     today = now.astimezone(tz).date()
     if horizon_months is not None:
         last_day, horizon = months_after(today, horizon_months), f"{horizon_months} months"
     else:
         last_day, horizon = today + dt.timedelta(days=horizon_days), f"{horizon_days} days"
-    return Window(tz, earliest, earliest.astimezone(tz).date(), last_day, notice_minutes, horizon)
+    return Window(tz, earliest, earliest.astimezone(tz).date(), last_day, notice_minutes, horizon,
+                  walk_in and notice_minutes == 0)
 
 
 class Schedule(NamedTuple):
@@ -206,11 +210,22 @@ def taken_times(grid, taken):
 
 
 def time_state(window, day, time_text, end_text):
-    """too_soon when the slot starts before the window; off_grid when the clocks skip its start."""
+    """too_soon when the slot starts before the window (a walk-in window's slot begun: when it has ended);
+    off_grid when the clocks skip its start."""
     starts = local_start(day, time_text, window.tz)
     if starts is None:
         return "off_grid", f"the clocks skip {time_text} on {format_date(day)}"
-    return too_soon(window, day, time_text) if starts < window.earliest else None
+    return too_soon(window, day, time_text) if starts < window.earliest and not still_open(
+        window, day, end_text) else None
+
+
+def still_open(window, day, end_text):
+    """True when a walk-in window still takes a cell of the grid begun before now that ends at `end_text`:
+    reception books a walk-in into the cell under way until its end ("Each channel's rules")."""
+    if not window.walk_in:
+        return False
+    ends = local_start(day, end_text, window.tz) if end_text < "24:00" else None
+    return ends is not None and ends > window.earliest
 
 
 def slot_state(schedule, window, doctor_id, day, time_text, center_id=None):
@@ -221,7 +236,8 @@ def slot_state(schedule, window, doctor_id, day, time_text, center_id=None):
     if whole is not None:
         return whole
     starts = local_start(day, time_text, window.tz)
-    if starts is not None and starts < window.earliest:
+    if starts is not None and starts < window.earliest and not begun_cell(schedule, window, doctor_id, day,
+                                                                          time_text, center_id):
         return too_soon(window, day, time_text)
     here = rows_at(schedule, doctor_id, day, time_text, center_id)
     if not isinstance(here, list):
@@ -232,6 +248,13 @@ def slot_state(schedule, window, doctor_id, day, time_text, center_id=None):
                             f"{row['start_time']}")
     taken = schedule.busy.get((doctor_id, day.isoformat()))
     return day_states(window, row, grid, day, schedule.closures, taken).get(time_text, FREE)
+
+
+def begun_cell(schedule, window, doctor_id, day, time_text, center_id=None):
+    """True when `time_text` starts a cell of the doctor's grid there that a walk-in window still takes."""
+    here = rows_at(schedule, doctor_id, day, time_text, center_id) if window.walk_in else None
+    return isinstance(here, list) and any(cell[0] == time_text and still_open(window, day, cell[1])
+                                          for cell in here[0][1].slots)
 
 
 def rows_at(schedule, doctor_id, day, time_text, center_id=None):

@@ -7,7 +7,9 @@ from typing import NamedTuple
 
 from .clinic import APPOINTMENT_TABLES, TO_CALL
 from .values import format_date, hhmm, minutes_of
+from .fitting import fitting_cells
 from .counter import open_marks
+from .visits import types_offered
 
 # Slot states a column draws as one block however many slots they cover, and their words' keys.
 MERGED = {"too_soon": "past", "closed": "closed", "beyond_horizon": "beyond_horizon", "doctor_retired": "retired",
@@ -17,11 +19,22 @@ MERGED = {"too_soon": "past", "closed": "closed", "beyond_horizon": "beyond_hori
 class Block(NamedTuple):
     start: int  # minutes since midnight
     end: int
-    kind: str  # free, taken, past, closed, beyond_horizon, retired, off
+    kind: str  # free, taken, unfit (free, but no visit the doctor offers fits), past, closed, beyond_horizon, ...
     detail: str | None
     time: str
     center_id: str | None
     quiet: bool = False  # drawn without its words: a closure's part under cards, its words after them
+    type_id: str | None = None  # a free cell's visit type (None: a doctor without types)
+    type_name: str | None = None  # its name, when it is not the doctor's default there (the cell says it)
+
+
+PALETTE = 8  # the colours of visit types (desk.css: .vt0 to .vt7; .vt-none, a visit without a type)
+
+
+def colours(conn):
+    """{type id: its colour's class}: a stable place in the sorted list of the catalog's type ids, round the
+    palette ("The day as time")."""
+    return {row[0]: f"vt{n % PALETTE}" for n, row in enumerate(conn.execute("SELECT id FROM visit_types ORDER BY id"))}
 
 
 def merged(blocks):
@@ -55,7 +68,9 @@ def new_column(key, doctor_id, name, speciality_id, day):
 
 
 def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
-    """Add one day's slots and appointments to `columns` (keyed by `key_of(doctor_id, day)`)."""
+    """Add one day's slots and appointments to `columns` (keyed by `key_of(doctor_id, day)`): a cell free only
+    where a visit the doctor offers there fits whole (`fitting_cells`), else `unfit`."""
+    fits = fitting_cells(clinic, day, day, center_id, doctor_id)
     for doctor, time_text, end_text, (state, detail) in clinic.day_slots(day, center_id):
         if doctor_id not in (None, doctor["doctor_id"]):
             continue
@@ -63,8 +78,13 @@ def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
             key_of(doctor["doctor_id"], day), doctor["doctor_id"], doctor["name"], doctor["speciality_id"], day))
         column["slot_minutes"].add(doctor["slot_minutes"])
         kind = state if state in ("free", "taken") else MERGED.get(state, "past")
+        fit = fits.get((doctor["doctor_id"], day, time_text)) if kind == "free" else None
+        kind = "unfit" if kind == "free" and fit is None else kind
         column["blocks"].append(Block(minutes_of(time_text), minutes_of(end_text), kind,
-                                      detail if kind == "closed" else None, time_text, doctor["center_id"]))
+                                      detail if kind == "closed" else None, time_text, doctor["center_id"],
+                                      type_id=fit and fit.kind.id, type_name=None if not fit or fit.default
+                                      else fit.kind.name))
+    painted = colours(clinic.conn())
     where, params = ("a.date = ? AND a.doctor_id = ?", [day.isoformat(), doctor_id]) if doctor_id else \
         ("a.date = ?", [day.isoformat()])
     for appointment in clinic.appointments(where, params, reader, "day", center_id):  # only those drawn are read
@@ -74,7 +94,8 @@ def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
         column["cards"].append({**appointment, "from": minutes_of(appointment["start"]),
                                 "to": minutes_of(appointment["end"]), "busy_to": minutes_of(appointment["busy_until"]),
                                 "arrived_local": local_time(clinic, appointment),
-                                "marks": open_marks(clinic, appointment["date"], appointment["start"])})
+                                "marks": open_marks(clinic, appointment["date"], appointment["start"]),
+                                "colour": painted.get(appointment["type_id"])})  # none: the neutral card
 
 
 def local_time(clinic, appointment):
@@ -124,6 +145,18 @@ def now_label_at(now):
     quarter's tick words, so it never covers a tick's words ("The day as time")."""
     quarter = now - now % 15
     return min(max(now - NOW_ROWS // 2, quarter + TICK_ROWS), quarter + 15 - NOW_ROWS)
+
+
+def legend(clinic, cards, doctor_ids, center_id=None):
+    """[(colour class, type name)] of the visit types these doctors offer (at `center_id`, when given) or these
+    cards are, by name; the neutral colour (None) last, when a card has no type beside typed ones."""
+    offered = types_offered(clinic.conn(), sorted(doctor_ids)) if doctor_ids else {}
+    names = {kind.id: kind.name for (_, center), kinds in offered.items() for kind in kinds
+             if center_id in (None, center)}
+    names.update({card["type_id"]: card["type_name"] for card in cards if card["type_id"]})
+    painted = colours(clinic.conn())
+    shown = sorted(((painted[key], name) for key, name in names.items() if key in painted), key=lambda item: item[1])
+    return shown + ([("vt-none", None)] if shown and any(not card["type_id"] for card in cards) else [])
 
 
 class Timeline(NamedTuple):
@@ -194,9 +227,10 @@ def center_week(clinic, center_id, day, reader=None):
     days = {each: {"day": each, "date": format_date(each), "doctors": {}, "cards": [], "booked": 0}
             for each in week_days(day)}
     first, last = min(days).isoformat(), max(days).isoformat()
+    fits = fitting_cells(clinic, min(days), max(days), center_id)
     for each, drawn in days.items():
-        for doctor, _, _, (state, _) in clinic.day_slots(each, center_id):
-            tally(drawn, doctor["doctor_id"], doctor["name"])["free"] += state == "free"
+        for doctor, time_text, _, _ in clinic.day_slots(each, center_id):
+            tally(drawn, doctor["doctor_id"], doctor["name"])["free"] += (doctor["doctor_id"], each, time_text) in fits
     for row in clinic.conn().execute(
             f"SELECT a.date, a.doctor_id, d.name, count(*), sum({TO_CALL}) {APPOINTMENT_TABLES} WHERE a.status !="
             " 'cancelled' AND a.center_id = ? AND a.date BETWEEN ? AND ? GROUP BY a.date, a.doctor_id",
@@ -205,10 +239,12 @@ def center_week(clinic, center_id, day, reader=None):
         counts = tally(drawn, row[1], row[2])
         counts["booked"], counts["to_call"] = row[3], row[4]
         drawn["booked"] += row[3]
+    painted = colours(clinic.conn())
     for appointment in clinic.appointments(FIRST_OF_EACH_DAY, [center_id, first, last, WEEK_CARDS], reader, "day",
                                            center_id):
         days[dt.date.fromisoformat(appointment["date"])]["cards"].append(
-            {**appointment, "arrived_local": local_time(clinic, appointment)})
+            {**appointment, "arrived_local": local_time(clinic, appointment),
+             "colour": painted.get(appointment["type_id"])})
     for drawn in days.values():
         drawn["doctors"] = sorted(drawn["doctors"].values(), key=lambda counts: counts["name"])
         drawn["more"] = max(0, drawn["booked"] - len(drawn["cards"]))

@@ -69,16 +69,16 @@ def test_folding_is_stable_and_leaves_only_words(text):
 
 def test_the_desk_books_a_walk_in_now_and_a_follow_up_in_six_months_the_caller_cannot(api, clock):
     clinic, patient = api.app.clinic, api.new_patient()
-    clock.set(2026, 11, 24, 9, 10)  # MARTIN's 09:00 slot has begun: past for everyone
+    clock.set(2026, 11, 24, 9, 40)  # MARTIN's 09:30 slot has begun: the desk's until 10:00, past for the caller
     for_desk = clinic.day_slots(dt.date(2026, 11, 24), "C1")
     states = {(doctor["doctor_id"], time): state[0] for doctor, time, _, state in for_desk}
     assert states[("MARTIN", "09:00")] == "too_soon" and states[("MARTIN", "09:30")] == "free"
-    assert api.post("/appointments", {"date": "24/11/2026", "time": "09:30", "doctorId": "MARTIN",
+    assert api.post("/appointments", {"date": "24/11/2026", "time": "10:00", "doctorId": "MARTIN",
                                       "patientId": patient}).json["error"]["reason"] == "too_soon"
     walk_in = clinic.book(day=dt.date(2026, 11, 24), time_text="09:30", doctor_id="MARTIN", patient_id=patient,
                           source="desk:ana")
     assert clinic.appointment(walk_in)["booked_by"] == "desk:ana"
-    with pytest.raises(agenda.ClinicError) as begun:
+    with pytest.raises(agenda.ClinicError) as begun:  # a slot that has ended is past for everyone
         clinic.book(day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="MARTIN", patient_id=patient,
                     source="desk:ana")
     assert begun.value.extra["reason"] == "too_soon"

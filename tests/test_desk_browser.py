@@ -444,8 +444,8 @@ def test_a_walk_in_now_and_a_follow_up_in_six_months(clinic_desk, clock):
     desk.day("23/11/2026")
     assert desk.find(By.ID, "now").text == "09:10 ahora"
     martin = "contains(@href, 'doctorId=MARTIN&')"
-    assert not desk.driver.find_elements(By.XPATH, f"//a[contains(@class, 'free') and {martin} and "
-                                                   "starts-with(normalize-space(), '09:00 ')]")  # begun: past
+    assert desk.driver.find_elements(By.XPATH, f"//a[contains(@class, 'free') and {martin} and "
+                                               "starts-with(normalize-space(), '09:00 ')]")  # under way: until 09:30
     desk.book_free_slot("23/11/2026", "09:30")  # in twenty minutes: a walk-in, which the caller could not book
     assert desk.flash() == "Cita de Evarista Quintanilla reservada el 23/11/2026 a las 09:30."
     desk.click(desk.free_slot("24/05/2027", "10:00"))  # a check-up in six months, past the caller's 90 days

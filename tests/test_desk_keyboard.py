@@ -1,13 +1,16 @@
 """Booking from the keyboard in a real browser (headless Chromium, as test_desk_browser.py, whose skip rule
 and fixtures this file shares): from the day view to a booked visit for a patient already registered, the
 visit type and insurance at their defaults, in 15 key presses or fewer, each one a real key sent to the page
-and counted (the characters typed into the search are not). The keys: docs/desk.md."""
-
-from selenium.webdriver.common.action_chains import ActionChains
-from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
+and counted (the characters typed into the search are not); the keys walk only the cells where a visit of the
+doctor's fits, and each card wears its type's colour. The keys: docs/desk.md."""
 
 from test_desk_browser import browser, clinic_desk, WAIT  # noqa: F401 (fixtures; skipped without a browser)
+from conftest import valid_dni
+
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
 
 MOST_KEYS = 15
 
@@ -120,3 +123,36 @@ def test_a_slot_lost_meanwhile_is_one_key_from_the_next_free_one(clinic_desk):  
     assert desk.flash() == "Cita de Evarista Quintanilla reservada el 24/11/2026 a las 09:00."
     booked, = api.get("/appointments?nif=10000001S").json["data"]
     assert (booked["patientId"], booked["time"], booked["reason"]) == (patient, "09:00", "Control")
+
+
+def test_the_keys_skip_the_cells_where_no_visit_fits_and_cards_wear_their_types_colour(clinic_desk):  # noqa: F811
+    from test_desk_fits import CATALOG
+    desk, api = clinic_desk(CATALOG)
+    for n, (doctor, surname) in enumerate((("MUNOZ", "Uno"), ("SOLER", "Dos"), ("MARTIN", "Tres")), 1):
+        api.book(api.new_patient(nif=valid_dni(n), surname=surname, phone=f"61234560{n}"), date="23/11/2026",
+                 time="10:00", doctor=doctor)  # both boxes held 10:00-11:00 by two sessions
+    desk.open("/desk/day?centerId=C1")  # Monday 23/11/2026 at 08:00: Muñoz, Prats, Martín, Soler
+    keys = Keyboard(desk)
+    keys.settled()
+    keys.press(Keys.ARROW_DOWN, "↓")  # out of the search, onto the first free cell
+    keys.press("2", "2")  # Júlia Prats, the third physiotherapist: her first free cell
+    walked = [keys.focused()[2]]
+    for _ in range(4):
+        keys.press("n", "n")
+        walked.append(keys.focused()[2])
+    assert walked == ["09:00 + libre", "09:15 + libre · Revisión de fisioterapia",
+                      "09:30 + libre · Revisión de fisioterapia", "09:45 + libre · Revisión de fisioterapia",
+                      "11:00 + libre"]  # 10:00 to 10:45: no box is free, no visit of hers fits
+    assert "typeId=FIS-REV" in desk.driver.execute_script(
+        "return document.querySelector('.timeline a[data-slot=\"09:15\"][href*=\"doctorId=PRATS&\"]').href")
+    looks = desk.driver.execute_script(
+        "return Array.from(document.querySelectorAll('.timeline article.card')).map(function (card) {"
+        " var style = getComputedStyle(card); return [card.querySelector('.who').textContent.trim(),"
+        " style.backgroundColor, style.borderRightColor]; })")
+    colours = {who.split()[-1]: (background, edge) for who, background, edge in looks}
+    assert colours["Tres"] != colours["Uno"] == colours["Dos"]  # Martín's untyped visit, and two sessions
+    assert colours["Tres"][0] == "rgb(255, 255, 255)" and colours["Uno"][0] == "rgb(253, 224, 197)"
+    legend = desk.find(By.CSS_SELECTOR, "ul.legend")
+    assert legend.text.split("\n") == ["Revisión de fisioterapia", "Sesión de fisioterapia", "sin tipo"]
+    timeline = desk.find(By.CSS_SELECTOR, ".timeline")
+    assert legend.rect["y"] + legend.rect["height"] <= timeline.rect["y"]  # above the timeline, not over it

@@ -186,10 +186,13 @@ def test_the_printed_heading_names_the_clinic_once_and_the_insurance_has_its_own
         f"Clínica Sol · Norte (Av. de la Ilustración 40) · jue 26/11/2026 · {doctor}" for doctor in (
             "Dra. Carmen Núñez Gil (DER)", "Dra. Lucía Martín Pérez (MG)", "Dra. Sofía Herrera Campos (MG)")]
     assert [words(th) for th in tables[0].select("thead tr:nth-of-type(2) th")] == [
-        "Hora", "Paciente", "Teléfono", "Aseguradora", "Motivo", "Estado"]
+        "Hora", "Paciente", "Teléfono", "Aseguradora", "Motivo", "Tipo de visita", "Estado"]
     assert [[words(td) for td in tr.select("td")] for tr in tables[0].tbody.select("tr")] == [
-        ["10:00–10:30", "Ana Gil Sáez", "612 34 56 07", "DKV", "Revisión", "reservada"],
-        ["11:00–11:30", "Jon Etxebarria Goñi", "612 34 56 06", "PRIVADO", "Revisión", "☎ llamar reservada"]]
+        ["10:00–10:30", "Ana Gil Sáez", "612 34 56 07", "DKV", "Revisión", "", "reservada"],
+        ["11:00–11:30", "Jon Etxebarria Goñi", "612 34 56 06", "PRIVADO", "Revisión", "", "☎ llamar reservada"]]
+    typed = [[words(td) for td in tr.select("td")][5] for tr in tables[1].tbody.select("tr")]
+    assert typed == ["Revisión", "Revisión", "Revisión", "Revisión", "Primera visita", "Ecografía"]  # named: no colour
+    assert tables[1].tbody.select_one("td span.swatch")["class"] == ["swatch", "vt4"]  # MG-REVISION: 5th of the ids
 
 
 def test_phone_numbers_on_the_day_are_kept_whole(demo):

@@ -55,15 +55,18 @@ def test_the_day_draws_each_doctor_on_one_time_axis_with_its_own_grid(api, desk)
     assert page.html.find(id="now") is None  # not today: no line at now
 
 
-def test_the_day_opens_at_now_and_offers_a_walk_in_but_never_a_slot_begun(api, desk, clock):
+def test_the_day_opens_at_now_and_offers_a_walk_in_into_the_slot_under_way_until_its_end(api, desk, clock):
     clock.set(2026, 11, 23, 9, 10)
     log_in(desk)
     page = desk.get("/desk/day?date=23/11/2026&centerId=C1")
     assert page.html.find(id="now").text == "09:10 ahora"
-    assert free_blocks(page, "MARTIN") == ["09:30 + libre", "10:00 + libre", "10:30 + libre"]
-    assert "09:00 pasado" in " ".join(page.html.select_one(".timeline").text.split())
+    assert free_blocks(page, "MARTIN") == ["09:00 + libre", "09:30 + libre", "10:00 + libre", "10:30 + libre"]
     caller = api.get("/availabilities?doctorId=MARTIN&date=23/11/2026").json["data"]
     assert [slot["time"] for slot in caller] == ["10:30"]  # the caller's hour of notice
+    clock.set(2026, 11, 23, 9, 30)  # the 09:00 slot has ended: past
+    page = desk.get("/desk/day?date=23/11/2026&centerId=C1")
+    assert free_blocks(page, "MARTIN") == ["09:30 + libre", "10:00 + libre", "10:30 + libre"]
+    assert "09:00 pasado" in " ".join(page.html.select_one(".timeline").text.split())
 
 
 def test_the_doctor_filter_and_who_booked(api, desk):

@@ -242,14 +242,15 @@ def reasons(catalog, live, window, doctor, day, time_text, kind, now=None, patie
     found, begin = set(), minutes_of(time_text)
     if day > window.last_day:
         found.add("beyond_horizon")
-    if dt.datetime.combine(day, dt.time(begin // 60, begin % 60), tzinfo=window.tz) < window.earliest:
-        found.add("too_soon")
     at = row_at(catalog, doctor, day, begin)
     if at is None:
-        return found | {"outside_hours"}
+        return found | ({"too_soon"} if begun(window, day, begin) else set()) | {"outside_hours"}
     start, end, step = minutes_of(at["start_time"]), minutes_of(at["end_time"]), at["slot_minutes"]
     busy_end, iso = begin + kind.minutes + kind.pause, day.isoformat()
     on_grid = (begin - start) % step == 0 and begin + step <= end
+    # begun: past, but reception's cell of the grid under way (its notice 0) takes a walk-in until its end
+    if begun(window, day, begin) and not (window.walk_in and on_grid and not begun(window, day, begin + step)):
+        found.add("too_soon")
     if not squeezed and (not on_grid or busy_end > end):
         found.add("off_grid")
     until = hhmm(busy_end)
@@ -272,6 +273,11 @@ def reasons(catalog, live, window, doctor, day, time_text, kind, now=None, patie
     if patient is not None and elsewhere(live, patient, day, time_text, hhmm(begin + kind.minutes), now):
         found.add("patient_elsewhere")
     return found
+
+
+def begun(window, day, minute):
+    """True when `minute` of `day` comes before the window's earliest start (now plus its notice)."""
+    return dt.datetime.combine(day, dt.time(minute // 60, minute % 60), tzinfo=window.tz) < window.earliest
 
 
 def held_for(catalog, live, kind, doctor, at, day, time_text, until, shares=False):
@@ -352,20 +358,30 @@ def every_route_lists_what_fits(api, clinic, catalog, doctors):
 
 
 def the_desk_draws_what_the_default_type_lists(clinic, catalog, doctors):
-    """The desk's day draws each doctor's grid, a free cell where slot_state lets the desk book it: every start
-    of the default type the desk may book is a free cell; and a free cell is a start of it when the default
-    fits in one cell of the grid and needs no room or machine (the day draws cells of the grid, not a type's
-    own length: a longer type fits in fewer of them)."""
+    """The desk's day draws a free cell exactly where a visit its doctor offers there fits whole by the desk's
+    rules, read plainly: the default type where it fits, else the first of the doctor's types there that does
+    (the cell names it); a doctor without types there, each free cell of the grid. So every start the desk lists
+    of the default type is a free cell of it, and every free cell is a start the desk lists of its type."""
+    live, window = read_live(clinic.conn()), clinic.window("desk")
+    assert window.walk_in == (window.notice_minutes == 0) and not clinic.window("caller").walk_in
     for day in DAYS:
-        cells = {(plan["id"], cell["time"]) for center in CENTERS for plan in day_plan(clinic, day, center)
-                 for cell in plan["slots"] if cell["state"] == "free"}
-        starts = {(s.doctor_id, s.time) for d in doctors
-                  for s in clinic.availability(doctor_id=d, first=day, last=day, channel="desk")}
-        assert starts <= cells, (day, starts - cells)
-        for doctor, time_text in cells - starts:
-            at = row_at(catalog, doctor, day, minutes_of(time_text))
-            kind = kind_at(catalog, doctor, at["center_id"], at["slot_minutes"], None)
-            assert kind.minutes + kind.pause > at["slot_minutes"] or kind.needs, (day, doctor, time_text, kind)
+        cells = {(plan["id"], cell["time"]): cell["type_id"] for center in CENTERS
+                 for plan in day_plan(clinic, day, center) for cell in plan["slots"] if cell["state"] == "free"}
+        expected = {}
+        for at in [r for r in catalog.rows if r["doctor_id"] in doctors and r["weekday"] == day.weekday()]:
+            start, end, step = minutes_of(at["start_time"]), minutes_of(at["end_time"]), at["slot_minutes"]
+            kinds = [catalog.kinds[key] for key in catalog.offered.get((at["doctor_id"], at["center_id"]), [])] \
+                or [Kind(None, step)]
+            for begin in range(start, end - step + 1, step):
+                fit = next((kind for kind in kinds if not reasons(catalog, live, window, at["doctor_id"], day,
+                                                                  hhmm(begin), kind)), None)
+                if fit is not None:
+                    expected[(at["doctor_id"], hhmm(begin))] = fit.id
+        assert cells == expected, (day, set(cells.items()) ^ set(expected.items()))
+        for d in doctors:
+            listed = {(s.doctor_id, s.time) for s in clinic.availability(doctor_id=d, first=day, last=day,
+                                                                         channel="desk")}
+            assert listed <= cells.keys(), (day, listed - cells.keys())
 
 
 def nothing_is_held_twice(conn, catalog):

@@ -11,6 +11,16 @@
 % gone = [e for e in appointment['history'] if e['action'] in ('appointment.cancelled', 'appointment.declined', 'appointment.released', 'patient.erasure_requested')]
 <p class="warning">{{t('cancelled_on', when=gone[-1]['when'] if gone else '', who=gone[-1]['who'] if gone else '', reason=appointment['cancel_reason'] or '')}}</p>
 % end
+% if appointment['overlap_accepted'] and not cancelled:
+<p class="warning overlap-note"><strong class="overlap-mark">{{t('overlap_mark')}}</strong>
+% for other in overlapped:
+<a href="/desk/appointments/{{other['id']}}">{{t('see_other_visit', date=format_date(other['date']), time=other['time'], doctor=other['doctor'])}}</a>
+% end
+% if not overlapped:
+{{t('overlap_gone')}}
+% end
+</p>
+% end
 <dl>
   <dt>{{t('date')}}</dt><dd>{{t('weekdays')[appointment['weekday']]}} {{format_date(appointment['date'])}} {{appointment['start']}}–{{appointment['end']}}</dd>
   <dt>{{t('doctor')}}</dt><dd>{{appointment['doctor_name']}} ({{appointment['speciality_id'] or ''}})</dd>

@@ -18,8 +18,8 @@
   <button type="submit">{{t('change_type')}}</button>
 </form>
 % end
-% if starts:
-<p class="warning">{{t('type_does_not_fit')}}
+% if unfit is not None:
+<p class="warning why">{{t('type_does_not_fit')}} {{unfit}} {{t('type_fits_at') if starts else t('type_fits_nowhere')}}
   % for start in starts:
   <a href="/desk/book?{{urlencode({**{k: v for k, v in slot.items() if v}, 'time': start}, safe='/:')}}">{{start}}</a>
   % end

@@ -33,6 +33,13 @@
     % end
   </nav>
 </div>
+% if legend and not printing:
+<ul class="legend" aria-label="{{t('legend')}}">
+  % for colour, name in legend:
+  <li><span class="swatch {{colour}}"></span>{{name or t('no_type')}}</li>
+  % end
+</ul>
+% end
 % if not timeline.columns:
 <p>{{t('no_doctors')}}</p>
 % else:
@@ -40,14 +47,22 @@
 <section class="printed{{' on-screen' if printing else ''}}">
 % for column in timeline.columns:
 <table class="print-day">
-  <thead><tr><th colspan="6">{{printed_heading}} · {{t('weekdays')[day.weekday()]}} {{format_date(day)}} · {{column['name']}} ({{column['speciality_id']}})</th></tr>
-  <tr><th>{{t('time')}}</th><th>{{t('patient')}}</th><th>{{t('phone')}}</th><th>{{t('insurance')}}</th><th>{{t('reason')}}</th><th>{{t('status')}}</th></tr></thead>
+  <thead><tr><th colspan="{{7 if legend else 6}}">{{printed_heading}} · {{t('weekdays')[day.weekday()]}} {{format_date(day)}} · {{column['name']}} ({{column['speciality_id']}})</th></tr>
+  <tr><th>{{t('time')}}</th><th>{{t('patient')}}</th><th>{{t('phone')}}</th><th>{{t('insurance')}}</th><th>{{t('reason')}}</th>
+  % if legend:
+  <th>{{t('visit_type')}}</th>
+  % end
+  <th>{{t('status')}}</th></tr></thead>
   <tbody>
   % for a in column['cards']:
-<tr><td>{{a['start']}}–{{a['end']}}</td><td>{{a['patient_name']}}</td><td>{{dialled(a['phone'])}}</td><td>{{a['insurance_id'] or ''}}</td><td>{{a['reason'] or ''}}</td><td>{{t('to_call') + ' ' if a['to_call'] else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
+<tr><td>{{a['start']}}–{{a['end']}}</td><td>{{a['patient_name']}}</td><td>{{dialled(a['phone'])}}</td><td>{{a['insurance_id'] or ''}}</td><td>{{a['reason'] or ''}}</td>
+  % if legend:
+<td>{{!'<span class="swatch %s"></span>' % a['colour'] if a['colour'] else ''}}{{a['type_name'] or ''}}</td>
+  % end
+<td>{{t('overlap_mark') + ' ' if a['overlap_accepted'] else ''}}{{t('to_call') + ' ' if a['to_call'] else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
   % end
   % if not column['cards']:
-  <tr><td colspan="6">{{t('none')}}</td></tr>
+  <tr><td colspan="{{7 if legend else 6}}">{{t('none')}}</td></tr>
   % end
   </tbody>
 </table>

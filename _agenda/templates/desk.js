@@ -31,8 +31,8 @@
     var column = /(?:^|\s)c(\d+)(?:\s|$)/.exec(element.className), row = /(?:^|\s)r(\d+)(?:\s|$)/.exec(element.className);
     return [column ? Number(column[1]) : 0, row ? Number(row[1]) : 0];
   }
-  function freeSlot(key, here) {  // the free slot a key asks for: see docs/desk.md
-    var best = null, slots = document.querySelectorAll(".timeline a.free");
+  function freeSlot(key, here) {  // the free slot a key asks for (a cell the server drew free: data-slot): docs/desk.md
+    var best = null, slots = document.querySelectorAll(".timeline a[data-slot]");
     var at = here ? place(here) : null, column = /^[1-9]$/.test(key) ? Number(key) + 1 : null;
     var back = key === "p" || key === "ArrowUp";
     Array.prototype.forEach.call(slots, function (slot) {
@@ -48,7 +48,7 @@
   }
   document.addEventListener("keydown", function (event) {
     if (typing() || event.altKey || event.ctrlKey || event.metaKey) { return; }
-    var active = document.activeElement, onSlot = active && active.matches && active.matches(".timeline a.free");
+    var active = document.activeElement, onSlot = active && active.matches && active.matches(".timeline a[data-slot]");
     var inSearch = active && active.id === "q", key = event.key;
     var slotKey = /^([1-9]|n|p)$/.test(key) ? !inSearch : /^Arrow(Up|Down)$/.test(key) && (inSearch || onSlot);
     var slot = slotKey && freeSlot(key, onSlot ? active : null);

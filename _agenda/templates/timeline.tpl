@@ -20,16 +20,16 @@
   % for b in column['blocks']:
   % span = max(1, min(b.end, timeline.last) - b.start)
   % if b.kind == 'free':
-  % slot = {'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'time': b.time, **({'centerId': b.center_id} if b.center_id else {})}
+  % slot = {'doctorId': column['doctor_id'], 'date': format_date(column['day']), 'time': b.time, **({'centerId': b.center_id} if b.center_id else {}), **({'typeId': b.type_id} if b.type_id else {})}
   % count = waited(column, b)
-<a class="block free {{'waited' if count else ''}} c{{col}} r{{row(b.start)}} h{{span}}" href="/desk/book?{{urlencode(slot, safe='/:')}}">{{b.time}} + {{t('free')}}{{' · ' + t('waited', count=count) if count else ''}}</a>
+<a class="block free {{'waited ' if count else ''}}c{{col}} r{{row(b.start)}} h{{span}}" href="/desk/book?{{urlencode(slot, safe='/:')}}" data-slot="{{b.time}}"{{!' data-type="%s"' % escape(b.type_id) if b.type_id else ''}}>{{b.time}} + {{t('free')}}{{' · ' + b.type_name if b.type_name else ''}}{{' · ' + t('waited', count=count) if count else ''}}</a>
   % else:
 <div class="block {{b.kind}} c{{col}} r{{row(b.start)}} h{{span}}">{{'' if b.quiet else b.time + ' ' + t(b.kind) + (': ' + b.detail if b.detail else '')}}</div>
   % end
   % end
   % for a in column['cards']:
   % span = max(1, min(a['to'], timeline.last) - a['from'])
-<article class="{{' '.join(filter(None, ('card', a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '')))}} c{{col}} r{{row(a['from'])}} h{{span}}{{' lanes%d lane%d' % (a['lanes'], a['lane']) if a['lanes'] > 1 else ''}}">
+<article class="{{' '.join(filter(None, ('card', a['colour'], a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '', 'overlap' if a['overlap_accepted'] else '')))}} c{{col}} r{{row(a['from'])}} h{{span}}{{' lanes%d lane%d' % (a['lanes'], a['lane']) if a['lanes'] > 1 else ''}}">
 <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
     % if not a['attendance'] and a['marks']:
 <form method="post" action="/desk/appointments/{{a['id']}}/attendance" class="quick">
@@ -43,6 +43,9 @@
     % end
     % if a['squeezed']:
 <strong class="squeezed-mark">{{t('squeezed')}}</strong>
+    % end
+    % if a['overlap_accepted']:
+<strong class="overlap-mark">{{t('overlap_mark')}}</strong>
     % end
     % if a['type_name'] or a['holds']:
 <span class="kind">{{' · '.join(part for part in (a['type_name'], a['holds']) if part)}}</span>

@@ -26,6 +26,13 @@
     <a href="{{following}}" id="following" aria-label="{{t('next')}}">&gt;</a>
   </nav>
 </div>
+% if legend:
+<ul class="legend" aria-label="{{t('legend')}}">
+  % for colour, name in legend:
+  <li><span class="swatch {{colour}}"></span>{{name or t('no_type')}}</li>
+  % end
+</ul>
+% end
 % if doctor:
 {{!drawn}}
 % else:
@@ -41,7 +48,7 @@
       <span class="counts">{{counts['booked']}} {{t('booked_count')}} · {{counts['free']}} {{t('free_count')}}{{!'' if not counts['to_call'] else ' · <span class="call">%s %d</span>' % (t('to_call'), counts['to_call'])}}</span></p>
     % end
     % for a in d['cards']:
-    <article class="{{' '.join(filter(None, ('card', a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '')))}}">
+    <article class="{{' '.join(filter(None, ('card', a['colour'], a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '')))}}">
       <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
       <span class="doctor">{{a['doctor_name']}}</span>
       <span class="status">{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t('to_call') + ' ' if a['to_call'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</span>
