@@ -232,3 +232,23 @@ def test_the_upgrade_that_holds_doctors_rooms_fills_in_what_fits_and_lists_the_r
     rooms = desk.get("/desk/rooms?date=26/11/2030&centerId=C2").html.find(id="unplaced")
     assert [a["href"] for a in rooms.find_all("a")] == ["/desk/appointments/102", "/desk/appointments/103"]
     assert "Citas sin la sala o la máquina que necesitan" in rooms.text and "Rosa Vega" in rooms.text
+
+
+def test_a_sobrecita_at_the_desk_of_a_doctor_in_no_room_with_every_box_held_is_refused_naming_them(typed, db_path):
+    """Muñoz has no box of his own: with both shared boxes held, the desk's sobrecita says which are in use and
+    books nothing."""
+    ana, luis = people(typed, 2)
+    session(typed, ana, "MUNOZ"), session(typed, luis, "SOTO")
+    typed.new_patient(nif=valid_dni(9), phone="600000099")
+    desk = webtest.TestApp(typed.app)
+    log_in(desk)
+    page = desk.get("/desk/book?doctorId=MUNOZ&date=24/11/2026&time=09:10&squeeze=1&centerId=C2")
+    search = next(form for form in page.forms.values() if form.action == "/desk/book/search")
+    search["q"] = valid_dni(9)
+    found = search.submit()
+    form = next(form for form in found.forms.values() if form.action == "/desk/book" and "patientId" in form.fields)
+    before = [table_rows(db_path)[table] for table in ("appointments", "holds")]
+    said = form.submit(expect_errors=True)
+    assert " ".join(said.html.select_one("p.error").text.split()) == (
+        "A esa hora no queda box libre para esa visita (en uso: Box 1, Box 2, Box de Vega).")
+    assert [table_rows(db_path)[table] for table in ("appointments", "holds")] == before
