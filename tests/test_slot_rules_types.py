@@ -249,7 +249,8 @@ def reasons(catalog, live, window, doctor, day, time_text, kind, now=None, patie
     busy_end, iso = begin + kind.minutes + kind.pause, day.isoformat()
     on_grid = (begin - start) % step == 0 and begin + step <= end
     # begun: past, but reception's cell of the grid under way (its notice 0) takes a walk-in until its end
-    if begun(window, day, begin) and not (window.walk_in and on_grid and not begun(window, day, begin + step)):
+    if begun(window, day, begin) and not (window.walk_in and on_grid and not begun(window, day, begin + step,
+                                                                                     ended=True)):
         found.add("too_soon")
     if not squeezed and (not on_grid or busy_end > end):
         found.add("off_grid")
@@ -275,9 +276,11 @@ def reasons(catalog, live, window, doctor, day, time_text, kind, now=None, patie
     return found
 
 
-def begun(window, day, minute):
-    """True when `minute` of `day` comes before the window's earliest start (now plus its notice)."""
-    return dt.datetime.combine(day, dt.time(minute // 60, minute % 60), tzinfo=window.tz) < window.earliest
+def begun(window, day, minute, ended=False):
+    """True when `minute` of `day` comes before the window's earliest start (now plus its notice); a cell's
+    end (`ended`) has come at that start too."""
+    at = dt.datetime.combine(day, dt.time(minute // 60, minute % 60), tzinfo=window.tz)
+    return at <= window.earliest if ended else at < window.earliest
 
 
 def held_for(catalog, live, kind, doctor, at, day, time_text, until, shares=False):
