@@ -660,8 +660,9 @@ CREATE INDEX desk_devices_by_login ON desk_devices (last_login);
 -- version 15
 -- A visit holds its doctor's room ("What a visit holds"): a coming visit (not a sobrecita, which shares it)
 -- of a doctor whose hours place them in a room holds that room, as any room, for its length and pause. Each
--- coming visit's own room is filled in here where it is free then; the rest are listed as conflicts (the
--- desk's rooms page, `agenda status`) for reception to move, and never fail the upgrade.
+-- coming visit's own room (from today, by the machine's date) is filled in here where it is free then, the
+-- lower id first; the rest are listed as conflicts (the desk's rooms page, `agenda status`) for reception
+-- to move, and never fail the upgrade.
 INSERT INTO holds (appointment_id, resource_id, date, time, until)
 SELECT a.id, s.room_id, a.date, a.time, coalesce(a.busy_until, a.end_time)
 FROM appointments a JOIN schedules s ON s.doctor_id = a.doctor_id AND s.center_id IS a.center_id
@@ -669,4 +670,10 @@ FROM appointments a JOIN schedules s ON s.doctor_id = a.doctor_id AND s.center_i
 WHERE a.status != 'cancelled' AND a.squeezed = 0 AND s.room_id IS NOT NULL AND a.date >= date('now')
     AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.appointment_id = a.id AND h.resource_id = s.room_id)
     AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.resource_id = s.room_id AND h.date = a.date AND h.live = 1
-                    AND h.time < coalesce(a.busy_until, a.end_time) AND a.time < h.until);
+                    AND h.time < coalesce(a.busy_until, a.end_time) AND a.time < h.until)
+    -- nor another visit placed in the room then, of a lower id, which takes it first
+    AND NOT EXISTS (SELECT 1 FROM schedules t JOIN appointments b ON b.doctor_id = t.doctor_id AND b.date = a.date
+                    AND b.center_id IS t.center_id AND t.weekday = s.weekday AND t.start_time <= b.time
+                    AND b.time < t.end_time
+                    WHERE t.room_id = s.room_id AND b.id < a.id AND b.status != 'cancelled' AND b.squeezed = 0
+                      AND b.time < coalesce(a.busy_until, a.end_time) AND a.time < coalesce(b.busy_until, b.end_time));

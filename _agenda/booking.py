@@ -8,7 +8,7 @@ from typing import NamedTuple
 from .values import ClinicError, format_date, invalid, minutes_of, numeric_id
 from .store import record_event, utc_iso, written_row
 from .slots import read_schedule, slot_not_available, visit_span
-from .holds import rederive, unheld
+from .holds import coming, placement_notes, placements
 from .visits import first_free, none_free, pools_for, read_resources, the_visit, types_offered, VisitType
 
 
@@ -198,8 +198,9 @@ def admit_staged(clinic, conn, table, at, source):
     date, time, end_time, doctor_id, center_id, insurance_id, reason, status, patient_id, type_id, pause,
     busy_until, holds), checked as the channel's rules say, in SQL over them all (who; what they name, still
     known, the patient live; their times as they were; the triggers refuse an overlap of a doctor or of a room
-    or machine held), written in one INSERT, each with the channel's event; then their holds: the file's where
-    free, and what each coming visit needs ("What a visit holds"). The conflicts: [(line, why)], by line."""
+    or machine held), written in one INSERT, each with the channel's event; then their holds: history's as the
+    file gives them where free, and what each coming visit needs, the file's first ("What a visit holds"). What
+    the rooms and machines say: [(line, why)], by line."""
     rules = CHANNELS["import"]
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid("only reception books by the import channel", "reception_only")
@@ -228,19 +229,22 @@ def admit_staged(clinic, conn, table, at, source):
                         " a.patient_id = s.patient_id AND a.status != 'cancelled' WHERE s.status != 'cancelled'"
                         " ORDER BY s.line", (first,)).fetchall()
     conflicts, now = [], clinic.clock().astimezone(clinic.tz)
-    started = (now.date().isoformat(), f"{now:%H:%M}")  # a coming visit's holds are then what it needs
+    started = (now.date().isoformat(), f"{now:%H:%M}")
     for line, appointment_id, day, time_text, until, held in made:  # history's where free, in the file's order
-        for resource in json.loads(held or "[]"):
+        for resource in json.loads(held or "[]") if (day, time_text) <= started else ():
             if conn.execute("INSERT INTO holds (appointment_id, resource_id, date, time, until) SELECT ?1, ?2, ?3,"
                             " ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM holds WHERE resource_id = ?2 AND date = ?3 AND"
                             " live = 1 AND time < ?5 AND ?4 < until)",
-                            (appointment_id, resource, day, time_text, until)).rowcount == 0 and (day, time_text) <= started:
+                            (appointment_id, resource, day, time_text, until)).rowcount == 0:
                 conflicts.append((line, f"{format_date(day)} {time_text}: {resource} is held then by another"
                                         f" appointment; appointment {appointment_id} imported without it"))
     lines = {row[1]: row[0] for row in made}
-    for visit in rederive(conn, now, unheld(conn, now, list(lines))):  # what a coming visit needs, as any booking
-        conflicts.append((lines[visit.id], f"{format_date(visit.date)} {visit.time}: no room or machine it needs is"
-                                           f" free then; appointment {visit.id} imported without it"))
+    given = {row[1]: json.loads(row[5] or "[]") for row in made}
+    placed = placements(conn, coming(conn, now, list(lines)), given)  # what each coming visit needs, the file's first
+    conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
+                     [(visit.id, resource, visit.date, visit.time, visit.until)
+                      for visit, taken in placed for resource in taken or ()])
+    conflicts += placement_notes(placed, lines, given)
     columns = ", ".join(f"'{row[1]}', {row[1]}" for row in conn.execute("PRAGMA table_info(appointments)"))
     conn.execute("INSERT INTO events (at, source, action, entity, entity_id, before, after) SELECT ?, ?, ?,"
                  f" 'appointment', CAST(id AS TEXT), NULL, json_object({columns}) FROM appointments WHERE id > ?"

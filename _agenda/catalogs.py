@@ -378,21 +378,23 @@ def doctors_of_another_area(conn, types):
 
 def rederived(conn, now, before, parsed, touched):
     """Inside the seed's transaction: the coming visits the catalog touched hold what they need now ("What a
-    visit holds"); ([{id, date, time, doctor, holds}] whose room or machine changed, problems naming those that
-    would find none)."""
+    visit holds"); ([{id, date, time, doctor, holds}] whose room or machine changed, a conflict from before
+    too, problems naming those that would find none)."""
     bad = unheld(conn, now, touching=touched)
     unplaced = rederive(conn, now, [visit for visit in bad if visit.id not in before])
-    still = {visit.id for visit in rederive(conn, now, [visit for visit in bad if visit.id in before])}
-    if not unplaced:  # the conflicts from before stay listed where they still find nothing
-        return [{"id": visit.id, "date": visit.date, "time": visit.time, "doctor": visit.doctor_id, "holds": [
-            row[0] for row in conn.execute("SELECT resource_id FROM holds WHERE appointment_id = ? ORDER BY 1",
-                                           (visit.id,))]} for visit in bad if visit.id not in still], []
-    lines = [item["line"] for group in ("resources", "types") for item in parsed[group].values()] or [
-        entry["line"] for entries in parsed["doctors"].values() for entry in entries] or [1]
+    rederive(conn, now, [visit for visit in bad if visit.id in before])  # placed if they fit now, else listed
+    if not unplaced:
+        now_held = {visit.id: [row[0] for row in conn.execute(
+            "SELECT resource_id FROM holds WHERE appointment_id = ? ORDER BY 1", (visit.id,))] for visit in bad}
+        return [{"id": visit.id, "date": visit.date, "time": visit.time, "doctor": visit.doctor_id,
+                 "holds": now_held[visit.id]} for visit in bad if sorted(visit.held or ()) != now_held[visit.id]], []
+    lines = [entry["line"] for doctor_id in touched[0] for entry in parsed["doctors"].get(doctor_id, ())] + [
+        parsed["types"][type_id]["line"] for type_id in touched[1] if type_id in parsed["types"]] + [
+        parsed["resources"][key]["line"] for key in touched[2] if key in parsed["resources"]]
     named = "; ".join(f"appointment {visit.id} ({format_date(visit.date)} {visit.time}, doctor {visit.doctor_id})"
                       for visit in unplaced)
-    return [], [(min(lines), f"this would leave without the room or machine they need: {named}. Move them first"
-                             " (agenda move ID), or give the catalog the room or machine back")]
+    return [], [(min(lines, default=1), f"this would leave without the room or machine they need: {named}. Move"
+                                        " them first (agenda move ID), or give the catalog the room or machine back")]
 
 
 def _apply_rows(conn, parsed):
@@ -413,7 +415,20 @@ def _apply_rows(conn, parsed):
     for closure in parsed["closures"]:
         problems.extend(_apply_closure(conn, *closure))
     return problems + rooms_shared(conn, parsed["doctors"]) + names_shared(conn, parsed["types"]) + \
-        doctors_of_another_area(conn, parsed["types"])
+        doctors_of_another_area(conn, parsed["types"]) + rooms_gone(conn, parsed["resources"])
+
+
+def rooms_gone(conn, resources):
+    """Problems for a room or machine row that leaves a doctor's hours placing them in what is no longer a room of
+    their center, naming the doctors."""
+    found = {}
+    for room_id, doctor_id in conn.execute(
+            "SELECT DISTINCT s.room_id, s.doctor_id FROM schedules s LEFT JOIN resources r ON r.id = s.room_id WHERE"
+            " s.room_id IS NOT NULL AND (r.id IS NULL OR r.is_room = 0 OR r.center_id IS NOT s.center_id) ORDER BY 1, 2"):
+        found.setdefault(room_id, []).append(doctor_id)
+    return [(resources[room_id]["line"] if room_id in resources else 1,
+             f"{room_id}: doctors {', '.join(doctors)} work in it; it must stay a room of their center (take it from"
+             " their rows first)") for room_id, doctors in found.items()]
 
 
 def seed_catalogs(conn, rows, *, at, source="cli", tz=None):
@@ -445,7 +460,8 @@ def seed_catalogs(conn, rows, *, at, source="cli", tz=None):
             summary = {table: len(table_rows) for table, table_rows in after.items()}
             if after == before and not changed:
                 raise _NothingChanged()
-            record_event(conn, at, source, "catalog.seeded", "catalog", None, after=summary)
+            record_event(conn, at, source, "catalog.seeded", "catalog", None,
+                         after={**summary, "rederived": [visit["id"] for visit in changed]})
     except _NothingChanged:
         return {"changed": False, **summary, "rederived": []}
     return {"changed": True, **summary, "rederived": changed}

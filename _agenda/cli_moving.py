@@ -89,6 +89,6 @@ def import_appointments_command(ctx, db_path, file, dry_run, tz):
     click.echo(f"{'Dry run: ' if dry_run else ''}{plural(imported.appointments, 'appointment')} {done}, "
                f"{plural(imported.patients, 'new patient')}{children}.{' Nothing was written.' if dry_run else ''}")
     if imported.conflicts:
-        click.echo(f"{plural(len(imported.conflicts), 'conflict')}, imported as they were (the rooms page and "
-                   "`agenda status` list them; move them at the desk):")
+        click.echo(f"Rooms and machines, {plural(len(imported.conflicts), 'line')} (a visit without what it needs "
+                   "is listed on the rooms page and by `agenda status`: move it at the desk):")
         click.echo("\n".join(f"  line {line}: {why}" for line, why in imported.conflicts))

@@ -6,7 +6,8 @@ import datetime as dt
 import json
 from typing import NamedTuple
 
-from .visits import first_free, needs_of, pools_for, read_resources, VisitType, what_it_needs
+from .values import format_date
+from .visits import first_free, held_then, needs_of, pools_for, read_resources, VisitType, what_it_needs
 
 
 class Coming(NamedTuple):
@@ -111,32 +112,48 @@ def what_holds_read(conn):
 
 def touched_by(before, after):
     """(doctors, types, resources) whose coming visits a change of `what_holds_read` may touch: the doctors
-    whose hours changed, the types whose needs did, and the rooms and machines that changed or whose doctor
-    did (the visits holding them); None when nothing did."""
+    whose hours changed or whose room did, the types whose needs did, and the rooms and machines that changed
+    or whose doctor did (the visits holding them); None when nothing did."""
     hours, kinds, resources = (old ^ new for old, new in zip(before, after))
-    touched = ({row[0] for row in hours}, {row[0] for row in kinds},
-               {row[5] for row in hours if row[5]} | {row[0] for row in resources})
+    rooms = {row[5] for row in hours if row[5]} | {row[0] for row in resources}
+    touched = ({row[0] for row in hours} | {row[0] for row in before[0] | after[0] if row[5] in rooms},
+               {row[0] for row in kinds}, rooms)  # a doctor in a room that changed: a sobrecita holds none
     return touched if any(touched) else None
 
 
-def rederive(conn, now, visits):
-    """Inside the caller's transaction: each of these visits (Coming) holds what it needs now, chosen afresh in
-    time order; [Coming] of those that found none free, each left holding what it held where still free."""
-    conn.executemany("DELETE FROM holds WHERE appointment_id = ?", [(visit.id,) for visit in visits])
-    unplaced, day, resources = [], None, None
-    for visit in sorted(visits, key=lambda visit: (visit.date, visit.time, visit.id)):
+def placements(conn, visits, prefer=None):
+    """[(visit, [resource] or None: none free)] of these visits (Coming) in time order (then by doctor), each
+    given what it needs among what is free once those before it took theirs: the resources `prefer` names for
+    it ({id: [resource]}) when they are exactly what it needs and free, else the first free of each pool.
+    Nothing is written."""
+    every, found, day, resources = resources_of(conn), [], None, None
+    for visit in sorted(visits, key=lambda visit: (visit.date, visit.time, visit.doctor_id, visit.id)):
         if visit.date != day:  # one read a day; what each visit takes is added to it as it goes
             day, resources = visit.date, read_resources(conn, visit.date, visit.date)
-        taken = first_free(pools_for(resources, VisitType(None, None, "", 5, 0, visit.needs), visit.doctor_id,
-                                     visit.center_id, visit.room_id, dt.date.fromisoformat(day), visit.squeezed),
-                           visit.time, visit.until)
-        if taken is None:
-            unplaced.append(visit)
+        wanted = list((prefer or {}).get(visit.id) or ())
+        if wanted and holds_what_it_needs(visit._replace(held=wanted), every) and not any(
+                held_then(resources.held.get((resource, day), ()), visit.time, visit.until) for resource in wanted):
+            taken = wanted
+        else:
+            taken = first_free(pools_for(resources, VisitType(None, None, "", 5, 0, visit.needs), visit.doctor_id,
+                                         visit.center_id, visit.room_id, dt.date.fromisoformat(day), visit.squeezed),
+                               visit.time, visit.until)
         for resource in taken or ():
             resources.held[(resource, day)] = tuple(sorted(resources.held.get((resource, day), ())
                                                            + (visit.time + visit.until,)))
-        conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
-                         [(visit.id, resource, visit.date, visit.time, visit.until) for resource in taken or ()])
+        found.append((visit, taken))
+    return found
+
+
+def rederive(conn, now, visits, prefer=None):
+    """Inside the caller's transaction: each of these visits (Coming) holds what it needs now, as `placements`
+    chooses; [Coming] of those that found none free, each left holding what it held where still free."""
+    conn.executemany("DELETE FROM holds WHERE appointment_id = ?", [(visit.id,) for visit in visits])
+    placed = placements(conn, visits, prefer)
+    conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
+                     [(visit.id, resource, visit.date, visit.time, visit.until)
+                      for visit, taken in placed for resource in taken or ()])
+    unplaced = [visit for visit, taken in placed if taken is None]
     for visit in unplaced:  # what it held, where nothing else holds it since and no other doctor's hours place them
         conn.executemany(
             "INSERT INTO holds (appointment_id, resource_id, date, time, until) SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT"
@@ -145,3 +162,18 @@ def rederive(conn, now, visits):
             " (CAST(strftime('%w', ?3) AS INTEGER) + 6) % 7 AND start_time < ?5 AND ?4 < end_time)",
             [(visit.id, resource, visit.date, visit.time, visit.until, visit.doctor_id) for resource in visit.held or ()])
     return unplaced
+
+
+def placement_notes(placed, lines, given):
+    """What an import's rooms and machines say by line, [(line, why)]: a coming visit that found none free
+    (imported without it), and one given other than the file's `given` ({id: [resource]}) as its visit needs."""
+    notes = []
+    for visit, taken in placed:
+        when = f"{format_date(visit.date)} {visit.time}"
+        if taken is None:
+            notes.append((lines[visit.id], f"{when}: no room or machine it needs is free then; it is imported"
+                                           " without it"))
+        elif given.get(visit.id) and sorted(taken) != sorted(given[visit.id]):
+            notes.append((lines[visit.id], f"{when}: holds {', '.join(sorted(taken)) or 'none'}, not the file's"
+                                           f" {', '.join(sorted(given[visit.id]))}, as its visit needs"))
+    return notes

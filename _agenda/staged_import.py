@@ -3,6 +3,7 @@ appointments with the patients they bring, read as the file streams, checked and
 tables of the importing connection, which no one else sees and no kill leaves behind), then made live
 through the appointment door in one short commit. No HTTP here."""
 
+import json
 from contextlib import contextmanager
 from difflib import get_close_matches
 from typing import NamedTuple
@@ -10,6 +11,8 @@ from typing import NamedTuple
 from .values import ClinicError, fold, format_date, normalise_nif, parse_phone, patient_fields
 from .store import record_event, searched_name, utc_iso
 from .slots import busy_spans, overlapping
+from .visits import needs_of
+from .holds import Coming, placement_notes, placements
 from .booking import admit_staged
 from .moving import appointment_fields
 
@@ -84,14 +87,18 @@ def staging(conn):
 def import_appointments(clinic, rows, file_name, *, dry_run=False, source="cli"):
     """An old system's appointments (`rows`: (line, {field: text}, [why a cell is refused]), as the file
     streams), all or nothing: checked and staged without the write lock, made live in one short commit
-    unless there is any problem or it is a dry run ("Moving in and out"). The Imported, with the conflicts:
-    visits imported without a room or machine they hold or need, as none was free then ("What a visit holds")."""
+    unless there is any problem or it is a dry run ("Moving in and out"). The Imported, with what the rooms and
+    machines say by line (a dry run's read from the staged rows): the holds given other than the file's, and the
+    conflicts, visits imported without a room or machine they hold or need, none free then ("What a visit
+    holds")."""
     conn, problems, notes, conflicts = clinic.conn(), Problems(), Problems(), []
     with staging(conn) as mapped:
         stage_rows(clinic, conn, rows, problems, notes)
         check_overlaps(conn, problems)
         counts = conn.execute("SELECT (SELECT count(*) FROM staged_appointments),"
                               " (SELECT count(*) FROM staged_patients)").fetchone()
+        if not problems.count and dry_run:
+            conflicts = staged_placements(clinic, conn)
         if not problems.count and not dry_run:
             at = clinic.clock()
             mapped()
@@ -252,6 +259,23 @@ def check_overlaps(conn, problems):
             problems.add(line, f"{format_date(day)} {start} with {doctor} overlaps {what}")
         busy.add(start + end)
         lines.setdefault(start + end, f"line {line}")
+
+
+def staged_placements(clinic, conn):
+    """What the rooms and machines of the staged coming visits would be, [(line, why)], as the import's commit
+    chooses them (`placements`, the file's holds first), without writing: what a dry run says."""
+    now = clinic.clock().astimezone(clinic.tz)
+    visits, given = [], {}
+    for row in conn.execute(
+            "SELECT s.line, s.doctor_id, s.center_id, s.date, s.time, s.busy_until, coalesce(t.needs, ''), (SELECT"
+            " r.room_id FROM main.schedules r WHERE r.doctor_id = s.doctor_id AND r.center_id IS s.center_id AND"
+            " r.weekday = (CAST(strftime('%w', s.date) AS INTEGER) + 6) % 7 AND r.start_time <= s.time AND s.time <"
+            " r.end_time), s.holds FROM temp.staged_appointments s LEFT JOIN main.visit_types t ON t.id = s.type_id"
+            " WHERE s.status != 'cancelled' AND (s.date > ?1 OR (s.date = ?1 AND s.time > ?2))",
+            (now.date().isoformat(), f"{now:%H:%M}")):
+        visits.append(Coming(*row[:6], needs_of(row[6]), False, row[7], []))
+        given[row[0]] = json.loads(row[8] or "[]")
+    return placement_notes(placements(conn, visits, given), {line: line for line in given}, given)
 
 
 def held(conn, key, span):

@@ -135,16 +135,18 @@ def fits(entry, slot):
 
 
 def free_now(clinic, entries, days=AHEAD_DAYS, most=FREE_SLOTS):
-    """The first `most` free slots of the next `days` that fit someone waiting: [(slot, [entries, oldest
-    first])]."""
-    today, found = clinic.today(), []
+    """The first `most` free slots of the next `days` that fit someone waiting, none begun: [(slot, [entries,
+    oldest first])]."""
+    today, found, now = clinic.today(), [], clinic.clock().astimezone(clinic.tz)
+    begun = (today.isoformat(), f"{now:%H:%M}")  # a walk-in's cell under way is no slot to phone someone for
     asked = sorted({(entry["doctor_id"], entry["type_id"] or (None if entry["doctor_id"] else entry["speciality_id"]))
                     for entry in entries}, key=str)
     slots = {}
     for doctor_id, speciality_id in asked:
         for slot in clinic.availability(doctor_id=doctor_id, speciality_id=speciality_id, first=today,
                                         last=today + dt.timedelta(days=days), channel="desk"):
-            slots[(slot.date, slot.time, slot.doctor_id, slot.speciality_id)] = slot
+            if (slot.date.isoformat(), slot.time) > begun:
+                slots[(slot.date, slot.time, slot.doctor_id, slot.speciality_id)] = slot
     for key in sorted(slots):
         fitting = [entry for entry in entries if fits(entry, slots[key])]
         if fitting:

@@ -72,6 +72,8 @@ def test_a_reload_taking_a_doctors_room_leaves_her_visits_a_box_or_is_refused_na
         reload(typed, clock, elsewhere)
     assert f"appointment {vega} (24/11/2026 09:00, doctor VEGA)" in str(refused.value)
     assert "Move them first" in str(refused.value)
+    line = 1 + elsewhere.splitlines().index(next(row for row in elsewhere.splitlines() if row.startswith("room,C2-BOX0")))
+    assert refused.value.problems[0][0] == line  # the box's own row, which took it away
     assert table_rows(db_path) == before
     held = typed.db().execute("SELECT count(*) FROM holds WHERE resource_id LIKE 'C2-BOX%' AND live = 1").fetchone()[0]
     assert held == 3
@@ -137,11 +139,16 @@ def test_an_import_honours_a_types_needs_and_refuses_a_room_or_type_that_does_no
     refused by line; and the clinic's unchanged catalog loads again afterwards."""
     rows = [f"25/11/2026,10:00,45,{doctor},C2,{valid_dni(600 + n)},P{n},FIS-SES" for n, doctor in
             enumerate(("VEGA", "MUNOZ", "SOTO", "LARA"))]
-    done = cli(typed, clock, "import-appointments", appointments_file(tmp_path, rows, header="date,time,duration,"
-                                                                                               "doctor,center,nif,"
-                                                                                               "name,type"))
+    path = appointments_file(tmp_path, rows, header="date,time,duration,doctor,center,nif,name,type")
+    before = table_rows(typed.app.clinic.db.path)
+    tried = cli(typed, clock, "import-appointments", path, "--dry-run")  # says it all, writes nothing
+    assert tried.exit_code == 0 and "Nothing was written" in tried.output, tried.output
+    assert "line 4: 25/11/2026 10:00: no room or machine it needs" in tried.output
+    assert table_rows(typed.app.clinic.db.path) == before
+    done = cli(typed, clock, "import-appointments", path)
     assert done.exit_code == 0, done.output
-    assert "1 conflict" in done.output and "line 4: 25/11/2026 10:00: no room or machine it needs" in done.output
+    assert "Rooms and machines, 1 line" in done.output
+    assert "line 4: 25/11/2026 10:00: no room or machine it needs" in done.output
     held = sorted(row[0] for row in typed.db().execute("SELECT resource_id FROM holds WHERE live = 1"))
     assert held == ["C2-BOX0", "C2-BOX1", "C2-BOX2"]  # never one box twice
     assert len(unheld(typed.db(), clock().astimezone(typed.app.clinic.tz))) == 1
@@ -220,17 +227,25 @@ def test_the_upgrade_that_holds_doctors_rooms_fills_in_what_fits_and_lists_the_r
             if held:
                 conn.execute("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?,"
                              " ?)", (100 + number, held, when, time_text, end))
+        # Gil in Martín's room after her: her visit booked before her hours were shortened runs into his
+        conn.execute("INSERT INTO schedules (doctor_id, center_id, weekday, start_time, end_time, slot_minutes,"
+                     " room_id) VALUES ('GIL', 'C1', 1, '11:00', '12:00', 20, 'C1-CONS')")
+        for number, (doctor, time_text, end) in ((10, ("MARTIN", "10:45", "11:15")), (11, ("GIL", "11:00", "11:20"))):
+            conn.execute("INSERT INTO appointments (id, patient_id, doctor_id, speciality_id, center_id, date, time,"
+                         " end_time, created_at, updated_at) VALUES (?, 1, ?, 'MG', 'C1', ?, ?, ?, 'x', 'x')",
+                         (100 + number, doctor, day, time_text, end))
         conn.execute("PRAGMA user_version = 14")
-    assert agenda.migrate(conn, read_schema()) == 15
+    assert agenda.migrate(conn, read_schema()) == 15  # never fails, whatever it finds
     assert holds_of(typed, 101) == ["C2-BOX0"] and holds_of(typed, 102) == [] and holds_of(typed, 104) == []
+    assert holds_of(typed, 110) == ["C1-CONS"] and holds_of(typed, 111) == []  # the lower id first
     now = clock().astimezone(typed.app.clinic.tz)
-    assert {visit.id for visit in unheld(conn, now)} == {102, 103}  # Vega's room held by Muñoz's visit then
+    assert {visit.id for visit in unheld(conn, now)} == {102, 103, 111}  # Vega's room held by Muñoz's visit then
     status = cli(typed, clock, "status")
-    assert "2 coming appointments without the room or machine they need" in status.output, status.output
+    assert "3 coming appointments without the room or machine they need" in status.output, status.output
     desk = webtest.TestApp(typed.app)
     log_in(desk)
     rooms = desk.get("/desk/rooms?date=26/11/2030&centerId=C2").html.find(id="unplaced")
-    assert [a["href"] for a in rooms.find_all("a")] == ["/desk/appointments/102", "/desk/appointments/103"]
+    assert [a["href"] for a in rooms.find_all("a")] == ["/desk/appointments/102", "/desk/appointments/103"]  # C2
     assert "Citas sin la sala o la máquina que necesitan" in rooms.text and "Rosa Vega" in rooms.text
 
 
@@ -252,3 +267,27 @@ def test_a_sobrecita_at_the_desk_of_a_doctor_in_no_room_with_every_box_held_is_r
     assert " ".join(said.html.select_one("p.error").text.split()) == (
         "A esa hora no queda box libre para esa visita (en uso: Box 1, Box 2, Box de Vega).")
     assert [table_rows(db_path)[table] for table in ("appointments", "holds")] == before
+
+
+def test_a_room_changed_under_a_doctor_reaches_her_sobrecita_and_never_leaves_her_placed_elsewhere(typed, db_path,
+                                                                                                   clock):
+    """Vega's box made a consultation room: her sobrecita, which held nothing while it shared her box, now takes
+    a free box and is listed; a room row alone moving her box to another center is refused, naming her."""
+    from _agenda.counter import squeeze_in
+    ana, luis = people(typed, 2)
+    vega = session(typed, ana, "VEGA")
+    over = squeeze_in(typed.app.clinic, day=TUESDAY, time_text="09:10", doctor_id="VEGA", patient_id=luis,
+                      source="desk:ana")
+    assert holds_of(typed, over) == []
+    consulting = TYPES_CSV.replace("room,C2-BOX0,Box de Vega,,C2,,,,,,,,,box,,",
+                                   "room,C2-BOX0,Box de Vega,,C2,,,,,,,,,consulta,,")
+    moved = reload(typed, clock, consulting)
+    assert {visit["id"] for visit in moved["rederived"]} == {int(vega), int(over)}
+    assert holds_of(typed, vega) == ["C2-BOX0", "C2-BOX1"] and holds_of(typed, over) == ["C2-BOX2"]
+    assert unheld(typed.db(), clock().astimezone(typed.app.clinic.tz)) == []
+    before = table_rows(db_path)
+    with pytest.raises(SeedError) as refused:
+        reload(typed, clock, "kind,id,name,center,category\nroom,C2-BOX0,Box de Vega,C1,box\n")
+    assert str(refused.value) == ("line 2: C2-BOX0: doctors VEGA work in it; it must stay a room of their center"
+                                  " (take it from their rows first)")
+    assert table_rows(db_path) == before

@@ -392,14 +392,17 @@ def test_an_exported_typed_clinic_comes_back_with_its_types_pauses_and_holds(mak
     twice.write_text("date,time,duration,doctor,center,nif,name,type,holds\n"
                      f"25/11/2026,09:00,45,MUNOZ,C2,{valid_dni(501)},Rosa,FIS-SES,C2-BOX1\n"
                      f"25/11/2026,09:30,30,SOTO,C2,{valid_dni(502)},Pilar,FIS-VAL,C2-BOX1\n"
-                     f"25/11/2026,09:15,30,LARA,C2,{valid_dni(503)},Inés,FIS-VAL,\n", encoding="utf-8")
+                     f"25/11/2026,09:15,30,LARA,C2,{valid_dni(503)},Inés,FIS-VAL,\n"
+                     f"25/11/2026,11:00,30,VEGA,C2,{valid_dni(504)},Luz,FIS-VAL,C2-BOX2\n", encoding="utf-8")
     done = run(new, "import-appointments", twice)
     assert done.exit_code == 0, done.output  # coherent rows that clash: imported, each given what it needs
     assert "line 3: 25/11/2026 09:30: no room or machine it needs is free then" in done.output  # in time order
+    assert "line 5: 25/11/2026 11:00: holds C2-BOX0, not the file's C2-BOX2, as its visit needs" in done.output
     conn = sqlite3.connect(new)
     assert sorted(conn.execute("SELECT a.doctor_id, h.resource_id FROM holds h JOIN appointments a ON a.id ="
                                " h.appointment_id WHERE a.date = '2026-11-25'")) == [("LARA", "C2-BOX2"),
-                                                                                     ("MUNOZ", "C2-BOX1")]
+                                                                                     ("MUNOZ", "C2-BOX1"),
+                                                                                     ("VEGA", "C2-BOX0")]
     conn.close()
     listed = run(new, "status")
     assert "1 coming appointment without the room or machine it needs" in listed.output, listed.output

@@ -43,6 +43,9 @@ def test_a_freed_slot_shows_the_waiting_patients_it_fits_oldest_first(api, full_
     api.delete(f"/appointments/{full_tuesday[3]}")  # 10:30 frees: outside Eva's times
     found = {(slot.date, slot.time): [e["patient_name"] for e in fitting] for slot, fitting in free_now(clinic, entries)}
     assert found[(TUESDAY, "09:30")] == ["Eva García", "Leo García"] and found[(TUESDAY, "10:30")] == ["Leo García"]
+    clock.set(2026, 11, 24, 9, 31)  # the 09:30 cell under way takes a walk-in at the desk: no one is phoned for it
+    found = {(slot.date, slot.time) for slot, _ in free_now(clinic, entries)}
+    assert (TUESDAY, "09:30") not in found and (TUESDAY, "10:30") in found
     clock.set(2026, 11, 25, 8, 0)  # Leo's window has passed
     assert [e["patient_name"] for e in named(clinic, waiting(clinic), "desk:test")] == ["Eva García"]
 
