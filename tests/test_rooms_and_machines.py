@@ -198,7 +198,7 @@ def test_a_catalog_that_takes_a_coming_visits_box_gives_it_another_or_is_refused
                 TYPES_CSV.replace(soto, soto + "C2-BOX1"))  # another doctor's room in those hours
     for catalog in catalogs:
         moved = agenda.seed_catalogs(typed.db(), read_catalog_text(catalog), at=clock())
-        assert [visit.id for visit in moved["rederived"]] == [int(kept)]
+        assert [visit["id"] for visit in moved["rederived"]] == [int(kept)]
         assert [h[1] for h in holds(typed) if h[0] == int(kept)] == ["C2-BOX2"]
         assert [h[1] for h in holds(typed) if h[0] == int(past)] == ["C2-BOX1"]  # history keeps what it held
         agenda.seed_catalogs(typed.db(), read_catalog_text(TYPES_CSV), at=clock())
