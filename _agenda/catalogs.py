@@ -2,6 +2,7 @@
 doctors' hours (with the types they offer and the room they are in) and closures, checked line by line and
 applied in one transaction, all or nothing."""
 
+import json
 import re
 
 from .values import ClinicError, format_date, parse_date, parse_time
@@ -397,6 +398,21 @@ def rederived(conn, now, before, parsed, touched):
                                         " them first (agenda move ID), or give the catalog the room or machine back")]
 
 
+def under_way(conn, now, parsed, rooms):
+    """Problems for a room of `rooms` that a visit under way holds (it keeps its holds) while the hours would now
+    place another doctor in it: load the catalog once that visit has ended."""
+    found = conn.execute(
+        "SELECT DISTINCT h.resource_id, h.until, a.id, s.doctor_id FROM holds h JOIN appointments a ON a.id ="
+        " h.appointment_id JOIN schedules s ON s.room_id = h.resource_id AND s.doctor_id != a.doctor_id AND"
+        " s.weekday = ? AND s.start_time < h.until AND h.time < s.end_time WHERE h.live = 1 AND h.date = ? AND"
+        " h.time <= ? AND ? < h.until AND h.resource_id IN (SELECT value FROM json_each(?)) ORDER BY 1, 3, 4",
+        (now.weekday(), now.date().isoformat(), f"{now:%H:%M}", f"{now:%H:%M}", json.dumps(sorted(rooms)))).fetchall()
+    return [(min([entry["line"] for entry in parsed["doctors"].get(doctor_id, ())] or [1]),
+             f"room {room}: appointment {appointment} is under way in it until {until}, and doctor {doctor_id}'s"
+             f" hours would place them in it then: load this after {until}") for room, until, appointment, doctor_id
+            in found]
+
+
 def _apply_rows(conn, parsed):
     """Write the parsed catalog over the database's, inside the caller's transaction; the problems found."""
     problems = []
@@ -452,7 +468,7 @@ def seed_catalogs(conn, rows, *, at, source="cli", tz=None):
                 before_unheld = {visit.id for visit in unheld(conn, now, touching=touched)}
                 _apply_rows(conn, parsed)
                 changed, unplaced = rederived(conn, now, before_unheld, parsed, touched)
-                problems.extend(unplaced)
+                problems.extend(unplaced + under_way(conn, now, parsed, touched[2]))
             conn.execute("RELEASE catalog")
             if problems:
                 raise SeedError(problems)

@@ -74,17 +74,17 @@ def holds_what_it_needs(visit, resources):
         return False
     here = [(r, cat, room) for r, (center, cat, room) in at.items() if center == visit.center_id]
     own, categories = what_it_needs(here, visit.needs, visit.room_id, visit.squeezed)
-    rest = list(visit.held)
+    weekday, rest = dt.date.fromisoformat(visit.date).weekday(), list(visit.held)
+    if any(placed_in in rest and doctor != visit.doctor_id and begin < visit.until and visit.time < end
+           for doctor, placed_in, begin, end in placed.get(weekday, ())):
+        return False  # another doctor's room then, its own room too (hours shortened under a visit)
     if own is not None:
         if own not in rest:
             return False
         rest.remove(own)
-    weekday = dt.date.fromisoformat(visit.date).weekday()
     for resource in rest:
         center, category, _ = at.get(resource, (None, None, None))
-        if resource not in at or center != visit.center_id or category not in categories or any(
-                placed_in == resource and doctor != visit.doctor_id and begin < visit.until and visit.time < end
-                for doctor, placed_in, begin, end in placed.get(weekday, ())):
+        if resource not in at or center != visit.center_id or category not in categories:
             return False
         categories.remove(category)
     return not categories

@@ -8,9 +8,11 @@ from typing import NamedTuple
 
 from .values import ClinicError, format_date, invalid, minutes_of, numeric_id
 from .store import record_event, utc_iso, written_row
-from .slots import read_schedule, slot_state
+from .slots import FREE, read_schedule, slot_state
+from .visits import the_visit, types_offered
 from .booking import admit, live_patient, Visit
 from .clinic import CANCEL_CANCELLED
+from .fitting import why_not
 
 EVERY = re.compile(r"([1-9][0-9]?)\s*([wsd])")  # 1w, 2w, 10d; s for semana
 MAX_SESSIONS = 60
@@ -74,10 +76,28 @@ def preview_series(clinic, *, doctor_id, first, time_text, every_days, count, ce
         schedule = read_schedule(clinic.conn(), [doctor["id"]], day, day)
         reason = "patient_elsewhere" if day in taken else slot_state(
             schedule, clinic.window("desk"), doctor["id"], day, time_text, center_id)[0]
+        if reason == FREE[0]:  # the grid's cell is free, and the visit does not fit there: the door's reason
+            reason = unfit_reason(clinic, schedule, doctor, day, time_text, center_id, speciality_id)
         nearest = nearest_free(free[day], day, time_text, used)
         used += [nearest] if nearest else []
         sessions.append(Session(day, None, reason, nearest))
     return sessions
+
+
+WHY_AS_REASON = {"past_hours": "off_grid", "runs_into": "taken", "runs_into_closed": "closed"}
+
+
+def unfit_reason(clinic, schedule, doctor, day, time_text, center_id, asked):
+    """The slot refusal reason of a visit of the type asked (the doctor's default there) whose start is free on
+    the grid but that does not fit whole (`why_not`): its room or machine held, or its length taken."""
+    row = next((row for row, _ in schedule.grids.get(day.weekday(), ()) if row["doctor_id"] == doctor["id"]
+                and center_id in (None, row["center_id"]) and row["start_time"] <= time_text < row["end_time"]), None)
+    if row is None:
+        return "outside_hours"
+    kind = the_visit(types_offered(clinic.conn(), [doctor["id"]]), doctor, row["center_id"], row["slot_minutes"],
+                     asked)
+    why = why_not(clinic, doctor["id"], day, time_text, row["center_id"], kind)
+    return "taken" if why is None else WHY_AS_REASON.get(why.reason, why.reason)
 
 
 def other_visits(clinic, patient_id, first, last):

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import event, HealthCheck, settings, strategies as st
 from hypothesis.stateful import initialize, invariant, rule, RuleBasedStateMachine
 
@@ -627,7 +628,7 @@ def test_an_imported_conflict_holds_nothing_it_does_not_need(make_api):
     and listed as a conflict, and kept the box: a room it does not need, another doctor's then."""
     api = make_api(one_box(d3_room="C1-B1", d3_hours="09:00-12:00", d1_hours="12:00-13:00"))
     api.book(api.new_patient(), date="27/11/2026", time="10:00", doctor="D2", specialityId="MG-E")
-    api.new_patient(nif=valid_dni(2), phone="600000002")
+    api.new_patient(nif=valid_dni(2), phone="600000002", name="Eva")
     fields = {"date": "27/11/2026", "time": "10:00", "duration": "20", "doctor": "D1", "center": "C1",
               "nif": valid_dni(2), "name": "Eva", "type": "MG-E", "holds": "C1-B1"}
     done = import_appointments(api.app.clinic, [(2, fields, [])], "citas.csv")
@@ -636,15 +637,24 @@ def test_an_imported_conflict_holds_nothing_it_does_not_need(make_api):
     assert live_holds(api, imported) == []
 
 
-def test_a_doctor_without_types_is_offered_only_where_their_own_room_is_free(make_api, clock):
-    """D2's long visit holds the box from 09:15 to 10:45; once it has started, a reload places D3 (without
-    types) in the box, and the visit keeps its holds. The caller was offered D3 at 10:30, which the door refuses
-    `resource_taken`: availability of doctors without types never asks about their room."""
+def test_a_reload_placing_a_doctor_in_a_room_a_visit_under_way_holds_is_refused_until_it_ends(make_api, db_path,
+                                                                                              clock):
+    """D2's long visit holds the box from 09:15 to 10:45; once it has started, a reload placing D3 (without
+    types) in the box then is refused, naming it (the visit keeps its holds, and D3 would be offered a start
+    the door refuses); once it has ended, the same reload goes through."""
     api = make_api(one_box(d1_hours="12:00-13:00", d2_types="MG-L"))
     api.book(api.new_patient(), date="23/11/2026", time="09:15", doctor="D2", specialityId="MG-L")
     clock.set(2026, 11, 23, 9, 20)
-    agenda.seed_catalogs(api.db(), read_catalog_text(one_box(d1_hours="12:00-13:00", d2_types="MG-L",
-                                                             d3_hours="09:00-12:00", d3_room="C1-B1")), at=clock())
+    placing = read_catalog_text(one_box(d1_hours="12:00-13:00", d2_types="MG-L", d3_hours="09:00-12:00",
+                                        d3_room="C1-B1"))
+    before = table_rows(db_path)
+    with pytest.raises(SeedError) as refused:
+        agenda.seed_catalogs(api.db(), placing, at=clock())
+    assert "room C1-B1: appointment 1 is under way in it until 10:45, and doctor D3's hours would place them in" \
+           " it then: load this after 10:45" in str(refused.value)
+    assert table_rows(db_path) == before
+    clock.set(2026, 11, 23, 10, 45)
+    assert agenda.seed_catalogs(api.db(), placing, at=clock())["changed"]
     offered = api.get("/availabilities?doctorId=D3&startDate=23/11/2026&endDate=23/11/2026").json["data"][0]
     patient = api.new_patient(nif=valid_dni(3), phone="600000003")
     assert admitted(api.app.clinic, offered, patient) is None, offered
