@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.catalogs import CATALOG_TABLES
+import edges
 from conftest import CLINIC_CSV, SECRET, sign, table_rows, write_csv
 from openapi_contract import checked
 
@@ -46,17 +47,7 @@ def count(db_path, table):
         conn.close()
 
 
-def every_command(group=agenda.cli, path=()):
-    """Every command line: the group itself, each command, each command of a subgroup."""
-    yield list(path)
-    for name, command in group.commands.items():
-        if isinstance(command, click.Group):
-            yield from every_command(command, path + (name,))
-        else:
-            yield list(path + (name,))
-
-
-EVERY_COMMAND = list(every_command())
+EVERY_COMMAND = [list(words) for words, _ in edges.command_lines()]  # the group, each command, each subgroup's
 
 
 def test_the_admin_commands_are_all_there():

@@ -16,9 +16,11 @@ from agenda import ClinicError
 from _agenda.staff import PasswordGate
 from _agenda.values import TEXT_LIMIT
 
+import edges
 from conftest import SECRET, assert_error, table_rows, valid_dni
 
 PASSWORD = "correct horse battery"
+GUARDED = [route for route in edges.DESK_ROUTES if route.door == "cookie"]  # every desk route past the login
 
 
 @pytest.fixture
@@ -57,9 +59,9 @@ def slots(api, query):
 
 
 def test_every_desk_page_needs_a_login_and_the_api_never_takes_the_desk_cookie(api, desk):
-    for path in ("/desk/day", "/desk/rooms", "/desk/closures", "/desk/doctors", "/desk/patients", "/desk/appointments/1"):
-        answer = desk.get(path, expect_errors=True)
-        assert answer.status_int == 303 and answer.headers["Location"].endswith("/desk/login"), path
+    for route in GUARDED:
+        answer = desk.request(edges.example_path(route), method=route.method, expect_errors=True)
+        assert answer.status_int == 303 and answer.headers["Location"].endswith("/desk/login"), route.key
     assert log_in(desk).status_int == 303
     assert desk.get("/desk/day").status_int == 200
     assert_error(api.call("GET", "/custom-config", signature=None,
@@ -131,14 +133,17 @@ def test_an_unknown_name_costs_the_same_work_as_a_staff_name(api, desk):
 
 
 def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(api, desk, db_path):
-    log_in(desk)
+    api.app.accounts.add_staff("luis", PASSWORD, role="admin")
+    log_in(desk, name="luis")  # an admin: every form is theirs to send, so the token alone refuses it
+    api.book(api.new_patient())
     before = table_rows(db_path)
-    for path, fields in [("/desk/book", {"doctorId": "MARTIN", "date": "24/11/2026", "time": "09:00",
-                                         "name": "Eva", "nif": "11111111H"}),
-                         ("/desk/closures", {"dateFrom": "24/11/2026"}), ("/desk/logout", {})]:
+    fields = {"doctorId": "MARTIN", "date": "24/11/2026", "time": "09:00", "name": "Eva", "nif": "11111111H",
+              "dateFrom": "24/11/2026", "patientId": "1", "confirmed": "1"}  # what a form of each would carry
+    for route in [route for route in GUARDED if route.method == "POST"]:
         for token in (None, "forged"):
-            answer = desk.post(path, {**fields, **({"csrf": token} if token else {})}, expect_errors=True)
-            assert answer.status_int == 403, path
+            answer = desk.post(edges.example_path(route), {**fields, **({"csrf": token} if token else {})},
+                               expect_errors=True)
+            assert answer.status_int == 403, route.key
     assert table_rows(db_path) == before
     login_page = desk.get("/desk/login")
     assert desk.post("/desk/login", {"name": "ana", "password": PASSWORD, "csrf": "forged"},

@@ -10,11 +10,13 @@ import webtest
 
 import _agenda.clinic
 import agenda
+import edges
 from conftest import assert_error, table_rows
 from openapi_contract import checked
 
-JSON_ROUTES = [("POST", "/patients"), ("POST", "/appointments"), ("PUT", "/appointments/1"),
-               ("POST", "/appointments/confirm"), ("POST", "/appointments/end-of-reminder-day")]
+# Every route of the API that reads a JSON body: each POST and PUT of its table, at a path it answers.
+JSON_ROUTES = [(route.method, edges.example_path(route)) for route in edges.API_ROUTES
+               if route.method in ("POST", "PUT")]
 
 
 @pytest.fixture

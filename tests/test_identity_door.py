@@ -17,15 +17,13 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.api import API_ROUTES
 from _agenda.cli import cli_reader
-from _agenda.desk import DESK_ROUTES
-from _agenda.feed_web import FEED_ROUTES
 from _agenda.feeds import new_feed
 from _agenda.rights import request_erasure
 from _agenda.series import book_series
 from _agenda.waitlist import add_waiting
 
+import edges
 from conftest import Clock, MADRID, ROOT, valid_dni
 
 PASSWORD = "correct horse battery"
@@ -213,11 +211,11 @@ ROUTES = {
                                                  {"appointmentId": "{of_lucas}", "confirmed": True})),
     ("POST", "/appointments/end-of-reminder-day"): api_case(("POST", "/appointments/end-of-reminder-day",
                                                              {"date": "24/11/2026"})),
-    ("GET", "/appointments/<id>"): api_case(("GET", "/appointments/{of_lucas}"), ("GET", "/appointments/{of_tobias}"),
-                                            shows={"lucas", "tobias"}),
-    ("PUT", "/appointments/<id>"): api_case(("PUT", "/appointments/{of_zoraida}", {"newDate": "26/11/2026",
-                                                                                 "newTime": "10:00"})),
-    ("DELETE", "/appointments/<id>"): api_case(("DELETE", "/appointments/{of_zoraida}")),
+    ("GET", "/appointments/<appointment_id>"): api_case(("GET", "/appointments/{of_lucas}"),
+                                                        ("GET", "/appointments/{of_tobias}"), shows={"lucas", "tobias"}),
+    ("PUT", "/appointments/<appointment_id>"): api_case(("PUT", "/appointments/{of_zoraida}",
+                                                         {"newDate": "26/11/2026", "newTime": "10:00"})),
+    ("DELETE", "/appointments/<appointment_id>"): api_case(("DELETE", "/appointments/{of_zoraida}")),
     ("GET", "/desk"): desk_case(("GET", "/desk")),
     ("GET", "/desk/desk.css"): desk_case(("GET", "/desk/desk.css")),
     ("GET", "/desk/desk.js"): desk_case(("GET", "/desk/desk.js")),
@@ -350,22 +348,14 @@ COMMANDS = {
 
 
 def every_route():
-    keys = []
-    for method, path, _, _ in API_ROUTES + DESK_ROUTES + FEED_ROUTES:
-        key = (method, re.sub(r"<appointment_id:re:[^>]+>", "<id>", path))
-        keys.append((method, re.sub(r"<token:re:[^>]+>", "<token>", key[1])))
-    return keys
+    """Each route of every table, keyed as ROUTES keys its case."""
+    return [route.key for route in edges.ROUTES]
 
 
-def every_command(group=agenda.cli, prefix=()):
-    found = []
-    for name, command in sorted(group.commands.items()):
-        if isinstance(command, click.Group):
-            found += [" ".join((*prefix, name))] if command.invoke_without_command else []
-            found += every_command(command, (*prefix, name))
-        else:
-            found.append(" ".join((*prefix, name)))
-    return found
+def every_command():
+    """Each command line a user runs: the commands, and a subgroup that runs on its own."""
+    return [" ".join(words) for words, command in edges.command_lines() if words and (
+        not isinstance(command, click.Group) or command.invoke_without_command)]
 
 
 def check(world, case, shows):
@@ -410,8 +400,11 @@ def test_every_command_shows_a_patient_only_through_the_one_door(clinic_of_peopl
     check(world, *COMMANDS[command])
 
 
-def test_every_case_names_a_route_or_command_that_is_there():
-    assert set(ROUTES) == set(every_route()) and set(COMMANDS) == set(every_command())
+def test_every_route_and_command_has_a_case_and_every_case_names_one_that_is_there():
+    assert not set(every_route()) - set(ROUTES), "routes with no case in ROUTES"
+    assert not set(every_command()) - set(COMMANDS), "commands with no case in COMMANDS"
+    assert not set(ROUTES) - set(every_route()), "cases in ROUTES of no route"
+    assert not set(COMMANDS) - set(every_command()), "cases in COMMANDS of no command"
 
 
 def test_the_check_fails_for_a_page_that_shows_a_patient_without_the_record(clinic_of_people):

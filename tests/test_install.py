@@ -1,11 +1,13 @@
 """A non-editable install gives a working `agenda` command and every file the code reads ("Files that
 ship"): the desk's templates and stylesheet as package data, schema.sql, openapi.json and the demo
 seed as data files, all by setup.cfg's globs. This builds the wheel, installs it into a fresh
-virtualenv, runs the installed command from outside the checkout and renders every desk page. No network: the wheel is built without build isolation and
-the fresh env borrows this env's dependencies through a .pth file, which comes after
-the env's own site-packages, so the installed agenda.py is the one imported.
+virtualenv, runs the installed command from outside the checkout and renders every page of the desk's
+route table, and so every template the package holds, each read from the installed copy. No network: the
+wheel is built without build isolation and the fresh env borrows this env's dependencies through a .pth
+file, which comes after the env's own site-packages, so the installed agenda.py is the one imported.
 """
 
+import json
 import os
 import re
 import site
@@ -13,6 +15,8 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
+
+import edges
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,15 +53,61 @@ def test_an_installed_wheel_carries_every_file_the_code_reads_and_renders_every_
     output = run(agenda_command, "seed", "--demo", "--db", work / "clinic.db", cwd=work)  # the installed demo seed
     assert "loaded" in output
     (work / "pages.py").write_text(EVERY_PAGE, encoding="utf-8")
-    rendered = run(python, "pages.py", env_dir, cwd=work).split()
-    assert rendered[-1] == "rendered" and len(rendered) == 18, rendered
+    (work / "pages.json").write_text(json.dumps(list(PAGES.values())), encoding="utf-8")
+    said = run(python, "pages.py", env_dir, cwd=work)
+    shown = json.loads([line for line in said.splitlines() if line.startswith('{"pages"')][-1])
+    assert shown["pages"] == list(PAGES.values())
+    unread = {f"_agenda/templates/{name}" for name in edges.TEMPLATES} - set(shown["read"])
+    assert not unread, "templates no page rendered: render each once in EVERY_PAGE"
+    assert all(path.startswith(str(env_dir)) for path in shown["read"].values()), shown["read"]
 
 
-# Run by the fresh env's Python: every desk page and the API's document, from the installed copy only.
+def test_every_page_of_the_desk_has_its_address_to_be_rendered_at():
+    pages = {route.key for route in edges.DESK_ROUTES if route.method == "GET"}
+    assert not pages - set(PAGES), "GET routes of the desk with no address in PAGES"
+    assert not set(PAGES) - pages, "addresses in PAGES of no GET route of the desk"
+
+
+# Each page of the desk (each of its GET routes): the address it is read at from the seeded clinic.
+PAGES = {
+    ("GET", "/desk"): "/desk",
+    ("GET", "/desk/desk.css"): "/desk/desk.css",
+    ("GET", "/desk/desk.js"): "/desk/desk.js",
+    ("GET", "/desk/login"): "/desk/login",
+    ("GET", "/desk/kept/<kept>"): "/desk/kept/{kept}",
+    ("GET", "/desk/version"): "/desk/version",
+    ("GET", "/desk/day"): "/desk/day?date={date}&centerId={center}",
+    ("GET", "/desk/week"): "/desk/week",
+    ("GET", "/desk/rooms"): "/desk/rooms",
+    ("GET", "/desk/calls"): "/desk/calls",
+    ("GET", "/desk/waitlist"): "/desk/waitlist",
+    ("GET", "/desk/book"): "/desk/book?{slot}",
+    ("GET", "/desk/appointments/<appointment_id:int>"): "/desk/appointments/{booked}",
+    ("GET", "/desk/patients"): "/desk/patients",
+    ("GET", "/desk/patients/<patient_id:int>"): "/desk/patients/{patient}",
+    ("GET", "/desk/patients/<patient_id:int>/book"): "/desk/patients/{patient}/book",
+    ("GET", "/desk/patients/<patient_id:int>/access"): "/desk/patients/{patient}/access",
+    ("GET", "/desk/access"): "/desk/access",
+    ("GET", "/desk/patients/<patient_id:int>/copy"): "/desk/patients/{patient}/copy",
+    ("GET", "/desk/patients/<patient_id:int>/erase"): "/desk/patients/{patient}/erase",
+    ("GET", "/desk/closures"): "/desk/closures",
+    ("GET", "/desk/closures/<closure_id:int>/remove"): "/desk/closures/{closure}/remove",
+    ("GET", "/desk/doctors"): "/desk/doctors",
+    ("GET", "/desk/report"): "/desk/report",
+}
+
+# Run by the fresh env's Python: every desk page of pages.json, a series' preview (the one page only a form
+# shows), the error page and the API's document, from the installed copy only; then, as JSON, the pages
+# rendered and every shipped file read, with where it was read from.
 EVERY_PAGE = """
-import datetime as dt, sys
-import _agenda, agenda, webtest
+import datetime as dt, json, re, sys
+import _agenda, _agenda.store, agenda, webtest
 assert all(path.startswith(sys.argv[1]) for path in (agenda.__file__, _agenda.__file__)), _agenda.__file__
+read, found = {}, _agenda.store.data_file_path
+def recorded(name):
+    read[name] = str(found(name))
+    return found(name)
+_agenda.store.data_file_path = recorded
 app = agenda.create_app("clinic.db", "a-long-enough-secret")
 clinic, accounts = app.clinic, app.accounts
 accounts.add_staff("ana", "correct horse battery", role="admin")
@@ -65,21 +115,28 @@ doctor = clinic.doctors()[0]
 free = clinic.availability(doctor_id=doctor["id"], last=clinic.today() + dt.timedelta(days=30))[0]
 patient = clinic.register_patient({"name": "Ana", "nif": "12345678Z"}, source="cli")
 booked = clinic.book(day=free.date, time_text=free.time, doctor_id=doctor["id"], patient_id=patient, source="cli")
+closure = clinic.add_closure(doctor_id=doctor["id"], first=free.date + dt.timedelta(days=60), reason="Congreso")["id"]
 desk = webtest.TestApp(app)
 login = desk.get("/desk/login").forms[0]
 login["name"], login["password"] = "ana", "correct horse battery"
 assert login.submit().status_int == 303
 slot = f"doctorId={doctor['id']}&date={free.date_text}&time={free.time}&centerId={free.center_id}"
-for page in ["/desk/login", f"/desk/day?date={free.date_text}&centerId={free.center_id}", f"/desk/book?{slot}",
-             f"/desk/appointments/{booked}", "/desk/patients", f"/desk/patients/{patient}", "/desk/closures",
-             f"/desk/patients/{patient}/access", f"/desk/patients/{patient}/copy", f"/desk/patients/{patient}/erase",
-             "/desk/doctors", "/desk/week", "/desk/rooms", "/desk/calls", "/desk/waitlist", "/desk/report", "/desk/desk.css"]:
-    answer = desk.get(page)
-    assert answer.status_int == 200 and len(answer.body) > 200, page
-    print(page)
+names = {"date": free.date_text, "center": free.center_id, "slot": slot, "booked": booked, "patient": patient,
+         "closure": closure, "kept": accounts.keep_form("ana", "/desk/book", [["patientId", str(patient)]])}
+shown = []
+for address in json.load(open("pages.json", encoding="utf-8")):
+    answer = desk.get(address.format(**names)).maybe_follow()
+    assert answer.status_int == 200, address
+    assert len(answer.body) > 200 or answer.content_type == "application/json", address
+    shown.append(address)
+csrf = re.search(r'name="csrf" value="([^"]+)"', desk.get("/desk/day").text)[1]
+series = desk.post("/desk/series", {"doctorId": doctor["id"], "date": free.date_text, "time": free.time,
+                                    "centerId": free.center_id, "patientId": patient, "n": "1", "unit": "w",
+                                    "count": "2", "csrf": csrf})
+assert series.status_int == 200 and len(series.body) > 200
 assert desk.get("/desk/nowhere", status=404).status_int == 404
 assert webtest.TestApp(app).get("/openapi.json").json["openapi"] == "3.1.0"
-print("rendered")
+print(json.dumps({"pages": shown, "read": read}))
 """
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import agenda
+import edges
 from conftest import ROOT
 
 PACKAGE = ROOT / "_agenda"
@@ -15,10 +16,10 @@ PACKAGE = ROOT / "_agenda"
 # shares, each desk handler module above it imports no other, and desk.py's route table imports them
 # all. replication and imports sit beside the app, over the clinic and storage; cli holds the one group
 # and what its commands share, and each cli_*.py above it registers its commands on that group,
-# importing no other cli_*.py.
-COMMANDS = ["cli_service", "cli_backups", "cli_imports", "cli_desk", "cli_staff", "cli_waitlist", "cli_report",
-            "cli_rights", "cli_moving"]
-DESK_HANDLERS = ["desk_session", "desk_views", "desk_booking", "desk_patients", "desk_clinic"]
+# importing no other cli_*.py. The command modules are those the group's commands live in; the desk's
+# handler modules, those its route table's handlers live in.
+COMMANDS = edges.command_modules()
+DESK_HANDLERS = sorted({route.handler.__module__.split(".")[-1] for route in edges.DESK_ROUTES})
 LAYERS = ["values", "sealing", "store", "access", "identity", "slots", "visits", "holds", "staff", "booking", "clinic",
           "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts", "pages", "charts", "web",
           "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
@@ -53,10 +54,8 @@ def test_a_module_imports_only_the_modules_below_it(module):
 
 
 def test_every_command_lives_in_a_command_module_that_agenda_py_registers():
-    assert sorted(path.stem for path in PACKAGE.glob("cli_*.py")) == sorted(COMMANDS)
+    assert sorted(path.stem for path in PACKAGE.glob("cli_*.py")) == COMMANDS  # each holds a command, none elsewhere
     assert set(COMMANDS) <= own_imports(ROOT / "agenda.py")
-    homes = {name: command.callback.__module__ for name, command in agenda.cli.commands.items()}
-    assert {home.split(".")[-1] for home in homes.values()} == set(COMMANDS), homes
 
 
 @pytest.mark.parametrize("module", COMMANDS)
@@ -66,6 +65,7 @@ def test_a_command_module_imports_no_other_command_module(module):
 
 def test_every_desk_module_is_the_shared_one_or_a_handler_module():
     assert sorted(path.stem for path in PACKAGE.glob("desk_*.py")) == sorted(["desk_shared", *DESK_HANDLERS])
+    assert all(module.startswith("desk_") for module in DESK_HANDLERS), DESK_HANDLERS  # no handler elsewhere
 
 
 @pytest.mark.parametrize("module", DESK_HANDLERS)

@@ -1,12 +1,15 @@
-"""X-Signature on every route but /health ("Signatures"; spec part 5)."""
+"""X-Signature on every route of the API but the public ones ("Signatures"; spec part 5), and every route of
+every edge let in by the caller's signature, the desk's cookie, or neither: the few that take neither, named."""
 
 import base64
 import hashlib
 import hmac
 
 import pytest
+import webtest
 
 import agenda
+import edges
 from conftest import SECRET, assert_error, sign, table_rows
 from openapi_contract import CONTRACT, METHODS
 
@@ -33,6 +36,52 @@ def test_every_route_above_is_every_signed_operation_of_openapi_json():
               for method, operation in item.items() if method in METHODS and operation.get("security") != []}
     listed = {(method, CONTRACT.operation(method, url.split("?")[0])[0]) for method, url, _ in EVERY_ROUTE}
     assert listed == signed
+
+
+def test_every_route_above_is_every_route_of_the_tables_that_takes_a_signature():
+    listed = {edges.route_of(method, url).key for method, url, _ in EVERY_ROUTE}
+    signed = {route.key for route in edges.ROUTES if route.door == "signature"}
+    assert not signed - listed, "routes that take a signature with no request in EVERY_ROUTE"
+    assert not listed - signed, "requests in EVERY_ROUTE of a route that takes no signature"
+
+
+# The routes that take neither the caller's signature nor the desk's cookie, each with why: a route
+# added without either fails below until it is named here.
+OPEN_ROUTES = {
+    ("GET", "/health"): "the service's health, for its monitor: nothing of the clinic's",
+    ("GET", "/openapi.json"): "the API's own document",
+    ("GET", "/desk"): "sends the browser on to the day, which asks for the login",
+    ("GET", "/desk/login"): "the login page",
+    ("POST", "/desk/login"): "the login itself, with the login page's own token",
+    ("GET", "/desk/desk.css"): "the login page's stylesheet",
+    ("GET", "/desk/desk.js"): "the login page's script",
+    ("GET", "/feeds/<token>.ics"): "a doctor's calendar feed: its token is all the access it gives",
+}
+
+
+def test_the_routes_that_take_neither_signature_nor_cookie_are_the_open_ones_named():
+    open_routes = {route.key for route in edges.ROUTES if route.door == "neither"}
+    assert not open_routes - set(OPEN_ROUTES), "routes open by their table's marks, not named in OPEN_ROUTES"
+    assert not set(OPEN_ROUTES) - open_routes, "OPEN_ROUTES names routes that are not there, or not open"
+
+
+def test_the_route_tables_read_are_every_route_the_app_serves(api):
+    assert [(route.method, route.rule) for route in api.app.routes] == [(r.method, r.rule) for r in edges.ROUTES]
+
+
+@pytest.mark.parametrize("route", edges.ROUTES, ids=lambda route: " ".join(route.key))
+def test_a_request_with_neither_signature_nor_cookie_is_refused_but_on_an_open_route(api, db_path, route):
+    before = table_rows(db_path)
+    answer = webtest.TestApp(api.app).request(edges.example_path(route), method=route.method, expect_errors=True)
+    refused = {"signature": answer.status_int == 401 and answer.content_type == "application/json"
+               and answer.json["error"]["code"] == "INVALID_SIGNATURE",
+               "cookie": answer.status_int == 303 and answer.headers["Location"].endswith("/desk/login")}
+    if route.door == "neither":
+        assert not any(refused.values()), f"{route.key} is classed open by its table, yet refused {answer.status}"
+    else:
+        assert refused[route.door], (f"{route.key} takes the {route.door} by its table's marks, yet answered "
+                                     f"{answer.status}: teach edges.door its mark, and name it in OPEN_ROUTES")
+    assert table_rows(db_path) == before
 
 
 @pytest.fixture
@@ -187,7 +236,7 @@ def test_no_captured_signature_opens_another_request_under_the_default_settings(
             response = booked.call(method, target, raw=sent, signature=signature)
             assert response.status_int == 401, (name, method, target, sent, response.text)
             tried += 1
-    assert tried > 12 * 4 * 6
+    assert tried > (len(EVERY_ROUTE) - 1) * 4 * 6
     assert table_rows(db_path) == before
 
 
