@@ -164,15 +164,15 @@ def rederive(conn, now, visits, prefer=None):
     return unplaced
 
 
-def placement_notes(placed, lines, given):
+def placement_notes(placed, lines, given, dry_run=False):
     """What an import's rooms and machines say by line, [(line, why)]: a coming visit that found none free
-    (imported without it), and one given other than the file's `given` ({id: [resource]}) as its visit needs."""
+    (imported without it, named by its id), and one given other than the file's `given` ({id: [resource]})."""
     notes = []
     for visit, taken in placed:
         when = f"{format_date(visit.date)} {visit.time}"
         if taken is None:
-            notes.append((lines[visit.id], f"{when}: no room or machine it needs is free then; it is imported"
-                                           " without it"))
+            notes.append((lines[visit.id], f"{when}: no room or machine it needs is free then; " + (
+                "it would be imported without it" if dry_run else f"appointment {visit.id} imported without it")))
         elif given.get(visit.id) and sorted(taken) != sorted(given[visit.id]):
             notes.append((lines[visit.id], f"{when}: holds {', '.join(sorted(taken)) or 'none'}, not the file's"
                                            f" {', '.join(sorted(given[visit.id]))}, as its visit needs"))

@@ -275,13 +275,14 @@ def staged_placements(clinic, conn):
             (now.date().isoformat(), f"{now:%H:%M}")):
         visits.append(Coming(*row[:6], needs_of(row[6]), False, row[7], []))
         given[row[0]] = json.loads(row[8] or "[]")
-    return placement_notes(placements(conn, visits, given), {line: line for line in given}, given)
+    return placement_notes(placements(conn, visits, given), {line: line for line in given}, given, dry_run=True)
 
 
 def held(conn, key, span):
     """What holds a doctor's span of a day in the agenda: 'appointment N already in the agenda'."""
-    row = conn.execute("SELECT id FROM appointments WHERE doctor_id = ? AND date = ? AND time = ? AND end_time = ?"
-                       " AND status != 'cancelled' AND squeezed = 0", (*key, span[:5], span[5:])).fetchone()
+    row = conn.execute("SELECT id FROM appointments WHERE doctor_id = ? AND date = ? AND time = ? AND"
+                       " coalesce(busy_until, end_time) = ? AND status != 'cancelled' AND squeezed = 0",
+                       (*key, span[:5], span[5:])).fetchone()  # a span's end is its busy end (`busy_spans`)
     return f"appointment {row[0]} already in the agenda"
 
 

@@ -291,3 +291,13 @@ def test_a_room_changed_under_a_doctor_reaches_her_sobrecita_and_never_leaves_he
     assert str(refused.value) == ("line 2: C2-BOX0: doctors VEGA work in it; it must stay a room of their center"
                                   " (take it from their rows first)")
     assert table_rows(db_path) == before
+
+
+def test_an_import_row_over_a_visit_with_a_pause_names_that_visit(typed, tmp_path, clock):
+    """A row overlapping a booked visit that has a pause (its busy end past its end) is refused by line, naming
+    the appointment; the check read the visit's end and found none (a 500)."""
+    first = typed.book(people(typed, 1)[0], date="24/11/2026", time="09:00", doctor="MARTIN", specialityId="MG-PRI")
+    row = f"24/11/2026,09:30,15,MARTIN,C1,{valid_dni(800)},Ana,MG-REV,"
+    refused = cli(typed, clock, "import-appointments", appointments_file(tmp_path, [row]))
+    assert refused.exit_code == 1
+    assert f"line 2: 24/11/2026 09:30 with MARTIN overlaps appointment {first} already in the agenda" in refused.output

@@ -245,7 +245,8 @@ class HoldsMachine(RuleBasedStateMachine):
         self.app = agenda.create_app(self.db_path, SECRET, now=self.clock)
         self.clinic, self.api = self.app.clinic, Api(self.app)
         self.nifs = [valid_dni(n) for n in range(1, PATIENTS + 1)]
-        self.patients = [self.api.new_patient(nif=nif, phone=f"6{n:08d}") for n, nif in enumerate(self.nifs, 1)]
+        self.patients = [self.api.new_patient(nif=nif, phone=f"6{n:08d}", name=f"P{n - 1}")  # as imports name them
+                         for n, nif in enumerate(self.nifs, 1)]
         self.probe = self.api.new_patient(nif=valid_dni(99), phone="699999999")  # never booked: always free
         for n, (doctor, day, pick, asked) in enumerate(before):
             day = self.day(day)
@@ -407,7 +408,8 @@ class HoldsMachine(RuleBasedStateMachine):
             if other:
                 rows.append({**first, "doctor": other, "type": kind or "", "holds": "",
                              "duration": str(self.model["types"][kind][1] if kind else 15),
-                             "nif": self.nifs[(self.nifs.index(first["nif"]) + 1) % PATIENTS]})
+                             "nif": self.nifs[(self.nifs.index(first["nif"]) + 1) % PATIENTS],
+                             "name": f"P{(self.nifs.index(first['nif']) + 1) % PATIENTS}"})
         first_new = self.conn().execute("SELECT coalesce(max(id), 0) FROM appointments").fetchone()[0]
         try:
             report = import_appointments(self.clinic, [(n, fields, []) for n, fields in enumerate(rows, 2)],
