@@ -19,13 +19,13 @@ PACKAGE = ROOT / "_agenda"
 COMMANDS = ["cli_service", "cli_backups", "cli_imports", "cli_desk", "cli_staff", "cli_waitlist", "cli_report",
             "cli_rights", "cli_moving"]
 DESK_HANDLERS = ["desk_session", "desk_views", "desk_booking", "desk_patients", "desk_clinic"]
-LAYERS = ["values", "sealing", "store", "access", "identity", "slots", "visits", "holds", "staff", "booking", "clinic",
-          "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts", "pages", "charts", "web",
-          "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
+LAYERS = ["values", "sealing", "store", "patients", "access", "identity", "slots", "visits", "holds", "staff", "booking",
+          "clinic", "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts", "pages",
+          "charts", "web", "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
           "replication", "replica_restore", "catalogs", "imports", "moving", "staged_import",
           "cli", *COMMANDS]
-DOMAIN = ["values", "sealing", "store", "access", "identity", "slots", "visits", "holds", "staff", "booking", "clinic",
-          "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts"]
+DOMAIN = ["values", "sealing", "store", "patients", "access", "identity", "slots", "visits", "holds", "staff", "booking",
+          "clinic", "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts"]
 
 
 def own_imports(path):
