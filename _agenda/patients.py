@@ -104,7 +104,6 @@ PATIENT_COLUMNS = (
     Column("anonymised_at", "record-keeping", "when its identity was replaced (UTC)", KEEP, NOW, copy="anonymisedAt"),
     Column("search", "record-keeping", "name and surname folded for the patient search", KEEP, FOLDED),
 )
-COLUMNS = {column.name: column for column in PATIENT_COLUMNS}
 GIVEN = tuple(column.name for column in PATIENT_COLUMNS if column.read)  # what a patient's details give
 TYPED = tuple(column for column in PATIENT_COLUMNS if column.read and column.field)  # what a person types
 RECTIFIABLE = tuple(column.field for column in TYPED)  # what a correction takes
