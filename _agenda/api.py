@@ -11,9 +11,10 @@ import time
 
 import bottle
 
-from .values import (all_fields, body_text, body_text_list, body_too_large, ClinicError, format_date, invalid,
+from .values import (all_fields, body_text, body_text_list, body_too_large, ClinicError, invalid,
                      iso_or_blank, optional_date, parse_date, parse_dates, parse_time)
 from .store import recall, remember
+from .patients import PATIENT_COLUMNS, field_text
 from .clinic import Shape
 from .web import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path,
                   query_date, query_text, raw_header, refusal_for, request_id, request_target, status_of,
@@ -122,11 +123,14 @@ def slots_json(slots):
     return "[" + ",".join(parts) + "]"
 
 
+# What the caller sends and reads of a patient (PATIENT_COLUMNS' `api`), each under its field.
+API_PATIENT = tuple(column for column in PATIENT_COLUMNS if column.api)
+
+
 def patient_view(patient):
-    """A patient as the caller sees it ("Patients")."""
-    return {"id": str(patient["id"]), "name": patient["name"], "surname": patient["surname"],
-            "birthDate": format_date(patient["birth_date"]) if patient["birth_date"] else None,
-            "nif": patient["shown_nif"], "phone": patient["phone"], "extra": None}
+    """A patient as the caller sees it ("Patients"): API_PATIENT, the NIF theirs or their live guardian's."""
+    return {"id": str(patient["id"]), **{column.field: field_text(column, patient[column.key], None)
+                                        for column in API_PATIENT}, "nif": patient["shown_nif"], "extra": None}
 
 
 # Refusals whose code the caller's spec does not know, as the caller reads them ("Errors").
@@ -338,7 +342,9 @@ def find_patient():
 
 
 def create_patient():
-    return created({"patientId": clinic().register_patient(json_body())})
+    body = json_body()
+    return created({"patientId": clinic().register_patient({column.field: body[column.field] for column in API_PATIENT
+                                                            if column.field in body})})
 
 
 def availabilities():

@@ -4,12 +4,15 @@ erasure and the retention run ("Access record", "Erasure and retention", "A pati
 import datetime as dt
 import json
 import os
+import re
 
 import click
 
 from .values import format_date, plural, printable, RETENTION_YEARS_AT_LEAST
 from .store import remove_kept_copies, utc_iso
+from .patients import TYPED
 from .rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
+from .texts import TEXTS
 from .pages import copy_page
 from .cli import (cli, cli_date, cli_now, cli_reader, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS,
                   keep_copies_option, tz_option)
@@ -116,17 +119,29 @@ def printable_json(text):
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
+def option_of(field):
+    """A field's option at the command line: birthDate as --birth-date."""
+    return "--" + re.sub(r"[A-Z]", lambda capital: "-" + capital.group().lower(), field)
+
+
+def rectify_options(command):
+    """An option for each field a correction takes (patients.TYPED), named and said as the desk says it."""
+    for column in reversed(TYPED):
+        words = TEXTS[f"field_{column.field}"][1]
+        said = f"The right {words if words.isupper() else words.lower()}" + (", DD/MM/YYYY" if column.shape == "date"
+                                                                            else "")
+        command = click.option(option_of(column.field), column.field, default=None,
+                               help=said + ("." if column.required else '; "" empties it.'))(command)
+    return command
+
+
 @patient.command("rectify")
 @db_option
 @click.argument("patient_id")
-@click.option("--name", default=None, help="The right name.")
-@click.option("--surname", default=None, help="The right surname(s); \"\" empties them.")
-@click.option("--birth-date", "birth_date", default=None, help="The right birth date, DD/MM/YYYY; \"\" empties it.")
-@click.option("--nif", default=None, help="The right NIF.")
-@click.option("--phone", default=None, help="The right phone; \"\" empties it.")
+@rectify_options
 @tz_option
 @click.pass_context
-def patient_rectify(ctx, db_path, patient_id, name, surname, birth_date, nif, phone, tz):
+def patient_rectify(ctx, db_path, patient_id, tz, **given):
     """Correct a patient's details when they ask (GDPR art. 16), checked as a new patient is;
     the details before and after are kept in the audit trail.
 
@@ -135,10 +150,10 @@ def patient_rectify(ctx, db_path, patient_id, name, surname, birth_date, nif, ph
     \b
         agenda patient rectify 42 --phone "612 34 56 78" --surname "García Núñez"
     """
-    changes = {key: value for key, value in (("name", name), ("surname", surname), ("birthDate", birth_date),
-                                             ("nif", nif), ("phone", phone)) if value is not None}
+    changes = {field: value for field, value in given.items() if value is not None}
     if not changes:
-        raise click.UsageError("say what to correct: --name, --surname, --birth-date, --nif or --phone")
+        options = [option_of(column.field) for column in TYPED]
+        raise click.UsageError(f"say what to correct: {', '.join(options[:-1])} or {options[-1]}")
     with clinic_at(ctx, db_path, tz) as clinic:
         rectify(clinic, patient_id, changes, "cli")
     click.echo(f"Corrected patient {patient_id}: {', '.join(sorted(changes))}.")

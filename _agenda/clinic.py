@@ -6,11 +6,11 @@ import json
 import logging
 from typing import NamedTuple
 
-from .values import (clinic_zone, ClinicError, fold, invalid, normalise_nif,
-                     numeric_id, parse_phone, patient_fields, Settings)
+from .values import clinic_zone, ClinicError, fold, invalid, normalise_nif, numeric_id, parse_phone, Settings
 from .access import AccessRecord
 from .identity import identities, identity
-from .store import INSERT_PATIENT, patient_row, record_event, utc_iso, written_row
+from .store import record_event, utc_iso, written_row
+from .patients import INHERITED, insert_patient, patient_fields
 from .slots import booking_window, CLOSURE_COVERS, day_states, free_slots, FREE, read_schedule
 from .visits import free_starts, the_visit, types_offered, visit_type
 from .booking import admit, book_visit, brought_forward, channel_of, move_channel, visit_of, Visit
@@ -222,13 +222,13 @@ class Clinic:
                 raise ClinicError("PATIENT_ALREADY_EXISTS", "a patient with that nif exists", field="nif",
                                   patientId=str(existing["id"]))
             if guardian_nif:
-                guardian = conn.execute("SELECT id, phone, phone_e164 FROM live_patients WHERE nif = ?",
+                guardian = conn.execute(f"SELECT id, {', '.join(INHERITED)} FROM live_patients WHERE nif = ?",
                                         (self.quietly(normalise_nif, guardian_nif),)).fetchone()
                 if guardian is None:
                     raise invalid("no patient has the guardian's nif", "guardian", "guardianNif")
-                patient.update(guardian_id=guardian["id"], phone=patient["phone"] or guardian["phone"],
-                               phone_e164=patient["phone_e164"] or guardian["phone_e164"])
-            row = written_row(conn, INSERT_PATIENT, patient_row(patient, at))
+                patient.update(guardian_id=guardian["id"],
+                               **{name: patient[name] or guardian[name] for name in INHERITED})
+            row = insert_patient(conn, patient, at)
             record_event(conn, at, source, "patient.created", "patient", row["id"], after=row)
         return str(row["id"])
 

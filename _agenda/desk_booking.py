@@ -8,7 +8,8 @@ import urllib.parse
 
 import bottle
 
-from .values import all_fields, ClinicError, format_date, invalid, numeric_id, parse_date, parse_time, patient_fields
+from .values import all_fields, ClinicError, format_date, invalid, numeric_id, parse_date, parse_time
+from .patients import DESK_FIELDS, patient_fields
 from .counter import mark_attendance, open_marks, overlapped, squeeze_in
 from .series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 from .waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
@@ -35,8 +36,7 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=No
     doctor = clinic().require_doctor(slot["doctorId"])
     kinds, starts, why = visit_types_here(doctor, slot)
     q = form("q") or ""  # a search comes by POST only: what was typed never goes into a URL or the history
-    typed = {name: form(name) or "" for name in ("name", "surname", "nif", "phone", "birthDate", "reason",
-                                                 "guardianNif", "insuranceId", "underGuardian")}
+    typed = {name: form(name) or "" for name in (*DESK_FIELDS, "reason", "guardianNif", "insuranceId", "underGuardian")}
     typed["insuranceId"] = typed["insuranceId"] or query_text("insuranceId") or ""  # carried from the waiting list
     try:
         found = clinic().search_patients(q, reader=desk_source()) if q else None
@@ -239,7 +239,7 @@ def lost_slot(error):
 def new_patient_typed():
     """The booking form's new patient as typed; the NIF is the guardian's when "underGuardian" is ticked (a child
     under 14 without one: see docs/design.md, 'Patients without a NIF')."""
-    fields = {name: form(name) for name in ("name", "surname", "nif", "phone", "birthDate", "guardianNif")}
+    fields = {name: form(name) for name in (*DESK_FIELDS, "guardianNif")}
     if form("underGuardian") and not fields["guardianNif"]:
         fields["guardianNif"], fields["nif"] = fields["nif"], None
     return fields

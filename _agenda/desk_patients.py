@@ -9,8 +9,9 @@ import json
 import bottle
 
 from .values import ClinicError, format_date, parse_date
+from .patients import DESK_FIELDS, DESK_FORM, field_text
 from .identity import identity
-from .rights import erasure_preview, patient_copy, RECTIFIABLE, rectify, request_erasure
+from .rights import erasure_preview, patient_copy, rectify, request_erasure
 from .pages import copy_page
 from .web import clinic, query_text, status_of
 from .desk_shared import (desk_page, desk_refusal, desk_source, desk_wrong_fields, dialled, done, form,
@@ -30,9 +31,9 @@ def desk_patients():
 def desk_patient(patient_id, error=None, status=200, wrong=None):
     """A patient: their details (to correct), their coming, past and cancelled appointments, book for them."""
     patient = clinic().patient_record(patient_id, reader=desk_source())
-    typed = {name: form(name) or "" for name in RECTIFIABLE} if error else {
-        "name": patient["name"], "surname": patient["surname"] or "", "nif": patient["nif"],
-        "phone": dialled(patient["phone"]), "birthDate": format_date(patient["birth_date"]) if patient["birth_date"] else ""}
+    typed = {name: form(name) or "" for name in DESK_FIELDS} if error else {
+        column.field: dialled(value) if column.shape == "phone" else field_text(column, value)
+        for column in DESK_FORM for value in [patient[column.key]]}
     return desk_page("patient", status=status, patient=patient, typed=typed, error=error, wrong=wrong or {},
                      cancelled=clinic().cancelled_of(patient["id"], desk_source()), today=clinic().today().isoformat())
 
@@ -51,7 +52,7 @@ def desk_patient_book(patient_id):
 def desk_correct_patient(patient_id):
     """Correct a patient's details, checked as a new patient is; a NIF another patient holds is refused."""
     try:
-        rectify(clinic(), patient_id, {name: form(name) or "" for name in RECTIFIABLE}, desk_source())
+        rectify(clinic(), patient_id, {name: form(name) or "" for name in DESK_FIELDS}, desk_source())
     except ClinicError as error:
         return desk_patient(patient_id, desk_refusal(error), status_of(error), desk_wrong_fields(error))
     done(f"/desk/patients/{int(patient_id)}", ("patient_saved", {}), patient=int(patient_id))

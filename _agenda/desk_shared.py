@@ -13,6 +13,7 @@ import bottle
 import phonenumbers
 
 from .values import ClinicError, format_date, printable, text_field
+from .patients import DESK_FORM
 from .identity import identity, refused
 from .texts import refusal_fields, refusal_text, TEXTS, translator
 from .pages import desk_template
@@ -58,7 +59,7 @@ def desk_page(template, status=200, **values):
         flash = flash_text(flash, t, desk)
     values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "quote": urllib.parse.quote,
               "urlencode": urllib.parse.urlencode, "error": None, "nif_of": functools.partial(nif_of, t), "wrong": {},
-              **values}
+              "patient_form": DESK_FORM, **values}
     values["wrong_note"] = functools.partial(field_note, values["wrong"])
     body = desk_template(template).render(**values)
     bottle.response.status = status

@@ -6,11 +6,14 @@ import json
 
 from .values import ClinicError, numeric_id
 from .store import record_event
+from .patients import PATIENT_COLUMNS
 
+# The patient's own columns the door gives (PATIENT_COLUMNS): all but the guardian, joined only while live, and
+# the search's folded name.
+SHOWN = tuple(column for column in PATIENT_COLUMNS if column.name not in ("guardian_id", "search"))
 # Who a patient is, with their guardian while the guardian is live: the one query of identity.
-IDENTITY = """SELECT p.id, p.name, p.surname, p.birth_date, p.nif, p.phone, p.phone_e164, p.blocked_at,
-       p.erasable_from, p.created_at, p.anonymised_at, g.id AS guardian_id, g.name AS guardian_first,
-       g.surname AS guardian_surname, g.nif AS guardian_nif
+IDENTITY = f"""SELECT {', '.join(f'p.{column.name}' for column in SHOWN)}, g.id AS guardian_id,
+       g.name AS guardian_first, g.surname AS guardian_surname, g.nif AS guardian_nif
 FROM patients p LEFT JOIN patients g ON g.id = p.guardian_id AND g.blocked_at IS NULL
 WHERE p.id IN (SELECT value FROM json_each(?1)) AND (p.blocked_at IS NULL OR ?2)"""
 
@@ -24,12 +27,9 @@ def identity_of(row):
     """A patient as Agenda shows them: `nif` their own, `shown_nif` theirs or their live guardian's (a child
     is found and called by it), `phone` in E.164 when it could be read, else as typed."""
     guardian = full_name(row["guardian_first"], row["guardian_surname"]) if row["guardian_id"] else None
-    return {"id": row["id"], "name": row["name"], "surname": row["surname"],
-            "full_name": full_name(row["name"], row["surname"]), "birth_date": row["birth_date"], "nif": row["nif"],
+    return {**{column.key: row[column.name] for column in SHOWN}, "full_name": full_name(row["name"], row["surname"]),
             "shown_nif": row["nif"] or row["guardian_nif"], "phone": row["phone_e164"] or row["phone"],
-            "phone_e164": row["phone_e164"], "guardian_id": row["guardian_id"], "guardian_name": guardian,
-            "guardian_nif": row["guardian_nif"], "registered_at": row["created_at"], "blocked_at": row["blocked_at"],
-            "erasable_from": row["erasable_from"], "anonymised_at": row["anonymised_at"]}
+            "guardian_id": row["guardian_id"], "guardian_name": guardian, "guardian_nif": row["guardian_nif"]}
 
 
 def identities(clinic, patient_ids, reader, kind):

@@ -11,6 +11,7 @@ import unicodedata
 from pathlib import Path
 
 from .values import first_control, one_line, plural, sheet_value, text_fault, text_limit
+from .patients import PATIENT_COLUMNS
 from .catalogs import CATALOG_COLUMNS, SeedError
 
 
@@ -129,17 +130,10 @@ def read_record(cells, fields, header):
     return row, faults
 
 
-PATIENT_COLUMN_NAMES = {  # a header, folded (`header_key`): our field
-    "name": "name", "nombre": "name", "surname": "surname", "surnames": "surname", "apellidos": "surname",
-    "birthdate": "birthDate", "dateofbirth": "birthDate", "fechanacimiento": "birthDate",
-    "fechadenacimiento": "birthDate", "nacimiento": "birthDate", "fnacimiento": "birthDate", "fechanac": "birthDate",
-    "nif": "nif", "dni": "nif", "nie": "nif",
-    "phone": "phone", "telephone": "phone", "telefono": "phone", "movil": "phone",
-    "guardiannif": "guardianNif", "guardian": "guardianNif",
-    # the guardian's NIF as clinics head it: "Tutor", "DNI tutor", "DNI del tutor", "NIF de la tutora", "NIE tutor/a"
-    **{f"{document}{of}{who}": "guardianNif" for document in ("", "nif", "dni", "nie")
-       for of in ("", "de", "del", "dela") for who in ("tutor", "tutora", "tutorlegal")},
-}
+# A header, folded (`header_key`): our field; each column patients.csv carries, by its field and its other headers.
+PATIENT_COLUMN_NAMES = {header: column.field for column in PATIENT_COLUMNS if column.export
+                        for header in (column.field, *column.headers)}
+PATIENT_EXAMPLE = ",".join(column.field for column in PATIENT_COLUMNS if column.export and column.read)
 
 
 def header_key(name):
@@ -168,7 +162,7 @@ HEADER_CHARS = 1000  # a patient file's header row is shorter: longer, the file 
 
 def patient_rows(path):
     """The records of a patients CSV with a header (',' ';' or tab separated) as it streams (`table_rows`)."""
-    return table_rows(path, PATIENT_COLUMN_NAMES, ("name", "nif"), "name,surname,birthDate,nif,phone",
+    return table_rows(path, PATIENT_COLUMN_NAMES, ("name", "nif"), PATIENT_EXAMPLE,
                       "a patient file")
 
 

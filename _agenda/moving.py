@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from .values import ClinicError, format_date, hhmm, minutes_of, parse_date, parse_time, sheet_csv
+from .patients import EXPORTED, field_text
 from .identity import identities
 from .rights import identifiers, scrubbed
 from .catalogs import CATALOG_COLUMNS
@@ -14,7 +15,7 @@ from .imports import table_rows
 
 EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.jsonl")
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-PATIENT_COLUMNS = ("name", "surname", "birthDate", "nif", "phone", "guardianNif")
+PATIENT_FILE = tuple(column.field for column in EXPORTED)  # patients.csv's header, as import-patients reads it
 APPOINTMENT_COLUMNS = ("date", "time", "duration", "doctor", "center", "nif", "name", "surname", "phone", "reason",
                        "insurance", "status", "type", "pause", "holds")
 
@@ -37,7 +38,7 @@ def export_agenda(clinic, folder, reader):
     written = []
     try:
         for name, rows in texts.items():
-            header = {"catalogs.csv": CATALOG_COLUMNS, "patients.csv": PATIENT_COLUMNS,
+            header = {"catalogs.csv": CATALOG_COLUMNS, "patients.csv": PATIENT_FILE,
                       "appointments.csv": APPOINTMENT_COLUMNS}.get(name)
             write_private(folder / name, sheet_csv(header, rows) if header else "".join(rows))
             written.append(folder / name)
@@ -121,9 +122,8 @@ def doctor_rows(conn, doctor):
 
 
 def patient_line(person):
-    """A patient as import-patients reads them: a child of an erased guardian with no guardian at all."""
-    return (person["name"], person["surname"] or "", format_date(person["birth_date"]) if person["birth_date"] else "",
-            person["nif"] or "", person["phone"] or "", person["guardian_nif"] or "")
+    """A patient as import-patients reads them (EXPORTED): a child of an erased guardian with no guardian at all."""
+    return tuple(field_text(column, person[column.key]) for column in EXPORTED)
 
 
 def appointment_lines(conn, people):

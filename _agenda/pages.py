@@ -8,6 +8,8 @@ import bottle
 
 from .values import format_date
 from .store import read_data_file, TEMPLATES
+from .patients import TYPED
+from .texts import TEXTS
 
 
 @functools.lru_cache(maxsize=None)
@@ -29,6 +31,7 @@ COPY_WORDS = {  # the patient's copy is in Spanish: what a patient reads of the 
                 "appointment.arrived": "llegada a la consulta", "appointment.seen": "atendido en consulta",
                 "appointment.no_show": "no acudió a la cita", "appointment.attendance_undone": "asistencia corregida",
                 "patient.rectified": "datos corregidos"},
+    "fields": {"birthDate": "Fecha de nacimiento"},  # else the desk's words (TEXTS' field_NAME)
     "kinds": {"patient": "su ficha", "appointment": "una cita", "search": "una búsqueda", "day": "la lista del día",
               "print": "el día impreso", "export": "una copia de sus datos", "blocked": "su ficha bloqueada",
               "access": "este registro", "preview": "una lista antes de un cambio", "change": "un cambio en su cita",
@@ -48,5 +51,7 @@ def copy_page(copy, zone):
         if source.startswith("feed:"):
             return "el calendario de su médico"
         return "recepción (" + source.split(":", 1)[1] + ")" if source.startswith("desk:") else "administración"
+    details = [(COPY_WORDS["fields"].get(column.field) or TEXTS[f"field_{column.field}"][0], column)
+               for column in TYPED if column.copy]
     return desk_template("copy").render(**copy, **COPY_WORDS, generated=copy["generatedAt"], when=when,
-                                        day=format_date, sources=sources)
+                                        day=format_date, sources=sources, details=details)

@@ -4,15 +4,16 @@ ends, the patient's copy of their data, and rectification ("Erasure and retentio
 import datetime as dt
 import json
 
-from .values import ClinicError, format_date, numeric_id, patient_fields
-from .store import record_event, searched_name, utc_iso, written_row
+from .values import ClinicError, numeric_id
+from .store import record_event, utc_iso
+from .patients import (anonymise_patient, block_patient, clear_inherited, ERASED, PATIENT_COLUMNS, patient_fields,
+                       rectify_patient, typed_of)
 from .access import KEEP_DAYS
 from .identity import identity, opened
 from .clinic import APPOINTMENT_FIELDS
 
-ERASED_NAME = "Anonimizado"
 # What identifies a patient, wherever a row or an event holds it; replaced when the period ends.
-IDENTITY = ("name", "surname", "birth_date", "nif", "phone", "phone_e164", "reason", "search")
+IDENTITY = (*ERASED, "reason")
 ERASURE_REASON = "erasure requested"
 
 
@@ -48,8 +49,7 @@ def request_erasure(clinic, patient_id, source, reader):
         for appointment in coming:
             clinic.cancelled(conn, appointment, at, ERASURE_REASON, "appointment.cancelled", source)
         until = erasable_from(conn, row["id"], now.date(), clinic.settings.retention_years)
-        conn.execute("UPDATE patients SET blocked_at = ?, erasable_from = ? WHERE id = ?",
-                     (utc_iso(at), until.isoformat(), row["id"]))
+        block_patient(conn, row["id"], at, until)
         conn.execute("UPDATE waitlist SET ended_at = ?, ended_why = 'erased' WHERE patient_id = ? AND ended_at IS NULL",
                      (utc_iso(at), row["id"]))
         forget_guardian(conn, row["id"], at, source)
@@ -65,11 +65,7 @@ def request_erasure(clinic, patient_id, source, reader):
 def forget_guardian(conn, guardian_id, at, source):
     """Inside an erasure: the guardian's phone, copied to their children when they were registered, leaves the
     children's rows, so that no answer or search reaches the erased through a child ("A patient's identity")."""
-    children = [row[0] for row in conn.execute(
-        "UPDATE patients SET phone = NULL, phone_e164 = NULL WHERE guardian_id = ?1 AND blocked_at IS NULL AND"
-        " (phone_e164 = (SELECT phone_e164 FROM patients WHERE id = ?1) OR phone = (SELECT phone FROM patients"
-        " WHERE id = ?1)) RETURNING id", (guardian_id,))]
-    for child in children:
+    for child in clear_inherited(conn, guardian_id):
         record_event(conn, at, source, "patient.guardian_erased", "patient", child,
                      after={"guardianId": guardian_id, "phoneCleared": True})
 
@@ -104,9 +100,7 @@ def anonymise(conn, patient_id, at, source):
     every event about them (and their NIF and phone wherever a child's events hold them), keeping the
     appointments for the clinic's counts."""
     private = identifiers(conn, [patient_id])  # written over, never shown
-    conn.execute("UPDATE patients SET name = ?, surname = NULL, birth_date = NULL, nif = ?, phone = NULL,"
-                 " phone_e164 = NULL, anonymised_at = ?, search = ? WHERE id = ?",
-                 (ERASED_NAME, f"ANON-{patient_id}", utc_iso(at), searched_name(ERASED_NAME, None), patient_id))
+    anonymise_patient(conn, patient_id, at)
     conn.execute("UPDATE appointments SET reason = NULL WHERE patient_id = ?", (patient_id,))
     conn.execute("UPDATE waitlist SET note = NULL WHERE patient_id = ?", (patient_id,))
     events = conn.execute(
@@ -193,35 +187,29 @@ def erased_guardian(conn, patient_id):
 
 
 def patient_details(person):
-    return {"id": person["id"], "name": person["name"], "surname": person["surname"], "birthDate": person["birth_date"],
-            "nif": person["nif"], "phone": person["phone"], "guardian": person["guardian_name"],
-            "guardianNif": person["guardian_nif"], "registeredAt": person["registered_at"],
-            "blockedAt": person["blocked_at"], "erasableFrom": person["erasable_from"],
-            "anonymisedAt": person["anonymised_at"]}
+    """The copy's details: each column the copy carries (PATIENT_COLUMNS' `copy`), a guardian by name too."""
+    details = {}
+    for column in PATIENT_COLUMNS:
+        if column.name == "guardian_id":
+            details["guardian"] = person["guardian_name"]
+        if column.copy:
+            details[column.copy] = person[column.key]
+    return details
 
 
 # Rectification (GDPR art. 16)
 
-RECTIFIABLE = ("name", "surname", "birthDate", "nif", "phone")
-
-
 def rectify(clinic, patient_id, changes, source):
-    """Correct a patient's details: `changes` maps some of RECTIFIABLE to new texts ("" empties an
+    """Correct a patient's details: `changes` maps some of patients.RECTIFIABLE to new texts ("" empties an
     optional one), checked as a new patient is; the row before and after in the audit trail."""
     at = clinic.clock()
     with clinic.db.transaction() as conn:
         key = live_key(conn, patient_id)
         row = conn.execute("SELECT * FROM patients WHERE id = ?", (key,)).fetchone()  # written, not shown
-        current = {"name": row["name"], "surname": row["surname"], "nif": row["nif"], "phone": row["phone"],
-                   "birthDate": format_date(row["birth_date"]) if row["birth_date"] else None}
-        patient = patient_fields({**current, **{key: value or None for key, value in changes.items()}},
+        patient = patient_fields({**typed_of(row), **{key: value or None for key, value in changes.items()}},
                                  clinic.today(), guarded=row["guardian_id"] is not None)
         if conn.execute("SELECT 1 FROM live_patients WHERE nif = ? AND id != ?", (patient["nif"], row["id"])).fetchone():
             raise ClinicError("PATIENT_ALREADY_EXISTS", "another patient has that nif", field="nif")
-        after = written_row(conn, "UPDATE patients SET name = ?, surname = ?, birth_date = ?, nif = ?, phone = ?,"
-                            " phone_e164 = ?, search = ? WHERE id = ?",
-                            (patient["name"], patient["surname"], patient["birth_date"], patient["nif"],
-                             patient["phone"], patient["phone_e164"], searched_name(patient["name"], patient["surname"]),
-                             row["id"]))
+        after = rectify_patient(conn, row["id"], patient)
         record_event(conn, at, source, "patient.rectified", "patient", row["id"], before=dict(row), after=after)
     return after

@@ -8,8 +8,9 @@ from contextlib import contextmanager
 from difflib import get_close_matches
 from typing import NamedTuple
 
-from .values import ClinicError, fold, format_date, normalise_nif, parse_phone, patient_fields
-from .store import record_event, searched_name, utc_iso
+from .values import ClinicError, fold, format_date, normalise_nif, parse_phone
+from .store import record_event
+from .patients import insert_staged_patients, patient_fields, searched_name, stage_patient, STAGED_PATIENTS
 from .slots import busy_spans, overlapping
 from .visits import needs_of
 from .holds import Coming, placement_notes, placements
@@ -26,8 +27,7 @@ STAGE = (
     " status TEXT NOT NULL, patient_id INTEGER, nif TEXT, type_id TEXT, pause INTEGER, busy_until TEXT NOT NULL,"
     " holds TEXT)",
     "CREATE INDEX temp.staged_by_doctor_day ON staged_appointments (doctor_id, date, line)",
-    "CREATE TEMP TABLE staged_patients (line INTEGER PRIMARY KEY, nif TEXT, name TEXT NOT NULL, surname TEXT,"
-    " birth_date TEXT, phone TEXT, phone_e164 TEXT, search TEXT NOT NULL, guardian_nif TEXT)",
+    STAGED_PATIENTS,
     "CREATE UNIQUE INDEX temp.staged_by_nif ON staged_patients (nif) WHERE nif IS NOT NULL",
 )
 PRESENT_SAID = 20  # patients already in the agenda named by line; every one is counted
@@ -237,12 +237,6 @@ def patients_said(keys):
     return f"patient{'s' if len(keys) > 1 else ''} {', '.join(str(key) for key in keys)}"
 
 
-def stage_patient(conn, line, patient, guardian_nif=None):
-    conn.execute("INSERT INTO staged_patients VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (line, patient["nif"], patient["name"], patient["surname"], patient["birth_date"], patient["phone"],
-                  patient["phone_e164"], searched_name(patient["name"], patient["surname"]), guardian_nif))
-
-
 def check_overlaps(conn, problems):
     """A problem for each live staged row that a doctor's live appointment, in the agenda or on an earlier
     line, holds taken: the slot decision's rule (`overlapping`, "Slot states"), a doctor's day at a time."""
@@ -370,19 +364,3 @@ def already_here(conn, table, key, patient, guardian_nif):
                         " ORDER BY guardian_nif IS ?3 DESC LIMIT 1",
                         (searched_name(patient["name"], patient["surname"]), patient["birth_date"],
                          guardian_nif)).fetchone()
-
-
-def insert_staged_patients(conn, at):
-    """Inside the one short commit: the staged patients (but a NIF registered since), those without a
-    guardian first, then each child under their guardian, by line, with the guardian's phone unless the row
-    gives one (as the desk registers a child, "Patients without a NIF")."""
-    conn.execute("INSERT INTO main.patients (name, surname, birth_date, nif, phone, phone_e164, created_at, search)"
-                 " SELECT name, surname, birth_date, nif, phone, phone_e164, ?, search FROM temp.staged_patients s"
-                 " WHERE guardian_nif IS NULL AND NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
-                 " ORDER BY line", (utc_iso(at),))
-    conn.execute("INSERT INTO main.patients (name, surname, birth_date, nif, phone, phone_e164, created_at, search,"
-                 " guardian_id) SELECT s.name, s.surname, s.birth_date, s.nif, coalesce(s.phone, g.phone),"
-                 " coalesce(s.phone_e164, g.phone_e164), ?, s.search, g.id"
-                 " FROM temp.staged_patients s JOIN main.live_patients g ON g.nif = s.guardian_nif"
-                 " WHERE NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif) ORDER BY s.line",
-                 (utc_iso(at),))

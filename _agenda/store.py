@@ -397,22 +397,6 @@ def record_event(conn, at, source, action, entity, entity_id, before=None, after
          None if after is None else _STORED_JSON.encode(after)))
 
 
-INSERT_PATIENT = ("INSERT INTO patients (name, surname, birth_date, nif, phone, phone_e164, created_at, search,"
-                  " guardian_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-
-
-def patient_row(patient, at):
-    """The parameters of INSERT_PATIENT for a patient made by patient_fields."""
-    return (patient["name"], patient["surname"], patient["birth_date"], patient["nif"], patient["phone"],
-            patient["phone_e164"], utc_iso(at), searched_name(patient["name"], patient["surname"]),
-            patient.get("guardian_id"))
-
-
-def searched_name(name, surname):
-    """The patients row's search column for this name and surname ("Patient search")."""
-    return fold(f"{name or ''} {surname or ''}")
-
-
 def remember(conn, key, value, at):
     """Keep one fact about the service for `agenda status` (scheme seen, last backup)."""
     conn.execute(

@@ -383,26 +383,6 @@ def optional_phone(fields, name="phone"):
 GUARDED_UNDER = 14  # the age from which a Spanish resident has a DNI ("Patients without a NIF")
 
 
-def patient_fields(fields, today, guarded=False):
-    """A new patient ("Patients") from a JSON body or an imported CSV row, checked and normalised.
-
-    fields maps name, surname, birthDate, nif and phone to text; the answer maps the
-    patients table's columns to what it stores. A `guarded` patient (one with a guardian) may have
-    no NIF while under GUARDED_UNDER, their birth date then required.
-    """
-    patient = all_fields({
-        "name": lambda: body_text(fields, "name", required=True),
-        "nif": lambda: normalise_nif(body_text(fields, "nif", required=not guarded)) if body_text(fields, "nif")
-        or not guarded else None,
-        "surname": lambda: body_text(fields, "surname"),
-        "birth_date": lambda: past_date(fields, "birthDate", today) if not guarded or body_text(fields, "nif")
-        else child_birth_date(fields, today),
-        "phone": lambda: body_text(fields, "phone"),
-        "phone_e164": lambda: optional_phone(fields)})
-    birth_date = patient["birth_date"]
-    return {**patient, "birth_date": birth_date.isoformat() if birth_date else None}
-
-
 def child_birth_date(fields, today):
     """The birth date of a patient without a NIF: required, and under GUARDED_UNDER years ago."""
     day = past_date(fields, "birthDate", today)

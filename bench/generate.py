@@ -32,7 +32,8 @@ from pathlib import Path
 if "agenda" not in sys.modules:  # bench/run.py --agenda PATH imports another agenda.py first
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agenda  # noqa: E402
-from _agenda.store import INSERT_PATIENT, database_counts, searched_name, utc_iso  # noqa: E402  (agenda's own)
+from _agenda.store import database_counts, utc_iso  # noqa: E402  (agenda's own)
+from _agenda.patients import insert_patient  # noqa: E402
 from _agenda.values import hhmm, minutes_of  # noqa: E402
 
 CENTERS = ("CENTRO", "NORTE", "SUR")
@@ -146,14 +147,12 @@ def build(path, patients=60_000, appointments=300_000, seed=7, today=None, days=
         csv_path = Path(folder) / "catalogs.csv"
         csv_path.write_text(catalog_csv(today, types), encoding="utf-8")
         agenda.seed_catalogs(conn, agenda.read_catalog_file(csv_path), at=now)
-    stamp = utc_iso(now)
     with agenda.transaction(conn):
-        conn.executemany(INSERT_PATIENT, (
-            (NAMES[n % 12], f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}",
-             f"{1930 + n % 90}-{1 + n % 12:02d}-{1 + n % 28:02d}",
-             f"{40_000_000 + n:08d}{LETTERS[(40_000_000 + n) % 23]}", f"6{n:08d}", f"+346{n:08d}", stamp,
-             searched_name(NAMES[n % 12], f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}"), None)
-            for n in range(patients)))
+        for n in range(patients):
+            insert_patient(conn, {"name": NAMES[n % 12], "surname": f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}",
+                                  "birth_date": f"{1930 + n % 90}-{1 + n % 12:02d}-{1 + n % 28:02d}",
+                                  "nif": f"{40_000_000 + n:08d}{LETTERS[(40_000_000 + n) % 23]}",
+                                  "phone": f"6{n:08d}", "phone_e164": f"+346{n:08d}"}, now)
     slots = all_slots(conn, first_day, last_day)
     if appointments > len(slots):
         raise SystemExit(f"only {len(slots)} slots from {first_day} to {last_day}; ask for fewer appointments")

@@ -12,6 +12,7 @@ import pytest
 import webtest
 
 import _agenda.clinic
+import _agenda.patients
 from agenda import ClinicError
 from _agenda.staff import PasswordGate
 from _agenda.values import TEXT_LIMIT
@@ -397,7 +398,7 @@ def test_a_busy_database_is_a_try_again_page_on_the_desk_never_a_500(api, desk, 
     def locked(*args, **kwargs):
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(_agenda.clinic, "written_row", locked)
+    monkeypatch.setattr(_agenda.patients, "written_row", locked)  # the new patient, the booking's first write
     answer = book_from_the_day_view(desk)
     assert answer.status_int == 503 and "vuelve a intentarlo" in answer.text and "no se ha guardado nada" in answer.text
     assert "Algo ha fallado" not in answer.text

@@ -4,6 +4,7 @@ reading the English message; the desk shows them, each beside its field, and nev
 
 import ast
 import datetime as dt
+import importlib
 import re
 
 import pytest
@@ -12,7 +13,8 @@ from hypothesis import given, settings, strategies as st
 
 from _agenda.slots import SLOT_REFUSALS
 from _agenda.texts import refusal_fields, refusal_key, refusal_text, TEXTS, translator
-from _agenda.values import ClinicError, patient_fields
+from _agenda.patients import patient_fields
+from _agenda.values import ClinicError
 from _agenda.web import STATUS_OF
 from conftest import ROOT, table_rows
 from test_desk import last_form, log_in, PASSWORD
@@ -67,17 +69,33 @@ def enclosing(node, kinds):
 
 
 def module_literal(name):
-    """The literal tuple or list a module of the package binds to `name` at its top (RECTIFIABLE = (...)), or None."""
+    """The literal tuple or list a module of the package binds to `name` at its top (CATALOG_COLUMNS = (...)), or None."""
     found = [node.value for tree in TREES.values() for node in tree.body if isinstance(node, ast.Assign)
              and [getattr(t, "id", None) for t in node.targets] == [name]
              and isinstance(node.value, (ast.Tuple, ast.List))]
     return found[0] if len(found) == 1 else None
 
 
+def built_literal(name):
+    """A tuple of texts a module of the package builds at import (RECTIFIABLE from PATIENT_COLUMNS) by this
+    name, as the literal it amounts to, or None."""
+    found = {value for stem in TREES if isinstance(value := getattr(importlib.import_module(f"_agenda.{stem}"),
+                                                                    name, None), tuple)
+             and value and all(isinstance(item, str) for item in value)}
+    return ast.Tuple([ast.Constant(item) for item in found.pop()]) if len(found) == 1 else None
+
+
 def literal_items(iterable, target, name):
     """The constants a loop over a literal tuple binds to `name`, or None when it binds no such name."""
     if isinstance(iterable, ast.Name):
-        iterable = module_literal(iterable.id) or iterable
+        iterable = module_literal(iterable.id) or built_literal(iterable.id) or iterable
+    if isinstance(iterable, ast.Tuple) and any(isinstance(item, ast.Starred) for item in iterable.elts):
+        spread = [built_literal(item.value.id) if isinstance(item, ast.Starred) and isinstance(item.value, ast.Name)
+                  else item for item in iterable.elts]
+        if None in spread:
+            return None
+        iterable = ast.Tuple([part for item in spread for part in (item.elts if isinstance(item, ast.Tuple) else
+                                                                   [item])])
     names = [target.id] if isinstance(target, ast.Name) else [getattr(n, "id", None) for n in target.elts]
     if name not in names or not isinstance(iterable, (ast.Tuple, ast.List)):
         return None

@@ -15,11 +15,10 @@ th, td { border: 1px solid #999; padding: .25rem .5rem; text-align: left; vertic
 <h2>Sus datos</h2>
 <table>
   <tr><th>Número de paciente</th><td>{{patient['id']}}</td></tr>
-  <tr><th>Nombre</th><td>{{patient['name']}}</td></tr>
-  <tr><th>Apellidos</th><td>{{patient['surname'] or ''}}</td></tr>
-  <tr><th>Fecha de nacimiento</th><td>{{day(patient['birthDate']) if patient['birthDate'] else ''}}</td></tr>
-  <tr><th>NIF</th><td>{{patient['nif'] or ''}}</td></tr>
-  <tr><th>Teléfono</th><td>{{patient['phone'] or ''}}</td></tr>
+  % for said, column in details:
+  % value = patient[column.copy]
+  <tr><th>{{said}}</th><td>{{day(value) if column.shape == 'date' and value else value or ''}}</td></tr>
+  % end
   % if patient['guardian']:
   <tr><th>Tutor</th><td>{{patient['guardian']}} ({{patient['guardianNif'] or ''}})</td></tr>
   % end

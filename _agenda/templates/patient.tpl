@@ -7,18 +7,27 @@
   <summary>{{t('edit')}}</summary>
   <form method="post" action="/desk/patients/{{patient['id']}}" class="grid" autocomplete="off">
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-    <label>{{t('name')}} <input name="name" autocomplete="off" value="{{typed['name']}}" required>{{!wrong_note('name')}}</label>
-    <label>{{t('surname')}} <input name="surname" autocomplete="off" value="{{typed['surname']}}">{{!wrong_note('surname')}}</label>
+    % for column in patient_form:
+    % if column.shape == 'nif':
     <label>{{t('nif_any')}} <input name="nif" autocomplete="off" value="{{typed['nif'] or ''}}" {{'' if patient['guardian_id'] else 'required'}}>{{!wrong_note('nif')}}</label>
-    <label>{{t('phone')}} <input name="phone" autocomplete="off" value="{{typed['phone']}}">{{!wrong_note('phone')}}</label>
-    <label>{{t('birth')}} <input name="birthDate" autocomplete="off" value="{{typed['birthDate']}}" placeholder="DD/MM/AAAA">{{!wrong_note('birthDate')}}</label>
+    % else:
+    <label>{{t('field_' + column.field)}} <input name="{{column.field}}" autocomplete="off" value="{{typed[column.field]}}"{{!' required' if column.required else ''}}{{!' placeholder="DD/MM/AAAA"' if column.shape == 'date' else ''}}>{{!wrong_note(column.field)}}</label>
+    % end
+    % end
     <button type="submit">{{t('save')}}</button>
   </form>
 </details>
 <dl>
-  <dt>{{t('nif')}}</dt><dd>{{nif_of(patient)}}</dd>
-  <dt>{{t('phone')}}</dt><dd><span class="phone">{{dialled(patient['phone'])}}</span></dd>
-  <dt>{{t('birth')}}</dt><dd>{{format_date(patient['birth_date']) if patient['birth_date'] else ''}}</dd>
+  % for column in patient_form:
+  % value = patient[column.key]
+  % if column.shape == 'nif':
+  <dt>{{t('field_nif')}}</dt><dd>{{nif_of(patient)}}</dd>
+  % elif column.shape == 'phone':
+  <dt>{{t('field_' + column.field)}}</dt><dd><span class="phone">{{dialled(value)}}</span></dd>
+  % elif column.name not in ('name', 'surname'):  # the heading's
+  <dt>{{t('field_' + column.field)}}</dt><dd>{{format_date(value) if column.shape == 'date' and value else value or ''}}</dd>
+  % end
+  % end
 </dl>
 % coming = [a for a in patient['appointments'] if a['date'] >= today]
 % past = [a for a in patient['appointments'] if a['date'] < today]
