@@ -365,13 +365,18 @@ def names_shared(conn, types):
             for row in conn.execute("SELECT id FROM visit_types WHERE id IN (SELECT id FROM specialities)")]
 
 
+def doctors_by(conn, sql):
+    """{key: [doctor id, sorted]} of the (key, doctor) rows a check's `sql` finds, by key."""
+    found = {}
+    for key, doctor_id in conn.execute(sql + " ORDER BY 1, 2"):
+        found.setdefault(key, []).append(doctor_id)
+    return found
+
+
 def doctors_of_another_area(conn, types):
     """Problems for a type offered by a doctor of another area (its area changed, or the doctor's), naming them."""
-    found = {}
-    for type_id, doctor_id in conn.execute(
-            "SELECT DISTINCT t.id, d.id FROM doctor_types o JOIN visit_types t ON t.id = o.type_id JOIN doctors d"
-            " ON d.id = o.doctor_id WHERE t.speciality_id != d.speciality_id ORDER BY 1, 2"):
-        found.setdefault(type_id, []).append(doctor_id)
+    found = doctors_by(conn, "SELECT DISTINCT t.id, d.id FROM doctor_types o JOIN visit_types t ON t.id = o.type_id"
+                             " JOIN doctors d ON d.id = o.doctor_id WHERE t.speciality_id != d.speciality_id")
     return [(types[type_id]["line"] if type_id in types else 1,
              f"type {type_id!r}: doctors {', '.join(doctors)} offer it, and it would be of an area not theirs:"
              " take it from their rows first") for type_id, doctors in found.items()]
@@ -437,11 +442,9 @@ def _apply_rows(conn, parsed):
 def rooms_gone(conn, resources):
     """Problems for a room or machine row that leaves a doctor's hours placing them in what is no longer a room of
     their center, naming the doctors."""
-    found = {}
-    for room_id, doctor_id in conn.execute(
-            "SELECT DISTINCT s.room_id, s.doctor_id FROM schedules s LEFT JOIN resources r ON r.id = s.room_id WHERE"
-            " s.room_id IS NOT NULL AND (r.id IS NULL OR r.is_room = 0 OR r.center_id IS NOT s.center_id) ORDER BY 1, 2"):
-        found.setdefault(room_id, []).append(doctor_id)
+    found = doctors_by(conn, "SELECT DISTINCT s.room_id, s.doctor_id FROM schedules s LEFT JOIN resources r ON r.id ="
+                             " s.room_id WHERE s.room_id IS NOT NULL AND (r.id IS NULL OR r.is_room = 0 OR r.center_id"
+                             " IS NOT s.center_id)")
     return [(resources[room_id]["line"] if room_id in resources else 1,
              f"{room_id}: doctors {', '.join(doctors)} work in it; it must stay a room of their center (take it from"
              " their rows first)") for room_id, doctors in found.items()]
