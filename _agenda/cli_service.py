@@ -450,7 +450,7 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
     if unplaced:
         lines.append(("Holds", f"{plural(unplaced, 'coming appointment')} without the room or machine "
                                f"{'it needs' if unplaced == 1 else 'they need'} (moved in, or from before rooms were"
-                               " held): the desk's rooms page lists them; move them there"))
+                               " held): the desk's rooms page lists each day's; move them there"))
     replica, started = recall(conn, "replica")
     if replica:
         position = replica_position(replica["socket"], str(Path(db_path).resolve()), now,

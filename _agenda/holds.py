@@ -37,16 +37,16 @@ COMING = (
     " AND (a.date > ?1 OR (a.date = ?1 AND a.time > ?2)) AND (?3 IS NULL OR a.id IN (SELECT value FROM json_each(?3)))"
     " AND (?4 IS NULL OR a.doctor_id IN (SELECT value FROM json_each(?4)) OR a.type_id IN (SELECT value FROM"
     " json_each(?5)) OR a.id IN (SELECT h.appointment_id FROM holds h WHERE h.live = 1 AND h.resource_id IN (SELECT"
-    " value FROM json_each(?6)))) ORDER BY a.date, a.time, a.id")
+    " value FROM json_each(?6)))) AND (?7 IS NULL OR a.date = ?7) ORDER BY a.date, a.time, a.id")
 
 
-def coming(conn, now, ids=None, touching=None):
+def coming(conn, now, ids=None, touching=None, day=None):
     """[Coming] of every live visit that starts after `now` (the clinic's local time), or of these ids only, or
-    of those of these (doctors, types, resources held) only."""
+    of those of these (doctors, types, resources held) only, or of that ISO `day` only."""
     found = []
     touched = (None, None, None) if touching is None else [json.dumps(sorted(some)) for some in touching]
     for row in conn.execute(COMING, (now.date().isoformat(), f"{now:%H:%M}", None if ids is None
-                                     else json.dumps(sorted(ids)), *touched)):
+                                     else json.dumps(sorted(ids)), *touched, day)):
         held = json.loads(row["held"])
         found.append(Coming(row["id"], row["doctor_id"], row["center_id"], row["date"], row["time"], row["until"],
                             needs_of(row["needs"]), bool(row["squeezed"]), row["room_id"],
@@ -90,12 +90,12 @@ def holds_what_it_needs(visit, resources):
     return not categories
 
 
-def unheld(conn, now, ids=None, touching=None):
-    """[Coming] of the live visits not yet started (of these ids, or these (doctors, types, resources held),
-    only, when given) that hold other than what they need: what a change must re-derive, and the conflicts the rooms
+def unheld(conn, now, ids=None, touching=None, day=None):
+    """[Coming] of the live visits not yet started (of these ids, these (doctors, types, resources held), or
+    that ISO day only, when given) that hold other than what they need: what a change must re-derive, and the conflicts the rooms
     page and `agenda status` list."""
     resources = resources_of(conn)
-    return [visit for visit in coming(conn, now, ids, touching) if not holds_what_it_needs(visit, resources)]
+    return [visit for visit in coming(conn, now, ids, touching, day) if not holds_what_it_needs(visit, resources)]
 
 
 HOLDS_READ = (  # what a coming visit's holds depend on in the catalog

@@ -392,8 +392,9 @@ TEXTS = {
     "room": ("sala", "room"), "machine": ("máquina", "machine"), "rooms_placed": ("Consulta de", "Doctors here"),
     "rooms_free": ("Libre todo el día.", "Free all day."),
     "rooms_held": ("Ocupada por una cita", "Held by an appointment"),
-    "rooms_unplaced": ("Citas sin la sala o la máquina que necesitan (traídas de otro sistema o de antes): muévelas",
-                       "Appointments without the room or machine they need (moved in, or from before): move them"),
+    "rooms_unplaced": ("Citas de este día sin la sala o la máquina que necesitan (traídas de otro sistema o de"
+                       " antes): muévelas", "Appointments of this day without the room or machine they need (moved"
+                       " in, or from before): move them"),
     "rooms_unplaced_visit": ("Cita {id}", "Appointment {id}"),
     # the day and the week laid out (headers that stay, the center's week of people, printing)
     "more_cards": ("+{count} más: ver el día", "+{count} more: see the day"),

@@ -246,7 +246,8 @@ def test_the_upgrade_that_holds_doctors_rooms_fills_in_what_fits_and_lists_the_r
     log_in(desk)
     rooms = desk.get("/desk/rooms?date=26/11/2030&centerId=C2").html.find(id="unplaced")
     assert [a["href"] for a in rooms.find_all("a")] == ["/desk/appointments/102", "/desk/appointments/103"]  # C2
-    assert "Citas sin la sala o la máquina que necesitan" in rooms.text and "Rosa Vega" in rooms.text
+    assert "Citas de este día sin la sala o la máquina que necesitan" in rooms.text and "Rosa Vega" in rooms.text
+    assert desk.get("/desk/rooms?date=27/11/2030&centerId=C2").html.find(id="unplaced") is None  # that day's only
 
 
 def test_a_sobrecita_at_the_desk_of_a_doctor_in_no_room_with_every_box_held_is_refused_naming_them(typed, db_path):
