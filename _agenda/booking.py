@@ -240,7 +240,11 @@ def admit_staged(clinic, conn, table, at, source):
                                         f" appointment; appointment {appointment_id} imported without it"))
     lines = {row[1]: row[0] for row in made}
     given = {row[1]: json.loads(row[5] or "[]") for row in made}
-    placed = placements(conn, coming(conn, now, list(lines)), given)  # what each coming visit needs, the file's first
+    needing = {row[0] for row in conn.execute(  # a visit of no needs, its doctor in no room, given nothing: none
+        "SELECT a.id FROM appointments a LEFT JOIN visit_types t ON t.id = a.type_id WHERE a.id > ? AND (t.needs != ''"
+        " OR a.doctor_id IN (SELECT doctor_id FROM schedules WHERE room_id IS NOT NULL))", (first,))}
+    placed = placements(conn, coming(conn, now, [key for key in lines if key in needing or given[key]]),
+                        given)  # what each coming visit needs, the file's holds first
     conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
                      [(visit.id, resource, visit.date, visit.time, visit.until)
                       for visit, taken in placed for resource in taken or ()])

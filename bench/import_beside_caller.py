@@ -34,17 +34,19 @@ LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
 def old_system_file(db_path, path, rows, first):
     """`rows` appointments on free grid starts from `first` on, half of patients new to the agenda."""
     conn = sqlite3.connect(db_path)
-    known = [row[0] for row in conn.execute("SELECT nif FROM patients ORDER BY random() LIMIT ?", (rows,))]
+    known = conn.execute("SELECT nif, name, surname FROM patients WHERE nif IS NOT NULL ORDER BY random() LIMIT ?",
+                         (rows,)).fetchall()  # a known patient's row names them, as the old system did
     slots = run.generate.all_slots(sqlite3_rows(conn), first, first + dt.timedelta(days=400))
     conn.close()
     random.Random(11).shuffle(slots)
     with open(path, "w", encoding="utf-8") as file:
         file.write("date,time,duration,doctor,center,nif,name,surname,phone,reason,insurance,status\n")
         for n, (doctor, center, _, day, start, end) in enumerate(slots[:rows]):
-            nif = known[n % len(known)] if n % 2 else f"{70_000_000 + n:08d}{LETTERS[(70_000_000 + n) % 23]}"
+            nif, name, surname = known[n % len(known)] if n % 2 else (
+                f"{70_000_000 + n:08d}{LETTERS[(70_000_000 + n) % 23]}", "Paciente", f"Antiguo {n}")
             minutes = run.generate.minutes_of(end) - run.generate.minutes_of(start)
-            file.write(f"{dt.date.fromisoformat(day):%d/%m/%Y},{start},{minutes},{doctor},{center},{nif},Paciente,"
-                       f"Antiguo {n},6{n:08d},Revisión,,booked\n")
+            file.write(f"{dt.date.fromisoformat(day):%d/%m/%Y},{start},{minutes},{doctor},{center},{nif},{name},"
+                       f"{surname or ''},6{n:08d},Revisión,,booked\n")
 
 
 def sqlite3_rows(conn):
