@@ -238,22 +238,27 @@ def admit_staged(clinic, conn, table, at, source):
                             (appointment_id, resource, day, time_text, until)).rowcount == 0:
                 conflicts.append((line, f"{format_date(day)} {time_text}: {resource} is held then by another"
                                         f" appointment; appointment {appointment_id} imported without it"))
-    lines = {row[1]: row[0] for row in made}
-    given = {row[1]: json.loads(row[5] or "[]") for row in made}
-    needing = {row[0] for row in conn.execute(  # a visit of no needs, its doctor in no room, given nothing: none
-        "SELECT a.id FROM appointments a LEFT JOIN visit_types t ON t.id = a.type_id WHERE a.id > ? AND (t.needs != ''"
-        " OR a.doctor_id IN (SELECT doctor_id FROM schedules WHERE room_id IS NOT NULL))", (first,))}
-    placed = placements(conn, coming(conn, now, [key for key in lines if key in needing or given[key]]),
-                        given)  # what each coming visit needs, the file's holds first
-    conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
-                     [(visit.id, resource, visit.date, visit.time, visit.until)
-                      for visit, taken in placed for resource in taken or ()])
-    conflicts += placement_notes(placed, lines, given)
+    conflicts += hold_coming(conn, now, first, made)
     columns = ", ".join(f"'{row[1]}', {row[1]}" for row in conn.execute("PRAGMA table_info(appointments)"))
     conn.execute("INSERT INTO events (at, source, action, entity, entity_id, before, after) SELECT ?, ?, ?,"
                  f" 'appointment', CAST(id AS TEXT), NULL, json_object({columns}) FROM appointments WHERE id > ?"
                  " ORDER BY id", (utc_iso(at), source, rules.event, first))
     return sorted(conflicts)
+
+
+def hold_coming(conn, now, first, made):
+    """Inside the import's commit: each coming visit made (ids over `first`; `made`: (line, id, ..., the file's
+    holds)) holds what it needs, the file's holds first ("What a visit holds"); what that says, by line."""
+    lines = {row[1]: row[0] for row in made}
+    given = {row[1]: json.loads(row[5] or "[]") for row in made}
+    needing = {row[0] for row in conn.execute(  # a visit of no needs, its doctor in no room, given nothing: none
+        "SELECT a.id FROM appointments a LEFT JOIN visit_types t ON t.id = a.type_id WHERE a.id > ? AND (t.needs != ''"
+        " OR a.doctor_id IN (SELECT doctor_id FROM schedules WHERE room_id IS NOT NULL))", (first,))}
+    placed = placements(conn, coming(conn, now, [key for key in lines if key in needing or given[key]]), given)
+    conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
+                     [(visit.id, resource, visit.date, visit.time, visit.until)
+                      for visit, taken in placed for resource in taken or ()])
+    return placement_notes(placed, lines, given)
 
 
 def inserted(conn, visit, patient_key, doctor, day, time_text, span, at, booked_by, accepted):
