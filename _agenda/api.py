@@ -15,10 +15,14 @@ from .values import (all_fields, body_text, body_text_list, body_too_large, Clin
                      iso_or_blank, optional_date, parse_date, parse_dates, parse_time)
 from .store import recall, remember
 from .patients import PATIENT_COLUMNS, field_text
-from .clinic import Shape
 from .web import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path,
                   query_date, query_text, raw_header, refusal_for, request_id, request_target, status_of,
                   STATUS_ERROR_CODES)
+from . import changes
+from . import registry
+from .appointments import CALLER_APPOINTMENT, live_appointments, patient_appointments, read_appointment
+from .availability import availability, catalog_lists
+from .reminders import close_reminder_day
 
 log = logging.getLogger("agenda")
 
@@ -87,25 +91,6 @@ def signature_problem(header):
 
 
 BODYLESS_METHODS = ("GET", "HEAD", "DELETE")  # the spec sends no body with them
-
-
-# An appointment as the caller sees it ("Appointment objects"), a projection SQLite writes as JSON over
-# the clinic's query (`Clinic.appointments(..., shape=...)`), who the patient is spliced in from the one
-# door ("A patient's identity"): the one place its shape is set. Ids are text; the date DD/MM/YYYY;
-# patientName is name and surname, or whichever there is, or null; nif the patient's or their live
-# guardian's; duration in minutes. A list of hundreds is written three times as fast as Python builds them.
-APPOINTMENT_JSON = Shape("""json_object(
-    'appointmentId', CAST(a.id AS TEXT),
-    'date', substr(a.date, 9, 2) || '/' || substr(a.date, 6, 2) || '/' || substr(a.date, 1, 4),
-    'time', a.time, 'doctorId', a.doctor_id, 'doctorName', d.name, 'patientId', CAST(a.patient_id AS TEXT),
-    'reason', a.reason, 'centerRef', a.center_id,
-    'extraData', json_patch(json_object('status', a.status, 'specialityId', a.speciality_id,
-                                        'insuranceId', a.insurance_id,
-                                        'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
-                                                    - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))),
-                            CASE WHEN a.type_id IS NULL THEN '{}' ELSE json_object('visitTypeId', a.type_id) END))""",
-                         lambda person: {"nif": person["shown_nif"], "patientName": person["full_name"],
-                                         "phone": person["phone_e164"]})
 
 
 def slots_json(slots):
@@ -309,7 +294,7 @@ def openapi_document():
 
 
 def custom_config():
-    return custom_config_of(clinic().catalogs())
+    return custom_config_of(catalog_lists(clinic()))
 
 
 def custom_config_of(catalogs):
@@ -338,13 +323,14 @@ def custom_config_of(catalogs):
 
 
 def find_patient():
-    return patient_view(clinic().find_patient(query_text("nif", required=True), reader="api"))
+    return patient_view(registry.find_patient(clinic(), query_text("nif", required=True), reader="api"))
 
 
 def create_patient():
     body = json_body()
-    return created({"patientId": clinic().register_patient({column.field: body[column.field] for column in API_PATIENT
-                                                            if column.field in body})})
+    return created({"patientId": registry.register_patient(clinic(),
+                                                           {column.field: body[column.field] for column in API_PATIENT
+                                                                      if column.field in body})})
 
 
 def availabilities():
@@ -354,9 +340,9 @@ def availabilities():
     first, last = asked["first"], asked["last"]
     if asked["single"] is not None and first is None and last is None:
         first = last = asked["single"]
-    slots = clinic().availability(doctor_id=query_text("doctorId"), speciality_id=query_text("specialityId"),
-                                  center_id=query_text("centerId"), insurance_id=query_text("insuranceId"),
-                                  first=first, last=last)
+    slots = availability(clinic(), doctor_id=query_text("doctorId"), speciality_id=query_text("specialityId"),
+                         center_id=query_text("centerId"), insurance_id=query_text("insuranceId"),
+                         first=first, last=last)
     return data_json(slots_json(slots))
 
 
@@ -367,20 +353,21 @@ def appointments():
     if nif is None and phone is None:
         if date_text is None:
             raise invalid("date (day list) or nif or phone (patient search) is required", "date_or_search")
-        return data_json(clinic().appointments_on([parse_date(date_text, "date").isoformat()], "api", center_id,
-                                                  APPOINTMENT_JSON, for_caller=True))
+        return data_json(live_appointments(clinic(), "api", "day", CALLER_APPOINTMENT, center_id=center_id,
+                                           days=[parse_date(date_text, "date").isoformat()], to_call=False))
     day = parse_date(date_text, "date") if date_text else None
-    return data_json(clinic().patient_appointments(nif=nif, phone=phone, day=day, center_id=center_id,
-                                                   shape=APPOINTMENT_JSON, reader="api"))
+    return data_json(patient_appointments(clinic(), nif=nif, phone=phone, day=day, center_id=center_id,
+                                          shape=CALLER_APPOINTMENT, reader="api"))
 
 
 def appointments_range():
     days = parse_dates(query_text("dates", required=True).split(","), "dates")
-    return data_json(clinic().appointments_on(days, "api", query_text("centerId"), APPOINTMENT_JSON, for_caller=True))
+    return data_json(live_appointments(clinic(), "api", "day", CALLER_APPOINTMENT, days=days,
+                                       center_id=query_text("centerId"), to_call=False))
 
 
 def appointment(appointment_id):
-    return clinic().appointment(appointment_id, "api", shape=APPOINTMENT_JSON).encode()
+    return read_appointment(clinic(), appointment_id, "api", shape=CALLER_APPOINTMENT).encode()
 
 
 def data_json(array_text):
@@ -390,7 +377,7 @@ def data_json(array_text):
 
 def book_appointment():
     body = json_body()
-    return created({"appointmentId": clinic().book(**all_fields({
+    return created({"appointmentId": changes.book_appointment(clinic(), **all_fields({
         "day": lambda: parse_date(body_text(body, "date", required=True), "date"),
         "time_text": lambda: parse_time(body_text(body, "time", required=True), "time"),
         "doctor_id": lambda: body_text(body, "doctorId", required=True),
@@ -403,13 +390,13 @@ def book_appointment():
 
 def move_appointment(appointment_id):
     body = json_body()
-    return {"appointmentId": clinic().move(appointment_id, **all_fields({
+    return {"appointmentId": changes.move_appointment(clinic(), appointment_id, **all_fields({
         "day": lambda: parse_date(body_text(body, "newDate", required=True), "newDate"),
         "time_text": lambda: parse_time(body_text(body, "newTime", required=True), "newTime")}))}
 
 
 def cancel_appointment(appointment_id):
-    clinic().cancel(appointment_id)
+    changes.cancel_appointment(clinic(), appointment_id)
     bottle.response.status = 204
 
 
@@ -418,7 +405,7 @@ CONFIRM_STATES = {"already_confirmed": "alreadyConfirmed"}  # the caller's word 
 
 def confirm_appointment():
     body = json_body()
-    state = clinic().confirm(**all_fields({
+    state = changes.confirm_appointment(clinic(), **all_fields({
         "appointment_id": lambda: body_text(body, "appointmentId", required=True),
         "confirmed": lambda: body_flag(body, "confirmed")}))
     return {"status": CONFIRM_STATES.get(state, state)}
@@ -441,7 +428,7 @@ def reminder_days(body):
 
 def end_of_reminder_day():
     body = json_body()
-    closed = clinic().close_reminder_day(**all_fields({
+    closed = close_reminder_day(clinic(), **all_fields({
         "config_id": lambda: body_text(body, "voiceAgentConfigId") or "",
         "days": lambda: reminder_days(body),
         "execution": lambda: iso_or_blank(optional_date(body, "executionDate")),

@@ -10,6 +10,7 @@ from .store import record_event, utc_iso, written_row
 from .slots import read_schedule, slot_not_available, visit_span
 from .holds import coming, placement_notes, placements
 from .visits import first_free, none_free, pools_for, read_resources, the_visit, types_offered, VisitType
+from .availability import insurance_lists, is_visit_type
 
 
 class Visit(NamedTuple):
@@ -293,7 +294,7 @@ def known(clinic, conn, visit, patient_key):
     (a type the doctor offers is checked where they work then)."""
     doctor = clinic.require_doctor(visit.doctor_id)
     live_patient(conn, patient_key)
-    if visit.speciality_id is not None and not clinic.is_visit_type(visit.speciality_id):
+    if visit.speciality_id is not None and not is_visit_type(clinic, visit.speciality_id):
         clinic.require_speciality(visit.speciality_id)
         if visit.speciality_id != doctor["speciality_id"]:
             raise invalid("specialityId is not the speciality of that doctor", "speciality", "specialityId")
@@ -334,7 +335,7 @@ def place(clinic, conn, visit, doctor, day, time_text, rules, moving=None):
 def check_insurance(clinic, doctor_id, insurance_id, center_id, rule):
     """Refuse an insurance the doctor does not take at this center; when the rule is 'required' (the
     desk), also none at all where the doctor has a list, private being one of its entries."""
-    listed = clinic.insurance_lists([doctor_id]).get((doctor_id, center_id)) if rule else None
+    listed = insurance_lists(clinic, [doctor_id]).get((doctor_id, center_id)) if rule else None
     if listed and insurance_id is None and rule == "required":
         raise ClinicError("INSURANCE_REQUIRED", "that doctor takes only some insurances there: give one of "
                           + ", ".join(sorted(listed)), field="insuranceId")

@@ -13,15 +13,21 @@ from .feeds import feeds, new_feed, revoke_feed
 from .series import book_series, NEAREST_DAYS, parse_every, preview_series
 from .cli import (cli, cli_date, cli_language, cli_now, cli_reader, cli_text, cli_time, cli_translator,
                   cli_zone, clinic_at, clinic_time, counted, db_option, desk_rules_options, tz_option)
+from .appointments import live_appointments, read_appointment
+from .availability import clinic_centers
+from .changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
+from .closures import add_closure, coming_closures, remove_closure
+from .doctors import retire_doctor
+from .registry import find_patient
 
 
 def day_sheet(clinic, day, center_id=None, t=None):
     """A day's live appointments, each doctor's together, by time: what `agenda day` prints (recorded)."""
     try:
-        appointments = clinic.appointments_on([day.isoformat()], cli_reader(), center_id)
+        appointments = live_appointments(clinic, cli_reader(), days=[day.isoformat()], center_id=center_id)
     except ClinicError:
         t = t or cli_translator("en")
-        known = ", ".join(center["id"] for center in clinic.centers()) or t("cli_no_centers")
+        known = ", ".join(center["id"] for center in clinic_centers(clinic)) or t("cli_no_centers")
         raise click.ClickException(t("cli_no_center", center=center_id, known=known)) from None
     return sorted(appointments, key=lambda a: (a["doctor_name"], a["doctor_id"], a["start"]))
 
@@ -162,7 +168,7 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
         if patient_id is None:
             if nif is None:
                 raise click.ClickException("give the patient: --patient ID or --nif NIF")
-            patient_id = clinic.find_patient(nif, cli_reader())["id"]
+            patient_id = find_patient(clinic, nif, cli_reader())["id"]
         if every:
             return book_series_here(clinic, patient_id=patient_id, doctor_id=doctor_id, first=day, time_text=start,
                                     every_days=parse_every(every), count=count, center_id=center_id,
@@ -170,10 +176,10 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
                                     dry_run=dry_run,
                                     speciality_id=type_id)
         booking = functools.partial(squeeze_in, clinic) if squeeze else functools.partial(
-            clinic.book, accept_overlap=accept_overlap)
+            book_appointment, clinic, accept_overlap=accept_overlap)
         booked = booking(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id, speciality_id=type_id,
                          center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
-        click.echo(f"Booked {appointment_line(clinic.appointment(booked, cli_reader(), 'change'))}")
+        click.echo(f"Booked {appointment_line(read_appointment(clinic, booked, cli_reader(), 'change'))}")
 
 
 def book_series_here(clinic, *, dry_run, **series):
@@ -221,9 +227,9 @@ def move(ctx, db_path, appointment_id, date_text, time_text, doctor_id, center_i
     day, start = cli_date(date_text, "--date"), cli_time(time_text, "--time")
     with clinic_at(ctx, db_path, tz, desk_min_notice_minutes=desk_min_notice,
                    desk_horizon_months=desk_horizon) as clinic:
-        clinic.move(appointment_id, day=day, time_text=start, doctor_id=doctor_id, center_id=center_id,
-                    source="cli", accept_overlap=accept_overlap)
-        click.echo(f"Moved {appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))}")
+        move_appointment(clinic, appointment_id, day=day, time_text=start, doctor_id=doctor_id, center_id=center_id,
+                         source="cli", accept_overlap=accept_overlap)
+        click.echo(f"Moved {appointment_line(read_appointment(clinic, appointment_id, cli_reader(), 'change'))}")
 
 
 @cli.command()
@@ -242,8 +248,8 @@ def cancel(ctx, db_path, appointment_id, reason, tz):
         agenda cancel 123 --reason "the patient phoned the front desk"
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        line = appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))
-        clinic.cancel(appointment_id, reason=reason, source="cli")
+        line = appointment_line(read_appointment(clinic, appointment_id, cli_reader(), 'change'))
+        cancel_appointment(clinic, appointment_id, reason=reason, source="cli")
         click.echo(f"Cancelled {line}")
 
 
@@ -261,9 +267,9 @@ def confirm(ctx, db_path, appointment_id, tz):
         agenda confirm 123
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        state = clinic.confirm(appointment_id, True, source="cli")
+        state = confirm_appointment(clinic, appointment_id, True, source="cli")
         click.echo(f"{'Already confirmed' if state == 'already_confirmed' else 'Confirmed'} "
-                   f"{appointment_line(clinic.appointment(appointment_id, cli_reader(), 'change'))}")
+                   f"{appointment_line(read_appointment(clinic, appointment_id, cli_reader(), 'change'))}")
 
 
 @cli.group()
@@ -290,7 +296,7 @@ def closed_list(ctx, db_path, tz):
         agenda closed list --db /var/lib/agenda/clinic.db
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        for c in clinic.closures():
+        for c in coming_closures(clinic):
             hours = f" {c['start_time']}-{c['end_time']}" if c["start_time"] else ""
             click.echo(printable(f"{c['id']}: {c['doctor_name'] or 'everyone'} at {c['center_id'] or 'every center'}, "
                                  f"{format_date(c['date_from'])} to {format_date(c['date_to'])}{hours}: {c['reason']}"))
@@ -319,10 +325,10 @@ def closed_add(ctx, db_path, doctor_id, center_id, first, last, hours, reason, t
         start_text, _, end_text = hours.partition("-")
         start, end = cli_time(start_text, "--hours"), cli_time(end_text, "--hours")
     with clinic_at(ctx, db_path, tz) as clinic:
-        added = clinic.add_closure(reader=cli_reader(), doctor_id=doctor_id, center_id=center_id,
-                                   first=cli_date(first, "--from"),
-                                   last=cli_date(last, "--to") if last else None, start=start, end=end,
-                                   reason=reason, source="cli")
+        added = add_closure(clinic, reader=cli_reader(), doctor_id=doctor_id, center_id=center_id,
+                            first=cli_date(first, "--from"),
+                            last=cli_date(last, "--to") if last else None, start=start, end=end,
+                            reason=reason, source="cli")
         click.echo(f"Added closure {added['id']}; it covers {plural(len(added['covered']), 'booked appointment')}"
                    f"{': call to rebook' if added['covered'] else '.'}")
         for appointment in added["covered"]:
@@ -343,7 +349,7 @@ def closed_remove(ctx, db_path, closure_id, tz):
         agenda closed remove 12
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        clinic.remove_closure(closure_id, source="cli")
+        remove_closure(clinic, closure_id, source="cli")
         click.echo(f"Removed closure {closure_id}.")
 
 
@@ -425,7 +431,7 @@ def doctor_retire(ctx, db_path, doctor_id, first, tz):
         agenda doctor retire RUIZ --from 01/01/2027
     """
     with clinic_at(ctx, db_path, tz) as clinic:
-        left = clinic.retire_doctor(doctor_id, cli_date(first, "--from"), source="cli", reader=cli_reader())
+        left = retire_doctor(clinic, doctor_id, cli_date(first, "--from"), source="cli", reader=cli_reader())
         click.echo(f"{doctor_id} offers no slot from {first} on; {plural(len(left), 'appointment')} left to rebook"
                    f"{':' if left else '.'}")
         for appointment in left:

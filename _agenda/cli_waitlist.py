@@ -5,6 +5,7 @@ import click
 from .values import format_date, printable
 from .waitlist import add_waiting, end_waiting, free_now, named, waiting, window_text
 from .cli import cli, cli_date, cli_reader, cli_text, clinic_at, db_option, tz_option
+from .registry import find_patient
 
 
 @cli.group()
@@ -48,7 +49,7 @@ def waitlist_add(ctx, db_path, nif, doctor_id, speciality_id, center_id, first, 
     """
     start, _, end = (times or "").partition("-")
     with clinic_at(ctx, db_path, tz) as clinic:
-        patient = clinic.find_patient(nif, reader=cli_reader())
+        patient = find_patient(clinic, nif, reader=cli_reader())
         entry = add_waiting(clinic, patient_id=patient["id"], doctor_id=doctor_id, speciality_id=speciality_id,
                             center_id=center_id, first=cli_date(first, "--from"), last=cli_date(last, "--to"),
                             time_from=start.strip() or None, time_to=end.strip() or None, note=note,

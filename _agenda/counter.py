@@ -4,7 +4,7 @@ the appointments that need a call, and an urgent patient squeezed in. No HTTP he
 from .values import ClinicError, hhmm, invalid, minutes_of
 from .store import record_event, utc_iso, written_row
 from .booking import book_visit, Visit
-from .clinic import CHANGE_CANCELLED, TO_CALL
+from .appointments import CHANGE_CANCELLED, live_appointments
 
 MARKS = ("arrived", "seen", "no_show")  # the desk's own record, beside the caller's status
 
@@ -27,7 +27,7 @@ def mark_attendance(clinic, appointment_id, mark, source):
         raise invalid(f"attendance must be one of {', '.join(MARKS)}", "attendance_mark")
     at = clinic.clock()
     with clinic.db.transaction() as conn:
-        before = clinic.appointment_row(appointment_id, CHANGE_CANCELLED)
+        before = clinic.require_appointment(appointment_id, CHANGE_CANCELLED)
         if mark is not None and mark not in open_marks(clinic, before["date"], before["time"]):
             refuse_too_early(clinic, before, mark)
         arrived_at = utc_iso(at) if mark == "arrived" else before["arrived_at"] if mark == "seen" else None
@@ -54,7 +54,7 @@ def refuse_too_early(clinic, appointment, mark):
 def to_call(clinic, reader):
     """Every live appointment from today on that needs a call ("To call"), soonest first; who the patients
     are through the one door, the read noted for `reader`. An appointment leaves the list once moved or cancelled."""
-    return clinic.appointments(f"a.date >= ? AND {TO_CALL}", [clinic.today().isoformat()], reader, "day")
+    return live_appointments(clinic, reader, "day", since=clinic.today().isoformat(), to_call=True)
 
 
 # Two live visits of one patient that overlap (the pause not the patient's time), neither accepted so at the

@@ -20,6 +20,11 @@ from .timeline import local_time
 from .web import clinic, query_text, status_of
 from .desk_shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
                           desk_wrong_fields, done, form, who_booked)
+from .appointments import appointment_for_desk, last_insurances, read_appointment
+from .availability import availability, insurance_lists, types_at
+from .changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
+from .doctors import doctors_with_hours
+from .registry import patient_record, register_patient, registered_as, search_patients
 
 LEFT_SHOWN = 12  # the dates a series left out that its flash names (the cookie is small)
 
@@ -39,12 +44,12 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=No
     typed = {name: form(name) or "" for name in (*DESK_FIELDS, "reason", "guardianNif", "insuranceId", "underGuardian")}
     typed["insuranceId"] = typed["insuranceId"] or query_text("insuranceId") or ""  # carried from the waiting list
     try:
-        found = clinic().search_patients(q, reader=desk_source()) if q else None
+        found = search_patients(clinic(), q, reader=desk_source()) if q else None
     except ClinicError as refusal:
         found, error, status, wrong = None, desk_refusal(refusal), status_of(refusal), desk_wrong_fields(refusal)
     chosen = patient or query_text("patientId") or form("patientId")  # chosen on their page, or refused with them
     if chosen and not q:
-        found = [clinic().patient_record(chosen, reader=desk_source())]
+        found = [patient_record(clinic(), chosen, reader=desk_source())]
     offers = way_on(doctor, slot, typed["insuranceId"] or None) if lost and chosen and not q else None
     waitlist_id = query_text("waitlistId") or form("waitlistId")  # the waiting patient, carried from the list
     entry = entry_of(waitlist_id)
@@ -75,13 +80,13 @@ def usual_insurances(found, insurances, typed):
     when the doctor takes it here (none chosen for them otherwise)."""
     if not found or not insurances:
         return {}
-    taken, last = {key for key, _ in insurances}, ({} if typed else clinic().last_insurances(p["id"] for p in found))
+    taken, last = {key for key, _ in insurances}, ({} if typed else last_insurances(clinic(), [p["id"] for p in found]))
     return {p["id"]: typed or (last.get(p["id"]) if last.get(p["id"]) in taken else "") for p in found}
 
 
 def insurances_here(doctor, slot):
     """[(id, name)] of the insurances the doctor takes at the slot's center, by name; None when they take every one."""
-    listed = clinic().insurance_lists([doctor["id"]]).get((doctor["id"], slot["centerId"]))
+    listed = insurance_lists(clinic(), [doctor["id"]]).get((doctor["id"], slot["centerId"]))
     names = catalog_names("insurances")
     return [(key, names.get(key, key)) for key in sorted(listed, key=lambda key: names.get(key, key))] \
         if listed else None
@@ -98,13 +103,13 @@ def way_on(doctor, slot, insurance_id):
         day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
     except ClinicError:
         return None
-    mine = [s for s in clinic().availability(doctor_id=doctor["id"], speciality_id=slot["typeId"],
-                                             first=max(day, clinic().today()), channel="desk")
+    mine = [s for s in availability(clinic(), doctor_id=doctor["id"], speciality_id=slot["typeId"],
+                                    first=max(day, clinic().today()), channel="desk")
             if (s.date, s.time) != (day, time_text)]
-    others = [s for s in clinic().availability(speciality_id=slot["typeId"] or doctor["speciality_id"], first=day,
-                                               last=day, channel="desk")
+    others = [s for s in availability(clinic(), speciality_id=slot["typeId"] or doctor["speciality_id"], first=day,
+                                      last=day, channel="desk")
               if s.time == time_text and s.doctor_id != doctor["id"]]
-    lists = clinic().insurance_lists({s.doctor_id for s in mine + others})
+    lists = insurance_lists(clinic(), {s.doctor_id for s in mine + others})
 
     def takes(s):
         listed = lists.get((s.doctor_id, s.center_id))
@@ -121,13 +126,13 @@ def visit_types_here(doctor, slot):
         day, time_text = parse_date(slot["date"] or "", "date"), parse_time(slot["time"] or "", "time")
     except ClinicError:
         return [], [], None
-    kinds = clinic().types_at(doctor["id"], slot["centerId"])
+    kinds = types_at(clinic(), doctor["id"], slot["centerId"])
     slot["typeId"] = slot["typeId"] if slot["typeId"] in {kind.id for kind in kinds} else (
         kinds[0].id if kinds else None)
     if not slot["typeId"] or slot["squeeze"]:
         return [(kind.id, kind) for kind in kinds], [], None
-    free = clinic().availability(doctor_id=doctor["id"], speciality_id=slot["typeId"], center_id=slot["centerId"],
-                                 first=day, last=day, channel="desk")
+    free = availability(clinic(), doctor_id=doctor["id"], speciality_id=slot["typeId"], center_id=slot["centerId"],
+                        first=day, last=day, channel="desk")
     if any(s.time == time_text for s in free):
         return [(kind.id, kind) for kind in kinds], [], None
     kind = next(kind for kind in kinds if kind.id == slot["typeId"])
@@ -171,7 +176,7 @@ def booking_refusal(error, slot, type_id, squeezed):
         doctor = clinic().require_doctor(slot["doctorId"])
     except ClinicError:
         return desk_refusal(error)
-    kinds = clinic().types_at(doctor["id"], slot["centerId"])
+    kinds = types_at(clinic(), doctor["id"], slot["centerId"])
     kind = next((kind for kind in kinds if kind.id == type_id), kinds[0] if kinds else None)
     why = why_not(clinic(), doctor["id"], day, time_text, slot["centerId"], kind) if kind else None
     if why is None or why.reason not in ("past_hours", "runs_into", "runs_into_closed"):
@@ -190,7 +195,7 @@ def waiting_for(doctor, slot):
         return []
     entries = waiting(clinic())
     kinds = sorted({entry["type_id"] for entry in entries if entry["type_id"]}) + [None]  # each type asked fits or not
-    free = [s for kind in kinds for s in clinic().availability(
+    free = [s for kind in kinds for s in availability(clinic(), 
         doctor_id=doctor["id"], speciality_id=kind, center_id=slot["centerId"], first=day, last=day, channel="desk")
         if s.time == time_text]
     return named(clinic(), [entry for entry in entries if any(fits(entry, s) for s in free)][:PAGE], desk_source())
@@ -214,7 +219,7 @@ def desk_book():
                             "patient": lambda: form("patientId") or checked_patient(new_patient_typed())})
         patient_id = form("patientId") or desk_patient_id(source)
         booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else functools.partial(
-            clinic().book, waitlist_id=form("waitlistId"),  # the entry ends with the booking, or nothing is made
+            book_appointment, clinic(), waitlist_id=form("waitlistId"),  # the entry ends with it, or nothing is made
             accept_overlap=bool(form("acceptOverlap")))
         booking(day=asked["day"], time_text=asked["time_text"], doctor_id=slot["doctorId"], patient_id=patient_id,
                 center_id=slot["centerId"], reason=asked["reason"], insurance_id=form("insuranceId"),
@@ -255,9 +260,9 @@ def desk_patient_id(source):
     booking refused after the registration, sent once more with another slot)."""
     fields = new_patient_typed()
     try:
-        return clinic().register_patient(fields, source=source)
+        return register_patient(clinic(), fields, source=source)
     except ClinicError as error:
-        if error.code == "PATIENT_ALREADY_EXISTS" and clinic().registered_as(error.extra["patientId"], fields["name"]):
+        if error.code == "PATIENT_ALREADY_EXISTS" and registered_as(clinic(), error.extra["patientId"], fields["name"]):
             return error.extra["patientId"]
         raise
 
@@ -266,14 +271,14 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
     """One appointment: its details and history; move it (to another doctor of the speciality or center
     too; over the patient's other visit on purpose, after a refusal that links it), mark attendance, cancel
     it with a reason, confirm it. A cancelled one says when and by whom."""
-    appointment = clinic().appointment_for_desk(appointment_id, reader=desk_source())
-    doctors = [d for d in clinic().doctors() if d["speciality_id"] == appointment["speciality_id"]
+    appointment = appointment_for_desk(clinic(), appointment_id, reader=desk_source())
+    doctors = [d for d in doctors_with_hours(clinic()) if d["speciality_id"] == appointment["speciality_id"]
                and not d["retired_from"]] or [dict(clinic().require_doctor(appointment["doctor_id"]))]
     to_doctor = query_text("doctorId") or appointment["doctor_id"]
     first = parse_date(query_text("date"), "date") if query_text("date") else max(
         clinic().today(), dt.date.fromisoformat(appointment["date"]))
     last = first + dt.timedelta(days=13)
-    free = [] if appointment["status"] == "cancelled" else clinic().availability(
+    free = [] if appointment["status"] == "cancelled" else availability(clinic(), 
         doctor_id=to_doctor, speciality_id=appointment["type_id"], first=first, last=last, channel="desk")[:40]
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     why = t("why_beyond") if first > clinic().window("desk").last_day else ""
@@ -296,32 +301,33 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
 
 def desk_move(appointment_id):
     """Move to the slot chosen: 'DD/MM/YYYY|HH:MM|DOCTOR|CENTER' from the move form's list."""
-    before = clinic().appointment(appointment_id, None)
+    before = read_appointment(clinic(), appointment_id, None)
     try:
         parts = (form("slot") or "").split("|")
         if len(parts) != 4:
             raise invalid("time is required", "required", "time")
         day, time_text = parse_date(parts[0], "date"), parse_time(parts[1], "time")
-        clinic().move(appointment_id, day=day, time_text=time_text, doctor_id=parts[2], center_id=parts[3] or None,
-                      source=desk_source(), accept_overlap=bool(form("acceptOverlap")))
+        move_appointment(clinic(), appointment_id, day=day, time_text=time_text, doctor_id=parts[2],
+                         center_id=parts[3] or None,
+                         source=desk_source(), accept_overlap=bool(form("acceptOverlap")))
     except ClinicError as error:
         return desk_appointment(appointment_id, slot_refusal(error), status_of(error), error.extra.get("elsewhere"))
-    after = clinic().appointment(appointment_id, None)
+    after = read_appointment(clinic(), appointment_id, None)
     done(day_address(day, after["center_id"]), ("moved_where_done", {
         "date": format_date(day), "time": time_text, "doctor": catalog_names("doctors").get(after["doctor_id"], ""),
         "center": catalog_names("centers").get(after["center_id"], "")}), patient=before["patient_id"])
 
 
 def desk_cancel(appointment_id):
-    before = clinic().appointment(appointment_id, None)
-    clinic().cancel(appointment_id, reason=form("reason") or "cancelled at the desk", source=desk_source())
+    before = read_appointment(clinic(), appointment_id, None)
+    cancel_appointment(clinic(), appointment_id, reason=form("reason") or "cancelled at the desk", source=desk_source())
     done(day_address(dt.date.fromisoformat(before["date"]), before["center_id"]), ("cancelled_done", {}),
          patient=before["patient_id"])
 
 
 def desk_cancel_rest(appointment_id):
     """Cancel this session of a series and every later one ("Series")."""
-    before = clinic().appointment(appointment_id, None)
+    before = read_appointment(clinic(), appointment_id, None)
     gone = cancel_rest(clinic(), appointment_id, form("reason") or "cancelled at the desk", desk_source())
     done(f"/desk/patients/{before['patient_id']}", ("series_rest_done", {"count": len(gone)}),
          patient=before["patient_id"])
@@ -334,7 +340,7 @@ def desk_series():
     asked = {"n": form("n") or "1", "unit": form("unit") if form("unit") in ("w", "d") else "w",
              "count": form("count") or "6"}
     take = form("take") if form("take") in TAKES else "all" if form("step") == "book" else None
-    patient, series, error, status = clinic().patient_record(slot["patientId"], desk_source()), None, None, 200
+    patient, series, error, status = patient_record(clinic(), slot["patientId"], desk_source()), None, None, 200
     try:
         series = all_fields({"first": lambda: parse_date(slot["date"] or "", "date"),
                              "time_text": lambda: parse_time(slot["time"] or "", "time"),
@@ -373,8 +379,8 @@ def invalid_count():
 
 
 def desk_confirm(appointment_id):
-    before = clinic().appointment(appointment_id, None)
-    clinic().confirm(appointment_id, True, source=desk_source())
+    before = read_appointment(clinic(), appointment_id, None)
+    confirm_appointment(clinic(), appointment_id, True, source=desk_source())
     done(day_address(dt.date.fromisoformat(before["date"]), before["center_id"]), ("confirmed_done", {}),
          patient=before["patient_id"])
 
@@ -412,7 +418,7 @@ def desk_waitlist(error=None, status=200, wrong=None):
                      free=[(slot, [names[w["id"]] for w in fitting[:NAMED_UNDER] if w["id"] in names],
                             len(fitting) - NAMED_UNDER) for slot, fitting in free],
                      page=page, pages=-(-len(entries) // PAGE), waiting_count=len(entries), typed=typed,
-                     error=error, wrong=wrong or {}, doctors=clinic().doctors(),
+                     error=error, wrong=wrong or {}, doctors=doctors_with_hours(clinic()),
                      specialities=catalog_names("specialities"), centers=desk_centers(), window_text=window_text,
                      insurances=catalog_names("insurances"), q=form("q") or "", found=found, chosen=chosen,
                      later=later_appointments(clinic(), chosen["id"]) if chosen else [], booking_of=booking_of)
@@ -423,8 +429,8 @@ def waiting_patient():
     one a button chose (or ?patientId=), else the only one the search found."""
     chosen = form("patientId") or query_text("patientId")
     if chosen:
-        return None, clinic().patient_record(chosen, reader=desk_source())
-    found = clinic().search_patients(form("q"), reader=desk_source()) if form("q") else None
+        return None, patient_record(clinic(), chosen, reader=desk_source())
+    found = search_patients(clinic(), form("q"), reader=desk_source()) if form("q") else None
     return found, found[0] if found and len(found) == 1 else None
 
 

@@ -14,12 +14,15 @@ from .charts import report_charts
 from .web import clinic, query_text, status_of
 from .desk_shared import (catalog_names, desk_centers, desk_page, desk_refusal, desk_source, done, form,
                           local_moment)
+from .closures import add_closure, closure_fields, coming_closures, covered_by, remove_closure
+from .doctors import appointments_from, doctors_with_hours, retire_doctor
 
 
 def desk_closures(error=None, status=200, covered=None):
     typed = {name: form(name) or "" for name in ("doctorId", "centerId", "dateFrom", "dateTo", "start", "end",
                                                  "reason")}
-    return desk_page("closures", status=status, closures=clinic().closures(), doctors=clinic().doctors(),
+    return desk_page("closures", status=status, closures=coming_closures(clinic()),
+                     doctors=doctors_with_hours(clinic()),
                      center_names=catalog_names("centers"),
                      centers=desk_centers(), typed=typed, error=error, covered=covered)
 
@@ -33,10 +36,10 @@ def desk_add_closure():
             "last": lambda: parse_date(form("dateTo"), "dateTo") if form("dateTo") else None,
             "start": lambda: parse_time(form("start"), "start") if form("start") else None,
             "end": lambda: parse_time(form("end"), "end") if form("end") else None})
-        covered = clinic().covered_by(*clinic().closure_fields(**fields), reader=desk_source())
+        covered = covered_by(clinic(), *closure_fields(clinic(), **fields), reader=desk_source())
         if covered and not form("confirmed"):
             return desk_closures(covered=covered)
-        clinic().add_closure(**fields, reason=form("reason") or "", source=desk_source())
+        add_closure(clinic(), **fields, reason=form("reason") or "", source=desk_source())
     except ClinicError as error:
         return desk_closures(desk_refusal(error), status_of(error))
     done("/desk/closures", ("closure_done", {}))
@@ -44,21 +47,22 @@ def desk_add_closure():
 
 def desk_remove_closure_page(closure_id):
     """Ask before a closure goes: its slots are offered again at once."""
-    closure = next((c for c in clinic().closures(since=dt.date(1900, 1, 1)) if c["id"] == int(closure_id)), None)
+    closure = next((c for c in coming_closures(clinic(), since=dt.date(1900, 1, 1)) if c["id"] == int(closure_id)),
+                   None)
     if closure is None:
         raise ClinicError("CLOSURE_NOT_FOUND", "no closure with that id")
     return desk_page("remove_closure", closure=closure, center_names=catalog_names("centers"))
 
 
 def desk_remove_closure(closure_id):
-    clinic().remove_closure(closure_id, source=desk_source())
+    remove_closure(clinic(), closure_id, source=desk_source())
     done("/desk/closures", ("closure_removed", {}))
 
 
 def desk_doctors(error=None, status=200, left=None, made=None):
     zone = clinic().tz
     with_feeds = {doctor_id: dt.datetime.fromisoformat(at).astimezone(zone) for doctor_id, _, at in feeds(clinic())}
-    return desk_page("doctors", status=status, doctors=clinic().doctors(), error=error, left=left, made=made,
+    return desk_page("doctors", status=status, doctors=doctors_with_hours(clinic()), error=error, left=left, made=made,
                      center_names=catalog_names("centers"), with_feeds=with_feeds,
                      weekdays=translator(bottle.request.environ["agenda.desk"]["lang"])("weekdays"))
 
@@ -79,10 +83,10 @@ def desk_retire(doctor_id):
     try:
         day = parse_date(form("date") or "", "date")
         doctor = clinic().require_doctor(doctor_id)
-        left = clinic().appointments_from(doctor_id, day, desk_source())
+        left = appointments_from(clinic(), doctor_id, day, desk_source())
         if not form("confirmed"):
             return desk_doctors(left={"doctor": dict(doctor), "date": format_date(day), "appointments": left})
-        clinic().retire_doctor(doctor_id, day, source=desk_source())
+        retire_doctor(clinic(), doctor_id, day, source=desk_source())
     except ClinicError as error:
         return desk_doctors(desk_refusal(error), status_of(error))
     done("/desk/doctors", ("retired_done", {"doctor": doctor["name"], "date": format_date(day)}))

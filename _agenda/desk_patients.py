@@ -16,13 +16,17 @@ from .pages import copy_page
 from .web import clinic, query_text, status_of
 from .desk_shared import (desk_page, desk_refusal, desk_source, desk_wrong_fields, dialled, done, form,
                           local_moment)
+from .appointments import cancelled_of
+from .availability import availability
+from .doctors import doctors_with_hours
+from .registry import patient_record, search_patients
 
 
 def desk_patients():
     """The patient search; the words searched come by POST, never in the address ("Staff desk")."""
     q = form("q") or "" if bottle.request.method == "POST" else ""
     try:
-        found = clinic().search_patients(q, reader=desk_source()) if q else None
+        found = search_patients(clinic(), q, reader=desk_source()) if q else None
     except ClinicError as error:
         return desk_page("patients", status=status_of(error), q=q, found=None, wrong=desk_wrong_fields(error))
     return desk_page("patients", q=q, found=found)
@@ -30,22 +34,22 @@ def desk_patients():
 
 def desk_patient(patient_id, error=None, status=200, wrong=None):
     """A patient: their details (to correct), their coming, past and cancelled appointments, book for them."""
-    patient = clinic().patient_record(patient_id, reader=desk_source())
+    patient = patient_record(clinic(), patient_id, reader=desk_source())
     typed = {name: form(name) or "" for name in DESK_FIELDS} if error else {
         column.field: dialled(value) if column.shape == "phone" else field_text(column, value)
         for column in DESK_FORM for value in [patient[column.key]]}
     return desk_page("patient", status=status, patient=patient, typed=typed, error=error, wrong=wrong or {},
-                     cancelled=clinic().cancelled_of(patient["id"], desk_source()), today=clinic().today().isoformat())
+                     cancelled=cancelled_of(clinic(), patient["id"], desk_source()), today=clinic().today().isoformat())
 
 
 def desk_patient_book(patient_id):
     """Book for this patient: a doctor and a first day, then the doctor's next free slots to choose from."""
-    patient = clinic().patient_record(patient_id, reader=desk_source())
-    doctors = [d for d in clinic().doctors() if not d["retired_from"]]
+    patient = patient_record(clinic(), patient_id, reader=desk_source())
+    doctors = [d for d in doctors_with_hours(clinic()) if not d["retired_from"]]
     doctor_id = query_text("doctorId") or (doctors[0]["id"] if doctors else None)
     first = parse_date(query_text("date"), "date") if query_text("date") else clinic().today()
-    free = clinic().availability(doctor_id=doctor_id, first=first, last=first + dt.timedelta(days=13),
-                                 channel="desk")[:40] if doctor_id else []
+    free = availability(clinic(), doctor_id=doctor_id, first=first, last=first + dt.timedelta(days=13),
+                        channel="desk")[:40] if doctor_id else []
     return desk_page("patient_book", patient=patient, doctors=doctors, doctor_id=doctor_id, first=first, free=free)
 
 

@@ -18,6 +18,7 @@ from .identity import identity, refused
 from .texts import refusal_fields, refusal_text, TEXTS, translator
 from .pages import desk_template
 from .web import clinic, raw_header, refusal_for, request_id, status_of
+from .availability import clinic_centers
 
 log = logging.getLogger("agenda")
 
@@ -257,7 +258,7 @@ def accounts():
 
 
 def desk_centers():
-    return clinic().centers()
+    return clinic_centers(clinic())
 
 
 def catalog_names(kind):

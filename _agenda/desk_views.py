@@ -16,11 +16,13 @@ from .pages import desk_template
 from .slots import Slot
 from .visits import resources_day
 from .holds import unheld
-from .timeline import (NOW_ROWS, WEEK_CARDS, center_week, day_timeline, doctor_week, legend, now_label_at,
+from .timeline import (NOW_ROWS, center_week, day_timeline, doctor_week, legend, now_label_at,
                        week_days)
 from .web import clinic, query_text
 from .desk_shared import (catalog_names, changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
                           who_booked)
+from .appointments import live_appointments
+from .doctors import doctors_with_hours
 
 
 def day_plan(clinic, day, center_id=None, reader=None):
@@ -91,7 +93,7 @@ def desk_day():
     center_name = next((c["name"] for c in centers if c["id"] == center_id), "")
     here = day_address(day, center_id, doctor_id)
     return desk_page("day", day=day, center_id=center_id, centers=centers, doctor_id=doctor_id,
-                     doctors=clinic().doctors(), timeline=timeline, version=changes_version(),
+                     doctors=doctors_with_hours(clinic()), timeline=timeline, version=changes_version(),
                      drawn=None if printing else timeline_html(timeline, day, center_id, headings, now_minute(day)),
                      previous=day_address(day - dt.timedelta(days=1), center_id, doctor_id),
                      following=day_address(day + dt.timedelta(days=1), center_id, doctor_id),
@@ -118,7 +120,7 @@ def desk_week():
     if doctor_id is None:
         week = center_week(clinic(), center_id, day, reader=desk_source())
         return desk_page("week", day=monday, centers=centers, center_id=clinic().require_center(center_id),
-                         doctors=clinic().doctors(), doctor=None, version=changes_version(), week=week,
+                         doctors=doctors_with_hours(clinic()), doctor=None, version=changes_version(), week=week,
                          legend=legend(clinic(), [card for each in week for card in each["cards"]],
                                        {counts["id"] for each in week for counts in each["doctors"]}, center_id),
                          **links)
@@ -129,7 +131,7 @@ def desk_week():
     shared = shared_words(list(names.values()))
     places = [[(names.get(each, each), without(shared, names.get(each, each))) for each in c["centers"]]
               for c in timeline.columns]
-    return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=clinic().doctors(),
+    return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=doctors_with_hours(clinic()),
                      doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(), fill=True,
                      drawn=timeline_html(timeline, None, None, headings, places=places),
                      legend=drawn_legend(timeline), **links)
@@ -143,8 +145,7 @@ def desk_rooms():
     center_id = clinic().require_center(query_text("centerId") or (centers[0]["id"] if centers else None))
     resources = resources_day(clinic().conn(), center_id, day)
     held = sorted({key for resource in resources for key in resource["held"]})
-    records = {a["id"]: a for a in clinic().appointments(
-        f"a.id IN ({','.join('?' * len(held))})", held, desk_source(), "day")} if held else {}
+    records = {a["id"]: a for a in live_appointments(clinic(), desk_source(), "day", ids=held)} if held else {}
     unplaced = [visit for visit in unheld(clinic().conn(), clinic().clock().astimezone(clinic().tz),
                                           day=day.isoformat())
                 if visit.center_id == center_id]  # moved in, or from before rooms were held: to move

@@ -7,6 +7,7 @@ import datetime as dt
 
 from .values import invalid
 from .slots import any_time, day_states, read_schedule
+from .doctors import doctors_with_hours
 
 MAX_WEEKS = 27  # half a year a report
 LEAD_BUCKETS = (("same_day", 0, 0), ("week", 1, 7), ("month", 8, 30), ("quarter", 31, 90), ("later", 91, 100000))
@@ -29,7 +30,7 @@ def clinic_report(clinic, first, last):
     "reminders", "sources", "lead"}."""
     weeks = weeks_between(first, last)
     start, end = weeks[0], weeks[-1] + dt.timedelta(days=6)
-    doctors = {row["id"]: {"id": row["id"], "name": row["name"], "weeks": {}} for row in clinic.doctors()}
+    doctors = {row["id"]: {"id": row["id"], "name": row["name"], "weeks": {}} for row in doctors_with_hours(clinic)}
     offered_slots(clinic, doctors, start, end)
     week_of = "date(a.date, '-6 days', 'weekday 1')"
     for row in clinic.conn().execute(

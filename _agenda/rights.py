@@ -10,7 +10,8 @@ from .patients import (anonymise_patient, block_patient, clear_inherited, ERASED
                        rectify_patient, typed_of)
 from .access import KEEP_DAYS
 from .identity import identity, opened
-from .clinic import APPOINTMENT_FIELDS
+from .appointments import APPOINTMENT_FIELDS
+from .changes import cancelled
 
 # What identifies a patient, wherever a row or an event holds it; replaced when the period ends.
 IDENTITY = (*ERASED, "reason")
@@ -47,7 +48,7 @@ def request_erasure(clinic, patient_id, source, reader):
         row = {"id": live_key(conn, patient_id)}
         coming = coming_appointments(conn, row["id"], now)
         for appointment in coming:
-            clinic.cancelled(conn, appointment, at, ERASURE_REASON, "appointment.cancelled", source)
+            cancelled(clinic, conn, appointment, at, ERASURE_REASON, "appointment.cancelled", source)
         until = erasable_from(conn, row["id"], now.date(), clinic.settings.retention_years)
         block_patient(conn, row["id"], at, until)
         conn.execute("UPDATE waitlist SET ended_at = ?, ended_why = 'erased' WHERE patient_id = ? AND ended_at IS NULL",

@@ -11,8 +11,10 @@ from .store import record_event, utc_iso, written_row
 from .slots import FREE, read_schedule, slot_state
 from .visits import the_visit, types_offered
 from .booking import admit, live_patient, Visit
-from .clinic import CANCEL_CANCELLED
 from .fitting import why_not
+from .appointments import CANCEL_CANCELLED
+from .availability import availability
+from .changes import cancelled
 
 EVERY = re.compile(r"([1-9][0-9]?)\s*([wsd])")  # 1w, 2w, 10d; s for semana
 MAX_SESSIONS = 60
@@ -60,8 +62,8 @@ def preview_series(clinic, *, doctor_id, first, time_text, every_days, count, ce
     NEAREST_DAYS after it (`nearest_free`), none taken twice by one series nor over the patient's other visits."""
     doctor = clinic.require_doctor(doctor_id)
     dates = series_dates(first, every_days, count)
-    free = {day: clinic.availability(doctor_id=doctor["id"], speciality_id=speciality_id, center_id=center_id,
-                                     first=day, last=day + dt.timedelta(days=NEAREST_DAYS), channel="desk")
+    free = {day: availability(clinic, doctor_id=doctor["id"], speciality_id=speciality_id, center_id=center_id,
+                              first=day, last=day + dt.timedelta(days=NEAREST_DAYS), channel="desk")
             for day in dates}
     elsewhere = other_visits(clinic, patient_id, dates[0], dates[-1] + dt.timedelta(days=NEAREST_DAYS))
     asked = {day: next((slot for slot in free[day] if slot.date == day and slot.time == time_text), None)
@@ -204,12 +206,12 @@ def cancel_rest(clinic, appointment_id, reason, source):
     """Cancel this appointment and every later live one of its series; the ids cancelled."""
     at = clinic.clock()
     with clinic.db.transaction() as conn:
-        this = clinic.appointment_row(appointment_id, CANCEL_CANCELLED)
+        this = clinic.require_appointment(appointment_id, CANCEL_CANCELLED)
         if this["series_id"] is None:
             raise invalid("that appointment is not part of a series", "not_in_series")
         rest = conn.execute("SELECT * FROM appointments WHERE series_id = ? AND status != 'cancelled'"
                             " AND (date > ? OR (date = ? AND time >= ?)) ORDER BY date, time",
                             (this["series_id"], this["date"], this["date"], this["time"])).fetchall()
         for row in rest:
-            clinic.cancelled(conn, dict(row), at, reason, "appointment.cancelled", source)
+            cancelled(clinic, conn, dict(row), at, reason, "appointment.cancelled", source)
     return [str(row["id"]) for row in rest]

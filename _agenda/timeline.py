@@ -5,11 +5,12 @@ appointments over them. Plain data for the desk's templates; no HTTP here."""
 import datetime as dt
 from typing import NamedTuple
 
-from .clinic import APPOINTMENT_TABLES, TO_CALL
 from .values import format_date, hhmm, minutes_of
 from .fitting import fitting_cells
 from .counter import open_marks
 from .visits import types_offered
+from .appointments import APPOINTMENT_TABLES, live_appointments, TO_CALL
+from .availability import day_slots
 
 # Slot states a column draws as one block however many slots they cover, and their words' keys.
 MERGED = {"too_soon": "past", "closed": "closed", "beyond_horizon": "beyond_horizon", "doctor_retired": "retired",
@@ -71,7 +72,7 @@ def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
     """Add one day's slots and appointments to `columns` (keyed by `key_of(doctor_id, day)`): a cell free only
     where a visit the doctor offers there fits whole (`fitting_cells`), else `unfit`."""
     fits = fitting_cells(clinic, day, day, center_id, doctor_id)
-    for doctor, time_text, end_text, (state, detail) in clinic.day_slots(day, center_id):
+    for doctor, time_text, end_text, (state, detail) in day_slots(clinic, day, center_id):
         if doctor_id not in (None, doctor["doctor_id"]):
             continue
         column = columns.setdefault(key_of(doctor["doctor_id"], day), new_column(
@@ -85,9 +86,8 @@ def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
                                       type_id=fit and fit.kind.id, type_name=None if not fit or fit.default
                                       else fit.kind.name))
     painted = colours(clinic.conn())
-    where, params = ("a.date = ? AND a.doctor_id = ?", [day.isoformat(), doctor_id]) if doctor_id else \
-        ("a.date = ?", [day.isoformat()])
-    for appointment in clinic.appointments(where, params, reader, "day", center_id):  # only those drawn are read
+    for appointment in live_appointments(clinic, reader, "day", days=[day.isoformat()], doctor_id=doctor_id,
+                                         center_id=center_id):  # only those drawn are read
         key = key_of(appointment["doctor_id"], day)
         column = columns.setdefault(key, new_column(key, appointment["doctor_id"], appointment["doctor_name"],
                                                     appointment["speciality_id"], day))
@@ -215,9 +215,6 @@ def doctor_week(clinic, doctor_id, day, reader=None):
 
 
 WEEK_CARDS = 40  # the most appointments a day of a center's week draws, by time; the rest counted, linked to the day
-FIRST_OF_EACH_DAY = """a.id IN (SELECT id FROM (SELECT x.id, row_number() OVER (PARTITION BY x.date ORDER BY x.time,
-    x.doctor_id, x.id) AS n FROM appointments x JOIN live_patients lp ON lp.id = x.patient_id
-    WHERE x.status != 'cancelled' AND x.center_id = ? AND x.date BETWEEN ? AND ?) WHERE n <= ?)"""
 
 
 def center_week(clinic, center_id, day, reader=None):
@@ -229,7 +226,7 @@ def center_week(clinic, center_id, day, reader=None):
     first, last = min(days).isoformat(), max(days).isoformat()
     fits = fitting_cells(clinic, min(days), max(days), center_id)
     for each, drawn in days.items():
-        for doctor, time_text, _, _ in clinic.day_slots(each, center_id):
+        for doctor, time_text, _, _ in day_slots(clinic, each, center_id):
             tally(drawn, doctor["doctor_id"], doctor["name"])["free"] += (doctor["doctor_id"], each, time_text) in fits
     for row in clinic.conn().execute(
             f"SELECT a.date, a.doctor_id, d.name, count(*), sum({TO_CALL}) {APPOINTMENT_TABLES} WHERE a.status !="
@@ -240,8 +237,8 @@ def center_week(clinic, center_id, day, reader=None):
         counts["booked"], counts["to_call"] = row[3], row[4]
         drawn["booked"] += row[3]
     painted = colours(clinic.conn())
-    for appointment in clinic.appointments(FIRST_OF_EACH_DAY, [center_id, first, last, WEEK_CARDS], reader, "day",
-                                           center_id):
+    for appointment in live_appointments(clinic, reader, "day", center_id=center_id,
+                                         first_of_each_day=(center_id, first, last, WEEK_CARDS)):
         days[dt.date.fromisoformat(appointment["date"])]["cards"].append(
             {**appointment, "arrived_local": local_time(clinic, appointment),
              "colour": painted.get(appointment["type_id"])})

@@ -8,6 +8,7 @@ from .store import record_event, utc_iso, written_row
 from .identity import identities
 from .visits import visit_type
 from .booking import end_entry
+from .availability import availability
 
 AHEAD_DAYS = 14  # how far the "free now" list looks
 FREE_SLOTS, NAMED_UNDER = 30, 3  # the "free now" list's most slots, and waiting patients named under each
@@ -143,8 +144,8 @@ def free_now(clinic, entries, days=AHEAD_DAYS, most=FREE_SLOTS):
                     for entry in entries}, key=str)
     slots = {}
     for doctor_id, speciality_id in asked:
-        for slot in clinic.availability(doctor_id=doctor_id, speciality_id=speciality_id, first=today,
-                                        last=today + dt.timedelta(days=days), channel="desk"):
+        for slot in availability(clinic, doctor_id=doctor_id, speciality_id=speciality_id, first=today,
+                                 last=today + dt.timedelta(days=days), channel="desk"):
             if (slot.date.isoformat(), slot.time) > begun:
                 slots[(slot.date, slot.time, slot.doctor_id, slot.speciality_id)] = slot
     for key in sorted(slots):

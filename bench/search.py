@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import agenda  # noqa: E402
 import generate  # noqa: E402
+from _agenda.registry import find_patient, patients_matching
 
 NIF = f"{40_000_000 + 4321:08d}{generate.LETTERS[(40_000_000 + 4321) % 23]}"
 TYPED = [
@@ -62,8 +63,8 @@ def main():
         generate.build(db, patients=options.patients, appointments=0)
         app = agenda.create_app(db, "bench-secret")
         clinic = app.clinic
-        rows = [("NIF lookup (the caller's)",) + timed(lambda: [clinic.find_patient(NIF)], options.repeat)]
-        rows += [(label,) + timed(lambda text=text: clinic.patients_matching(text), options.repeat)
+        rows = [("NIF lookup (the caller's)",) + timed(lambda: [find_patient(clinic, NIF)], options.repeat)]
+        rows += [(label,) + timed(lambda text=text: patients_matching(clinic, text), options.repeat)
                  for label, text in TYPED]
         clinic.db.close()
     print(f"Patient search on {options.patients:,} patients, {options.repeat} calls each "

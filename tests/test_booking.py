@@ -18,6 +18,10 @@ from _agenda.report import clinic_report
 from _agenda.series import book_series
 from _agenda.slots import any_time, closed_at, closures_on, FREE, read_schedule, slot_state
 from _agenda.waitlist import add_waiting, waiting
+from _agenda.appointments import live_appointments
+from _agenda.changes import book_appointment, move_appointment
+from _agenda.closures import add_closure, covered_by
+from _agenda.doctors import retire_doctor
 
 from conftest import ROOT, assert_error, table_rows, valid_dni
 from test_availability import NIGHT_CSV
@@ -82,18 +86,18 @@ def test_every_channel_books_and_moves_through_the_door(api, db_path, tmp_path, 
     ana, eva = api.new_patient(), api.new_patient(nif=valid_dni(1), name="Eva")
     booked = api.book(ana)  # caller
     api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "09:30"})  # caller move
-    clinic.move(booked, day=dt.date(2026, 11, 30), time_text="16:30", doctor_id="NUNEZ", source="desk:ana")
-    clinic.book(day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=eva, source="desk:ana")  # desk
+    move_appointment(clinic, booked, day=dt.date(2026, 11, 30), time_text="16:30", doctor_id="NUNEZ", source="desk:ana")
+    book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=eva, source="desk:ana")  # desk
     squeezed = squeeze_in(clinic, day=TUESDAY, time_text="10:10", doctor_id="MARTIN", patient_id=ana, source="cli")
-    clinic.move(squeezed, day=TUESDAY, time_text="10:20", source="desk:ana")  # a sobrecita moved
+    move_appointment(clinic, squeezed, day=TUESDAY, time_text="10:20", source="desk:ana")  # a sobrecita moved
     _, sessions, _ = book_series(clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2),
                                  time_text="09:00", every_days=7, count=2, source="desk:ana")
     add_waiting(clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY, source="desk:ana")
     take_from_the_waitlist(desk, "10:30").submit()
     forward = add_waiting(clinic, patient_id=eva, appointment_id=sessions[1][0], first=TUESDAY,
                           last=dt.date(2026, 11, 27), source="desk:ana")
-    clinic.book(day=dt.date(2026, 11, 27), time_text="09:00", doctor_id="MARTIN", patient_id=eva,
-                waitlist_id=forward, source="desk:ana")  # a waiting move
+    book_appointment(clinic, day=dt.date(2026, 11, 27), time_text="09:00", doctor_id="MARTIN", patient_id=eva,
+                     waitlist_id=forward, source="desk:ana")  # a waiting move
     imported = cli(db_path, "import-appointments", write(tmp_path / "old.csv", (
         "date,time,duration,doctor,center,nif,name,phone,reason,insurance,status\n"
         "26/11/2026,09:05,45,MARTIN,C1,12345678Z,,,,,\n")))
@@ -162,8 +166,9 @@ def test_another_patients_waiting_entry_is_refused_and_changes_nothing(api, eva_
     assert refused.status_int == 404 and "Esa persona ya no está en la lista de espera." in refused.text
     assert unchanged(db_path) == before
     with pytest.raises(agenda.ClinicError) as by_hand:
-        api.app.clinic.book(day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id="1", waitlist_id=entry,
-                            source="desk:ana")
+        book_appointment(api.app.clinic, day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id="1",
+                         waitlist_id=entry,
+                         source="desk:ana")
     assert by_hand.value.code == "WAITLIST_NOT_FOUND" and unchanged(db_path) == before
 
 
@@ -182,16 +187,18 @@ def test_a_stale_entry_says_already_booked_links_the_appointment_and_books_nothi
     assert said.find("a")["href"] == f"/desk/appointments/{booked}" and said.find("a").text == "Ver la cita"
     assert unchanged(db_path) == before
     with pytest.raises(agenda.ClinicError) as by_hand:
-        api.app.clinic.book(day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id=eva, waitlist_id=entry,
-                            source="cli")
+        book_appointment(api.app.clinic, day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id=eva,
+                         waitlist_id=entry,
+                         source="cli")
     assert by_hand.value.extra == {"appointmentId": str(booked)}
 
 
 def test_only_the_desk_books_from_the_waitlist_or_squeezes_in(api, eva_waiting, db_path):
     _, eva, entry = eva_waiting
     before = unchanged(db_path)
-    for attempt in (lambda: api.app.clinic.book(day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id=eva,
-                                                waitlist_id=entry, source="api"),
+    for attempt in (lambda: book_appointment(api.app.clinic, day=TUESDAY, time_text="09:30", doctor_id="MARTIN",
+                                             patient_id=eva,
+                                             waitlist_id=entry, source="api"),
                     lambda: squeeze_in(api.app.clinic, day=TUESDAY, time_text="09:40", doctor_id="MARTIN",
                                        patient_id=eva, source="api")):
         with pytest.raises(agenda.ClinicError) as refused:
@@ -203,8 +210,8 @@ def test_only_the_desk_books_from_the_waitlist_or_squeezes_in(api, eva_waiting, 
 def test_a_retry_answers_the_booking_made_before_any_refusal(api, clock):
     clinic, patient = api.app.clinic, api.new_patient()
     first = api.book(patient, date="26/11/2026", time="09:00")
-    clinic.add_closure(doctor_id="MARTIN", first=dt.date(2026, 11, 26), reason="Congreso", source="desk:ana")
-    clinic.retire_doctor("MARTIN", dt.date(2026, 11, 26), source="desk:ana")
+    add_closure(clinic, doctor_id="MARTIN", first=dt.date(2026, 11, 26), reason="Congreso", source="desk:ana")
+    retire_doctor(clinic, "MARTIN", dt.date(2026, 11, 26), source="desk:ana")
     assert api.book(patient, date="26/11/2026", time="09:00") == first  # closed and retired now: still its id
     squeezed = squeeze_in(clinic, day=TUESDAY, time_text="09:10", doctor_id="MARTIN", patient_id=patient,
                           source="desk:ana")
@@ -238,12 +245,12 @@ def test_a_move_keeps_the_appointments_own_length(make_api, db_path, tmp_path):
     api.book(api.new_patient(nif=valid_dni(1)), date="26/11/2026", time="10:00")
     assert assert_error(api.put(f"/appointments/{hour}", {"newDate": "26/11/2026", "newTime": "09:30"}),
                         409, "SLOT_NOT_AVAILABLE")["reason"] == "taken"
-    api.app.clinic.add_closure(doctor_id="MARTIN", first=dt.date(2026, 11, 30), start="09:30", end="10:00",
-                               reason="Sesión clínica", source="desk:ana")
+    add_closure(api.app.clinic, doctor_id="MARTIN", first=dt.date(2026, 11, 30), start="09:30", end="10:00",
+                reason="Sesión clínica", source="desk:ana")
     assert assert_error(api.put(f"/appointments/{hour}", {"newDate": "30/11/2026", "newTime": "09:00"}),
                         409, "SLOT_NOT_AVAILABLE")["reason"] == "closed"
     assert span() == ("2026-11-27", "09:30", "10:30")
-    api.app.clinic.move(hour, day=dt.date(2026, 11, 30), time_text="10:00", source="desk:ana")
+    move_appointment(api.app.clinic, hour, day=dt.date(2026, 11, 30), time_text="10:00", source="desk:ana")
     assert span() == ("2026-11-30", "10:00", "11:00")
 
 
@@ -331,13 +338,13 @@ def test_what_a_closure_covers_is_one_rule_for_the_grid_the_lists_and_the_previe
             writing.execute("INSERT INTO appointments (patient_id, doctor_id, center_id, date, time, end_time,"
                             " created_at, updated_at, squeezed) VALUES (?, ?, ?, ?, ?, ?, '', '', 1)",
                             (patient, doctor, center, day_of[day].isoformat(), at(start), at(start + length)))
-    listed = clinic.appointments("1 = 1", [])
+    listed = live_appointments(clinic)
     for appointment in listed:
         day = dt.date.fromisoformat(appointment["date"])
         shut = closures_on(rows, day, appointment["doctor_id"], appointment["center_id"])
         assert appointment["to_call"] == closed_at(shut, appointment["start"], appointment["end"])
     for closure in rows:
-        covered = {a["id"] for a in clinic.covered_by(closure["doctor_id"], closure["center_id"], closure["date_from"],
-                                                      closure["date_to"], closure["start_time"], closure["end_time"])}
+        covered = {a["id"] for a in covered_by(clinic, closure["doctor_id"], closure["center_id"], closure["date_from"],
+                                               closure["date_to"], closure["start_time"], closure["end_time"])}
         assert covered == {a["id"] for a in listed if closed_at(closures_on(
             [closure], dt.date.fromisoformat(a["date"]), a["doctor_id"], a["center_id"]), a["start"], a["end"])}

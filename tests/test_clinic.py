@@ -8,6 +8,11 @@ import pytest
 
 import agenda
 from _agenda.web import status_of
+from _agenda.appointments import patient_appointments, read_appointment
+from _agenda.availability import availability
+from _agenda.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
+from _agenda.registry import find_patient, register_patient
+from _agenda.reminders import close_reminder_day
 from conftest import CLINIC_CSV, MONDAY, seed, write_csv
 
 TUESDAY = dt.date(2026, 11, 24)
@@ -23,8 +28,8 @@ def clinic(db_path, tmp_path, clock):
 
 @pytest.fixture
 def ana(clinic):
-    return clinic.register_patient({"name": "Ana", "surname": "García", "nif": "12345678Z", "phone": "612345678"},
-                                   source="cli")
+    return register_patient(clinic, {"name": "Ana", "surname": "García", "nif": "12345678Z", "phone": "612345678"},
+                            source="cli")
 
 
 def refusal(call, *args, **kwargs):
@@ -39,9 +44,9 @@ def events(clinic):
 
 
 def test_a_booking_is_one_event_from_its_source_and_reads_back_as_the_clinic_records_it(clinic, ana):
-    appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana,
-                                 reason="Revisión", source="cli")
-    seen = clinic.appointment(appointment_id, "cli:test")
+    appointment_id = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana,
+                                      reason="Revisión", source="cli")
+    seen = read_appointment(clinic, appointment_id, "cli:test")
     assert (seen["date"], seen["start"], seen["patient_name"], seen["center_id"]) == ("2026-11-24", "09:00",
                                                                                    "Ana García", "C1")
     assert (seen["end"], seen["status"], seen["speciality_id"], seen["insurance_id"], seen["booked_by"]) == (
@@ -50,8 +55,8 @@ def test_a_booking_is_one_event_from_its_source_and_reads_back_as_the_clinic_rec
 
 
 def test_a_retried_booking_is_the_same_appointment(clinic, ana):
-    first = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
-    assert clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana) == first
+    first = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    assert book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana) == first
     assert clinic.conn().execute("SELECT count(*) FROM appointments").fetchone()[0] == 1
 
 
@@ -68,18 +73,19 @@ def test_a_retried_booking_is_the_same_appointment(clinic, ana):
 ])
 def test_a_slot_that_is_not_offered_is_refused_with_its_reason(clinic, ana, day, time_text, center_id, reason):
     with pytest.raises(agenda.ClinicError) as caught:
-        clinic.book(day=day, time_text=time_text, doctor_id="MARTIN", patient_id=ana, center_id=center_id)
+        book_appointment(clinic, day=day, time_text=time_text, doctor_id="MARTIN", patient_id=ana, center_id=center_id)
     assert (status_of(caught.value), caught.value.code, caught.value.extra) == (409, "SLOT_NOT_AVAILABLE",
                                                                             {"reason": reason})
     assert clinic.conn().execute("SELECT count(*) FROM appointments").fetchone()[0] == 0
 
 
 def test_another_patient_cannot_take_a_taken_slot(clinic, ana):
-    clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
-    moving = clinic.book(day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=ana)
-    other = clinic.register_patient({"name": "Luis", "nif": "11111111H"})
-    for attempt in (lambda: clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=other),
-                    lambda: clinic.move(moving, day=TUESDAY, time_text="09:00")):
+    book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    moving = book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=ana)
+    other = register_patient(clinic, {"name": "Luis", "nif": "11111111H"})
+    for attempt in (lambda: book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN",
+                                             patient_id=other),
+                    lambda: move_appointment(clinic, moving, day=TUESDAY, time_text="09:00")):
         with pytest.raises(agenda.ClinicError) as caught:
             attempt()
         assert (caught.value.code, caught.value.extra) == ("SLOT_NOT_AVAILABLE", {"reason": "taken"})
@@ -97,31 +103,32 @@ def test_another_patient_cannot_take_a_taken_slot(clinic, ana):
 ])
 def test_a_booking_names_what_is_wrong(clinic, ana, change, expected):
     booking = {"day": TUESDAY, "time_text": "09:00", "doctor_id": "MARTIN", "patient_id": ana, **change}
-    assert refusal(clinic.book, **booking) == expected
+    assert refusal(book_appointment, clinic, **booking) == expected
 
 
 def test_move_cancel_and_confirm_obey_one_rule_for_a_cancelled_appointment(clinic, ana):
-    appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
-    assert clinic.move(appointment_id, day=TUESDAY, time_text="10:00") == appointment_id
-    assert clinic.confirm(appointment_id, True) == "confirmed"
-    assert clinic.confirm(appointment_id, True) == "already_confirmed"
-    assert clinic.move(appointment_id, day=TUESDAY, time_text="10:30") and clinic.appointment(appointment_id, "cli:test")[
-        "status"] == "booked"  # a moved appointment is no longer confirmed
-    clinic.cancel(appointment_id, reason="the patient phoned", source="cli")
-    assert refusal(clinic.appointment, appointment_id) == (410, "APPOINTMENT_CANCELLED")  # the caller reads
+    appointment_id = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    assert move_appointment(clinic, appointment_id, day=TUESDAY, time_text="10:00") == appointment_id
+    assert confirm_appointment(clinic, appointment_id, True) == "confirmed"
+    assert confirm_appointment(clinic, appointment_id, True) == "already_confirmed"
+    assert move_appointment(clinic, appointment_id, day=TUESDAY, time_text="10:30")
+    assert read_appointment(clinic, appointment_id, "cli:test")["status"] == "booked"  # a move unconfirms it
+    cancel_appointment(clinic, appointment_id, reason="the patient phoned", source="cli")
+    assert refusal(read_appointment, clinic, appointment_id) == (410, "APPOINTMENT_CANCELLED")  # the caller reads
     # it as APPOINTMENT_PREVIOUSLY_CANCELLED, its spec's code (WIRE_CODES)
-    assert refusal(clinic.move, appointment_id, day=TUESDAY, time_text="09:00") == (409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
-    assert refusal(clinic.confirm, appointment_id, True) == (409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
-    assert refusal(clinic.cancel, appointment_id) == (409, "APPOINTMENT_ALREADY_CANCELLED")
-    assert refusal(clinic.cancel, "12345") == (404, "APPOINTMENT_NOT_FOUND")
+    assert refusal(move_appointment, clinic, appointment_id, day=TUESDAY, time_text="09:00") == (
+        409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
+    assert refusal(confirm_appointment, clinic, appointment_id, True) == (409, "APPOINTMENT_PREVIOUSLY_CANCELLED")
+    assert refusal(cancel_appointment, clinic, appointment_id) == (409, "APPOINTMENT_ALREADY_CANCELLED")
+    assert refusal(cancel_appointment, clinic, "12345") == (404, "APPOINTMENT_NOT_FOUND")
     row = clinic.conn().execute("SELECT status, cancel_reason FROM appointments").fetchone()
     assert tuple(row) == ("cancelled", "the patient phoned")
 
 
 def test_declining_at_a_reminder_frees_the_slot(clinic, ana):
-    appointment_id = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
-    assert clinic.confirm(appointment_id, False) == "cancelled"
-    assert ("24/11/2026", "09:00") in {(slot.date_text, slot.time) for slot in clinic.availability(
+    appointment_id = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    assert confirm_appointment(clinic, appointment_id, False) == "cancelled"
+    assert ("24/11/2026", "09:00") in {(slot.date_text, slot.time) for slot in availability(clinic, 
         doctor_id="MARTIN", first=TUESDAY, last=TUESDAY)}
 
 
@@ -131,14 +138,14 @@ def test_closing_a_reminder_day_follows_the_policy_once(db_path, tmp_path, clock
     seed(db_path, write_csv(tmp_path, CLINIC_CSV))
     clinic = agenda.Clinic(agenda.Database(db_path), agenda.Settings(reminder_policy=policy), clock)
     try:
-        patient = clinic.register_patient({"name": "Ana", "nif": "12345678Z"})
-        silent = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=patient)
-        skipped = clinic.book(day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id=patient)
-        answered = clinic.book(day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=patient)
-        clinic.confirm(answered, True)
+        patient = register_patient(clinic, {"name": "Ana", "nif": "12345678Z"})
+        silent = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=patient)
+        skipped = book_appointment(clinic, day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id=patient)
+        answered = book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=patient)
+        confirm_appointment(clinic, answered, True)
         close = {"config_id": "va", "days": ["2026-11-24"], "skipped": {skipped}}
-        assert clinic.close_reminder_day(**close) == {"processed": 1, "repeated": False}
-        assert clinic.close_reminder_day(**close) == {"processed": 0, "repeated": True}
+        assert close_reminder_day(clinic, **close) == {"processed": 1, "repeated": False}
+        assert close_reminder_day(clinic, **close) == {"processed": 0, "repeated": True}
         status = dict(clinic.conn().execute("SELECT id, status FROM appointments").fetchall())
         assert status == {int(silent): status_after, int(skipped): "booked", int(answered): "confirmed"}
         cycle = clinic.conn().execute("SELECT policy, appointment_ids FROM reminder_cycles").fetchone()
@@ -148,25 +155,25 @@ def test_closing_a_reminder_day_follows_the_policy_once(db_path, tmp_path, clock
 
 
 def test_availability_defaults_to_two_weeks_from_today_within_the_horizon(clinic, clock):
-    days = {slot.date for slot in clinic.availability(speciality_id="MG")}
+    days = {slot.date for slot in availability(clinic, speciality_id="MG")}
     assert min(days) == MONDAY.date() and max(days) <= MONDAY.date() + dt.timedelta(days=13)
-    assert clinic.availability(doctor_id="MARTIN", first=dt.date(2027, 6, 1)) == []
-    assert refusal(clinic.availability) == (400, "INVALID_REQUEST")
-    assert refusal(clinic.availability, doctor_id="MARTIN", first=TUESDAY, last=MONDAY.date()) == (
+    assert availability(clinic, doctor_id="MARTIN", first=dt.date(2027, 6, 1)) == []
+    assert refusal(availability, clinic) == (400, "INVALID_REQUEST")
+    assert refusal(availability, clinic, doctor_id="MARTIN", first=TUESDAY, last=MONDAY.date()) == (
         400, "INVALID_REQUEST")
 
 
 def test_a_patient_is_found_by_any_spelling_of_the_nif_and_never_registered_twice(clinic, ana):
-    assert str(clinic.find_patient(" 12.345.678-z ", "cli:test")["id"]) == ana
+    assert str(find_patient(clinic, " 12.345.678-z ", "cli:test")["id"]) == ana
     with pytest.raises(agenda.ClinicError) as caught:
-        clinic.register_patient({"name": "Otra", "nif": "12345678z"})
+        register_patient(clinic, {"name": "Otra", "nif": "12345678z"})
     assert (caught.value.code, caught.value.extra) == ("PATIENT_ALREADY_EXISTS", {"patientId": ana})
 
 
 def test_a_patients_appointments_by_nif_or_phone_from_today_on(clinic, ana, clock):
-    booked = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
-    assert [str(a["id"]) for a in clinic.patient_appointments(nif="12345678Z", reader="cli:test")] == [booked]
-    assert [str(a["id"]) for a in clinic.patient_appointments(phone="+34 612 345 678", reader="cli:test")] == [booked]
+    booked = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    assert [str(a["id"]) for a in patient_appointments(clinic, nif="12345678Z", reader="cli:test")] == [booked]
+    assert [str(a["id"]) for a in patient_appointments(clinic, phone="+34 612 345 678", reader="cli:test")] == [booked]
     clock.set(2026, 11, 25)
-    assert clinic.patient_appointments(nif="12345678Z", reader="cli:test") == []
-    assert str(clinic.patient_appointments(nif="12345678Z", day=TUESDAY, reader="cli:test")[0]["id"]) == booked
+    assert patient_appointments(clinic, nif="12345678Z", reader="cli:test") == []
+    assert str(patient_appointments(clinic, nif="12345678Z", day=TUESDAY, reader="cli:test")[0]["id"]) == booked

@@ -13,13 +13,19 @@ from hypothesis import given, settings, strategies as st
 import agenda
 from _agenda.counter import mark_attendance, open_marks, to_call
 from _agenda.values import fold
+from _agenda.appointments import live_appointments, read_appointment
+from _agenda.availability import day_slots
+from _agenda.changes import book_appointment, cancel_appointment, move_appointment
+from _agenda.closures import add_closure
+from _agenda.doctors import retire_doctor
+from _agenda.registry import register_patient, search_patients
 
 from conftest import assert_error, Clock, MONDAY, valid_dni
 from test_desk import log_in, PASSWORD
 
 
 def names_found(clinic, text):
-    return sorted(f"{p['name']} {p['surname']}" for p in clinic.search_patients(text, "desk:test"))
+    return sorted(f"{p['name']} {p['surname']}" for p in search_patients(clinic, text, "desk:test"))
 
 
 @pytest.fixture
@@ -28,7 +34,7 @@ def people(api):
     for n, (name, surname, phone) in enumerate([("María", "Gómez Ruiz", "612000001"), ("José", "Gomez Alba", "612000002"),
                                                 ("Lucía", "GÓMEZ PEÑA", "612000003"), ("Íñigo", "Ibáñez Núñez", "612000004"),
                                                 ("Ana", "Müller Güell", "612000005")]):
-        clinic.register_patient({"name": name, "surname": surname, "nif": valid_dni(n + 1), "phone": phone}, "cli")
+        register_patient(clinic, {"name": name, "surname": surname, "nif": valid_dni(n + 1), "phone": phone}, "cli")
     return clinic
 
 
@@ -53,7 +59,7 @@ def test_folding_drops_case_accents_and_marks():
 
 def test_a_rectified_name_is_found_by_its_new_spelling_and_not_the_old(people):
     from _agenda.rights import rectify
-    maria = people.search_patients("maría", "desk:test")[0]
+    maria = search_patients(people, "maría", "desk:test")[0]
     rectify(people, maria["id"], {"surname": "Sáez Ortúzar"}, "desk:ana")
     assert names_found(people, "ortuzar") == ["María Sáez Ortúzar"] and "María Gómez Ruiz" not in names_found(people, "gomez")
 
@@ -70,24 +76,25 @@ def test_folding_is_stable_and_leaves_only_words(text):
 def test_the_desk_books_a_walk_in_now_and_a_follow_up_in_six_months_the_caller_cannot(api, clock):
     clinic, patient = api.app.clinic, api.new_patient()
     clock.set(2026, 11, 24, 9, 40)  # MARTIN's 09:30 slot has begun: the desk's until 10:00, past for the caller
-    for_desk = clinic.day_slots(dt.date(2026, 11, 24), "C1")
+    for_desk = day_slots(clinic, dt.date(2026, 11, 24), "C1")
     states = {(doctor["doctor_id"], time): state[0] for doctor, time, _, state in for_desk}
     assert states[("MARTIN", "09:00")] == "too_soon" and states[("MARTIN", "09:30")] == "free"
     assert api.post("/appointments", {"date": "24/11/2026", "time": "10:00", "doctorId": "MARTIN",
                                       "patientId": patient}).json["error"]["reason"] == "too_soon"
-    walk_in = clinic.book(day=dt.date(2026, 11, 24), time_text="09:30", doctor_id="MARTIN", patient_id=patient,
-                          source="desk:ana")
-    assert clinic.appointment(walk_in)["booked_by"] == "desk:ana"
+    walk_in = book_appointment(clinic, day=dt.date(2026, 11, 24), time_text="09:30", doctor_id="MARTIN",
+                               patient_id=patient,
+                               source="desk:ana")
+    assert read_appointment(clinic, walk_in)["booked_by"] == "desk:ana"
     with pytest.raises(agenda.ClinicError) as begun:  # a slot that has ended is past for everyone
-        clinic.book(day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="MARTIN", patient_id=patient,
-                    source="desk:ana")
+        book_appointment(clinic, day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="MARTIN", patient_id=patient,
+                         source="desk:ana")
     assert begun.value.extra["reason"] == "too_soon"
     follow_up = dict(day=dt.date(2027, 5, 25), time_text="10:00", doctor_id="MARTIN", patient_id=patient)
     assert api.post("/appointments", {"date": "25/05/2027", "time": "10:00", "doctorId": "MARTIN",
                                       "patientId": patient}).json["error"]["reason"] == "beyond_horizon"
-    assert clinic.book(**follow_up, source="desk:ana")
+    assert book_appointment(clinic, **follow_up, source="desk:ana")
     with pytest.raises(agenda.ClinicError) as too_far:
-        clinic.book(**{**follow_up, "day": dt.date(2028, 5, 25)}, source="desk:ana")
+        book_appointment(clinic, **{**follow_up, "day": dt.date(2028, 5, 25)}, source="desk:ana")
     assert "beyond the booking horizon (18 months)" in too_far.value.message
 
 
@@ -117,7 +124,7 @@ def test_attendance_is_the_desks_record_and_the_caller_may_not_undo_a_visit(api,
         assert_error(refused, 409, "APPOINTMENT_ATTENDED")
     assert api.post("/appointments/confirm", {"appointmentId": booked, "confirmed": True}).json["status"] == "confirmed"
     closed = api.post("/appointments/end-of-reminder-day", {"voiceAgentConfigId": "va", "date": "24/11/2026"})
-    assert closed.status_int == 200 and clinic.appointment(booked)["status"] == "confirmed"
+    assert closed.status_int == 200 and read_appointment(clinic, booked)["status"] == "confirmed"
     seen = mark_attendance(clinic, booked, "seen", "desk:ana")
     assert seen["attendance"] == "seen" and seen["arrived_at"] == "2026-11-24T07:55:00+00:00"
     undone = mark_attendance(clinic, booked, None, "desk:ana")
@@ -131,8 +138,8 @@ def test_attendance_is_the_desks_record_and_the_caller_may_not_undo_a_visit(api,
 def afternoon_of_nunez(api):
     """NUÑEZ's Monday afternoon (23/11, Norte): two visits booked at the desk, 16:00 and 16:30; their ids."""
     clinic = api.app.clinic
-    return [clinic.book(day=dt.date(2026, 11, 23), time_text=start, doctor_id="NUNEZ", source="desk:ana",
-                        patient_id=api.new_patient(nif=valid_dni(40 + n), name=f"P{n}"))
+    return [book_appointment(clinic, day=dt.date(2026, 11, 23), time_text=start, doctor_id="NUNEZ", source="desk:ana",
+                             patient_id=api.new_patient(nif=valid_dni(40 + n), name=f"P{n}"))
             for n, start in enumerate(("16:00", "16:30"))]
 
 
@@ -150,9 +157,9 @@ def test_an_arrival_is_marked_from_two_hours_before_and_a_no_show_from_the_visit
                                                                                     "arrival_window")
     assert refusal(lambda: mark_attendance(clinic, half_past, "no_show", "desk:ana")) == ("APPOINTMENT_NOT_TODAY",
                                                                                          "no_show_before_start")
-    assert clinic.appointment(four)["attendance"] is None
+    assert read_appointment(clinic, four)["attendance"] is None
     assert api.delete(f"/appointments/{four}").status_int == 204  # the voice agent cancels it as before
-    four = clinic.book(  # booked again by reception
+    four = book_appointment(clinic,   # booked again by reception
         day=dt.date(2026, 11, 23), time_text="16:00", doctor_id="NUNEZ", patient_id=api.new_patient(), source="desk:ana")
     clock.set(2026, 11, 23, 14, 0)  # two hours before 16:00, 2h30 before 16:30
     assert open_marks(clinic, "2026-11-23", "16:00") == ("arrived", "seen")
@@ -225,14 +232,14 @@ def test_a_no_show_may_be_moved_by_the_caller(api, clock):
     with pytest.raises(agenda.ClinicError):
         mark_attendance(clinic, booked, "gone", "desk:ana")
     assert api.put(f"/appointments/{booked}", {"newDate": "26/11/2026", "newTime": "10:00"}).status_int == 200
-    assert clinic.appointment(booked)["attendance"] is None  # a new visit: nothing has happened yet
+    assert read_appointment(clinic, booked)["attendance"] is None  # a new visit: nothing has happened yet
 
 
 def test_an_appointment_inside_a_new_closure_is_to_call_and_out_of_the_callers_lists(api):
     clinic = api.app.clinic
     ana, eva = api.new_patient(), api.new_patient(nif=valid_dni(7), name="Eva", phone="612999999")
     first, second = api.book(ana, time="09:00"), api.book(eva, time="10:00")
-    clinic.add_closure(doctor_id="MARTIN", first=dt.date(2026, 11, 24), start="08:30", end="09:30", reason="Médico")
+    add_closure(clinic, doctor_id="MARTIN", first=dt.date(2026, 11, 24), start="08:30", end="09:30", reason="Médico")
     assert [a["id"] for a in to_call(clinic, "desk:test")] == [int(first)]
     day_list = api.get("/appointments?date=24/11/2026").json["data"]
     assert [a["appointmentId"] for a in day_list] == [second]
@@ -241,18 +248,18 @@ def test_an_appointment_inside_a_new_closure_is_to_call_and_out_of_the_callers_l
     assert [a["appointmentId"] for a in api.get("/appointments?nif=12345678Z").json["data"]] == [first]
     assert api.get(f"/appointments/{first}").status_int == 200
     closed = api.post("/appointments/end-of-reminder-day", {"voiceAgentConfigId": "va", "date": "24/11/2026"})
-    assert closed.json["processed"] == 1 and clinic.appointment(first)["status"] == "booked"  # only the other
-    assert [a["to_call"] for a in clinic.appointments_on(["2026-11-24"], None)] == [True, False]
-    clinic.move(first, day=dt.date(2026, 11, 24), time_text="10:30", source="desk:ana")
+    assert closed.json["processed"] == 1 and read_appointment(clinic, first)["status"] == "booked"  # only the other
+    assert [a["to_call"] for a in live_appointments(clinic, days=["2026-11-24"])] == [True, False]
+    move_appointment(clinic, first, day=dt.date(2026, 11, 24), time_text="10:30", source="desk:ana")
     assert to_call(clinic, "desk:test") == [] and len(api.get("/appointments?date=24/11/2026").json["data"]) == 2
 
 
 def test_appointments_after_a_retirement_are_to_call_until_moved_or_cancelled(api, clock):
     clinic, patient = api.app.clinic, api.new_patient()
     booked = [api.book(patient, date=day) for day in ("24/11/2026", "26/11/2026", "27/11/2026")]
-    clinic.retire_doctor("MARTIN", dt.date(2026, 11, 26), source="desk:ana")
+    retire_doctor(clinic, "MARTIN", dt.date(2026, 11, 26), source="desk:ana")
     assert [str(a["id"]) for a in to_call(clinic, "desk:test")] == booked[1:]
-    clinic.cancel(booked[1], source="desk:ana")
+    cancel_appointment(clinic, booked[1], source="desk:ana")
     assert [str(a["id"]) for a in to_call(clinic, "desk:test")] == booked[2:]
     clock.set(2026, 11, 28)
     assert to_call(clinic, "desk:test") == []  # the list runs from today on
@@ -262,28 +269,31 @@ def test_the_desk_asks_for_the_insurance_of_a_doctor_with_a_list_and_the_caller_
     clinic, patient = api.app.clinic, api.new_patient()
     slot = dict(day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="RUIZ", patient_id=patient)
     with pytest.raises(agenda.ClinicError) as missing:
-        clinic.book(**slot, source="desk:ana")
+        book_appointment(clinic, **slot, source="desk:ana")
     assert missing.value.code == "INSURANCE_REQUIRED" and "PRIV, SAN" in missing.value.message
     with pytest.raises(agenda.ClinicError) as refused:
-        clinic.book(**slot, insurance_id="DKV", source="desk:ana")
+        book_appointment(clinic, **slot, insurance_id="DKV", source="desk:ana")
     assert refused.value.code == "INSURANCE_NOT_ACCEPTED"
-    assert clinic.appointment(clinic.book(**slot, insurance_id="PRIV", source="desk:ana"))["insurance_id"] == "PRIV"
+    assert read_appointment(clinic, book_appointment(clinic, **slot, insurance_id="PRIV",
+                                                     source="desk:ana"))["insurance_id"] == "PRIV"
     assert api.book(patient, time="09:20", doctor="RUIZ")  # the caller's contract is unchanged
-    assert clinic.book(day=dt.date(2026, 11, 24), time_text="10:00", doctor_id="MARTIN", patient_id=patient,
-                       source="desk:ana")  # a doctor without a list takes anyone
+    assert book_appointment(clinic, day=dt.date(2026, 11, 24), time_text="10:00", doctor_id="MARTIN",
+                            patient_id=patient,
+                            source="desk:ana")  # a doctor without a list takes anyone
 
 
 def test_the_desk_moves_to_another_doctor_of_the_speciality_or_another_center(api):
     clinic, patient = api.app.clinic, api.new_patient()
     booked = api.book(patient)  # MARTIN, C1, 24/11 09:00
-    clinic.move(booked, day=dt.date(2026, 11, 30), time_text="16:30", doctor_id="NUNEZ", source="desk:ana")
-    moved = clinic.appointment(booked)
+    move_appointment(clinic, booked, day=dt.date(2026, 11, 30), time_text="16:30", doctor_id="NUNEZ", source="desk:ana")
+    moved = read_appointment(clinic, booked)
     assert (moved["doctor_id"], moved["center_id"], moved["start"]) == ("NUNEZ", "C2", "16:30")
-    clinic.move(booked, day=dt.date(2026, 11, 28), time_text="10:00", doctor_id="MARTIN", center_id="C2",
-                source="desk:ana")
-    assert clinic.appointment(booked)["center_id"] == "C2"
+    move_appointment(clinic, booked, day=dt.date(2026, 11, 28), time_text="10:00", doctor_id="MARTIN", center_id="C2",
+                     source="desk:ana")
+    assert read_appointment(clinic, booked)["center_id"] == "C2"
     with pytest.raises(agenda.ClinicError) as other_speciality:
-        clinic.move(booked, day=dt.date(2026, 11, 24), time_text="09:20", doctor_id="RUIZ", source="desk:ana")
+        move_appointment(clinic, booked, day=dt.date(2026, 11, 24), time_text="09:20", doctor_id="RUIZ",
+                         source="desk:ana")
     assert "another speciality" in other_speciality.value.message
     assert_error(api.put(f"/appointments/{booked}", {"newDate": "30/11/2026", "newTime": "16:30"}),
                  409, "SLOT_NOT_AVAILABLE")  # the caller's move stays with the doctor and center it has
@@ -306,7 +316,7 @@ def test_a_patients_overlapping_visits_that_came_in_are_kept_and_listed_until_on
     assert log_in(desk).status_int == 303
     listed = desk.get("/desk/calls").html.select("ul.overlaps li a")
     assert [link["href"] for link in listed] == ["/desk/appointments/1", "/desk/appointments/2"]
-    api.app.clinic.move("2", day=dt.date(2026, 11, 24), time_text="09:40", source="desk:ana")
+    move_appointment(api.app.clinic, "2", day=dt.date(2026, 11, 24), time_text="09:40", source="desk:ana")
     assert not desk.get("/desk/calls").html.select("ul.overlaps")
     assert "Overlaps" not in runner.invoke(agenda.cli, ["status"], obj={"now": Clock(MONDAY)}).output
     assert patient

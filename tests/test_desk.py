@@ -11,11 +11,13 @@ import urllib.parse
 import pytest
 import webtest
 
-import _agenda.clinic
+import _agenda.desk_shared
 import _agenda.patients
 from agenda import ClinicError
 from _agenda.staff import PasswordGate
 from _agenda.values import TEXT_LIMIT
+from _agenda.changes import book_appointment
+from _agenda.registry import register_patient
 
 import edges
 from conftest import SECRET, assert_error, table_rows, valid_dni
@@ -402,7 +404,7 @@ def test_a_busy_database_is_a_try_again_page_on_the_desk_never_a_500(api, desk, 
     answer = book_from_the_day_view(desk)
     assert answer.status_int == 503 and "vuelve a intentarlo" in answer.text and "no se ha guardado nada" in answer.text
     assert "Algo ha fallado" not in answer.text
-    monkeypatch.setattr(_agenda.clinic.Clinic, "centers", locked)
+    monkeypatch.setattr(_agenda.desk_shared, "clinic_centers", locked)
     assert desk.get("/desk/day?date=24/11/2026&centerId=C1", expect_errors=True).status_int == 503
     assert table_rows(db_path) == before
 
@@ -429,8 +431,9 @@ def test_under_acknowledgement_a_desk_change_is_confirmed_only_once_the_hook_hol
     day = desk.get("/desk/day?date=24/11/2026&centerId=C1")
     form = last_form(desk.get(day.html.find("a", href=re.compile(r"doctorId=MARTIN.*time=10:30"))["href"]))
     form["name"], form["nif"] = "Leo", valid_dni(33)
-    other = api.app.clinic.register_patient({"name": "Ada", "nif": valid_dni(44)}, source="cli")
-    api.app.clinic.book(day=dt.date(2026, 11, 24), time_text="10:30", doctor_id="MARTIN", patient_id=other, source="cli")
+    other = register_patient(api.app.clinic, {"name": "Ada", "nif": valid_dni(44)}, source="cli")
+    book_appointment(api.app.clinic, day=dt.date(2026, 11, 24), time_text="10:30", doctor_id="MARTIN",
+                     patient_id=other, source="cli")
     refused = form.submit(expect_errors=True)  # the slot went meanwhile
     assert refused.status_int == 409 and held == [1, 2]  # a refusal: nothing to hold
 

@@ -11,7 +11,9 @@ import datetime as dt
 import pytest
 import webtest
 
+import _agenda.desk_booking
 from _agenda.values import ClinicError
+from _agenda.changes import book_appointment
 from conftest import MADRID, valid_dni
 from test_desk import PASSWORD, log_in
 
@@ -54,8 +56,8 @@ def book(api, doctor, time, kind=None, n=1, **more):
     """A visit booked at the desk's door on Tuesday for the n-th patient (made when first asked); its id."""
     patient = api.app.clinic.conn().execute("SELECT id FROM patients WHERE nif = ?", (valid_dni(n),)).fetchone()
     patient = patient[0] if patient else api.new_patient(nif=valid_dni(n), phone=f"6000000{n:02d}")
-    return api.app.clinic.book(day=TUESDAY, time_text=time, doctor_id=doctor, patient_id=patient,
-                               speciality_id=kind, source="desk:ana", **more)
+    return book_appointment(api.app.clinic, day=TUESDAY, time_text=time, doctor_id=doctor, patient_id=patient,
+                            speciality_id=kind, source="desk:ana", **more)
 
 
 def cells(page, doctor):
@@ -171,7 +173,7 @@ def test_a_booking_refused_says_what_is_held_or_past_the_hours_the_callers_answe
     assert said.status_int == 409 and " ".join(said.html.select_one("p.error").text.split()) == (
         "A esa hora no queda box libre para esa visita (en uso: Box 1, Box 2).")
     bare = ClinicError("SLOT_NOT_AVAILABLE", "that slot is not free", reason="resource_taken")  # a race's answer
-    monkeypatch.setattr(type(clinic_api.app.clinic), "book", lambda *args, **kwargs: (_ for _ in ()).throw(bare))
+    monkeypatch.setattr(_agenda.desk_booking, "book_appointment", lambda *args, **kwargs: (_ for _ in ()).throw(bare))
     assert " ".join(form.submit(expect_errors=True).html.select_one("p.error").text.split()) == (
         "A esa hora no queda libre un box o máquina que necesita esa visita.")
     monkeypatch.undo()

@@ -12,6 +12,8 @@ from hypothesis import given, strategies as st
 
 from _agenda.counter import squeeze_in
 from _agenda.timeline import MOST_LANES, NOW_ROWS, TICK_ROWS, in_lanes, now_label_at
+from _agenda.changes import book_appointment
+from _agenda.closures import add_closure
 
 from conftest import ROOT, valid_dni
 from test_desk import PASSWORD, log_in
@@ -45,10 +47,11 @@ def busy_thursday(api, clock, hour=10, minute=5):
                                          patient_id=patient, center_id="NORTE", reason="Urgente", source="desk:ana")
             continue
         doctor, time_text, kind, insurance = booking
-        booked[surname] = clinic.book(day=THURSDAY, time_text=time_text, doctor_id=doctor, patient_id=patient,
-                                      speciality_id=kind, insurance_id=insurance, center_id="NORTE",
-                                      reason="Revisión", source="desk:ana")
-    clinic.add_closure(doctor_id="NUNEZ", first=THURSDAY, start="11:00", end="13:00", reason="Reunión de equipo")
+        booked[surname] = book_appointment(clinic, day=THURSDAY, time_text=time_text, doctor_id=doctor,
+                                           patient_id=patient,
+                                           speciality_id=kind, insurance_id=insurance, center_id="NORTE",
+                                           reason="Revisión", source="desk:ana")
+    add_closure(clinic, doctor_id="NUNEZ", first=THURSDAY, start="11:00", end="13:00", reason="Reunión de equipo")
     clock.set(2026, 11, 26, hour, minute)
     return booked
 

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.feeds import new_feed, revoke_feed
+from _agenda.changes import book_appointment
 
 from conftest import MONDAY, Clock, valid_dni
 
@@ -32,10 +33,12 @@ def booked_across_the_clock_change(api):
     the 28th), one cancelled on Tuesday 24/11/2026, and one of RUIZ's; the live ones' ids."""
     clinic = api.app.clinic
     patient = api.new_patient(name="Ana", surname="García")
-    before = clinic.book(day=dt.date(2027, 3, 26), time_text="09:00", doctor_id="MARTIN", patient_id=patient,
-                         reason="Control de tensión", source="desk:ana")
-    after = clinic.book(day=dt.date(2027, 3, 30), time_text="09:00", doctor_id="MARTIN", patient_id=patient,
-                        source="desk:ana")
+    before = book_appointment(clinic, day=dt.date(2027, 3, 26), time_text="09:00", doctor_id="MARTIN",
+                              patient_id=patient,
+                              reason="Control de tensión", source="desk:ana")
+    after = book_appointment(clinic, day=dt.date(2027, 3, 30), time_text="09:00", doctor_id="MARTIN",
+                             patient_id=patient,
+                             source="desk:ana")
     api.delete(f"/appointments/{api.book(patient, time='10:00')}")
     api.book(api.new_patient(nif=valid_dni(5)), doctor="RUIZ", insuranceId="PRIV")
     return before, after

@@ -8,6 +8,7 @@ import pytest
 import webtest
 
 from _agenda.staged_import import import_patients
+from _agenda.registry import register_patient
 
 from test_desk import PASSWORD, log_in
 
@@ -67,8 +68,8 @@ def test_a_visitor_gives_a_passport_number_and_a_nif_stays_unique_when_present(a
     assert api.get("/patients?nif=pa1234567").json["name"] == "John"
     api.new_patient()
     for n in (1, 2):  # two children without a NIF: NULLs are no duplicates
-        api.app.clinic.register_patient({"name": f"Hijo{n}", "birthDate": "01/01/2020", "guardianNif": "12345678Z"},
-                                        source="desk:ana")
+        register_patient(api.app.clinic, {"name": f"Hijo{n}", "birthDate": "01/01/2020", "guardianNif": "12345678Z"},
+                         source="desk:ana")
     assert api.post("/patients", {"name": "Otra", "nif": "12345678Z"}).status_int == 409
     with pytest.raises(sqlite3.IntegrityError), api.app.clinic.db.transaction() as conn:  # neither NIF nor guardian
         conn.execute("INSERT INTO patients (name, created_at) VALUES ('Nadie', '')")
@@ -78,8 +79,8 @@ def test_a_visitor_gives_a_passport_number_and_a_nif_stays_unique_when_present(a
 
 def test_a_child_gets_a_nif_later_by_rectification(api, desk):
     api.new_patient()
-    child = api.app.clinic.register_patient({"name": "Pablo", "birthDate": "03/04/2019", "guardianNif": "12345678Z"},
-                                            source="desk:ana")
+    child = register_patient(api.app.clinic, {"name": "Pablo", "birthDate": "03/04/2019", "guardianNif": "12345678Z"},
+                             source="desk:ana")
     page = desk.get(f"/desk/patients/{child}")
     edit = page.forms[[f.action for f in page.forms.values()].index(f"/desk/patients/{child}")]
     edit["phone"] = "699111222"  # no NIF yet: the form saves without one

@@ -32,6 +32,8 @@ from _agenda.series import book_series
 from _agenda.staged_import import import_appointments
 from _agenda.values import ClinicError
 from _agenda.waitlist import add_waiting
+from _agenda.availability import availability
+from _agenda.changes import book_appointment, cancel_appointment, move_appointment
 
 from conftest import Api, Clock, MADRID, SECRET, seed, table_rows, valid_dni, write_csv
 from test_slot_rules import hhmm
@@ -253,7 +255,7 @@ class HoldsMachine(RuleBasedStateMachine):
             kind = self.asking(doctor, day, asked)
             visit = {"day": day, "time_text": self.time_for(doctor, day, kind, pick, True), "doctor_id": doctor,
                      "patient_id": self.patients[n % PATIENTS], "speciality_id": kind, "source": "desk:ana"}
-            self.tried("before", lambda visit=visit: self.clinic.book(**visit))
+            self.tried("before", lambda visit=visit: book_appointment(self.clinic, **visit))
 
     def teardown(self):
         if self.app is not None:
@@ -284,8 +286,8 @@ class HoldsMachine(RuleBasedStateMachine):
         `listed`) a time of 5 minutes' grid in or near their hours."""
         if listed:
             try:
-                starts = [s.time for s in self.clinic.availability(doctor_id=doctor, speciality_id=asked, first=day,
-                                                                   last=day, channel=channel)]
+                starts = [s.time for s in availability(self.clinic, doctor_id=doctor, speciality_id=asked, first=day,
+                                                       last=day, channel=channel)]
             except ClinicError:
                 starts = []
             if starts:
@@ -329,7 +331,7 @@ class HoldsMachine(RuleBasedStateMachine):
         day = self.day(day)
         kind = self.asking(doctor, day, asked)
         time_text = self.time_for(doctor, day, kind, pick, listed)
-        self.tried("desk books", lambda: self.clinic.book(
+        self.tried("desk books", lambda: book_appointment(self.clinic, 
             day=day, time_text=time_text, doctor_id=doctor, patient_id=self.patients[who], speciality_id=kind,
             accept_overlap=accept, source="desk:ana"))
 
@@ -375,7 +377,8 @@ class HoldsMachine(RuleBasedStateMachine):
             entry = add_waiting(self.clinic, patient_id=self.patients[who], doctor_id=doctor, first=day,
                                 last=day + dt.timedelta(days=7), type_id=kind,
                                 appointment_id=later and later["id"], source="desk:ana")
-            self.clinic.book(day=day, time_text=self.time_for(doctor, day, listing, pick, True), doctor_id=doctor,
+            book_appointment(self.clinic, day=day, time_text=self.time_for(doctor, day, listing, pick, True),
+                             doctor_id=doctor,
                              patient_id=self.patients[who], speciality_id=kind, waitlist_id=entry, source="desk:ana")
         self.tried("waiting list" + (" brings forward" if later else ""), book)
 
@@ -446,7 +449,8 @@ class HoldsMachine(RuleBasedStateMachine):
         doctor = others[(other - 1) % len(others)] if other else moved["doctor_id"]
         center = where(self.model, doctor, day)[0] if there else None
         time_text = self.time_for(doctor, day, moved["type_id"], pick, listed)
-        self.tried("desk moves", lambda: self.clinic.move(moved["id"], day=day, time_text=time_text, doctor_id=doctor,
+        self.tried("desk moves", lambda: move_appointment(self.clinic, moved["id"], day=day, time_text=time_text,
+                                                          doctor_id=doctor,
                                                           center_id=center, source="desk:ana", accept_overlap=accept))
 
     @rule(which=st.integers(0, 50), by_caller=st.booleans())
@@ -458,7 +462,7 @@ class HoldsMachine(RuleBasedStateMachine):
         if by_caller:
             self.answered("caller cancels", self.api.delete(f"/appointments/{gone}"))
         else:
-            self.tried("desk cancels", lambda: self.clinic.cancel(gone, reason="test", source="desk:ana"))
+            self.tried("desk cancels", lambda: cancel_appointment(self.clinic, gone, reason="test", source="desk:ana"))
 
     @rule(minutes=st.sampled_from([20, 45, 90, 240, 24 * 60]))
     def the_clock_moves(self, minutes):

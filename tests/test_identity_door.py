@@ -22,6 +22,9 @@ from _agenda.feeds import new_feed
 from _agenda.rights import request_erasure
 from _agenda.series import book_series
 from _agenda.waitlist import add_waiting
+from _agenda.changes import book_appointment
+from _agenda.closures import add_closure
+from _agenda.registry import register_patient
 
 import edges
 from conftest import Clock, MADRID, ROOT, valid_dni
@@ -46,24 +49,24 @@ def clinic_of_people(make_api, clock, tmp_path):
     clinic = api.app.clinic
     zoraida = api.new_patient(nif=valid_dni(101), name="Zoraida", surname="Quintanilla", phone="611000101")
     bernarda = api.new_patient(nif=valid_dni(102), name="Bernarda", surname="Villalobos", phone="611000102")
-    tobias = clinic.register_patient({"name": "Tobías", "surname": "Ugarte", "birthDate": "03/04/2019",
-                                      "guardianNif": valid_dni(102), "phone": "611000105"}, source="desk:ana")
+    tobias = register_patient(clinic, {"name": "Tobías", "surname": "Ugarte", "birthDate": "03/04/2019",
+                                       "guardianNif": valid_dni(102), "phone": "611000105"}, source="desk:ana")
     herminia = api.new_patient(nif=valid_dni(103), name="Herminia", surname="Castañeda", phone="611000103",
                                birthDate="07/07/1977")
-    lucas = clinic.register_patient({"name": "Lucas", "surname": "Iturbe", "birthDate": "05/06/2018",
-                                     "guardianNif": valid_dni(103)}, source="desk:ana")  # her phone copied
+    lucas = register_patient(clinic, {"name": "Lucas", "surname": "Iturbe", "birthDate": "05/06/2018",
+                                      "guardianNif": valid_dni(103)}, source="desk:ana")  # her phone copied
     filomena = api.new_patient(nif=valid_dni(104), name="Filomena", surname="Zubizarreta", phone="611000104",
                                birthDate="08/08/1966")
     monday = clock.moment.date()
     for patient, start, reason in ((herminia, "09:00", "Revisión"), (filomena, "09:30", "Secreto médico")):
-        clinic.book(day=monday, time_text=start, doctor_id="MARTIN", patient_id=patient, reason=reason,
-                    source="desk:ana")
+        book_appointment(clinic, day=monday, time_text=start, doctor_id="MARTIN", patient_id=patient, reason=reason,
+                         source="desk:ana")
     api.book(filomena, time="10:30", reason="Secreto médico")
     booked = {"of_zoraida": api.book(zoraida, time="09:00"), "of_tobias": api.book(tobias, time="09:30"),
               "of_lucas": api.book(lucas, doctor="RUIZ", time="09:00"), "of_bernarda": api.book(bernarda, time="10:00")}
     add_waiting(clinic, patient_id=zoraida, doctor_id="MARTIN", first=TUESDAY, last=dt.date(2026, 12, 31),
                 source="desk:ana")
-    clinic.add_closure(doctor_id="MARTIN", first=TUESDAY, start="10:00", end="10:30", reason="Reunión")
+    add_closure(clinic, doctor_id="MARTIN", first=TUESDAY, start="10:00", end="10:30", reason="Reunión")
     clock.moment = MONDAY_NOON
     for patient in (herminia, filomena):
         request_erasure(clinic, patient, "cli", "cli:test")

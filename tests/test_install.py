@@ -102,6 +102,11 @@ PAGES = {
 EVERY_PAGE = """
 import datetime as dt, json, re, sys
 import _agenda, _agenda.store, agenda, webtest
+from _agenda.availability import availability
+from _agenda.changes import book_appointment
+from _agenda.closures import add_closure
+from _agenda.doctors import doctors_with_hours
+from _agenda.registry import register_patient
 assert all(path.startswith(sys.argv[1]) for path in (agenda.__file__, _agenda.__file__)), _agenda.__file__
 read, found = {}, _agenda.store.data_file_path
 def recorded(name):
@@ -111,11 +116,12 @@ _agenda.store.data_file_path = recorded
 app = agenda.create_app("clinic.db", "a-long-enough-secret")
 clinic, accounts = app.clinic, app.accounts
 accounts.add_staff("ana", "correct horse battery", role="admin")
-doctor = clinic.doctors()[0]
-free = clinic.availability(doctor_id=doctor["id"], last=clinic.today() + dt.timedelta(days=30))[0]
-patient = clinic.register_patient({"name": "Ana", "nif": "12345678Z"}, source="cli")
-booked = clinic.book(day=free.date, time_text=free.time, doctor_id=doctor["id"], patient_id=patient, source="cli")
-closure = clinic.add_closure(doctor_id=doctor["id"], first=free.date + dt.timedelta(days=60), reason="Congreso")["id"]
+doctor = doctors_with_hours(clinic)[0]
+free = availability(clinic, doctor_id=doctor["id"], last=clinic.today() + dt.timedelta(days=30))[0]
+patient = register_patient(clinic, {"name": "Ana", "nif": "12345678Z"}, source="cli")
+booked = book_appointment(clinic, day=free.date, time_text=free.time, doctor_id=doctor["id"], patient_id=patient,
+                          source="cli")
+closure = add_closure(clinic, doctor_id=doctor["id"], first=free.date + dt.timedelta(days=60), reason="Congreso")["id"]
 desk = webtest.TestApp(app)
 login = desk.get("/desk/login").forms[0]
 login["name"], login["password"] = "ana", "correct horse battery"

@@ -12,6 +12,7 @@ import pytest
 
 import agenda
 from _agenda.catalogs import CATALOG_TABLES
+from _agenda.registry import register_patient
 
 from conftest import Clock, CLINIC_CSV, MONDAY, table_rows, valid_dni
 
@@ -64,8 +65,8 @@ def test_an_exported_clinic_is_built_again_the_same_from_the_export_alone(make_a
     api.book(ana)  # Tuesday 24/11 09:00
     cancelled = api.book(ana, date="24/11/2026", time="10:00")
     api.delete(f"/appointments/{cancelled}")
-    child = api.app.clinic.register_patient({"name": "Pablo", "surname": "García", "birthDate": "03/04/2019",
-                                             "guardianNif": "12345678Z"}, source="desk:ana")  # no NIF of his own
+    child = register_patient(api.app.clinic, {"name": "Pablo", "surname": "García", "birthDate": "03/04/2019",
+                                              "guardianNif": "12345678Z"}, source="desk:ana")  # no NIF of his own
     api.book(child, date="24/11/2026", time="10:30")
     imported = cli(db_path, "import-appointments", old_system_file(tmp_path))
     assert imported.exit_code == 0, imported.output

@@ -14,6 +14,8 @@ import agenda
 from _agenda.booking import admit, Visit
 from _agenda.counter import squeeze_in
 from _agenda.series import book_series
+from _agenda.changes import book_appointment, cancel_appointment, move_appointment
+from _agenda.registry import register_patient
 
 from conftest import assert_error, send, table_rows, valid_dni
 from test_concurrency import race
@@ -70,7 +72,7 @@ def test_a_move_never_clashes_with_itself_and_clashes_with_the_patients_other_vi
     refused = typed.put(f"/appointments/{first}", {"newDate": "24/11/2026", "newTime": "10:15"})
     assert elsewhere(refused)["appointmentId"] == other
     assert row_of(typed, first)["time"] == "09:15"
-    typed.app.clinic.cancel(other)  # a cancelled visit holds no time
+    cancel_appointment(typed.app.clinic, other)  # a cancelled visit holds no time
     assert typed.put(f"/appointments/{first}", {"newDate": "24/11/2026", "newTime": "10:15"}).status_int == 200
 
 
@@ -79,15 +81,17 @@ def test_a_visit_under_way_still_counts(typed, clock):
     first = typed.book(ana, time="09:00", specialityId="MG-PRI")
     clock.set(2026, 11, 24, 9, 10)  # she is with Dr. Martín until 09:30
     with pytest.raises(agenda.ClinicError) as refused:
-        typed.app.clinic.book(day=TUESDAY, time_text="09:20", doctor_id="GIL", patient_id=ana, source="desk:ana")
+        book_appointment(typed.app.clinic, day=TUESDAY, time_text="09:20", doctor_id="GIL", patient_id=ana,
+                         source="desk:ana")
     assert refused.value.extra["elsewhere"]["appointmentId"] == first
-    assert typed.app.clinic.book(day=TUESDAY, time_text="09:40", doctor_id="GIL", patient_id=ana, source="desk:ana")
+    assert book_appointment(typed.app.clinic, day=TUESDAY, time_text="09:40", doctor_id="GIL", patient_id=ana,
+                            source="desk:ana")
 
 
 def test_a_guardian_and_the_child_are_two_patients(typed):
     mother = typed.new_patient()  # 12345678Z
-    child = typed.app.clinic.register_patient({"name": "Pablo", "surname": "García", "birthDate": "03/04/2019",
-                                               "guardianNif": "12345678Z"}, source="desk:ana")
+    child = register_patient(typed.app.clinic, {"name": "Pablo", "surname": "García", "birthDate": "03/04/2019",
+                                                "guardianNif": "12345678Z"}, source="desk:ana")
     typed.book(mother, time="09:00", doctor="MARTIN", specialityId="MG-PRI")
     assert typed.book(child, time="09:00", doctor="GIL")
     assert elsewhere(typed.post("/appointments", booking(child, "MUNOZ", "09:00")))["doctorId"] == "GIL"
@@ -98,19 +102,22 @@ def test_only_reception_books_over_it_on_purpose_recorded_in_the_row_and_the_eve
     clinic = typed.app.clinic
     first = typed.book(ana, time="09:00", specialityId="MG-PRI")
     with pytest.raises(agenda.ClinicError) as plain:
-        clinic.book(day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana, source="desk:ana")
+        book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana, source="desk:ana")
     assert plain.value.extra["reason"] == "patient_elsewhere"
     with pytest.raises(agenda.ClinicError) as caller:
-        clinic.book(day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana, accept_overlap=True, source="api")
+        book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana, accept_overlap=True,
+                         source="api")
     assert caller.value.extra["reason"] == "patient_elsewhere"
-    accepted = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana, accept_overlap=True,
-                           source="desk:ana")
+    accepted = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana,
+                                accept_overlap=True,
+                                source="desk:ana")
     assert row_of(typed, accepted)["overlap_accepted"] == 1 and row_of(typed, first)["overlap_accepted"] == 0
     source, after = typed.db().execute("SELECT source, after FROM events WHERE action = 'appointment.booked'"
                                        " AND entity_id = ?", (accepted,)).fetchone()
     assert source == "desk:ana" and json.loads(after)["overlap_accepted"] == 1
-    free = clinic.book(day=TUESDAY, time_text="10:00", doctor_id="GIL", patient_id=ana, accept_overlap=True,
-                       source="desk:ana")
+    free = book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="GIL", patient_id=ana,
+                            accept_overlap=True,
+                            source="desk:ana")
     assert row_of(typed, free)["overlap_accepted"] == 0  # nothing to accept: nothing recorded
 
 
@@ -119,14 +126,15 @@ def test_a_move_accepts_an_overlap_only_when_asked_again(typed):
     clinic = typed.app.clinic
     typed.book(ana, time="09:00", specialityId="MG-PRI")
     typed.book(ana, time="10:00", doctor="MUNOZ", specialityId="FIS-VAL")
-    over = clinic.book(day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana, accept_overlap=True,
-                       source="desk:ana")
+    over = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana,
+                            accept_overlap=True,
+                            source="desk:ana")
     with pytest.raises(agenda.ClinicError) as moved:  # onto her other visit: a new overlap, not the one accepted
-        clinic.move(over, day=TUESDAY, time_text="10:00", source="desk:ana")
+        move_appointment(clinic, over, day=TUESDAY, time_text="10:00", source="desk:ana")
     assert moved.value.extra["elsewhere"]["doctorId"] == "MUNOZ"
-    clinic.move(over, day=TUESDAY, time_text="10:00", accept_overlap=True, source="desk:ana")
+    move_appointment(clinic, over, day=TUESDAY, time_text="10:00", accept_overlap=True, source="desk:ana")
     assert (row_of(typed, over)["time"], row_of(typed, over)["overlap_accepted"]) == ("10:00", 1)
-    clinic.move(over, day=TUESDAY, time_text="10:40", source="desk:ana")  # clear of both
+    move_appointment(clinic, over, day=TUESDAY, time_text="10:40", source="desk:ana")  # clear of both
     assert row_of(typed, over)["overlap_accepted"] == 0
     refused = typed.put(f"/appointments/{over}", {"newDate": "24/11/2026", "newTime": "09:20"})
     assert elsewhere(refused)["doctorId"] == "MARTIN"

@@ -13,6 +13,7 @@ from _agenda.patients import (COLUMN_KINDS, DESK_FIELDS, EMPTY, FOLDED, INHERITE
 from _agenda.rights import request_erasure, retention_run
 from _agenda.store import utc_iso
 from _agenda.values import fold
+from _agenda.registry import register_patient
 from conftest import migrated, ROOT, valid_dni
 
 RULES = (KEEP, EMPTY, NOW, UNTIL, FOLDED)  # or "=TEXT"
@@ -89,8 +90,8 @@ def every_given_column_filled(api, patient_id):
 def test_the_block_and_then_the_anonymising_do_to_each_column_what_its_rule_says(api, clock):
     clinic = api.app.clinic
     api.new_patient()
-    child = clinic.register_patient({"name": "Pablo", "surname": "García Núñez", "birthDate": "03/04/2019",
-                                     "guardianNif": "12345678Z", "phone": "622000111"}, source="desk:ana")
+    child = register_patient(clinic, {"name": "Pablo", "surname": "García Núñez", "birthDate": "03/04/2019",
+                                      "guardianNif": "12345678Z", "phone": "622000111"}, source="desk:ana")
     api.book(child)  # 24/11/2026 09:00: a visit that took place, so the erasure blocks first
     before = every_given_column_filled(api, child)
     assert before["guardian_id"] is not None and before["search"]
@@ -116,8 +117,8 @@ def test_a_patient_never_seen_is_blocked_and_anonymised_at_once_each_column_as_i
 def test_a_guardians_erasure_takes_from_her_children_what_they_took_from_her_and_nothing_else(api):
     clinic = api.app.clinic
     guardian = api.new_patient()
-    child = clinic.register_patient({"name": "Pablo", "birthDate": "03/04/2019", "guardianNif": "12345678Z"},
-                                    source="desk:ana")
+    child = register_patient(clinic, {"name": "Pablo", "birthDate": "03/04/2019", "guardianNif": "12345678Z"},
+                             source="desk:ana")
     before = row_of(api, child)
     assert INHERITED and all(before[name] == row_of(api, guardian)[name] for name in INHERITED)
     request_erasure(clinic, guardian, "cli", "cli:test")

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import agenda
 from _agenda.counter import mark_attendance
 from _agenda.report import clinic_report
+from _agenda.changes import book_appointment
 
 from conftest import MONDAY, Clock, valid_dni
 from test_desk import admin_and_reception
@@ -29,7 +30,8 @@ def a_week(api, clock):
     first = api.book(ana, time="09:00")
     api.book(api.new_patient(nif=valid_dni(1)), time="09:30")
     late = api.book(api.new_patient(nif=valid_dni(2)), date="26/11/2026", time="10:00")
-    clinic.book(day=dt.date(2026, 11, 24), time_text="10:30", doctor_id="MARTIN", patient_id=ana, source="desk:ana")
+    book_appointment(clinic, day=dt.date(2026, 11, 24), time_text="10:30", doctor_id="MARTIN", patient_id=ana,
+                     source="desk:ana")
     api.post("/appointments/confirm", {"appointmentId": first, "confirmed": True})
     clock.set(2026, 11, 24, 9, 45)
     mark_attendance(clinic, first, "no_show", "desk:ana")

@@ -15,6 +15,7 @@ from _agenda.booking import admit, Visit
 from _agenda.catalogs import SeedError
 from _agenda.counter import squeeze_in
 from _agenda.imports import read_catalog_text
+from _agenda.changes import cancel_appointment, move_appointment
 
 from conftest import assert_error, send, table_rows
 from test_concurrency import race
@@ -78,7 +79,7 @@ def test_a_move_takes_the_boxes_free_where_it_goes_its_own_left_behind(typed):
     ana, luis, eva = people(typed, 3)
     soto = session(typed, ana, "SOTO")  # Box 1
     munoz = session(typed, luis, "MUNOZ")  # Box 2
-    typed.app.clinic.move(munoz, day=TUESDAY, time_text="09:00", doctor_id="LARA", source="desk:ana")
+    move_appointment(typed.app.clinic, munoz, day=TUESDAY, time_text="09:00", doctor_id="LARA", source="desk:ana")
     assert [h[1] for h in holds(typed) if h[0] == int(munoz)] == ["C2-BOX2"]  # its own box, not Soto's
     session(typed, eva, "SOTO", day="25/11/2026")  # Box 1 on Wednesday
     assert typed.put(f"/appointments/{munoz}", {"newDate": "25/11/2026", "newTime": "09:00"}).status_int == 200
@@ -111,7 +112,7 @@ def test_the_database_refuses_two_live_holds_of_one_resource_that_overlap(typed)
         with conn:  # made live again over the first
             conn.execute("UPDATE holds SET live = 1, time = '09:30' WHERE appointment_id = ? AND"
                          " resource_id = 'C2-BOX1'", (other,))
-    typed.app.clinic.cancel(str(first))  # the trigger ends its holds: the box is free to write
+    cancel_appointment(typed.app.clinic, str(first))  # the trigger ends its holds: the box is free to write
     assert holds(typed) == []
     with conn:
         conn.execute("UPDATE holds SET live = 1, time = '09:00' WHERE appointment_id = ? AND"
@@ -215,7 +216,7 @@ def test_a_catalog_that_takes_a_coming_visits_box_gives_it_another_or_is_refused
             f"this would leave without the room or machine they need: appointment {kept} (25/11/2026 09:00, doctor"
             " MUNOZ). Move them first (agenda move ID), or give the catalog the room or machine back"]  # not {past}
         assert table_rows(db_path) == before
-    typed.app.clinic.cancel(kept)
+    cancel_appointment(typed.app.clinic, kept)
     done = agenda.seed_catalogs(typed.db(), read_catalog_text(catalogs[0]), at=clock())
     assert done["changed"] and [h[1] for h in holds(typed) if h[0] == int(past)] == ["C2-BOX1"]
 
@@ -266,7 +267,7 @@ def test_what_availability_lists_for_a_type_books_and_nothing_else_does(typed, t
                                               "specialityId": OFFERED[doctor][kind % len(OFFERED[doctor])]})
         assert answer.status_int in (201, 409), answer.text
         if cancel and answer.status_int == 201:
-            clinic.cancel(answer.json["appointmentId"])
+            cancel_appointment(clinic, answer.json["appointmentId"])
     free = patients[-1]
     for doctor, kinds in OFFERED.items():
         for type_id in kinds:

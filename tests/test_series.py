@@ -12,6 +12,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
 from _agenda.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
+from _agenda.appointments import read_appointment
+from _agenda.changes import book_appointment
+from _agenda.closures import add_closure
 
 from conftest import MONDAY, Clock, valid_dni
 from test_desk import PASSWORD, log_in
@@ -77,7 +80,7 @@ def test_a_series_is_booked_whole_or_not_at_all_and_each_session_is_then_its_own
         ("2026-11-24", "09:00"), ("2026-12-01", "09:00"), ("2026-12-09", "09:00"), ("2026-12-15", "09:00"),
         ("2026-12-22", "09:00"), ("2026-12-29", "09:00")]
     assert {s for _, _, s in dates_of(api)} == {series_id}
-    records = [clinic.appointment(appointment_id) for appointment_id, _ in booked]
+    records = [read_appointment(clinic, appointment_id) for appointment_id, _ in booked]
     assert [(r["series_place"], r["series_count"]) for r in records] == [(n, 6) for n in range(1, 7)]
     listed = api.get("/appointments?nif=12345678Z").json["data"]  # the caller sees plain appointments
     assert len(listed) == 6 and all(set(a["extraData"]) == {"status", "specialityId", "insuranceId", "duration"}
@@ -159,7 +162,7 @@ CHRISTMAS = {"doctor_id": "MARTIN", "first": dt.date(2026, 12, 1), "time_text": 
 
 def closed_for_christmas(clinic):
     """MARTIN away from 21/12/2026 to 03/01/2027; 08/12 is the catalog's holiday."""
-    clinic.add_closure(doctor_id="MARTIN", first=dt.date(2026, 12, 21), last=dt.date(2027, 1, 3), reason="Navidad")
+    add_closure(clinic, doctor_id="MARTIN", first=dt.date(2026, 12, 21), last=dt.date(2027, 1, 3), reason="Navidad")
 
 
 def test_the_nearest_is_looked_for_within_the_seven_days_after_and_never_taken_twice(api):
@@ -185,7 +188,7 @@ def test_a_series_over_christmas_books_what_fits_numbered_over_those_and_lists_t
     assert [(d, t) for d, t, _ in dates_of(api)] == [("2026-12-01", "09:00"), ("2026-12-15", "09:00"),
                                                      ("2027-01-05", "09:00"), ("2027-01-12", "09:00"),
                                                      ("2027-01-19", "09:00")]
-    records = [clinic.appointment(appointment_id) for appointment_id, _ in booked]
+    records = [read_appointment(clinic, appointment_id) for appointment_id, _ in booked]
     assert [(r["series_place"], r["series_count"]) for r in records] == [(n, 5) for n in range(1, 6)]  # "3/5"
     again = book_series(clinic, patient_id=patient, fits=True, source="desk:ana", **CHRISTMAS)  # a double click
     assert again == (series_id, [(a, None) for a, _ in booked], left) and len(dates_of(api)) == 5
@@ -217,7 +220,8 @@ def test_a_series_books_exactly_the_dates_that_fit_or_nothing(api, two_patients,
                          [((TUESDAY + dt.timedelta(weeks=n)).isoformat(),) * 2 for n in closed])
     dates = [TUESDAY + dt.timedelta(weeks=n) for n in range(count)]
     for n in taken & set(range(count)) - closed - {2}:  # the third Tuesday, 08/12, is a holiday
-        clinic.book(day=dates[n], time_text="09:00", doctor_id="MARTIN", patient_id=other, source="desk:ana")
+        book_appointment(clinic, day=dates[n], time_text="09:00", doctor_id="MARTIN", patient_id=other,
+                         source="desk:ana")
     fitting = [day for n, day in enumerate(dates) if n not in taken | closed | {2}]
     others = set(dates_of(api))
     choices = series_choices(preview_series(clinic, **{**SERIES, "count": count}))
@@ -236,7 +240,7 @@ def test_a_series_books_exactly_the_dates_that_fit_or_nothing(api, two_patients,
     assert nearest or [day for day, _ in mine] == fitting
     assert all(any(0 <= (day - asked).days <= 7 for asked in dates) for day, _ in mine)
     assert len(set(mine)) == len(mine) and not set(mine) & {(dt.date.fromisoformat(d), t) for d, t, _ in others}
-    records = sorted((clinic.appointment(appointment_id) for appointment_id, _ in booked),
+    records = sorted((read_appointment(clinic, appointment_id) for appointment_id, _ in booked),
                      key=lambda r: (r["date"], r["start"]))
     assert [(r["series_place"], r["series_count"]) for r in records] == [(n, len(mine)) for n in range(1, len(mine) + 1)]
 

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 import agenda
 from _agenda.desk_views import day_plan
 from _agenda.slots import read_schedule, slot_state
+from _agenda.changes import book_appointment
 from conftest import SECRET, Api, Clock, seed, valid_dni, write_csv
 
 MADRID = ZoneInfo("Europe/Madrid")
@@ -111,7 +112,8 @@ def check_one_clinic(api, app, bookings, attempts):
     patients = [api.new_patient(nif=valid_dni(n), phone=f"6{n:08d}") for n in range(1, 4)]
     for n, (doctor, day, five) in enumerate(bookings):  # some bookings first: they take slots
         if doctor in doctors:
-            clinic.book(day=day, time_text=hhmm(five * 5), doctor_id=doctor, patient_id=patients[n % 3], source="cli") \
+            book_appointment(clinic, day=day, time_text=hhmm(five * 5), doctor_id=doctor, patient_id=patients[n % 3],
+                             source="cli") \
                 if slot_state(read_schedule(clinic.conn(), [doctor], day, day), clinic.window("desk"), doctor, day,
                                      hhmm(five * 5))[0] == "free" else None
     listed = listed_slots(api, doctors)

@@ -25,6 +25,9 @@ from hypothesis import event, HealthCheck, Phase, given, settings, strategies as
 from _agenda.counter import squeeze_in
 from _agenda.desk_views import day_plan
 from _agenda.values import ClinicError
+from _agenda.appointments import read_appointment
+from _agenda.availability import availability
+from _agenda.changes import book_appointment, cancel_appointment, move_appointment
 from conftest import Api, seed, valid_dni, write_csv
 from test_slot_rules import DAYS, generated_clinic, hhmm, MADRID, MONDAY, PASSWORD, WEEKDAYS
 
@@ -382,8 +385,8 @@ def the_desk_draws_what_the_default_type_lists(clinic, catalog, doctors):
                     expected[(at["doctor_id"], hhmm(begin))] = fit.id
         assert cells == expected, (day, set(cells.items()) ^ set(expected.items()))
         for d in doctors:
-            listed = {(s.doctor_id, s.time) for s in clinic.availability(doctor_id=d, first=day, last=day,
-                                                                         channel="desk")}
+            listed = {(s.doctor_id, s.time) for s in availability(clinic, doctor_id=d, first=day, last=day,
+                                                                  channel="desk")}
             assert listed <= cells.keys(), (day, listed - cells.keys())
 
 
@@ -469,18 +472,18 @@ def book_before(clinic, catalog, patients, made):
     """A Booking, as the desk (its CLI twin) makes it; a refusal leaves nothing."""
     day = working_day(catalog, made.doctor, made.day, clinic.today())
     asked = asking(catalog, made.doctor, day, made.when, made.asked)
-    starts = clinic.availability(doctor_id=made.doctor, speciality_id=asked, first=day, last=day, channel="desk")
+    starts = availability(clinic, doctor_id=made.doctor, speciality_id=asked, first=day, last=day, channel="desk")
     time_text = starts[made.pick % len(starts)].time if starts and made.how != "squeeze" else some_time(
         catalog, made.doctor, day, made.when)
     visit = {"day": day, "time_text": time_text, "doctor_id": made.doctor, "patient_id": patients[made.patient],
              "speciality_id": asked, "source": "cli"}
     try:
-        key = squeeze_in(clinic, **visit) if made.how == "squeeze" else clinic.book(
+        key = squeeze_in(clinic, **visit) if made.how == "squeeze" else book_appointment(clinic, 
             **visit, accept_overlap=made.how == "accept")
     except ClinicError:
         return
     if made.cancel:
-        clinic.cancel(key, reason="generated", source="cli")
+        cancel_appointment(clinic, key, reason="generated", source="cli")
 
 
 def working_day(catalog, doctor, which, today):
@@ -522,7 +525,8 @@ def try_one(api, clinic, desk, catalog, patients, attempt):
     shown = listed(api, query, day, day)
     assert shown == expected_list(catalog, live, clinic.window("caller"), [doctor], asked, day, day), (query, day)
     pool = [] if attempt.way != "listed" else sorted(s[2] for s in shown) if channel == "api" else [
-        s.time for s in clinic.availability(doctor_id=doctor, speciality_id=asked, first=day, last=day, channel="desk")]
+        s.time for s in availability(clinic, doctor_id=doctor, speciality_id=asked, first=day, last=day,
+                                     channel="desk")]
     time_text = pool[attempt.pick % len(pool)] if pool else near(catalog, live, clinic, doctor, over, attempt.when) \
         if over else some_time(catalog, doctor, day, attempt.when)
     at = row_at(catalog, doctor, day, minutes_of(time_text))
@@ -589,8 +593,8 @@ def booked(api, clinic, doctor, day, time_text, asked, patient, channel):
         if channel == "squeeze":
             return 201, squeeze_in(clinic, day=day, time_text=time_text, doctor_id=doctor, patient_id=patient,
                                    speciality_id=asked, source="desk:ana")
-        return 201, clinic.book(day=day, time_text=time_text, doctor_id=doctor, patient_id=patient,
-                                speciality_id=asked, accept_overlap=channel == "accept", source="desk:ana")
+        return 201, book_appointment(clinic, day=day, time_text=time_text, doctor_id=doctor, patient_id=patient,
+                                     speciality_id=asked, accept_overlap=channel == "accept", source="desk:ana")
     except ClinicError as error:
         return (409 if error.code == "SLOT_NOT_AVAILABLE" else 400), error.extra.get("reason") or error.code
 
@@ -641,7 +645,7 @@ def moving(api, clinic, appointment, doctor, day, time_text, channel):
         answer = api.put(f"/appointments/{appointment['id']}", {"newDate": f"{day:%d/%m/%Y}", "newTime": time_text})
         return answer.status_int, answer.json.get("error", {}).get("reason") if answer.json else None
     try:
-        clinic.move(appointment["id"], day=day, time_text=time_text, doctor_id=doctor, source="desk:ana")
+        move_appointment(clinic, appointment["id"], day=day, time_text=time_text, doctor_id=doctor, source="desk:ana")
         return 200, None
     except ClinicError as error:
         return (409 if error.code == "SLOT_NOT_AVAILABLE" else 400), error.extra.get("reason") or error.code
@@ -730,8 +734,9 @@ def test_a_visit_that_runs_past_the_grids_last_slot_into_a_closure_is_neither_of
     refused = api.post("/appointments", {"date": "24/11/2026", "time": "09:00", "doctorId": "D1", "patientId": patient})
     assert (refused.status_int, refused.json["error"]["reason"]) == (409, "closed")
     with pytest.raises(ClinicError) as desk_refusal:
-        api.app.clinic.book(day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="D1", patient_id=patient,
-                            source="desk:ana")
+        book_appointment(api.app.clinic, day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="D1",
+                         patient_id=patient,
+                         source="desk:ana")
     assert desk_refusal.value.extra["reason"] == "closed"
     assert api.post("/appointments", {"date": "25/11/2026", "time": "09:00", "doctorId": "D1",
                                       "patientId": patient}).status_int == 201
@@ -769,12 +774,12 @@ def test_a_move_to_another_doctor_who_does_not_offer_the_visits_type_there_is_re
                                       "patientId": api.new_patient()}).json["appointmentId"]
     move = {"day": dt.date(2026, 11, 24), "time_text": "10:00", "doctor_id": doctor, "source": "desk:ana"}
     if moved:
-        api.app.clinic.move(made, **move)
+        move_appointment(api.app.clinic, made, **move)
     else:
         with pytest.raises(ClinicError) as refusal:
-            api.app.clinic.move(made, **move)
+            move_appointment(api.app.clinic, made, **move)
         assert (refusal.value.code, refusal.value.rule, refusal.value.field) == ("INVALID_REQUEST", "type_not_offered",
                                                                                  "doctorId")
-    visit = api.app.clinic.appointment(made)
+    visit = read_appointment(api.app.clinic, made)
     assert (visit["doctor_id"], visit["start"], visit["end"], visit["type_id"]) == (
         (doctor, "10:00", "10:30", "MG-A") if moved else ("D1", "09:00", "09:30", "MG-A"))

@@ -12,6 +12,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
 from _agenda.counter import squeeze_in
+from _agenda.appointments import read_appointment
+from _agenda.changes import book_appointment, move_appointment
+from _agenda.registry import register_patient
 
 from conftest import MONDAY, Clock, assert_error, valid_dni
 from test_desk import PASSWORD, events, log_in
@@ -86,11 +89,11 @@ def test_a_moved_sobrecita_stays_one_and_keeps_its_length(api):
                  409, "SLOT_NOT_AVAILABLE")  # the caller's move: a free slot of the grid, sobrecita or not
     assert_error(api.put(f"/appointments/{squeezed}", {"newDate": "24/11/2026", "newTime": "10:40"}),
                  409, "SLOT_NOT_AVAILABLE")
-    clinic.move(squeezed, day=TUESDAY, time_text="10:40", source="desk:ana")  # on top of 10:30, off the grid
+    move_appointment(clinic, squeezed, day=TUESDAY, time_text="10:40", source="desk:ana")  # on top of 10:30, off the grid
     row = api.db().execute("SELECT squeezed, time, end_time FROM appointments WHERE id = ?", (squeezed,)).fetchone()
-    assert tuple(row) == (1, "10:40", "11:10") and clinic.appointment(taken)["start"] == "10:30"
+    assert tuple(row) == (1, "10:40", "11:10") and read_appointment(clinic, taken)["start"] == "10:30"
     with pytest.raises(agenda.ClinicError) as closed:
-        clinic.move(squeezed, day=dt.date(2026, 11, 25), time_text="09:10", source="desk:ana")
+        move_appointment(clinic, squeezed, day=dt.date(2026, 11, 25), time_text="09:10", source="desk:ana")
     assert closed.value.extra["reason"] == "closed"
 
 
@@ -103,15 +106,16 @@ def test_the_database_refuses_every_overlap_but_a_sobrecitas(api, tries):
     with clinic.db.transaction() as writing:
         writing.execute("DELETE FROM appointments")
     known = [row[0] for row in conn.execute("SELECT id FROM patients ORDER BY id")]
-    patients = known + [clinic.register_patient({"name": f"P{n}", "nif": valid_dni(n + 1), "phone": "612345678"},
-                                                "cli") for n in range(len(known), 12)]
+    patients = known + [register_patient(clinic, {"name": f"P{n}", "nif": valid_dni(n + 1), "phone": "612345678"},
+                                         "cli") for n in range(len(known), 12)]
     for patient, (minute, squeezed) in zip(patients, tries):
         time_text = f"{9 + minute // 60:02d}:{minute % 60:02d}"
         try:
             if squeezed:
                 squeeze(clinic, patient, time_text)
             else:
-                clinic.book(day=TUESDAY, time_text=time_text, doctor_id="MARTIN", patient_id=patient, source="desk:ana")
+                book_appointment(clinic, day=TUESDAY, time_text=time_text, doctor_id="MARTIN", patient_id=patient,
+                                 source="desk:ana")
         except agenda.ClinicError:
             pass
     plain = conn.execute("SELECT time, end_time FROM appointments WHERE squeezed = 0 AND status != 'cancelled'"

@@ -18,6 +18,9 @@ from _agenda.slots import booking_window, free_slots
 from _agenda.store import (CHECKPOINT_PAGES, MMAP_BYTES, read_schema, run_section, schema_path, schema_sections,
                            schema_version, SchemaBehind, sql_statements, upgrade)
 from _agenda.values import hhmm, minutes_of
+from _agenda.appointments import live_appointments, read_appointment
+from _agenda.changes import book_appointment
+from _agenda.registry import register_patient
 from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, Server, agenda_command, seed, valid_dni, write_csv
 
 
@@ -347,11 +350,12 @@ def test_version_5_takes_who_booked_each_appointment_from_the_audit_trail(tmp_pa
     migrated(db_path)
     clinic = agenda.Clinic(agenda.Database(db_path), clock=Clock(MONDAY))
     try:
-        assert [a["booked_by"] for a in clinic.appointments_on(["2026-11-24"], None)] == ["api", "desk:ana", None]
-        patient = clinic.register_patient({"name": "Eva", "nif": valid_dni(9)}, source="desk:luis")
-        booked = clinic.book(day=dt.date(2026, 11, 25), time_text="09:00", doctor_id="RUIZ", patient_id=patient,
-                             insurance_id="PRIV", source="desk:luis")
-        assert clinic.appointment(booked)["booked_by"] == "desk:luis"
+        assert [a["booked_by"] for a in live_appointments(clinic, days=["2026-11-24"])] == ["api", "desk:ana", None]
+        patient = register_patient(clinic, {"name": "Eva", "nif": valid_dni(9)}, source="desk:luis")
+        booked = book_appointment(clinic, day=dt.date(2026, 11, 25), time_text="09:00", doctor_id="RUIZ",
+                                  patient_id=patient,
+                                  insurance_id="PRIV", source="desk:luis")
+        assert read_appointment(clinic, booked)["booked_by"] == "desk:luis"
     finally:
         clinic.db.close()
 

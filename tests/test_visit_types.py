@@ -18,6 +18,7 @@ import agenda
 from _agenda.catalogs import CATALOG_TABLES, SeedError
 from _agenda.counter import squeeze_in
 from _agenda.imports import read_catalog_text
+from _agenda.changes import move_appointment
 
 from conftest import MONDAY, Clock, assert_error, table_rows, valid_dni, write_csv
 from test_moving import cli, write
@@ -335,7 +336,7 @@ def test_a_moved_imported_hour_keeps_its_hour_and_a_moved_sobrecita_stays_one(ty
                           source="desk:ana")
     before = row_of(typed, squeezed)
     assert (before["squeezed"], before["end_time"], before["type_id"]) == (1, "10:35", "MG-PRI")
-    typed.app.clinic.move(squeezed, day=TUESDAY, time_text="10:10", source="desk:ana")
+    move_appointment(typed.app.clinic, squeezed, day=TUESDAY, time_text="10:10", source="desk:ana")
     after = row_of(typed, squeezed)
     assert (after["squeezed"], after["time"], after["end_time"], after["busy_until"], after["type_id"]) == (
         1, "10:10", "10:40", "10:50", "MG-PRI")
