@@ -10,7 +10,8 @@ live") and says why things are as they are.
 """
 
 from _agenda import __version__
-from _agenda.values import ClinicError, Settings
+from _agenda.settings import Settings
+from _agenda.refusals import ClinicError
 from _agenda.store import Database, connect, migrate, open_database, transaction
 from _agenda.clinic import Clinic
 from _agenda.api import sign

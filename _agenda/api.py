@@ -11,8 +11,9 @@ import time
 
 import bottle
 
-from .values import (all_fields, body_text, body_text_list, body_too_large, ClinicError, invalid,
-                     iso_or_blank, optional_date, parse_date, parse_dates, parse_time)
+from .refusals import body_too_large, ClinicError, invalid
+from .fields import (all_fields, body_text, body_text_list, iso_or_blank, optional_date, parse_date, parse_dates,
+                     parse_time)
 from .store import recall, remember
 from .patients import PATIENT_COLUMNS, field_text
 from .clinic import Shape

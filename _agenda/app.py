@@ -4,7 +4,7 @@ import logging
 
 import bottle
 
-from .values import Settings
+from .settings import Settings
 from .store import Database, OPENAPI_FILE, read_data_file
 from .staff import Accounts
 from .clinic import Clinic

@@ -5,7 +5,8 @@ import json
 import sqlite3
 from typing import NamedTuple
 
-from .values import ClinicError, format_date, invalid, minutes_of, numeric_id
+from .refusals import ClinicError, invalid
+from .fields import format_date, minutes_of, numeric_id
 from .store import record_event, utc_iso, written_row
 from .slots import read_schedule, slot_not_available, visit_span
 from .holds import coming, placement_notes, placements

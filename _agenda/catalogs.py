@@ -5,7 +5,8 @@ applied in one transaction, all or nothing."""
 import json
 import re
 
-from .values import ClinicError, format_date, parse_date, parse_time
+from .refusals import ClinicError
+from .fields import format_date, parse_date, parse_time
 from .store import record_event, transaction
 from .holds import rederive, touched_by, unheld, what_holds_read
 

@@ -12,8 +12,10 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .values import (clinic_zone, ClinicError, DEFAULT_TZ, format_date, parse_date, parse_time, plural, printable,
-                     Settings, text_field)
+from .settings import clinic_zone, DEFAULT_TZ, Settings
+from .refusals import ClinicError
+from .fields import format_date, parse_date, parse_time, text_field
+from .printing import plural, printable
 from .sealing import recipients_of, SealingError
 from .store import Database, KEEP_COPIES_DAYS, open_database, REFUSE, SchemaBehind, sweep_scratch
 from .clinic import Clinic

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import click
 
-from .values import format_date, plural, printable, Settings
+from .settings import Settings
+from .fields import format_date
+from .printing import plural, printable
 from .store import (AS_IT_IS, backup_database, backup_target, check_database_file, Database, memory_database,
                     newest_version, open_database, prepare_restore, reading, recall, remember, restore_database,
                     rotate_backups, scratch_folder, transaction)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from .values import format_date, plural, printable
+from .fields import format_date
+from .printing import plural, printable
 from .store import DEMO_CATALOGS, open_database, read_data_file
 from .catalogs import CATALOG_NOUNS, seed_catalogs, SeedError
 from .imports import PatientFileError, patient_rows, read_catalog_file, read_catalog_text

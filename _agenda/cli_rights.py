@@ -8,7 +8,9 @@ import re
 
 import click
 
-from .values import format_date, plural, printable, RETENTION_YEARS_AT_LEAST
+from .settings import RETENTION_YEARS_AT_LEAST
+from .fields import format_date
+from .printing import plural, printable
 from .store import remove_kept_copies, utc_iso
 from .patients import TYPED
 from .rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run

@@ -16,7 +16,9 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .values import FEED_SHOWS, format_date, plural, REMINDER_POLICIES, SIGNATURE_SCHEMES
+from .settings import FEED_SHOWS, REMINDER_POLICIES, SIGNATURE_SCHEMES
+from .fields import format_date
+from .printing import plural
 from .sealing import SealingError
 from .store import (AS_IT_IS, connect, create_private_file, database_counts, KEEP_COPIES_DAYS, kept_copies,
                     open_read_only, recall, remember, schema_version, transaction, upgrade, UPGRADE)

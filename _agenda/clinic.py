@@ -6,7 +6,9 @@ import json
 import logging
 from typing import NamedTuple
 
-from .values import clinic_zone, ClinicError, fold, invalid, normalise_nif, numeric_id, parse_phone, Settings
+from .settings import clinic_zone, Settings
+from .refusals import ClinicError, invalid
+from .fields import fold, normalise_nif, numeric_id, parse_phone
 from .access import AccessRecord
 from .identity import identities, identity
 from .store import record_event, utc_iso, written_row

@@ -8,7 +8,8 @@ import urllib.parse
 
 import bottle
 
-from .values import all_fields, ClinicError, format_date, invalid, numeric_id, parse_date, parse_time
+from .refusals import ClinicError, invalid
+from .fields import all_fields, format_date, numeric_id, parse_date, parse_time
 from .patients import DESK_FIELDS, patient_fields
 from .counter import mark_attendance, open_marks, overlapped, squeeze_in
 from .series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES

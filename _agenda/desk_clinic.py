@@ -6,7 +6,8 @@ import functools
 
 import bottle
 
-from .values import all_fields, ClinicError, format_date, parse_date, parse_time
+from .refusals import ClinicError
+from .fields import all_fields, format_date, parse_date, parse_time
 from .feeds import feeds, new_feed, revoke_feed
 from .texts import translator
 from .report import clinic_report

@@ -8,7 +8,8 @@ import json
 
 import bottle
 
-from .values import ClinicError, format_date, parse_date
+from .refusals import ClinicError
+from .fields import format_date, parse_date
 from .patients import DESK_FIELDS, DESK_FORM, field_text
 from .identity import identity
 from .rights import erasure_preview, patient_copy, rectify, request_erasure

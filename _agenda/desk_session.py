@@ -11,7 +11,7 @@ import secrets
 
 import bottle
 
-from .values import ClinicError
+from .refusals import ClinicError
 from .store import read_data_file, TEMPLATES
 from .identity import identity
 from .staff import DEVICE_DAYS, LOCK_AFTER, LOCK_MINUTES

@@ -12,7 +12,9 @@ import urllib.parse
 import bottle
 import phonenumbers
 
-from .values import ClinicError, format_date, printable, text_field
+from .refusals import ClinicError
+from .fields import format_date, text_field
+from .printing import printable
 from .patients import DESK_FORM
 from .identity import identity, refused
 from .texts import refusal_fields, refusal_text, TEXTS, translator

@@ -8,7 +8,8 @@ import urllib.parse
 
 import bottle
 
-from .values import format_date, hhmm, invalid, parse_date
+from .refusals import invalid
+from .fields import format_date, hhmm, parse_date
 from .counter import overlaps, to_call
 from .waitlist import fits, waiting
 from .texts import translator

@@ -8,7 +8,8 @@ import secrets
 
 import icalendar
 
-from .values import ClinicError, months_after
+from .refusals import ClinicError
+from .fields import months_after
 from .store import record_event, utc_iso
 from .identity import identities
 

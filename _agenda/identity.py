@@ -4,7 +4,8 @@ patients and as guardians, and every read, allowed or refused, is noted in the a
 
 import json
 
-from .values import ClinicError, numeric_id
+from .refusals import ClinicError
+from .fields import numeric_id
 from .store import record_event
 from .patients import PATIENT_COLUMNS
 

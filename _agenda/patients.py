@@ -5,8 +5,7 @@ the table. Who a patient is is read through the one door (identity.py). No HTTP 
 import functools
 from typing import Callable, NamedTuple
 
-from .values import (all_fields, body_text, child_birth_date, fold, format_date, normalise_nif, optional_phone,
-                     past_date)
+from .fields import all_fields, body_text, child_birth_date, fold, format_date, normalise_nif, optional_phone, past_date
 from .store import utc_iso, written_row
 
 COLUMN_KINDS = ("identity", "contact", "administrative", "record-keeping")

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 import urllib.parse
 
-from .values import ClinicError
+from .refusals import ClinicError
 from .store import check_database_file, connect, create_private_file, hold_replicating_mark
 
 log = logging.getLogger("agenda")

@@ -4,7 +4,8 @@ ends, the patient's copy of their data, and rectification ("Erasure and retentio
 import datetime as dt
 import json
 
-from .values import ClinicError, numeric_id
+from .refusals import ClinicError
+from .fields import numeric_id
 from .store import record_event, utc_iso
 from .patients import (anonymise_patient, block_patient, clear_inherited, ERASED, PATIENT_COLUMNS, patient_fields,
                        rectify_patient, typed_of)

@@ -12,7 +12,8 @@ import secrets
 import threading
 import time
 
-from .values import ClinicError, desk_networks, Settings, invalid
+from .settings import desk_networks, Settings
+from .refusals import ClinicError, invalid
 from .store import record_event, utc_iso
 
 LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name from a source

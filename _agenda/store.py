@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from .values import fold
+from .fields import fold
 from .sealing import open_sealed, seal_stream
 
 log = logging.getLogger("agenda")

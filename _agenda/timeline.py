@@ -6,7 +6,7 @@ import datetime as dt
 from typing import NamedTuple
 
 from .clinic import APPOINTMENT_TABLES, TO_CALL
-from .values import format_date, hhmm, minutes_of
+from .fields import format_date, hhmm, minutes_of
 from .fitting import fitting_cells
 from .counter import open_marks
 from .visits import types_offered

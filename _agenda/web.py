@@ -15,7 +15,8 @@ from urllib.parse import quote
 
 import bottle
 
-from .values import body_too_large, ClinicError, invalid, parse_date, text_field
+from .refusals import body_too_large, ClinicError, invalid
+from .fields import parse_date, text_field
 
 log = logging.getLogger("agenda")
 

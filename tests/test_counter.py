@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import agenda
 from _agenda.counter import mark_attendance, open_marks, to_call
-from _agenda.values import fold
+from _agenda.fields import fold
 
 from conftest import assert_error, Clock, MONDAY, valid_dni
 from test_desk import log_in, PASSWORD

@@ -15,7 +15,7 @@ import _agenda.clinic
 import _agenda.patients
 from agenda import ClinicError
 from _agenda.staff import PasswordGate
-from _agenda.values import TEXT_LIMIT
+from _agenda.fields import TEXT_LIMIT
 
 import edges
 from conftest import SECRET, assert_error, table_rows, valid_dni

@@ -11,7 +11,7 @@ import datetime as dt
 import pytest
 import webtest
 
-from _agenda.values import ClinicError
+from _agenda.refusals import ClinicError
 from conftest import MADRID, valid_dni
 from test_desk import PASSWORD, log_in
 

@@ -30,7 +30,7 @@ from _agenda.holds import unheld
 from _agenda.imports import read_catalog_text
 from _agenda.series import book_series
 from _agenda.staged_import import import_appointments
-from _agenda.values import ClinicError
+from _agenda.refusals import ClinicError
 from _agenda.waitlist import add_waiting
 
 from conftest import Api, Clock, MADRID, SECRET, seed, table_rows, valid_dni, write_csv

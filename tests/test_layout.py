@@ -20,12 +20,13 @@ PACKAGE = ROOT / "_agenda"
 # handler modules, those its route table's handlers live in.
 COMMANDS = edges.command_modules()
 DESK_HANDLERS = sorted({route.handler.__module__.split(".")[-1] for route in edges.DESK_ROUTES})
-LAYERS = ["values", "sealing", "store", "patients", "access", "identity", "slots", "visits", "holds", "staff", "booking",
+VALUES = ["settings", "refusals", "fields", "printing"]
+LAYERS = [*VALUES, "sealing", "store", "patients", "access", "identity", "slots", "visits", "holds", "staff", "booking",
           "clinic", "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts", "pages",
           "charts", "web", "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
           "replication", "replica_restore", "catalogs", "imports", "moving", "staged_import",
           "cli", *COMMANDS]
-DOMAIN = ["values", "sealing", "store", "patients", "access", "identity", "slots", "visits", "holds", "staff", "booking",
+DOMAIN = [*VALUES, "sealing", "store", "patients", "access", "identity", "slots", "visits", "holds", "staff", "booking",
           "clinic", "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts"]
 
 

@@ -12,7 +12,7 @@ from _agenda.patients import (COLUMN_KINDS, DESK_FIELDS, EMPTY, FOLDED, INHERITE
                               RECTIFIABLE, STAGES, UNTIL)
 from _agenda.rights import request_erasure, retention_run
 from _agenda.store import utc_iso
-from _agenda.values import fold
+from _agenda.fields import fold
 from conftest import migrated, ROOT, valid_dni
 
 RULES = (KEEP, EMPTY, NOW, UNTIL, FOLDED)  # or "=TEXT"

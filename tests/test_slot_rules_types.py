@@ -24,7 +24,7 @@ from hypothesis import event, HealthCheck, Phase, given, settings, strategies as
 
 from _agenda.counter import squeeze_in
 from _agenda.desk_views import day_plan
-from _agenda.values import ClinicError
+from _agenda.refusals import ClinicError
 from conftest import Api, seed, valid_dni, write_csv
 from test_slot_rules import DAYS, generated_clinic, hhmm, MADRID, MONDAY, PASSWORD, WEEKDAYS
 

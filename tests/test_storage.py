@@ -17,7 +17,7 @@ import agenda
 from _agenda.slots import booking_window, free_slots
 from _agenda.store import (CHECKPOINT_PAGES, MMAP_BYTES, read_schema, run_section, schema_path, schema_sections,
                            schema_version, SchemaBehind, sql_statements, upgrade)
-from _agenda.values import hhmm, minutes_of
+from _agenda.fields import hhmm, minutes_of
 from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, Server, agenda_command, seed, valid_dni, write_csv
 
 

@@ -13,7 +13,9 @@ from hypothesis import given, HealthCheck, settings, strategies as st
 
 import agenda
 from _agenda.texts import refusal_text, translator
-from _agenda.values import ClinicError, printable, text_field, text_limit, TEXT_LIMIT
+from _agenda.refusals import ClinicError
+from _agenda.fields import text_field, text_limit, TEXT_LIMIT
+from _agenda.printing import printable
 from conftest import Clock, CLINIC_CSV, MONDAY, table_rows, valid_dni
 from test_desk import last_form
 from test_hostile_requests import TEXT_FIELDS
