@@ -12,7 +12,9 @@ live") and says why things are as they are.
 from _agenda import __version__
 from _agenda.settings import Settings
 from _agenda.refusals import ClinicError
-from _agenda.store import Database, connect, migrate, open_database, transaction
+from _agenda.connections import connect, transaction
+from _agenda.schema import migrate
+from _agenda.database import Database, open_database
 from _agenda.clinic import Clinic
 from _agenda.api import sign
 from _agenda.app import create_app

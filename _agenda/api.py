@@ -14,7 +14,7 @@ import bottle
 from .refusals import body_too_large, ClinicError, invalid
 from .fields import (all_fields, body_text, body_text_list, iso_or_blank, optional_date, parse_date, parse_dates,
                      parse_time)
-from .store import recall, remember
+from .events import recall, remember
 from .patients import PATIENT_COLUMNS, field_text
 from .clinic import Shape
 from .web import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path,

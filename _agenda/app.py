@@ -5,7 +5,8 @@ import logging
 import bottle
 
 from .settings import Settings
-from .store import Database, OPENAPI_FILE, read_data_file
+from .shipped import OPENAPI_FILE, read_data_file
+from .database import Database
 from .staff import Accounts
 from .clinic import Clinic
 from .web import AfterChange, with_access_log

@@ -7,7 +7,8 @@ import re
 
 from .refusals import ClinicError
 from .fields import format_date, parse_date, parse_time
-from .store import record_event, transaction
+from .connections import transaction
+from .events import record_event
 from .holds import rederive, touched_by, unheld, what_holds_read
 
 

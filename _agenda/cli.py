@@ -17,7 +17,9 @@ from .refusals import ClinicError
 from .fields import format_date, parse_date, parse_time, text_field
 from .printing import plural, printable
 from .sealing import recipients_of, SealingError
-from .store import Database, KEEP_COPIES_DAYS, open_database, REFUSE, SchemaBehind, sweep_scratch
+from .copies import KEEP_COPIES_DAYS, sweep_scratch
+from .schema import SchemaBehind
+from .database import Database, open_database, REFUSE
 from .clinic import Clinic
 from .texts import refusal_text, translator
 
@@ -119,7 +121,7 @@ def cli_now(ctx):
 def existing_database(db_path, older=REFUSE, seal_for=None, language="en"):
     """The agenda database at db_path, which must exist (a typo must not make an empty one), once what a
     killed command left beside it is removed (and said); at an older schema refused naming `agenda
-    migrate`, unless `older` says otherwise (store.open_database)."""
+    migrate`, unless `older` says otherwise (database.open_database)."""
     if not Path(db_path).is_file():
         raise click.ClickException(translator(language)("cli_no_database", db=db_path))
     sweep_left_copies(db_path)

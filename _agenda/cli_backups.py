@@ -22,9 +22,12 @@ import click
 from .settings import Settings
 from .fields import format_date
 from .printing import plural, printable
-from .store import (AS_IT_IS, backup_database, backup_target, check_database_file, Database, memory_database,
-                    newest_version, open_database, prepare_restore, reading, recall, remember, restore_database,
-                    rotate_backups, scratch_folder, transaction)
+from .shipped import newest_version
+from .connections import reading, transaction
+from .events import recall, remember
+from .copies import (backup_database, backup_target, check_database_file, memory_database, prepare_restore,
+                     rotate_backups, scratch_folder)
+from .database import AS_IT_IS, Database, open_database, restore_database
 from .access import AccessRecord
 from .identity import identities
 from .clinic import Clinic

@@ -20,8 +20,11 @@ from .settings import FEED_SHOWS, REMINDER_POLICIES, SIGNATURE_SCHEMES
 from .fields import format_date
 from .printing import plural
 from .sealing import SealingError
-from .store import (AS_IT_IS, connect, create_private_file, database_counts, KEEP_COPIES_DAYS, kept_copies,
-                    open_read_only, recall, remember, schema_version, transaction, upgrade, UPGRADE)
+from .connections import connect, create_private_file, open_read_only, schema_version, transaction
+from .events import database_counts, recall, remember
+from .copies import KEEP_COPIES_DAYS, kept_copies
+from .schema import upgrade
+from .database import AS_IT_IS, UPGRADE
 from .holds import unheld
 from .counter import OVERLAPS
 from .web import CORES, log_to_stderr, serve_until_stopped, stop_logging

@@ -11,7 +11,7 @@ from .refusals import ClinicError, invalid
 from .fields import fold, normalise_nif, numeric_id, parse_phone
 from .access import AccessRecord
 from .identity import identities, identity
-from .store import record_event, utc_iso, written_row
+from .events import record_event, utc_iso, written_row
 from .patients import INHERITED, insert_patient, patient_fields
 from .slots import booking_window, CLOSURE_COVERS, day_states, free_slots, FREE, read_schedule
 from .visits import free_starts, the_visit, types_offered, visit_type

@@ -3,7 +3,7 @@ the appointments that need a call, and an urgent patient squeezed in. No HTTP he
 
 from .refusals import ClinicError, invalid
 from .fields import hhmm, minutes_of
-from .store import record_event, utc_iso, written_row
+from .events import record_event, utc_iso, written_row
 from .booking import book_visit, Visit
 from .clinic import CHANGE_CANCELLED, TO_CALL
 

@@ -12,7 +12,7 @@ import secrets
 import bottle
 
 from .refusals import ClinicError
-from .store import read_data_file, TEMPLATES
+from .shipped import read_data_file, TEMPLATES
 from .identity import identity
 from .staff import DEVICE_DAYS, LOCK_AFTER, LOCK_MINUTES
 from .texts import translator

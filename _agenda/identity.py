@@ -6,7 +6,7 @@ import json
 
 from .refusals import ClinicError
 from .fields import numeric_id
-from .store import record_event
+from .events import record_event
 from .patients import PATIENT_COLUMNS
 
 # The patient's own columns the door gives (PATIENT_COLUMNS): all but the guardian, joined only while live, and

@@ -7,7 +7,7 @@ import functools
 import bottle
 
 from .fields import format_date
-from .store import read_data_file, TEMPLATES
+from .shipped import read_data_file, TEMPLATES
 from .patients import TYPED
 from .texts import TEXTS
 

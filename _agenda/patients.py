@@ -6,7 +6,7 @@ import functools
 from typing import Callable, NamedTuple
 
 from .fields import all_fields, body_text, child_birth_date, fold, format_date, normalise_nif, optional_phone, past_date
-from .store import utc_iso, written_row
+from .events import utc_iso, written_row
 
 COLUMN_KINDS = ("identity", "contact", "administrative", "record-keeping")
 # What a stage of an erasure does to a column: KEEP it; EMPTY it (NULL); NOW, the stage's moment (UTC); UNTIL, the

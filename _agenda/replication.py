@@ -21,7 +21,8 @@ from pathlib import Path
 import urllib.parse
 
 from .refusals import ClinicError
-from .store import check_database_file, connect, create_private_file, hold_replicating_mark
+from .connections import connect, create_private_file, hold_replicating_mark
+from .copies import check_database_file
 
 log = logging.getLogger("agenda")
 

@@ -6,7 +6,7 @@ import json
 
 from .refusals import ClinicError
 from .fields import numeric_id
-from .store import record_event, utc_iso
+from .events import record_event, utc_iso
 from .patients import (anonymise_patient, block_patient, clear_inherited, ERASED, PATIENT_COLUMNS, patient_fields,
                        rectify_patient, typed_of)
 from .access import KEEP_DAYS

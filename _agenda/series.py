@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from .refusals import ClinicError, invalid
 from .fields import format_date, minutes_of, numeric_id
-from .store import record_event, utc_iso, written_row
+from .events import record_event, utc_iso, written_row
 from .slots import FREE, read_schedule, slot_state
 from .visits import the_visit, types_offered
 from .booking import admit, live_patient, Visit

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from .refusals import ClinicError
 from .fields import fold, format_date, normalise_nif, parse_phone
-from .store import record_event
+from .events import record_event
 from .patients import insert_staged_patients, patient_fields, searched_name, stage_patient, STAGED_PATIENTS
 from .slots import busy_spans, overlapping
 from .visits import needs_of

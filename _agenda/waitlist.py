@@ -5,7 +5,7 @@ import datetime as dt
 
 from .refusals import ClinicError, invalid
 from .fields import format_date, numeric_id, parse_time
-from .store import record_event, utc_iso, written_row
+from .events import record_event, utc_iso, written_row
 from .identity import identities
 from .visits import visit_type
 from .booking import end_entry

@@ -17,17 +17,21 @@ PACKAGE = ROOT / "_agenda"
 # all. replication and imports sit beside the app, over the clinic and storage; cli holds the one group
 # and what its commands share, and each cli_*.py above it registers its commands on that group,
 # importing no other cli_*.py. The command modules are those the group's commands live in; the desk's
-# handler modules, those its route table's handlers live in.
+# handler modules, those its route table's handlers live in. The storage modules run from the files that
+# ship up to the database the service holds: an upgrade keeps a copy first, so copies sit below schema,
+# and opening a database upgrades it, so schema sits below database.
 COMMANDS = edges.command_modules()
 DESK_HANDLERS = sorted({route.handler.__module__.split(".")[-1] for route in edges.DESK_ROUTES})
 VALUES = ["settings", "refusals", "fields", "printing"]
-LAYERS = [*VALUES, "sealing", "store", "patients", "access", "identity", "slots", "visits", "holds", "staff", "booking",
-          "clinic", "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts", "pages",
-          "charts", "web", "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
+STORAGE = ["shipped", "connections", "events", "copies", "schema", "database"]
+LAYERS = [*VALUES, "sealing", *STORAGE, "patients", "access", "identity", "slots", "visits", "holds", "staff",
+          "booking", "clinic", "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline",
+          "texts", "pages", "charts", "web", "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
           "replication", "replica_restore", "catalogs", "imports", "moving", "staged_import",
           "cli", *COMMANDS]
-DOMAIN = [*VALUES, "sealing", "store", "patients", "access", "identity", "slots", "visits", "holds", "staff", "booking",
-          "clinic", "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts"]
+DOMAIN = [*VALUES, "sealing", *STORAGE, "patients", "access", "identity", "slots", "visits", "holds", "staff",
+          "booking", "clinic", "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline",
+          "texts"]
 
 
 def own_imports(path):
