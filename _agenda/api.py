@@ -17,9 +17,8 @@ from .fields import (all_fields, body_text, body_text_list, iso_or_blank, option
 from .events import recall, remember
 from .patients import PATIENT_COLUMNS, field_text
 from .clinic import Shape
-from .web import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path,
-                  query_date, query_text, raw_header, refusal_for, request_id, request_target, status_of,
-                  STATUS_ERROR_CODES)
+from .answers import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path, query_date,
+                      query_text, raw_header, refusal_for, request_id, request_target, status_of, STATUS_ERROR_CODES)
 
 log = logging.getLogger("agenda")
 

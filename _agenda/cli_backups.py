@@ -31,7 +31,7 @@ from .database import AS_IT_IS, Database, open_database, restore_database
 from .access import AccessRecord
 from .identity import identities
 from .clinic import Clinic
-from .web import log_to_stderr, stop_logging
+from .serving import log_to_stderr, stop_logging
 from .replication import (BEHIND_AFTER, check_standby, litestream_binary, log_litestream, redactor, replica_url,
                           ReplicaUnreadable, restore_points, restore_replica, without_password)
 from .replica_restore import checked_point, drill, integrity_problem, Lost, lost_changes, walk_back, WALK_SECONDS, WALK_TRIES

@@ -27,7 +27,7 @@ from .schema import upgrade
 from .database import AS_IT_IS, UPGRADE
 from .holds import unheld
 from .counter import OVERLAPS
-from .web import CORES, log_to_stderr, serve_until_stopped, stop_logging
+from .serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from .api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from .app import create_app
 from .replication import (BEHIND_AFTER, DOWN_AFTER, litestream_binary, replica_position, Replicator,

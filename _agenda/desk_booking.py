@@ -18,7 +18,7 @@ from .waitlist import (add_waiting, end_waiting, fits, free_now, later_appointme
 from .fitting import why_not
 from .texts import TEXTS, translator
 from .timeline import local_time
-from .web import clinic, query_text, status_of
+from .answers import clinic, query_text, status_of
 from .desk_shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
                           desk_wrong_fields, done, form, who_booked)
 

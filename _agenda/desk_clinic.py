@@ -12,7 +12,7 @@ from .feeds import feeds, new_feed, revoke_feed
 from .texts import translator
 from .report import clinic_report
 from .charts import report_charts
-from .web import clinic, query_text, status_of
+from .answers import clinic, query_text, status_of
 from .desk_shared import (catalog_names, desk_centers, desk_page, desk_refusal, desk_source, done, form,
                           local_moment)
 

@@ -19,7 +19,7 @@ from .patients import DESK_FORM
 from .identity import identity, refused
 from .texts import refusal_fields, refusal_text, TEXTS, translator
 from .pages import desk_template
-from .web import clinic, raw_header, refusal_for, request_id, status_of
+from .answers import clinic, raw_header, refusal_for, request_id, status_of
 
 log = logging.getLogger("agenda")
 

@@ -19,7 +19,7 @@ from .visits import resources_day
 from .holds import unheld
 from .timeline import (NOW_ROWS, WEEK_CARDS, center_week, day_timeline, doctor_week, legend, now_label_at,
                        week_days)
-from .web import clinic, query_text
+from .answers import clinic, query_text
 from .desk_shared import (catalog_names, changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
                           who_booked)
 

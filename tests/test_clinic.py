@@ -7,7 +7,7 @@ import json
 import pytest
 
 import agenda
-from _agenda.web import status_of
+from _agenda.answers import status_of
 from conftest import CLINIC_CSV, MONDAY, seed, write_csv
 
 TUESDAY = dt.date(2026, 11, 24)

@@ -26,7 +26,7 @@ VALUES = ["settings", "refusals", "fields", "printing"]
 STORAGE = ["shipped", "connections", "events", "copies", "schema", "database"]
 LAYERS = [*VALUES, "sealing", *STORAGE, "patients", "access", "identity", "slots", "visits", "holds", "staff",
           "booking", "clinic", "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline",
-          "texts", "pages", "charts", "web", "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
+          "texts", "pages", "charts", "answers", "serving", "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
           "replication", "replica_restore", "catalogs", "imports", "moving", "staged_import",
           "cli", *COMMANDS]
 DOMAIN = [*VALUES, "sealing", *STORAGE, "patients", "access", "identity", "slots", "visits", "holds", "staff",
