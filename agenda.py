@@ -23,7 +23,9 @@ from _agenda.catalogs import seed_catalogs
 from _agenda.cli import cli
 from _agenda.cli_service import run
 # Each command module registers its commands on the one group when imported.
+import _agenda.cli_status  # noqa: F401
 import _agenda.cli_backups  # noqa: F401
+import _agenda.cli_standby  # noqa: F401
 import _agenda.cli_imports  # noqa: F401
 import _agenda.cli_desk  # noqa: F401
 import _agenda.cli_staff  # noqa: F401

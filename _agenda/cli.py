@@ -1,6 +1,6 @@
-"""The command line's root: the one click group, the option decorators and helpers every command
-module shares (the clinic's clock and zone, dates and times, opening the database and the Clinic, who
-reads at the command line, an import's bad rows). Commands live in cli_*.py, each named for its job."""
+"""The command line's root: the one click group, the option decorators and helpers every command module shares
+(the clinic's clock and zone, dates and times, opening the database and the Clinic, who reads at the command
+line, an import's bad rows, the secret's file, Litestream). Commands live in cli_*.py, each named for its job."""
 
 import datetime as dt
 import os
@@ -22,6 +22,7 @@ from .schema import SchemaBehind
 from .database import Database, open_database, REFUSE
 from .clinic import Clinic
 from .texts import refusal_text, translator
+from .replication import litestream_binary
 
 
 # The variables that name the language a command speaks, strongest first ("Configuration and CLI").
@@ -173,6 +174,24 @@ def keep_copies_option(function):
                         type=click.IntRange(1, None), envvar="AGENDA_KEEP_COPIES_DAYS", show_envvar=True,
                         help="Days a copy kept before an upgrade or a restore stays beside the database; "
                              "`agenda retention run` then removes it.")(function)
+
+
+def secret_file_option(function):
+    return click.option(
+        "--secret-file", envvar="AGENDA_SECRET_FILE", default=None, type=click.Path(dir_okay=False),
+        help="Where `agenda secret set` keeps the secret [env: AGENDA_SECRET_FILE; "
+             "default: the database's name with .secret].")(function)
+
+
+def secret_file_path(db_path, secret_file):
+    return Path(secret_file) if secret_file else Path(db_path).with_suffix(".secret")
+
+
+def need_litestream(what):
+    binary = litestream_binary()
+    if binary is None:
+        raise click.ClickException(f"{what} needs Litestream: pip install 'agenda[replica]'")
+    return binary
 
 
 def cli_recipients(values, doing="nothing was done"):
