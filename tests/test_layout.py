@@ -1,6 +1,6 @@
 """The rooms of `_agenda/` (docs/design.md, "Where things live"): imports run one way, from the CLI
-down to values; the clinic's operations speak no HTTP; no module passes about 900 lines and no
-function 60; agenda.py is only the face."""
+down to values; the clinic's operations speak no HTTP; no module passes 500 lines (but the table of
+words, and clinic.py while it is split) and no function 60; agenda.py is only the face."""
 
 import ast
 from pathlib import Path
@@ -80,8 +80,8 @@ def test_a_desk_handler_module_imports_no_other_handler_module(module):
 
 def test_the_check_would_see_an_import_upward(tmp_path):
     upward = tmp_path / "clinic.py"
-    upward.write_text("from .web import clinic\nfrom _agenda.api import sign\nimport _agenda.desk\n")
-    assert own_imports(upward) == {"web", "api", "desk"}
+    upward.write_text("from .answers import clinic\nfrom _agenda.api import sign\nimport _agenda.desk\n")
+    assert own_imports(upward) == {"answers", "api", "desk"}
 
 
 @pytest.mark.parametrize("module", DOMAIN)
@@ -92,10 +92,18 @@ def test_the_clinics_operations_speak_no_http(module):
     assert not imported & {"bottle", "waitress", "click", "http", "webob"}
 
 
+# The modules that may pass 500 lines, up to 900: the table of every word of the desk, and, for now,
+# clinic.py (a temporary exception: remove it once the module is split).
+LONGER = {
+    "texts.py": 900,  # the table of words
+    "clinic.py": 900,  # being split
+}
+
+
 @pytest.mark.parametrize("path", [ROOT / "agenda.py", *sorted(PACKAGE.glob("*.py"))], ids=lambda path: path.name)
-def test_no_module_passes_900_lines_and_no_function_60(path):
+def test_no_module_passes_500_lines_and_no_function_60(path):
     source = path.read_text(encoding="utf-8")
-    assert source.count("\n") <= 900
+    assert source.count("\n") <= LONGER.get(path.name, 500)
     long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(ast.parse(source))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60]
     assert not long
