@@ -10,8 +10,11 @@ live") and says why things are as they are.
 """
 
 from _agenda import __version__
-from _agenda.values import ClinicError, Settings
-from _agenda.store import Database, connect, migrate, open_database, transaction
+from _agenda.settings import Settings
+from _agenda.refusals import ClinicError
+from _agenda.connections import connect, transaction
+from _agenda.schema import migrate
+from _agenda.database import Database, open_database
 from _agenda.clinic import Clinic
 from _agenda.api import sign
 from _agenda.app import create_app
@@ -20,7 +23,9 @@ from _agenda.catalogs import seed_catalogs
 from _agenda.cli import cli
 from _agenda.cli_service import run
 # Each command module registers its commands on the one group when imported.
+import _agenda.cli_status  # noqa: F401
 import _agenda.cli_backups  # noqa: F401
+import _agenda.cli_standby  # noqa: F401
 import _agenda.cli_imports  # noqa: F401
 import _agenda.cli_desk  # noqa: F401
 import _agenda.cli_staff  # noqa: F401

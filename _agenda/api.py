@@ -11,13 +11,13 @@ import time
 
 import bottle
 
-from .values import (all_fields, body_text, body_text_list, body_too_large, ClinicError, invalid,
-                     iso_or_blank, optional_date, parse_date, parse_dates, parse_time)
-from .store import recall, remember
+from .refusals import body_too_large, ClinicError, invalid
+from .fields import (all_fields, body_text, body_text_list, iso_or_blank, optional_date, parse_date, parse_dates,
+                     parse_time)
+from .events import recall, remember
 from .patients import PATIENT_COLUMNS, field_text
-from .web import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path,
-                  query_date, query_text, raw_header, refusal_for, request_id, request_target, status_of,
-                  STATUS_ERROR_CODES)
+from .answers import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path, query_date,
+                      query_text, raw_header, refusal_for, request_id, request_target, status_of, STATUS_ERROR_CODES)
 from . import changes
 from . import registry
 from .appointments import CALLER_APPOINTMENT, live_appointments, patient_appointments, read_appointment

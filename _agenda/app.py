@@ -4,11 +4,12 @@ import logging
 
 import bottle
 
-from .values import Settings
-from .store import Database, OPENAPI_FILE, read_data_file
+from .settings import Settings
+from .shipped import OPENAPI_FILE, read_data_file
+from .database import Database
 from .staff import Accounts
 from .clinic import Clinic
-from .web import AfterChange, with_access_log
+from .answers import AfterChange, with_access_log
 from .api import API_ROUTES, ApiPlugin, api_error_page, note_signatures, SCHEME_WARNINGS
 from .desk import DESK_ROUTES
 from .desk_shared import desk_error_page, DeskPlugin

@@ -4,7 +4,8 @@ as records or in a shape's JSON, who the patient is through the one door ("A pat
 import json
 from typing import NamedTuple
 
-from .values import ClinicError, normalise_nif, numeric_id, parse_phone
+from .refusals import ClinicError
+from .fields import normalise_nif, numeric_id, parse_phone
 from .identity import identities
 from .slots import CLOSURE_COVERS
 

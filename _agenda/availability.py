@@ -3,7 +3,7 @@ the free slots of a doctor or an area by a channel's window, and every slot of a
 
 import datetime as dt
 
-from .values import invalid
+from .refusals import invalid
 from .slots import day_states, free_slots, FREE, read_schedule
 from .visits import free_starts, the_visit, types_offered, visit_type
 

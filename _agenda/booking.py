@@ -5,8 +5,9 @@ import json
 import sqlite3
 from typing import NamedTuple
 
-from .values import ClinicError, format_date, invalid, minutes_of, numeric_id
-from .store import record_event, utc_iso, written_row
+from .refusals import ClinicError, invalid
+from .fields import format_date, minutes_of, numeric_id
+from .events import record_event, utc_iso, written_row
 from .slots import read_schedule, slot_not_available, visit_span
 from .holds import coming, placement_notes, placements
 from .visits import first_free, none_free, pools_for, read_resources, the_visit, types_offered, VisitType

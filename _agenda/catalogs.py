@@ -5,8 +5,10 @@ applied in one transaction, all or nothing."""
 import json
 import re
 
-from .values import ClinicError, format_date, parse_date, parse_time
-from .store import record_event, transaction
+from .refusals import ClinicError
+from .fields import format_date, parse_date, parse_time
+from .connections import transaction
+from .events import record_event
 from .holds import rederive, touched_by, unheld, what_holds_read
 
 

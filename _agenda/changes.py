@@ -1,8 +1,9 @@
 """An appointment changed by any channel: booked, moved, cancelled or confirmed, each one transaction through
 the one door ("One door for an appointment") with its event. No HTTP here."""
 
-from .values import ClinicError, invalid, numeric_id
-from .store import record_event, utc_iso, written_row
+from .refusals import ClinicError, invalid
+from .fields import numeric_id
+from .events import record_event, utc_iso, written_row
 from .appointments import CANCEL_CANCELLED, CHANGE_CANCELLED
 from .visits import visit_type
 from .booking import admit, book_visit, brought_forward, channel_of, move_channel, visit_of, Visit

@@ -1,6 +1,6 @@
-"""The command line's root: the one click group, the option decorators and helpers every command
-module shares (the clinic's clock and zone, dates and times, opening the database and the Clinic, who
-reads at the command line, an import's bad rows). Commands live in cli_*.py, each named for its job."""
+"""The command line's root: the one click group, the option decorators and helpers every command module shares
+(the clinic's clock and zone, dates and times, opening the database and the Clinic, who reads at the command
+line, an import's bad rows, the secret's file, Litestream). Commands live in cli_*.py, each named for its job."""
 
 import datetime as dt
 import os
@@ -12,12 +12,17 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .values import (clinic_zone, ClinicError, DEFAULT_TZ, format_date, parse_date, parse_time, plural, printable,
-                     Settings, text_field)
+from .settings import clinic_zone, DEFAULT_TZ, Settings
+from .refusals import ClinicError
+from .fields import format_date, parse_date, parse_time, text_field
+from .printing import plural, printable
 from .sealing import recipients_of, SealingError
-from .store import Database, KEEP_COPIES_DAYS, open_database, REFUSE, SchemaBehind, sweep_scratch
+from .copies import KEEP_COPIES_DAYS, sweep_scratch
+from .schema import SchemaBehind
+from .database import Database, open_database, REFUSE
 from .clinic import Clinic
 from .texts import refusal_text, translator
+from .replication import litestream_binary
 
 
 # The variables that name the language a command speaks, strongest first ("Configuration and CLI").
@@ -117,7 +122,7 @@ def cli_now(ctx):
 def existing_database(db_path, older=REFUSE, seal_for=None, language="en"):
     """The agenda database at db_path, which must exist (a typo must not make an empty one), once what a
     killed command left beside it is removed (and said); at an older schema refused naming `agenda
-    migrate`, unless `older` says otherwise (store.open_database)."""
+    migrate`, unless `older` says otherwise (database.open_database)."""
     if not Path(db_path).is_file():
         raise click.ClickException(translator(language)("cli_no_database", db=db_path))
     sweep_left_copies(db_path)
@@ -169,6 +174,24 @@ def keep_copies_option(function):
                         type=click.IntRange(1, None), envvar="AGENDA_KEEP_COPIES_DAYS", show_envvar=True,
                         help="Days a copy kept before an upgrade or a restore stays beside the database; "
                              "`agenda retention run` then removes it.")(function)
+
+
+def secret_file_option(function):
+    return click.option(
+        "--secret-file", envvar="AGENDA_SECRET_FILE", default=None, type=click.Path(dir_okay=False),
+        help="Where `agenda secret set` keeps the secret [env: AGENDA_SECRET_FILE; "
+             "default: the database's name with .secret].")(function)
+
+
+def secret_file_path(db_path, secret_file):
+    return Path(secret_file) if secret_file else Path(db_path).with_suffix(".secret")
+
+
+def need_litestream(what):
+    binary = litestream_binary()
+    if binary is None:
+        raise click.ClickException(f"{what} needs Litestream: pip install 'agenda[replica]'")
+    return binary
 
 
 def cli_recipients(values, doing="nothing was done"):

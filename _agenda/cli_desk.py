@@ -7,7 +7,9 @@ import functools
 
 import click
 
-from .values import ClinicError, format_date, plural, printable, sheet_csv
+from .refusals import ClinicError
+from .fields import format_date
+from .printing import plural, printable, sheet_csv
 from .counter import squeeze_in
 from .feeds import feeds, new_feed, revoke_feed
 from .series import book_series, NEAREST_DAYS, parse_every, preview_series

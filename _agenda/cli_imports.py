@@ -7,8 +7,10 @@ from pathlib import Path
 
 import click
 
-from .values import format_date, plural, printable
-from .store import DEMO_CATALOGS, open_database, read_data_file
+from .fields import format_date
+from .printing import plural, printable
+from .shipped import DEMO_CATALOGS, read_data_file
+from .database import open_database
 from .catalogs import CATALOG_NOUNS, seed_catalogs, SeedError
 from .imports import PatientFileError, patient_rows, read_catalog_file, read_catalog_text
 from .staged_import import import_patients

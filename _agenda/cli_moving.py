@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .values import ClinicError, plural
+from .refusals import ClinicError
+from .printing import plural
 from .imports import PatientFileError
 from .moving import appointment_rows, EXPORT_FILES, export_agenda
 from .staged_import import import_appointments

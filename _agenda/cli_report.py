@@ -5,7 +5,8 @@ import datetime as dt
 
 import click
 
-from .values import format_date, printable, sheet_csv
+from .fields import format_date
+from .printing import printable, sheet_csv
 from .report import clinic_report, share
 from .cli import cli, cli_date, cli_language, cli_translator, clinic_at, counted, db_option, tz_option
 

@@ -8,8 +8,11 @@ import re
 
 import click
 
-from .values import format_date, plural, printable, RETENTION_YEARS_AT_LEAST
-from .store import remove_kept_copies, utc_iso
+from .settings import RETENTION_YEARS_AT_LEAST
+from .fields import format_date
+from .printing import plural, printable
+from .events import utc_iso
+from .copies import remove_kept_copies
 from .patients import TYPED
 from .rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
 from .texts import TEXTS

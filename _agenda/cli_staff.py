@@ -6,7 +6,8 @@ from contextlib import contextmanager
 
 import click
 
-from .values import DEFAULT_TZ, printable
+from .settings import DEFAULT_TZ
+from .printing import printable
 from .staff import Accounts, ROLES
 from .cli import cli, cli_zone, clinic_at, clinic_time, db_option, tz_option
 

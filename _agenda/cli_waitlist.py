@@ -2,7 +2,8 @@
 
 import click
 
-from .values import format_date, printable
+from .fields import format_date
+from .printing import printable
 from .waitlist import add_waiting, end_waiting, free_now, named, waiting, window_text
 from .cli import cli, cli_date, cli_reader, cli_text, clinic_at, db_option, tz_option
 from .registry import find_patient

@@ -3,7 +3,9 @@ of what a request names. The operations are module functions taking it ("One dom
 
 import datetime as dt
 
-from .values import clinic_zone, ClinicError, numeric_id, Settings
+from .settings import clinic_zone, Settings
+from .refusals import ClinicError
+from .fields import numeric_id
 from .access import AccessRecord
 from .slots import booking_window
 from .appointments import appointment_row

@@ -1,8 +1,9 @@
 """Closures ("Closures"): a doctor, or everyone, closed at a center, or every one, for days or hours; the
 live appointments one covers, to call. No HTTP here."""
 
-from .values import ClinicError, invalid, numeric_id
-from .store import record_event, written_row
+from .refusals import ClinicError, invalid
+from .fields import numeric_id
+from .events import record_event, written_row
 from .appointments import live_appointments
 
 

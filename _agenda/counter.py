@@ -1,8 +1,9 @@
 """The counter ("Attendance", "To call", "Sobrecita"): what reception marks as patients come, or do not,
 the appointments that need a call, and an urgent patient squeezed in. No HTTP here."""
 
-from .values import ClinicError, hhmm, invalid, minutes_of
-from .store import record_event, utc_iso, written_row
+from .refusals import ClinicError, invalid
+from .fields import hhmm, minutes_of
+from .events import record_event, utc_iso, written_row
 from .booking import book_visit, Visit
 from .appointments import CHANGE_CANCELLED, live_appointments
 

@@ -8,7 +8,8 @@ import urllib.parse
 
 import bottle
 
-from .values import all_fields, ClinicError, format_date, invalid, numeric_id, parse_date, parse_time
+from .refusals import ClinicError, invalid
+from .fields import all_fields, format_date, numeric_id, parse_date, parse_time
 from .patients import DESK_FIELDS, patient_fields
 from .counter import mark_attendance, open_marks, overlapped, squeeze_in
 from .series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
@@ -17,7 +18,7 @@ from .waitlist import (add_waiting, end_waiting, fits, free_now, later_appointme
 from .fitting import why_not
 from .texts import TEXTS, translator
 from .timeline import local_time
-from .web import clinic, query_text, status_of
+from .answers import clinic, query_text, status_of
 from .desk_shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
                           desk_wrong_fields, done, form, who_booked)
 from .appointments import appointment_for_desk, last_insurances, read_appointment

@@ -6,12 +6,13 @@ import functools
 
 import bottle
 
-from .values import all_fields, ClinicError, format_date, parse_date, parse_time
+from .refusals import ClinicError
+from .fields import all_fields, format_date, parse_date, parse_time
 from .feeds import feeds, new_feed, revoke_feed
 from .texts import translator
 from .report import clinic_report
 from .charts import report_charts
-from .web import clinic, query_text, status_of
+from .answers import clinic, query_text, status_of
 from .desk_shared import (catalog_names, desk_centers, desk_page, desk_refusal, desk_source, done, form,
                           local_moment)
 from .closures import add_closure, closure_fields, coming_closures, covered_by, remove_closure

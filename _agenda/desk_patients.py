@@ -8,12 +8,13 @@ import json
 
 import bottle
 
-from .values import ClinicError, format_date, parse_date
+from .refusals import ClinicError
+from .fields import format_date, parse_date
 from .patients import DESK_FIELDS, DESK_FORM, field_text
 from .identity import identity
 from .rights import erasure_preview, patient_copy, rectify, request_erasure
 from .pages import copy_page
-from .web import clinic, query_text, status_of
+from .answers import clinic, query_text, status_of
 from .desk_shared import (desk_page, desk_refusal, desk_source, desk_wrong_fields, dialled, done, form,
                           local_moment)
 from .appointments import cancelled_of

@@ -11,12 +11,12 @@ import secrets
 
 import bottle
 
-from .values import ClinicError
-from .store import read_data_file, TEMPLATES
+from .refusals import ClinicError
+from .shipped import read_data_file, TEMPLATES
 from .identity import identity
 from .staff import DEVICE_DAYS, LOCK_AFTER, LOCK_MINUTES
 from .texts import translator
-from .web import clinic, query_text, status_of
+from .answers import clinic, query_text, status_of
 from .desk_shared import (accounts, catalog_names, changes_version, DESK_COOKIE, desk_error, desk_page, desk_source,
                           DEVICE_COOKIE, form, LOGIN_COOKIE, see_other, set_desk_cookie)
 

@@ -12,12 +12,14 @@ import urllib.parse
 import bottle
 import phonenumbers
 
-from .values import ClinicError, format_date, printable, text_field
+from .refusals import ClinicError
+from .fields import format_date, text_field
+from .printing import printable
 from .patients import DESK_FORM
 from .identity import identity, refused
 from .texts import refusal_fields, refusal_text, TEXTS, translator
 from .pages import desk_template
-from .web import clinic, raw_header, refusal_for, request_id, status_of
+from .answers import clinic, raw_header, refusal_for, request_id, status_of
 from .availability import clinic_centers
 
 log = logging.getLogger("agenda")

@@ -8,7 +8,8 @@ import urllib.parse
 
 import bottle
 
-from .values import format_date, hhmm, invalid, parse_date
+from .refusals import invalid
+from .fields import format_date, hhmm, parse_date
 from .counter import overlaps, to_call
 from .waitlist import fits, waiting
 from .texts import translator
@@ -18,7 +19,7 @@ from .visits import resources_day
 from .holds import unheld
 from .timeline import (NOW_ROWS, center_week, day_timeline, doctor_week, legend, now_label_at,
                        week_days)
-from .web import clinic, query_text
+from .answers import clinic, query_text
 from .desk_shared import (catalog_names, changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
                           who_booked)
 from .appointments import live_appointments

@@ -1,7 +1,7 @@
 """The clinic's doctors ("Staff desk"): their weekly hours, and a retirement, which leaves their later
 appointments to rebook. No HTTP here."""
 
-from .store import record_event, written_row
+from .events import record_event, written_row
 from .appointments import live_appointments
 
 

@@ -3,7 +3,7 @@ all the access it gives; no signature, no session."""
 
 import bottle
 
-from .values import ClinicError
+from .refusals import ClinicError
 from .feeds import feed_calendar
 
 FEED_HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"}

@@ -8,8 +8,9 @@ import secrets
 
 import icalendar
 
-from .values import ClinicError, months_after
-from .store import record_event, utc_iso
+from .refusals import ClinicError
+from .fields import months_after
+from .events import record_event, utc_iso
 from .identity import identities
 
 FEED_MONTHS = 18  # how far ahead a feed reaches: the desk's default horizon

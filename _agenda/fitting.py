@@ -5,7 +5,8 @@ rooms and machines). No HTTP here."""
 
 from typing import NamedTuple
 
-from .values import ClinicError, hhmm, minutes_of
+from .refusals import ClinicError
+from .fields import hhmm, minutes_of
 from .slots import FREE, overlapping, read_schedule, slot_state, visit_span
 from .visits import first_free, free_starts, pools_for, read_resources, types_offered, VisitType
 

@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from typing import NamedTuple
 
-from .values import format_date
+from .fields import format_date
 from .visits import first_free, held_then, needs_of, pools_for, read_resources, VisitType, what_it_needs
 
 

@@ -4,8 +4,9 @@ patients and as guardians, and every read, allowed or refused, is noted in the a
 
 import json
 
-from .values import ClinicError, numeric_id
-from .store import record_event
+from .refusals import ClinicError
+from .fields import numeric_id
+from .events import record_event
 from .patients import PATIENT_COLUMNS
 
 # The patient's own columns the door gives (PATIENT_COLUMNS): all but the guardian, joined only while live, and

@@ -10,7 +10,8 @@ import re
 import unicodedata
 from pathlib import Path
 
-from .values import first_control, one_line, plural, sheet_value, text_fault, text_limit
+from .fields import first_control, one_line, text_fault, text_limit
+from .printing import plural, sheet_value
 from .patients import PATIENT_COLUMNS
 from .catalogs import CATALOG_COLUMNS, SeedError
 

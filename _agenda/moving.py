@@ -6,7 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from .values import ClinicError, format_date, hhmm, minutes_of, parse_date, parse_time, sheet_csv
+from .refusals import ClinicError
+from .fields import format_date, hhmm, minutes_of, parse_date, parse_time
+from .printing import sheet_csv
 from .patients import EXPORTED, field_text
 from .identity import identities
 from .rights import identifiers, scrubbed

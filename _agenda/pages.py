@@ -6,8 +6,8 @@ import functools
 
 import bottle
 
-from .values import format_date
-from .store import read_data_file, TEMPLATES
+from .fields import format_date
+from .shipped import read_data_file, TEMPLATES
 from .patients import TYPED
 from .texts import TEXTS
 

@@ -5,9 +5,8 @@ the table. Who a patient is is read through the one door (identity.py). No HTTP 
 import functools
 from typing import Callable, NamedTuple
 
-from .values import (all_fields, body_text, child_birth_date, fold, format_date, normalise_nif, optional_phone,
-                     past_date)
-from .store import utc_iso, written_row
+from .fields import all_fields, body_text, child_birth_date, fold, format_date, normalise_nif, optional_phone, past_date
+from .events import utc_iso, written_row
 
 COLUMN_KINDS = ("identity", "contact", "administrative", "record-keeping")
 # What a stage of an erasure does to a column: KEEP it; EMPTY it (NULL); NOW, the stage's moment (UTC); UNTIL, the

@@ -1,8 +1,9 @@
 """Patients at the clinic's doors ("A patient's identity", "Patient search"): found by NIF, registered,
 searched as reception types them, and a patient's record with their appointments. No HTTP here."""
 
-from .values import ClinicError, fold, invalid, normalise_nif, numeric_id, parse_phone
-from .store import record_event
+from .refusals import ClinicError, invalid
+from .fields import fold, normalise_nif, numeric_id, parse_phone
+from .events import record_event
 from .patients import INHERITED, insert_patient, patient_fields
 from .identity import identities, identity
 from .appointments import live_appointments

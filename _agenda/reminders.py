@@ -3,7 +3,7 @@ clinic's policy (flagged, released or kept), once per cycle. No HTTP here."""
 
 import json
 
-from .store import record_event, utc_iso, written_row
+from .events import record_event, utc_iso, written_row
 from .appointments import TO_CALL
 from .changes import cancelled
 

@@ -8,7 +8,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from .store import check_database_file, reading
+from .connections import reading
+from .copies import check_database_file
 from .replication import ReplicaUnreadable, restore_replica
 
 WALK_TRIES, WALK_SECONDS = 30, 300  # how far a restore looks back for a state that passes integrity_check

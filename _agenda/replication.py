@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 import urllib.parse
 
-from .values import ClinicError
-from .store import check_database_file, connect, create_private_file, hold_replicating_mark
+from .refusals import ClinicError
+from .connections import connect, create_private_file, hold_replicating_mark
+from .copies import check_database_file
 
 log = logging.getLogger("agenda")
 

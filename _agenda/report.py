@@ -5,7 +5,7 @@ SQL over the appointments and the audit trail. No HTTP here."""
 
 import datetime as dt
 
-from .values import invalid
+from .refusals import invalid
 from .slots import any_time, day_states, read_schedule
 from .doctors import doctors_with_hours
 

@@ -4,8 +4,9 @@ ends, the patient's copy of their data, and rectification ("Erasure and retentio
 import datetime as dt
 import json
 
-from .values import ClinicError, numeric_id
-from .store import record_event, utc_iso
+from .refusals import ClinicError
+from .fields import numeric_id
+from .events import record_event, utc_iso
 from .patients import (anonymise_patient, block_patient, clear_inherited, ERASED, PATIENT_COLUMNS, patient_fields,
                        rectify_patient, typed_of)
 from .access import KEEP_DAYS

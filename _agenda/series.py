@@ -6,8 +6,9 @@ import datetime as dt
 import re
 from typing import NamedTuple
 
-from .values import ClinicError, format_date, invalid, minutes_of, numeric_id
-from .store import record_event, utc_iso, written_row
+from .refusals import ClinicError, invalid
+from .fields import format_date, minutes_of, numeric_id
+from .events import record_event, utc_iso, written_row
 from .slots import FREE, read_schedule, slot_state
 from .visits import the_visit, types_offered
 from .booking import admit, live_patient, Visit

@@ -4,7 +4,8 @@ import datetime as dt
 import functools
 from typing import NamedTuple
 
-from .values import ClinicError, format_date, hhmm, minutes_of, months_after
+from .refusals import ClinicError
+from .fields import format_date, hhmm, minutes_of, months_after
 
 
 class Slot(NamedTuple):

@@ -12,8 +12,9 @@ import secrets
 import threading
 import time
 
-from .values import ClinicError, desk_networks, Settings, invalid
-from .store import record_event, utc_iso
+from .settings import desk_networks, Settings
+from .refusals import ClinicError, invalid
+from .events import record_event, utc_iso
 
 LOCK_AFTER, LOCK_MINUTES = 5, 15  # failed logins in a row, and how long they lock a name from a source
 CHECKS_AT_ONCE, CHECKS_PER_SECOND, CHECKS_BURST = 2, 2, 10  # password checks across the process

@@ -8,8 +8,9 @@ from contextlib import contextmanager
 from difflib import get_close_matches
 from typing import NamedTuple
 
-from .values import ClinicError, fold, format_date, normalise_nif, parse_phone
-from .store import record_event
+from .refusals import ClinicError
+from .fields import fold, format_date, normalise_nif, parse_phone
+from .events import record_event
 from .patients import insert_staged_patients, patient_fields, searched_name, stage_patient, STAGED_PATIENTS
 from .slots import busy_spans, overlapping
 from .visits import needs_of

@@ -5,7 +5,7 @@ appointments over them. Plain data for the desk's templates; no HTTP here."""
 import datetime as dt
 from typing import NamedTuple
 
-from .values import format_date, hhmm, minutes_of
+from .fields import format_date, hhmm, minutes_of
 from .fitting import fitting_cells
 from .counter import open_marks
 from .visits import types_offered

@@ -9,7 +9,8 @@ import functools
 import json
 from typing import NamedTuple
 
-from .values import ClinicError, format_date, hhmm, minutes_of
+from .refusals import ClinicError
+from .fields import format_date, hhmm, minutes_of
 from .slots import day_states, FREE, past_the_grid, read_schedule, Slot
 
 

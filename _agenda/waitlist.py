@@ -3,8 +3,9 @@ oldest first. Nothing is booked or reserved without a person. No HTTP here."""
 
 import datetime as dt
 
-from .values import ClinicError, format_date, invalid, numeric_id, parse_time
-from .store import record_event, utc_iso, written_row
+from .refusals import ClinicError, invalid
+from .fields import format_date, numeric_id, parse_time
+from .events import record_event, utc_iso, written_row
 from .identity import identities
 from .visits import visit_type
 from .booking import end_entry

@@ -129,7 +129,7 @@ def main():
         from _agenda.clinic import Clinic
         from _agenda.feeds import new_feed
         from _agenda.staff import Accounts
-        from _agenda.store import Database
+        from _agenda.database import Database
         clinic = Clinic(Database(path))
         feed_token = new_feed(clinic, "DR06", "cli")
         Accounts(clinic.db).add_staff("admin", PASSWORD, role="admin")

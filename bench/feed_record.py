@@ -63,8 +63,8 @@ def main():
     agenda = run.agenda
     from _agenda.clinic import Clinic
     from _agenda.feeds import feed_calendar, new_feed
-    from _agenda.store import Database
-    from _agenda.values import Settings
+    from _agenda.database import Database
+    from _agenda.settings import Settings
     today = dt.date.today()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "big.db"

@@ -32,9 +32,9 @@ from pathlib import Path
 if "agenda" not in sys.modules:  # bench/run.py --agenda PATH imports another agenda.py first
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agenda  # noqa: E402
-from _agenda.store import database_counts, utc_iso  # noqa: E402  (agenda's own)
+from _agenda.events import database_counts, utc_iso  # noqa: E402  (agenda's own)
 from _agenda.patients import insert_patient  # noqa: E402
-from _agenda.values import hhmm, minutes_of  # noqa: E402
+from _agenda.fields import hhmm, minutes_of  # noqa: E402
 
 CENTERS = ("CENTRO", "NORTE", "SUR")
 SPECIALITIES = {"MG": ("Medicina general", 10), "PED": ("Pediatría", 6), "DER": ("Dermatología", 4),

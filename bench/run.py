@@ -60,7 +60,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-agenda = generate = slots = store = None  # imported by load_agenda(): this checkout's agenda.py, or --agenda's
+agenda = generate = slots = events = None  # imported by load_agenda(): this checkout's agenda.py, or --agenda's
 AGENDA_PATH = ROOT / "agenda.py"
 SERVER_ARGS = []
 THREADS = 1
@@ -73,13 +73,13 @@ CONNECTIONS = (1, 4, 16)
 def load_agenda(path):
     """Import the agenda.py at `path`, the insides the bench reads (from the same checkout), and
     bench/generate.py, which uses them."""
-    global agenda, generate, slots, store, AGENDA_PATH, THREADS
+    global agenda, generate, slots, events, AGENDA_PATH, THREADS
     AGENDA_PATH = Path(path).resolve()
     sys.path.insert(0, str(AGENDA_PATH.parent))
     agenda = importlib.import_module("agenda")
     if Path(agenda.__file__).resolve() != AGENDA_PATH:
         raise SystemExit(f"imported {agenda.__file__}, not {AGENDA_PATH}")
-    slots, store = importlib.import_module("_agenda.slots"), importlib.import_module("_agenda.store")
+    slots, events = importlib.import_module("_agenda.slots"), importlib.import_module("_agenda.events")
     generate = importlib.import_module("generate")
     THREADS = int(os.environ.get("AGENDA_THREADS") or next(
         option.default for option in agenda.run.params if option.name == "threads"))  # agenda run reads it too
@@ -332,7 +332,7 @@ def workload(db_path, today):
         conn = sqlite3.connect(db_path, timeout=30, isolation_level=None)
         mine = [row[0] for row in conn.execute("SELECT id FROM appointments WHERE reason = 'Bench' AND status = 'booked'")
                 if row[0] not in keep]
-        at = store.utc_iso(dt.datetime.now(dt.timezone.utc))
+        at = events.utc_iso(dt.datetime.now(dt.timezone.utc))
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany("UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
                          " updated_at = ? WHERE id = ?", ((at, "bench: slot reused", at, key) for key in mine))

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import agenda
-from _agenda.web import status_of
+from _agenda.answers import status_of
 from _agenda.appointments import patient_appointments, read_appointment
 from _agenda.availability import availability
 from _agenda.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment

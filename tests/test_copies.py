@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.replication import litestream_binary
-from _agenda.store import read_schema, schema_sections, scratch_folder
+from _agenda.shipped import read_schema, schema_sections
+from _agenda.copies import scratch_folder
 from conftest import MONDAY, ROOT, SECRET, Clock, Server, agenda_command, seed, valid_dni, write_csv, CLINIC_CSV
 
 AGE_MAGIC = b"age-encryption.org/v1"
@@ -134,7 +135,7 @@ def test_a_sealed_backup_killed_while_sealing_leaves_no_clear_copy_anywhere(tmp_
     dest = tmp_path / "usb"
     dest.mkdir()
     before = files_under(tmp_path, db_path)
-    held, said = killed_at(tmp_path, "_agenda.store.seal_stream", False, "backup", f"{dest}/", "--db", db_path,
+    held, said = killed_at(tmp_path, "_agenda.copies.seal_stream", False, "backup", f"{dest}/", "--db", db_path,
                            env={"AGENDA_BACKUP_RECIPIENTS": recipient})
     ours = [target for target in held if target.startswith(str(tmp_path))]
     assert set(ours) <= {str(db_path), f"{db_path}-wal", f"{db_path}-shm"}, ours
@@ -158,7 +159,7 @@ def test_a_restore_killed_midway_leaves_its_copy_only_until_the_next_command_whi
     with agenda.transaction(conn):
         conn.execute("INSERT INTO patients (name, nif, created_at) VALUES ('Nuevo', ?, 'x')", (valid_dni(40),))
     conn.close()
-    held, _ = killed_at(tmp_path, "_agenda.store.copy_database", True, "restore", tmp_path / "monday.db.age",
+    held, _ = killed_at(tmp_path, "_agenda.database.copy_database", True, "restore", tmp_path / "monday.db.age",
                         "--identity", key, "--yes", "--db", db_path)
     assert not [target for target in held if "(deleted)" in target], held
     (left,) = [path for path in tmp_path.iterdir() if path.name.startswith(f".{db_path.name}.scratch-")]

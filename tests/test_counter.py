@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import agenda
 from _agenda.counter import mark_attendance, open_marks, to_call
-from _agenda.values import fold
+from _agenda.fields import fold
 from _agenda.appointments import live_appointments, read_appointment
 from _agenda.availability import day_slots
 from _agenda.changes import book_appointment, cancel_appointment, move_appointment

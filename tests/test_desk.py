@@ -15,7 +15,7 @@ import _agenda.desk_shared
 import _agenda.patients
 from agenda import ClinicError
 from _agenda.staff import PasswordGate
-from _agenda.values import TEXT_LIMIT
+from _agenda.fields import TEXT_LIMIT
 from _agenda.changes import book_appointment
 from _agenda.registry import register_patient
 

@@ -11,8 +11,8 @@ import datetime as dt
 import pytest
 import webtest
 
+from _agenda.refusals import ClinicError
 import _agenda.desk_booking
-from _agenda.values import ClinicError
 from _agenda.changes import book_appointment
 from conftest import MADRID, valid_dni
 from test_desk import PASSWORD, log_in

@@ -17,7 +17,7 @@ import agenda
 from _agenda.catalogs import SeedError
 from _agenda.holds import unheld
 from _agenda.imports import read_catalog_text
-from _agenda.store import read_schema
+from _agenda.shipped import read_schema
 
 from conftest import assert_error, Clock, table_rows, valid_dni
 from test_desk import log_in, PASSWORD

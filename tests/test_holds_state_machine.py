@@ -30,7 +30,7 @@ from _agenda.holds import unheld
 from _agenda.imports import read_catalog_text
 from _agenda.series import book_series
 from _agenda.staged_import import import_appointments
-from _agenda.values import ClinicError
+from _agenda.refusals import ClinicError
 from _agenda.waitlist import add_waiting
 from _agenda.availability import availability
 from _agenda.changes import book_appointment, cancel_appointment, move_appointment

@@ -43,8 +43,8 @@ def test_an_installed_wheel_carries_every_file_the_code_reads_and_renders_every_
 
     work = tmp_path / "elsewhere"
     work.mkdir()
-    where = run(python, "-c", "import agenda; from _agenda.store import data_file_path, schema_path; print(agenda.__file__);"
-                " print(schema_path()); print(data_file_path('openapi.json'))", cwd=work)
+    where = run(python, "-c", "import agenda; from _agenda.shipped import data_file_path, schema_path;"
+                " print(agenda.__file__); print(schema_path()); print(data_file_path('openapi.json'))", cwd=work)
     module_file, schema_file, openapi_file = where.split()
     assert all(path.startswith(str(env_dir)) for path in (module_file, schema_file, openapi_file)), where
 
@@ -101,18 +101,18 @@ PAGES = {
 # rendered and every shipped file read, with where it was read from.
 EVERY_PAGE = """
 import datetime as dt, json, re, sys
-import _agenda, _agenda.store, agenda, webtest
+import _agenda, _agenda.shipped, agenda, webtest
 from _agenda.availability import availability
 from _agenda.changes import book_appointment
 from _agenda.closures import add_closure
 from _agenda.doctors import doctors_with_hours
 from _agenda.registry import register_patient
 assert all(path.startswith(sys.argv[1]) for path in (agenda.__file__, _agenda.__file__)), _agenda.__file__
-read, found = {}, _agenda.store.data_file_path
+read, found = {}, _agenda.shipped.data_file_path
 def recorded(name):
     read[name] = str(found(name))
     return found(name)
-_agenda.store.data_file_path = recorded
+_agenda.shipped.data_file_path = recorded
 app = agenda.create_app("clinic.db", "a-long-enough-secret")
 clinic, accounts = app.clinic, app.accounts
 accounts.add_staff("ana", "correct horse battery", role="admin")

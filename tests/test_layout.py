@@ -1,6 +1,6 @@
 """The rooms of `_agenda/` (docs/design.md, "Where things live"): imports run one way, from the CLI
-down to values; the clinic's operations speak no HTTP; no module passes about 900 lines and no
-function 60; agenda.py is only the face."""
+down to values; the clinic's operations speak no HTTP; no module passes 500 lines (but the table of
+words) and no function 60; agenda.py is only the face."""
 
 import ast
 from pathlib import Path
@@ -17,16 +17,20 @@ PACKAGE = ROOT / "_agenda"
 # all. replication and imports sit beside the app, over the clinic and storage; cli holds the one group
 # and what its commands share, and each cli_*.py above it registers its commands on that group,
 # importing no other cli_*.py. The command modules are those the group's commands live in; the desk's
-# handler modules, those its route table's handlers live in.
+# handler modules, those its route table's handlers live in. The storage modules run from the files that
+# ship up to the database the service holds: an upgrade keeps a copy first, so copies sit below schema,
+# and opening a database upgrades it, so schema sits below database.
 COMMANDS = edges.command_modules()
 DESK_HANDLERS = sorted({route.handler.__module__.split(".")[-1] for route in edges.DESK_ROUTES})
-LAYERS = ["values", "sealing", "store", "patients", "access", "identity", "slots", "appointments", "clinic", "visits",
+VALUES = ["settings", "refusals", "fields", "printing"]
+STORAGE = ["shipped", "connections", "events", "copies", "schema", "database"]
+LAYERS = [*VALUES, "sealing", *STORAGE, "patients", "access", "identity", "slots", "appointments", "clinic", "visits",
           "holds", "availability", "staff", "booking", "changes", "registry", "closures", "reminders", "doctors",
           "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts", "pages",
-          "charts", "web", "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
+          "charts", "answers", "serving", "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
           "replication", "replica_restore", "catalogs", "imports", "moving", "staged_import",
           "cli", *COMMANDS]
-DOMAIN = ["values", "sealing", "store", "patients", "access", "identity", "slots", "appointments", "clinic", "visits",
+DOMAIN = [*VALUES, "sealing", *STORAGE, "patients", "access", "identity", "slots", "appointments", "clinic", "visits",
           "holds", "availability", "staff", "booking", "changes", "registry", "closures", "reminders", "doctors",
           "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts"]
 
@@ -77,8 +81,8 @@ def test_a_desk_handler_module_imports_no_other_handler_module(module):
 
 def test_the_check_would_see_an_import_upward(tmp_path):
     upward = tmp_path / "clinic.py"
-    upward.write_text("from .web import clinic\nfrom _agenda.api import sign\nimport _agenda.desk\n")
-    assert own_imports(upward) == {"web", "api", "desk"}
+    upward.write_text("from .answers import clinic\nfrom _agenda.api import sign\nimport _agenda.desk\n")
+    assert own_imports(upward) == {"answers", "api", "desk"}
 
 
 @pytest.mark.parametrize("module", DOMAIN)
@@ -89,10 +93,13 @@ def test_the_clinics_operations_speak_no_http(module):
     assert not imported & {"bottle", "waitress", "click", "http", "webob"}
 
 
+LONGER = {"texts.py": 900}  # the one module that may pass 500 lines, up to 900: the table of every word of the desk
+
+
 @pytest.mark.parametrize("path", [ROOT / "agenda.py", *sorted(PACKAGE.glob("*.py"))], ids=lambda path: path.name)
-def test_no_module_passes_900_lines_and_no_function_60(path):
+def test_no_module_passes_500_lines_and_no_function_60(path):
     source = path.read_text(encoding="utf-8")
-    assert source.count("\n") <= 900
+    assert source.count("\n") <= LONGER.get(path.name, 500)
     long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(ast.parse(source))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60]
     assert not long

@@ -76,7 +76,7 @@ def test_cores_is_one_by_default_and_all_from_the_environment(db_path):
 def test_a_process_kept_to_one_core_already_is_left_as_it_is():
     """systemd's CPUAffinity= or taskset chose the core: keep_to_one_core keeps it and names it, as current_core does."""
     core = max(os.sched_getaffinity(0))
-    script = ("import os; os.sched_setaffinity(0, {%d}); from _agenda.web import current_core, keep_to_one_core; "
+    script = ("import os; os.sched_setaffinity(0, {%d}); from _agenda.serving import current_core, keep_to_one_core; "
               "print(keep_to_one_core(), sorted(os.sched_getaffinity(0)), current_core())" % core)
     shown = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
@@ -85,21 +85,21 @@ def test_a_process_kept_to_one_core_already_is_left_as_it_is():
 
 def test_a_system_that_forbids_pinning_is_served_on_the_cores_given(monkeypatch, caplog):
     """A sandbox whose seccomp refuses sched_setaffinity: a warning, no traceback, every core kept."""
-    from _agenda import web
+    from _agenda import serving
 
     def refuse(task, cores):
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(web.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(web.os, "sched_setaffinity", refuse)
+    monkeypatch.setattr(serving.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(serving.os, "sched_setaffinity", refuse)
     with caplog.at_level("WARNING", logger="agenda"):
-        assert web.keep_to_one_core() is None
+        assert serving.keep_to_one_core() is None
     assert "cannot keep the threads on one core ([Errno 1] Operation not permitted)" in caplog.text
 
 
 def test_a_refusal_after_some_threads_were_kept_puts_every_thread_back_on_the_cores_given(monkeypatch, caplog):
     """The system refuses the second thread's core: no thread is left kept on one core alone (recorded, not done)."""
-    from _agenda import web
+    from _agenda import serving
 
     waiting = threading.Event()
     helper = threading.Thread(target=waiting.wait, daemon=True)  # a second thread, whatever the process has
@@ -111,11 +111,11 @@ def test_a_refusal_after_some_threads_were_kept_puts_every_thread_back_on_the_co
             raise PermissionError(1, "Operation not permitted")
         calls.append((task, frozenset(asked)))
 
-    monkeypatch.setattr(web.os, "sched_getaffinity", lambda pid: cores)
-    monkeypatch.setattr(web.os, "sched_setaffinity", set_cores)
+    monkeypatch.setattr(serving.os, "sched_getaffinity", lambda pid: cores)
+    monkeypatch.setattr(serving.os, "sched_setaffinity", set_cores)
     try:
         with caplog.at_level("WARNING", logger="agenda"):
-            assert web.keep_to_one_core() is None
+            assert serving.keep_to_one_core() is None
     finally:
         waiting.set()
     last = dict(calls)

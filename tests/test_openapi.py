@@ -21,8 +21,8 @@ from openapi_spec_validator import validate
 
 import agenda
 from _agenda.api import WIRE_CODES
-from _agenda.web import STATUS_ERROR_CODES, STATUS_OF
-from _agenda.values import (CONTROL_CHARACTERS, normalise_nif, parse_date, parse_phone, PHONE_PATTERN, text_limit,
+from _agenda.answers import STATUS_ERROR_CODES, STATUS_OF
+from _agenda.fields import (CONTROL_CHARACTERS, normalise_nif, parse_date, parse_phone, PHONE_PATTERN, text_limit,
                             TEXT_LIMIT)
 from _agenda.catalogs import CATALOG_COLUMNS
 from conftest import ROOT, valid_dni

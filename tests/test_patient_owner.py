@@ -11,8 +11,8 @@ from _agenda.imports import header_key, PATIENT_COLUMN_NAMES
 from _agenda.patients import (COLUMN_KINDS, DESK_FIELDS, EMPTY, FOLDED, INHERITED, KEEP, NOW, PATIENT_COLUMNS,
                               RECTIFIABLE, STAGES, UNTIL)
 from _agenda.rights import request_erasure, retention_run
-from _agenda.store import utc_iso
-from _agenda.values import fold
+from _agenda.events import utc_iso
+from _agenda.fields import fold
 from _agenda.registry import register_patient
 from conftest import migrated, ROOT, valid_dni
 

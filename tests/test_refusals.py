@@ -14,8 +14,8 @@ from hypothesis import given, settings, strategies as st
 from _agenda.slots import SLOT_REFUSALS
 from _agenda.texts import refusal_fields, refusal_key, refusal_text, TEXTS, translator
 from _agenda.patients import patient_fields
-from _agenda.values import ClinicError
-from _agenda.web import STATUS_OF
+from _agenda.refusals import ClinicError
+from _agenda.answers import STATUS_OF
 from conftest import ROOT, table_rows
 from test_desk import last_form, log_in, PASSWORD
 

@@ -18,7 +18,7 @@ import pytest
 
 from _agenda import cli_backups, replica_restore
 from _agenda.replication import Point, ReplicaUnreadable
-from _agenda.store import open_database
+from _agenda.database import open_database
 from conftest import agenda_command, send, valid_dni
 from test_replication import clinic_db, kill_all, servers, wait_for  # noqa: F401 (fixtures)
 

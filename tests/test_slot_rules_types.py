@@ -24,7 +24,7 @@ from hypothesis import event, HealthCheck, Phase, given, settings, strategies as
 
 from _agenda.counter import squeeze_in
 from _agenda.desk_views import day_plan
-from _agenda.values import ClinicError
+from _agenda.refusals import ClinicError
 from _agenda.appointments import read_appointment
 from _agenda.availability import availability
 from _agenda.changes import book_appointment, cancel_appointment, move_appointment

@@ -11,7 +11,7 @@ import pytest
 
 from _agenda.moving import appointment_rows
 from _agenda.staged_import import import_appointments
-from _agenda.values import ClinicError
+from _agenda.refusals import ClinicError
 
 from conftest import agenda_command, seed, valid_dni, write_csv
 

@@ -15,9 +15,10 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.slots import booking_window, free_slots
-from _agenda.store import (CHECKPOINT_PAGES, MMAP_BYTES, read_schema, run_section, schema_path, schema_sections,
-                           schema_version, SchemaBehind, sql_statements, upgrade)
-from _agenda.values import hhmm, minutes_of
+from _agenda.shipped import read_schema, schema_path, schema_sections
+from _agenda.connections import CHECKPOINT_PAGES, MMAP_BYTES, schema_version
+from _agenda.schema import run_section, SchemaBehind, sql_statements, upgrade
+from _agenda.fields import hhmm, minutes_of
 from _agenda.appointments import live_appointments, read_appointment
 from _agenda.changes import book_appointment
 from _agenda.registry import register_patient

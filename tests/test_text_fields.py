@@ -1,5 +1,5 @@
 """Text read exactly (docs/design.md, "Text fields" and "Files from other systems"): every text field of every
-channel (the API, the desk, the command line, the imports) passes one door, `values.text_field`, which refuses a
+channel (the API, the desk, the command line, the imports) passes one door, `fields.text_field`, which refuses a
 control character (but tab, CR and LF) and more characters than the field takes, naming the field, and writes a
 line break as one space; a file from another system is read strictly, a quote that never closes refused at the line
 where it opens, and then nothing is imported."""
@@ -13,7 +13,9 @@ from hypothesis import given, HealthCheck, settings, strategies as st
 
 import agenda
 from _agenda.texts import refusal_text, translator
-from _agenda.values import ClinicError, printable, text_field, text_limit, TEXT_LIMIT
+from _agenda.refusals import ClinicError
+from _agenda.fields import text_field, text_limit, TEXT_LIMIT
+from _agenda.printing import printable
 from conftest import Clock, CLINIC_CSV, MONDAY, table_rows, valid_dni
 from test_desk import last_form
 from test_hostile_requests import TEXT_FIELDS

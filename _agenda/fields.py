@@ -1,127 +1,14 @@
-"""Values and parsing: the clinic's settings, its refusals (ClinicError), and how dates, times, NIFs,
-phones, body fields and printed text are read and written. Imports nothing of Agenda's."""
+"""How the clinic reads and writes what it is given: dates, times, NIFs, phones, ids and date lists ("Lenient
+input, strict output", "Patients"), and the one door for text and body fields (`text_field`, "Text fields")."""
 
-import csv
 import datetime as dt
-import io
-import ipaddress
 import re
 import unicodedata
-from dataclasses import dataclass
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import phonenumbers
 from stdnum.es import dni, nie
 
-
-SIGNATURE_SCHEMES = ("request", "body", "auto")  # the default first; docs/design.md, "Signatures"
-
-
-REMINDER_POLICIES = ("flag", "release", "keep")
-
-
-DEFAULT_TZ = "Europe/Madrid"
-
-
-RETENTION_YEARS_AT_LEAST = 5  # Ley 41/2002 art. 17: clinical documentation kept at least five years
-
-
-# What a doctor's calendar feed shows of each appointment ("Calendar feeds"): the time, center and
-# number only; with the patient's name; with the name and the reason.
-FEED_SHOWS = ("time", "names", "reasons")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the clinic may tune ("Configuration and CLI"), and the one home of its defaults: `agenda run`
-    has an option for each of the first five; the body limit and the desk's idle time are set by code."""
-
-    tz: str = DEFAULT_TZ
-    signature_scheme: str = "request"
-    min_notice_minutes: int = 60
-    horizon_days: int = 90
-    reminder_policy: str = "flag"
-    max_body_bytes: int = 64 * 1024
-    desk_idle_minutes: int = 30
-    retention_years: int = 5
-    desk_min_notice_minutes: int = 0
-    desk_horizon_months: int = 18
-    clinic_name: str = ""
-    feed_shows: str = "time"
-    arrival_window_minutes: int = 120  # the desk marks an arrival from this long before the visit, on its day
-    desk_network: str = ""  # the clinic's own addresses, whose logins keep a lane of their own ("Login flood")
-
-    def __post_init__(self):
-        if self.signature_scheme not in SIGNATURE_SCHEMES:
-            raise ValueError(f"signature scheme must be one of {', '.join(SIGNATURE_SCHEMES)}")
-        if self.feed_shows not in FEED_SHOWS:
-            raise ValueError(f"a feed shows one of {', '.join(FEED_SHOWS)}")
-        if self.reminder_policy not in REMINDER_POLICIES:
-            raise ValueError(f"reminder policy must be one of {', '.join(REMINDER_POLICIES)}")
-        if self.min_notice_minutes < 0:
-            raise ValueError("minimum notice must be 0 minutes or more")
-        if self.horizon_days < 1:
-            raise ValueError("booking horizon must be at least 1 day")
-        if self.desk_min_notice_minutes < 0:
-            raise ValueError("the desk's minimum notice must be 0 minutes or more")
-        if not 1 <= self.desk_horizon_months <= 120:
-            raise ValueError("the desk's booking horizon must be 1 to 120 months")
-        if not 0 <= self.arrival_window_minutes <= 24 * 60:
-            raise ValueError("the arrival window must be 0 to 1440 minutes")
-        if self.max_body_bytes < 1024:
-            raise ValueError("body limit must be at least 1024 bytes")
-        if self.desk_idle_minutes < 1:
-            raise ValueError("the desk's idle time must be at least 1 minute")
-        if self.retention_years < RETENTION_YEARS_AT_LEAST:
-            raise ValueError(f"clinical records are kept at least {RETENTION_YEARS_AT_LEAST} years from each episode "
-                             "(Ley 41/2002, art. 17): give a retention of 5 years or more")
-        clinic_zone(self.tz)
-        desk_networks(self.desk_network)
-
-
-def desk_networks(text):
-    """The address ranges named in `text` (e.g. "192.168.1.0/24 10.0.0.7", commas or spaces between them);
-    ValueError naming the one that is not a range."""
-    networks = []
-    for part in text.replace(",", " ").split():
-        try:
-            networks.append(ipaddress.ip_network(part, strict=False))
-        except ValueError:
-            raise ValueError(f"{part!r} is not an address range (try 192.168.1.0/24)") from None
-    return tuple(networks)
-
-
-def clinic_zone(name):
-    """The ZoneInfo of a time zone name; ValueError naming a good one when it is unknown."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r} (try {DEFAULT_TZ})") from None
-
-
-class ClinicError(Exception):
-    """A refusal someone can act on: a code, an English message, the rule broken and the field it concerns
-    ("Errors"); `parts` holds each (code, rule, field) of a refusal naming several. A slot's rule is its reason.
-    Each edge says it its own way: the API as a status and JSON, the desk in its words, the CLI as one line."""
-
-    def __init__(self, code, message, rule=None, field=None, parts=(), **extra):
-        super().__init__(message)
-        self.code, self.message, self.extra = code, message, extra
-        self.rule, self.field = rule if rule is not None else extra.get("reason"), field
-        self.parts = tuple(parts) or ((code, self.rule, field),)
-
-    def payload(self):
-        return {"error": {"code": self.code, "message": self.message, **self.extra}}
-
-
-def invalid(message, rule=None, field=None, parts=()):
-    """An INVALID_REQUEST: its message, and the rule broken and the field it concerns, or each part's."""
-    return ClinicError("INVALID_REQUEST", message, rule, field, parts)
-
-
-def body_too_large(limit):
-    """The 413 of "Errors", from the app and from waitress alike."""
-    return ClinicError("PAYLOAD_TOO_LARGE", f"the body is over {limit} bytes")
+from .refusals import ClinicError, invalid
 
 
 _DAY_MONTH_YEAR = re.compile(r"(\d{1,2})([/-])(\d{1,2})\2(\d{4})", re.ASCII)
@@ -183,14 +70,6 @@ def fold(text):
     dropped (á, ñ, ü as a, n, u), anything but letters and digits one space, with a space before each word."""
     bare = "".join(c for c in unicodedata.normalize("NFKD", text or "") if not unicodedata.combining(c))
     return " " + " ".join(re.findall(r"[^\W_]+", bare.casefold()))
-
-
-def plural(count, noun):
-    """'1 patient', '2 patients', '1,234 appointments', '3 specialities'."""
-    if count == 1:
-        return f"1 {noun.replace(' and ', ' or ')}"
-    return " and ".join(f"{count:,} {word[:-1] + 'ies' if word.endswith('y') and word[-2] not in 'aeiou' else word + 's'}"
-                        for word in noun.split(" and ")).replace(f" and {count:,} ", " and ")
 
 
 def minutes_of(hhmm):
@@ -410,34 +289,3 @@ def parse_dates(texts, field):
     if len(days) > MAX_DAYS:
         raise invalid(f"{field} holds more than {MAX_DAYS} days", "too_many_days", field)
     return days
-
-
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet run a cell ("What Agenda prints")
-
-
-def printable(value):
-    """Text fit for one line of a terminal: escapes, newlines and direction overrides become spaces."""
-    return _UNPRINTABLE.sub(" ", "" if value is None else str(value))
-
-
-def sheet_cell(value):
-    """A cell a spreadsheet shows and never runs: text that would start a formula gets a leading '."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
-
-
-def sheet_value(cell):
-    """A cell `sheet_cell` wrote, read back as it was: the ' before a formula's first character dropped."""
-    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA_STARTS) else cell
-
-
-def sheet_csv(header, rows):
-    """The one CSV writer for sheets people open: every cell quoted and neutralised ("What Agenda prints")."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
-    writer.writerow(header)
-    writer.writerows([sheet_cell(value) for value in row] for row in rows)
-    return out.getvalue()

@@ -1,0 +1,92 @@
+"""The clinic's settings: `Settings` (every default and what it may be tuned to, "Configuration and CLI"), and
+what configures it: the signature schemes, reminder policies, the time zone, retention, what a feed shows, the
+desk's networks. Imports nothing of Agenda's."""
+
+import ipaddress
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+
+SIGNATURE_SCHEMES = ("request", "body", "auto")  # the default first; docs/design.md, "Signatures"
+
+
+REMINDER_POLICIES = ("flag", "release", "keep")
+
+
+DEFAULT_TZ = "Europe/Madrid"
+
+
+RETENTION_YEARS_AT_LEAST = 5  # Ley 41/2002 art. 17: clinical documentation kept at least five years
+
+
+# What a doctor's calendar feed shows of each appointment ("Calendar feeds"): the time, center and
+# number only; with the patient's name; with the name and the reason.
+FEED_SHOWS = ("time", "names", "reasons")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the clinic may tune ("Configuration and CLI"), and the one home of its defaults: `agenda run`
+    has an option for each of the first five; the body limit and the desk's idle time are set by code."""
+
+    tz: str = DEFAULT_TZ
+    signature_scheme: str = "request"
+    min_notice_minutes: int = 60
+    horizon_days: int = 90
+    reminder_policy: str = "flag"
+    max_body_bytes: int = 64 * 1024
+    desk_idle_minutes: int = 30
+    retention_years: int = 5
+    desk_min_notice_minutes: int = 0
+    desk_horizon_months: int = 18
+    clinic_name: str = ""
+    feed_shows: str = "time"
+    arrival_window_minutes: int = 120  # the desk marks an arrival from this long before the visit, on its day
+    desk_network: str = ""  # the clinic's own addresses, whose logins keep a lane of their own ("Login flood")
+
+    def __post_init__(self):
+        if self.signature_scheme not in SIGNATURE_SCHEMES:
+            raise ValueError(f"signature scheme must be one of {', '.join(SIGNATURE_SCHEMES)}")
+        if self.feed_shows not in FEED_SHOWS:
+            raise ValueError(f"a feed shows one of {', '.join(FEED_SHOWS)}")
+        if self.reminder_policy not in REMINDER_POLICIES:
+            raise ValueError(f"reminder policy must be one of {', '.join(REMINDER_POLICIES)}")
+        if self.min_notice_minutes < 0:
+            raise ValueError("minimum notice must be 0 minutes or more")
+        if self.horizon_days < 1:
+            raise ValueError("booking horizon must be at least 1 day")
+        if self.desk_min_notice_minutes < 0:
+            raise ValueError("the desk's minimum notice must be 0 minutes or more")
+        if not 1 <= self.desk_horizon_months <= 120:
+            raise ValueError("the desk's booking horizon must be 1 to 120 months")
+        if not 0 <= self.arrival_window_minutes <= 24 * 60:
+            raise ValueError("the arrival window must be 0 to 1440 minutes")
+        if self.max_body_bytes < 1024:
+            raise ValueError("body limit must be at least 1024 bytes")
+        if self.desk_idle_minutes < 1:
+            raise ValueError("the desk's idle time must be at least 1 minute")
+        if self.retention_years < RETENTION_YEARS_AT_LEAST:
+            raise ValueError(f"clinical records are kept at least {RETENTION_YEARS_AT_LEAST} years from each episode "
+                             "(Ley 41/2002, art. 17): give a retention of 5 years or more")
+        clinic_zone(self.tz)
+        desk_networks(self.desk_network)
+
+
+def desk_networks(text):
+    """The address ranges named in `text` (e.g. "192.168.1.0/24 10.0.0.7", commas or spaces between them);
+    ValueError naming the one that is not a range."""
+    networks = []
+    for part in text.replace(",", " ").split():
+        try:
+            networks.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ValueError(f"{part!r} is not an address range (try 192.168.1.0/24)") from None
+    return tuple(networks)
+
+
+def clinic_zone(name):
+    """The ZoneInfo of a time zone name; ValueError naming a good one when it is unknown."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r} (try {DEFAULT_TZ})") from None
