@@ -10,29 +10,29 @@ live") and says why things are as they are.
 """
 
 from _agenda import __version__
-from _agenda.settings import Settings
-from _agenda.refusals import ClinicError
-from _agenda.connections import connect, transaction
-from _agenda.schema import migrate
-from _agenda.database import Database, open_database
-from _agenda.clinic import Clinic
-from _agenda.api import sign
+from _agenda.values.settings import Settings
+from _agenda.values.refusals import ClinicError
+from _agenda.storage.connections import connect, transaction
+from _agenda.storage.schema import migrate
+from _agenda.storage.database import Database, open_database
+from _agenda.domain.clinic import Clinic
+from _agenda.web.api import sign
 from _agenda.app import create_app
-from _agenda.imports import read_catalog_file
-from _agenda.catalogs import seed_catalogs
-from _agenda.cli import cli
-from _agenda.cli_service import run
+from _agenda.files.reading import read_catalog_file
+from _agenda.files.catalogs import seed_catalogs
+from _agenda.cli.root import cli
+from _agenda.cli.service import run
 # Each command module registers its commands on the one group when imported.
-import _agenda.cli_status  # noqa: F401
-import _agenda.cli_backups  # noqa: F401
-import _agenda.cli_standby  # noqa: F401
-import _agenda.cli_imports  # noqa: F401
-import _agenda.cli_desk  # noqa: F401
-import _agenda.cli_staff  # noqa: F401
-import _agenda.cli_waitlist  # noqa: F401
-import _agenda.cli_report  # noqa: F401
-import _agenda.cli_rights  # noqa: F401
-import _agenda.cli_moving  # noqa: F401
+import _agenda.cli.status  # noqa: F401
+import _agenda.cli.backups  # noqa: F401
+import _agenda.cli.standby  # noqa: F401
+import _agenda.cli.imports  # noqa: F401
+import _agenda.cli.desk  # noqa: F401
+import _agenda.cli.staff  # noqa: F401
+import _agenda.cli.waitlist  # noqa: F401
+import _agenda.cli.report  # noqa: F401
+import _agenda.cli.rights  # noqa: F401
+import _agenda.cli.open_formats  # noqa: F401
 
 # The public names: the command, the app, the clinic and its database, the catalog loader and the
 # caller's signature. Everything else is an inside: import it from its module in _agenda/.

@@ -4,16 +4,16 @@ import logging
 
 import bottle
 
-from .settings import Settings
-from .shipped import OPENAPI_FILE, read_data_file
-from .database import Database
-from .staff import Accounts
-from .clinic import Clinic
-from .answers import AfterChange, with_access_log
-from .api import API_ROUTES, ApiPlugin, api_error_page, note_signatures, SCHEME_WARNINGS
-from .desk import DESK_ROUTES
-from .desk_shared import desk_error_page, DeskPlugin
-from .feed_web import FEED_ROUTES
+from .values.settings import Settings
+from .storage.shipped import OPENAPI_FILE, read_data_file
+from .storage.database import Database
+from .domain.staff import Accounts
+from .domain.clinic import Clinic
+from .web.answers import AfterChange, with_access_log
+from .web.api import API_ROUTES, ApiPlugin, api_error_page, note_signatures, SCHEME_WARNINGS
+from .desk.routes import DESK_ROUTES
+from .desk.shared import desk_error_page, DeskPlugin
+from .web.calendar_feeds import FEED_ROUTES
 
 log = logging.getLogger("agenda")
 

@@ -10,7 +10,7 @@ import sqlite3
 import threading
 from urllib.parse import parse_qs
 
-from _agenda.serving import keep_to_one_core, make_server
+from _agenda.web.serving import keep_to_one_core, make_server
 
 local = threading.local()
 

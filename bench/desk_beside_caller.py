@@ -126,10 +126,10 @@ def main():
         path = Path(folder) / "big.db"
         run.generate.build(path, today=today)
         heavier(path, today)
-        from _agenda.clinic import Clinic
-        from _agenda.feeds import new_feed
-        from _agenda.staff import Accounts
-        from _agenda.database import Database
+        from _agenda.domain.clinic import Clinic
+        from _agenda.domain.feeds import new_feed
+        from _agenda.domain.staff import Accounts
+        from _agenda.storage.database import Database
         clinic = Clinic(Database(path))
         feed_token = new_feed(clinic, "DR06", "cli")
         Accounts(clinic.db).add_staff("admin", PASSWORD, role="admin")

@@ -61,10 +61,10 @@ def main():
     options = parser.parse_args()
     run.load_agenda(run.AGENDA_PATH)
     agenda = run.agenda
-    from _agenda.clinic import Clinic
-    from _agenda.feeds import feed_calendar, new_feed
-    from _agenda.database import Database
-    from _agenda.settings import Settings
+    from _agenda.domain.clinic import Clinic
+    from _agenda.domain.feeds import feed_calendar, new_feed
+    from _agenda.storage.database import Database
+    from _agenda.values.settings import Settings
     today = dt.date.today()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "big.db"

@@ -32,9 +32,9 @@ from pathlib import Path
 if "agenda" not in sys.modules:  # bench/run.py --agenda PATH imports another agenda.py first
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agenda  # noqa: E402
-from _agenda.events import database_counts, utc_iso  # noqa: E402  (agenda's own)
-from _agenda.patients import insert_patient  # noqa: E402
-from _agenda.fields import hhmm, minutes_of  # noqa: E402
+from _agenda.storage.events import database_counts, utc_iso  # noqa: E402  (agenda's own)
+from _agenda.domain.patients import insert_patient  # noqa: E402
+from _agenda.values.fields import hhmm, minutes_of  # noqa: E402
 
 CENTERS = ("CENTRO", "NORTE", "SUR")
 SPECIALITIES = {"MG": ("Medicina general", 10), "PED": ("Pediatría", 6), "DER": ("Dermatología", 4),
@@ -95,7 +95,7 @@ def types_of(code, slot_minutes):
 def box_for(placed, center, days, hours):
     """The first box at the center that no doctor placed earlier holds at any of these hours ('' when none is
     free: that doctor is in no room); `placed` {box: [(weekday, start, end)]} grows with it."""
-    from _agenda.catalogs import parse_days, parse_hours  # this checkout's: only a clinic with types needs it
+    from _agenda.files.catalogs import parse_days, parse_hours  # this checkout's: only a clinic with types needs it
     times = [(day, start, end) for day in parse_days(days) for start, end in parse_hours(hours)]
     for box in ROOMS[center]:
         if box.startswith("BOX") and not any(day == other and start < until and begin < end for day, start, end in times

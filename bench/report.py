@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import agenda  # noqa: E402
 import generate  # noqa: E402
-from _agenda.charts import report_charts  # noqa: E402
-from _agenda.report import clinic_report  # noqa: E402
-from _agenda.texts import translator  # noqa: E402
+from _agenda.desk.charts import report_charts  # noqa: E402
+from _agenda.domain.report import clinic_report  # noqa: E402
+from _agenda.desk.texts import translator  # noqa: E402
 
 
 def timed(call, repeat):

@@ -79,7 +79,7 @@ def load_agenda(path):
     agenda = importlib.import_module("agenda")
     if Path(agenda.__file__).resolve() != AGENDA_PATH:
         raise SystemExit(f"imported {agenda.__file__}, not {AGENDA_PATH}")
-    slots, events = importlib.import_module("_agenda.slots"), importlib.import_module("_agenda.events")
+    slots, events = importlib.import_module("_agenda.domain.slots"), importlib.import_module("_agenda.storage.events")
     generate = importlib.import_module("generate")
     THREADS = int(os.environ.get("AGENDA_THREADS") or next(
         option.default for option in agenda.run.params if option.name == "threads"))  # agenda run reads it too

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import agenda  # noqa: E402
 import generate  # noqa: E402
-from _agenda.registry import find_patient, patients_matching
+from _agenda.domain.registry import find_patient, patients_matching
 
 NIF = f"{40_000_000 + 4321:08d}{generate.LETTERS[(40_000_000 + 4321) % 23]}"
 TYPED = [

@@ -13,7 +13,7 @@ import _agenda.app
 import agenda
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = sorted(path.name for path in (ROOT / "_agenda" / "templates").iterdir() if path.is_file())
+TEMPLATES = sorted(path.name for path in (ROOT / "_agenda" / "desk" / "templates").iterdir() if path.is_file())
 
 
 def door(config):

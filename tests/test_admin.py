@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from hypothesis import given, strategies as st
 
 import agenda
-from _agenda.shipped import read_schema, schema_sections
-from _agenda.printing import FORMULA_STARTS, sheet_csv
+from _agenda.storage.shipped import read_schema, schema_sections
+from _agenda.values.printing import FORMULA_STARTS, sheet_csv
 from conftest import CLINIC_CSV, MADRID, MONDAY, SECRET, Clock, send, sign, valid_dni
 from openapi_contract import checked
 

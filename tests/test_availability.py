@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from _agenda.slots import slot_grid, slots_clear_of, taken_times
-from _agenda.visits import Resources, VisitType, resources_for
-from _agenda.fields import hhmm
+from _agenda.domain.slots import slot_grid, slots_clear_of, taken_times
+from _agenda.domain.visits import Resources, VisitType, resources_for
+from _agenda.values.fields import hhmm
 from conftest import CLINIC_CSV, MADRID, assert_error, seed, valid_dni, write_csv
 
 

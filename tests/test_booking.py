@@ -1,5 +1,5 @@
 """One door for an appointment (docs/design.md, "One door for an appointment"): every channel books and
-moves through `_agenda/booking.py`, by its rules in one order; a waiting entry ends with its booking or
+moves through `_agenda/domain/booking.py`, by its rules in one order; a waiting entry ends with its booking or
 nothing is made; a move keeps the appointment's length and mark; the import, the report and the list to
 call ask the one slot decision and the one rule of what a closure covers."""
 
@@ -12,16 +12,16 @@ import webtest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
-from _agenda import booking
-from _agenda.counter import squeeze_in
-from _agenda.report import clinic_report
-from _agenda.series import book_series
-from _agenda.slots import any_time, closed_at, closures_on, FREE, read_schedule, slot_state
-from _agenda.waitlist import add_waiting, waiting
-from _agenda.appointments import live_appointments
-from _agenda.changes import book_appointment, move_appointment
-from _agenda.closures import add_closure, covered_by
-from _agenda.doctors import retire_doctor
+from _agenda.domain import booking
+from _agenda.domain.counter import squeeze_in
+from _agenda.domain.report import clinic_report
+from _agenda.domain.series import book_series
+from _agenda.domain.slots import any_time, closed_at, closures_on, FREE, read_schedule, slot_state
+from _agenda.domain.waitlist import add_waiting, waiting
+from _agenda.domain.appointments import live_appointments
+from _agenda.domain.changes import book_appointment, move_appointment
+from _agenda.domain.closures import add_closure, covered_by
+from _agenda.domain.doctors import retire_doctor
 
 from conftest import ROOT, assert_error, table_rows, valid_dni
 from test_availability import NIGHT_CSV
@@ -54,9 +54,10 @@ def writes_of_appointments(text):
 
 
 def test_only_the_door_inserts_an_appointment_or_moves_one():
-    writers = {path.name: writes_of_appointments(path.read_text(encoding="utf-8"))
-               for path in [ROOT / "agenda.py", *sorted((ROOT / "_agenda").glob("*.py"))]}
-    assert {name: found for name, found in writers.items() if found} == {"booking.py": {"insert", "update"}}
+    writers = {path.relative_to(ROOT).as_posix(): writes_of_appointments(path.read_text(encoding="utf-8"))
+               for path in [ROOT / "agenda.py", *sorted((ROOT / "_agenda").rglob("*.py"))]}
+    assert {name: found for name, found in writers.items() if found} == {
+        "_agenda/domain/booking.py": {"insert", "update"}}
 
 
 def test_the_source_check_would_see_another_writer():

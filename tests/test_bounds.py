@@ -8,10 +8,10 @@ import re
 import icalendar
 import webtest
 
-from _agenda.desk_session import MOST_COLUMNS
-from _agenda.feeds import FEED_MOST, new_feed
-from _agenda.timeline import WEEK_CARDS
-from _agenda.waitlist import FREE_SLOTS, NAMED_UNDER, PAGE, add_waiting
+from _agenda.desk.session import MOST_COLUMNS
+from _agenda.domain.feeds import FEED_MOST, new_feed
+from _agenda.domain.timeline import WEEK_CARDS
+from _agenda.domain.waitlist import FREE_SLOTS, NAMED_UNDER, PAGE, add_waiting
 
 from conftest import valid_dni
 from test_desk import admin_and_reception

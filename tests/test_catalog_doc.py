@@ -31,6 +31,6 @@ def test_the_docs_example_loads_and_two_boxes_hold_two_sessions_at_a_time(make_a
 
 
 def test_every_column_the_doc_names_is_one_the_loader_reads():
-    from _agenda.catalogs import CATALOG_COLUMNS
+    from _agenda.files.catalogs import CATALOG_COLUMNS
     header = re.search(r"The columns: `([^`]+)`", DOC)[1]
     assert tuple(header.split(",")) == CATALOG_COLUMNS == tuple(example().splitlines()[0].split(","))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from _agenda.catalogs import SeedError
+from _agenda.files.catalogs import SeedError
 
 from conftest import CLINIC_CSV, assert_error, seed, table_rows, write_csv
 

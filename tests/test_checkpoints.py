@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from _agenda.connections import CHECKPOINT_PAGES, connect
+from _agenda.storage.connections import CHECKPOINT_PAGES, connect
 from conftest import ROOT, send
 from test_replication import clinic_db, kill_all, servers, wait_for  # noqa: F401 (fixtures)
 
@@ -66,7 +66,7 @@ def test_a_command_in_another_tmp_namespace_leaves_checkpoints_to_litestream(cli
     conn = sqlite3.connect(clinic_db)
     socket_path = json.loads(conn.execute("SELECT value FROM service_state WHERE key = 'replica'").fetchone()[0])["socket"]
     conn.close()
-    probe = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from _agenda.connections import connect; "
+    probe = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from _agenda.storage.connections import connect; "
              f"print(connect({str(clinic_db)!r}).execute('PRAGMA wal_autocheckpoint').fetchone()[0])")
     seen = subprocess.run(["unshare", "-m", "sh", "-c", 'mount -t tmpfs tmpfs "$1" && exec "$2" -c "$3"', "sh",
                            os.path.dirname(socket_path), sys.executable, probe],

@@ -14,7 +14,7 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.catalogs import CATALOG_TABLES
+from _agenda.files.catalogs import CATALOG_TABLES
 import edges
 from conftest import CLINIC_CSV, SECRET, sign, table_rows, write_csv
 from openapi_contract import checked

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.cli import cli_language
-from _agenda.counter import mark_attendance
+from _agenda.cli.root import cli_language
+from _agenda.domain.counter import mark_attendance
 from conftest import MONDAY, Clock, valid_dni
 
 SPANISH = {"LANG": "es_ES.UTF-8", "LC_ALL": None, "LC_MESSAGES": None, "LANGUAGE": None}

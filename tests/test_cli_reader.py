@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-import _agenda.cli
+import _agenda.cli.root
 from conftest import MONDAY, Clock, agenda_command
 
 UNSET = "4294967295"  # what /proc/self/loginuid holds when no one logged in (systemd's services)
@@ -54,7 +54,7 @@ def export_reader(db_path, patient, env=None):
 def loginuid(tmp_path, monkeypatch):
     """write(text or None): what the system's login uid file holds for the CLI (None: no such file)."""
     path = tmp_path / "loginuid"
-    monkeypatch.setattr(_agenda.cli, "LOGINUID", path)
+    monkeypatch.setattr(_agenda.cli.root, "LOGINUID", path)
 
     def write(text):
         path.unlink(missing_ok=True)

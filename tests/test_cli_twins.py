@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.staff import PasswordGate
-from _agenda.replication import without_password
+from _agenda.domain.staff import PasswordGate
+from _agenda.storage.replication import without_password
 from conftest import MONDAY, Clock
 
 

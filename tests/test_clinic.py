@@ -7,12 +7,12 @@ import json
 import pytest
 
 import agenda
-from _agenda.answers import status_of
-from _agenda.appointments import patient_appointments, read_appointment
-from _agenda.availability import availability
-from _agenda.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
-from _agenda.registry import find_patient, register_patient
-from _agenda.reminders import close_reminder_day
+from _agenda.web.answers import status_of
+from _agenda.domain.appointments import patient_appointments, read_appointment
+from _agenda.domain.availability import availability
+from _agenda.domain.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
+from _agenda.domain.registry import find_patient, register_patient
+from _agenda.domain.reminders import close_reminder_day
 from conftest import CLINIC_CSV, MONDAY, seed, write_csv
 
 TUESDAY = dt.date(2026, 11, 24)

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 from webtest.http import StopableWSGIServer
 
-import _agenda.staff
-from _agenda.staff import CHECKS_BURST, CHECKS_KEPT, PasswordGate
+import _agenda.domain.staff
+from _agenda.domain.staff import CHECKS_BURST, CHECKS_KEPT, PasswordGate
 
 from conftest import send, sign, valid_dni
 from openapi_contract import CONTRACT
@@ -173,13 +173,13 @@ def test_a_login_flood_is_refused_at_once_past_the_bound_and_open_sessions_and_t
     clock = FrozenClock()
     api.app.accounts.gate = PasswordGate(clock=clock)  # the defaults, with time standing still
     checked = []
-    matches = _agenda.staff.password_matches
+    matches = _agenda.domain.staff.password_matches
     httpd = StopableWSGIServer.create(api.app, host="127.0.0.1", threads=threads)
     try:
         assert httpd.wait(), "the server did not start"
         url = httpd.application_url.rstrip("/")
         session = desk_session(url, "ana", "correct horse battery")
-        _agenda.staff.password_matches = lambda *args: checked.append(1) or matches(*args)
+        _agenda.domain.staff.password_matches = lambda *args: checked.append(1) or matches(*args)
         with ThreadPoolExecutor(max_workers=8) as pool:
             flood = [pool.submit(desk_login, url, f"name{n}", "wrong password", True) for n in range(60)]
             desk_day = pool.submit(desk_get, url, "/desk/day", session)
@@ -190,7 +190,7 @@ def test_a_login_flood_is_refused_at_once_past_the_bound_and_open_sessions_and_t
         clock.now += 60  # a minute later the bound has room again
         assert desk_login(url, "ana", "correct horse battery") == 303
     finally:
-        _agenda.staff.password_matches = matches
+        _agenda.domain.staff.password_matches = matches
         httpd.shutdown()
     refused = [answer for answer in answers if answer[0] == 429]
     assert checked_in_flood == 60 - len(refused) <= CHECKS_BURST - CHECKS_KEPT - 1  # the session's login took one

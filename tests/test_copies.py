@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.replication import litestream_binary
-from _agenda.shipped import read_schema, schema_sections
-from _agenda.copies import scratch_folder
+from _agenda.storage.replication import litestream_binary
+from _agenda.storage.shipped import read_schema, schema_sections
+from _agenda.storage.copies import scratch_folder
 from conftest import MONDAY, ROOT, SECRET, Clock, Server, agenda_command, seed, valid_dni, write_csv, CLINIC_CSV
 
 AGE_MAGIC = b"age-encryption.org/v1"
@@ -135,7 +135,7 @@ def test_a_sealed_backup_killed_while_sealing_leaves_no_clear_copy_anywhere(tmp_
     dest = tmp_path / "usb"
     dest.mkdir()
     before = files_under(tmp_path, db_path)
-    held, said = killed_at(tmp_path, "_agenda.copies.seal_stream", False, "backup", f"{dest}/", "--db", db_path,
+    held, said = killed_at(tmp_path, "_agenda.storage.copies.seal_stream", False, "backup", f"{dest}/", "--db", db_path,
                            env={"AGENDA_BACKUP_RECIPIENTS": recipient})
     ours = [target for target in held if target.startswith(str(tmp_path))]
     assert set(ours) <= {str(db_path), f"{db_path}-wal", f"{db_path}-shm"}, ours
@@ -159,7 +159,7 @@ def test_a_restore_killed_midway_leaves_its_copy_only_until_the_next_command_whi
     with agenda.transaction(conn):
         conn.execute("INSERT INTO patients (name, nif, created_at) VALUES ('Nuevo', ?, 'x')", (valid_dni(40),))
     conn.close()
-    held, _ = killed_at(tmp_path, "_agenda.database.copy_database", True, "restore", tmp_path / "monday.db.age",
+    held, _ = killed_at(tmp_path, "_agenda.storage.database.copy_database", True, "restore", tmp_path / "monday.db.age",
                         "--identity", key, "--yes", "--db", db_path)
     assert not [target for target in held if "(deleted)" in target], held
     (left,) = [path for path in tmp_path.iterdir() if path.name.startswith(f".{db_path.name}.scratch-")]
@@ -199,7 +199,7 @@ def test_a_replica_restore_killed_midway_leaves_its_copy_only_until_the_next_com
     finally:
         assert server.terminate() == 0, server.log()
     target = tmp_path / "clinic.db"
-    held, said = killed_at(tmp_path, "_agenda.cli_backups.as_it_is", True, "restore", "--from-replica",
+    held, said = killed_at(tmp_path, "_agenda.cli.backups.as_it_is", True, "restore", "--from-replica",
                            replica, "--yes", "--db", target)
     (left,) = [path for path in tmp_path.iterdir() if path.name.startswith(".clinic.db.scratch-")]
     assert clear_copies(left, target) == ["newest.db"] and not target.exists()

@@ -11,14 +11,14 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 import agenda
-from _agenda.counter import mark_attendance, open_marks, to_call
-from _agenda.fields import fold
-from _agenda.appointments import live_appointments, read_appointment
-from _agenda.availability import day_slots
-from _agenda.changes import book_appointment, cancel_appointment, move_appointment
-from _agenda.closures import add_closure
-from _agenda.doctors import retire_doctor
-from _agenda.registry import register_patient, search_patients
+from _agenda.domain.counter import mark_attendance, open_marks, to_call
+from _agenda.values.fields import fold
+from _agenda.domain.appointments import live_appointments, read_appointment
+from _agenda.domain.availability import day_slots
+from _agenda.domain.changes import book_appointment, cancel_appointment, move_appointment
+from _agenda.domain.closures import add_closure
+from _agenda.domain.doctors import retire_doctor
+from _agenda.domain.registry import register_patient, search_patients
 
 from conftest import assert_error, Clock, MONDAY, valid_dni
 from test_desk import log_in, PASSWORD
@@ -58,7 +58,7 @@ def test_folding_drops_case_accents_and_marks():
 
 
 def test_a_rectified_name_is_found_by_its_new_spelling_and_not_the_old(people):
-    from _agenda.rights import rectify
+    from _agenda.domain.rights import rectify
     maria = search_patients(people, "maría", "desk:test")[0]
     rectify(people, maria["id"], {"surname": "Sáez Ortúzar"}, "desk:ana")
     assert names_found(people, "ortuzar") == ["María Sáez Ortúzar"] and "María Gómez Ruiz" not in names_found(people, "gomez")

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from _agenda.replication import litestream_binary
+from _agenda.storage.replication import litestream_binary
 from conftest import ROOT
 from crash_rounds import crash_round
 

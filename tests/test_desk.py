@@ -11,13 +11,13 @@ import urllib.parse
 import pytest
 import webtest
 
-import _agenda.desk_shared
-import _agenda.patients
+import _agenda.desk.shared
+import _agenda.domain.patients
 from agenda import ClinicError
-from _agenda.staff import PasswordGate
-from _agenda.fields import TEXT_LIMIT
-from _agenda.changes import book_appointment
-from _agenda.registry import register_patient
+from _agenda.domain.staff import PasswordGate
+from _agenda.values.fields import TEXT_LIMIT
+from _agenda.domain.changes import book_appointment
+from _agenda.domain.registry import register_patient
 
 import edges
 from conftest import SECRET, assert_error, table_rows, valid_dni
@@ -361,7 +361,7 @@ def test_an_unknown_desk_page_is_html_and_an_unknown_api_path_json(api, desk):
 def test_a_login_holds_no_write_lock_while_it_checks_the_password_and_locks_read_like_unknown_names(api, desk):
     """scrypt runs outside the write transaction, so a stream of logins never holds up a booking;
     a locked name answers exactly as an unknown one (docs/design.md, "Desk accounts and sessions")."""
-    from _agenda import staff
+    from _agenda.domain import staff
     seen = []
     real = staff.password_matches
 
@@ -400,11 +400,11 @@ def test_a_busy_database_is_a_try_again_page_on_the_desk_never_a_500(api, desk, 
     def locked(*args, **kwargs):
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(_agenda.patients, "written_row", locked)  # the new patient, the booking's first write
+    monkeypatch.setattr(_agenda.domain.patients, "written_row", locked)  # the new patient, the booking's first write
     answer = book_from_the_day_view(desk)
     assert answer.status_int == 503 and "vuelve a intentarlo" in answer.text and "no se ha guardado nada" in answer.text
     assert "Algo ha fallado" not in answer.text
-    monkeypatch.setattr(_agenda.desk_shared, "clinic_centers", locked)
+    monkeypatch.setattr(_agenda.desk.shared, "clinic_centers", locked)
     assert desk.get("/desk/day?date=24/11/2026&centerId=C1", expect_errors=True).status_int == 503
     assert table_rows(db_path) == before
 

@@ -11,9 +11,9 @@ import datetime as dt
 import pytest
 import webtest
 
-from _agenda.refusals import ClinicError
-import _agenda.desk_booking
-from _agenda.changes import book_appointment
+from _agenda.values.refusals import ClinicError
+import _agenda.desk.booking
+from _agenda.domain.changes import book_appointment
 from conftest import MADRID, valid_dni
 from test_desk import PASSWORD, log_in
 
@@ -173,7 +173,7 @@ def test_a_booking_refused_says_what_is_held_or_past_the_hours_the_callers_answe
     assert said.status_int == 409 and " ".join(said.html.select_one("p.error").text.split()) == (
         "A esa hora no queda box libre para esa visita (en uso: Box 1, Box 2).")
     bare = ClinicError("SLOT_NOT_AVAILABLE", "that slot is not free", reason="resource_taken")  # a race's answer
-    monkeypatch.setattr(_agenda.desk_booking, "book_appointment", lambda *args, **kwargs: (_ for _ in ()).throw(bare))
+    monkeypatch.setattr(_agenda.desk.booking, "book_appointment", lambda *args, **kwargs: (_ for _ in ()).throw(bare))
     assert " ".join(form.submit(expect_errors=True).html.select_one("p.error").text.split()) == (
         "A esa hora no queda libre un box o máquina que necesita esa visita.")
     monkeypatch.undo()

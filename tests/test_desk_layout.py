@@ -10,10 +10,10 @@ import pytest
 import webtest
 from hypothesis import given, strategies as st
 
-from _agenda.counter import squeeze_in
-from _agenda.timeline import MOST_LANES, NOW_ROWS, TICK_ROWS, in_lanes, now_label_at
-from _agenda.changes import book_appointment
-from _agenda.closures import add_closure
+from _agenda.domain.counter import squeeze_in
+from _agenda.domain.timeline import MOST_LANES, NOW_ROWS, TICK_ROWS, in_lanes, now_label_at
+from _agenda.domain.changes import book_appointment
+from _agenda.domain.closures import add_closure
 
 from conftest import ROOT, valid_dni
 from test_desk import PASSWORD, log_in

@@ -8,8 +8,8 @@ import sqlite3
 import pytest
 import webtest
 
-import _agenda.appointments
-import _agenda.availability
+import _agenda.domain.appointments
+import _agenda.domain.availability
 import agenda
 import edges
 from conftest import assert_error, table_rows
@@ -114,7 +114,7 @@ def test_an_unexpected_exception_is_500_with_a_request_id_logged_not_shown(booke
     def explode(text):
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(_agenda.appointments, "numeric_id", explode)
+    monkeypatch.setattr(_agenda.domain.appointments, "numeric_id", explode)
     with caplog.at_level(logging.ERROR, logger="agenda"):
         response = booked.get("/appointments/1")
     error = assert_error(response, 500, "INTERNAL_ERROR")
@@ -128,7 +128,7 @@ def test_a_locked_database_is_503_service_unavailable(api, monkeypatch):
     def locked(*args, **kwargs):
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(_agenda.availability, "free_slots", locked)
+    monkeypatch.setattr(_agenda.domain.availability, "free_slots", locked)
     error = assert_error(api.get("/availabilities?doctorId=MARTIN"), 503, "SERVICE_UNAVAILABLE")
     assert error["requestId"]
 

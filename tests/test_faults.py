@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from _agenda.fields import text_limit
+from _agenda.values.fields import text_limit
 from conftest import assert_error, days_ahead, send, table_rows, valid_dni
 
 ROUNDS = 5

@@ -12,8 +12,8 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.feeds import new_feed, revoke_feed
-from _agenda.changes import book_appointment
+from _agenda.domain.feeds import new_feed, revoke_feed
+from _agenda.domain.changes import book_appointment
 
 from conftest import MONDAY, Clock, valid_dni
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from _agenda.shipped import read_schema, schema_sections
+from _agenda.storage.shipped import read_schema, schema_sections
 from conftest import CLINIC_CSV, MONDAY, migrated, seed, seed_into, table_rows, write_csv
 
 

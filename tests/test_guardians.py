@@ -7,8 +7,8 @@ import sqlite3
 import pytest
 import webtest
 
-from _agenda.staged_import import import_patients
-from _agenda.registry import register_patient
+from _agenda.files.staged_import import import_patients
+from _agenda.domain.registry import register_patient
 
 from test_desk import PASSWORD, log_in
 

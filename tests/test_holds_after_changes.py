@@ -14,10 +14,10 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.catalogs import SeedError
-from _agenda.holds import unheld
-from _agenda.imports import read_catalog_text
-from _agenda.shipped import read_schema
+from _agenda.files.catalogs import SeedError
+from _agenda.domain.holds import unheld
+from _agenda.files.reading import read_catalog_text
+from _agenda.storage.shipped import read_schema
 
 from conftest import assert_error, Clock, table_rows, valid_dni
 from test_desk import log_in, PASSWORD
@@ -191,8 +191,8 @@ def test_a_move_to_where_the_doctor_does_not_offer_the_visits_type_is_refused_by
 def test_a_typed_waiting_entry_is_offered_only_where_its_type_fits(typed, clock):
     """Someone waiting for a physiotherapy session is named on a free slot's booking page only where a session
     fits (a physiotherapist's free start with a box free), never on a general practitioner's."""
-    from _agenda.waitlist import add_waiting
-    from _agenda.texts import TEXTS
+    from _agenda.domain.waitlist import add_waiting
+    from _agenda.desk.texts import TEXTS
     patient, ana, luis = people(typed, 3)
     add_waiting(typed.app.clinic, patient_id=patient, type_id="FIS-SES", first=TUESDAY, last=TUESDAY,
                 source="desk:ana")
@@ -274,7 +274,7 @@ def test_a_room_changed_under_a_doctor_reaches_her_sobrecita_and_never_leaves_he
                                                                                                    clock):
     """Vega's box made a consultation room: her sobrecita, which held nothing while it shared her box, now takes
     a free box and is listed; a room row alone moving her box to another center is refused, naming her."""
-    from _agenda.counter import squeeze_in
+    from _agenda.domain.counter import squeeze_in
     ana, luis = people(typed, 2)
     vega = session(typed, ana, "VEGA")
     over = squeeze_in(typed.app.clinic, day=TUESDAY, time_text="09:10", doctor_id="VEGA", patient_id=luis,

@@ -23,17 +23,17 @@ from hypothesis import event, HealthCheck, settings, strategies as st
 from hypothesis.stateful import initialize, invariant, rule, RuleBasedStateMachine
 
 import agenda
-from _agenda.booking import admit, Visit
-from _agenda.catalogs import SeedError
-from _agenda.counter import squeeze_in
-from _agenda.holds import unheld
-from _agenda.imports import read_catalog_text
-from _agenda.series import book_series
-from _agenda.staged_import import import_appointments
-from _agenda.refusals import ClinicError
-from _agenda.waitlist import add_waiting
-from _agenda.availability import availability
-from _agenda.changes import book_appointment, cancel_appointment, move_appointment
+from _agenda.domain.booking import admit, Visit
+from _agenda.files.catalogs import SeedError
+from _agenda.domain.counter import squeeze_in
+from _agenda.domain.holds import unheld
+from _agenda.files.reading import read_catalog_text
+from _agenda.domain.series import book_series
+from _agenda.files.staged_import import import_appointments
+from _agenda.values.refusals import ClinicError
+from _agenda.domain.waitlist import add_waiting
+from _agenda.domain.availability import availability
+from _agenda.domain.changes import book_appointment, cancel_appointment, move_appointment
 
 from conftest import Api, Clock, MADRID, SECRET, seed, table_rows, valid_dni, write_csv
 from test_slot_rules import hhmm

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from _agenda.answers import log_text
-from _agenda.serving import LOG_FORMAT, OneLineFormatter
+from _agenda.web.answers import log_text
+from _agenda.web.serving import LOG_FORMAT, OneLineFormatter
 from conftest import SECRET, agenda_command, assert_error, days_ahead, raw_exchange, send, sign, table_rows
 from test_errors import JSON_ROUTES
 
@@ -197,7 +197,7 @@ def test_waitress_still_has_the_two_hooks_agenda_sets():
     from waitress.parser import HTTPRequestParser
     from waitress.task import ErrorTask
 
-    from _agenda.serving import json_refusing_channel
+    from _agenda.web.serving import json_refusing_channel
 
     assert HTTPChannel.parser_class is HTTPRequestParser and HTTPChannel.error_task_class is ErrorTask
     assert "header_plus" in inspect.signature(HTTPRequestParser.parse_header).parameters

@@ -17,14 +17,14 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.cli import cli_reader
-from _agenda.feeds import new_feed
-from _agenda.rights import request_erasure
-from _agenda.series import book_series
-from _agenda.waitlist import add_waiting
-from _agenda.changes import book_appointment
-from _agenda.closures import add_closure
-from _agenda.registry import register_patient
+from _agenda.cli.root import cli_reader
+from _agenda.domain.feeds import new_feed
+from _agenda.domain.rights import request_erasure
+from _agenda.domain.series import book_series
+from _agenda.domain.waitlist import add_waiting
+from _agenda.domain.changes import book_appointment
+from _agenda.domain.closures import add_closure
+from _agenda.domain.registry import register_patient
 
 import edges
 from conftest import Clock, MADRID, ROOT, valid_dni
@@ -428,10 +428,10 @@ def test_the_check_fails_for_a_page_that_shows_a_patient_without_the_record(clin
 
 IDENTITY_COLUMNS = re.compile(r"\b(name|surname|nif|phone|phone_e164|birth_date|guardian_nif|guardian_name)\b|(?<!\()\*")
 WRITTEN_NOT_SHOWN = {  # reads of identity that write it, never show it: (module, function)
-    ("clinic.py", "register_patient"),  # the guardian's phone, copied to the child's row
-    ("rights.py", "rectify"),  # the current details, merged with the corrections
-    ("rights.py", "forget_guardian"),  # the erased guardian's phone, emptied where a child's row copied it
-    ("rights.py", "identifiers"),  # a blocked patient's NIF and phone, to leave them out of other lines
+    ("domain/registry.py", "register_patient"),  # the guardian's phone, copied to the child's row
+    ("domain/rights.py", "rectify"),  # the current details, merged with the corrections
+    ("domain/rights.py", "forget_guardian"),  # the erased guardian's phone, emptied where a child's row copied it
+    ("domain/rights.py", "identifiers"),  # a blocked patient's NIF and phone, to leave them out of other lines
 }
 
 
@@ -459,9 +459,14 @@ def identity_selects(path):
     return found
 
 
+def package_files():
+    """(path within _agenda, path) of every module of the package."""
+    return [(path.relative_to(ROOT / "_agenda").as_posix(), path) for path in sorted((ROOT / "_agenda").rglob("*.py"))]
+
+
 def test_only_identity_py_selects_who_a_patient_is():
-    leaks = [(path.name, function, sql) for path in sorted((ROOT / "_agenda").glob("*.py")) if path.name != "identity.py"
-             for function, sql in identity_selects(path) if (path.name, function) not in WRITTEN_NOT_SHOWN]
+    leaks = [(name, function, sql) for name, path in package_files() if name != "domain/identity.py"
+             for function, sql in identity_selects(path) if (name, function) not in WRITTEN_NOT_SHOWN]
     assert not leaks
 
 
@@ -473,8 +478,8 @@ def test_the_code_check_would_see_a_second_door(tmp_path):
 
 
 def test_only_identity_py_notes_a_read():
-    noting = [path.name for path in (ROOT / "_agenda").glob("*.py")
-              if ".access.note(" in path.read_text(encoding="utf-8") and path.name != "identity.py"]
+    noting = [name for name, path in package_files()
+              if ".access.note(" in path.read_text(encoding="utf-8") and name != "domain/identity.py"]
     assert noting == []
 
 

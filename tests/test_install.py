@@ -43,7 +43,7 @@ def test_an_installed_wheel_carries_every_file_the_code_reads_and_renders_every_
 
     work = tmp_path / "elsewhere"
     work.mkdir()
-    where = run(python, "-c", "import agenda; from _agenda.shipped import data_file_path, schema_path;"
+    where = run(python, "-c", "import agenda; from _agenda.storage.shipped import data_file_path, schema_path;"
                 " print(agenda.__file__); print(schema_path()); print(data_file_path('openapi.json'))", cwd=work)
     module_file, schema_file, openapi_file = where.split()
     assert all(path.startswith(str(env_dir)) for path in (module_file, schema_file, openapi_file)), where
@@ -57,7 +57,7 @@ def test_an_installed_wheel_carries_every_file_the_code_reads_and_renders_every_
     said = run(python, "pages.py", env_dir, cwd=work)
     shown = json.loads([line for line in said.splitlines() if line.startswith('{"pages"')][-1])
     assert shown["pages"] == list(PAGES.values())
-    unread = {f"_agenda/templates/{name}" for name in edges.TEMPLATES} - set(shown["read"])
+    unread = {f"_agenda/desk/templates/{name}" for name in edges.TEMPLATES} - set(shown["read"])
     assert not unread, "templates no page rendered: render each once in EVERY_PAGE"
     assert all(path.startswith(str(env_dir)) for path in shown["read"].values()), shown["read"]
 
@@ -101,18 +101,18 @@ PAGES = {
 # rendered and every shipped file read, with where it was read from.
 EVERY_PAGE = """
 import datetime as dt, json, re, sys
-import _agenda, _agenda.shipped, agenda, webtest
-from _agenda.availability import availability
-from _agenda.changes import book_appointment
-from _agenda.closures import add_closure
-from _agenda.doctors import doctors_with_hours
-from _agenda.registry import register_patient
+import _agenda, _agenda.storage.shipped, agenda, webtest
+from _agenda.domain.availability import availability
+from _agenda.domain.changes import book_appointment
+from _agenda.domain.closures import add_closure
+from _agenda.domain.doctors import doctors_with_hours
+from _agenda.domain.registry import register_patient
 assert all(path.startswith(sys.argv[1]) for path in (agenda.__file__, _agenda.__file__)), _agenda.__file__
-read, found = {}, _agenda.shipped.data_file_path
+read, found = {}, _agenda.storage.shipped.data_file_path
 def recorded(name):
     read[name] = str(found(name))
     return found(name)
-_agenda.shipped.data_file_path = recorded
+_agenda.storage.shipped.data_file_path = recorded
 app = agenda.create_app("clinic.db", "a-long-enough-secret")
 clinic, accounts = app.clinic, app.accounts
 accounts.add_staff("ana", "correct horse battery", role="admin")

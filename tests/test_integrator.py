@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.printing import plural
+from _agenda.values.printing import plural
 from conftest import MONDAY, SECRET, Clock, agenda_command, assert_error, write_csv
 
 SEMICOLON_CSV = """\

@@ -12,82 +12,109 @@ import edges
 from conftest import ROOT
 
 PACKAGE = ROOT / "_agenda"
-# Lowest first: a module may import only modules before it. desk_shared holds what every desk page
-# shares, each desk handler module above it imports no other, and desk.py's route table imports them
-# all. replication and imports sit beside the app, over the clinic and storage; cli holds the one group
-# and what its commands share, and each cli_*.py above it registers its commands on that group,
-# importing no other cli_*.py. The command modules are those the group's commands live in; the desk's
-# handler modules, those its route table's handlers live in. The storage modules run from the files that
-# ship up to the database the service holds: an upgrade keeps a copy first, so copies sit below schema,
-# and opening a database upgrades it, so schema sits below database.
+# The package's folders, lowest first, and each folder's modules, lowest first: a module may import only
+# modules before it, in its own folder or a folder below. values import nothing of Agenda's; storage runs
+# from the files that ship up to the database the service holds (an upgrade keeps a copy first, so copies
+# sit below schema, and opening a database upgrades it, so schema sits below database); the domain's
+# operations take the clinic; files are the clinic's own files in and out; web holds what both edges share,
+# the caller's API and the feeds; in desk, shared.py holds what every page shares, each handler module above
+# it imports no other, and routes.py's table imports them all; app.py assembles the edges; in cli, root.py
+# holds the one group and what its commands share, and each command module registers its commands on that
+# group, importing no other. The command modules are those the group's commands live in; the desk's handler
+# modules, those its route table's handlers live in.
 COMMANDS = edges.command_modules()
 DESK_HANDLERS = sorted({route.handler.__module__.split(".")[-1] for route in edges.DESK_ROUTES})
-VALUES = ["settings", "refusals", "fields", "printing"]
-STORAGE = ["shipped", "connections", "events", "copies", "schema", "database"]
-LAYERS = [*VALUES, "sealing", *STORAGE, "patients", "access", "identity", "slots", "appointments", "clinic", "visits",
-          "holds", "availability", "staff", "booking", "changes", "registry", "closures", "reminders", "doctors",
-          "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts", "pages",
-          "charts", "answers", "serving", "api", "desk_shared", *DESK_HANDLERS, "desk", "feed_web", "app",
-          "replication", "replica_restore", "catalogs", "imports", "moving", "staged_import",
-          "cli", *COMMANDS]
-DOMAIN = [*VALUES, "sealing", *STORAGE, "patients", "access", "identity", "slots", "appointments", "clinic", "visits",
-          "holds", "availability", "staff", "booking", "changes", "registry", "closures", "reminders", "doctors",
-          "fitting", "counter", "series", "waitlist", "rights", "feeds", "report", "timeline", "texts"]
+FOLDERS = {
+    "values": ["settings", "refusals", "fields", "printing"],
+    "storage": ["sealing", "shipped", "connections", "events", "copies", "schema", "database", "replication",
+                "replica_restore"],
+    "domain": ["patients", "access", "identity", "slots", "appointments", "clinic", "visits", "holds", "availability",
+               "staff", "booking", "changes", "registry", "closures", "reminders", "doctors", "fitting", "counter",
+               "series", "waitlist", "rights", "feeds", "report", "timeline"],
+    "files": ["catalogs", "reading", "open_formats", "staged_import"],
+    "web": ["answers", "serving", "api", "calendar_feeds"],
+    "desk": ["texts", "pages", "charts", "shared", *DESK_HANDLERS, "routes"],
+    "": ["app"],
+    "cli": ["root", *COMMANDS],
+}
+LAYERS = [f"{folder}.{module}" if folder else module for folder, modules in FOLDERS.items() for module in modules]
+DOMAIN = [module for module in LAYERS if module.split(".")[0] in ("values", "domain")]
 
 
-def own_imports(path):
-    """The _agenda modules a module imports, by name."""
+def module_path(module):
+    return PACKAGE / (module.replace(".", "/") + ".py")
+
+
+def own_imports(path, package="_agenda"):
+    """The _agenda modules a module imports, by their dotted path within _agenda ("domain.clinic"); `package`,
+    the dotted package the module at `path` lives in, resolves its relative imports."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found |= {node.module} if node.module else {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("_agenda."):
-            found.add(node.module.split(".", 1)[1])
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.split(".")[:len(package.split(".")) - node.level + 1]
+            base = ".".join(base + ([node.module] if node.module else []))
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] + [f"{node.module}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Import):
-            found |= {alias.name.split(".", 1)[1] for alias in node.names if alias.name.startswith("_agenda.")}
-    return found - {"__init__"}
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found |= {name.split(".", 1)[1] for name in names
+                  if name.startswith("_agenda.") and module_path(name.split(".", 1)[1]).exists()}
+    return found
 
 
-def test_every_module_of_the_package_has_its_place_in_the_layers():
-    assert sorted(path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__") == sorted(LAYERS)
+def package_of(module):
+    return ".".join(["_agenda", *module.split(".")[:-1]])
+
+
+def test_every_module_of_the_package_has_its_place_in_its_folder():
+    found = sorted(path.relative_to(PACKAGE).with_suffix("").as_posix().replace("/", ".")
+                   for path in PACKAGE.rglob("*.py") if path.stem != "__init__")
+    assert found == sorted(LAYERS)
+    assert sorted(path.parent.name for path in PACKAGE.glob("*/__init__.py")) == sorted(filter(None, FOLDERS))
 
 
 @pytest.mark.parametrize("module", LAYERS)
 def test_a_module_imports_only_the_modules_below_it(module):
     above = set(LAYERS[LAYERS.index(module):])
-    imported = own_imports(PACKAGE / f"{module}.py")
-    assert not imported & above, f"_agenda/{module}.py imports {sorted(imported & above)}, which stand above it"
+    imported = own_imports(module_path(module), package_of(module))
+    assert not imported & above, f"_agenda/{module} imports {sorted(imported & above)}, which stand above it"
 
 
 def test_every_command_lives_in_a_command_module_that_agenda_py_registers():
-    assert sorted(path.stem for path in PACKAGE.glob("cli_*.py")) == COMMANDS  # each holds a command, none elsewhere
-    assert set(COMMANDS) <= own_imports(ROOT / "agenda.py")
+    assert sorted(path.stem for path in (PACKAGE / "cli").glob("*.py")) == sorted(["__init__", "root", *COMMANDS])
+    assert {f"cli.{module}" for module in COMMANDS} <= own_imports(ROOT / "agenda.py", "")
 
 
 @pytest.mark.parametrize("module", COMMANDS)
 def test_a_command_module_imports_no_other_command_module(module):
-    assert not own_imports(PACKAGE / f"{module}.py") & set(COMMANDS)
+    assert not own_imports(module_path(f"cli.{module}"), "_agenda.cli") & {f"cli.{other}" for other in COMMANDS}
 
 
-def test_every_desk_module_is_the_shared_one_or_a_handler_module():
-    assert sorted(path.stem for path in PACKAGE.glob("desk_*.py")) == sorted(["desk_shared", *DESK_HANDLERS])
-    assert all(module.startswith("desk_") for module in DESK_HANDLERS), DESK_HANDLERS  # no handler elsewhere
+def test_every_desk_module_is_shared_a_handler_module_the_routes_or_what_pages_are_made_of():
+    assert sorted(path.stem for path in (PACKAGE / "desk").glob("*.py")) == sorted(
+        ["__init__", "texts", "pages", "charts", "shared", "routes", *DESK_HANDLERS])
+    assert all(route.handler.__module__.startswith("_agenda.desk.") for route in edges.DESK_ROUTES)
 
 
 @pytest.mark.parametrize("module", DESK_HANDLERS)
 def test_a_desk_handler_module_imports_no_other_handler_module(module):
-    assert not own_imports(PACKAGE / f"{module}.py") & set(DESK_HANDLERS)
+    assert not own_imports(module_path(f"desk.{module}"), "_agenda.desk") & {f"desk.{other}" for other in DESK_HANDLERS}
 
 
 def test_the_check_would_see_an_import_upward(tmp_path):
     upward = tmp_path / "clinic.py"
-    upward.write_text("from .answers import clinic\nfrom _agenda.api import sign\nimport _agenda.desk\n")
-    assert own_imports(upward) == {"answers", "api", "desk"}
+    upward.write_text("from ..web.answers import clinic\nfrom _agenda.web.api import sign\nimport _agenda.desk.routes\n"
+                      "from .changes import cancelled\nfrom ..desk import views\n")
+    assert own_imports(upward, "_agenda.domain") == {"web.answers", "web.api", "desk.routes", "domain.changes",
+                                                     "desk.views"}
 
 
 @pytest.mark.parametrize("module", DOMAIN)
 def test_the_clinics_operations_speak_no_http(module):
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    tree = ast.parse(module_path(module).read_text(encoding="utf-8"))
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
                 for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])}
     assert not imported & {"bottle", "waitress", "click", "http", "webob"}
@@ -96,7 +123,8 @@ def test_the_clinics_operations_speak_no_http(module):
 LONGER = {"texts.py": 900}  # the one module that may pass 500 lines, up to 900: the table of every word of the desk
 
 
-@pytest.mark.parametrize("path", [ROOT / "agenda.py", *sorted(PACKAGE.glob("*.py"))], ids=lambda path: path.name)
+@pytest.mark.parametrize("path", [ROOT / "agenda.py", *sorted(PACKAGE.rglob("*.py"))],
+                         ids=lambda path: path.relative_to(ROOT).as_posix())
 def test_no_module_passes_500_lines_and_no_function_60(path):
     source = path.read_text(encoding="utf-8")
     assert source.count("\n") <= LONGER.get(path.name, 500)

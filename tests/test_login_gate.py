@@ -10,8 +10,8 @@ import pytest
 import webtest
 
 from agenda import ClinicError, Settings
-from _agenda import staff
-from _agenda.staff import CHECKS_AT_ONCE, CHECKS_BURST, CHECKS_KEPT, LANE_BURST, LOCK_AFTER, PasswordGate
+from _agenda.domain import staff
+from _agenda.domain.staff import CHECKS_AT_ONCE, CHECKS_BURST, CHECKS_KEPT, LANE_BURST, LOCK_AFTER, PasswordGate
 
 from conftest import table_rows
 from test_concurrency import FrozenClock

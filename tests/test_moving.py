@@ -11,8 +11,8 @@ from click.testing import CliRunner
 import pytest
 
 import agenda
-from _agenda.catalogs import CATALOG_TABLES
-from _agenda.registry import register_patient
+from _agenda.files.catalogs import CATALOG_TABLES
+from _agenda.domain.registry import register_patient
 
 from conftest import Clock, CLINIC_CSV, MONDAY, table_rows, valid_dni
 

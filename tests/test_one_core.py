@@ -76,7 +76,7 @@ def test_cores_is_one_by_default_and_all_from_the_environment(db_path):
 def test_a_process_kept_to_one_core_already_is_left_as_it_is():
     """systemd's CPUAffinity= or taskset chose the core: keep_to_one_core keeps it and names it, as current_core does."""
     core = max(os.sched_getaffinity(0))
-    script = ("import os; os.sched_setaffinity(0, {%d}); from _agenda.serving import current_core, keep_to_one_core; "
+    script = ("import os; os.sched_setaffinity(0, {%d}); from _agenda.web.serving import current_core, keep_to_one_core; "
               "print(keep_to_one_core(), sorted(os.sched_getaffinity(0)), current_core())" % core)
     shown = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
@@ -85,7 +85,7 @@ def test_a_process_kept_to_one_core_already_is_left_as_it_is():
 
 def test_a_system_that_forbids_pinning_is_served_on_the_cores_given(monkeypatch, caplog):
     """A sandbox whose seccomp refuses sched_setaffinity: a warning, no traceback, every core kept."""
-    from _agenda import serving
+    from _agenda.web import serving
 
     def refuse(task, cores):
         raise PermissionError(1, "Operation not permitted")
@@ -99,7 +99,7 @@ def test_a_system_that_forbids_pinning_is_served_on_the_cores_given(monkeypatch,
 
 def test_a_refusal_after_some_threads_were_kept_puts_every_thread_back_on_the_cores_given(monkeypatch, caplog):
     """The system refuses the second thread's core: no thread is left kept on one core alone (recorded, not done)."""
-    from _agenda import serving
+    from _agenda.web import serving
 
     waiting = threading.Event()
     helper = threading.Thread(target=waiting.wait, daemon=True)  # a second thread, whatever the process has

@@ -11,11 +11,11 @@ import json
 import pytest
 
 import agenda
-from _agenda.booking import admit, Visit
-from _agenda.counter import squeeze_in
-from _agenda.series import book_series
-from _agenda.changes import book_appointment, cancel_appointment, move_appointment
-from _agenda.registry import register_patient
+from _agenda.domain.booking import admit, Visit
+from _agenda.domain.counter import squeeze_in
+from _agenda.domain.series import book_series
+from _agenda.domain.changes import book_appointment, cancel_appointment, move_appointment
+from _agenda.domain.registry import register_patient
 
 from conftest import assert_error, send, table_rows, valid_dni
 from test_concurrency import race

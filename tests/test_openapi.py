@@ -20,11 +20,11 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 import agenda
-from _agenda.api import WIRE_CODES
-from _agenda.answers import STATUS_ERROR_CODES, STATUS_OF
-from _agenda.fields import (CONTROL_CHARACTERS, normalise_nif, parse_date, parse_phone, PHONE_PATTERN, text_limit,
+from _agenda.web.api import WIRE_CODES
+from _agenda.web.answers import STATUS_ERROR_CODES, STATUS_OF
+from _agenda.values.fields import (CONTROL_CHARACTERS, normalise_nif, parse_date, parse_phone, PHONE_PATTERN, text_limit,
                             TEXT_LIMIT)
-from _agenda.catalogs import CATALOG_COLUMNS
+from _agenda.files.catalogs import CATALOG_COLUMNS
 from conftest import ROOT, valid_dni
 from openapi_contract import CONTRACT, METHODS, Contract
 
@@ -94,7 +94,7 @@ def raised_codes():
     status (bottle's and waitress's own); 404 of a path the document lacks aside. The router's
     405 is documented where a path's neighbour answers it: /appointments/confirm, range and
     end-of-reminder-day, which /appointments/{appointmentId} is not."""
-    source = "".join(path.read_text(encoding="utf-8") for path in [ROOT / "agenda.py", *(ROOT / "_agenda").glob("*.py")])
+    source = "".join(path.read_text(encoding="utf-8") for path in [ROOT / "agenda.py", *(ROOT / "_agenda").rglob("*.py")])
     raised = {(STATUS_OF[code], WIRE_CODES.get(code, code))
               for code in re.findall(r'(?:ClinicError\(|_CANCELLED = \()\s*"([A-Z_]+)"', source)}
     assert len(raised) > 15  # the pattern still finds them

@@ -7,13 +7,13 @@ import sqlite3
 
 import pytest
 
-from _agenda.imports import header_key, PATIENT_COLUMN_NAMES
-from _agenda.patients import (COLUMN_KINDS, DESK_FIELDS, EMPTY, FOLDED, INHERITED, KEEP, NOW, PATIENT_COLUMNS,
+from _agenda.files.reading import header_key, PATIENT_COLUMN_NAMES
+from _agenda.domain.patients import (COLUMN_KINDS, DESK_FIELDS, EMPTY, FOLDED, INHERITED, KEEP, NOW, PATIENT_COLUMNS,
                               RECTIFIABLE, STAGES, UNTIL)
-from _agenda.rights import request_erasure, retention_run
-from _agenda.events import utc_iso
-from _agenda.fields import fold
-from _agenda.registry import register_patient
+from _agenda.domain.rights import request_erasure, retention_run
+from _agenda.storage.events import utc_iso
+from _agenda.values.fields import fold
+from _agenda.domain.registry import register_patient
 from conftest import migrated, ROOT, valid_dni
 
 RULES = (KEEP, EMPTY, NOW, UNTIL, FOLDED)  # or "=TEXT"
@@ -131,11 +131,12 @@ WRITE = re.compile(r"\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|REPLACE\s+INTO|UPDATE(?:
 
 def writers(paths):
     """The names of the files among `paths` that write the patients table (SQL text, whatever builds it around)."""
-    return sorted(path.name for path in paths if WRITE.search(path.read_text(encoding="utf-8")))
+    return sorted(path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name for path in paths
+                  if WRITE.search(path.read_text(encoding="utf-8")))
 
 
 def test_no_module_but_the_owner_writes_the_patients_table():
-    assert writers((ROOT / "_agenda").glob("*.py")) == ["patients.py"]
+    assert writers((ROOT / "_agenda").rglob("*.py")) == ["_agenda/domain/patients.py"]
 
 
 @pytest.mark.parametrize("sql", ["INSERT INTO patients (name)", "update main.patients SET", "DELETE FROM patients",

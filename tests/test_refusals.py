@@ -11,11 +11,11 @@ import pytest
 import webtest
 from hypothesis import given, settings, strategies as st
 
-from _agenda.slots import SLOT_REFUSALS
-from _agenda.texts import refusal_fields, refusal_key, refusal_text, TEXTS, translator
-from _agenda.patients import patient_fields
-from _agenda.refusals import ClinicError
-from _agenda.answers import STATUS_OF
+from _agenda.domain.slots import SLOT_REFUSALS
+from _agenda.desk.texts import refusal_fields, refusal_key, refusal_text, TEXTS, translator
+from _agenda.domain.patients import patient_fields
+from _agenda.values.refusals import ClinicError
+from _agenda.web.answers import STATUS_OF
 from conftest import ROOT, table_rows
 from test_desk import last_form, log_in, PASSWORD
 
@@ -26,12 +26,12 @@ SPANISH, ENGLISH = translator("es"), translator("en")
 def trees():
     """Every module of the package parsed, each node knowing its parent."""
     found = {}
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
                 child.parent = node
-        found[path.stem] = tree
+        found[path.relative_to(PACKAGE).with_suffix("").as_posix()] = tree
     return found
 
 
@@ -39,7 +39,7 @@ TREES = trees()
 RAISES = [node for tree in TREES.values() for node in ast.walk(tree)
           if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("invalid", "ClinicError")]
 # The command line names its options (--date) in its own messages: its calls name no field of the clinic's.
-CALLS = [node for module, tree in TREES.items() if module.split("_")[0] != "cli" for node in ast.walk(tree)
+CALLS = [node for module, tree in TREES.items() if module.split("/")[0] != "cli" for node in ast.walk(tree)
          if isinstance(node, ast.Call)]
 
 
@@ -79,7 +79,7 @@ def module_literal(name):
 def built_literal(name):
     """A tuple of texts a module of the package builds at import (RECTIFIABLE from PATIENT_COLUMNS) by this
     name, as the literal it amounts to, or None."""
-    found = {value for stem in TREES if isinstance(value := getattr(importlib.import_module(f"_agenda.{stem}"),
+    found = {value for stem in TREES if isinstance(value := getattr(importlib.import_module("_agenda." + stem.replace("/", ".")),
                                                                     name, None), tuple)
              and value and all(isinstance(item, str) for item in value)}
     return ast.Tuple([ast.Constant(item) for item in found.pop()]) if len(found) == 1 else None

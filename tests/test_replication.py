@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from _agenda.replication import litestream_binary
+from _agenda.storage.replication import litestream_binary
 from conftest import ROOT, SEEDED_AT, SECRET, Server, agenda_command, seed, send, valid_dni, write_csv
 from crash_rounds import wait_for
 

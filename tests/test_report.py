@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.counter import mark_attendance
-from _agenda.report import clinic_report
-from _agenda.changes import book_appointment
+from _agenda.domain.counter import mark_attendance
+from _agenda.domain.report import clinic_report
+from _agenda.domain.changes import book_appointment
 
 from conftest import MONDAY, Clock, valid_dni
 from test_desk import admin_and_reception
@@ -76,8 +76,8 @@ def assert_nothing_runs(svg):
 def test_pygal_alone_writes_a_script_into_a_chart_and_ours_never_do(api):
     """pygal with js=[] still writes its config in a <script>: the check above would see it."""
     import pygal
-    from _agenda.charts import OPTIONS, report_charts
-    from _agenda.texts import translator
+    from _agenda.desk.charts import OPTIONS, report_charts
+    from _agenda.desk.texts import translator
     bare = pygal.Bar(**OPTIONS)
     bare.add("a", [1])
     with pytest.raises(AssertionError):

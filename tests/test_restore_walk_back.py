@@ -16,9 +16,10 @@ from pathlib import Path
 import click
 import pytest
 
-from _agenda import cli_backups, replica_restore
-from _agenda.replication import Point, ReplicaUnreadable
-from _agenda.database import open_database
+from _agenda.cli import backups as cli_backups
+from _agenda.storage import replica_restore
+from _agenda.storage.replication import Point, ReplicaUnreadable
+from _agenda.storage.database import open_database
 from conftest import agenda_command, send, valid_dni
 from test_replication import clinic_db, kill_all, servers, wait_for  # noqa: F401 (fixtures)
 

@@ -11,7 +11,7 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.cli import cli_reader
+from _agenda.cli.root import cli_reader
 
 from conftest import Clock, MONDAY, valid_dni
 

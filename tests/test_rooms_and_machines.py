@@ -11,11 +11,11 @@ from hypothesis import given, HealthCheck, settings, strategies as st
 from webtest.http import StopableWSGIServer
 
 import agenda
-from _agenda.booking import admit, Visit
-from _agenda.catalogs import SeedError
-from _agenda.counter import squeeze_in
-from _agenda.imports import read_catalog_text
-from _agenda.changes import cancel_appointment, move_appointment
+from _agenda.domain.booking import admit, Visit
+from _agenda.files.catalogs import SeedError
+from _agenda.domain.counter import squeeze_in
+from _agenda.files.reading import read_catalog_text
+from _agenda.domain.changes import cancel_appointment, move_appointment
 
 from conftest import assert_error, send, table_rows
 from test_concurrency import race

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from _agenda.fields import TEXT_LIMIT
+from _agenda.values.fields import TEXT_LIMIT
 from conftest import SECRET, assert_error, raw_exchange, sign, table_rows
 from openapi_contract import CONTRACT
 

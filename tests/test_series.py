@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
-from _agenda.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
-from _agenda.appointments import read_appointment
-from _agenda.changes import book_appointment
-from _agenda.closures import add_closure
+from _agenda.domain.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
+from _agenda.domain.appointments import read_appointment
+from _agenda.domain.changes import book_appointment
+from _agenda.domain.closures import add_closure
 
 from conftest import MONDAY, Clock, valid_dni
 from test_desk import PASSWORD, log_in

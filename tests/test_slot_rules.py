@@ -14,9 +14,9 @@ import webtest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import agenda
-from _agenda.desk_views import day_plan
-from _agenda.slots import read_schedule, slot_state
-from _agenda.changes import book_appointment
+from _agenda.desk.views import day_plan
+from _agenda.domain.slots import read_schedule, slot_state
+from _agenda.domain.changes import book_appointment
 from conftest import SECRET, Api, Clock, seed, valid_dni, write_csv
 
 MADRID = ZoneInfo("Europe/Madrid")

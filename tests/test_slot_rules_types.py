@@ -22,12 +22,12 @@ import pytest
 import webtest
 from hypothesis import event, HealthCheck, Phase, given, settings, strategies as st
 
-from _agenda.counter import squeeze_in
-from _agenda.desk_views import day_plan
-from _agenda.refusals import ClinicError
-from _agenda.appointments import read_appointment
-from _agenda.availability import availability
-from _agenda.changes import book_appointment, cancel_appointment, move_appointment
+from _agenda.domain.counter import squeeze_in
+from _agenda.desk.views import day_plan
+from _agenda.values.refusals import ClinicError
+from _agenda.domain.appointments import read_appointment
+from _agenda.domain.availability import availability
+from _agenda.domain.changes import book_appointment, cancel_appointment, move_appointment
 from conftest import Api, seed, valid_dni, write_csv
 from test_slot_rules import DAYS, generated_clinic, hhmm, MADRID, MONDAY, PASSWORD, WEEKDAYS
 

@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
-from _agenda.counter import squeeze_in
-from _agenda.appointments import read_appointment
-from _agenda.changes import book_appointment, move_appointment
-from _agenda.registry import register_patient
+from _agenda.domain.counter import squeeze_in
+from _agenda.domain.appointments import read_appointment
+from _agenda.domain.changes import book_appointment, move_appointment
+from _agenda.domain.registry import register_patient
 
 from conftest import MONDAY, Clock, assert_error, valid_dni
 from test_desk import PASSWORD, events, log_in

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from _agenda.moving import appointment_rows
-from _agenda.staged_import import import_appointments
-from _agenda.refusals import ClinicError
+from _agenda.files.open_formats import appointment_rows
+from _agenda.files.staged_import import import_appointments
+from _agenda.values.refusals import ClinicError
 
 from conftest import agenda_command, seed, valid_dni, write_csv
 
@@ -87,7 +87,7 @@ def test_an_overlap_booked_while_the_import_was_checked_refuses_it_whole(make_ap
     api = make_api(LONG_DAYS)
     clinic = api.app.clinic
     source = appointments_file(tmp_path, 10)
-    import _agenda.staged_import as staged
+    import _agenda.files.staged_import as staged
 
     real = staged.check_overlaps
 

@@ -14,14 +14,14 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.slots import booking_window, free_slots
-from _agenda.shipped import read_schema, schema_path, schema_sections
-from _agenda.connections import CHECKPOINT_PAGES, MMAP_BYTES, schema_version
-from _agenda.schema import run_section, SchemaBehind, sql_statements, upgrade
-from _agenda.fields import hhmm, minutes_of
-from _agenda.appointments import live_appointments, read_appointment
-from _agenda.changes import book_appointment
-from _agenda.registry import register_patient
+from _agenda.domain.slots import booking_window, free_slots
+from _agenda.storage.shipped import read_schema, schema_path, schema_sections
+from _agenda.storage.connections import CHECKPOINT_PAGES, MMAP_BYTES, schema_version
+from _agenda.storage.schema import run_section, SchemaBehind, sql_statements, upgrade
+from _agenda.values.fields import hhmm, minutes_of
+from _agenda.domain.appointments import live_appointments, read_appointment
+from _agenda.domain.changes import book_appointment
+from _agenda.domain.registry import register_patient
 from conftest import CLINIC_CSV, MONDAY, SECRET, Api, Clock, Server, agenda_command, seed, valid_dni, write_csv
 
 

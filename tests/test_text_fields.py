@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from hypothesis import given, HealthCheck, settings, strategies as st
 
 import agenda
-from _agenda.texts import refusal_text, translator
-from _agenda.refusals import ClinicError
-from _agenda.fields import text_field, text_limit, TEXT_LIMIT
-from _agenda.printing import printable
+from _agenda.desk.texts import refusal_text, translator
+from _agenda.values.refusals import ClinicError
+from _agenda.values.fields import text_field, text_limit, TEXT_LIMIT
+from _agenda.values.printing import printable
 from conftest import Clock, CLINIC_CSV, MONDAY, table_rows, valid_dni
 from test_desk import last_form
 from test_hostile_requests import TEXT_FIELDS

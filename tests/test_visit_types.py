@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.catalogs import CATALOG_TABLES, SeedError
-from _agenda.counter import squeeze_in
-from _agenda.imports import read_catalog_text
-from _agenda.changes import move_appointment
+from _agenda.files.catalogs import CATALOG_TABLES, SeedError
+from _agenda.domain.counter import squeeze_in
+from _agenda.files.reading import read_catalog_text
+from _agenda.domain.changes import move_appointment
 
 from conftest import MONDAY, Clock, assert_error, table_rows, valid_dni, write_csv
 from test_moving import cli, write

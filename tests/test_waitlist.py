@@ -9,10 +9,10 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.rights import patient_copy, request_erasure
-from _agenda.waitlist import add_waiting, free_now, named, waiting
-from _agenda.appointments import read_appointment
-from _agenda.changes import book_appointment
+from _agenda.domain.rights import patient_copy, request_erasure
+from _agenda.domain.waitlist import add_waiting, free_now, named, waiting
+from _agenda.domain.appointments import read_appointment
+from _agenda.domain.changes import book_appointment
 
 from conftest import MONDAY, Clock, valid_dni
 from test_desk import PASSWORD, log_in

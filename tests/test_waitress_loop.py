@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from _agenda.serving import json_refusing_channel, make_server
+from _agenda.web.serving import json_refusing_channel, make_server
 
 
 class _Server:

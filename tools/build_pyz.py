@@ -23,6 +23,8 @@ import zipapp
 from importlib import metadata
 from pathlib import Path
 
+from setuptools import find_packages
+
 ROOT = Path(__file__).resolve().parent.parent
 LEFT_OUT = re.compile(r"(^|/)(__pycache__|[^/]+\.dist-info|[^/]+\.egg-info)/|\.pyi$|^\.\./|^bin/"
                       r"|^phonenumbers/(geodata|carrierdata|tzdata)/")
@@ -76,9 +78,9 @@ def shipped_files():
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg", encoding="utf-8")
     names = [f"{module}.py" for module in config["options"]["py_modules"].split()]
-    for package in config["options"]["packages"].split():
+    for package in find_packages(str(ROOT), include=config["options.packages.find"]["include"].split()):
         patterns = ["*.py", *config["options.package_data"].get(package, "").split()]
-        names += [path for pattern in patterns for path in sorted((ROOT / package).glob(pattern))]
+        names += [path for pattern in patterns for path in sorted((ROOT / package.replace(".", "/")).glob(pattern))]
     names += [path for patterns in config["options.data_files"].values() for pattern in patterns.split()
               for path in sorted(ROOT.glob(pattern))]
     return [Path(name).relative_to(ROOT).as_posix() if Path(name).is_absolute() else name for name in names]

@@ -1,0 +1,311 @@
+"""The command line's root: the one click group, the option decorators and helpers every command module shares
+(the clinic's clock and zone, dates and times, opening the database and the Clinic, who reads at the command
+line, an import's bad rows, the secret's file, Litestream). Commands live in cli_*.py, each named for its job."""
+
+import datetime as dt
+import os
+import pwd
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from .. import __version__
+from ..values.settings import clinic_zone, DEFAULT_TZ, Settings
+from ..values.refusals import ClinicError
+from ..values.fields import format_date, parse_date, parse_time, text_field
+from ..values.printing import plural, printable
+from ..storage.sealing import recipients_of, SealingError
+from ..storage.copies import KEEP_COPIES_DAYS, sweep_scratch
+from ..storage.schema import SchemaBehind
+from ..storage.database import Database, open_database, REFUSE
+from ..domain.clinic import Clinic
+from ..desk.texts import refusal_text, translator
+from ..storage.replication import litestream_binary
+
+
+# The variables that name the language a command speaks, strongest first ("Configuration and CLI").
+LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")
+LANGUAGES = ("es", "en")
+
+
+def cli_language(environ=None):
+    """'es' or 'en': the language the environment asks for, read from its variables, never through `locale`
+    (a machine may have no Spanish locale installed; see docs/design.md, "Configuration and CLI")."""
+    environ = os.environ if environ is None else environ
+    named = next((environ[name] for name in LOCALE_VARIABLES if environ.get(name)), "")
+    if named.split(".")[0].split("@")[0] in ("C", "POSIX"):
+        return "en"
+    wished = [entry[:2] for entry in environ.get("LANGUAGE", "").split(":") if entry[:2] in LANGUAGES]
+    return wished[0] if wished else "es" if named.startswith("es") else "en"
+
+
+def cli_translator(language=None):
+    """t(key, **values): a text of the desk's table (texts.TEXTS) in the command line's language."""
+    return translator(language or cli_language())
+
+
+def counted(t, key, count):
+    """'1 cita', '3 citas': a count with its noun, from a TEXTS entry of (one, many) in each language."""
+    return t(key)[0 if count == 1 else 1].format(count=count)
+
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+DEFAULTS = Settings()  # every option's default for a setting comes from Settings alone
+
+
+def db_option(function):
+    """--db: the SQLite file, from AGENDA_DB too."""
+    return click.option("--db", "db_path", envvar="AGENDA_DB", default="agenda.db", show_default=True,
+                        type=click.Path(dir_okay=False), help="The SQLite file [env: AGENDA_DB].")(function)
+
+
+def desk_rules_options(function):
+    """--desk-min-notice and --desk-horizon: reception's rules, for `agenda run` and the desk's twins
+    (`agenda book`, `agenda move`), apart from the caller's ("Each channel's rules")."""
+    function = click.option("--desk-min-notice", default=DEFAULTS.desk_min_notice_minutes, show_default=True,
+                            type=click.IntRange(0, None), envvar="AGENDA_DESK_MIN_NOTICE", show_envvar=True,
+                            help="Minutes between now and the first slot reception may book (0: a walk-in "
+                                 "now, into the slot under way until its end).")(function)
+    return click.option("--desk-horizon", default=DEFAULTS.desk_horizon_months, show_default=True,
+                        type=click.IntRange(1, 120), envvar="AGENDA_DESK_HORIZON", show_envvar=True,
+                        help="Calendar months ahead that reception may book.")(function)
+
+
+def desk_network_option(function):
+    """--desk-network: the clinic's own address ranges, whose desk logins keep a lane through a login flood
+    ("Login flood"), for `agenda run`."""
+    return click.option("--desk-network", default=DEFAULTS.desk_network, envvar="AGENDA_DESK_NETWORK",
+                        show_envvar=True, metavar="RANGES",
+                        help="The clinic's own address ranges (e.g. 192.168.1.0/24), as the service sees them: "
+                             "a new PC there logs in to the desk during a flood of logins from elsewhere.")(function)
+
+
+def tz_option(function):
+    return click.option("--tz", default=DEFAULTS.tz, show_default=True, envvar="AGENDA_TZ",
+                        help="The clinic's time zone, for 'today' and 'now' [env: AGENDA_TZ].")(function)
+
+
+def cli_zone(tz, language="en"):
+    """The clinic's ZoneInfo, or a ClickException naming a good one."""
+    try:
+        return clinic_zone(tz)
+    except ValueError:
+        raise click.ClickException(translator(language)("cli_unknown_zone", tz=tz, good=DEFAULT_TZ)) from None
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "--version", prog_name="agenda", help="Show the version and exit.")
+def cli():
+    """Agenda: a small clinic's appointment agenda, served to a voice agent over HTTP.
+
+    Every option may also come from an AGENDA_* environment variable (see each
+    command's -h). A first run, on the demo clinic:
+
+    \b
+    Example:
+        agenda seed seed/catalogs.csv --db clinic.db
+        agenda secret set --db clinic.db
+        agenda run --db clinic.db
+    """
+
+
+def cli_now(ctx):
+    """Now, from the clock a test put in the context object, else the real one ("Clinic time")."""
+    clock = (ctx.obj or {}).get("now")
+    return clock() if clock else dt.datetime.now(dt.timezone.utc)
+
+
+def existing_database(db_path, older=REFUSE, seal_for=None, language="en"):
+    """The agenda database at db_path, which must exist (a typo must not make an empty one), once what a
+    killed command left beside it is removed (and said); at an older schema refused naming `agenda
+    migrate`, unless `older` says otherwise (database.open_database)."""
+    if not Path(db_path).is_file():
+        raise click.ClickException(translator(language)("cli_no_database", db=db_path))
+    sweep_left_copies(db_path)
+    try:
+        return open_database(db_path, older, seal_for)
+    except SchemaBehind as error:
+        raise click.ClickException(f"{db_path}: {error}") from None
+    except (sqlite3.Error, OSError, RuntimeError, SealingError) as error:
+        raise click.ClickException(f"{db_path}: cannot open the database: {error}") from None
+
+
+def sweep_left_copies(db_path):
+    """Remove the clear copies killed commands left beside the database, saying so on stderr."""
+    for path in sweep_scratch(db_path):
+        click.echo(f"Removed {path}: a clear copy of the clinic left by a command that was killed.", err=True)
+
+
+def refuse_readable_by_others(path, what):
+    """A ClickException when others may read the file at `path` (a secret, a key), naming the fix."""
+    mode = Path(path).stat().st_mode
+    if mode & 0o077:
+        raise click.ClickException(f"{path} can be read by others (mode {mode & 0o777:o}); it holds {what}: "
+                                   f"run: chmod 600 {path}")
+
+
+class Recipient(click.ParamType):
+    """An age recipient as given (age1..., an SSH public key, or a file of them); from the environment,
+    several are separated by commas (an SSH key holds spaces)."""
+    name = "recipient"
+    envvar_list_splitter = ","
+
+    def convert(self, value, param, ctx):
+        return value.strip()
+
+
+def recipients_option(function):
+    """--encrypt-to: the clinic's backup recipients, from AGENDA_BACKUP_RECIPIENTS too."""
+    return click.option("--encrypt-to", "recipients", multiple=True, type=Recipient(), metavar="RECIPIENT",
+                        envvar="AGENDA_BACKUP_RECIPIENTS", show_envvar=True,
+                        help="Seal with age to this recipient (age1..., an SSH public key, or a file of them); "
+                             "repeatable; in the environment, comma-separated. Needs pip install "
+                             "'agenda[encrypt]'.")(function)
+
+
+def keep_copies_option(function):
+    """--keep-copies-days: how long a copy kept before an upgrade or a restore stays, from
+    AGENDA_KEEP_COPIES_DAYS too."""
+    return click.option("--keep-copies-days", default=KEEP_COPIES_DAYS, show_default=True,
+                        type=click.IntRange(1, None), envvar="AGENDA_KEEP_COPIES_DAYS", show_envvar=True,
+                        help="Days a copy kept before an upgrade or a restore stays beside the database; "
+                             "`agenda retention run` then removes it.")(function)
+
+
+def secret_file_option(function):
+    return click.option(
+        "--secret-file", envvar="AGENDA_SECRET_FILE", default=None, type=click.Path(dir_okay=False),
+        help="Where `agenda secret set` keeps the secret [env: AGENDA_SECRET_FILE; "
+             "default: the database's name with .secret].")(function)
+
+
+def secret_file_path(db_path, secret_file):
+    return Path(secret_file) if secret_file else Path(db_path).with_suffix(".secret")
+
+
+def need_litestream(what):
+    binary = litestream_binary()
+    if binary is None:
+        raise click.ClickException(f"{what} needs Litestream: pip install 'agenda[replica]'")
+    return binary
+
+
+def cli_recipients(values, doing="nothing was done"):
+    """The age recipients of --encrypt-to, or None when none is given; a ClickException saying why not."""
+    values = [value for value in values if value]
+    if not values:
+        return None
+    try:
+        return recipients_of(values)
+    except SealingError as error:
+        raise click.ClickException(f"{doing}: {error}") from None
+
+
+def cli_date(text, option, language="en"):
+    """The date written DD/MM/YYYY (or ISO), or a ClickException in the language asked naming the option."""
+    try:
+        return parse_date(text, option)
+    except ClinicError:
+        said = translator(language)("cli_not_a_date", text=text)
+        raise click.ClickException(f"{option} {said}" if option else said) from None
+
+
+def cli_time(text, option):
+    try:
+        return parse_time(text, option)
+    except ClinicError:
+        raise click.ClickException(f"{option} {text!r} is not a time; write it as HH:MM, e.g. 09:30") from None
+
+
+def cli_text(ctx, param, value):
+    """A click callback: a text option read as every text field is (`text_field`: one line, no control
+    character, within the field's limit; "Text fields"); blank is None."""
+    try:
+        return None if value is None else text_field(value, param.name)
+    except ClinicError as error:
+        raise click.BadParameter(f"{error.message}: write it on one line, without control characters") from None
+
+
+def clinic_time(utc_text, tz):
+    """A stored UTC time as the clinic reads it: DD/MM/YYYY HH:MM, local."""
+    moment = dt.datetime.fromisoformat(utc_text).astimezone(tz)
+    return f"{format_date(moment.date())} {moment:%H:%M}"
+
+
+def human_size(size):
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+
+
+def describe_counts(counts):
+    return (f"{plural(counts['appointments'], 'appointment')} ({counts['live_appointments']:,} not cancelled), "
+            f"{plural(counts['patients'], 'patient')}")
+
+
+def cli_clinic(ctx, db_path, tz=DEFAULT_TZ, *, language="en", **rules):
+    """The Clinic over an existing database, on the CLI's clock ("Clinic time"); rules: Settings' fields."""
+    existing_database(db_path, language=language).close()
+    try:
+        return Clinic(Database(db_path), Settings(tz=tz, **rules), lambda: cli_now(ctx))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+
+@contextmanager
+def clinic_at(ctx, db_path, tz=DEFAULT_TZ, *, language="en", **rules):
+    """The Clinic over an existing database for one command; a refusal becomes one `Error:` line, in Spanish
+    the desk's words for it (texts.refusal_text), in English the clinic's own."""
+    clinic = cli_clinic(ctx, db_path, tz, language=language, **rules)
+    try:
+        yield clinic
+    except ClinicError as error:
+        said = error.message if language == "en" else refusal_text(translator(language), error)
+        raise click.ClickException(said) from None
+    finally:
+        clinic.db.close()
+
+
+# The login uid Linux keeps for a session (set once at login, kept across sudo and su); tests point
+# this at a file of their own. UNSET_LOGINUID is (uid_t)-1: no login, as for a service systemd starts.
+LOGINUID = Path("/proc/self/loginuid")
+UNSET_LOGINUID = 4294967295
+
+
+def login_uid():
+    """The uid of the person logged in: the login uid the system keeps, else the real uid."""
+    try:
+        kept = int(LOGINUID.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):  # no such file (not Linux, no audit), or not a number
+        kept = UNSET_LOGINUID
+    return kept if 0 <= kept < UNSET_LOGINUID else os.getuid()
+
+
+def cli_reader():
+    """Who reads at the command line, for the access record: cli:NAME, the person logged in by the
+    system's account name, or cli:uid:N for a uid without one; never an environment variable
+    (docs/design.md, "The command line's reader")."""
+    uid = login_uid()
+    try:
+        return f"cli:{pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"cli:uid:{uid}"
+
+
+def refuse_bad_rows(file, problems, count=None):
+    """An import's bad rows on stderr (the first 50 of `count`, all of `problems` by default), then the one
+    Error: line; nothing when none."""
+    count = len(problems) if count is None else count
+    if not count:
+        return
+    for line in problems[:50]:
+        click.echo(printable(line), err=True)
+    if count > 50:
+        click.echo(f"... and {count - 50:,} more bad rows", err=True)
+    raise click.ClickException(f"{file}: {plural(count, 'bad row')}; "
+                               "nothing was imported. Fix them and run the import again.")

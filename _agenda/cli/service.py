@@ -1,0 +1,371 @@
+"""The service at the command line: `agenda run` (the API and the desk under waitress, Litestream
+beside them), its shared secret (`secret set`) and `sign`."""
+
+import base64
+import datetime as dt
+import logging
+import os
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+import click
+
+from .. import __version__
+from ..values.settings import FEED_SHOWS, REMINDER_POLICIES, SIGNATURE_SCHEMES
+from ..values.printing import plural
+from ..storage.sealing import SealingError
+from ..storage.connections import connect, create_private_file, schema_version, transaction
+from ..storage.events import remember
+from ..storage.schema import upgrade
+from ..storage.database import AS_IT_IS, UPGRADE
+from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
+from ..web.api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
+from ..app import create_app
+from ..storage.replication import BEHIND_AFTER, DOWN_AFTER, litestream_binary, Replicator, without_password
+from .root import (cli, cli_recipients, db_option, DEFAULTS, desk_network_option, desk_rules_options, existing_database,
+                  recipients_option, refuse_readable_by_others, secret_file_option, secret_file_path, tz_option)
+
+
+log = logging.getLogger("agenda")
+
+
+def rules_options(function):
+    """--min-notice and --horizon: the caller's rules, as `agenda run` serves them."""
+    function = click.option("--min-notice", default=DEFAULTS.min_notice_minutes, show_default=True,
+                            type=click.IntRange(0, None),
+                            envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")(function)
+    return click.option("--horizon", default=DEFAULTS.horizon_days, show_default=True, type=click.IntRange(1, None),
+                        envvar="AGENDA_HORIZON", help="Days ahead that may be booked.")(function)
+
+
+def read_secret_file(path):
+    """The stored secret, refused when others may read the file."""
+    refuse_readable_by_others(path, "the shared secret")
+    value = path.read_text(encoding="utf-8").strip()
+    if not value:
+        raise click.ClickException(f"{path} is empty; store the secret with: agenda secret set")
+    return value
+
+
+@cli.command()
+@db_option
+@click.option("--secret", envvar="AGENDA_SECRET", default=None,
+              help="The caller's shared secret [env: AGENDA_SECRET]; better: `agenda secret set`.")
+@secret_file_option
+@click.option("--insecure-no-signature", is_flag=True,
+              help="Development only: serve without checking signatures.")
+@click.option("--host", default="127.0.0.1", show_default=True, envvar="AGENDA_HOST",
+              help="Address to listen on; keep 127.0.0.1 behind a reverse proxy.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), envvar="AGENDA_PORT",
+              help="Port to listen on (0: any free port, logged at start).")
+@click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 64), envvar="AGENDA_THREADS",
+              help="waitress worker threads, one SQLite connection each: 4 keep the caller answering while "
+                   "reception opens its heaviest pages (docs/design.md, 'Nothing stalls the caller').")
+@click.option("--cores", type=click.Choice(CORES), default="one", show_default=True, envvar="AGENDA_CORES",
+              show_envvar=True,
+              help="Keep the service's threads on one core (faster: the interpreter serves one thread at a time, "
+                   "docs/design.md 'One core'), or let them run on every core.")
+@click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
+              help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1).")
+@click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,
+              envvar="AGENDA_TRUSTED_PROXY_HEADERS", help="Which of the proxy's headers to trust.")
+@click.option("--channel-timeout", default=60, show_default=True, type=click.IntRange(1, 3600),
+              envvar="AGENDA_CHANNEL_TIMEOUT", help="Seconds before an idle connection is closed.")
+@tz_option
+@click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default=DEFAULTS.signature_scheme,
+              show_default=True,
+              envvar="AGENDA_SIGNATURE_SCHEME",
+              help="What the caller signs: the whole request; only the body (weaker: one signature of an "
+                   "empty body opens every GET and DELETE); or either, while setting up an integration.")
+@rules_options
+@desk_rules_options
+@desk_network_option
+@click.option("--clinic-name", default="", envvar="AGENDA_CLINIC_NAME", show_envvar=True,
+              help="The clinic's name, at the top of every printed page of the desk.")
+@click.option("--feed-shows", type=click.Choice(FEED_SHOWS), default=DEFAULTS.feed_shows, show_default=True,
+              envvar="AGENDA_FEED_SHOWS", show_envvar=True,
+              help="What each event of a doctor's calendar feed shows: the time, center and number only; with the "
+                   "patient's name; with the name and the reason (health data then leaves for a calendar provider).")
+@click.option("--arrival-window", default=DEFAULTS.arrival_window_minutes, show_default=True,
+              type=click.IntRange(0, 24 * 60), envvar="AGENDA_ARRIVAL_WINDOW", show_envvar=True,
+              help="Minutes before a visit's start from which the desk may mark the patient arrived, on its day "
+                   "(a no-show only from its start).")
+@click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default=DEFAULTS.reminder_policy,
+              show_default=True,
+              envvar="AGENDA_REMINDER_POLICY",
+              help="What closing a reminder day does to unconfirmed appointments.")
+@click.option("--replica", default=None, envvar="AGENDA_REPLICA",
+              help="Replicate continuously with Litestream to a folder, file://, sftp://user@host/path or "
+                   "s3://bucket/path [env: AGENDA_REPLICA].")
+@click.option("--replica-key", default=None, envvar="AGENDA_REPLICA_KEY", type=click.Path(dir_okay=False),
+              help="The SSH key for an sftp:// replica [env: AGENDA_REPLICA_KEY].")
+@click.option("--replica-host-key", default=None, envvar="AGENDA_REPLICA_HOST_KEY",
+              help="The sftp:// server's public host key, as ssh-keyscan prints it, so that no other machine "
+                   "can pose as it [env: AGENDA_REPLICA_HOST_KEY].")
+@click.option("--ack-after-replication", is_flag=True, envvar="AGENDA_ACK_AFTER_REPLICATION",
+              help="Answer a change only once the replica holds it (503 when it cannot be reached).")
+@click.option("--replica-behind-after", default=BEHIND_AFTER, show_default=True, type=click.IntRange(5, 86400),
+              envvar="AGENDA_REPLICA_BEHIND_AFTER", show_envvar=True,
+              help="Seconds without a shipment after which /health and `agenda status` say the replica is behind.")
+@click.option("--litestream-down-after", default=DOWN_AFTER, show_default=True, type=click.IntRange(1, 3600),
+              envvar="AGENDA_LITESTREAM_DOWN_AFTER", show_envvar=True,
+              help="Seconds Litestream may be down (restarting; a replica unreachable at its start) before the "
+                   "service checkpoints the WAL itself, passively, until Litestream is back (docs/replication.md).")
+@recipients_option
+@click.pass_context
+def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, cores, trusted_proxy,
+        trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
+        desk_horizon, desk_network, clinic_name, feed_shows, arrival_window, reminder_policy, replica, replica_key,
+        replica_host_key, ack_after_replication, replica_behind_after, litestream_down_after, recipients):
+    """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
+
+    The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
+    wrote. Refuses to start without one, unless --insecure-no-signature is given
+    for development. Logs one line per request (never a query string, NIF, phone
+    or name) and stops cleanly on SIGTERM or Ctrl-C. With --replica, Litestream
+    copies every change off the machine as it happens (docs/replication.md). A
+    database at an older schema is upgraded first, as `agenda migrate` does.
+
+    Example:
+
+    \b
+        agenda secret set --db clinic.db && agenda run --db clinic.db --replica /mnt/nas/agenda
+    """
+    check_the_start(ctx, db_path, ack_after_replication and not replica)
+    secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
+    kept_for = cli_recipients(recipients, "cannot start")
+    settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice, "horizon_days": horizon,
+                "desk_min_notice_minutes": desk_min_notice, "desk_horizon_months": desk_horizon,
+                "desk_network": desk_network, "clinic_name": clinic_name, "feed_shows": feed_shows,
+                "reminder_policy": reminder_policy, "arrival_window_minutes": arrival_window}
+    serve = (ctx.obj or {}).get("serve") or serve_until_stopped
+    writer = log_to_stderr()
+    # waitress warns "Task queue depth is N" for every request that waits for a free thread;
+    # the access log's durations say the same, once.
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+    replicator = None
+    try:
+        existing_database(db_path, older=UPGRADE, seal_for=kept_for).close()
+        replicator = start_replication(db_path, replica, replica_key, replica_host_key,
+                                       replica_behind_after, litestream_down_after) if replica else None
+        try:
+            app = create_app(db_path, secret, insecure=insecure_no_signature, **settings, replica=replicator,
+                             after_write=replicator.sync if ack_after_replication else None)
+        except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
+            raise click.ClickException(f"cannot start: {error}") from None
+        app.clinic.access.start()
+        if not app.clinic.conn().execute("SELECT 1 FROM doctors LIMIT 1").fetchone():
+            log.warning("%s has no doctors: no slot can be offered; load the catalogs with `agenda seed`", db_path)
+        try:
+            serve(app, on_listening=lambda url: click.echo(f"Agenda {__version__} serving {db_path} on {url}",
+                                                           err=True), cores=cores,
+                  **waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, trusted_proxy_headers))
+        except OSError as error:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
+        finally:
+            app.clinic.access.stop()
+            app.clinic.db.close()
+    finally:
+        if replicator is not None:
+            replicator.stop()
+        stop_logging(writer)
+
+
+def check_the_start(ctx, db_path, ack_without_replica):
+    """`run`'s refusals and warnings before anything is opened."""
+    if not Path(db_path).is_file():
+        raise click.ClickException(f"{db_path}: no such database; create it with `agenda seed CATALOGS.csv --db "
+                                   f"{db_path}` (or `agenda seed --demo`), or give its path with --db or AGENDA_DB")
+    if ack_without_replica:
+        raise click.ClickException("--ack-after-replication waits for a replica: give --replica URL too")
+    if ctx.get_parameter_source("secret") is click.core.ParameterSource.COMMANDLINE:
+        click.echo("Warning: --secret on the command line is visible to every user of this machine (ps, "
+                   "/proc); keep it with `agenda secret set`, or in AGENDA_SECRET from a file only root reads "
+                   "(docs/deploy.md).", err=True)
+
+
+@cli.command()
+@db_option
+@recipients_option
+def migrate(db_path, recipients):
+    """Bring the database to this agenda's schema, keeping a copy of it as it was first.
+
+    `agenda run` does the same as it starts; every other command refuses a database
+    at an older schema until one of them has. Two at once upgrade it once between
+    them. The copy, DB.before-schema-N-to-M beside it (sealed to --encrypt-to or
+    AGENDA_BACKUP_RECIPIENTS when given), is listed by `agenda status` and removed
+    by `agenda retention run` after 30 days.
+
+    Example:
+
+    \b
+        agenda migrate --db /var/lib/agenda/clinic.db
+    """
+    kept_for = cli_recipients(recipients, "nothing was upgraded")
+    conn = existing_database(db_path, older=AS_IT_IS)
+    try:
+        done = upgrade(conn, seal_for=kept_for)
+    except (sqlite3.Error, OSError, ValueError, RuntimeError, SealingError) as error:
+        raise click.ClickException(f"{db_path}: the upgrade stopped at schema version {schema_version(conn)}: "
+                                   f"{error}") from None
+    finally:
+        conn.close()
+    if not done.ran:
+        click.echo(f"{db_path} is at schema version {done.newest}, this agenda's: nothing to do.")
+        return
+    kept = f"; the database as it was is kept as {done.aside}" if done.aside else ""
+    click.echo(f"Upgraded {db_path} from schema version {done.found} to {done.newest}{kept}.")
+
+
+def waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, trusted_proxy_headers):
+    options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
+               # waitress refuses a Content-Length at or over this before reading the body
+               "max_request_body_size": app.clinic.settings.max_body_bytes + 1, "ident": "agenda"}
+    if trusted_proxy:
+        options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
+                       clear_untrusted_proxy_headers=True)
+    return options
+
+
+def start_replication(db_path, replica, key_path, host_key=None, behind_after=BEHIND_AFTER, down_after=DOWN_AFTER):
+    """Litestream replicating db_path to `replica` beside the service, noted for `agenda status` and for
+    every command run beside it (which then leaves checkpoints to Litestream, "Checkpoints")."""
+    binary = litestream_binary()
+    if binary is None:
+        raise click.ClickException("--replica needs Litestream: pip install 'agenda[replica]' (or set "
+                                   "AGENDA_LITESTREAM to the litestream executable)")
+    try:
+        replicator = Replicator(binary, db_path, replica, key_path, host_key, behind_after=behind_after,
+                                down_after=down_after)
+    except (RuntimeError, OSError) as error:
+        raise click.ClickException(f"cannot start: {error}") from None
+    conn = connect(db_path, replicated=True)
+    try:
+        with transaction(conn):
+            remember(conn, "replica", {"url": without_password(replicator.url), "socket": replicator.socket_path,
+                                       "behind_after": behind_after}, dt.datetime.now(dt.timezone.utc))
+    finally:
+        conn.close()
+    replicator.start()
+    return replicator
+
+
+def secret_to_serve(db_path, secret, secret_file, insecure, scheme):
+    """The secret `run` serves with (the option, else the stored file), or None in development
+    mode; a ClickException saying how to set one; a warning for a weaker scheme."""
+    stored = secret_file_path(db_path, secret_file)
+    if not secret and stored.is_file():
+        secret = read_secret_file(stored)
+    if not secret and not insecure:
+        raise click.ClickException("no shared secret: run `agenda secret set` (or set AGENDA_SECRET) with the "
+                                   "secret shown in the caller's integration settings "
+                                   "(--insecure-no-signature for development only)")
+    if insecure and not secret:
+        click.secho("WARNING: signatures are off. Anyone who reaches this port can read and change the "
+                    "agenda. Never use this outside development.", fg="red", bold=True, err=True)
+    elif scheme in SCHEME_WARNINGS:
+        click.secho(f"WARNING: {SCHEME_WARNINGS[scheme]}.", fg="yellow", bold=True, err=True)
+    return secret or None
+
+
+@cli.group()
+def secret():
+    """Keep the caller's shared secret in a file only its owner can read.
+
+    Example:
+
+    \b
+        agenda secret set --db /var/lib/agenda/clinic.db
+    """
+
+
+@secret.command("set")
+@db_option
+@secret_file_option
+def secret_set(db_path, secret_file):
+    """Store the shared secret, typed at a hidden prompt or piped on standard input.
+
+    Never pass the secret as an argument: it would land in the shell's history.
+    The file is written with mode 0600; `agenda run` reads it when AGENDA_SECRET
+    is not set. Restart the service to use a new secret.
+
+    Example:
+
+    \b
+        agenda secret set --db /var/lib/agenda/clinic.db
+    """
+    stdin = sys.stdin
+    if stdin.isatty():
+        value = click.prompt("Shared secret (not shown)", hide_input=True, confirmation_prompt=True)
+    else:
+        value = stdin.readline()
+    value = value.strip()
+    if not value:
+        raise click.ClickException("no secret given; type it at the prompt or pipe it in: "
+                                   "agenda secret set < file-holding-the-secret")
+    path = secret_file_path(db_path, secret_file)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    temporary.unlink(missing_ok=True)
+    create_private_file(temporary)
+    try:
+        temporary.write_text(value + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise click.ClickException(f"cannot write {path}: {error}") from None
+    if len(value) < 16:
+        click.echo("Warning: the secret is under 16 characters; a longer one is harder to guess.", err=True)
+    click.echo(f"Stored the secret in {path} (mode 600). Restart the service to use it.")
+
+
+@cli.command("sign")
+@db_option
+@click.argument("method")
+@click.argument("target")
+@click.option("--body", "body_file", type=click.File("rb"), default=None,
+              help="The file holding the body exactly as sent ('-': standard input); none for GET and DELETE.")
+@click.option("--secret", envvar="AGENDA_SECRET", default=None,
+              help="The caller's shared secret [env: AGENDA_SECRET]; else the stored one.")
+@secret_file_option
+def sign_command(db_path, method, target, body_file, secret, secret_file):
+    """Show what each scheme signs for a request, byte for byte, and its X-Signature.
+
+    TARGET is the path and query exactly as sent, not the full URL. The signed
+    bytes are printed escaped, so a stray newline shows as \\n. The secret comes from
+    the same places `agenda run` reads it, and is never printed.
+
+    Example:
+
+    \b
+        agenda sign POST /patients --body patient.json --db /var/lib/agenda/clinic.db
+    """
+    secret = secret or (read_secret_file(secret_file_path(db_path, secret_file))
+                        if secret_file_path(db_path, secret_file).is_file() else None)
+    if not secret:
+        raise click.ClickException("no shared secret: set AGENDA_SECRET or run `agenda secret set` first")
+    body = body_file.read() if body_file else b""
+    for warning in signing_warnings(method, target, body):
+        click.echo(f"Warning: {warning}", err=True)
+    messages = signed_messages(method.upper(), target, body)
+    for scheme in SIGNED_SCHEMES:
+        message = messages[scheme]
+        digest = sign(secret, message)
+        click.echo(f"{scheme} scheme signs {plural(len(message), 'byte')}:\n  {repr(message)[2:-1] or '(nothing)'}")
+        click.echo(f"  hex     {digest.hex()}\n  base64  {base64.b64encode(digest).decode()}")
+
+
+def signing_warnings(method, target, body):
+    """The integrators' usual mistakes, seen in what they are about to sign."""
+    if re.match(r"[a-z]+://", target, re.IGNORECASE):
+        yield "TARGET is a full URL; the request scheme signs the path and query only, as sent"
+    if not target.startswith("/"):
+        yield "TARGET should start with '/'"
+    if re.search(r"[^\x21-\x7e]", target):
+        yield ("TARGET holds a space or a character that cannot go on the wire as it is: sign the path and "
+               "query exactly as the request sends them, percent-encoded (Ib%C3%A1%C3%B1ez, not Ibáñez)")
+    if body.endswith(b"\n"):
+        yield "the body ends with a newline: sign it only if the request sends it too"
+    if body and method.upper() in BODYLESS_METHODS:
+        yield f"a {method.upper()} carries no body"

@@ -1,0 +1,288 @@
+"""What every desk page shares: the plugin that guards each desk route (`DeskPlugin`), the page in the
+desk's language (`desk_page`, `desk_error`), the form's fields, the flash after a change (`done`), redirects,
+the refusal's words, and the small readers more than one page uses."""
+
+import functools
+import hmac
+import html
+import json
+import logging
+import urllib.parse
+
+import bottle
+import phonenumbers
+
+from ..values.refusals import ClinicError
+from ..values.fields import format_date, text_field
+from ..values.printing import printable
+from ..domain.patients import DESK_FORM
+from ..domain.identity import identity, refused
+from .texts import refusal_fields, refusal_text, TEXTS, translator
+from .pages import desk_template
+from ..web.answers import clinic, raw_header, refusal_for, request_id, status_of
+from ..domain.availability import clinic_centers
+
+log = logging.getLogger("agenda")
+
+
+DESK_COOKIE, LOGIN_COOKIE, FLASH_COOKIE = "agenda_desk", "agenda_login", "agenda_flash"
+DEVICE_COOKIE = "agenda_device"  # a browser that logged in, kept after logging out ("Login flood")
+FLASH_BYTES = 1024  # a flash cookie holds keys, numbers and an id only: far below a cookie's 4 KB
+
+
+DESK_HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self';"
+                               " base-uri 'none'",
+    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+}
+
+
+def desk_language(environ):
+    """'en' when the browser puts English before Spanish, else 'es' (the default)."""
+    for part in environ.get("HTTP_ACCEPT_LANGUAGE", "").split(","):
+        tag = part.split(";")[0].strip().lower()
+        if tag[:2] in ("es", "en"):
+            return tag[:2]
+    return "es"
+
+
+def signed_out(environ):
+    """What a desk page knows of its reader before the session is read: the language only."""
+    return {"lang": desk_language(environ), "name": None, "role": None, "csrf": None}
+
+
+def desk_page(template, status=200, **values):
+    """A desk page: the template inside the layout, in the desk's language."""
+    desk = bottle.request.environ["agenda.desk"]
+    t = translator(desk["lang"])
+    flash = bottle.request.get_cookie(FLASH_COOKIE)
+    if flash:
+        bottle.response.delete_cookie(FLASH_COOKIE, path="/desk")
+        flash = flash_text(flash, t, desk)
+    values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "quote": urllib.parse.quote,
+              "urlencode": urllib.parse.urlencode, "error": None, "nif_of": functools.partial(nif_of, t), "wrong": {},
+              "patient_form": DESK_FORM, **values}
+    values["wrong_note"] = functools.partial(field_note, values["wrong"])
+    body = desk_template(template).render(**values)
+    bottle.response.status = status
+    bottle.response.content_type = "text/html; charset=utf-8"
+    return desk_template("layout").render(body=body, flash=flash, **values)
+
+
+def dialled(e164):
+    """A phone as reception dials it: Spanish numbers without +34, in groups (612 34 56 78)."""
+    try:
+        number = phonenumbers.parse(e164 or "")
+    except phonenumbers.NumberParseException:
+        return e164 or ""
+    style = phonenumbers.PhoneNumberFormat.NATIONAL if number.country_code == 34 else \
+        phonenumbers.PhoneNumberFormat.INTERNATIONAL
+    return phonenumbers.format_number(number, style)
+
+
+def nif_of(t, patient):
+    """A patient's NIF as the desk shows it: their own, or their guardian's, said so."""
+    if patient.get("nif") or not patient.get("guardian_nif"):
+        return patient.get("nif") or ""
+    return t("under_guardian", name=patient["guardian_name"], nif=patient["guardian_nif"])
+
+
+def desk_refusal(error):
+    """What a receptionist reads for a refusal, in the desk's language ("Staff desk")."""
+    return refusal_text(translator(bottle.request.environ["agenda.desk"]["lang"]), error)
+
+
+def desk_wrong_fields(error):
+    """{field: words} of a refusal in the desk's language, to show beside each field of its form."""
+    return refusal_fields(translator(bottle.request.environ["agenda.desk"]["lang"]), error)
+
+
+def field_note(wrong, name):
+    """A template's note beside the field `name`: the words of the refusal that concerns it, or nothing."""
+    return f'<span class="wrong">{html.escape(wrong[name])}</span>' if name in wrong else ""
+
+
+def done(to, *said, patient=None):
+    """After a change: say what changed on the next page and go back to `to`. `said` is (key of TEXTS,
+    {name: short value}) pairs; `patient` an id whose name the next page reads through the one door, so
+    the cookie holds nothing about a patient ("Staff desk")."""
+    payload = urllib.parse.quote(json.dumps({"said": said, "patient": patient}, separators=(",", ":")))
+    if len(payload) <= FLASH_BYTES:
+        set_desk_cookie(FLASH_COOKIE, payload, max_age=60)
+    see_other(to)
+
+
+def set_desk_cookie(name, value, **more):
+    """A cookie of the desk's: under /desk, HttpOnly, SameSite=Strict, Secure when the request came over TLS
+    (the trusted proxy's word, via waitress)."""
+    bottle.response.set_cookie(name, value, path="/desk", httponly=True, samesite="strict",
+                               secure=bottle.request.environ.get("wsgi.url_scheme") == "https", **more)
+
+
+def flash_text(cookie, t, desk):
+    """The words of a flash cookie, the patient it names read through the one door for this receptionist;
+    '' for a cookie that is not one of ours."""
+    try:
+        payload = json.loads(urllib.parse.unquote(cookie))
+        said, patient = payload["said"], payload["patient"]
+        name = "" if patient is None or desk["name"] is None else \
+            identity(clinic(), patient, desk_source(), "change")["full_name"] or ""
+        return " ".join(t(key, **values, patient=name) for key, values in said if key in TEXTS)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, ClinicError):
+        return ""
+
+
+def see_other(path):
+    """303 to a path of this server, relative: a client's Host header never goes into it."""
+    answer = bottle.response.copy(cls=bottle.HTTPResponse)
+    answer.status, answer.body = 303, ""
+    answer.set_header("Location", path)
+    raise answer
+
+
+def day_address(date, center_id, doctor_id=None):
+    query = {"date": format_date(date)}
+    if center_id:
+        query["centerId"] = center_id
+    if doctor_id:
+        query["doctorId"] = doctor_id
+    return "/desk/day?" + urllib.parse.urlencode(query)
+
+
+class DeskPlugin:
+    """Wraps every desk route: the session cookie, CSRF on every POST, no X-Signature, safe headers,
+    HTML answers in the desk's language ("Staff desk")."""
+
+    name = "desk"
+    api = 2
+
+    def apply(self, callback, route):
+        if not route.config.get("desk"):
+            return callback
+        open_page, role = route.config.get("open_page", False), route.config.get("role")
+        passive = route.config.get("passive", False)
+
+        def wrapper(*args, **kwargs):
+            environ = bottle.request.environ
+            request_id()
+            for name, value in DESK_HEADERS.items():
+                bottle.response.set_header(name, value)
+            environ["agenda.desk"] = desk = signed_out(environ)
+            try:
+                refused = self.admit(desk, open_page, passive) or self.allowed(desk, role, route.rule)
+                return refused if refused is not None else callback(*args, **kwargs)
+            except bottle.HTTPResponse:
+                raise  # a redirect
+            except Exception as error:
+                refusal = refusal_for(error)
+                if refusal is None:
+                    log.exception("request %s failed", request_id())
+                    return desk_error(500, translator(desk["lang"])("error"))
+                return desk_error(status_of(refusal), desk_refusal(refusal))
+        return wrapper
+
+    @staticmethod
+    def admit(desk, open_page, passive=False):
+        """None when the request may go on: no X-Signature, a live session (else to the login page),
+        the session's CSRF token on a POST; else the refusal's page."""
+        request = bottle.request
+        if raw_header(request.environ, "X-Signature") is not None:
+            return desk_error(400, "a desk page takes no X-Signature: sign in at /desk/login")
+        session, ended = accounts().session_or_ended(request.get_cookie(DESK_COOKIE), touch=not passive)
+        if session is None and not open_page:
+            see_other(kept_for_login(ended) or "/desk/login")
+        desk.update(session or {})
+        if request.method == "POST" and not open_page and not hmac.compare_digest(
+                (request.forms.getunicode("csrf") or "").encode(), desk["csrf"].encode()):
+            return desk_error(403, translator(desk["lang"])("CSRF"))
+        return None
+
+
+    @staticmethod
+    def allowed(desk, role, rule):
+        """None when the session's role may use the route; else the 403 page, the refusal recorded ("Roles")."""
+        if role is None or desk["role"] == role:
+            return None
+        accounts().refuse(desk["name"], f"{bottle.request.method} {rule}", f"desk:{desk['name']}")
+        if "patient_id" in bottle.request.url_args:  # a patient's data refused: in the access record too
+            refused(clinic(), f"desk:{desk['name']}", "access", [bottle.request.url_args["patient_id"]])
+        return desk_error(403, translator(desk["lang"])("admin_only"))
+
+
+def kept_for_login(ended):
+    """The login page's address that carries a form sent after its session ended ("Kept forms"), when
+    it was sent with that session's own CSRF token; else None."""
+    request = bottle.request
+    if ended is None or request.method != "POST" or request.path == "/desk/logout" or not hmac.compare_digest(
+            (request.forms.getunicode("csrf") or "").encode(), ended["csrf"].encode()):
+        return None
+    fields = [[name, value] for name, value in request.forms.decode().allitems() if name != "csrf"]
+    return "/desk/login?" + urllib.parse.urlencode({"kept": accounts().keep_form(ended["name"], request.path, fields)})
+
+
+def desk_error_page(http_error):
+    """Bottle's own errors under /desk (an unknown page, a crash) as a page, with the desk's headers."""
+    environ = bottle.request.environ
+    environ.setdefault("agenda.desk", signed_out(environ))
+    for name, value in DESK_HEADERS.items():
+        bottle.response.set_header(name, value)
+    if http_error.status_code >= 500:
+        log.error("request %s failed: %s", request_id(), http_error.exception)
+    t = translator(environ["agenda.desk"]["lang"])
+    return desk_error(http_error.status_code, t("not_found") if http_error.status_code == 404 else t("error"))
+
+
+def desk_error(status, message):
+    return desk_page("error", status=status, message=message)
+
+
+def desk_source():
+    return f"desk:{bottle.request.environ['agenda.desk']['name']}"
+
+
+def form(name):
+    """A form field, read with getunicode, through `text_field`; blank is None. After a field is refused, the
+    page drawn again reads every field as typed, made printable, to keep it beside its refusal ("Text fields")."""
+    typed, environ = bottle.request.forms.getunicode(name) or "", bottle.request.environ
+    if environ.get("agenda.form_refused"):
+        return printable(typed).strip() or None
+    try:
+        return text_field(typed, name)
+    except ClinicError:
+        environ["agenda.form_refused"] = True
+        raise
+
+
+def accounts():
+    """The staff accounts of the app serving this request."""
+    return bottle.request.app.accounts
+
+
+def desk_centers():
+    return clinic_centers(clinic())
+
+
+def catalog_names(kind):
+    """{id: name} of the clinic's centers, insurances, specialities, doctors or visit types."""
+    table = {"centers": "centers", "insurances": "insurances", "specialities": "specialities", "doctors": "doctors",
+             "types": "visit_types"}[kind]
+    return {row["id"]: row["name"] for row in clinic().conn().execute(f"SELECT id, name FROM {table}")}
+
+
+def who_booked(t, source):
+    """The mark of who booked an appointment: the voice agent, a receptionist's name, or the admin."""
+    if source == "api":
+        return t("by_agent")
+    return source.split(":", 1)[1] if source and source.startswith("desk:") else t("by_cli")
+
+
+def local_moment(zone, moment):
+    """DD/MM/YYYY HH:MM of an aware moment in the clinic's zone."""
+    local = moment.astimezone(zone)
+    return f"{format_date(local.date())} {local:%H:%M}"
+
+
+def changes_version():
+    """A number that grows with every change to the agenda: the newest event's id."""
+    return clinic().conn().execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]

@@ -1,0 +1,1 @@
+"""The domain: the clinic's operations, module functions taking the `Clinic`; no HTTP here."""

@@ -1,0 +1,204 @@
+"""Appointments as the clinic reads them ("Appointment records"): one, or the live ones matching named filters,
+as records or in a shape's JSON, who the patient is through the one door ("A patient's identity"). No HTTP here."""
+
+import json
+from typing import NamedTuple
+
+from ..values.refusals import ClinicError
+from ..values.fields import normalise_nif, numeric_id, parse_phone
+from .identity import identities
+from .slots import CLOSURE_COVERS
+
+# An appointment that needs a call ("To call"): inside a closure or from its doctor's retirement on,
+# and the patient not come. Reception sees it marked and listed; the caller's lists leave it out.
+TO_CALL = f"""(coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND (
+    EXISTS (SELECT 1 FROM doctors rd WHERE rd.id = a.doctor_id AND rd.retired_from <= a.date)
+    OR EXISTS (SELECT 1 FROM closures c WHERE {CLOSURE_COVERS})))"""
+# An appointment as the clinic reads it, written as JSON by SQLite so that a list is one statement: ids as
+# numbers, the ISO date, start and end, where, its status and who booked it.
+APPOINTMENT_FIELDS = f"""json_object(
+    'id', a.id, 'date', a.date, 'start', a.time, 'end', a.end_time, 'status', a.status, 'reason', a.reason,
+    'doctor_id', a.doctor_id, 'doctor_name', d.name, 'speciality_id', a.speciality_id, 'center_id', a.center_id,
+    'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'booked_by', a.booked_by, 'attendance', a.attendance,
+    'arrived_at', a.arrived_at, 'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END,
+    'created_at', a.created_at, 'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END,
+    'series_id', a.series_id, 'type_id', a.type_id,
+    'type_name', (SELECT t.name FROM visit_types t WHERE t.id = a.type_id), 'pause', a.pause,
+    'busy_until', coalesce(a.busy_until, a.end_time), 'overlap_accepted', a.overlap_accepted,
+    'holds', (SELECT group_concat(r.name, ', ') FROM holds h JOIN resources r ON r.id = h.resource_id
+              WHERE h.appointment_id = a.id AND h.live = 1),
+    'series_place', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count(*) FROM appointments s
+        WHERE s.series_id = a.series_id AND (s.date < a.date OR (s.date = a.date AND s.time <= a.time))) END,
+    'series_count', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count FROM series WHERE id = a.series_id) END)"""
+APPOINTMENT_TABLES = """
+    FROM appointments a
+    JOIN doctors d ON d.id = a.doctor_id
+    JOIN live_patients p ON p.id = a.patient_id
+"""
+
+
+class Shape(NamedTuple):
+    """How an appointment is written: `sql`, a json_object over `a` and its doctor `d`; `person`, who the
+    patient is (an identity from the one door) in the same words."""
+    sql: str
+    person: object
+
+
+APPOINTMENT_RECORD = Shape(APPOINTMENT_FIELDS, lambda person: {
+    "patient_name": person["full_name"], "nif": person["shown_nif"], "phone": person["phone_e164"],
+    "guardian_name": person["guardian_name"]})
+# An appointment as the caller sees it ("Appointment objects"): ids are text; the date DD/MM/YYYY; patientName
+# is name and surname, or whichever there is, or null; nif the patient's or their live guardian's; duration in
+# minutes. SQLite writes a list of hundreds three times as fast as Python builds them.
+CALLER_APPOINTMENT = Shape("""json_object(
+    'appointmentId', CAST(a.id AS TEXT),
+    'date', substr(a.date, 9, 2) || '/' || substr(a.date, 6, 2) || '/' || substr(a.date, 1, 4),
+    'time', a.time, 'doctorId', a.doctor_id, 'doctorName', d.name, 'patientId', CAST(a.patient_id AS TEXT),
+    'reason', a.reason, 'centerRef', a.center_id,
+    'extraData', json_patch(json_object('status', a.status, 'specialityId', a.speciality_id,
+                                        'insuranceId', a.insurance_id,
+                                        'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
+                                                    - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))),
+                            CASE WHEN a.type_id IS NULL THEN '{}' ELSE json_object('visitTypeId', a.type_id) END))""",
+                           lambda person: {"nif": person["shown_nif"], "patientName": person["full_name"],
+                                           "phone": person["phone_e164"]})
+
+# What a cancelled appointment answers: reading it, changing it, cancelling it again ("Appointment objects").
+READ_CANCELLED = ("APPOINTMENT_CANCELLED", "that appointment was cancelled")
+CHANGE_CANCELLED = ("APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was cancelled")
+CANCEL_CANCELLED = ("APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
+
+
+def shaped(clinic, rows, shape, reader, kind):
+    """The JSON texts of (patient_id, json) rows with who each patient is, in `shape`'s words, through the
+    one door: the read noted for `reader` as `kind`; a row of a patient not shown is left out."""
+    people = identities(clinic, [row[0] for row in rows], reader, kind)
+    words = {key: json.dumps(shape.person(person), ensure_ascii=False)[1:] for key, person in people.items()}
+    return [text[:-1] + "," + words[patient_id] for patient_id, text in rows if patient_id in words]
+
+
+def appointment_row(clinic, appointment_id, if_cancelled, columns="a.*"):
+    """`columns` (of APPOINTMENT_TABLES) of a live appointment: 404 when there is none, `if_cancelled` (code,
+    message) when it was cancelled. The one lookup of an appointment."""
+    key = numeric_id(appointment_id)
+    row = None if key is None else clinic.conn().execute(
+        f"SELECT a.status AS lookup_status, {columns} {APPOINTMENT_TABLES} WHERE a.id = ?", (key,)).fetchone()
+    if row is None:
+        raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+    if row["lookup_status"] == "cancelled":
+        raise ClinicError(*if_cancelled)
+    found = dict(row)
+    del found["lookup_status"]
+    return found
+
+
+def read_appointment(clinic, appointment_id, reader=None, kind="appointment", shape=APPOINTMENT_RECORD):
+    """One live appointment as a record, or as the JSON text of `shape`, who the patient is through the
+    one door (the read noted for `reader`; a record without who, when no one reads it); a cancelled one
+    is gone (410)."""
+    row = appointment_row(clinic, appointment_id, READ_CANCELLED, columns=f"a.patient_id, {shape.sql} AS json")
+    if reader is None and shape is APPOINTMENT_RECORD:
+        return json.loads(row["json"])
+    text = shaped(clinic, [(row["patient_id"], row["json"])], shape, reader, kind)
+    if not text:
+        raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+    return json.loads(text[0]) if shape is APPOINTMENT_RECORD else text[0]
+
+
+def appointment_for_desk(clinic, appointment_id, reader):
+    """One appointment, cancelled ones too (with when, why and by whom), and its history from the audit
+    trail, oldest first: [{at, source, action}] ("Appointment records")."""
+    found = with_cancelled(clinic, "a.id = ?", [numeric_id(appointment_id)], reader, "appointment")
+    if not found:
+        raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+    found[0]["history"] = [dict(event) for event in clinic.conn().execute(
+        "SELECT at, source, action FROM events WHERE entity = 'appointment' AND entity_id = ? ORDER BY id",
+        (str(found[0]["id"]),))]
+    return found[0]
+
+
+def cancelled_of(clinic, patient_id, reader):
+    """A patient's cancelled appointments, the latest first, with when and why."""
+    return with_cancelled(clinic, "a.patient_id = ? AND a.status = 'cancelled'", [numeric_id(patient_id)], reader,
+                          "patient", order="a.date DESC, a.time DESC")
+
+
+def with_cancelled(clinic, where, params, reader, kind, order="a.date, a.time"):
+    """Appointment records matching `where` (SQL over `a`), cancelled ones with when and why, who the patient
+    is through the one door (the read noted for `reader` as `kind`)."""
+    rows = clinic.conn().execute(
+        f"SELECT a.patient_id, json_set({APPOINTMENT_FIELDS}, '$.cancelled_at', a.cancelled_at, '$.cancel_reason',"
+        f" a.cancel_reason) {APPOINTMENT_TABLES} WHERE {where} ORDER BY {order}", params).fetchall()
+    return [json.loads(text) for text in shaped(clinic, rows, APPOINTMENT_RECORD, reader, kind)]
+
+
+def marks(values):
+    return ",".join("?" * len(values))
+
+
+# The named filters a list of live appointments takes: each, given its value, an SQL condition over `a` and its
+# parameters. `to_call` keeps (True) or leaves out (False, the caller's lists) those to call; `covered_by` takes
+# a closure's fields (first, last, doctor, center, start, end: CLOSURE_COVERS, the days bounding the index's range);
+# `first_of_each_day` takes (center, first, last, n): each day's first n there by time.
+FILTERS = {
+    "ids": lambda ids: (f"a.id IN ({marks(ids)})", list(ids)),
+    "days": lambda days: (f"a.date IN ({marks(days)})", list(days)),
+    "since": lambda day: ("a.date >= ?", [day]),
+    "doctor_id": lambda doctor_id: ("a.doctor_id = ?", [doctor_id]),
+    "center_id": lambda center_id: ("a.center_id = ?", [center_id]),
+    "patient_ids": lambda ids: (f"a.patient_id IN ({marks(ids)})", list(ids)),
+    "to_call": lambda wanted: (TO_CALL if wanted else f"NOT {TO_CALL}", []),
+    "covered_by": lambda fields: (
+        "a.date BETWEEN ? AND ? AND EXISTS (SELECT 1 FROM (SELECT ? AS date_from, ? AS date_to, ? AS doctor_id,"
+        f" ? AS center_id, ? AS start_time, ? AS end_time) c WHERE {CLOSURE_COVERS})", [*fields[:2], *fields]),
+    "first_of_each_day": lambda asked: (
+        """a.id IN (SELECT id FROM (SELECT x.id, row_number() OVER (PARTITION BY x.date ORDER BY x.time,
+        x.doctor_id, x.id) AS n FROM appointments x JOIN live_patients lp ON lp.id = x.patient_id
+        WHERE x.status != 'cancelled' AND x.center_id = ? AND x.date BETWEEN ? AND ?) WHERE n <= ?)""", list(asked)),
+}
+
+
+def live_appointments(clinic, reader=None, kind="day", shape=APPOINTMENT_RECORD, **filters):
+    """The live appointments matching every named filter (FILTERS; a None value is no filter), sorted
+    ("Lists"): records, or the JSON array's text of `shape`; who each patient is through the one door, the
+    read noted for `reader` as `kind` (records without who, when no one reads them)."""
+    clinic.require_center(filters.get("center_id"))
+    where, params = ["a.status != 'cancelled'"], []
+    for name, value in filters.items():
+        if value is not None:
+            condition, values = FILTERS[name](value)
+            where.append(condition)
+            params += values
+    rows = clinic.conn().execute(
+        f"SELECT a.patient_id, {shape.sql} AS json {APPOINTMENT_TABLES} WHERE {' AND '.join(where)}"
+        " ORDER BY a.date, a.time, a.doctor_id", params).fetchall()
+    if reader is None and shape is APPOINTMENT_RECORD:
+        return [json.loads(row[1]) for row in rows]
+    text = "[" + ",".join(shaped(clinic, rows, shape, reader, kind)) + "]"
+    return json.loads(text) if shape is APPOINTMENT_RECORD else text
+
+
+def patient_appointments(clinic, *, nif=None, phone=None, day=None, center_id=None, shape=APPOINTMENT_RECORD,
+                         reader):
+    """A patient's live appointments ("One route, two jobs"): found by NIF, else by phone;
+    on `day`, else from today on; the patients found noted for `reader`."""
+    clinic.require_center(center_id)
+    nif, phone = normalise_nif(nif) if nif else None, parse_phone(phone) if phone else None
+    patient_ids = []
+    if nif is not None:
+        patient_ids = [row[0] for row in clinic.conn().execute("SELECT id FROM live_patients WHERE nif = ?", (nif,))]
+    if not patient_ids and phone is not None:
+        patient_ids = [row[0] for row in clinic.conn().execute(
+            "SELECT id FROM live_patients WHERE phone_e164 = ?", (phone,))]
+    return live_appointments(clinic, reader, "search", shape, days=[day.isoformat()] if day else None,
+                             since=None if day else clinic.today().isoformat(), patient_ids=patient_ids,
+                             center_id=center_id)
+
+
+def last_insurances(clinic, patient_ids):
+    """{patient id: the insurance of their latest appointment that named one}, for these patients."""
+    keys = sorted({key for key in map(numeric_id, patient_ids) if key is not None})
+    return {row[0]: row[1] for row in clinic.conn().execute(
+        "SELECT patient_id, insurance_id FROM (SELECT patient_id, insurance_id, row_number() OVER (PARTITION BY"
+        " patient_id ORDER BY date DESC, time DESC, id DESC) AS n FROM appointments WHERE insurance_id IS NOT NULL"
+        " AND patient_id IN (SELECT value FROM json_each(?))) WHERE n = 1", (json.dumps(keys),))}

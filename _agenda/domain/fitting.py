@@ -1,0 +1,94 @@
+"""What fits where at the desk ("Staff desk", "Visit types"): the cells of the doctors' grids where a type
+they offer there fits whole, by the caller's own decision (`visits.free_starts` under the desk's window),
+and why a visit does not fit at a start, asked of the pieces the door asks (`slots.visit_span`, then the
+rooms and machines). No HTTP here."""
+
+from typing import NamedTuple
+
+from ..values.refusals import ClinicError
+from ..values.fields import hhmm, minutes_of
+from .slots import FREE, overlapping, read_schedule, slot_state, visit_span
+from .visits import first_free, free_starts, pools_for, read_resources, types_offered, VisitType
+
+
+class Fits(NamedTuple):
+    """The visit a free cell is offered for: its type (None: a doctor without types, one cell of the grid),
+    and whether it is the doctor's default there (else the page names it)."""
+    kind: VisitType
+    default: bool
+
+
+def fitting_cells(clinic, first, last, center_id=None, doctor_id=None):
+    """{(doctor, day, time): Fits} of every start from `first` to `last` where the desk may book a visit: the
+    doctor's default type there when it fits, else the first of the doctor's types there that fits (in their
+    order); a doctor without types there, each free cell of the grid. Each type asked once per position."""
+    conn = clinic.conn()
+    doctors = conn.execute("SELECT id, name, speciality_id FROM doctors WHERE ? IS NULL OR id = ?",
+                           (doctor_id, doctor_id)).fetchall()
+    if not doctors:
+        return {}
+    offered, window, found = types_offered(conn, [d["id"] for d in doctors]), clinic.window("desk"), {}
+    by_id = {d["id"]: d for d in doctors}
+    for position in range(max((len(kinds) for kinds in offered.values()), default=1)):
+        def visit_of(doctor, row, position=position):
+            kinds = offered.get((doctor["id"], row["center_id"]))
+            if kinds:
+                return kinds[position] if position < len(kinds) else None
+            return VisitType(None, None, doctor["speciality_id"], row["slot_minutes"]) if position == 0 else None
+        for slot in free_starts(conn, doctors, first, last, window=window, visit_of=visit_of, center_id=center_id):
+            kinds = offered.get((slot.doctor_id, slot.center_id))
+            kind = kinds[position] if kinds else VisitType(None, None, by_id[slot.doctor_id]["speciality_id"],
+                                                           slot.duration)
+            found.setdefault((slot.doctor_id, slot.date, slot.time), Fits(kind, position == 0))
+    return found
+
+
+class Why(NamedTuple):
+    """Why a visit does not fit at a start, in the clinic's terms: a slot's state ("Slot refusal reasons"), or
+    `past_hours` (it runs past the doctor's hours), `runs_into` (into the visit at `at`), `runs_into_closed`,
+    or `resource_taken` with what is `held` then: [(category, [names of its rooms or machines])]."""
+    reason: str
+    at: str | None = None
+    ends: str | None = None
+    held: tuple = ()
+
+
+def why_not(clinic, doctor_id, day, time_text, center_id, kind):
+    """None when a visit of `kind` starts at `time_text` at the desk (the doctor, the hours, closures and the
+    doctor's other visits, then a room and machine of each category it needs); else its Why."""
+    conn = clinic.conn()
+    schedule = read_schedule(conn, [doctor_id], day, day)  # with the bookings: `taken` is read here
+    window = clinic.window("desk")
+    try:
+        row, _, busy_until = visit_span(schedule, window, doctor_id, day, time_text, center_id,
+                                        lambda _: (kind.minutes, kind.pause))
+    except ClinicError as refusal:
+        if slot_state(schedule, window, doctor_id, day, time_text, center_id) != FREE:
+            return Why(refusal.rule)
+        return ran_into(schedule, doctor_id, day, time_text, kind, refusal.rule, center_id)
+    if not kind.needs:
+        return None
+    resources = read_resources(conn, day.isoformat(), day.isoformat(), categories=kind.needs)
+    names = dict(conn.execute("SELECT id, name FROM resources").fetchall())
+    held = []
+    for category in kind.needs:
+        pools = pools_for(resources, kind._replace(needs=(category,)), doctor_id, row["center_id"], row["room_id"],
+                          day)
+        if first_free(pools, time_text, busy_until) is None:
+            held.append((category, [names.get(resource, resource) for pool in pools for resource, *_ in pool]))
+    return Why("resource_taken", held=tuple(held)) if held else None
+
+
+def ran_into(schedule, doctor_id, day, time_text, kind, reason, center_id):
+    """The Why of a visit whose start is free but whose length and pause are not: past the hours, into the
+    doctor's next visit, or into a closure."""
+    iso, here = day.isoformat(), schedule.grids.get(day.weekday(), ())
+    row = next(row for row, _ in here if row["doctor_id"] == doctor_id and center_id in (None, row["center_id"])
+               and row["start_time"] <= time_text < row["end_time"])
+    busy = minutes_of(time_text) + kind.minutes + kind.pause
+    if reason == "off_grid":
+        return Why("past_hours", ends=row["end_time"])
+    later = overlapping(schedule.busy.get((doctor_id, iso), ()), time_text, hhmm(busy))
+    if reason == "taken" and later:
+        return Why("runs_into", at=later[0][:5])
+    return Why("runs_into_closed" if reason == "closed" else reason)
