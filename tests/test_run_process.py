@@ -11,7 +11,10 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
+import zipfile
 
+import edges
 from conftest import ROOT, SECRET, Server, days_ahead, send, valid_dni
 
 PII = {"nif": valid_dni(45_678_901), "phone": "699112233", "name": "Zacarías", "surname": "Ybarra-Quintanilla"}
@@ -118,6 +121,11 @@ def test_the_one_file_build_runs_on_a_bare_python(tmp_path, db_path):
     built = subprocess.run([sys.executable, str(ROOT / "tools" / "build_pyz.py"), "-o", str(pyz)],
                            capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
+    with zipfile.ZipFile(pyz) as archive:  # every file the code reads, from every folder of the package
+        held = set(archive.namelist())
+    assert {f"_agenda/desk/templates/{name}" for name in edges.TEMPLATES} <= held
+    assert {"schema.sql", "openapi.json", "seed/catalogs.csv"} <= held
+    assert {path.relative_to(ROOT).as_posix() for path in (ROOT / "_agenda").rglob("*.py")} <= held
     bare = [sys.executable, "-I", "-S", str(pyz)]
 
     def agenda_pyz(*args):
@@ -137,6 +145,8 @@ def test_the_one_file_build_runs_on_a_bare_python(tmp_path, db_path):
         assert send(server.url, "GET", "/custom-config")[1]["doctors"]["data"]
         assert send(server.url, "GET", f"/patients?nif={valid_dni(9)}")[1]["phone"] == "+34612345678"
         assert send(server.url, "GET", "/openapi.json")[1]["openapi"] == "3.1.0"
+        with urllib.request.urlopen(server.url + "/desk/login", timeout=20) as page:  # a template, from the archive
+            assert page.status == 200 and b'name="password"' in page.read()
     finally:
         assert server.terminate() == 0
         server.stop()
