@@ -4,9 +4,9 @@ The caller (a voice-agent platform) looks patients up, asks for free slots, book
 and cancels appointments and runs reminder cycles through the API of the caller's spec;
 reception works at /desk; the admin uses the `agenda` command. This file is the face: the
 console script's entry, `python agenda.py`, and the public names (`__all__`). The insides
-live in the package `_agenda/` beside it, one module per concern, and whoever needs one (a
-test, the bench) imports it from there; docs/design.md opens with their map ("Where things
-live") and says why things are as they are.
+live in the package `_agenda/` beside it, in folders by room, one module per concern, and whoever
+needs one (a test, the bench) imports it from there; docs/architecture.md is their map and
+docs/design.md says why things are as they are.
 """
 
 from _agenda import __version__

@@ -1,7 +1,7 @@
 r"""Reception's patient search on the large bench clinic (bench/README.md, "Patient search").
 
 Builds 60,000 patients with bench/generate.py (names and surnames with accents: García, Núñez,
-Muñoz...) and times `Clinic.search_patients`, the domain call behind the desk's search, for what
+Muñoz...) and times `registry.search_patients`, the domain call behind the desk's search, for what
 reception types: a NIF with separators, a phone as dictated, a common surname without its accent,
 a name and a surname in any order, a part of a word, and a name nobody has (every row read). Each
 is run --repeat times after one warm-up; the report gives the median and the 95th percentile in

@@ -1,6 +1,7 @@
 """The command line's root: the one click group, the option decorators and helpers every command module shares
 (the clinic's clock and zone, dates and times, opening the database and the Clinic, who reads at the command
-line, an import's bad rows, the secret's file, Litestream). Commands live in cli_*.py, each named for its job."""
+line, an import's bad rows, the secret's file, Litestream). Commands live in this folder's other modules, each
+named for its job."""
 
 import datetime as dt
 import os

@@ -11,11 +11,13 @@ import click
 
 from ..values.fields import format_date
 from ..values.printing import plural
-from ..storage.connections import open_read_only
+from ..storage.connections import open_read_only, schema_version
 from ..storage.events import database_counts, recall
 from ..storage.copies import KEEP_COPIES_DAYS, kept_copies
 from ..domain.holds import unheld
-from ..domain.counter import OVERLAPS
+from ..domain.appointments import count_by_status
+from ..domain.counter import overlapping_pairs
+from ..domain.reminders import last_cycle
 from ..web.api import SIGNED_SCHEMES
 from ..storage.replication import BEHIND_AFTER, replica_position, standby_checked
 from .root import (cli, cli_now, cli_zone, clinic_time, db_option, existing_database, human_size, keep_copies_option,
@@ -57,12 +59,11 @@ STATUS_NAMES = ("booked", "confirmed", "unanswered")
 def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
     """(label, text) of what `agenda status` shows of the database."""
     counts = database_counts(conn)
-    by_status = dict(conn.execute("SELECT status, count(*) FROM appointments GROUP BY status").fetchall())
-    cycle = conn.execute("SELECT * FROM reminder_cycles ORDER BY closed_at DESC, id DESC LIMIT 1").fetchone()
+    by_status, cycle = count_by_status(conn), last_cycle(conn)
     last_backup, backup_at = recall(conn, "last_backup")
     size = sum(Path(f"{db_path}{suffix}").stat().st_size for suffix in ("", "-wal")
                if Path(f"{db_path}{suffix}").exists())
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version = schema_version(conn)
     catalogs = f"{plural(counts['centers'], 'center')}, {plural(counts['doctors'], 'doctor')}"
     lines = [
         ("Database", f"{Path(db_path).resolve()} ({human_size(size)}, schema version {version})"),
@@ -78,7 +79,7 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
          f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"),
         ("Signatures", signature_advice(signatures_seen(conn), tz)),
     ]
-    overlapping = conn.execute(f"SELECT count(*) {OVERLAPS}", (now.astimezone(tz).date().isoformat(),)).fetchone()[0]
+    overlapping = overlapping_pairs(conn, now.astimezone(tz).date().isoformat())
     if overlapping:
         lines.append(("Overlaps", f"{plural(overlapping, 'pair')} of one patient's coming visits overlap (moved in "
                                   "from another system): the desk lists them under 'Llamar'"))

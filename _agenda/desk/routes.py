@@ -1,6 +1,6 @@
 """The staff desk at /desk: `DESK_ROUTES`, the one table of its pages for the edge, and who may use each
-(`ADMIN`). The handlers live in the desk_*.py modules by job, over what they share in desk_shared.py: each
-reads the form, calls the clinic with the receptionist as the source, and shows the page."""
+(`ADMIN`). The handlers live in this folder's modules by job, over what they share in shared.py: each reads
+the form, calls the clinic with the receptionist as the source, and shows the page."""
 
 from .session import (desk_home, desk_kept, desk_log_in, desk_log_out, desk_login_page, desk_script,
                            desk_stylesheet, desk_version)

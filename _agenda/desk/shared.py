@@ -15,12 +15,13 @@ import phonenumbers
 from ..values.refusals import ClinicError
 from ..values.fields import format_date, text_field
 from ..values.printing import printable
+from ..storage.events import latest_event_id
 from ..domain.patients import DESK_FORM
 from ..domain.identity import identity, refused
 from .texts import refusal_fields, refusal_text, TEXTS, translator
 from .pages import desk_template
 from ..web.answers import clinic, raw_header, refusal_for, request_id, status_of
-from ..domain.availability import clinic_centers
+from ..domain.availability import catalog_names as names_of, clinic_centers
 
 log = logging.getLogger("agenda")
 
@@ -265,9 +266,7 @@ def desk_centers():
 
 def catalog_names(kind):
     """{id: name} of the clinic's centers, insurances, specialities, doctors or visit types."""
-    table = {"centers": "centers", "insurances": "insurances", "specialities": "specialities", "doctors": "doctors",
-             "types": "visit_types"}[kind]
-    return {row["id"]: row["name"] for row in clinic().conn().execute(f"SELECT id, name FROM {table}")}
+    return names_of(clinic(), kind)
 
 
 def who_booked(t, source):
@@ -285,4 +284,4 @@ def local_moment(zone, moment):
 
 def changes_version():
     """A number that grows with every change to the agenda: the newest event's id."""
-    return clinic().conn().execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
+    return latest_event_id(clinic().conn())

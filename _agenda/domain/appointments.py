@@ -195,6 +195,11 @@ def patient_appointments(clinic, *, nif=None, phone=None, day=None, center_id=No
                              center_id=center_id)
 
 
+def count_by_status(conn):
+    """{status: how many appointments}, cancelled ones too."""
+    return dict(conn.execute("SELECT status, count(*) FROM appointments GROUP BY status").fetchall())
+
+
 def last_insurances(clinic, patient_ids):
     """{patient id: the insurance of their latest appointment that named one}, for these patients."""
     keys = sorted({key for key in map(numeric_id, patient_ids) if key is not None})

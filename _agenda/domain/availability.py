@@ -13,6 +13,15 @@ def clinic_centers(clinic):
     return [dict(row) for row in clinic.conn().execute("SELECT id, name FROM centers ORDER BY id")]
 
 
+CATALOG_TABLES = {"centers": "centers", "insurances": "insurances", "specialities": "specialities",
+                  "doctors": "doctors", "types": "visit_types"}
+
+
+def catalog_names(clinic, kind):
+    """{id: name} of the clinic's centers, insurances, specialities, doctors or visit types."""
+    return {row["id"]: row["name"] for row in clinic.conn().execute(f"SELECT id, name FROM {CATALOG_TABLES[kind]}")}
+
+
 def catalog_lists(clinic):
     """The clinic's catalogs ("Catalogs"): centers, specialities and insurances ({id, name}), and each
     doctor with the centers they work at and, by center, the only insurances they take there (none: all)."""

@@ -1,4 +1,4 @@
-"""Closures ("Closures"): a doctor, or everyone, closed at a center, or every one, for days or hours; the
+"""Closures ("To call", "Staff desk"): a doctor, or everyone, closed at a center, or every one, for days or hours; the
 live appointments one covers, to call. No HTTP here."""
 
 from ..values.refusals import ClinicError, invalid

@@ -66,6 +66,11 @@ OVERLAPS = """FROM appointments a JOIN appointments b ON b.patient_id = a.patien
       AND b.overlap_accepted = 0"""
 
 
+def overlapping_pairs(conn, day):
+    """How many pairs of one patient's visits from `day` (ISO) on overlap, none accepted ("One patient, one place")."""
+    return conn.execute(f"SELECT count(*) {OVERLAPS}", (day,)).fetchone()[0]
+
+
 def overlaps(clinic, most=50):
     """([(appointment, the other)] of the first `most` pairs of one patient's live visits from today on that
     overlap, neither accepted so, ids and times only; how many pairs there are)."""

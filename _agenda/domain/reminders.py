@@ -38,6 +38,11 @@ def close_reminder_day(clinic, *, config_id, days, execution="", skipped=(), cen
     return {"processed": len(acted_on), "repeated": False}
 
 
+def last_cycle(conn):
+    """The reminder cycle closed last (a reminder_cycles row), or None."""
+    return conn.execute("SELECT * FROM reminder_cycles ORDER BY closed_at DESC, id DESC LIMIT 1").fetchone()
+
+
 def unconfirmed(clinic, days, skipped, center_id):
     """(ids of the live unconfirmed appointments of these days, those of them still only booked), sorted;
     never one the patient came to or one to call ("Attendance", "To call")."""

@@ -23,6 +23,11 @@ def record_event(conn, at, source, action, entity, entity_id, before=None, after
          None if after is None else _STORED_JSON.encode(after)))
 
 
+def latest_event_id(conn):
+    """A number that grows with every change: the newest event's id (0 before any)."""
+    return conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
+
+
 def remember(conn, key, value, at):
     """Keep one fact about the service for `agenda status` (scheme seen, last backup)."""
     conn.execute(
