@@ -5,6 +5,7 @@ import datetime as dt
 import re
 import unicodedata
 
+import email_validator
 import phonenumbers
 from stdnum.es import dni, nie
 
@@ -155,7 +156,7 @@ LINE_BREAKS = re.compile(r"[ \t]*[\t\r\n][ \t\r\n]*")  # a spreadsheet's multi-l
 TEXT_LIMIT = 100  # the most characters of a text field not in TEXT_LIMITS, as sent (openapi.json's maxLength)
 
 
-TEXT_LIMITS = {"reason": 500, "note": 500, "q": 200, "dates": 2000, "insurances": 2000}
+TEXT_LIMITS = {"reason": 500, "note": 500, "q": 200, "dates": 2000, "insurances": 2000, "email": 254}  # 254: SMTP's
 
 
 def text_limit(field):
@@ -252,6 +253,15 @@ def past_date(fields, name, today):
     if day and day > today:
         raise invalid(f"{name} is in the future", "future", name)
     return day
+
+
+def parse_email(text, field="email"):
+    """An e-mail address checked for its shape only (no look-up), its domain normalised; INVALID_REQUEST else."""
+    try:
+        checked = email_validator.validate_email(text, check_deliverability=False)
+    except email_validator.EmailNotValidError:
+        raise invalid(f"{field} is not an e-mail address", "email", field) from None
+    return checked.normalized
 
 
 def optional_phone(fields, name="phone"):
