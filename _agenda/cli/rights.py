@@ -159,8 +159,7 @@ def patient_add(ctx, db_path, tz, **given):
     Example:
 
     \b
-        agenda patient add --name Ana --surname "García Núñez" --nif 12345678Z --phone "612 34 56 78" \\
-            --email ana@example.com
+        agenda patient add --name Ana --nif 12345678Z --phone "612 34 56 78" --email ana@example.com
     """
     fields = {field: value for field, value in given.items() if value is not None}
     with clinic_at(ctx, db_path, tz) as clinic:
