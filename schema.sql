@@ -677,3 +677,14 @@ WHERE a.status != 'cancelled' AND a.squeezed = 0 AND s.room_id IS NOT NULL AND a
                     AND b.time < t.end_time
                     WHERE t.room_id = s.room_id AND b.id < a.id AND b.status != 'cancelled' AND b.squeezed = 0
                       AND b.time < coalesce(a.busy_until, a.end_time) AND a.time < coalesce(b.busy_until, b.end_time));
+
+-- version 16
+-- A patient's messages ("A patient's messages"): an optional e-mail, the language of their messages
+-- (es or en; NULL: Spanish) and whether they want messages about their own appointments (1: yes, 0: they
+-- stopped them; NULL: no e-mail yet), with when that choice was last set (UTC) and by whom (the desk's user,
+-- cli, api, import, or link: the patient). Nothing else is ever sent.
+ALTER TABLE patients ADD COLUMN email TEXT;
+ALTER TABLE patients ADD COLUMN language TEXT CHECK (language IN ('es', 'en'));
+ALTER TABLE patients ADD COLUMN messages INTEGER CHECK (messages IN (0, 1));
+ALTER TABLE patients ADD COLUMN messages_since TEXT;
+ALTER TABLE patients ADD COLUMN messages_by TEXT;

@@ -316,7 +316,7 @@ def test_a_patients_page_and_the_search_by_nif_phone_or_name(api, desk):
         assert f"/desk/patients/{patient}" in found.text, query
     page = desk.get(f"/desk/patients/{patient}")
     assert "12345678Z" in page.text and "24/11/2026 09:00" in page.text
-    assert search(desk, "%").text.count("/desk/patients/") == 0  # a LIKE wildcard finds nobody
+    assert len(re.findall(r"/desk/patients/\d", search(desk, "%").text)) == 0  # a LIKE wildcard finds nobody
 
 
 def test_what_reception_types_about_a_patient_stays_out_of_addresses_and_the_browser_memory(api, desk):
@@ -332,7 +332,7 @@ def test_what_reception_types_about_a_patient_stays_out_of_addresses_and_the_bro
         found = form.submit()
         assert found.status_int == 200 and "12345678Z" not in found.request.url, page
         assert f"/desk/patients/{patient}" in found.text or "12345678Z" in found.text, page
-    assert "/desk/patients/" not in desk.get("/desk/patients?q=12345678Z").text  # an address searches nothing
+    assert not re.search(r"/desk/patients/\d", desk.get("/desk/patients?q=12345678Z").text)  # an address searches nothing
     for page in (slot, "/desk/patients", f"/desk/appointments/{api.book(patient)}"):
         html = desk.get(page).html
         for field in html.find_all("input", attrs={"name": ["q", "name", "surname", "nif", "phone", "birthDate",

@@ -84,6 +84,7 @@ PAGES = {
     ("GET", "/desk/book"): "/desk/book?{slot}",
     ("GET", "/desk/appointments/<appointment_id:int>"): "/desk/appointments/{booked}",
     ("GET", "/desk/patients"): "/desk/patients",
+    ("GET", "/desk/patients/new"): "/desk/patients/new",
     ("GET", "/desk/patients/<patient_id:int>"): "/desk/patients/{patient}",
     ("GET", "/desk/patients/<patient_id:int>/book"): "/desk/patients/{patient}/book",
     ("GET", "/desk/patients/<patient_id:int>/access"): "/desk/patients/{patient}/access",

@@ -22,8 +22,8 @@ from openapi_spec_validator import validate
 import agenda
 from _agenda.web.api import WIRE_CODES
 from _agenda.web.answers import STATUS_ERROR_CODES, STATUS_OF
-from _agenda.values.fields import (CONTROL_CHARACTERS, normalise_nif, parse_date, parse_phone, PHONE_PATTERN, text_limit,
-                            TEXT_LIMIT)
+from _agenda.values.fields import (CONTROL_CHARACTERS, EMAIL_PATTERN, normalise_nif, parse_date, parse_phone,
+                                   PHONE_PATTERN, text_limit, TEXT_LIMIT)
 from _agenda.files.catalogs import CATALOG_COLUMNS
 from conftest import ROOT, valid_dni
 from openapi_contract import CONTRACT, METHODS, Contract
@@ -335,6 +335,25 @@ def test_what_the_pattern_leaves_out_the_server_reads_by_phonenumbers(text, e164
         assert refused.value.code == "INVALID_PHONE"
     else:
         assert parse_phone(text) == e164
+
+
+def test_the_document_states_the_email_pattern_the_service_checks():
+    assert DOCUMENT["components"]["schemas"]["NewPatient"]["properties"]["email"]["pattern"] == EMAIL_PATTERN
+
+
+@hypothesis.settings(max_examples=200, deadline=None,
+                     suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+@hypothesis.given(email=hypothesis.strategies.from_regex(EMAIL_PATTERN, fullmatch=True).filter(
+    lambda text: len(text) <= text_limit("email")))
+def test_every_email_the_document_allows_is_taken_and_kept_as_typed(api, email):
+    created = api.post("/patients", {"name": "Ana", "nif": valid_dni(next(NUMBERS)), "email": email})
+    assert created.status_int == 201, (email, created.text)
+    stored, = api.db().execute("SELECT email FROM patients WHERE id = ?", (created.json["patientId"],)).fetchone()
+    if email.strip():
+        local, domain = email.strip().rsplit("@", 1)
+        assert stored == f"{local}@{domain.lower()}"
+    else:
+        assert stored is None
 
 
 @hypothesis.settings(max_examples=300, deadline=None,

@@ -81,7 +81,8 @@ def every_given_column_filled(api, patient_id):
     with api.app.clinic.db.transaction() as conn:
         for column in PATIENT_COLUMNS:
             if column.kind != "record-keeping" and row_of(api, patient_id)[column.name] is None:
-                conn.execute(f"UPDATE patients SET {column.name} = ? WHERE id = ?", (f"mark {column.name}", patient_id))
+                mark = {"language": "en", "yes_no": 1}.get(column.shape, f"mark {column.name}")  # what the table takes
+                conn.execute(f"UPDATE patients SET {column.name} = ? WHERE id = ?", (mark, patient_id))
     row = row_of(api, patient_id)
     assert all(row[column.name] is not None for column in PATIENT_COLUMNS if column.kind != "record-keeping")
     return row

@@ -14,6 +14,7 @@ from ..values.printing import plural, printable
 from ..storage.events import utc_iso
 from ..storage.copies import remove_kept_copies
 from ..domain.patients import TYPED
+from ..domain.registry import register_patient
 from ..domain.rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
 from ..desk.texts import TEXTS
 from ..desk.pages import copy_page
@@ -72,7 +73,7 @@ def rights_clinic(ctx, db_path, tz, retention_years):
 
 @cli.group()
 def patient():
-    """One patient's rights: a copy of their data, rectification, erasure.
+    """One patient: registering them, and their rights: a copy of their data, rectification, erasure.
 
     Example:
 
@@ -127,21 +128,49 @@ def option_of(field):
     return "--" + re.sub(r"[A-Z]", lambda capital: "-" + capital.group().lower(), field)
 
 
-def rectify_options(command):
-    """An option for each field a correction takes (patients.TYPED), named and said as the desk says it."""
-    for column in reversed(TYPED):
-        words = TEXTS[f"field_{column.field}"][1]
-        said = f"The right {words if words.isupper() else words.lower()}" + (", DD/MM/YYYY" if column.shape == "date"
-                                                                            else "")
-        command = click.option(option_of(column.field), column.field, default=None,
-                               help=said + ("." if column.required else '; "" empties it.'))(command)
-    return command
+SHAPE_HINTS = {"date": ", DD/MM/YYYY", "language": ": es or en", "yes_no": ": yes or no"}
+
+
+def patient_options(correcting):
+    """An option for each field a patient's details take (patients.TYPED), named and said as the desk says it;
+    `correcting`: the right value, "" empties an optional one."""
+    def decorate(command):
+        for column in reversed(TYPED):
+            words = TEXTS[f"field_{column.field}"][1]
+            said = ("The right " if correcting else "The ") + (words if words.isupper() else words.lower())
+            empties = '; "" empties it.' if correcting and not column.required else "."
+            command = click.option(option_of(column.field), column.field, default=None,
+                                   help=said + SHAPE_HINTS.get(column.shape, "") + empties)(command)
+        return command
+    return decorate
+
+
+@patient.command("add")
+@db_option
+@patient_options(correcting=False)
+@click.option("--guardian-nif", "guardianNif", default=None,
+              help="A child under 14 without a NIF: their guardian's NIF (a registered patient).")
+@tz_option
+@click.pass_context
+def patient_add(ctx, db_path, tz, **given):
+    """Register a patient without booking, checked as at the desk: a name and a NIF (or, for a child
+    under 14, a guardian's NIF and a birth date); an e-mail turns messages about their own visits on.
+
+    Example:
+
+    \b
+        agenda patient add --name Ana --nif 12345678Z --phone "612 34 56 78" --email ana@example.com
+    """
+    fields = {field: value for field, value in given.items() if value is not None}
+    with clinic_at(ctx, db_path, tz) as clinic:
+        patient_id = register_patient(clinic, fields, source="cli")
+    click.echo(f"Registered patient {patient_id}.")
 
 
 @patient.command("rectify")
 @db_option
 @click.argument("patient_id")
-@rectify_options
+@patient_options(correcting=True)
 @tz_option
 @click.pass_context
 def patient_rectify(ctx, db_path, patient_id, tz, **given):

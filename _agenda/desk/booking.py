@@ -20,7 +20,7 @@ from .texts import TEXTS, translator
 from ..domain.timeline import local_time
 from ..web.answers import clinic, query_text, status_of
 from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
-                          desk_wrong_fields, done, form, who_booked)
+                     desk_wrong_fields, done, form, new_patient_typed, who_booked)
 from ..domain.appointments import appointment_for_desk, last_insurances, read_appointment
 from ..domain.availability import availability, insurance_lists, types_at
 from ..domain.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
@@ -240,15 +240,6 @@ def lost_slot(error):
     """Whether a booking was refused for its slot (taken in a race, closed meanwhile), not for the patient's other
     visit: the page then offers the way on. A sobrecita has no slot to lose."""
     return error.code == "SLOT_NOT_AVAILABLE" and error.rule != "patient_elsewhere" and not form("squeeze")
-
-
-def new_patient_typed():
-    """The booking form's new patient as typed; the NIF is the guardian's when "underGuardian" is ticked (a child
-    under 14 without one: see docs/design.md, 'Patients without a NIF')."""
-    fields = {name: form(name) for name in (*DESK_FIELDS, "guardianNif")}
-    if form("underGuardian") and not fields["guardianNif"]:
-        fields["guardianNif"], fields["nif"] = fields["nif"], None
-    return fields
 
 
 def checked_patient(fields):

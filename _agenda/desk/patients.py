@@ -10,17 +10,17 @@ import bottle
 
 from ..values.refusals import ClinicError
 from ..values.fields import format_date, parse_date
-from ..domain.patients import DESK_FIELDS, DESK_FORM, field_text
+from ..domain.patients import DESK_FIELDS, DESK_FORM, field_text, LANGUAGES
 from ..domain.identity import identity
 from ..domain.rights import erasure_preview, patient_copy, rectify, request_erasure
 from .pages import copy_page
 from ..web.answers import clinic, query_text, status_of
-from .shared import (desk_page, desk_refusal, desk_source, desk_wrong_fields, dialled, done, form,
-                          local_moment)
+from .shared import (desk_page, desk_refusal, desk_source, desk_wrong_fields, dialled, done, form, local_moment,
+                     new_patient_typed)
 from ..domain.appointments import cancelled_of
 from ..domain.availability import availability
 from ..domain.doctors import doctors_with_hours
-from ..domain.registry import patient_record, search_patients
+from ..domain.registry import patient_record, register_patient, search_patients
 
 
 def desk_patients():
@@ -33,13 +33,31 @@ def desk_patients():
     return desk_page("patients", q=q, found=found)
 
 
+def desk_new_patient(error=None, status=200, wrong=None):
+    """A new patient's form, to register them without booking (a child under a guardian's NIF too); after a
+    refusal, what was typed, each wrong field named."""
+    typed = {name: (form(name) or "") if error else "" for name in (*DESK_FIELDS, "guardianNif", "underGuardian")}
+    return desk_page("patient_new", status=status, typed=typed, error=error, wrong=wrong or {})
+
+
+def desk_register_patient():
+    """Register the patient of the form, then show their page; a NIF already registered is refused."""
+    try:
+        patient_id = register_patient(clinic(), new_patient_typed(), source=desk_source())
+    except ClinicError as error:
+        return desk_new_patient(desk_refusal(error), status_of(error), desk_wrong_fields(error))
+    done(f"/desk/patients/{int(patient_id)}", ("patient_registered", {}), patient=int(patient_id))
+
+
 def desk_patient(patient_id, error=None, status=200, wrong=None):
     """A patient: their details (to correct), their coming, past and cancelled appointments, book for them."""
     patient = patient_record(clinic(), patient_id, reader=desk_source())
     typed = {name: form(name) or "" for name in DESK_FIELDS} if error else {
         column.field: dialled(value) if column.shape == "phone" else field_text(column, value)
         for column in DESK_FORM for value in [patient[column.key]]}
-    return desk_page("patient", status=status, patient=patient, typed=typed, error=error, wrong=wrong or {},
+    shown = {column.field: field_text(column, patient[column.key]) or (LANGUAGES[0] if column.shape == "language"
+                                                                       else "") for column in DESK_FORM}
+    return desk_page("patient", status=status, patient=patient, typed=typed, shown=shown, error=error, wrong=wrong or {},
                      cancelled=cancelled_of(clinic(), patient["id"], desk_source()), today=clinic().today().isoformat())
 
 

@@ -8,8 +8,8 @@ from .views import desk_calls, desk_day, desk_rooms, desk_week
 from .booking import (desk_add_waiting, desk_appointment, desk_attendance, desk_book, desk_book_page,
                            desk_cancel, desk_cancel_rest, desk_confirm, desk_end_waiting, desk_move, desk_series,
                            desk_waitlist)
-from .patients import (desk_correct_patient, desk_erase, desk_erase_page, desk_patient, desk_patient_access,
-                            desk_patient_book, desk_patient_copy, desk_patients)
+from .patients import (desk_correct_patient, desk_erase, desk_erase_page, desk_new_patient, desk_patient,
+                       desk_patient_access, desk_patient_book, desk_patient_copy, desk_patients, desk_register_patient)
 from .clinic import (desk_access, desk_add_closure, desk_closures, desk_doctor_feed, desk_doctors,
                           desk_remove_closure, desk_remove_closure_page, desk_report, desk_retire)
 
@@ -47,6 +47,8 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/appointments/<appointment_id:int>/attendance", desk_attendance, DESK),
     ("GET", "/desk/patients", desk_patients, DESK),
     ("POST", "/desk/patients", desk_patients, {**DESK, "no_change": True}),
+    ("GET", "/desk/patients/new", desk_new_patient, DESK),
+    ("POST", "/desk/patients/new", desk_register_patient, DESK),
     ("GET", "/desk/patients/<patient_id:int>", desk_patient, DESK),
     ("POST", "/desk/patients/<patient_id:int>", desk_correct_patient, DESK),
     ("GET", "/desk/patients/<patient_id:int>/book", desk_patient_book, DESK),

@@ -16,7 +16,7 @@ from ..values.refusals import ClinicError
 from ..values.fields import format_date, text_field
 from ..values.printing import printable
 from ..storage.events import latest_event_id
-from ..domain.patients import DESK_FORM
+from ..domain.patients import DESK_FIELDS, DESK_FORM, LANGUAGES, YES_NO
 from ..domain.identity import identity, refused
 from .texts import refusal_fields, refusal_text, TEXTS, translator
 from .pages import desk_template
@@ -63,12 +63,23 @@ def desk_page(template, status=200, **values):
         flash = flash_text(flash, t, desk)
     values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "quote": urllib.parse.quote,
               "urlencode": urllib.parse.urlencode, "error": None, "nif_of": functools.partial(nif_of, t), "wrong": {},
-              "patient_form": DESK_FORM, **values}
+              "patient_form": DESK_FORM, "choices": functools.partial(field_choices, t), **values}
     values["wrong_note"] = functools.partial(field_note, values["wrong"])
+    values["patient_inputs"] = lambda typed: desk_template("patient_fields").render(**{**values, "typed": typed})
     body = desk_template(template).render(**values)
     bottle.response.status = status
     bottle.response.content_type = "text/html; charset=utf-8"
     return desk_template("layout").render(body=body, flash=flash, **values)
+
+
+def field_choices(t, column):
+    """The options of a patient's field typed by choosing, [(value, words)], the default first (for messages, none
+    chosen: on once an e-mail is given); [] for text."""
+    if column.shape == "language":
+        return [(code, t(f"language_{code}")) for code in LANGUAGES]
+    if column.shape == "yes_no":
+        return [("", t("choice_unset")), *((word, t(f"choice_{word}")) for word in YES_NO)]
+    return []
 
 
 def dialled(e164):
@@ -285,3 +296,12 @@ def local_moment(zone, moment):
 def changes_version():
     """A number that grows with every change to the agenda: the newest event's id."""
     return latest_event_id(clinic().conn())
+
+
+def new_patient_typed():
+    """The booking form's new patient as typed; the NIF is the guardian's when "underGuardian" is ticked (a child
+    under 14 without one: see docs/design.md, 'Patients without a NIF')."""
+    fields = {name: form(name) for name in (*DESK_FIELDS, "guardianNif")}
+    if form("underGuardian") and not fields["guardianNif"]:
+        fields["guardianNif"], fields["nif"] = fields["nif"], None
+    return fields

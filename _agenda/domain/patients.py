@@ -5,7 +5,9 @@ the table. Who a patient is is read through the one door (identity.py). No HTTP 
 import functools
 from typing import Callable, NamedTuple
 
-from ..values.fields import all_fields, body_text, child_birth_date, fold, format_date, normalise_nif, optional_phone, past_date
+from ..values.fields import (all_fields, body_text, child_birth_date, fold, format_date, normalise_nif, optional_phone,
+                             parse_email, past_date)
+from ..values.refusals import invalid
 from ..storage.events import utc_iso, written_row
 
 COLUMN_KINDS = ("identity", "contact", "administrative", "record-keeping")
@@ -28,9 +30,10 @@ class Column(NamedTuple):
     read: Callable = None  # (fields, today, guarded) -> what the row stores, checked as a new patient's details are
     copy: str = None  # its key in the patient's copy ("A patient's copy"); None: the copy leaves it out
     export: bool = False  # patients.csv carries it under `field`, and import-patients reads it back
-    api: bool = False  # the caller's patient object carries it under `field`
+    api: str = None  # "both": the caller sends it and reads it under `field`; "sent": sends it, never reads it
     desk: int = 0  # its place in the desk's patient forms; 0: not there
-    shape: str = "text"  # how it is typed and shown: text, date (DD/MM/YYYY), nif, phone (the desk dials it)
+    shape: str = "text"  # how it is typed and shown: text, date (DD/MM/YYYY), nif, phone (the desk dials it), email,
+    # language (LANGUAGES), yes_no (YES_NO)
     required: bool = False  # a new patient needs it (a NIF but for a child under a guardian); read first
     inherited: bool = False  # a child under a guardian takes the guardian's when not given, and loses it at her erasure
     shown: str = None  # its key in a patient as the identity door gives them, when not `name`
@@ -71,6 +74,31 @@ def read_phone_e164(fields, today, guarded):
     return optional_phone(fields)
 
 
+def read_email(fields, today, guarded):
+    text = body_text(fields, "email")
+    return parse_email(text) if text else None
+
+
+LANGUAGES = ("es", "en")  # a patient's messages: Spanish unless they choose English
+YES_NO = {"yes": 1, "no": 0}  # how a choice is typed and written; a file may say it in Spanish or as 1 and 0
+YES_NO_READ = {**YES_NO, "si": 1, "sí": 1, "1": 1, "0": 0, "true": 1, "false": 0}
+
+
+def read_language(fields, today, guarded):
+    text = body_text(fields, "language")
+    if text and text.lower() not in LANGUAGES:
+        raise invalid(f"language is one of {', '.join(LANGUAGES)}", "language", "language")
+    return text.lower() if text else None
+
+
+def read_messages(fields, today, guarded):
+    """1 or 0 as chosen; not chosen: 1 once an e-mail is given (they are told so in the first message), else None."""
+    text = body_text(fields, "messages")
+    if text and text.lower() not in YES_NO_READ:
+        raise invalid("messages is yes or no", "yes_no", "messages")
+    return YES_NO_READ[text.lower()] if text else (1 if body_text(fields, "email") else None)
+
+
 # The guardian's NIF as clinics head it: "Tutor", "DNI tutor", "DNI del tutor", "NIF de la tutora", "NIE tutor/a"
 GUARDIAN_HEADERS = tuple(f"{document}{of}{who}" for document in ("", "nif", "dni", "nie")
                          for of in ("", "de", "del", "dela") for who in ("tutor", "tutora", "tutorlegal"))
@@ -78,22 +106,35 @@ GUARDIAN_HEADERS = tuple(f"{document}{of}{who}" for document in ("", "nif", "dni
 PATIENT_COLUMNS = (
     Column("id", "record-keeping", "the patient's number, for ever", KEEP, KEEP, copy="id"),
     Column("name", "identity", "the first name", KEEP, "=Anonimizado", field="name", read=read_name, copy="name",
-           export=True, api=True, desk=1, required=True, headers=("nombre",)),
+           export=True, api="both", desk=1, required=True, headers=("nombre",)),
     Column("surname", "identity", "the surnames", KEEP, EMPTY, field="surname", read=read_surname, copy="surname",
-           export=True, api=True, desk=2, headers=("surnames", "apellidos")),
+           export=True, api="both", desk=2, headers=("surnames", "apellidos")),
     Column("birth_date", "identity", "the birth date, ISO; a child without a NIF has one", KEEP, EMPTY,
-           field="birthDate", read=read_birth_date, copy="birthDate", export=True, api=True, desk=5, shape="date",
+           field="birthDate", read=read_birth_date, copy="birthDate", export=True, api="both", desk=5, shape="date",
            headers=("dateofbirth", "fechanacimiento", "fechadenacimiento", "nacimiento", "fnacimiento", "fechanac")),
     Column("nif", "identity", "NIF, NIE or passport, normalised, unique among the live; NULL for a child under a "
-           "guardian", KEEP, "=ANON-{id}", field="nif", read=read_nif, copy="nif", export=True, api=True, desk=3,
+           "guardian", KEEP, "=ANON-{id}", field="nif", read=read_nif, copy="nif", export=True, api="both", desk=3,
            shape="nif", required=True, headers=("dni", "nie")),
     Column("phone", "contact", "the phone as given", KEEP, EMPTY, field="phone", read=read_phone, copy="phone",
-           export=True, api=True, desk=4, shape="phone", inherited=True, headers=("telephone", "telefono", "movil")),
+           export=True, api="both", desk=4, shape="phone", inherited=True, headers=("telephone", "telefono", "movil")),
     Column("phone_e164", "contact", "the phone in E.164, what searches and answers use", KEEP, EMPTY,
            read=read_phone_e164, inherited=True),
     Column("guardian_id", "record-keeping", "the guardian of a child under 14 without a NIF, a patient with one",
            KEEP, KEEP, field="guardianNif", copy="guardianNif", export=True, shown="guardian_nif",
            headers=("guardian", *GUARDIAN_HEADERS)),
+    Column("email", "contact", "the e-mail their messages go to (a child's go to the guardian's)", KEEP, EMPTY,
+           field="email", read=read_email, copy="email", export=True, api="sent", desk=6, shape="email",
+           headers=("correo", "correoelectronico", "mail")),
+    Column("language", "administrative", "the language of their messages, es or en; NULL: Spanish", KEEP, EMPTY,
+           field="language", read=read_language, copy="language", export=True, desk=7, shape="language",
+           headers=("idioma", "lengua")),
+    Column("messages", "administrative", "1: they want messages about their own appointments; 0: they stopped them;"
+           " NULL: no e-mail given yet", KEEP, EMPTY, field="messages", read=read_messages, copy="messages",
+           export=True, desk=8, shape="yes_no", headers=("mensajes", "avisos")),
+    Column("messages_since", "record-keeping", "when their choice of messages was last set (UTC)", KEEP, KEEP,
+           copy="messagesSince"),
+    Column("messages_by", "record-keeping", "who set that choice: the desk's user, cli, api, import or link (the "
+           "patient)", KEEP, KEEP, copy="messagesBy"),
     Column("created_at", "record-keeping", "when the patient was registered (UTC)", KEEP, KEEP, copy="registeredAt",
            shown="registered_at"),
     Column("blocked_at", "record-keeping", "when an erasure request blocked the record (UTC)", NOW, KEEP,
@@ -127,9 +168,12 @@ def patient_fields(fields, today, guarded=False):
 
 
 def field_text(column, value, blank=""):
-    """A column's value as a form or a file holds it: a date as DD/MM/YYYY; nothing as `blank`."""
+    """A column's value as a form or a file holds it: a date as DD/MM/YYYY, a choice as yes or no; nothing as
+    `blank`."""
     if value is None or value == "":
         return blank
+    if column.shape == "yes_no":
+        return next(word for word, bit in YES_NO.items() if bit == value)
     return format_date(value) if column.shape == "date" else value
 
 
@@ -140,21 +184,33 @@ def typed_of(row):
 
 # The only writes to the patients table, each inside its caller's transaction
 
-def insert_patient(conn, patient, at):
-    """A new patient from `patient_fields`' details (one left out is empty) and a child's guardian_id; the row."""
-    columns = (*GIVEN, "guardian_id", "created_at", "search")
+def chosen(before, patient, at, source):
+    """{messages_since, messages_by}: when and by whom the choice of messages was set, where it changes."""
+    if patient.get("messages") == (before["messages"] if before is not None else None):
+        return {}
+    return {"messages_since": utc_iso(at), "messages_by": source}
+
+
+def insert_patient(conn, patient, at, source):
+    """A new patient from `patient_fields`' details (one left out is empty) and a child's guardian_id, registered
+    by `source`; the row."""
+    patient = {**patient, **chosen(None, patient, at, source)}
+    columns = (*GIVEN, "guardian_id", "created_at", "search", "messages_since", "messages_by")
     values = (*(patient.get(name) for name in GIVEN), patient.get("guardian_id"), utc_iso(at),
-              searched_name(patient["name"], patient["surname"]))
+              searched_name(patient["name"], patient["surname"]), patient.get("messages_since"),
+              patient.get("messages_by"))
     return written_row(conn, f"INSERT INTO patients ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                        values)
 
 
-def rectify_patient(conn, patient_id, patient):
-    """A patient's details replaced by `patient_fields`' (a correction, GDPR art. 16); the row written."""
-    columns = (*GIVEN, "search")
+def rectify_patient(conn, before, patient, at, source):
+    """The patients row `before` with its details replaced by `patient_fields`' (a correction, GDPR art. 16), by
+    `source`; the row written."""
+    set_by = chosen(before, patient, at, source)
+    columns = (*GIVEN, "search", *set_by)
     return written_row(conn, f"UPDATE patients SET {', '.join(f'{name} = ?' for name in columns)} WHERE id = ?",
                        (*(patient[name] for name in GIVEN), searched_name(patient["name"], patient["surname"]),
-                        patient_id))
+                        *set_by.values(), before["id"]))
 
 
 def stage_values(stage, patient_id, at, until=None):
@@ -218,12 +274,15 @@ def insert_staged_patients(conn, at):
     """Inside the one short commit: the staged patients (but a NIF registered since), those without a
     guardian first, then each child under their guardian, by line, with the guardian's INHERITED unless the row
     gives them (as the desk registers a child, "Patients without a NIF")."""
-    given = ", ".join(GIVEN)
-    conn.execute(f"INSERT INTO main.patients ({given}, created_at, search) SELECT {given}, ?, search"
-                 " FROM temp.staged_patients s WHERE guardian_nif IS NULL AND NOT EXISTS"
-                 " (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif) ORDER BY line", (utc_iso(at),))
+    given, when = ", ".join(GIVEN), utc_iso(at)
+    chose = ("CASE WHEN s.messages IS NULL THEN NULL ELSE ?1 END,"
+             " CASE WHEN s.messages IS NULL THEN NULL ELSE 'import' END")
+    conn.execute(f"INSERT INTO main.patients ({given}, created_at, search, messages_since, messages_by) SELECT"
+                 f" {', '.join(f's.{name}' for name in GIVEN)}, ?1, search, {chose} FROM temp.staged_patients s"
+                 " WHERE guardian_nif IS NULL AND NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
+                 " ORDER BY line", (when,))
     taken = ", ".join(f"coalesce(s.{name}, g.{name})" if name in INHERITED else f"s.{name}" for name in GIVEN)
-    conn.execute(f"INSERT INTO main.patients ({given}, created_at, search, guardian_id) SELECT {taken}, ?, s.search,"
-                 " g.id FROM temp.staged_patients s JOIN main.live_patients g ON g.nif = s.guardian_nif"
-                 " WHERE NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif) ORDER BY s.line",
-                 (utc_iso(at),))
+    conn.execute(f"INSERT INTO main.patients ({given}, created_at, search, guardian_id, messages_since, messages_by)"
+                 f" SELECT {taken}, ?1, s.search, g.id, {chose} FROM temp.staged_patients s JOIN main.live_patients g"
+                 " ON g.nif = s.guardian_nif WHERE NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
+                 " ORDER BY s.line", (when,))

@@ -46,7 +46,7 @@ def register_patient(clinic, fields, source="api"):
                 raise invalid("no patient has the guardian's nif", "guardian", "guardianNif")
             patient.update(guardian_id=guardian["id"],
                            **{name: patient[name] or guardian[name] for name in INHERITED})
-        row = insert_patient(conn, patient, at)
+        row = insert_patient(conn, patient, at, source)
         record_event(conn, at, source, "patient.created", "patient", row["id"], after=row)
     return str(row["id"])
 

@@ -212,6 +212,6 @@ def rectify(clinic, patient_id, changes, source):
                                  clinic.today(), guarded=row["guardian_id"] is not None)
         if conn.execute("SELECT 1 FROM live_patients WHERE nif = ? AND id != ?", (patient["nif"], row["id"])).fetchone():
             raise ClinicError("PATIENT_ALREADY_EXISTS", "another patient has that nif", field="nif")
-        after = rectify_patient(conn, row["id"], patient)
+        after = rectify_patient(conn, row, patient, at, source)
         record_event(conn, at, source, "patient.rectified", "patient", row["id"], before=dict(row), after=after)
     return after

@@ -155,7 +155,7 @@ LINE_BREAKS = re.compile(r"[ \t]*[\t\r\n][ \t\r\n]*")  # a spreadsheet's multi-l
 TEXT_LIMIT = 100  # the most characters of a text field not in TEXT_LIMITS, as sent (openapi.json's maxLength)
 
 
-TEXT_LIMITS = {"reason": 500, "note": 500, "q": 200, "dates": 2000, "insurances": 2000}
+TEXT_LIMITS = {"reason": 500, "note": 500, "q": 200, "dates": 2000, "insurances": 2000, "email": 254}  # 254: SMTP's
 
 
 def text_limit(field):
@@ -252,6 +252,23 @@ def past_date(fields, name, today):
     if day and day > today:
         raise invalid(f"{name} is in the future", "future", name)
     return day
+
+
+# openapi.json's pattern of an e-mail ("A patient's messages"): its shape only, in ASCII, as mail servers take
+# it: dot-separated atoms of letters, digits and the specials RFC 5322 allows, an @, and two or more labels of
+# letters, digits and inner dashes; or blank (none). Nothing is looked up.
+ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+EMAIL_PATTERN = rf"^ *{ATOM}(\.{ATOM})*@{LABEL}(\.{LABEL})+ *$|^ *$"
+EMAIL_SHAPE = re.compile(EMAIL_PATTERN, re.ASCII)
+
+
+def parse_email(text, field="email"):
+    """An e-mail address of EMAIL_PATTERN's shape, its domain in lower case; INVALID_REQUEST else."""
+    if not EMAIL_SHAPE.fullmatch(text):
+        raise invalid(f"{field} is not an e-mail address", "email", field)
+    local, domain = text.strip().rsplit("@", 1)
+    return f"{local}@{domain.lower()}"
 
 
 def optional_phone(fields, name="phone"):

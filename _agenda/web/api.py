@@ -108,8 +108,9 @@ def slots_json(slots):
     return "[" + ",".join(parts) + "]"
 
 
-# What the caller sends and reads of a patient (PATIENT_COLUMNS' `api`), each under its field.
-API_PATIENT = tuple(column for column in PATIENT_COLUMNS if column.api)
+# What the caller reads of a patient, and what it may send (PATIENT_COLUMNS' `api`), each under its field.
+API_PATIENT = tuple(column for column in PATIENT_COLUMNS if column.api == "both")
+API_SENT = tuple(column for column in PATIENT_COLUMNS if column.api in ("both", "sent"))
 
 
 def patient_view(patient):
@@ -328,9 +329,8 @@ def find_patient():
 
 def create_patient():
     body = json_body()
-    return created({"patientId": registry.register_patient(clinic(),
-                                                           {column.field: body[column.field] for column in API_PATIENT
-                                                                      if column.field in body})})
+    return created({"patientId": registry.register_patient(
+        clinic(), {column.field: body[column.field] for column in API_SENT if column.field in body})})
 
 
 def availabilities():

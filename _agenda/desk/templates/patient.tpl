@@ -8,7 +8,13 @@
   <form method="post" action="/desk/patients/{{patient['id']}}" class="grid" autocomplete="off">
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">
     % for column in patient_form:
-    % if column.shape == 'nif':
+    % if choices(column):
+    <label>{{t('field_' + column.field)}} <select name="{{column.field}}">
+      % for value, words in choices(column):
+      <option value="{{value}}"{{!' selected' if typed[column.field] == value else ''}}>{{words}}</option>
+      % end
+    </select>{{!wrong_note(column.field)}}</label>
+    % elif column.shape == 'nif':
     <label>{{t('nif_any')}} <input name="nif" autocomplete="off" value="{{typed['nif'] or ''}}" {{'' if patient['guardian_id'] else 'required'}}>{{!wrong_note('nif')}}</label>
     % else:
     <label>{{t('field_' + column.field)}} <input name="{{column.field}}" autocomplete="off" value="{{typed[column.field]}}"{{!' required' if column.required else ''}}{{!' placeholder="DD/MM/AAAA"' if column.shape == 'date' else ''}}>{{!wrong_note(column.field)}}</label>
@@ -24,6 +30,8 @@
   <dt>{{t('field_nif')}}</dt><dd>{{nif_of(patient)}}</dd>
   % elif column.shape == 'phone':
   <dt>{{t('field_' + column.field)}}</dt><dd><span class="phone">{{dialled(value)}}</span></dd>
+  % elif choices(column):
+  <dt>{{t('field_' + column.field)}}</dt><dd>{{dict(choices(column)).get(shown[column.field], '')}}</dd>
   % elif column.name not in ('name', 'surname'):  # the heading's
   <dt>{{t('field_' + column.field)}}</dt><dd>{{format_date(value) if column.shape == 'date' and value else value or ''}}</dd>
   % end

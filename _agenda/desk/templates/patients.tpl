@@ -1,4 +1,5 @@
 <h1>{{t('search')}}</h1>
+<p><a href="/desk/patients/new">{{t('new_patient')}}</a></p>
 <form method="post" action="/desk/patients" class="search" autocomplete="off">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   <input name="q" id="q" value="{{q}}" autocomplete="off" placeholder="{{t('search_hint')}}" aria-label="{{t('search')}}" autofocus>
