@@ -83,7 +83,9 @@ VIEWS = (("day", f"/desk/day?date={{day}}&centerId={CENTER}", ".timeline .card")
          ("doctor-week", "/desk/week?date={day}&doctorId=MARTIN", ".timeline .card"),
          ("rooms", f"/desk/rooms?date={{day}}&centerId={ROOMS_CENTER}", "section.resource table"),
          ("waitlist", "/desk/waitlist", "h1"),
-         ("report", "/desk/report", "section.chart img"))
+         ("report", "/desk/report", "section.chart img"),
+         ("patient", "/desk/patients/1", "dl"),
+         ("patient-new", "/desk/patients/new", "form.grid"))
 
 
 def agenda(db, *args, stdin=None, check=True):
