@@ -132,3 +132,53 @@ def test_the_patients_copy_says_their_address_and_their_choice_with_when_and_by_
     details = copy["patient"]
     assert (details["email"], details["messages"], details["messagesBy"]) == ("ana@example.com", 1, "api")
     assert details["messagesSince"] and "language" in details
+
+
+def test_a_child_takes_her_guardians_address_and_choice_and_loses_both_at_her_erasure(api, db_path, clock):
+    guardian = api.new_patient(email="mum@example.com")
+    runner = CliRunner(env={"AGENDA_DB": str(db_path)})
+    added = runner.invoke(agenda.cli, ["patient", "add", "--name", "Pablo", "--birth-date", "03/04/2019",
+                                       "--guardian-nif", "12345678Z", "--phone", "622000111"], obj={"now": clock})
+    assert added.exit_code == 0, added.output
+    child = int(added.output.split()[2].rstrip("."))
+    assert [row_of(api, child)[key] for key in ("email", "messages", "phone")] == ["mum@example.com", 1, "622000111"]
+    erased = runner.invoke(agenda.cli, ["patient", "erase", guardian, "--yes"], obj={"now": clock})
+    assert erased.exit_code == 0, erased.output
+    after = row_of(api, child)
+    assert (after["email"], after["messages"], after["phone"]) == (None, None, "622000111")  # her own phone stays
+
+
+def test_a_stop_outlives_the_address_and_a_yes_goes_with_it(api, db_path, clock):
+    runner = CliRunner(env={"AGENDA_DB": str(db_path)})
+    stopped, keeps = api.new_patient(email="eva@example.com"), api.new_patient(nif=valid_dni(21), email="iker@ex.es")
+    def rectify(*args):
+        return runner.invoke(agenda.cli, ["patient", "rectify", *args], obj={"now": clock})
+
+    assert rectify(stopped, "--messages", "NO").exit_code == 0
+    assert rectify(stopped, "--email", "").exit_code == 0 and rectify(keeps, "--email", "").exit_code == 0
+    assert (row_of(api, stopped)["messages"], row_of(api, keeps)["messages"]) == (0, None)
+    emptied = rectify(stopped, "--messages", "")
+    assert emptied.exit_code == 2 and row_of(api, stopped)["messages"] == 0  # a choice is yes or no, never emptied
+    assert rectify(keeps, "--language", "fr").exit_code == 2
+
+
+def test_spanish_is_stored_as_none_so_saving_an_untouched_page_changes_nothing(api, clock):
+    patient = api.new_patient(email="ana@example.com")
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    before = row_of(api, patient)
+    form_to(desk.get(f"/desk/patients/{patient}"), f"/desk/patients/{patient}").submit().maybe_follow()
+    after = row_of(api, patient)
+    assert [after[key] for key in ("language", "messages", "messages_since", "email")] == [
+        None, 1, before["messages_since"], "ana@example.com"]
+
+
+def test_the_copy_page_says_the_choice_in_words_with_when_and_by_whom(api, db_path, clock):
+    patient = api.new_patient(email="ana@example.com")
+    runner = CliRunner(env={"AGENDA_DB": str(db_path)})
+    assert runner.invoke(agenda.cli, ["patient", "rectify", patient, "--language", "EN"],
+                         obj={"now": clock}).exit_code == 0
+    page = runner.invoke(agenda.cli, ["patient", "export", patient, "--format", "html"], obj={"now": clock}).output
+    assert "inglés" in page and ">sí<" in page and "Su elección de mensajes" in page
+    assert "el asistente telefónico" in page

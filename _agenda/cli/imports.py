@@ -84,7 +84,8 @@ def seed(ctx, db_path, file, demo, tz):
 @tz_option
 @click.pass_context
 def import_patients_command(ctx, db_path, file, dry_run, tz):
-    """Bring in patients from another system's CSV: name,surname,birthDate,nif,phone.
+    """Bring in patients from another system's CSV: name,surname,birthDate,nif,phone, and
+    optionally email, language (es or en) and messages (yes or no; correo, idioma, mensajes).
 
     UTF-8 or Latin-1, with a header row; ',' ';' or tab separated. Every row is
     checked as the API checks a new patient (NIF letter, phone, date). Bad rows are

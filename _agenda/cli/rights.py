@@ -128,7 +128,8 @@ def option_of(field):
     return "--" + re.sub(r"[A-Z]", lambda capital: "-" + capital.group().lower(), field)
 
 
-SHAPE_HINTS = {"date": ", DD/MM/YYYY", "language": ": es or en", "yes_no": ": yes or no"}
+SHAPE_HINTS = {"date": ", DD/MM/YYYY"}
+CHOICES = {"language": ("es", "en"), "yes_no": ("yes", "no")}  # a choice is one of these, never emptied
 
 
 def patient_options(correcting):
@@ -138,8 +139,10 @@ def patient_options(correcting):
         for column in reversed(TYPED):
             words = TEXTS[f"field_{column.field}"][1]
             said = ("The right " if correcting else "The ") + (words if words.isupper() else words.lower())
-            empties = '; "" empties it.' if correcting and not column.required else "."
+            choices = CHOICES.get(column.shape)
+            empties = '; "" empties it.' if correcting and not column.required and not choices else "."
             command = click.option(option_of(column.field), column.field, default=None,
+                                   type=click.Choice(choices, case_sensitive=False) if choices else None,
                                    help=said + SHAPE_HINTS.get(column.shape, "") + empties)(command)
         return command
     return decorate

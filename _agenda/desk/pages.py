@@ -50,8 +50,17 @@ def copy_page(copy, zone):
             return "el asistente telefónico"
         if source.startswith("feed:"):
             return "el calendario de su médico"
+        if source == "link":
+            return "usted, desde el enlace de un mensaje"
         return "recepción (" + source.split(":", 1)[1] + ")" if source.startswith("desk:") else "administración"
+
+    def shown(column, value):
+        if column.shape == "yes_no":
+            return {1: "sí", 0: "no"}.get(value, "")
+        if column.shape == "language":
+            return "inglés" if value == "en" else "español"
+        return format_date(value) if column.shape == "date" and value else value or ""
     details = [(COPY_WORDS["fields"].get(column.field) or TEXTS[f"field_{column.field}"][0], column)
                for column in TYPED if column.copy]
     return desk_template("copy").render(**copy, **COPY_WORDS, generated=copy["generatedAt"], when=when,
-                                        day=format_date, sources=sources, details=details)
+                                        day=format_date, sources=sources, details=details, shown=shown)

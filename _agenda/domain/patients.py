@@ -79,24 +79,29 @@ def read_email(fields, today, guarded):
     return parse_email(text) if text else None
 
 
-LANGUAGES = ("es", "en")  # a patient's messages: Spanish unless they choose English
+LANGUAGES = ("es", "en")  # a patient's messages: Spanish (stored as none) unless they choose English
+LANGUAGES_READ = {"es": None, "español": None, "espanol": None, "spanish": None, "en": "en", "inglés": "en",
+                  "ingles": "en", "english": "en"}  # as a person or a file writes them
 YES_NO = {"yes": 1, "no": 0}  # how a choice is typed and written; a file may say it in Spanish or as 1 and 0
-YES_NO_READ = {**YES_NO, "si": 1, "sí": 1, "1": 1, "0": 0, "true": 1, "false": 0}
+YES_NO_READ = {**YES_NO, "si": 1, "sí": 1, "s": 1, "n": 0, "1": 1, "0": 0, "true": 1, "false": 0}
 
 
 def read_language(fields, today, guarded):
+    """en, or None for Spanish (the default, however written)."""
     text = body_text(fields, "language")
-    if text and text.lower() not in LANGUAGES:
+    if text and text.lower() not in LANGUAGES_READ:
         raise invalid(f"language is one of {', '.join(LANGUAGES)}", "language", "language")
-    return text.lower() if text else None
+    return LANGUAGES_READ[text.lower()] if text else None
 
 
 def read_messages(fields, today, guarded):
-    """1 or 0 as chosen; not chosen: 1 once an e-mail is given (they are told so in the first message), else None."""
-    text = body_text(fields, "messages")
+    """1 or 0 as chosen, 1 only with an e-mail; not chosen: 1 once an e-mail is given (they are told so in the first
+    message), else None. A stop (0) outlives the e-mail's change or removal."""
+    text, email = body_text(fields, "messages"), body_text(fields, "email")
     if text and text.lower() not in YES_NO_READ:
         raise invalid("messages is yes or no", "yes_no", "messages")
-    return YES_NO_READ[text.lower()] if text else (1 if body_text(fields, "email") else None)
+    chosen = YES_NO_READ[text.lower()] if text else None
+    return 0 if chosen == 0 else 1 if email else None
 
 
 # The guardian's NIF as clinics head it: "Tutor", "DNI tutor", "DNI del tutor", "NIF de la tutora", "NIE tutor/a"
@@ -122,10 +127,10 @@ PATIENT_COLUMNS = (
     Column("guardian_id", "record-keeping", "the guardian of a child under 14 without a NIF, a patient with one",
            KEEP, KEEP, field="guardianNif", copy="guardianNif", export=True, shown="guardian_nif",
            headers=("guardian", *GUARDIAN_HEADERS)),
-    Column("email", "contact", "the e-mail their messages go to (a child's go to the guardian's)", KEEP, EMPTY,
-           field="email", read=read_email, copy="email", export=True, api="sent", desk=6, shape="email",
-           headers=("correo", "correoelectronico", "mail")),
-    Column("language", "administrative", "the language of their messages, es or en; NULL: Spanish", KEEP, EMPTY,
+    Column("email", "contact", "the e-mail their messages go to; a child under a guardian takes the guardian's unless"
+           " given", KEEP, EMPTY, field="email", read=read_email, copy="email", export=True, api="sent", desk=6,
+           shape="email", inherited=True, headers=("correo", "correoelectronico", "mail")),
+    Column("language", "administrative", "the language of their messages: en; NULL: Spanish", KEEP, EMPTY,
            field="language", read=read_language, copy="language", export=True, desk=7, shape="language",
            headers=("idioma", "lengua")),
     Column("messages", "administrative", "1: they want messages about their own appointments; 0: they stopped them;"
@@ -247,13 +252,17 @@ def anonymise_patient(conn, patient_id, at):
 
 
 def clear_inherited(conn, guardian_id):
-    """At a guardian's erasure, what her live children's rows took from hers (INHERITED) emptied where they hold
-    it still; the children's ids."""
-    emptied = ", ".join(f"{name} = NULL" for name in INHERITED)
-    theirs = " OR ".join(f"{name} = (SELECT {name} FROM patients WHERE id = ?1)" for name in INHERITED)
-    return [row[0] for row in conn.execute(
+    """At a guardian's erasure, what her live children's rows took from hers (INHERITED) emptied, each column where
+    it holds hers still, and a child's messages with the e-mail they went to (a stop kept); the children's ids."""
+    hers = {name: f"(SELECT {name} FROM patients WHERE id = ?1)" for name in INHERITED}
+    emptied = ", ".join(f"{name} = CASE WHEN {name} = {hers[name]} THEN NULL ELSE {name} END" for name in INHERITED)
+    theirs = " OR ".join(f"{name} = {hers[name]}" for name in INHERITED)
+    children = [row[0] for row in conn.execute(
         f"UPDATE patients SET {emptied} WHERE guardian_id = ?1 AND blocked_at IS NULL AND ({theirs}) RETURNING id",
         (guardian_id,))]
+    conn.execute("UPDATE patients SET messages = NULL WHERE guardian_id = ? AND email IS NULL AND messages = 1",
+                 (guardian_id,))
+    return children
 
 
 # The staged import's patients ("Imports never hold the clinic"): staged outside the live table, then inserted
@@ -281,7 +290,8 @@ def insert_staged_patients(conn, at):
                  f" {', '.join(f's.{name}' for name in GIVEN)}, ?1, search, {chose} FROM temp.staged_patients s"
                  " WHERE guardian_nif IS NULL AND NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
                  " ORDER BY line", (when,))
-    taken = ", ".join(f"coalesce(s.{name}, g.{name})" if name in INHERITED else f"s.{name}" for name in GIVEN)
+    taken = ", ".join(f"coalesce(s.{name}, g.{name})" if name in (*INHERITED, "messages") else f"s.{name}"
+                      for name in GIVEN)  # a child takes her e-mail, and her choice of messages with it
     conn.execute(f"INSERT INTO main.patients ({given}, created_at, search, guardian_id, messages_since, messages_by)"
                  f" SELECT {taken}, ?1, s.search, g.id, {chose} FROM temp.staged_patients s JOIN main.live_patients g"
                  " ON g.nif = s.guardian_nif WHERE NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"

@@ -40,12 +40,13 @@ def register_patient(clinic, fields, source="api"):
             raise ClinicError("PATIENT_ALREADY_EXISTS", "a patient with that nif exists", field="nif",
                               patientId=str(existing["id"]))
         if guardian_nif:
-            guardian = conn.execute(f"SELECT id, {', '.join(INHERITED)} FROM live_patients WHERE nif = ?",
+            guardian = conn.execute(f"SELECT id, {', '.join(INHERITED)}, messages FROM live_patients WHERE nif = ?",
                                     (quietly(normalise_nif, guardian_nif),)).fetchone()
             if guardian is None:
                 raise invalid("no patient has the guardian's nif", "guardian", "guardianNif")
             patient.update(guardian_id=guardian["id"],
-                           **{name: patient[name] or guardian[name] for name in INHERITED})
+                           **{name: guardian[name] if patient[name] is None else patient[name]
+                              for name in (*INHERITED, "messages")})  # her e-mail, and her choice with it
         row = insert_patient(conn, patient, at, source)
         record_event(conn, at, source, "patient.created", "patient", row["id"], after=row)
     return str(row["id"])

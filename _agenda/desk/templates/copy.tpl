@@ -17,7 +17,10 @@ th, td { border: 1px solid #999; padding: .25rem .5rem; text-align: left; vertic
   <tr><th>Número de paciente</th><td>{{patient['id']}}</td></tr>
   % for said, column in details:
   % value = patient[column.copy]
-  <tr><th>{{said}}</th><td>{{day(value) if column.shape == 'date' and value else value or ''}}</td></tr>
+  <tr><th>{{said}}</th><td>{{shown(column, value)}}</td></tr>
+  % end
+  % if patient.get('messagesSince'):
+  <tr><th>Su elección de mensajes</th><td>{{when(patient['messagesSince'])}}, {{sources(patient['messagesBy'] or '')}}</td></tr>
   % end
   % if patient['guardian']:
   <tr><th>Tutor</th><td>{{patient['guardian']}} ({{patient['guardianNif'] or ''}})</td></tr>
