@@ -688,3 +688,15 @@ ALTER TABLE patients ADD COLUMN language TEXT CHECK (language IN ('es', 'en'));
 ALTER TABLE patients ADD COLUMN messages INTEGER CHECK (messages IN (0, 1));
 ALTER TABLE patients ADD COLUMN messages_since TEXT;
 ALTER TABLE patients ADD COLUMN messages_by TEXT;
+
+-- version 17
+-- The outbox ("A patient's messages"): a change that calls for a message to the patient writes a row here in
+-- its own transaction, naming only the appointment and the kind of message (never its text, never a token);
+-- the sender renders it when it sends. A rolled-back change leaves none.
+CREATE TABLE outbox (
+    id             INTEGER PRIMARY KEY,
+    appointment_id INTEGER NOT NULL REFERENCES appointments (id),
+    kind           TEXT NOT NULL CHECK (kind IN ('confirmation', 'series', 'update', 'notice')),
+    created_at     TEXT NOT NULL
+);
+CREATE INDEX outbox_by_appointment ON outbox (appointment_id, id);

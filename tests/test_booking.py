@@ -330,6 +330,7 @@ def test_what_a_closure_covers_is_one_rule_for_the_grid_the_lists_and_the_previe
              "end_time": None if h is None else at(h + 3), "reason": ""} for d, c, first, days, h in closures]
     with clinic.db.transaction() as writing:
         writing.execute("DELETE FROM closures")
+        writing.execute("DELETE FROM outbox")
         writing.execute("DELETE FROM appointments")
         writing.executemany("INSERT INTO closures (doctor_id, center_id, date_from, date_to, start_time, end_time)"
                             " VALUES (:doctor_id, :center_id, :date_from, :date_to, :start_time, :end_time)", rows)

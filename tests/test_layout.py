@@ -29,7 +29,7 @@ FOLDERS = {
     "storage": ["sealing", "shipped", "connections", "events", "copies", "schema", "database", "replication",
                 "replica_restore"],
     "domain": ["patients", "access", "identity", "slots", "appointments", "clinic", "visits", "holds", "availability",
-               "staff", "booking", "changes", "registry", "closures", "reminders", "doctors", "fitting", "counter",
+               "staff", "outbox", "booking", "changes", "registry", "closures", "reminders", "doctors", "fitting", "counter",
                "series", "waitlist", "rights", "feeds", "report", "timeline"],
     "files": ["catalogs", "reading", "open_formats", "staged_import"],
     "web": ["answers", "serving", "api", "calendar_feeds"],

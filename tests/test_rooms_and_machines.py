@@ -258,6 +258,7 @@ def test_what_availability_lists_for_a_type_books_and_nothing_else_does(typed, t
     conn, clinic = typed.db(), typed.app.clinic
     with conn:
         conn.execute("DELETE FROM holds")
+        conn.execute("DELETE FROM outbox")
         conn.execute("DELETE FROM appointments")
     patients = people(typed, 16) if not conn.execute("SELECT 1 FROM patients").fetchone() else [
         str(row[0]) for row in conn.execute("SELECT id FROM patients ORDER BY id")]

@@ -213,7 +213,7 @@ def two_patients(api):
 def test_a_series_books_exactly_the_dates_that_fit_or_nothing(api, two_patients, count, taken, closed, take):
     clinic, (patient, other) = api.app.clinic, two_patients
     with clinic.db.transaction() as conn:
-        for table in ("holds", "appointments", "series"):
+        for table in ("outbox", "holds", "appointments", "series"):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("DELETE FROM closures WHERE reason = 'prueba'")
         conn.executemany("INSERT INTO closures (doctor_id, date_from, date_to, reason) VALUES ('MARTIN', ?, ?, 'prueba')",

@@ -8,6 +8,7 @@ from typing import NamedTuple
 from ..values.refusals import ClinicError, invalid
 from ..values.fields import format_date, minutes_of, numeric_id
 from ..storage.events import record_event, utc_iso, written_row
+from .outbox import queue_message
 from .slots import read_schedule, slot_not_available, visit_span
 from .holds import coming, placement_notes, placements
 from .visits import first_free, none_free, pools_for, read_resources, the_visit, types_offered, VisitType
@@ -51,19 +52,22 @@ class Rules(NamedTuple):
     patient: str | None      # "one place": the patient free then; "may accept": reception may book over it on purpose
     waitlist: bool           # ends the patient's own waiting entry, in the same transaction
     event: str               # what the audit trail calls it
+    message: str | None      # the message to the patient it calls for (outbox.KINDS); None: none (a series sends one)
 
 
 CHANNELS = {
-    "caller": Rules(False, True, "caller", "grid", "accepted", "one place", False, "appointment.booked"),
-    "desk": Rules(True, True, "desk", "grid", "required", "may accept", False, "appointment.booked"),
-    "waitlist": Rules(True, True, "desk", "grid", "required", "may accept", True, "appointment.booked"),
-    "sobrecita": Rules(True, True, "desk", "hours", "required", "one place", False, "appointment.squeezed"),
-    "series": Rules(True, False, "desk", "grid", "required", "one place", False, "appointment.booked"),  # retried whole
-    "import": Rules(True, False, None, "kept", None, None, False, "appointment.imported"),
-    "caller move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved"),
-    "desk move": Rules(True, False, "desk", "grid", "accepted", "may accept", False, "appointment.moved"),
-    "sobrecita move": Rules(True, False, "desk", "hours", "accepted", "one place", False, "appointment.moved"),
-    "waitlist move": Rules(True, True, "desk", "grid", "accepted", "may accept", True, "appointment.moved"),
+    "caller": Rules(False, True, "caller", "grid", "accepted", "one place", False, "appointment.booked", "confirmation"),
+    "desk": Rules(True, True, "desk", "grid", "required", "may accept", False, "appointment.booked", "confirmation"),
+    "waitlist": Rules(True, True, "desk", "grid", "required", "may accept", True, "appointment.booked", "confirmation"),
+    "sobrecita": Rules(True, True, "desk", "hours", "required", "one place", False, "appointment.squeezed",
+                       "confirmation"),
+    "series": Rules(True, False, "desk", "grid", "required", "one place", False, "appointment.booked", None),
+    "import": Rules(True, False, None, "kept", None, None, False, "appointment.imported", None),
+    "caller move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved", "update"),
+    "desk move": Rules(True, False, "desk", "grid", "accepted", "may accept", False, "appointment.moved", "update"),
+    "sobrecita move": Rules(True, False, "desk", "hours", "accepted", "one place", False, "appointment.moved",
+                            "update"),
+    "waitlist move": Rules(True, True, "desk", "grid", "accepted", "may accept", True, "appointment.moved", "update"),
 }
 
 
@@ -119,6 +123,8 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     if elsewhere is not None and not accepted:
         raise elsewhere
     record_event(conn, at, source, rules.event, "appointment", row["id"], before=moving, after=row)
+    if rules.message:
+        queue_message(conn, row["id"], rules.message, at)
     if entry is not None:
         end_entry(conn, entry, "booked", at, source, appointment_id=row["id"])
     return str(row["id"])

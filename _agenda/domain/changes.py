@@ -6,6 +6,7 @@ from ..values.fields import numeric_id
 from ..storage.events import record_event, utc_iso, written_row
 from .appointments import CANCEL_CANCELLED, CHANGE_CANCELLED
 from .visits import visit_type
+from .outbox import queue_message
 from .booking import admit, book_visit, brought_forward, channel_of, move_channel, visit_of, Visit
 
 
@@ -78,11 +79,14 @@ def cancel_appointment(clinic, appointment_id, reason="cancelled by the caller",
         cancelled(clinic, conn, before, at, reason, "appointment.cancelled", source)
 
 
-def cancelled(clinic, conn, before, at, reason, action, source):
-    """Inside a transaction: mark `before` cancelled, with its event."""
+def cancelled(clinic, conn, before, at, reason, action, source, notice=True):
+    """Inside a transaction: mark `before` cancelled, with its event and, unless `notice` is False (an erasure's),
+    the notice to the patient."""
     after = written_row(conn, "UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
                         " updated_at = ? WHERE id = ?", (utc_iso(at), reason, utc_iso(at), before["id"]))
     record_event(conn, at, source, action, "appointment", before["id"], before=before, after=after)
+    if notice:
+        queue_message(conn, before["id"], "notice", at)
 
 
 def confirm_appointment(clinic, appointment_id, confirmed, source="api"):

@@ -49,7 +49,7 @@ def request_erasure(clinic, patient_id, source, reader):
         row = {"id": live_key(conn, patient_id)}
         coming = coming_appointments(conn, row["id"], now)
         for appointment in coming:
-            cancelled(clinic, conn, appointment, at, ERASURE_REASON, "appointment.cancelled", source)
+            cancelled(clinic, conn, appointment, at, ERASURE_REASON, "appointment.cancelled", source, notice=False)
         until = erasable_from(conn, row["id"], now.date(), clinic.settings.retention_years)
         block_patient(conn, row["id"], at, until)
         conn.execute("UPDATE waitlist SET ended_at = ?, ended_why = 'erased' WHERE patient_id = ? AND ended_at IS NULL",

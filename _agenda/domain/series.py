@@ -11,6 +11,7 @@ from ..values.fields import format_date, minutes_of, numeric_id
 from ..storage.events import record_event, utc_iso, written_row
 from .slots import FREE, read_schedule, slot_state
 from .visits import the_visit, types_offered
+from .outbox import queue_message
 from .booking import admit, live_patient, Visit
 from .fitting import why_not
 from .appointments import CANCEL_CANCELLED
@@ -198,6 +199,8 @@ def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, 
             visit = Visit(patient_key, doctor["id"], speciality_id, center_id=slot.center_id,
                           insurance_id=insurance_id, reason=reason, series_id=series["id"])
             booked.append((admit(clinic, conn, visit, slot.date, slot.time, "series", at, source), session))
+        if booked:
+            queue_message(conn, booked[0][0], "series", at)
         record_event(conn, at, source, "series.booked", "series", series["id"],
                      after={**series, "appointments": [int(appointment_id) for appointment_id, _ in booked]})
     return series["id"], booked, [session.day for session in left]

@@ -1,0 +1,75 @@
+"""The outbox (docs/design.md, "A patient's messages"): each change that calls for a message to the patient writes
+one row in its own transaction, the appointment and the kind only; an import's and an erasure's changes, and a
+change refused and rolled back, write none."""
+
+import datetime as dt
+
+import agenda
+from _agenda.domain.changes import book_appointment, cancel_appointment
+from _agenda.domain.counter import squeeze_in
+from _agenda.domain.rights import request_erasure
+from _agenda.domain.series import book_series
+from conftest import valid_dni
+from test_moving import cli, write
+
+TUESDAY = dt.date(2026, 11, 24)
+
+
+def outbox(api):
+    return [tuple(row) for row in api.db().execute("SELECT appointment_id, kind FROM outbox ORDER BY id")]
+
+
+def written_by(api, change):
+    """The outbox rows `change` (a function) wrote, and what it answered."""
+    before = len(outbox(api))
+    answer = change()
+    return outbox(api)[before:], answer
+
+
+def test_each_change_writes_the_message_it_calls_for_and_no_more(api, db_path, tmp_path):
+    clinic = api.app.clinic
+    ana, eva, leo = api.new_patient(), api.new_patient(nif=valid_dni(1), name="Eva"), \
+        api.new_patient(nif=valid_dni(2), name="Leo")
+    rows, booked = written_by(api, lambda: api.book(ana))  # the caller's booking
+    assert rows == [(int(booked), "confirmation")]
+    rows, _ = written_by(api, lambda: api.book(eva, status=409))  # the same slot: refused, rolled back
+    assert rows == []
+    rows, _ = written_by(api, lambda: api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "09:30"}))
+    assert rows == [(int(booked), "update")]
+    rows, desk = written_by(api, lambda: book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN",
+                                                          patient_id=eva, source="desk:ana"))
+    assert rows == [(int(desk), "confirmation")]
+    rows, squeezed = written_by(api, lambda: squeeze_in(clinic, day=TUESDAY, time_text="10:10", doctor_id="MARTIN",
+                                                        patient_id=leo, source="desk:ana"))
+    assert rows == [(int(squeezed), "confirmation")]
+    rows, (_, sessions, _) = written_by(api, lambda: book_series(
+        clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2), time_text="09:00", every_days=7,
+        count=3, source="desk:ana"))
+    assert len(sessions) == 3 and rows == [(int(sessions[0][0]), "series")]  # one message for the series
+    rows, _ = written_by(api, lambda: api.delete(f"/appointments/{booked}"))  # the caller cancels
+    assert rows == [(int(booked), "notice")]
+    rows, _ = written_by(api, lambda: cancel_appointment(clinic, desk, reason="llamó", source="desk:ana"))
+    assert rows == [(int(desk), "notice")]
+    rows, _ = written_by(api, lambda: api.post("/appointments/confirm",
+                                               {"appointmentId": squeezed, "confirmed": False}))
+    assert rows == [(int(squeezed), "notice")]  # declined at the reminder call
+    rows, imported = written_by(api, lambda: cli(db_path, "import-appointments", write(tmp_path / "old.csv", (
+        "date,time,duration,doctor,center,nif,name,phone,reason,insurance,status\n"
+        "26/11/2026,09:05,45,MARTIN,C1,12345678Z,,,,,\n"))))
+    assert imported.exit_code == 0 and rows == []
+    rows, _ = written_by(api, lambda: request_erasure(clinic, eva, "cli", "cli:test"))  # her coming visits cancelled
+    assert rows == [] and api.db().execute(
+        "SELECT count(*) FROM appointments WHERE patient_id = ? AND status = 'cancelled'", (eva,)).fetchone()[0] >= 3
+
+
+def test_a_reminder_cycles_release_sends_its_notice(make_api):
+    api = make_api(reminder_policy="release")
+    booked = api.book(api.new_patient())
+    rows, _ = written_by(api, lambda: api.post("/appointments/end-of-reminder-day",
+                                               {"voiceAgentConfigId": "va", "date": "24/11/2026"}))
+    assert rows == [(int(booked), "notice")]
+
+
+def test_the_table_holds_no_text_and_no_token(api):
+    columns = [row[1] for row in api.db().execute("PRAGMA table_info(outbox)")]
+    assert columns == ["id", "appointment_id", "kind", "created_at"]
