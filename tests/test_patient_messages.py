@@ -182,3 +182,15 @@ def test_the_copy_page_says_the_choice_in_words_with_when_and_by_whom(api, db_pa
     page = runner.invoke(agenda.cli, ["patient", "export", patient, "--format", "html"], obj={"now": clock}).output
     assert "inglés" in page and ">sí<" in page and "Su elección de mensajes" in page
     assert "el asistente telefónico" in page
+
+
+def test_an_imported_child_takes_her_guardians_address_and_choice_with_when_and_by_whom(api, db_path, tmp_path, clock):
+    api.new_patient(email="mum@example.com")
+    listed = tmp_path / "hijos.csv"
+    listed.write_text("Nombre,Nacimiento,DNI,DNI tutor\nPablo,03/04/2019,,12345678Z\n", encoding="utf-8")
+    done = CliRunner(env={"AGENDA_DB": str(db_path)}).invoke(agenda.cli, ["import-patients", str(listed)],
+                                                              obj={"now": clock})
+    assert done.exit_code == 0, done.output
+    pablo = dict(api.db().execute("SELECT * FROM patients WHERE name = 'Pablo'").fetchone())
+    assert [pablo[key] for key in ("email", "messages", "messages_by")] == ["mum@example.com", 1, "import"]
+    assert pablo["messages_since"] == utc_iso(clock.moment)

@@ -260,8 +260,8 @@ def clear_inherited(conn, guardian_id):
     children = [row[0] for row in conn.execute(
         f"UPDATE patients SET {emptied} WHERE guardian_id = ?1 AND blocked_at IS NULL AND ({theirs}) RETURNING id",
         (guardian_id,))]
-    conn.execute("UPDATE patients SET messages = NULL WHERE guardian_id = ? AND email IS NULL AND messages = 1",
-                 (guardian_id,))
+    conn.execute("UPDATE patients SET messages = NULL WHERE guardian_id = ? AND blocked_at IS NULL AND email IS NULL"
+                 " AND messages = 1", (guardian_id,))
     return children
 
 
@@ -284,15 +284,18 @@ def insert_staged_patients(conn, at):
     guardian first, then each child under their guardian, by line, with the guardian's INHERITED unless the row
     gives them (as the desk registers a child, "Patients without a NIF")."""
     given, when = ", ".join(GIVEN), utc_iso(at)
-    chose = ("CASE WHEN s.messages IS NULL THEN NULL ELSE ?1 END,"
-             " CASE WHEN s.messages IS NULL THEN NULL ELSE 'import' END")
+    def chose(messages):
+        return (f"CASE WHEN {messages} IS NULL THEN NULL ELSE ?1 END,"
+                f" CASE WHEN {messages} IS NULL THEN NULL ELSE 'import' END")
     conn.execute(f"INSERT INTO main.patients ({given}, created_at, search, messages_since, messages_by) SELECT"
-                 f" {', '.join(f's.{name}' for name in GIVEN)}, ?1, search, {chose} FROM temp.staged_patients s"
+                 f" {', '.join(f's.{name}' for name in GIVEN)}, ?1, search, {chose('s.messages')}"
+                 " FROM temp.staged_patients s"
                  " WHERE guardian_nif IS NULL AND NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
                  " ORDER BY line", (when,))
     taken = ", ".join(f"coalesce(s.{name}, g.{name})" if name in (*INHERITED, "messages") else f"s.{name}"
                       for name in GIVEN)  # a child takes her e-mail, and her choice of messages with it
     conn.execute(f"INSERT INTO main.patients ({given}, created_at, search, guardian_id, messages_since, messages_by)"
-                 f" SELECT {taken}, ?1, s.search, g.id, {chose} FROM temp.staged_patients s JOIN main.live_patients g"
+                 f" SELECT {taken}, ?1, s.search, g.id, {chose('coalesce(s.messages, g.messages)')}"
+                 " FROM temp.staged_patients s JOIN main.live_patients g"
                  " ON g.nif = s.guardian_nif WHERE NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
                  " ORDER BY s.line", (when,))
