@@ -700,3 +700,63 @@ CREATE TABLE outbox (
     created_at     TEXT NOT NULL
 );
 CREATE INDEX outbox_by_appointment ON outbox (appointment_id, id);
+
+-- version 18
+-- The sender ("The sender"): each outbox row now says what became of it. waiting: to send when next_try_at
+-- (UTC; NULL: now) comes; held: left unsent by a restore or a promotion, for the admin to release (`agenda
+-- mail retry`) or drop; sent, at done_at; stale: a later change made it moot; skipped: nobody to send it to
+-- (no e-mail, messages stopped, a blocked patient), why in `error`; failed: it kept failing, why in `error`
+-- (never an address). message_id is set before the first try, so that a try repeated after a crash carries
+-- the same Message-ID. A reminder names the visit's date and time it reminds of (`slot`): a move makes it stale.
+CREATE TABLE outbox_18 (
+    id             INTEGER PRIMARY KEY,
+    appointment_id INTEGER NOT NULL REFERENCES appointments (id),
+    kind           TEXT NOT NULL CHECK (kind IN ('confirmation', 'series', 'update', 'notice', 'reminder')),
+    created_at     TEXT NOT NULL,
+    state          TEXT NOT NULL DEFAULT 'waiting'
+                   CHECK (state IN ('waiting', 'held', 'sent', 'stale', 'skipped', 'failed')),
+    attempts       INTEGER NOT NULL DEFAULT 0,
+    next_try_at    TEXT,
+    message_id     TEXT,
+    done_at        TEXT,
+    error          TEXT,
+    slot           TEXT CHECK ((kind = 'reminder') = (slot IS NOT NULL))
+);
+INSERT INTO outbox_18 (id, appointment_id, kind, created_at) SELECT id, appointment_id, kind, created_at FROM outbox;
+DROP TABLE outbox;
+ALTER TABLE outbox_18 RENAME TO outbox;
+CREATE INDEX outbox_by_appointment ON outbox (appointment_id, id);
+CREATE INDEX outbox_waiting ON outbox (id) WHERE state = 'waiting';
+-- The patient's own links ("The patient's link"): the SHA-256 of a token made for one message or one printed
+-- card, about one appointment (or, for 'stop', a message's one-click stop of further messages); the token itself
+-- is only in that message or card. A link opens its appointment until the appointment has ended (a stop link,
+-- for a year), while the patient is not blocked.
+CREATE TABLE patient_links (
+    hash           TEXT PRIMARY KEY,
+    appointment_id INTEGER NOT NULL REFERENCES appointments (id),
+    made_at        TEXT NOT NULL,
+    made_for       TEXT NOT NULL CHECK (made_for IN ('message', 'card', 'stop'))
+) WITHOUT ROWID;
+CREATE INDEX patient_links_by_appointment ON patient_links (appointment_id);
+-- Changes come from the patient's own link too, as `patient` ("The patient's link"): the events table is rebuilt
+-- with that source allowed, every row kept ("Audit").
+CREATE TABLE events_18 (
+    id        INTEGER PRIMARY KEY,
+    at        TEXT NOT NULL,                 -- UTC, ISO 8601
+    source    TEXT NOT NULL CHECK (source IN ('api', 'cli', 'desk', 'patient') OR source LIKE 'desk:_%'),
+    action    TEXT NOT NULL,
+    entity    TEXT NOT NULL,
+    entity_id TEXT,
+    before    TEXT,                          -- JSON or NULL
+    after     TEXT                           -- JSON or NULL
+);
+INSERT INTO events_18 SELECT * FROM events;
+DROP TABLE events;
+ALTER TABLE events_18 RENAME TO events;
+CREATE INDEX events_by_entity ON events (entity, entity_id);
+-- What a message to a patient may say of the place and the visit ("What a message says"), optional catalog
+-- columns both ways: a center's address and phone (the clinic's, for a patient who must call), and what to bring
+-- to a visit of a type. None of them is the caller's (/custom-config leaves them out).
+ALTER TABLE centers ADD COLUMN address TEXT;
+ALTER TABLE centers ADD COLUMN phone TEXT;
+ALTER TABLE visit_types ADD COLUMN bring TEXT;

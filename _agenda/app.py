@@ -14,15 +14,18 @@ from .web.api import API_ROUTES, ApiPlugin, api_error_page, note_signatures, SCH
 from .desk.routes import DESK_ROUTES
 from .desk.shared import desk_error_page, DeskPlugin
 from .web.calendar_feeds import FEED_ROUTES
+from .patient.pages import patient_error_page, PATIENT_ROUTES, PatientPlugin
 
 log = logging.getLogger("agenda")
 
 
 def json_error_page(http_error):
-    """Bottle's own errors (an unknown route, a wrong method, a crash): a page under /desk, else the
+    """Bottle's own errors (an unknown route, a wrong method, a crash): a page under /desk and /cita, else the
     caller's JSON ("Errors")."""
     if bottle.request.path.startswith("/desk"):
         return desk_error_page(http_error)
+    if bottle.request.path.startswith("/cita"):
+        return patient_error_page(http_error)
     return api_error_page(http_error)
 
 
@@ -50,8 +53,9 @@ def create_app(db_path, secret=None, *, insecure=False, now=None, after_write=No
     app.install(ApiPlugin(secret or None, settings,
                           on_signatures=lambda counts: note_signatures(db, app.clinic.clock, counts)))
     app.install(DeskPlugin())
+    app.install(PatientPlugin())
     app.install(AfterChange(after_write))  # installed last: inside both edges' plugins
-    for method, path, handler, config in API_ROUTES + DESK_ROUTES + FEED_ROUTES:
+    for method, path, handler, config in API_ROUTES + DESK_ROUTES + FEED_ROUTES + PATIENT_ROUTES:
         app.route(path, method, handler, **config)
     app.wsgi = with_access_log(app.wsgi)  # Bottle.__call__ calls self.wsgi
     return app

@@ -152,7 +152,7 @@ def build(path, patients=60_000, appointments=300_000, seed=7, today=None, days=
             insert_patient(conn, {"name": NAMES[n % 12], "surname": f"{SURNAMES[n % 10]} {SURNAMES[(n // 10) % 10]}",
                                   "birth_date": f"{1930 + n % 90}-{1 + n % 12:02d}-{1 + n % 28:02d}",
                                   "nif": f"{40_000_000 + n:08d}{LETTERS[(40_000_000 + n) % 23]}",
-                                  "phone": f"6{n:08d}", "phone_e164": f"+346{n:08d}"}, now)
+                                  "phone": f"6{n:08d}", "phone_e164": f"+346{n:08d}"}, now, "cli")
     slots = all_slots(conn, first_day, last_day)
     if appointments > len(slots):
         raise SystemExit(f"only {len(slots)} slots from {first_day} to {last_day}; ask for fewer appointments")

@@ -18,10 +18,11 @@ TEMPLATES = sorted(path.name for path in (ROOT / "_agenda" / "desk" / "templates
 
 def door(config):
     """How a route lets a request in, read from its table's markers: "cookie" (the desk's session), "signature"
-    (the caller's) or "neither" (a desk page open before login, an API route marked public, a feed's token)."""
+    (the caller's) or "neither" (a desk page open before login, an API route marked public, a feed's token, the
+    patient's link's token)."""
     if config.get("desk"):
         return "neither" if config.get("open_page") else "cookie"
-    return "neither" if config.get("public") or config.get("feed") else "signature"
+    return "neither" if config.get("public") or config.get("feed") or config.get("patient") else "signature"
 
 
 class Route(NamedTuple):

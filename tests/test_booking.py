@@ -99,6 +99,7 @@ def test_every_channel_books_and_moves_through_the_door(api, db_path, tmp_path, 
                           last=dt.date(2026, 11, 27), source="desk:ana")
     book_appointment(clinic, day=dt.date(2026, 11, 27), time_text="09:00", doctor_id="MARTIN", patient_id=eva,
                      waitlist_id=forward, source="desk:ana")  # a waiting move
+    move_appointment(clinic, booked, day=dt.date(2026, 11, 25), time_text="16:30", source="patient")  # by the link
     imported = cli(db_path, "import-appointments", write(tmp_path / "old.csv", (
         "date,time,duration,doctor,center,nif,name,phone,reason,insurance,status\n"
         "26/11/2026,09:05,45,MARTIN,C1,12345678Z,,,,,\n")))

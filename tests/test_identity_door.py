@@ -27,6 +27,8 @@ from _agenda.domain.waitlist import add_waiting
 from _agenda.domain.changes import book_appointment
 from _agenda.domain.closures import add_closure
 from _agenda.domain.registry import register_patient
+from _agenda.domain.links import new_link
+from _agenda.storage.connections import transaction
 
 import edges
 from conftest import Clock, MADRID, ROOT, valid_dni
@@ -176,6 +178,25 @@ def feed_case(world):
     yield "feed:MARTIN", readable(client.get(f"/feeds/{world.feed_token}.ics"))
 
 
+def link_case(action=None, stop=False):
+    """The patient's link of every appointment, the erased's too, opened (and, for an action, its form sent with the
+    page's token): a live visit's page names its patient's first name only, the erased's opens nothing."""
+    def run(world):
+        client = webtest.TestApp(world.api.app)
+        ids = [row[0] for row in world.api.db().execute("SELECT id FROM appointments ORDER BY id")]
+        with transaction(world.api.db()) as conn:
+            tokens = [new_link(conn, key, "stop" if stop else "message", world.clock()) for key in ids]
+        for token in tokens:
+            page = client.get(f"/cita/baja/{token}" if stop else f"/cita/{token}", expect_errors=True)
+            yield "patient", readable(page)
+            if action and page.status_int == 200:
+                found = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+                answer = client.post(f"/cita/{token}/{action}" if action != "baja" else f"/cita/baja/{token}",
+                                     {"csrf": found[1] if found else "", "slot": "2026-11-26 10:00"}, expect_errors=True)
+                yield "patient", readable(answer)
+    return run, set()
+
+
 def rooms_case(world):
     """Each appointment holds a room of its own (the blocked's too), then the rooms page of each day."""
     with world.api.db() as conn:
@@ -301,7 +322,17 @@ ROUTES = {
     ("POST", "/desk/doctors/<doctor_id>/retire"): desk_case(("POST", "/desk/doctors/RUIZ/retire",
                                                              {"date": "24/11/2026"}), shows={"lucas"}),
     ("POST", "/desk/doctors/<doctor_id>/feed"): desk_case(("POST", "/desk/doctors/MARTIN/feed")),
+    ("POST", "/desk/appointments/<appointment_id:int>/card"): desk_case(
+        ("POST", "/desk/appointments/{of_lucas}/card")),  # the first name only: none of his marks
     ("GET", "/feeds/<token>.ics"): (feed_case, {"zoraida", "tobias"}),
+    ("GET", "/cita/cita.css"): (lambda world: iter([("patient", readable(webtest.TestApp(world.api.app).get(
+        "/cita/cita.css")))]), set()),
+    ("GET", "/cita/<token>"): link_case(),
+    ("POST", "/cita/<token>/confirmar"): link_case("confirmar"),
+    ("POST", "/cita/<token>/anular"): link_case("anular"),
+    ("POST", "/cita/<token>/cambiar"): link_case("cambiar"),
+    ("GET", "/cita/baja/<token>"): link_case(stop=True),
+    ("POST", "/cita/baja/<token>"): link_case("baja", stop=True),
 }
 NIF_FILE = "nif,name\n{nif},Anselmo\n"
 COMMANDS = {
@@ -323,6 +354,10 @@ COMMANDS = {
     "import-appointments": cli_case(("import-appointments", "{tmp}/appointments.csv", "--dry-run")),
     "import-patients": cli_case(("import-patients", "{tmp}/patients.csv", "--dry-run")),
     "migrate": cli_case(("migrate",)),  # the schema only: nothing of a patient
+    "mail retry": cli_case(("mail", "retry")),  # ids and kinds only
+    "mail send": cli_case(("mail", "send", "--help")),  # reads through the door as `mail`: tests/test_mail.py sends
+    "mail status": cli_case(("mail", "status")),  # ids and kinds only
+    "mail test": cli_case(("mail", "test", "--help")),  # sends an address a message that names no patient
     "move": cli_case(("move", "{of_lucas}", "--date", "25/11/2026", "--time", "09:20"), shows={"lucas"}),
     "patient erase": cli_case(("patient", "erase", "{anselmo}", "--yes"), shows={"anselmo"}),
     "patient export": cli_case(("patient", "export", "{tobias}"), ("patient", "export", "{lucas}"),

@@ -141,8 +141,23 @@ series = desk.post("/desk/series", {"doctorId": doctor["id"], "date": free.date_
                                     "centerId": free.center_id, "patientId": patient, "n": "1", "unit": "w",
                                     "count": "2", "csrf": csrf})
 assert series.status_int == 200 and len(series.body) > 200
+assert 'src="data:image/svg+xml' in desk.post(f"/desk/appointments/{booked}/card", {"csrf": csrf}).text
 assert desk.get("/desk/nowhere", status=404).status_int == 404
 assert webtest.TestApp(app).get("/openapi.json").json["openapi"] == "3.1.0"
+from _agenda.domain.links import new_link
+from _agenda.patient.messages import visit_view, written
+from _agenda.domain.appointments import visits_told
+with clinic.db.transaction() as conn:
+    token, stop = (new_link(conn, booked, made_for, clinic.clock()) for made_for in ("message", "stop"))
+patient = webtest.TestApp(app)
+for address in (f"/cita/{token}", f"/cita/baja/{stop}", "/cita/cita.css"):
+    assert patient.get(address).status_int == 200, address
+assert "Su cita" in patient.get("/cita/" + "x" * 32, status=404).text
+visit = visit_view(visits_told(clinic.conn(), [booked])[0], clinic.tz)
+view = {"kind": "confirmation", "language": None, "clinic": "Clínica", "first_name": "Ana", "visit": visit,
+        "series": None, "shows": "doctor", "link": "https://x/cita/t", "stop_link": "https://x/cita/baja/s",
+        "first": True, "sequence": 0, "now": visit["starts"]}
+assert "<table" in written(view)["html"]
 print(json.dumps({"pages": shown, "read": read}))
 """
 

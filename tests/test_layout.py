@@ -29,11 +29,12 @@ FOLDERS = {
     "storage": ["sealing", "shipped", "connections", "events", "copies", "schema", "database", "replication",
                 "replica_restore"],
     "domain": ["patients", "access", "identity", "slots", "appointments", "clinic", "visits", "holds", "availability",
-               "staff", "outbox", "booking", "changes", "registry", "closures", "reminders", "doctors", "fitting", "counter",
+               "staff", "outbox", "booking", "changes", "links", "registry", "closures", "reminders", "doctors", "fitting", "counter",
                "series", "waitlist", "rights", "feeds", "report", "timeline"],
     "files": ["catalogs", "reading", "open_formats", "staged_import"],
     "web": ["answers", "serving", "api", "calendar_feeds"],
     "desk": ["texts", "pages", "charts", "shared", *DESK_HANDLERS, "routes"],
+    "patient": ["messages", "sender", "pages"],
     "": ["app"],
     "cli": ["root", *COMMANDS],
 }

@@ -55,8 +55,8 @@ def test_every_route_is_documented_and_every_documented_operation_is_served(api)
                       rule)
 
     served = {(route.method, template(route.rule)) for route in api.app.routes
-              if not route.config.get("desk") and not route.config.get("feed")}
-    assert served == operations_of(DOCUMENT)  # the desk's pages (HTML, for people) and feeds (iCalendar): not the API
+              if not route.config.get("desk") and not route.config.get("feed") and not route.config.get("patient")}
+    assert served == operations_of(DOCUMENT)  # the desk's and the patient's pages (HTML) and feeds: not the API
 
 
 def test_only_health_and_the_document_are_public(api):
@@ -102,7 +102,8 @@ def raised_codes():
     raised -= {(401, "LOGIN_FAILED"), (429, "LOGIN_BUSY"), (429, "LOGIN_LOCKED"), (404, "STAFF_NOT_FOUND"), (409, "STAFF_ALREADY_EXISTS"),
                (404, "CLOSURE_NOT_FOUND"), (403, "PATIENT_BLOCKED"), (400, "INSURANCE_REQUIRED"),
                (409, "APPOINTMENT_NOT_TODAY"), (404, "FEED_NOT_FOUND"),
-               (404, "WAITLIST_NOT_FOUND"), (409, "WAITLIST_ALREADY_BOOKED")}
+               (404, "WAITLIST_NOT_FOUND"), (409, "WAITLIST_ALREADY_BOOKED"),
+               (409, "LINK_TO_CALL"), (409, "LINK_TOO_LATE"), (409, "LINK_SQUEEZED")}  # the patient's link's
     return raised | {item for item in STATUS_ERROR_CODES.items() if item[0] != 404}
 
 

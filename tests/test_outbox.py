@@ -72,4 +72,5 @@ def test_a_reminder_cycles_release_sends_its_notice(make_api):
 
 def test_the_table_holds_no_text_and_no_token(api):
     columns = [row[1] for row in api.db().execute("PRAGMA table_info(outbox)")]
-    assert columns == ["id", "appointment_id", "kind", "created_at"]
+    assert columns == ["id", "appointment_id", "kind", "created_at", "state", "attempts", "next_try_at", "message_id",
+                       "done_at", "error", "slot"]  # what became of it; never its text, a token or an address

@@ -71,8 +71,9 @@ def litestream_pids(server):
 
 
 def kill_all(server):
-    """kill -9 the server and the Litestream it started: the machine is gone."""
-    for pid in [server.process.pid, *litestream_pids(server)]:
+    """kill -9 the server and the Litestream and mail sender it started: the machine is gone."""
+    senders = [int(pid) for pid in re.findall(r"mail sender started \(pid (\d+)\)", server.log())]
+    for pid in [server.process.pid, *litestream_pids(server), *senders]:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -338,7 +339,7 @@ def test_sigterm_stops_a_litestream_that_cannot_reach_the_replica_and_says_what_
                                                                                               servers):
     """An SFTP replica whose server never answers (a port that takes connections and says nothing): on
     SIGTERM, Litestream is given its time to ship, then stopped, and the log says since when the replica
-    lacks changes; the server exits cleanly within systemd's TimeoutStopSec (docs/deploy.md: 20 s), here
+    lacks changes; the server exits cleanly within systemd's TimeoutStopSec (docs/deploy.md: 35 s), here
     a bound against a hung test only."""
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -405,3 +406,27 @@ def test_the_health_check_passes_on_a_replica_that_ships(clinic_db, tmp_path, se
     checked = subprocess.run(agenda_command("health", server.url + "/health"), capture_output=True, text=True,
                              timeout=60)
     assert checked.returncode == 0 and "ok (replica: ok)" in checked.stdout
+
+
+def test_with_ack_after_replication_a_message_goes_once_the_replica_holds_its_change(clinic_db, tmp_path, servers):
+    """The sender beside `agenda run --replica --ack-after-replication` asks the real Litestream before it sends;
+    a restore from that replica holds the booking the message told of."""
+    from mail_server import MailServer
+    mail = MailServer(tmp_path)
+    try:
+        replica = tmp_path / "replica"
+        server = servers(clinic_db, "--replica", str(replica), "--ack-after-replication", "--smtp", mail.url,
+                         "--smtp-ca", str(mail.ca_file), "--mail-from", "Clínica <citas@example.es>",
+                         "--public-url", "https://citas.example.es")
+        wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, message="health 200")
+        _, patient = send(server.url, "POST", "/patients", {"name": "Ana", "nif": valid_dni(2), "email": "a@example.es"})
+        day = (dt.date.today() + dt.timedelta(days=2)).strftime("%d/%m/%Y")
+        status, _ = send(server.url, "POST", "/appointments", {"date": day, "time": "09:00", "doctorId": "MARTIN",
+                                                                "patientId": patient["patientId"]})
+        assert status == 201
+        wait_for(lambda: mail.inbox.messages(), message="the confirmation")
+        kill_all(server)
+        assert restore_from_replica(tmp_path, replica) == [1]
+        assert [recipients for recipients, _ in mail.inbox.messages()] == [["a@example.es"]]
+    finally:
+        mail.stop()

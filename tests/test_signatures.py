@@ -56,6 +56,13 @@ OPEN_ROUTES = {
     ("GET", "/desk/desk.css"): "the login page's stylesheet",
     ("GET", "/desk/desk.js"): "the login page's script",
     ("GET", "/feeds/<token>.ics"): "a doctor's calendar feed: its token is all the access it gives",
+    ("GET", "/cita/cita.css"): "the patient's link's stylesheet",
+    ("GET", "/cita/<token>"): "the patient's link: its token opens one appointment",
+    ("POST", "/cita/<token>/confirmar"): "the patient confirms, by the token and the page's own CSRF token",
+    ("POST", "/cita/<token>/anular"): "the patient cancels, by the token and the page's own CSRF token",
+    ("POST", "/cita/<token>/cambiar"): "the patient moves, by the token and the page's own CSRF token",
+    ("GET", "/cita/baja/<token>"): "a message's stop link: a button only",
+    ("POST", "/cita/baja/<token>"): "a message's one-click stop (RFC 8058): its token is all it takes",
 }
 
 

@@ -109,7 +109,7 @@ def row_of(api, appointment_id):
 def test_a_catalog_with_types_rooms_and_machines_travels_out_and_back_the_same(typed, db_path, tmp_path):
     conn = typed.db()
     assert conn.execute("SELECT * FROM visit_types WHERE id = 'MG-PRI'").fetchone()[1:] == (
-        "Primera visita", "MG", 30, 10, "")
+        "Primera visita", "MG", 30, 10, "", None)  # nothing to bring
     assert [tuple(row) for row in conn.execute("SELECT center_id, type_id FROM doctor_types WHERE doctor_id = 'MARTIN'"
                                                 " ORDER BY center_id, position")] == [
         ("C1", "MG-PRI"), ("C1", "MG-REV"), ("C1", "MG-ECO"), ("C2", "MG-REV")]
@@ -138,7 +138,7 @@ def test_a_spanish_spreadsheets_file_with_types_loads_the_same(typed, db_path, t
     loaded = cli(other, "seed", sheet, "--db", other)
     assert loaded.exit_code == 0, loaded.output
     assert catalogs_of(other) == catalogs_of(db_path)
-    assert catalogs_of(other)["visit_types"][0] == ("FIS-SES", "Sesión de fisioterapia", "FIS", 45, 0, "box")
+    assert catalogs_of(other)["visit_types"][0] == ("FIS-SES", "Sesión de fisioterapia", "FIS", 45, 0, "box", None)
     wrong = tmp_path / "mal.csv"
     wrong.write_bytes(as_spanish_sheet(TYPES_CSV + "type,MG-LARGA,Revisión larga,MG,,,,,cuarenta,,,,,,,\n"))
     refused = cli(other, "seed", wrong, "--db", other)

@@ -24,7 +24,8 @@ from ..storage.replication import replica_url, ReplicaUnreadable, restore_points
 from ..storage.replica_restore import checked_point, integrity_problem, Lost, lost_changes, walk_back, WALK_SECONDS, WALK_TRIES
 from ..storage.sealing import identities_of, is_sealed, open_sealed, SealingError
 from .root import (cli, cli_date, cli_now, cli_reader, cli_recipients, cli_zone, db_option, describe_counts,
-                  existing_database, human_size, need_litestream, recipients_option, refuse_readable_by_others,
+                  existing_database, hold_unsent_messages, human_size, need_litestream, recipients_option,
+                  refuse_readable_by_others,
                   sweep_left_copies, tz_option)
 
 
@@ -137,6 +138,9 @@ def restore_file(ctx, db_path, src, shown, yes, tz, kept_for=None, from_replica=
     except (sqlite3.Error, OSError, ValueError, RuntimeError, SealingError) as error:
         raise click.ClickException(f"restore failed: {error}") from None
     click.echo(f"Restored {shown} into {db_path}: {describe_counts(counts)}.")
+    held = hold_unsent_messages(db_path)
+    if held:
+        click.echo(held)
     if aside:
         click.echo(f"The database it replaced is kept as {aside}{' (sealed)' if kept_for else ''}; "
                    "`agenda retention run` removes it after 30 days.")

@@ -13,17 +13,20 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from ..values.settings import clinic_zone, DEFAULT_TZ, Settings
+from ..values.settings import clinic_zone, DEFAULT_TZ, MAIL_SHOWS, Settings
 from ..values.refusals import ClinicError
 from ..values.fields import format_date, parse_date, parse_time, text_field
 from ..values.printing import plural, printable
 from ..storage.sealing import recipients_of, SealingError
 from ..storage.copies import KEEP_COPIES_DAYS, sweep_scratch
 from ..storage.schema import SchemaBehind
-from ..storage.database import Database, open_database, REFUSE
+from ..storage.database import AS_IT_IS, Database, open_database, REFUSE
+from ..storage.connections import schema_version, transaction
 from ..domain.clinic import Clinic
+from ..domain.outbox import hold_unsent
 from ..desk.texts import refusal_text, translator
 from ..storage.replication import litestream_binary
+from ..patient.sender import Mailer, smtp_server
 
 
 # The variables that name the language a command speaks, strongest first ("Configuration and CLI").
@@ -56,6 +59,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 DEFAULTS = Settings()  # every option's default for a setting comes from Settings alone
+MESSAGES_HELD_FROM = 18  # the schema whose outbox says what became of each message
 
 
 def db_option(function):
@@ -175,6 +179,77 @@ def keep_copies_option(function):
                         type=click.IntRange(1, None), envvar="AGENDA_KEEP_COPIES_DAYS", show_envvar=True,
                         help="Days a copy kept before an upgrade or a restore stays beside the database; "
                              "`agenda retention run` then removes it.")(function)
+
+
+def smtp_options(function):
+    """Where the clinic's mail goes out, from AGENDA_SMTP* too: the server, the password's file, a CA."""
+    for option in reversed((
+            click.option("--smtp", "smtp_url", envvar="AGENDA_SMTP", show_envvar=True, metavar="URL",
+                         help="The clinic's SMTP server: smtp://USER@HOST:587 (STARTTLS), smtps://USER@HOST:465 "
+                              "(TLS), or smtp+plain://localhost:25 (a relay on this machine)."),
+            click.option("--smtp-password-file", envvar="AGENDA_SMTP_PASSWORD_FILE", show_envvar=True,
+                         type=click.Path(dir_okay=False, exists=True),
+                         help="A file only its owner reads (chmod 600) holding the SMTP user's password."),
+            click.option("--smtp-ca", envvar="AGENDA_SMTP_CA", show_envvar=True, type=click.Path(dir_okay=False,
+                         exists=True), help="The certificate authority the server's certificate is checked "
+                                            "against (default: the system's)."),
+            click.option("--mail-from", envvar="AGENDA_MAIL_FROM", show_envvar=True, metavar="ADDRESS",
+                         help="Who the messages come from, e.g. 'Clínica Sol <citas@clinicasol.es>'.")),):
+        function = option(function)
+    return function
+
+
+def message_options(function):
+    """Where a message's links lead, what it says, when a reminder goes, from AGENDA_* too."""
+    for option in reversed((
+            click.option("--public-url", envvar="AGENDA_PUBLIC_URL", show_envvar=True, metavar="URL",
+                         help="The address patients reach the service at (https://citas.clinicasol.es): their "
+                              "links start with it."),
+            click.option("--mail-shows", type=click.Choice(MAIL_SHOWS), default=DEFAULTS.mail_shows,
+                         envvar="AGENDA_MAIL_SHOWS", show_envvar=True, show_default=True,
+                         help="place: the clinic, center, date and time only; doctor: the practitioner and the "
+                              "visit's type too (a name can say more than it should to whoever reads the mail)."),
+            click.option("--reminder-hours", type=click.IntRange(0, 336), default=DEFAULTS.reminder_hours,
+                         envvar="AGENDA_REMINDER_HOURS", show_envvar=True, show_default=True,
+                         help="Hours before a visit its reminder goes (0: no reminders)."))):
+        function = option(function)
+    return function
+
+
+def mailer_of(smtp_url, password_file, ca_file):
+    """The Mailer for --smtp, the password read from its file (refused when others may read it)."""
+    if not smtp_url:
+        raise click.ClickException("no SMTP server: give --smtp smtp://USER@HOST:587 (or AGENDA_SMTP)")
+    password = None
+    if password_file:
+        refuse_readable_by_others(password_file, "the SMTP password")
+        password = Path(password_file).read_text(encoding="utf-8").strip()
+    try:
+        return Mailer(smtp_server(smtp_url, password, ca_file))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def sender_address(mail_from):
+    if not mail_from or "@" not in mail_from:
+        raise click.ClickException("who do the messages come from? give --mail-from 'Clínica <citas@example.es>' "
+                                   "(or AGENDA_MAIL_FROM)")
+    return mail_from
+
+
+def hold_unsent_messages(db_path):
+    """After a restore or a promotion: the messages not yet sent wait for the admin (`agenda mail retry`), as the
+    machine before may have sent them ("The sender"). A line saying how many, or None."""
+    conn = open_database(db_path, AS_IT_IS)
+    try:
+        if schema_version(conn) < MESSAGES_HELD_FROM:
+            return None
+        with transaction(conn):
+            held = hold_unsent(conn)
+    finally:
+        conn.close()
+    return (f"{held} message(s) to patients not yet sent are held: the machine before may have sent them. See "
+            f"`agenda mail status`; `agenda mail retry` sends them.") if held else None
 
 
 def secret_file_option(function):

@@ -24,8 +24,10 @@ from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_loggin
 from ..web.api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from ..app import create_app
 from ..storage.replication import BEHIND_AFTER, DOWN_AFTER, litestream_binary, Replicator, without_password
+from ..patient.sender import SenderProcess
 from .root import (cli, cli_recipients, db_option, DEFAULTS, desk_network_option, desk_rules_options, existing_database,
-                  recipients_option, refuse_readable_by_others, secret_file_option, secret_file_path, tz_option)
+                  mailer_of, message_options, recipients_option, refuse_readable_by_others, secret_file_option,
+                  secret_file_path, sender_address, smtp_options, tz_option)
 
 
 log = logging.getLogger("agenda")
@@ -114,18 +116,26 @@ def read_secret_file(path):
               help="Seconds Litestream may be down (restarting; a replica unreachable at its start) before the "
                    "service checkpoints the WAL itself, passively, until Litestream is back (docs/replication.md).")
 @recipients_option
+@smtp_options
+@message_options
+@click.option("--cancel-notice", default=DEFAULTS.cancel_notice_hours, show_default=True, type=click.IntRange(0, 720),
+              envvar="AGENDA_CANCEL_NOTICE", show_envvar=True,
+              help="Hours before a visit until which the patient's own link may cancel or move it; later, the page "
+                   "asks them to call the clinic.")
 @click.pass_context
 def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, cores, trusted_proxy,
         trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
         desk_horizon, desk_network, clinic_name, feed_shows, arrival_window, reminder_policy, replica, replica_key,
-        replica_host_key, ack_after_replication, replica_behind_after, litestream_down_after, recipients):
+        replica_host_key, ack_after_replication, replica_behind_after, litestream_down_after, recipients, smtp_url,
+        smtp_password_file, smtp_ca, mail_from, public_url, mail_shows, reminder_hours, cancel_notice):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
     wrote. Refuses to start without one, unless --insecure-no-signature is given
     for development. Logs one line per request (never a query string, NIF, phone
     or name) and stops cleanly on SIGTERM or Ctrl-C. With --replica, Litestream
-    copies every change off the machine as it happens (docs/replication.md). A
+    copies every change off the machine as it happens (docs/replication.md). With
+    --smtp, `agenda mail send` sends the patients' messages beside it. A
     database at an older schema is upgraded first, as `agenda migrate` does.
 
     Example:
@@ -139,13 +149,13 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice, "horizon_days": horizon,
                 "desk_min_notice_minutes": desk_min_notice, "desk_horizon_months": desk_horizon,
                 "desk_network": desk_network, "clinic_name": clinic_name, "feed_shows": feed_shows,
-                "reminder_policy": reminder_policy, "arrival_window_minutes": arrival_window}
-    serve = (ctx.obj or {}).get("serve") or serve_until_stopped
-    writer = log_to_stderr()
-    # waitress warns "Task queue depth is N" for every request that waits for a free thread;
-    # the access log's durations say the same, once.
-    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
-    replicator = None
+                "reminder_policy": reminder_policy, "arrival_window_minutes": arrival_window, "mail_shows": mail_shows,
+                "reminder_hours": reminder_hours, "cancel_notice_hours": cancel_notice, "public_url": public_url or ""}
+    mail = sender_settings(db_path, tz, clinic_name, smtp_url, smtp_password_file, smtp_ca, mail_from, public_url,
+                           mail_shows, reminder_hours) if smtp_url else None
+    serve, writer = (ctx.obj or {}).get("serve") or serve_until_stopped, log_to_stderr()
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # the access log's durations say it once
+    replicator = sender = None
     try:
         existing_database(db_path, older=UPGRADE, seal_for=kept_for).close()
         replicator = start_replication(db_path, replica, replica_key, replica_host_key,
@@ -156,6 +166,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
             raise click.ClickException(f"cannot start: {error}") from None
         app.clinic.access.start()
+        sender = started_sender(mail, replicator.socket_path if ack_after_replication else None)
         if not app.clinic.conn().execute("SELECT 1 FROM doctors LIMIT 1").fetchone():
             log.warning("%s has no doctors: no slot can be offered; load the catalogs with `agenda seed`", db_path)
         try:
@@ -168,9 +179,36 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
             app.clinic.access.stop()
             app.clinic.db.close()
     finally:
-        if replicator is not None:
-            replicator.stop()
+        for beside in (sender, replicator):
+            if beside is not None:
+                beside.stop()
         stop_logging(writer)
+
+
+def started_sender(mail, replica_socket):
+    """`agenda mail send` started beside the service with `mail`'s settings, or None without --smtp."""
+    if mail is None:
+        return None
+    sender = SenderProcess({**mail, **({"AGENDA_REPLICA_SOCKET": replica_socket} if replica_socket else {})})
+    sender.start()
+    return sender
+
+
+def sender_settings(db_path, tz, clinic_name, smtp_url, password_file, ca_file, mail_from, public_url, mail_shows,
+                    reminder_hours):
+    """The environment of `agenda mail send` beside the service, each setting checked first (a wrong one stops the
+    start, not the sender later)."""
+    mailer_of(smtp_url, password_file, ca_file)
+    sender_address(mail_from)
+    if not public_url or not public_url.startswith(("https://", "http://")):
+        raise click.ClickException("--smtp sends patients links: give --public-url https://citas.example.es (or "
+                                   "AGENDA_PUBLIC_URL), the address they reach /cita at")
+    given = {"AGENDA_DB": str(Path(db_path).resolve()), "AGENDA_TZ": tz, "AGENDA_SMTP": smtp_url,
+             "AGENDA_SMTP_PASSWORD_FILE": password_file and str(Path(password_file).resolve()),
+             "AGENDA_SMTP_CA": ca_file and str(Path(ca_file).resolve()), "AGENDA_MAIL_FROM": mail_from,
+             "AGENDA_PUBLIC_URL": public_url, "AGENDA_CLINIC_NAME": clinic_name, "AGENDA_MAIL_SHOWS": mail_shows,
+             "AGENDA_REMINDER_HOURS": str(reminder_hours)}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def check_the_start(ctx, db_path, ack_without_replica):

@@ -21,7 +21,8 @@ from ..storage.database import AS_IT_IS, open_database
 from ..web.serving import log_to_stderr, stop_logging
 from ..storage.replication import BEHIND_AFTER, check_standby, log_litestream, redactor, replica_url, without_password
 from ..storage.replica_restore import drill, integrity_problem
-from .root import cli, cli_now, db_option, describe_counts, existing_database, human_size, need_litestream
+from .root import (cli, cli_now, db_option, describe_counts, existing_database, hold_unsent_messages, human_size,
+                   need_litestream)
 
 
 log = logging.getLogger("agenda")
@@ -124,6 +125,9 @@ def standby_promote(db_path):
         raise click.ClickException(f"{db_path} was not promoted: {error}") from None
     click.echo(f"Promoted {db_path}: {describe_counts(counts)}. Now serve it, replicating to a new place:\n"
                f"  agenda run --db {db_path} --replica NEW_REPLICA")
+    held = hold_unsent_messages(db_path)
+    if held:
+        click.echo(held)
 
 
 @cli.group()

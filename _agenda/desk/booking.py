@@ -20,8 +20,9 @@ from .texts import TEXTS, translator
 from ..domain.timeline import local_time
 from ..web.answers import clinic, query_text, status_of
 from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
-                     desk_wrong_fields, done, form, new_patient_typed, who_booked)
+                     desk_wrong_fields, done, form, local_moment, new_patient_typed, who_booked)
 from ..domain.appointments import appointment_for_desk, last_insurances, read_appointment
+from ..domain.outbox import messages_of
 from ..domain.availability import availability, insurance_lists, types_at
 from ..domain.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
 from ..domain.doctors import doctors_with_hours
@@ -288,7 +289,10 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
                      doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
                      today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"),
                      marks=open_marks(clinic(), appointment["date"], appointment["start"]),
-                     overlapped=overlapped(clinic(), appointment) if appointment["overlap_accepted"] else [])
+                     overlapped=overlapped(clinic(), appointment) if appointment["overlap_accepted"] else [],
+                     messages=[{**message, "when": local_moment(zone, dt.datetime.fromisoformat(
+                         message["done_at"] or message["created_at"]))} for message in messages_of(clinic(),
+                                                                                           appointment_id)])
 
 
 def desk_move(appointment_id):

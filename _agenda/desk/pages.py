@@ -30,12 +30,13 @@ COPY_WORDS = {  # the patient's copy is in Spanish: what a patient reads of the 
                 "patient.anonymised": "datos anonimizados", "appointment.squeezed": "cita urgente añadida (sobrecita)",
                 "appointment.arrived": "llegada a la consulta", "appointment.seen": "atendido en consulta",
                 "appointment.no_show": "no acudió a la cita", "appointment.attendance_undone": "asistencia corregida",
-                "patient.rectified": "datos corregidos"},
+                "patient.rectified": "datos corregidos", "patient.messages_stopped": "mensajes detenidos"},
     "fields": {"birthDate": "Fecha de nacimiento"},  # else the desk's words (TEXTS' field_NAME)
     "kinds": {"patient": "su ficha", "appointment": "una cita", "search": "una búsqueda", "day": "la lista del día",
               "print": "el día impreso", "export": "una copia de sus datos", "blocked": "su ficha bloqueada",
               "access": "este registro", "preview": "una lista antes de un cambio", "change": "un cambio en su cita",
-              "feed": "el calendario de su médico"},
+              "feed": "el calendario de su médico", "message": "un mensaje sobre su cita",
+              "link": "su cita, desde el enlace de un mensaje"},
 }
 
 
@@ -50,8 +51,10 @@ def copy_page(copy, zone):
             return "el asistente telefónico"
         if source.startswith("feed:"):
             return "el calendario de su médico"
-        if source == "link":
+        if source in ("link", "patient"):
             return "usted, desde el enlace de un mensaje"
+        if source == "mail":
+            return "el envío de mensajes de la clínica"
         return "recepción (" + source.split(":", 1)[1] + ")" if source.startswith("desk:") else "administración"
 
     def shown(column, value):

@@ -10,6 +10,7 @@ from .booking import (desk_add_waiting, desk_appointment, desk_attendance, desk_
                            desk_waitlist)
 from .patients import (desk_correct_patient, desk_erase, desk_erase_page, desk_new_patient, desk_patient,
                        desk_patient_access, desk_patient_book, desk_patient_copy, desk_patients, desk_register_patient)
+from .cards import desk_card
 from .clinic import (desk_access, desk_add_closure, desk_closures, desk_doctor_feed, desk_doctors,
                           desk_remove_closure, desk_remove_closure_page, desk_report, desk_retire)
 
@@ -42,6 +43,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/appointments/<appointment_id:int>/move", desk_move, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel", desk_cancel, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/confirm", desk_confirm, DESK),
+    ("POST", "/desk/appointments/<appointment_id:int>/card", desk_card, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel-rest", desk_cancel_rest, DESK),
     ("POST", "/desk/series", desk_series, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/attendance", desk_attendance, DESK),

@@ -284,6 +284,8 @@ def who_booked(t, source):
     """The mark of who booked an appointment: the voice agent, a receptionist's name, or the admin."""
     if source == "api":
         return t("by_agent")
+    if source == "patient":
+        return t("by_link")
     return source.split(":", 1)[1] if source and source.startswith("desk:") else t("by_cli")
 
 

@@ -8,7 +8,8 @@ import logging
 import sqlite3
 import threading
 
-KINDS = ("patient", "appointment", "search", "day", "preview", "change", "feed", "export", "blocked", "access")
+KINDS = ("patient", "appointment", "search", "day", "preview", "change", "feed", "export", "blocked", "access",
+         "message", "link")
 KEEP_DAYS = 2 * 365  # how long a record is kept; the retention run removes older ones
 RUNS = ("feed",)  # kinds read by a machine again and again: one row a run of reads, not a day
 RUN_GAP = 36 * 3600  # seconds without a read that end a run (a phone off for a night does not)

@@ -207,3 +207,21 @@ def last_insurances(clinic, patient_ids):
         "SELECT patient_id, insurance_id FROM (SELECT patient_id, insurance_id, row_number() OVER (PARTITION BY"
         " patient_id ORDER BY date DESC, time DESC, id DESC) AS n FROM appointments WHERE insurance_id IS NOT NULL"
         " AND patient_id IN (SELECT value FROM json_each(?))) WHERE n = 1", (json.dumps(keys),))}
+
+
+def visits_told(conn, appointment_ids):
+    """What a message to the patient may say of these appointments, in order: id, patient, date, times, status,
+    the series, and the center's, doctor's and type's names. Never the reason."""
+    return [dict(row) for row in conn.execute(
+        "SELECT a.id, a.patient_id, a.date, a.time, a.end_time, a.status, a.series_id, a.squeezed,"
+        " c.name AS center_name, c.address AS center_address, c.phone AS center_phone, d.name AS doctor_name,"
+        " t.name AS type_name, t.bring FROM appointments a"
+        " JOIN doctors d ON d.id = a.doctor_id LEFT JOIN centers c ON c.id = a.center_id"
+        " LEFT JOIN visit_types t ON t.id = a.type_id WHERE a.id IN (SELECT value FROM json_each(?))"
+        " ORDER BY a.date, a.time", (json.dumps([int(key) for key in appointment_ids]),))]
+
+
+def series_coming(conn, series_id, today):
+    """The ids of a series' live appointments from `today` on."""
+    return [row[0] for row in conn.execute("SELECT id FROM appointments WHERE series_id = ? AND status != 'cancelled'"
+                                           " AND date >= ? ORDER BY date, time", (series_id, today.isoformat()))]

@@ -68,17 +68,20 @@ CHANNELS = {
     "sobrecita move": Rules(True, False, "desk", "hours", "accepted", "one place", False, "appointment.moved",
                             "update"),
     "waitlist move": Rules(True, True, "desk", "grid", "accepted", "may accept", True, "appointment.moved", "update"),
+    "patient move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved", "update"),
 }
 
 
 def channel_of(source):
-    """Whose rules a change follows ("Each channel's rules"): the caller's for 'api', else the desk's
-    (the desk, and its twins in the CLI)."""
-    return "caller" if source == "api" else "desk"
+    """Whose rules a change follows ("Each channel's rules"): the caller's for 'api' and for the patient's own
+    link ('patient'), else the desk's (the desk, and its twins in the CLI)."""
+    return "caller" if source in ("api", "patient") else "desk"
 
 
 def move_channel(source, visit):
-    """The channel of a move: the caller's; the desk's; a sobrecita stays one, moved by the desk."""
+    """The channel of a move: the patient's own; the caller's; the desk's; a sobrecita stays one, moved by the desk."""
+    if source == "patient":
+        return "patient move"
     if channel_of(source) == "caller":
         return "caller move"
     return "sobrecita move" if visit.squeezed else "desk move"

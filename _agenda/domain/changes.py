@@ -64,8 +64,9 @@ def moved(clinic, conn, before, day, time_text, doctor_id, center_id, at, source
 
 
 def refuse_attended(appointment, source):
-    """The caller may not move, cancel or decline an appointment the patient came to ("Attendance")."""
-    if source == "api" and appointment["attendance"] in ("arrived", "seen"):
+    """The caller and the patient's link may not move, cancel or decline an appointment the patient came to
+    ("Attendance")."""
+    if source in ("api", "patient") and appointment["attendance"] in ("arrived", "seen"):
         raise ClinicError("APPOINTMENT_ATTENDED", "the patient has arrived for that appointment or been seen: "
                           "the clinic's reception changes it now")
 

@@ -1,17 +1,171 @@
-"""The outbox's one owner ("A patient's messages"): which change calls for which message, written in the change's
-own transaction as the appointment and the kind of message only; the sender renders and sends them. No HTTP here."""
+"""The outbox's one owner ("A patient's messages", "The sender"): which change calls for which message, written in
+the change's own transaction as the appointment and the kind of message only; which reminders are due; what
+became of each message. The sender renders and sends them. No HTTP, no SMTP here."""
+
+import datetime as dt
 
 from ..storage.events import utc_iso
+from .appointments import TO_CALL
 
 # The messages a change calls for: a booking's confirmation, one for a whole series, a move's update, a
 # cancellation's notice (by the caller, the desk, the patient's link or a reminder cycle's release). An import's
-# and an erasure's changes call for none.
-KINDS = ("confirmation", "series", "update", "notice")
+# and an erasure's changes call for none. A reminder is queued by the sender, the configured hours before.
+KINDS = ("confirmation", "series", "update", "notice", "reminder")
+# What became of a message (schema.sql, version 18).
+STATES = ("waiting", "held", "sent", "stale", "skipped", "failed")
+# Seconds before each new try of a message the server did not take; after the last, it is marked failed.
+RETRY_AFTER = (30, 120, 600, 1800, 3600, 3 * 3600, 6 * 3600)
 
 
-def queue_message(conn, appointment_id, kind, at):
+def queue_message(conn, appointment_id, kind, at, slot=None):
     """Inside the change's transaction: a message of `kind` about this appointment, to send."""
     if kind not in KINDS:
         raise ValueError(f"no message of kind {kind!r}")
-    conn.execute("INSERT INTO outbox (appointment_id, kind, created_at) VALUES (?, ?, ?)",
-                 (int(appointment_id), kind, utc_iso(at)))
+    conn.execute("INSERT INTO outbox (appointment_id, kind, created_at, slot) VALUES (?, ?, ?, ?)",
+                 (int(appointment_id), kind, utc_iso(at), slot))
+
+
+def queue_reminders(clinic, at):
+    """In one transaction: a reminder for each live visit starting within the clinic's reminder hours of `at`,
+    not yet reminded at its time, told of before that window opened, not on the list to call (D30), whose
+    patient wants messages. How many."""
+    hours = clinic.settings.reminder_hours
+    if not hours:
+        return 0
+    now, until = at.astimezone(clinic.tz), (at + dt.timedelta(hours=hours)).astimezone(clinic.tz)
+    with clinic.db.transaction() as conn:
+        rows = conn.execute(
+            f"""SELECT a.id, a.date, a.time, coalesce((SELECT max(o.created_at) FROM outbox o WHERE o.appointment_id
+                = a.id AND o.kind IN ('confirmation', 'series', 'update')), a.created_at) AS told_at
+            FROM appointments a JOIN live_patients p ON p.id = a.patient_id
+            WHERE a.date BETWEEN ? AND ? AND a.status != 'cancelled' AND a.attendance IS NULL
+              AND p.messages = 1 AND p.email IS NOT NULL AND NOT {TO_CALL}
+              AND NOT EXISTS (SELECT 1 FROM outbox r WHERE r.appointment_id = a.id AND r.kind = 'reminder'
+                              AND r.slot = a.date || ' ' || a.time)""",
+            (now.date().isoformat(), until.date().isoformat())).fetchall()
+        due = []
+        for row in rows:
+            start = dt.datetime.fromisoformat(f"{row['date']}T{row['time']}").replace(tzinfo=clinic.tz)
+            told = dt.datetime.fromisoformat(row["told_at"])
+            if now < start <= until and told <= start - dt.timedelta(hours=hours):
+                due.append(row)
+        for row in due:
+            queue_message(conn, row["id"], "reminder", at, slot=f"{row['date']} {row['time']}")
+    return len(due)
+
+
+def due_messages(conn, at, limit=50):
+    """The waiting messages whose time has come, oldest first, each the first one still waiting or held for its
+    appointment (a patient reads their messages in the order they were written)."""
+    return conn.execute(
+        "SELECT o.* FROM outbox o WHERE o.state = 'waiting' AND (o.next_try_at IS NULL OR o.next_try_at <= ?)"
+        " AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.appointment_id = o.appointment_id AND e.id < o.id"
+        " AND e.state IN ('waiting', 'held')) ORDER BY o.id LIMIT ?", (utc_iso(at), limit)).fetchall()
+
+
+def moot(conn, message, appointment, now):
+    """Why a later change made this message stale, or None: its visit has ended, a cancelled visit is told only
+    by its notice, a later message of its appointment tells the visit's time anew (a series' message lists every
+    visit of it, as they are then), a reminder's visit moved or is on the list to call. `now`: the clinic's zone."""
+    ends = dt.datetime.fromisoformat(f"{appointment['date']}T{appointment['end_time']}").replace(tzinfo=now.tzinfo)
+    if ends <= now:
+        return "the visit has ended"
+    if message["kind"] != "notice" and appointment["status"] == "cancelled":
+        return "the visit was cancelled"
+    if message["kind"] in ("confirmation", "update", "reminder") and conn.execute(
+            "SELECT 1 FROM outbox WHERE appointment_id = ? AND id > ? AND state = 'waiting' AND kind IN"
+            " ('confirmation', 'update', 'notice')", (message["appointment_id"], message["id"])).fetchone():
+        return "a later message tells it"
+    if message["kind"] == "reminder":
+        if message["slot"] != f"{appointment['date']} {appointment['time']}":
+            return "the visit moved"
+        if conn.execute(f"SELECT 1 FROM appointments a WHERE a.id = ? AND {TO_CALL}", (appointment["id"],)).fetchone():
+            return "the visit is on the list to call"
+    return None
+
+
+def told_before(conn, message):
+    """Whether a message about this appointment was sent before (an update then reads as an update)."""
+    return conn.execute("SELECT 1 FROM outbox WHERE appointment_id = ? AND state = 'sent' AND id < ?",
+                        (message["appointment_id"], message["id"])).fetchone() is not None
+
+
+def first_to(conn, patient_id):
+    """Whether no message was ever sent about this patient's visits (the first says messages are on)."""
+    return conn.execute("SELECT 1 FROM outbox o JOIN appointments a ON a.id = o.appointment_id"
+                        " WHERE a.patient_id = ? AND o.state = 'sent'", (patient_id,)).fetchone() is None
+
+
+def start_try(conn, message_id, new_message_id, at):
+    """Inside a transaction: one more try of this message, its Message-ID kept from the first try. The
+    Message-ID, or None when the message is no longer waiting."""
+    row = conn.execute("SELECT state, message_id FROM outbox WHERE id = ?", (message_id,)).fetchone()
+    if row is None or row["state"] != "waiting":
+        return None
+    kept = row["message_id"] or new_message_id
+    conn.execute("UPDATE outbox SET attempts = attempts + 1, message_id = ? WHERE id = ?", (kept, message_id))
+    return kept
+
+
+def finish(conn, message_id, state, at, error=None):
+    """Inside a transaction: the message sent, stale, skipped or failed, with why (never an address)."""
+    if state not in ("sent", "stale", "skipped", "failed"):
+        raise ValueError(f"a message does not end as {state!r}")
+    conn.execute("UPDATE outbox SET state = ?, done_at = ?, error = ?, next_try_at = NULL WHERE id = ?",
+                 (state, utc_iso(at), error, message_id))
+
+
+def try_again(conn, message_id, at, error):
+    """Inside a transaction: the server did not take the message; another try after a growing wait, or marked
+    failed once the tries are spent. True when it will be tried again."""
+    attempts = conn.execute("SELECT attempts FROM outbox WHERE id = ?", (message_id,)).fetchone()["attempts"]
+    if attempts > len(RETRY_AFTER):
+        finish(conn, message_id, "failed", at, error)
+        return False
+    wait = RETRY_AFTER[max(0, attempts - 1)]
+    conn.execute("UPDATE outbox SET next_try_at = ?, error = ? WHERE id = ?",
+                 (utc_iso(at + dt.timedelta(seconds=wait)), error, message_id))
+    return True
+
+
+def skip_unsent(conn, patient_id, at):
+    """Inside an erasure: nothing more is sent about the patient's visits."""
+    conn.execute("UPDATE outbox SET state = 'skipped', done_at = ?, error = 'erasure requested' WHERE state IN"
+                 " ('waiting', 'held') AND appointment_id IN (SELECT id FROM appointments WHERE patient_id = ?)",
+                 (utc_iso(at), int(patient_id)))
+
+
+def hold_unsent(conn):
+    """Inside a transaction, after a restore or a promotion: every message not yet sent waits for the admin (the
+    machine before may have sent it). How many."""
+    return conn.execute("UPDATE outbox SET state = 'held' WHERE state = 'waiting'").rowcount
+
+
+def release(clinic, ids=None):
+    """Held and failed messages (these ids, else all) waiting again, to be sent now or dropped as stale. How many."""
+    with clinic.db.transaction() as conn:
+        return conn.execute(
+            "UPDATE outbox SET state = 'waiting', next_try_at = NULL, attempts = 0 WHERE state IN ('held', 'failed')"
+            " AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1)))",
+            (None if ids is None else f"[{','.join(str(int(i)) for i in ids)}]",)).rowcount
+
+
+def outbox_counts(clinic):
+    """{state: how many} of every message."""
+    counts = dict.fromkeys(STATES, 0)
+    counts.update(dict(clinic.conn().execute("SELECT state, count(*) FROM outbox GROUP BY state").fetchall()))
+    return counts
+
+
+def waiting_on_admin(clinic, limit=200):
+    """The held and failed messages, oldest first: id, appointment, kind, state, created_at, attempts, error."""
+    return [dict(row) for row in clinic.conn().execute(
+        "SELECT id, appointment_id, kind, state, created_at, attempts, error FROM outbox WHERE state IN ('held',"
+        " 'failed') ORDER BY id LIMIT ?", (limit,))]
+
+
+def messages_of(clinic, appointment_id):
+    """What was written to the patient about one appointment, oldest first: kind, state, created_at, done_at."""
+    return [dict(row) for row in clinic.conn().execute(
+        "SELECT id, kind, state, created_at, done_at, attempts, error FROM outbox WHERE appointment_id = ?"
+        " ORDER BY id", (int(appointment_id),))]

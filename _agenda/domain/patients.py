@@ -218,6 +218,17 @@ def rectify_patient(conn, before, patient, at, source):
                         *set_by.values(), before["id"]))
 
 
+def set_messages(conn, patient_id, messages, at, source):
+    """The patient's choice of messages set alone (a message's one-click stop), with when and by whom; the row
+    as it was, or None when it was already so."""
+    before = conn.execute("SELECT id, messages FROM patients WHERE id = ?", (int(patient_id),)).fetchone()
+    if before is None or before["messages"] == messages:
+        return None
+    conn.execute("UPDATE patients SET messages = ?, messages_since = ?, messages_by = ? WHERE id = ?",
+                 (messages, utc_iso(at), source, before["id"]))
+    return before
+
+
 def stage_values(stage, patient_id, at, until=None):
     """{column: value} a stage of an erasure ("block", "anonymise") writes, by each column's rule; KEEP left out."""
     written, values = {EMPTY: None, NOW: utc_iso(at), UNTIL: until.isoformat() if until else None}, {}

@@ -10,6 +10,8 @@ from ..storage.events import record_event, utc_iso
 from .patients import (anonymise_patient, block_patient, clear_inherited, ERASED, PATIENT_COLUMNS, patient_fields,
                        rectify_patient, typed_of)
 from .access import KEEP_DAYS
+from .links import forget_links
+from .outbox import skip_unsent
 from .identity import identity, opened
 from .appointments import APPOINTMENT_FIELDS
 from .changes import cancelled
@@ -52,6 +54,8 @@ def request_erasure(clinic, patient_id, source, reader):
             cancelled(clinic, conn, appointment, at, ERASURE_REASON, "appointment.cancelled", source, notice=False)
         until = erasable_from(conn, row["id"], now.date(), clinic.settings.retention_years)
         block_patient(conn, row["id"], at, until)
+        forget_links(conn, row["id"])
+        skip_unsent(conn, row["id"], at)
         conn.execute("UPDATE waitlist SET ended_at = ?, ended_why = 'erased' WHERE patient_id = ? AND ended_at IS NULL",
                      (utc_iso(at), row["id"]))
         forget_guardian(conn, row["id"], at, source)

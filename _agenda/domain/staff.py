@@ -55,6 +55,36 @@ def staff_role(role):
     return role
 
 
+class Allowance:
+    """A token bucket for each key (a lane, an address, a link): `burst` at most, refilled at `per_second`; a key
+    not seen lately has a full one, and full ones are forgotten once many keys are kept ("Login flood")."""
+
+    def __init__(self, burst, per_second, clock=time.monotonic, kept=LANES_KEPT):
+        self.burst, self.per_second, self.clock, self.kept = burst, per_second, clock, kept
+        self.buckets, self.lock = {}, threading.Lock()
+
+    def tokens(self, key, now):
+        """The tokens in `key`'s bucket at `now`."""
+        if len(self.buckets) > self.kept:
+            self.buckets = {name: (tokens, at) for name, (tokens, at) in self.buckets.items()
+                            if tokens + (now - at) * self.per_second < self.burst}
+        tokens, at = self.buckets.get(key, (self.burst, now))
+        return min(self.burst, tokens + (now - at) * self.per_second)
+
+    def spent(self, key, left, now):
+        self.buckets[key] = (left, now)
+
+    def take(self, key):
+        """True and one token spent from `key`'s bucket, or False when it is empty."""
+        with self.lock:
+            now = self.clock()
+            left = self.tokens(key, now)
+            if left < 1 - 1e-9:
+                return False
+            self.spent(key, left - 1, now)
+            return True
+
+
 class PasswordGate:
     """The process's bound on password checks, one bucket of `burst` refilled at `per_second` for every
     check, with fairness on top ("Login flood"): a stranger may take neither the last `kept` tokens nor
@@ -64,7 +94,7 @@ class PasswordGate:
     def __init__(self, at_once=CHECKS_AT_ONCE, per_second=CHECKS_PER_SECOND, burst=CHECKS_BURST,
                  clock=time.monotonic, kept=CHECKS_KEPT, lane_burst=LANE_BURST, lane_per_second=LANE_PER_SECOND):
         self.at_once, self.per_second, self.burst, self.kept, self.clock = at_once, per_second, burst, kept, clock
-        self.lane_burst, self.lane_per_second, self.lanes = lane_burst, lane_per_second, {}
+        self.lanes = Allowance(lane_burst, lane_per_second, clock)
         self.lock, self.running, self.tokens, self.filled_at = threading.Lock(), 0, float(burst), clock()
 
     def enter(self, lane=None):
@@ -74,24 +104,15 @@ class PasswordGate:
             now = self.clock()
             self.tokens = min(self.burst, self.tokens + (now - self.filled_at) * self.per_second)
             self.filled_at = now
-            own = self.lane_tokens(lane, now) if lane is not None else 0
+            own = self.lanes.tokens(lane, now) if lane is not None else 0
             trusted = own >= 1 - 1e-9  # 2/3 * 3 is 1.999...8
             floor, slots = (0, self.at_once + 1) if trusted else (self.kept, self.at_once)
             if self.tokens < floor + 1 - 1e-9 or self.running >= slots:
                 return False
             self.tokens, self.running = self.tokens - 1, self.running + 1
             if trusted:
-                self.lanes[lane] = (own - 1, now)
+                self.lanes.spent(lane, own - 1, now)
             return True
-
-    def lane_tokens(self, lane, now):
-        """The tokens in `lane`'s bucket at `now` (full for a lane not seen lately); the full ones are forgotten
-        once many lanes are kept."""
-        if len(self.lanes) > LANES_KEPT:
-            self.lanes = {key: (tokens, at) for key, (tokens, at) in self.lanes.items()
-                          if tokens + (now - at) * self.lane_per_second < self.lane_burst}
-        tokens, at = self.lanes.get(lane, (self.lane_burst, now))
-        return min(self.lane_burst, tokens + (now - at) * self.lane_per_second)
 
     def leave(self):
         with self.lock:

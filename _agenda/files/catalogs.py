@@ -13,7 +13,8 @@ from ..domain.holds import rederive, touched_by, unheld, what_holds_read
 
 
 CATALOG_COLUMNS = ("kind", "id", "name", "speciality", "center", "insurances", "days", "hours",
-                   "slot_minutes", "date_from", "date_to", "pause", "needs", "category", "types", "room")
+                   "slot_minutes", "date_from", "date_to", "pause", "needs", "category", "types", "room", "address",
+                   "phone", "bring")
 RESOURCE_KINDS = {"room": 1, "machine": 0}  # a resource row's kind: is it a room
 
 
@@ -24,14 +25,14 @@ WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6
 
 
 CATALOG_TABLES = {  # what a seed may change, in the order a snapshot reads it
-    "centers": "SELECT id, name FROM centers ORDER BY id",
+    "centers": "SELECT id, name, address, phone FROM centers ORDER BY id",
     "specialities": "SELECT id, name FROM specialities ORDER BY id",
     "insurances": "SELECT id, name FROM insurances ORDER BY id",
     "doctors": "SELECT id, name, speciality_id FROM doctors ORDER BY id",
     "doctor_insurances": "SELECT doctor_id, center_id, insurance_id FROM doctor_insurances ORDER BY 1, 2, 3",
     "schedules": "SELECT doctor_id, center_id, weekday, start_time, end_time, slot_minutes, room_id FROM schedules"
                  " ORDER BY 1, 2, 3, 4",
-    "visit_types": "SELECT id, name, speciality_id, minutes, pause, needs FROM visit_types ORDER BY id",
+    "visit_types": "SELECT id, name, speciality_id, minutes, pause, needs, bring FROM visit_types ORDER BY id",
     "doctor_types": "SELECT doctor_id, center_id, type_id, position FROM doctor_types ORDER BY 1, 2, 4",
     "resources": "SELECT id, name, center_id, is_room, category FROM resources ORDER BY id",
     "closures": "SELECT doctor_id, center_id, date_from, date_to, start_time, end_time, reason"
@@ -120,7 +121,7 @@ def parse_catalog(rows):
     """Read catalog rows into what seed_catalogs applies: {"simple", "doctors", "closures", "types", "resources"};
     problems are (line, message)."""
     parsed = {"simple": {"center": {}, "speciality": {}, "insurance": {}}, "doctors": {}, "closures": [],
-              "types": {}, "resources": {}}
+              "types": {}, "resources": {}, "places": {}}
     problems = []
     for line, row in rows:
         try:
@@ -140,6 +141,8 @@ def read_row(parsed, kind, line, row):
         if not row.get("id") or not row.get("name"):
             raise ValueError(f"a {kind} row needs id and name")
         parsed["simple"][kind][row["id"]] = row["name"]
+        if kind == "center":  # what a message to a patient says of it ("What a message says")
+            parsed["places"][row["id"]] = (row.get("address") or None, row.get("phone") or None)
     elif kind == "doctor":
         entry = doctor_entry(line, row)
         parsed["doctors"].setdefault(row["id"], []).append(entry)
@@ -150,7 +153,8 @@ def read_row(parsed, kind, line, row):
             raise ValueError("a type row needs id, name, speciality (its area) and slot_minutes (its length)")
         parsed["types"][row["id"]] = {"line": line, "name": row["name"], "speciality": row["speciality"],
                                       "minutes": parse_slot_minutes(row.get("slot_minutes", ""), required=True),
-                                      "pause": parse_pause(row.get("pause", "")), "needs": listed(row.get("needs"))}
+                                      "pause": parse_pause(row.get("pause", "")), "needs": listed(row.get("needs")),
+                                      "bring": row.get("bring") or None}
     elif kind in RESOURCE_KINDS:
         if not row.get("id") or not row.get("name") or not row.get("category"):
             raise ValueError(f"a {kind} row needs id, name and category (box, surgery, ultrasound...)")
@@ -271,11 +275,12 @@ def _apply_types(conn, types):
     problems = [(kind["line"], f"type: speciality {kind['speciality']!r} is not in the catalog")
                 for kind in types.values() if not _exists(conn, "specialities", kind["speciality"])]
     if not problems:
-        conn.executemany("INSERT INTO visit_types (id, name, speciality_id, minutes, pause, needs) VALUES (?, ?, ?, ?, ?, ?)"
-                         " ON CONFLICT (id) DO UPDATE SET name = excluded.name, speciality_id = excluded.speciality_id,"
-                         " minutes = excluded.minutes, pause = excluded.pause, needs = excluded.needs",
-                         [(key, kind["name"], kind["speciality"], kind["minutes"], kind["pause"], ";".join(kind["needs"]))
-                          for key, kind in types.items()])
+        conn.executemany("INSERT INTO visit_types (id, name, speciality_id, minutes, pause, needs, bring) VALUES (?, ?,"
+                         " ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, speciality_id ="
+                         " excluded.speciality_id, minutes = excluded.minutes, pause = excluded.pause, needs ="
+                         " excluded.needs, bring = excluded.bring",
+                         [(key, kind["name"], kind["speciality"], kind["minutes"], kind["pause"], ";".join(kind["needs"]),
+                           kind["bring"]) for key, kind in types.items()])
     return problems
 
 
@@ -426,6 +431,8 @@ def _apply_rows(conn, parsed):
     for kind, table in (("center", "centers"), ("speciality", "specialities"), ("insurance", "insurances")):
         conn.executemany(f"INSERT INTO {table} (id, name) VALUES (?, ?)"
                          " ON CONFLICT (id) DO UPDATE SET name = excluded.name", parsed["simple"][kind].items())
+    conn.executemany("UPDATE centers SET address = ?, phone = ? WHERE id = ?",
+                     [(address, phone, key) for key, (address, phone) in parsed["places"].items()])
     problems.extend(_apply_types(conn, parsed["types"]) + _apply_resources(conn, parsed["resources"]))
     has_centers = conn.execute("SELECT 1 FROM centers LIMIT 1").fetchone() is not None
     problems.extend((item["line"], f"{'room' if item['is_room'] else 'machine'} {key}: center is required"

@@ -81,11 +81,13 @@ def catalog_rows(conn):
     """The catalogs as `agenda seed` reads them: centers, specialities, insurances, visit types, rooms and
     machines, each doctor's hours (one row per center, slot length, room and set of hours, the days that share
     them, with the types offered there), closures."""
-    rows = [catalog_row(kind, id=row["id"], name=row["name"])
-            for kind, table in (("center", "centers"), ("speciality", "specialities"), ("insurance", "insurances"))
-            for row in conn.execute(f"SELECT id, name FROM {table} ORDER BY id")]
+    rows = [catalog_row("center", id=row["id"], name=row["name"], address=row["address"], phone=row["phone"])
+            for row in conn.execute("SELECT id, name, address, phone FROM centers ORDER BY id")]
+    rows += [catalog_row(kind, id=row["id"], name=row["name"])
+             for kind, table in (("speciality", "specialities"), ("insurance", "insurances"))
+             for row in conn.execute(f"SELECT id, name FROM {table} ORDER BY id")]
     rows += [catalog_row("type", id=row["id"], name=row["name"], speciality=row["speciality_id"],
-                         slot_minutes=row["minutes"], pause=row["pause"] or "", needs=row["needs"])
+                         slot_minutes=row["minutes"], pause=row["pause"] or "", needs=row["needs"], bring=row["bring"])
              for row in conn.execute("SELECT * FROM visit_types ORDER BY id")]
     rows += [catalog_row("room" if row["is_room"] else "machine", id=row["id"], name=row["name"],
                          center=row["center_id"], category=row["category"])

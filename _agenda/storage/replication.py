@@ -231,11 +231,7 @@ class Replicator:
     def sync(self, timeout=LITESTREAM_SYNC_SECONDS):
         """Wait until everything committed so far is in the replica; ClinicError NOT_REPLICATED (503)
         when it cannot be."""
-        try:
-            status, answer = litestream_call(self.socket_path, "POST", "/sync", {
-                "path": self.db_path, "wait": True, "timeout": timeout}, timeout=timeout + 5)
-        except OSError as error:
-            status, answer = 0, {"error": str(error)}
+        status, answer = replica_sync(self.socket_path, self.db_path, timeout)
         if status != 200:
             self.failed_at = time.monotonic()
             log.warning("a change is not acknowledged: the replica did not confirm it (%s)", answer.get("error", status))
@@ -260,6 +256,16 @@ class Replicator:
         last = last_shipped(listed, self.db_path)
         return "behind" if unshipped_for(last, self.started_at, dt.datetime.now(dt.timezone.utc)) > \
             self.behind_after else "ok"
+
+
+def replica_sync(socket_path, db_path, timeout=LITESTREAM_SYNC_SECONDS):
+    """Ask the running Litestream to ship everything committed so far and wait: (200, answer) once the replica
+    holds it, else (status or 0, {"error": why})."""
+    try:
+        return litestream_call(socket_path, "POST", "/sync", {"path": str(Path(db_path).resolve()), "wait": True,
+                                                                "timeout": timeout}, timeout=timeout + 5)
+    except OSError as error:
+        return 0, {"error": str(error)}
 
 
 def log_litestream(stream, redact):

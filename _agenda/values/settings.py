@@ -24,6 +24,11 @@ RETENTION_YEARS_AT_LEAST = 5  # Ley 41/2002 art. 17: clinical documentation kept
 FEED_SHOWS = ("time", "names", "reasons")
 
 
+# What a message to a patient names besides the clinic, center, date and time ("What a message says"): the
+# place only, or the doctor and the visit's type too.
+MAIL_SHOWS = ("place", "doctor")
+
+
 @dataclass(frozen=True)
 class Settings:
     """What the clinic may tune ("Configuration and CLI"), and the one home of its defaults: `agenda run`
@@ -43,12 +48,22 @@ class Settings:
     feed_shows: str = "time"
     arrival_window_minutes: int = 120  # the desk marks an arrival from this long before the visit, on its day
     desk_network: str = ""  # the clinic's own addresses, whose logins keep a lane of their own ("Login flood")
+    mail_shows: str = "place"  # MAIL_SHOWS: what a message and the patient's link name
+    cancel_notice_hours: int = 24  # the patient's link cancels or moves a visit up to this long before it
+    reminder_hours: int = 48  # a reminder goes this long before a visit; 0: none ("The sender")
+    public_url: str = ""  # where patients reach /cita (https://citas.clinic.es): their links start with it
 
     def __post_init__(self):
         if self.signature_scheme not in SIGNATURE_SCHEMES:
             raise ValueError(f"signature scheme must be one of {', '.join(SIGNATURE_SCHEMES)}")
         if self.feed_shows not in FEED_SHOWS:
             raise ValueError(f"a feed shows one of {', '.join(FEED_SHOWS)}")
+        if self.mail_shows not in MAIL_SHOWS:
+            raise ValueError(f"a message shows one of {', '.join(MAIL_SHOWS)}")
+        if not 0 <= self.cancel_notice_hours <= 30 * 24:
+            raise ValueError("the cancellation notice must be 0 to 720 hours")
+        if not 0 <= self.reminder_hours <= 14 * 24:
+            raise ValueError("a reminder goes 0 (none) to 336 hours before the visit")
         if self.reminder_policy not in REMINDER_POLICIES:
             raise ValueError(f"reminder policy must be one of {', '.join(REMINDER_POLICIES)}")
         if self.min_notice_minutes < 0:

@@ -175,7 +175,7 @@ class ApiPlugin:
         self.seen, self.unnoted, self.noted_at, self.counting = set(), {}, 0.0, threading.Lock()
 
     def apply(self, callback, route):
-        if route.config.get("desk") or route.config.get("feed"):
+        if route.config.get("desk") or route.config.get("feed") or route.config.get("patient"):
             return callback  # the desk's own plugin guards it, a feed's token opens only it; a signature neither
         public = route.config.get("public", False)
 

@@ -99,3 +99,22 @@
   % end
   </tbody>
 </table>
+<h2>{{t('patient_messages')}}</h2>
+% if messages:
+<table class="messages">
+  <thead><tr><th>{{t('when')}}</th><th>{{t('message_kind')}}</th><th>{{t('status')}}</th></tr></thead>
+  <tbody>
+  % for m in messages:
+  <tr><td>{{m['when']}}</td><td>{{t('mailkind_' + m['kind'])}}</td><td>{{t('mailstate_' + m['state'])}}</td></tr>
+  % end
+  </tbody>
+</table>
+% else:
+<p>{{t('no_messages')}}</p>
+% end
+% if appointment['status'] != 'cancelled':
+<form method="post" action="/desk/appointments/{{appointment['id']}}/card" target="_blank">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+  <button type="submit">{{t('print_card')}}</button>
+</form>
+% end

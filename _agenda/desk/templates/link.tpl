@@ -1,0 +1,45 @@
+{{!head}}
+<h1>{{t('link_title')}} · {{clinic_name}}</h1>
+% if done:
+<p class="done" role="status">{{t(done)}}</p>
+% end
+% if error:
+<p class="error" role="alert">{{t(error, hours=hours, phone=phone)}}</p>
+% end
+<p>{{t('mail_hello', name=name) if name else t('mail_hello_plain')}}</p>
+<dl>
+% for label, value in lines:
+<dt>{{label}}</dt><dd>{{value}}</dd>
+% end
+</dl>
+% if appointment['to_call']:
+<p>{{t('link_to_call')}}</p>
+% elif late:
+<p>{{t('link_late', hours=hours, phone=phone)}}</p>
+% if appointment['status'] != 'confirmed':
+<form method="post" action="/cita/{{token}}/confirmar"><input type="hidden" name="csrf" value="{{csrf}}">
+<button type="submit">{{t('link_confirm')}}</button></form>
+% end
+% else:
+% if appointment['status'] != 'confirmed':
+<form method="post" action="/cita/{{token}}/confirmar"><input type="hidden" name="csrf" value="{{csrf}}">
+<button type="submit">{{t('link_confirm')}}</button></form>
+% end
+<h2>{{t('link_move')}}</h2>
+% if choices:
+<form method="post" action="/cita/{{token}}/cambiar"><input type="hidden" name="csrf" value="{{csrf}}">
+<fieldset><legend>{{t('link_move_to')}}</legend>
+% for value, words in choices:
+<label class="choice"><input type="radio" name="slot" value="{{value}}" required> {{words}}</label>
+% end
+</fieldset>
+<button type="submit">{{t('link_move')}}</button></form>
+% else:
+<p>{{t('link_no_other')}}</p>
+% end
+<h2>{{t('link_cancel')}}</h2>
+<form method="post" action="/cita/{{token}}/anular"><input type="hidden" name="csrf" value="{{csrf}}">
+<p>{{t('link_cancel_sure')}}</p>
+<button type="submit" class="danger">{{t('link_cancel')}}</button></form>
+% end
+</main></body></html>

@@ -1,0 +1,125 @@
+"""The patient's own links' one owner ("The patient's link"): a token made for one message or card about one
+appointment, only its hash kept; what it opens; and what the patient may do there, each through the one door
+as the channel `patient`, with the caller's window and rules. No HTTP here."""
+
+import datetime as dt
+import hashlib
+import re
+import secrets
+
+from ..values.refusals import ClinicError
+from ..storage.events import record_event, utc_iso
+from .appointments import CHANGE_CANCELLED, TO_CALL
+from .availability import availability
+from .changes import cancel_appointment, confirm_appointment, move_appointment
+from .identity import identity
+from .patients import set_messages
+
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{32,64}")  # secrets.token_urlsafe(24): 192 bits in 32 characters
+STOP_DAYS = 365  # how long a message's one-click stop works
+MOVE_DAYS = 13  # how far ahead the page offers another time: the caller's first look
+SOURCE = "patient"  # who the audit trail and the access record say acted: the patient, by their link
+
+
+def link_hash(token):
+    return hashlib.sha256(token.encode("ascii", "replace")).hexdigest()
+
+
+def new_link(conn, appointment_id, made_for, at):
+    """Inside a transaction: a new token opening this appointment (made for a 'message', a printed 'card', or a
+    message's one-click 'stop'); only its hash is kept. The token."""
+    token = secrets.token_urlsafe(24)
+    conn.execute("INSERT INTO patient_links (hash, appointment_id, made_at, made_for) VALUES (?, ?, ?, ?)",
+                 (link_hash(token), int(appointment_id), utc_iso(at), made_for))
+    return token
+
+
+def forget_links(conn, patient_id):
+    """Inside an erasure: every link to the patient's appointments stops."""
+    conn.execute("DELETE FROM patient_links WHERE appointment_id IN (SELECT id FROM appointments WHERE patient_id = ?)",
+                 (int(patient_id),))
+
+
+def opened(clinic, token, stop=False):
+    """What a token opens, or None (unknown, ended, its patient blocked): the appointment with its doctor's, center's
+    and type's names, `ended` and `to_call`. A visit's link lasts until the visit ends; a stop link, a year."""
+    if not TOKEN_SHAPE.fullmatch(token or ""):
+        return None
+    row = clinic.conn().execute(
+        f"""SELECT a.*, l.made_at, l.made_for, d.name AS doctor_name, c.name AS center_name,
+                   c.address AS center_address, c.phone AS center_phone, t.name AS type_name, t.bring,
+                   {TO_CALL} AS to_call
+            FROM patient_links l JOIN appointments a ON a.id = l.appointment_id
+            JOIN live_patients p ON p.id = a.patient_id JOIN doctors d ON d.id = a.doctor_id
+            LEFT JOIN centers c ON c.id = a.center_id LEFT JOIN visit_types t ON t.id = a.type_id
+            WHERE l.hash = ?""", (link_hash(token),)).fetchone()
+    if row is None or (row["made_for"] == "stop") != stop:
+        return None
+    found, now = dict(row), clinic.clock()
+    if stop:
+        return found if dt.datetime.fromisoformat(row["made_at"]) + dt.timedelta(days=STOP_DAYS) > now else None
+    found["starts"], found["ends"] = (dt.datetime.fromisoformat(f"{row['date']}T{row[key]}").replace(tzinfo=clinic.tz)
+                                      for key in ("time", "end_time"))
+    return found if found["ends"] > now else None
+
+
+def first_name(clinic, appointment):
+    """(first name, language) of the appointment's patient, read through the one door as the patient's own read."""
+    person = identity(clinic, appointment["patient_id"], SOURCE, "link")
+    return person["name"], person["language"]
+
+
+def in_notice(clinic, appointment):
+    """Whether the visit is still outside the clinic's cancellation notice (the link may cancel or move it)."""
+    notice = dt.timedelta(hours=clinic.settings.cancel_notice_hours)
+    return appointment["starts"] - clinic.clock() >= notice
+
+
+def link_confirm(clinic, appointment):
+    """The patient confirms their visit, as the caller's confirm; refused for a visit on the list to call."""
+    if appointment["to_call"]:
+        raise ClinicError("LINK_TO_CALL", "the clinic will call about this visit: it cannot be confirmed here")
+    return confirm_appointment(clinic, appointment["id"], True, source=SOURCE)
+
+
+def link_cancel(clinic, appointment):
+    """The patient cancels their visit, up to the clinic's notice."""
+    if not in_notice(clinic, appointment):
+        raise ClinicError("LINK_TOO_LATE", "the visit is too near to cancel or move here: call the clinic")
+    cancel_appointment(clinic, appointment["id"], reason="cancelled by the patient", source=SOURCE)
+
+
+def move_choices(clinic, appointment):
+    """The free slots the patient may move to: same doctor, center and type, the caller's window, the next days."""
+    if appointment["squeezed"] or not in_notice(clinic, appointment):
+        return []
+    slots = availability(clinic, doctor_id=appointment["doctor_id"], center_id=appointment["center_id"],
+                         speciality_id=appointment["type_id"] or appointment["speciality_id"],
+                         last=clinic.today() + dt.timedelta(days=MOVE_DAYS))
+    return [slot for slot in slots if (str(slot.date), slot.time) != (appointment["date"], appointment["time"])]
+
+
+def link_move(clinic, appointment, day, time_text):
+    """The patient moves their visit to another free slot of the same doctor, center and type (never a sobrecita),
+    up to the clinic's notice, through the one door."""
+    if appointment["squeezed"]:
+        raise ClinicError("LINK_SQUEEZED", "an urgent visit added by the clinic is moved by the clinic")
+    if not in_notice(clinic, appointment):
+        raise ClinicError("LINK_TOO_LATE", "the visit is too near to cancel or move here: call the clinic")
+    return move_appointment(clinic, appointment["id"], day=day, time_text=time_text, source=SOURCE)
+
+
+def link_stop(clinic, appointment):
+    """The patient stops every further message, by the one-click link of a message."""
+    at = clinic.clock()
+    with clinic.db.transaction() as conn:
+        if set_messages(conn, appointment["patient_id"], 0, at, "link") is not None:
+            record_event(conn, at, SOURCE, "patient.messages_stopped", "patient", appointment["patient_id"])
+
+
+def card_link(clinic, appointment_id):
+    """A new link for a live appointment's printed card (reception hands it at the counter); the token."""
+    at = clinic.clock()
+    with clinic.db.transaction() as conn:
+        appointment = clinic.require_appointment(appointment_id, CHANGE_CANCELLED)
+        return new_link(conn, appointment["id"], "card", at)

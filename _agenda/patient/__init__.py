@@ -1,0 +1,1 @@
+"""What reaches the patient: their messages, the sender that writes them, and their own link's page."""

@@ -1,0 +1,139 @@
+"""A message to a patient, written ("What a message says"): subject, plain text, HTML and an iCalendar attachment,
+in the patient's language, from what the sender read through the one door; headers no name or address can
+break. Nothing clinical: never the reason, NIF, phone or a note."""
+
+import datetime as dt
+import re
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.utils import format_datetime
+
+import icalendar
+
+from ..desk.texts import translator
+from ..desk.pages import desk_template
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")  # what no header or calendar value may hold
+
+
+def plain(text):
+    """One line of a patient's or the catalog's words, every run of control characters one space."""
+    return " ".join(CONTROL.sub(" ", text or "").split())
+
+
+def long_date(t, day):
+    """'martes, 1 de diciembre de 2026' / 'Tuesday 1 December 2026'."""
+    return t("long_date", weekday=t("day_names")[day.weekday()], day=day.day, month=t("month_names")[day.month - 1],
+             year=day.year)
+
+
+def visit_lines(t, visit, shows):
+    """[(label, value)] of one visit: the day, the time, the center; the practitioner and the visit's type when
+    the clinic shows them."""
+    lines = [(t("mail_when"), long_date(t, visit["starts"].date())), (t("mail_at"), f"{visit['starts']:%H:%M}")]
+    if visit.get("center_name"):
+        lines.append((t("mail_where"), plain(visit["center_name"])))
+    if visit.get("center_address"):
+        lines.append((t("mail_address"), plain(visit["center_address"])))
+    if visit.get("bring"):
+        lines.append((t("mail_bring"), plain(visit["bring"])))
+    if shows == "doctor":
+        lines += [(t("mail_doctor"), plain(visit["doctor_name"]))] + (
+            [(t("mail_type"), plain(visit["type_name"]))] if visit.get("type_name") else [])
+    return lines
+
+
+def written(view):
+    """{subject, text, html, calendar} of a message. `view`: kind, language, clinic, first_name (None for a
+    guardian), patient_name (a child's, to her guardian), visit (the appointment: starts, ends, center, doctor
+    and type names, id, status), series, shows, link, stop_link, first (the first to this patient), sequence."""
+    t = translator(view["language"])
+    visit, kind = view["visit"], view["kind"]
+    clinic = plain(view["clinic"]) or t("the_clinic")
+    visits = view.get("series") or [visit]
+    subject = t(f"mail_subject_{kind}", date=long_date(t, visit["starts"].date()), time=f"{visit['starts']:%H:%M}")
+    hello = t("mail_hello", name=plain(view["first_name"])) if plain(view["first_name"]) else t("mail_hello_plain")
+    whose = [(t("patient"), plain(view["patient_name"]))] if view.get("patient_name") else []
+    blocks = [whose + visit_lines(t, one, view["shows"]) for one in visits]
+    link_words = None if kind == "notice" else t("mail_series_link" if kind == "series" else "mail_link")
+    stop_words = t("mail_first" if view["first"] else "mail_stop")
+    lead = t(f"mail_lead_{kind}", clinic=clinic)
+    call = t("mail_call", phone=plain(visit["center_phone"])) if visit.get("center_phone") else None
+    text = "\n".join([hello, "", lead, ""] + [
+        "\n".join(f"  {label}: {value}" for label, value in block) + "\n" for block in blocks] + (
+        [link_words, view["link"], ""] if link_words else []) + ([call, ""] if call else []) + [
+        t("mail_attached"), "", clinic, "", "-- ", stop_words, view["stop_link"], ""])
+    html = desk_template("mail").render(lang=view["language"] or "es", subject=subject, hello=hello, lead=lead,
+                                        blocks=blocks, link_words=link_words, link=view["link"], clinic=clinic,
+                                        attached=t("mail_attached"), stop_words=stop_words, stop=view["stop_link"],
+                                        call=call, button=t("mail_button"))
+    return {"subject": plain(subject), "text": text, "html": html,
+            "calendar": calendar(view, visits, clinic, subject)}
+
+
+def calendar(view, visits, clinic, subject):
+    """The visit (or a series' visits) as iCalendar: a cancellation for a notice, else the visit as it is now."""
+    cal = icalendar.Calendar()
+    cal.add("prodid", "-//Agenda//patient message//ES")
+    cal.add("version", "2.0")
+    cal.add("method", "CANCEL" if view["kind"] == "notice" else "PUBLISH")
+    for one in visits:
+        event = icalendar.Event()
+        event.add("uid", f"appointment-{one['id']}@agenda")
+        event.add("sequence", view["sequence"])
+        event.add("dtstamp", view["now"])
+        event.add("dtstart", one["starts"])
+        event.add("dtend", one["ends"])
+        event.add("summary", plain(f"{clinic} · {one['type_name']}" if view["shows"] == "doctor" and one.get(
+            "type_name") else clinic))
+        if one.get("center_name"):
+            event.add("location", plain(one["center_name"]))
+        event.add("status", "CANCELLED" if view["kind"] == "notice" else "CONFIRMED")
+        if view["kind"] != "notice":
+            event.add("url", view["link"])
+        cal.add_component(event)
+    cal.add_missing_timezones()
+    return cal.to_ical()
+
+
+def envelope(view, parts, sender, to_address, message_id):
+    """The EmailMessage: From the clinic's address, To the patient's (a display name no header can be broken by),
+    the Message-ID kept across tries, Auto-Submitted, and a one-click List-Unsubscribe (RFC 8058)."""
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = Address(display_name=plain(view["first_name"])[:64], addr_spec=to_address)  # "" for a guardian
+    message["Subject"] = parts["subject"]
+    message["Date"] = format_datetime(view["now"])
+    message["Message-ID"] = message_id
+    message["Auto-Submitted"] = "auto-generated"
+    message["Content-Language"] = view["language"] or "es"
+    message["List-Unsubscribe"] = f"<{view['stop_link']}>"
+    message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    message.set_content(parts["text"])
+    message.add_alternative(parts["html"], subtype="html")
+    message.add_attachment(parts["calendar"], maintype="text", subtype="calendar", filename="cita.ics",
+                           params={"method": "CANCEL" if view["kind"] == "notice" else "PUBLISH"})
+    return message
+
+
+def test_message(language, clinic, sender, to_address, message_id, now):
+    """`agenda mail test`'s message: it says only that the clinic's mail reaches this address."""
+    t = translator(language)
+    clinic = plain(clinic) or t("the_clinic")
+    message = EmailMessage()
+    message["From"], message["To"] = sender, Address(addr_spec=to_address)
+    message["Subject"] = t("mail_test_subject", clinic=clinic)
+    message["Date"], message["Message-ID"] = format_datetime(now), message_id
+    message["Auto-Submitted"] = "auto-generated"
+    message.set_content(t("mail_test_body", clinic=clinic) + "\n")
+    return message
+
+
+def visit_view(row, zone):
+    """A visit as a message shows it, from an appointments row with its doctor's, center's and type's names."""
+    day = dt.date.fromisoformat(row["date"])
+    return {"id": row["id"], "status": row["status"], "center_name": row["center_name"],
+            "center_address": row["center_address"], "center_phone": row["center_phone"], "bring": row["bring"],
+            "doctor_name": row["doctor_name"], "type_name": row["type_name"],
+            "starts": dt.datetime.combine(day, dt.time.fromisoformat(row["time"]), tzinfo=zone),
+            "ends": dt.datetime.combine(day, dt.time.fromisoformat(row["end_time"]), tzinfo=zone)}

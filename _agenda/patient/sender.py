@@ -1,0 +1,270 @@
+"""The sender ("The sender"): a process of its own that reads the outbox, renders each message at send time through
+the one door and hands it to the clinic's SMTP server, in order per appointment, retrying with a growing wait;
+it never holds a request, and holds the write lock only to note what became of a message."""
+
+import contextlib
+import logging
+import os
+import smtplib
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from email.utils import make_msgid, parseaddr
+from typing import NamedTuple
+
+from ..values.refusals import ClinicError
+from ..domain.appointments import series_coming, visits_told
+from ..domain.identity import identity
+from ..domain.links import new_link
+from ..domain.outbox import (due_messages, finish, first_to, moot, queue_reminders, start_try, told_before,
+                             try_again)
+from .messages import envelope, test_message, visit_view, written
+
+log = logging.getLogger("agenda")
+SECURITIES = {"smtp": "starttls", "smtps": "tls", "smtp+plain": "none"}  # a URL's scheme: how the link is guarded
+DEFAULT_PORTS = {"starttls": 587, "tls": 465, "none": 25}
+SMTP_SECONDS = 10  # how long the server may take to answer before a try counts as failed
+READER = "mail"  # who the access record says read a patient to write to them
+STOP_SECONDS = 15  # how long a stopping sender may take to finish the message it began (one SMTP wait)
+
+
+class SmtpServer(NamedTuple):
+    """The clinic's SMTP server, from `--smtp`: where, how the link is guarded, who logs in."""
+    host: str
+    port: int
+    security: str
+    user: str | None
+    password: str | None = None
+    ca_file: str | None = None
+
+
+def smtp_server(url, password=None, ca_file=None):
+    """An SmtpServer from smtp://[USER@]HOST[:PORT] (STARTTLS, required), smtps://... (TLS from the start) or
+    smtp+plain://HOST[:PORT] (no TLS: a relay on this machine); ValueError in words."""
+    parts = urllib.parse.urlsplit(url or "")
+    if parts.scheme not in SECURITIES or not parts.hostname:
+        raise ValueError("the SMTP server is smtp://USER@HOST:587 (STARTTLS), smtps://USER@HOST:465 (TLS) or "
+                         "smtp+plain://localhost:25 (a relay on this machine)")
+    if parts.password:
+        raise ValueError("keep the SMTP password out of the URL: put it in a file only you read (chmod 600) "
+                         "and give it with --smtp-password-file")
+    security = SECURITIES[parts.scheme]
+    return SmtpServer(parts.hostname, parts.port or DEFAULT_PORTS[security], security,
+                      urllib.parse.unquote(parts.username) if parts.username else None, password, ca_file)
+
+
+class Refused(Exception):
+    """The server refused this message for good (a 5xx): it is marked failed, the others go on."""
+
+
+class Unreachable(Exception):
+    """The server could not be reached or refused for now: the message is tried again later."""
+
+
+class Mailer:
+    """One SMTP connection, opened when a message is to go and reused for the pass, closed after it."""
+
+    def __init__(self, server, timeout=SMTP_SECONDS):
+        self.server, self.timeout, self.connection = server, timeout, None
+
+    def open(self):
+        server = self.server
+        context = ssl.create_default_context(cafile=server.ca_file)
+        if server.security == "tls":
+            connection = smtplib.SMTP_SSL(server.host, server.port, timeout=self.timeout, context=context)
+        else:
+            connection = smtplib.SMTP(server.host, server.port, timeout=self.timeout)
+            if server.security == "starttls":
+                connection.starttls(context=context)
+        if server.user:
+            connection.login(server.user, server.password or "")
+        return connection
+
+    def send(self, message, from_address, to_address):
+        """Hand one message to the server for one address; Refused or Unreachable, in words without the address."""
+        try:
+            if self.connection is None:
+                self.connection = self.open()
+            self.connection.send_message(message, from_address, [to_address])
+        except smtplib.SMTPRecipientsRefused as error:
+            code = next(iter(error.recipients.values()))[0]
+            self.fail(code, f"the server refused the recipient ({code})")
+        except smtplib.SMTPResponseException as error:
+            self.close()
+            self.fail(error.smtp_code, f"the server answered {error.smtp_code}")
+        except (smtplib.SMTPException, OSError) as error:
+            self.close()
+            raise Unreachable(f"the server could not be reached: {type(error).__name__}") from None
+
+    @staticmethod
+    def fail(code, words):
+        raise (Refused if 500 <= code < 600 else Unreachable)(words)
+
+    def close(self):
+        if self.connection is not None:
+            try:
+                self.connection.quit()
+            except (smtplib.SMTPException, OSError):
+                self.connection.close()
+            self.connection = None
+
+
+class Sender:
+    """Sends what the outbox holds: `pass_once` sends what is due; `until_stopped` goes on every few seconds.
+    sync: when replication is acknowledged, a function true once the replica holds every commit so far."""
+
+    def __init__(self, clinic, mailer, from_address, public_url, sync=None, batch=50):
+        self.clinic, self.mailer, self.from_address, self.sync = clinic, mailer, from_address, sync
+        self.public_url, self.batch = public_url.rstrip("/"), batch
+        self.domain = parseaddr(from_address)[1].rpartition("@")[2] or "agenda.invalid"
+
+    def pass_once(self, stopping=None):
+        """Queue the reminders now due, then send the messages due, in order; {state: how many} of this pass."""
+        clinic, done = self.clinic, {}
+        queue_reminders(clinic, clinic.clock())
+        try:
+            while not (stopping is not None and stopping.is_set()) and "unreachable" not in done:
+                messages = due_messages(clinic.conn(), clinic.clock(), self.batch)
+                if not messages:
+                    break
+                if self.sync is not None and not self.sync():
+                    log.warning("mail waits: the replica has not confirmed the changes its messages tell of")
+                    return {**done, "waiting for the replica": len(messages)}
+                for message in messages:
+                    if stopping is not None and stopping.is_set():
+                        break
+                    state = self.send_one(message)
+                    done[state] = done.get(state, 0) + 1
+                    if state == "unreachable":
+                        break
+        finally:
+            self.mailer.close()
+        return done
+
+    def until_stopped(self, stopping, every=5.0, alive=lambda: True):
+        """Pass after pass, `every` seconds apart, until `stopping` is set or `alive()` is false (the service that
+        started it is gone); a message begun is finished first."""
+        while not stopping.is_set() and alive():
+            try:
+                done = self.pass_once(stopping)
+            except Exception:  # a pass that failed is tried again; the next may find the database or server back
+                log.exception("a mail pass failed; trying again in %.0f s", every)
+                done = {}
+            if done:
+                log.info("mail: %s", ", ".join(f"{count} {state}" for state, count in sorted(done.items())))
+            stopping.wait(every)
+
+    def send_one(self, message):
+        """Send one message, or mark it stale or skipped: what became of it."""
+        clinic, at = self.clinic, self.clinic.clock()
+        conn = clinic.conn()
+        visit = visits_told(conn, [message["appointment_id"]])[0]
+        stale = moot(conn, message, visit, at.astimezone(clinic.tz))
+        if stale:
+            return self.ended(message, "stale", stale)
+        try:
+            person = identity(clinic, visit["patient_id"], READER, "message")
+        except ClinicError:
+            return self.ended(message, "skipped", "the patient is blocked")
+        if not person["email"] or person["messages"] != 1:
+            return self.ended(message, "skipped", "no e-mail" if not person["email"] else "messages stopped")
+        kind = "confirmation" if message["kind"] == "update" and not told_before(conn, message) else message["kind"]
+        with clinic.db.transaction() as writing:
+            message_id = start_try(writing, message["id"], make_msgid(domain=self.domain), at)
+            if message_id is None:
+                return "taken"
+            link = None if kind == "notice" else new_link(writing, visit["id"], "message", at)
+            stop = new_link(writing, visit["id"], "stop", at)
+            first = first_to(writing, visit["patient_id"])
+            sequence = writing.execute("SELECT count(*) FROM outbox WHERE appointment_id = ? AND state = 'sent'",
+                                       (visit["id"],)).fetchone()[0]
+        series = None
+        if kind == "series" and visit["series_id"]:
+            series = [visit_view(row, clinic.tz) for row in visits_told(conn, series_coming(conn, visit["series_id"],
+                                                                                            clinic.today()))]
+        view = {"kind": kind, "language": person["language"], "clinic": clinic.settings.clinic_name,
+                "first_name": None if person["guardian_id"] else person["name"],
+                "patient_name": person["name"] if person["guardian_id"] else None,  # a child's, to her guardian
+                "visit": visit_view(visit, clinic.tz), "series": series,
+                "shows": clinic.settings.mail_shows, "link": link and f"{self.public_url}/cita/{link}",
+                "stop_link": f"{self.public_url}/cita/baja/{stop}", "first": first, "sequence": sequence, "now": at}
+        mail = envelope(view, written(view), self.from_address, person["email"], message_id)
+        return self.deliver(message, mail, person["email"])
+
+    def deliver(self, message, mail, address):
+        try:
+            self.mailer.send(mail, parseaddr(self.from_address)[1], address)
+        except Refused as error:
+            return self.ended(message, "failed", str(error))
+        except Unreachable as error:
+            with self.clinic.db.transaction() as conn:
+                try_again(conn, message["id"], self.clinic.clock(), str(error))
+            return "unreachable"
+        return self.ended(message, "sent")
+
+    def ended(self, message, state, why=None):
+        with self.clinic.db.transaction() as conn:
+            finish(conn, message["id"], state, self.clinic.clock(), why)
+        return state
+
+
+def send_test(mailer, from_address, to_address, language, clinic_name, now):
+    """`agenda mail test`: one message saying only that the clinic's mail reaches `to_address`."""
+    domain = parseaddr(from_address)[1].rpartition("@")[2] or "agenda.invalid"
+    try:
+        mailer.send(test_message(language, clinic_name, from_address, to_address, make_msgid(domain=domain), now),
+                    parseaddr(from_address)[1], to_address)
+    finally:
+        mailer.close()
+
+
+class SenderProcess:
+    """`agenda mail send` beside `agenda run`, as Litestream is ("The sender"): started with it on the cores the
+    service leaves, restarted with a growing wait when it dies, sent SIGTERM at shutdown (it finishes the message
+    it began), killed only if it cannot stop in `stop_seconds`. `env` carries its settings (AGENDA_*)."""
+
+    def __init__(self, env, stop_seconds=STOP_SECONDS):
+        import agenda  # the face: where the child finds the command, from a checkout, an install or agenda.pyz
+        self.command = [sys.executable, "-c", "import agenda; agenda.cli()", "mail", "send"]
+        self.env = {**os.environ, **env, "PYTHONPATH": os.path.dirname(os.path.abspath(agenda.__file__)),
+                    "PYTHONUNBUFFERED": "1", "AGENDA_SENDER_PARENT": str(os.getpid())}
+        self.stop_seconds, self.process, self.stopping = stop_seconds, None, threading.Event()
+        self.cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        self.thread = threading.Thread(target=self.supervise, name="mail-sender", daemon=True)
+
+    def start(self):
+        self.thread.start()
+
+    def supervise(self, backoff=1.0):
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            if self.cores:  # off the service's one core ("One core")
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(0, self.cores)
+            self.process = subprocess.Popen(self.command, env=self.env, stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, text=True, errors="replace")
+            log.info("mail sender started (pid %s)", self.process.pid)
+            for line in self.process.stdout:
+                log.info("mail: %s", line.rstrip())
+            code = self.process.wait()
+            if self.stopping.is_set():
+                return
+            backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, 60.0)
+            log.warning("the mail sender stopped (exit %s); messages wait in the outbox; restarting it in %.0f s",
+                        code, backoff)
+            self.stopping.wait(backoff)
+
+    def stop(self):
+        self.stopping.set()
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=self.stop_seconds)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                log.warning("the mail sender did not stop in %d s and was killed: a message it was sending may go "
+                            "again, with the same Message-ID", self.stop_seconds)
+        self.thread.join(timeout=5)

@@ -1,0 +1,63 @@
+"""A real SMTP server for the tests (aiosmtpd on 127.0.0.1, STARTTLS required, on a certificate trustme makes):
+what it received, and switches that make it refuse for a while or refuse one address."""
+
+import email
+import email.policy
+import socket
+import ssl
+import threading
+
+import trustme
+from aiosmtpd.controller import Controller
+
+
+class Inbox:
+    """aiosmtpd's handler: every message taken, as (envelope recipients, parsed message)."""
+
+    def __init__(self):
+        self.received, self.lock = [], threading.Lock()
+        self.busy = False  # answer 451 to every message, as a server that refuses for a while
+        self.refused = set()  # addresses answered 550 at RCPT
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if address in self.refused:
+            return "550 5.1.1 no such mailbox"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        if self.busy:
+            return "451 4.3.0 try again later"
+        with self.lock:
+            self.received.append((list(envelope.rcpt_tos),
+                                  email.message_from_bytes(envelope.original_content, policy=email.policy.default)))
+        return "250 OK"
+
+    def messages(self):
+        with self.lock:
+            return list(self.received)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class MailServer:
+    """The server, started; `url` for --smtp, `ca_file` to trust its certificate, `inbox` what it took."""
+
+    def __init__(self, folder):
+        self.ca = trustme.CA()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.ca.issue_cert("127.0.0.1").configure_cert(context)
+        self.ca_file = folder / "smtp-ca.pem"
+        self.ca.cert_pem.write_to_path(str(self.ca_file))
+        self.inbox, self.port = Inbox(), free_port()
+        self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port, tls_context=context,
+                                     require_starttls=True)
+        self.controller.start()
+        self.url = f"smtp://127.0.0.1:{self.port}"
+
+    def stop(self):
+        self.controller.stop()

@@ -1,0 +1,152 @@
+"""The patient's own link (docs/design.md, "The patient's link"): one appointment, the first name only; a GET changes
+nothing; each action a POST with the page's CSRF token, through the one door as the patient, within the clinic's
+notice; a wrong token, another appointment's, an ended visit and a blocked patient open nothing."""
+
+import datetime as dt
+import re
+
+import pytest
+import webtest
+
+from _agenda.domain.links import new_link
+from _agenda.domain.rights import request_erasure
+from _agenda.patient import pages
+from _agenda.storage.connections import transaction
+from conftest import MADRID, valid_dni
+from test_desk import PASSWORD, log_in
+
+
+@pytest.fixture(autouse=True)
+def fresh_bounds(monkeypatch):
+    monkeypatch.setattr(pages, "BOUNDS", pages.Bounds())
+
+
+def link(api, appointment_id, made_for="message"):
+    with transaction(api.db()) as conn:
+        return new_link(conn, appointment_id, made_for, api.app.clinic.clock())
+
+
+def patient_of(api, **extra):
+    return api.new_patient(email="ana@example.es", **extra)
+
+
+def csrf(page):
+    return re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)[1]
+
+
+def row(api, appointment_id):
+    return api.db().execute("SELECT date, time, status FROM appointments WHERE id = ?", (appointment_id,)).fetchone()
+
+
+def test_opening_the_link_shows_one_appointment_and_changes_nothing(api):
+    browser = webtest.TestApp(api.app)
+    ana = patient_of(api)
+    booked = api.book(ana, reason="Dolor de rodilla")
+    token = link(api, booked)
+    before = api.db().execute("SELECT count(*) FROM events").fetchone()[0]
+    for _ in range(3):  # a scanner, then the patient
+        page = browser.get(f"/cita/{token}")
+    assert page.status_int == 200 and "Hola, Ana:" in page.text and "24 de noviembre de 2026" in page.text
+    for private in ("García", "12345678Z", "612345678", "Dolor", "Lucía Martín"):
+        assert private not in page.text
+    assert "default-src 'self'" in page.headers["Content-Security-Policy"] and page.headers["Cache-Control"] == "no-store"
+    assert "<script" not in page.text
+    assert api.db().execute("SELECT count(*) FROM events").fetchone()[0] == before
+    assert row(api, booked)["status"] == "booked"
+    reads = api.app.clinic.access.of_patient(ana)
+    assert [(read["reader"], read["kind"], read["reads"]) for read in reads if read["kind"] == "link"] == \
+        [("patient", "link", 3)]
+
+
+def test_the_patient_confirms_moves_and_cancels_through_the_one_door(api):
+    browser = webtest.TestApp(api.app)
+    booked = api.book(patient_of(api), date="26/11/2026", time="09:00")
+    token = link(api, booked)
+    page = browser.get(f"/cita/{token}")
+    done = page.forms[0].submit().follow()  # confirm
+    assert "su cita queda confirmada" in done.text and row(api, booked)["status"] == "confirmed"
+    moved = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(done), "slot": "2026-11-26 10:30"}).follow()
+    assert "Su cita ha cambiado" in moved.text
+    assert tuple(row(api, booked)) == ("2026-11-26", "10:30", "booked")
+    event = api.db().execute("SELECT source FROM events WHERE action = 'appointment.moved'").fetchone()
+    assert event["source"] == "patient"
+    cancelled = browser.post(f"/cita/{token}/anular", {"csrf": csrf(moved)})
+    assert "Su cita ha sido anulada" in cancelled.text and row(api, booked)["status"] == "cancelled"
+    again = browser.get(f"/cita/{token}")
+    assert "Esta cita está anulada." in again.text and "form" not in again.text  # and nothing more
+    kinds = [kind for kind, in api.db().execute("SELECT kind FROM outbox ORDER BY id")]
+    assert kinds == ["confirmation", "update", "notice"]
+
+
+def test_a_late_cancellation_is_refused_and_the_page_says_to_call(api, clock):
+    browser = webtest.TestApp(api.app)
+    booked = api.book(patient_of(api), date="24/11/2026", time="09:00")  # 25 hours away
+    token = link(api, booked)
+    clock.moment += dt.timedelta(hours=2)  # now 23 hours: inside the 24 h notice
+    page = browser.get(f"/cita/{token}")
+    assert "llame a la clínica" in page.text and "/anular" not in page.text and "/cambiar" not in page.text
+    refused = browser.post(f"/cita/{token}/anular", {"csrf": csrf(page)}, expect_errors=True)
+    assert refused.status_int == 409 and "llame a la clínica" in refused.text
+    refused = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(page), "slot": "2026-11-24 10:00"},
+                           expect_errors=True)
+    assert refused.status_int == 409 and row(api, booked)["status"] == "booked"
+
+
+def test_a_wrong_token_another_appointments_an_ended_visit_and_a_blocked_patient_open_nothing(api, clock):
+    browser = webtest.TestApp(api.app)
+    ana = patient_of(api)
+    eva = api.new_patient(nif=valid_dni(1), name="Eva", email="eva@example.es")
+    mine, hers = api.book(ana), api.book(eva, time="09:30")
+    mine_token, hers_token = link(api, mine), link(api, hers)
+    assert browser.get("/cita/" + "x" * 32, expect_errors=True).status_int == 404
+    page = browser.get(f"/cita/{mine_token}")
+    taken = browser.post(f"/cita/{hers_token}/anular", {"csrf": csrf(page)}, expect_errors=True)  # my CSRF, her link
+    assert taken.status_int == 403 and row(api, hers)["status"] == "booked"
+    request_erasure(api.app.clinic, eva, "cli", "cli:test")
+    assert browser.get(f"/cita/{hers_token}", expect_errors=True).status_int == 404
+    clock.moment = dt.datetime(2026, 11, 24, 9, 31, tzinfo=MADRID)  # her visit has ended
+    assert browser.get(f"/cita/{mine_token}", expect_errors=True).status_int == 404
+    assert "Este enlace no es válido" in browser.get(f"/cita/{mine_token}", expect_errors=True).text
+
+
+def test_a_post_without_the_pages_token_changes_nothing_and_a_stranger_is_bounded(api):
+    browser = webtest.TestApp(api.app)
+    booked = api.book(patient_of(api))
+    token = link(api, booked)
+    assert browser.post(f"/cita/{token}/anular", {"csrf": "0" * 64}, expect_errors=True).status_int == 403
+    assert row(api, booked)["status"] == "booked"
+    answers = [browser.get("/cita/" + "y" * 32, expect_errors=True).status_int for _ in range(25)]
+    assert answers[:20] == [404] * 20 and set(answers[20:]) == {429}  # wrong tokens from one address
+
+
+def test_the_stop_link_shows_a_button_and_its_post_stops_every_message(api):
+    browser = webtest.TestApp(api.app)
+    ana = patient_of(api)
+    booked = api.book(ana)
+    stop = link(api, booked, "stop")
+    page = browser.get(f"/cita/baja/{stop}")
+    assert page.status_int == 200 and "No quiero más mensajes" in page.text
+    assert api.db().execute("SELECT messages FROM patients WHERE id = ?", (ana,)).fetchone()[0] == 1  # GET: nothing
+    done = browser.post(f"/cita/baja/{stop}", "List-Unsubscribe=One-Click",
+                        content_type="application/x-www-form-urlencoded")  # a mail program's one-click (RFC 8058)
+    assert "no le enviaremos más mensajes" in done.text
+    chosen = api.db().execute("SELECT messages, messages_by FROM patients WHERE id = ?", (ana,)).fetchone()
+    assert tuple(chosen) == (0, "link")
+    assert browser.get(f"/cita/{stop}", expect_errors=True).status_int == 404  # a stop link opens no appointment
+
+
+def test_reception_prints_a_card_whose_qr_opens_the_patients_page_and_sees_what_was_written(make_api):
+    api = make_api(public_url="https://citas.clinicasol.es")
+    booked = api.book(patient_of(api))
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    page = desk.get(f"/desk/appointments/{booked}")
+    assert "Mensajes al paciente" in page.text and "confirmación" in page.text and "por enviar" in page.text
+    card = page.forms[[key for key, form in page.forms.items() if form.action.endswith("/card")][0]].submit()
+    assert card.status_int == 200 and 'src="data:image/svg+xml' in card.text
+    address = re.search(r"https://citas\.clinicasol\.es(/cita/[A-Za-z0-9_-]{32,64})", card.text)[1]
+    assert "Hola, Ana:" in webtest.TestApp(api.app).get(address).text
+    assert "--public-url" not in card.text
+    made = api.db().execute("SELECT made_for FROM patient_links").fetchall()
+    assert [row[0] for row in made] == ["card"]

@@ -1,0 +1,85 @@
+"""The patient's link in a real browser, on a phone's screen (390x844): headless Chromium under selenium against
+a real waitress on 127.0.0.1, as a patient would use it, with no script of the page's own (it sends none).
+Confirm, move, cancel; a late cancellation refused; an ended visit, a wrong token and another visit's token.
+
+Skipped, with the reason, where selenium, chromium or chromedriver is missing (CI sets AGENDA_NO_SKIP=1, which
+turns that skip into a failure)."""
+
+import datetime as dt
+
+import pytest
+
+from _agenda.domain.links import new_link
+from _agenda.storage.connections import transaction
+from conftest import MADRID, valid_dni
+from test_desk_browser import start_chromium, WAIT
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as seen
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+@pytest.fixture(scope="module")
+def phone(tmp_path_factory):
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-phone"))
+    driver.set_window_size(390, 844)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def link(api, appointment_id):
+    with transaction(api.db()) as conn:
+        return new_link(conn, appointment_id, "message", api.app.clinic.clock())
+
+
+def shown(phone, text):
+    WebDriverWait(phone, WAIT).until(seen.text_to_be_present_in_element((By.TAG_NAME, "main"), text))
+    return phone.find_element(By.TAG_NAME, "main").text
+
+
+def status_of(api, appointment_id):
+    return tuple(api.db().execute("SELECT date, time, status FROM appointments WHERE id = ?",
+                                  (appointment_id,)).fetchone())
+
+
+def test_the_patient_confirms_moves_and_cancels_on_a_phone(api, server, phone):
+    booked = api.book(api.new_patient(email="ana@example.es"), date="26/11/2026", time="09:00")
+    token = link(api, booked)
+    phone.get(f"{server}/cita/{token}")
+    assert "Hola, Ana:" in shown(phone, "jueves, 26 de noviembre de 2026")
+    assert phone.execute_script("return document.documentElement.scrollWidth") <= 390  # no sideways scroll
+    phone.find_element(By.XPATH, "//button[text()='Confirmo que iré']").click()
+    shown(phone, "Gracias: su cita queda confirmada.")
+    assert status_of(api, booked)[2] == "confirmed"
+    phone.find_element(By.CSS_SELECTOR, "input[name=slot][value='2026-11-26 10:30']").click()
+    phone.find_element(By.XPATH, "//button[text()='Cambiar a otra hora']").click()
+    shown(phone, "Su cita ha cambiado")
+    assert status_of(api, booked) == ("2026-11-26", "10:30", "booked")
+    phone.find_element(By.XPATH, "//button[text()='Anular la cita']").click()
+    shown(phone, "Su cita ha sido anulada.")
+    assert status_of(api, booked)[2] == "cancelled"
+    phone.get(f"{server}/cita/{token}")
+    assert shown(phone, "Esta cita está anulada.").count("\n") <= 1 and not phone.find_elements(By.TAG_NAME, "form")
+
+
+def test_a_late_cancellation_an_ended_visit_a_wrong_token_and_another_visits_token(api, server, phone, clock):
+    ana = api.new_patient(email="ana@example.es")
+    eva = api.new_patient(nif=valid_dni(1), name="Eva", email="eva@example.es")
+    mine, hers = api.book(ana, date="24/11/2026", time="09:00"), api.book(eva, date="26/11/2026", time="09:00")
+    mine_token, hers_token = link(api, mine), link(api, hers)
+    clock.moment = dt.datetime(2026, 11, 23, 10, 0, tzinfo=MADRID)  # 23 hours before mine: inside the notice
+    phone.get(f"{server}/cita/{mine_token}")
+    assert "llame a la clínica" in shown(phone, "Faltan menos de 24 horas")
+    assert not phone.find_elements(By.XPATH, "//button[text()='Anular la cita']")
+    # my page's form sent to her link: refused, nothing changes
+    phone.execute_script("document.forms[0].action = arguments[0]", f"/cita/{hers_token}/anular")
+    phone.find_element(By.XPATH, "//button[text()='Confirmo que iré']").click()
+    shown(phone, "El formulario ha caducado")
+    assert status_of(api, hers)[2] == "booked" and status_of(api, mine)[2] == "booked"
+    phone.get(f"{server}/cita/{'z' * 32}")
+    shown(phone, "Este enlace no es válido o la cita ya ha pasado.")
+    clock.moment = dt.datetime(2026, 11, 24, 9, 31, tzinfo=MADRID)  # mine has ended
+    phone.get(f"{server}/cita/{mine_token}")
+    shown(phone, "Este enlace no es válido o la cita ya ha pasado.")
