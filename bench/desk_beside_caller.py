@@ -108,6 +108,16 @@ def caller(nifs, appointments):
     return make
 
 
+def sampled_caller(path):
+    """The caller's requests over 500 patients and 500 live appointments of the clinic at `path`, drawn at random."""
+    conn = sqlite3.connect(path)
+    nifs = [row[0] for row in conn.execute("SELECT nif FROM patients ORDER BY random() LIMIT 500")]
+    appointments = [row[0] for row in conn.execute(
+        "SELECT id FROM appointments WHERE status != 'cancelled' ORDER BY random() LIMIT 500")]
+    conn.close()
+    return caller(nifs, appointments)
+
+
 def figures(port, make, seconds):
     rate, latencies, failures = run.drive(port, make, 4, 10 ** 9, seconds)
     if failures:
@@ -134,12 +144,7 @@ def main():
         feed_token = new_feed(clinic, "DR06", "cli")
         Accounts(clinic.db).add_staff("admin", PASSWORD, role="admin")
         clinic.db.close()
-        conn = sqlite3.connect(path)
-        nifs = [row[0] for row in conn.execute("SELECT nif FROM patients ORDER BY random() LIMIT 500")]
-        appointments = [row[0] for row in conn.execute(
-            "SELECT id FROM appointments WHERE status != 'cancelled' ORDER BY random() LIMIT 500")]
-        conn.close()
-        make, pages = caller(nifs, appointments), desk_pages(today, feed_token)
+        make, pages = sampled_caller(path), desk_pages(today, feed_token)
         for threads in options.threads:
             server = run.Process([sys.executable, str(run.AGENDA_PATH), "run", "--db", str(path), "--port", "0",
                                   "--threads", str(threads), "--feed-shows", "names"],

@@ -15,7 +15,6 @@ process id; its files are in one temporary folder.
 
 import argparse
 import datetime as dt
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 import run  # bench/run.py: load_agenda, generate, Process, drive, percentile
-from desk_beside_caller import caller, figures
+from desk_beside_caller import figures, sampled_caller
 
 
 def drills(db_path, replica, stop, took):
@@ -47,12 +46,7 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         path, replica = Path(folder) / "big.db", Path(folder) / "replica"
         run.generate.build(path, today=today)
-        conn = sqlite3.connect(path)
-        nifs = [row[0] for row in conn.execute("SELECT nif FROM patients ORDER BY random() LIMIT 500")]
-        appointments = [row[0] for row in conn.execute(
-            "SELECT id FROM appointments WHERE status != 'cancelled' ORDER BY random() LIMIT 500")]
-        conn.close()
-        make = caller(nifs, appointments)
+        make = sampled_caller(path)
         server = run.Process([sys.executable, str(run.AGENDA_PATH), "run", "--db", str(path), "--port", "0",
                               "--replica", str(replica)], env={"AGENDA_SECRET": run.SECRET})
         try:

@@ -27,7 +27,7 @@ from pathlib import Path
 from aiosmtpd.controller import Controller
 
 import run  # bench/run.py: load_agenda, generate, Process, drive, percentile
-from desk_beside_caller import caller
+from desk_beside_caller import sampled_caller
 
 
 class Counting:
@@ -74,12 +74,7 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "big.db"
         run.generate.build(path, today=today)
-        conn = sqlite3.connect(path)
-        nifs = [row[0] for row in conn.execute("SELECT nif FROM patients ORDER BY random() LIMIT 500")]
-        appointments = [row[0] for row in conn.execute(
-            "SELECT id FROM appointments WHERE status != 'cancelled' ORDER BY random() LIMIT 500")]
-        conn.close()
-        make = caller(nifs, appointments)
+        make = sampled_caller(path)
         server = run.agenda_server(path)
         try:
             rate, latencies, failures = run.drive(server.port, make, 4, 10 ** 9, options.seconds)

@@ -18,6 +18,13 @@ class Inbox:
         self.received, self.lock = [], threading.Lock()
         self.busy = False  # answer 451 to every message, as a server that refuses for a while
         self.refused = set()  # addresses answered 550 at RCPT
+        self.refuse_sender = False  # answer 550 to MAIL FROM: the server refuses the clinic itself
+
+    async def handle_MAIL(self, server, session, envelope, address, mail_options):
+        if self.refuse_sender:
+            return "550 5.7.1 sender not allowed"
+        envelope.mail_from = address
+        return "250 OK"
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if address in self.refused:

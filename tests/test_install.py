@@ -145,7 +145,8 @@ assert 'src="data:image/svg+xml' in desk.post(f"/desk/appointments/{booked}/card
 assert desk.get("/desk/nowhere", status=404).status_int == 404
 assert webtest.TestApp(app).get("/openapi.json").json["openapi"] == "3.1.0"
 from _agenda.domain.links import new_link
-from _agenda.patient.messages import visit_view, written
+from _agenda.desk.pages import visit_view
+from _agenda.patient.messages import written
 from _agenda.domain.appointments import visits_told
 with clinic.db.transaction() as conn:
     token, stop = (new_link(conn, booked, made_for, clinic.clock()) for made_for in ("message", "stop"))
@@ -153,6 +154,9 @@ patient = webtest.TestApp(app)
 for address in (f"/cita/{token}", f"/cita/baja/{stop}", "/cita/cita.css"):
     assert patient.get(address).status_int == 200, address
 assert "Su cita" in patient.get("/cita/" + "x" * 32, status=404).text
+asked = patient.post(f"/cita/{token}/anular", {"csrf": re.search(r'name="csrf" value="([^"]+)"', patient.get(
+    f"/cita/{token}").text)[1]})
+assert 'name="seguro"' in asked.text
 visit = visit_view(visits_told(clinic.conn(), [booked])[0], clinic.tz)
 view = {"kind": "confirmation", "language": None, "clinic": "Clínica", "first_name": "Ana", "visit": visit,
         "series": None, "shows": "doctor", "link": "https://x/cita/t", "stop_link": "https://x/cita/baja/s",

@@ -11,7 +11,8 @@ import webtest
 
 from agenda import ClinicError, Settings
 from _agenda.domain import staff
-from _agenda.domain.staff import CHECKS_AT_ONCE, CHECKS_BURST, CHECKS_KEPT, LANE_BURST, LOCK_AFTER, PasswordGate
+from _agenda.domain.staff import (Allowance, CHECKS_AT_ONCE, CHECKS_BURST, CHECKS_KEPT, LANE_BURST, LOCK_AFTER,
+                                  PasswordGate)
 
 from conftest import table_rows
 from test_concurrency import FrozenClock
@@ -207,3 +208,16 @@ def test_the_device_cookie_is_the_desks_and_lasts_a_year(api, accounts):
     cookie, = [value for value in answer.headers.getall("Set-Cookie") if value.startswith("agenda_device=")]
     assert "HttpOnly" in cookie and "Path=/desk" in cookie and "samesite=strict" in cookie.lower()
     assert f"Max-Age={365 * 24 * 3600}" in cookie and "Secure" not in cookie
+
+
+def test_an_allowance_keeps_a_bounded_map_however_many_keys_a_stranger_makes_up():
+    """Past `kept` keys the full buckets and then the least lately spent are forgotten, down to half: each take
+    stays cheap, and the latest spent are kept."""
+    clock = FrozenClock()
+    allowance = Allowance(3, 1 / 60, clock=clock, kept=100)
+    for number in range(10_000):
+        assert allowance.take(f"stranger {number}")
+        assert len(allowance.buckets) <= 101
+    for _ in range(3):
+        assert allowance.take("latest")
+    assert not allowance.take("latest")  # spent, and remembered as spent

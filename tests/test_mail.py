@@ -23,7 +23,7 @@ from _agenda.domain.registry import register_patient
 from _agenda.domain.patients import set_messages
 from _agenda.domain.rights import request_erasure
 from _agenda.patient.messages import envelope, written
-from _agenda.patient.sender import Mailer, Sender, smtp_server
+from _agenda.patient.sender import Mailer, public_address, Sender, smtp_server
 from _agenda.storage.connections import transaction
 from conftest import (agenda_command, days_ahead, EVERY_DAY_CSV, MADRID, ROOT, SEEDED_AT, seed, send, valid_dni,
                       write_csv)
@@ -130,7 +130,7 @@ def test_no_address_a_stop_or_a_block_sends_nothing(api, sender, mail_server):
     request_erasure(api.app.clinic, leo, "cli", "cli:test")
     assert sender.pass_once() == {"skipped": 2}  # the erasure skipped Leo's own at once
     assert api.db().execute("SELECT error FROM outbox WHERE appointment_id IN (SELECT id FROM appointments WHERE"
-                            " patient_id = ?)", (leo,)).fetchone()[0] == "erasure requested"
+                            " patient_id = ?)", (leo,)).fetchone()[0] == "erasure"
     assert mail_server.inbox.messages() == []
     assert api.db().execute("SELECT count(*) FROM patient_links").fetchone()[0] == 0
 
@@ -311,7 +311,7 @@ def test_a_centers_address_and_phone_and_what_to_bring_travel_both_ways_and_reac
     api.book(api.new_patient(email="ana@example.es"), specialityId="MG-ECO")
     assert sender.pass_once() == {"sent": 1}
     text = mail_server.inbox.messages()[0][1].get_body(("plain",)).get_content()
-    assert "Dirección: Calle Mayor 1, Madrid" in text and "Traiga: Vejiga llena" in text and "912 345 678" in text
+    assert "Dirección: Calle Mayor 1, Madrid" in text and "Indicaciones: Vejiga llena" in text and "912 345 678" in text
     assert "Calle Mayor" not in api.get("/custom-config").text  # not the caller's (D14)
     token = link_of(mail_server.inbox.messages()[0][1])[1]
     clock.moment = dt.datetime(2026, 11, 23, 10, 0, tzinfo=MADRID)  # 23 hours before: inside the notice
@@ -403,3 +403,81 @@ def test_no_reminder_when_the_clinic_turns_them_off(make_api, mail_server, clock
     assert sender.pass_once() == {"sent": 1}
     clock.moment = dt.datetime(2026, 11, 25, 10, 0, tzinfo=MADRID)
     assert sender.pass_once() == {}
+
+
+def test_an_english_patient_reads_english_and_a_clinic_that_shows_the_doctor_names_them(make_api, mail_server):
+    api = make_api(mail_shows="doctor")
+    sender = Sender(api.app.clinic, Mailer(smtp_server(mail_server.url, ca_file=str(mail_server.ca_file))), FROM,
+                    PUBLIC)
+    ana = api.new_patient(name="<b>Ann</b>", email="ann@example.es")
+    with transaction(api.db()) as conn:
+        conn.execute("UPDATE patients SET language = 'en' WHERE id = ?", (ana,))
+    api.book(ana)
+    assert sender.pass_once() == {"sent": 1}
+    [(_, message)] = mail_server.inbox.messages()
+    assert message["Subject"] == "Appointment booked: Tuesday 24 November 2026, 09:00"
+    text, page = message.get_body(("plain",)).get_content(), message.get_body(("html",)).get_content()
+    assert "Hello <b>Ann</b>," in text and "Practitioner: Lucía Martín" in text
+    assert "&lt;b&gt;Ann&lt;/b&gt;" in page and "<b>Ann</b>" not in page  # a name is text, never markup
+    assert 'lang="en"' in page
+    link = webtest.TestApp(api.app).get(f"/cita/{link_of(message)[1]}")
+    assert "Your appointment" in link.text and "I will be there" in link.text and "Lucía Martín" in link.text
+
+
+def test_a_restore_holds_the_messages_not_yet_sent_for_the_admin(api, db_path, tmp_path):
+    runner = CliRunner()
+    api.book(api.new_patient(email="ana@example.es"))
+    assert runner.invoke(agenda.cli, ["backup", str(tmp_path / "copy.db"), "--db", str(db_path)]).exit_code == 0
+    api.app.clinic.db.close()  # the service stopped, as a restore asks
+    restored = runner.invoke(agenda.cli, ["restore", str(tmp_path / "copy.db"), "--db", str(db_path), "--yes"])
+    assert restored.exit_code == 0, restored.output
+    assert "1 message(s) to patients not yet sent are held" in restored.output
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT state FROM outbox").fetchall() == [("held",)]
+    conn.close()
+
+
+def test_a_server_that_refuses_the_clinic_itself_holds_every_message_for_later_and_fails_none(api, sender,
+                                                                                              mail_server, clock):
+    for number in range(3):
+        api.book(api.new_patient(nif=valid_dni(number), name=f"P{number}", email=f"p{number}@example.es"),
+                 time=("09:00", "09:30", "10:00")[number])
+    mail_server.inbox.refuse_sender = True  # a wrong --mail-from, a password changed: no patient's fault
+    assert sender.pass_once() == {"unreachable": 1}
+    states_now = [row[0] for row in api.db().execute("SELECT state FROM outbox")]
+    assert states_now == ["waiting"] * 3
+    error = api.db().execute("SELECT error FROM outbox WHERE attempts = 1").fetchone()[0]
+    assert "refused the clinic's connection (550)" in error
+    mail_server.inbox.refuse_sender = False
+    clock.moment += dt.timedelta(minutes=1)
+    assert sender.pass_once() == {"sent": 3}
+
+
+def test_an_smtp_server_in_clear_is_only_one_on_this_machine_and_links_only_over_https():
+    assert smtp_server("smtp+plain://localhost:25").security == "none"
+    assert smtp_server("smtp+plain://citas@127.0.0.1:2525").user == "citas"
+    with pytest.raises(ValueError, match="only to a relay on this machine"):
+        smtp_server("smtp+plain://citas@mail.example.es:25")
+    with pytest.raises(ValueError, match="keep the SMTP password out of the URL"):
+        smtp_server("smtps://citas:secreto@mail.example.es")
+    assert public_address("https://citas.example.es/") == "https://citas.example.es"
+    assert public_address("http://127.0.0.1:8080") == "http://127.0.0.1:8080"
+    for wrong in ("http://citas.example.es", "ftp://x", "", "citas.example.es"):
+        with pytest.raises(ValueError, match="https"):
+            public_address(wrong)
+
+
+def test_one_sender_at_a_time_for_a_database(api, db_path, mail_server):
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
+    env.update(PYTHONUNBUFFERED="1", AGENDA_SMTP=mail_server.url, AGENDA_SMTP_CA=str(mail_server.ca_file),
+               AGENDA_MAIL_FROM=FROM, AGENDA_PUBLIC_URL=PUBLIC)
+    command = agenda_command("mail", "send", "--db", str(db_path), "--every", "0.5")
+    first = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert "Sending the patients' messages" in first.stdout.readline()  # it holds the lock now
+        second = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 1 and "one sender at a time" in second.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=60)
+    assert (db_path.parent / f"{db_path.name}.mail-sender").stat().st_mode & 0o777 == 0o600

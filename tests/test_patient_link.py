@@ -9,7 +9,8 @@ import pytest
 import webtest
 
 from _agenda.domain.links import new_link
-from _agenda.domain.rights import request_erasure
+from _agenda.domain.registry import register_patient
+from _agenda.domain.rights import rectify, request_erasure
 from _agenda.patient import pages
 from _agenda.storage.connections import transaction
 from conftest import MADRID, valid_dni
@@ -66,14 +67,19 @@ def test_the_patient_confirms_moves_and_cancels_through_the_one_door(api):
     done = page.forms[0].submit().follow()  # confirm
     assert "su cita queda confirmada" in done.text and row(api, booked)["status"] == "confirmed"
     moved = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(done), "slot": "2026-11-26 10:30"}).follow()
-    assert "Su cita ha cambiado" in moved.text
+    assert "su cita ha cambiado" in moved.text
     assert tuple(row(api, booked)) == ("2026-11-26", "10:30", "booked")
     event = api.db().execute("SELECT source FROM events WHERE action = 'appointment.moved'").fetchone()
     assert event["source"] == "patient"
-    cancelled = browser.post(f"/cita/{token}/anular", {"csrf": csrf(moved)})
+    asked = browser.post(f"/cita/{token}/anular", {"csrf": csrf(moved)})  # first, are you sure?
+    assert "¿Seguro que quiere anular su cita del jueves, 26 de noviembre de 2026 a las 10:30?" in asked.text
+    assert row(api, booked)["status"] == "booked"
+    cancelled = asked.forms[0].submit().follow()
     assert "Su cita ha sido anulada" in cancelled.text and row(api, booked)["status"] == "cancelled"
     again = browser.get(f"/cita/{token}")
     assert "Esta cita está anulada." in again.text and "form" not in again.text  # and nothing more
+    assert browser.post(f"/cita/{token}/anular", {"csrf": csrf(moved), "seguro": "1"},
+                        expect_errors=True).status_int == 409  # a reload of the cancel: it says so
     kinds = [kind for kind, in api.db().execute("SELECT kind FROM outbox ORDER BY id")]
     assert kinds == ["confirmation", "update", "notice"]
 
@@ -125,11 +131,11 @@ def test_the_stop_link_shows_a_button_and_its_post_stops_every_message(api):
     booked = api.book(ana)
     stop = link(api, booked, "stop")
     page = browser.get(f"/cita/baja/{stop}")
-    assert page.status_int == 200 and "No quiero más mensajes" in page.text
+    assert page.status_int == 200 and "No quiero recibir más correos" in page.text
     assert api.db().execute("SELECT messages FROM patients WHERE id = ?", (ana,)).fetchone()[0] == 1  # GET: nothing
     done = browser.post(f"/cita/baja/{stop}", "List-Unsubscribe=One-Click",
                         content_type="application/x-www-form-urlencoded")  # a mail program's one-click (RFC 8058)
-    assert "no le enviaremos más mensajes" in done.text
+    assert "ya no recibirá por correo confirmaciones ni recordatorios" in done.text
     chosen = api.db().execute("SELECT messages, messages_by FROM patients WHERE id = ?", (ana,)).fetchone()
     assert tuple(chosen) == (0, "link")
     assert browser.get(f"/cita/{stop}", expect_errors=True).status_int == 404  # a stop link opens no appointment
@@ -150,3 +156,78 @@ def test_reception_prints_a_card_whose_qr_opens_the_patients_page_and_sees_what_
     assert "--public-url" not in card.text
     made = api.db().execute("SELECT made_for FROM patient_links").fetchall()
     assert [row[0] for row in made] == ["card"]
+
+
+def test_a_visit_the_patient_came_to_is_neither_moved_nor_cancelled_by_the_link(api, clock):
+    browser = webtest.TestApp(api.app)
+    booked = api.book(patient_of(api), date="24/11/2026", time="09:00")
+    token = link(api, booked)
+    page = browser.get(f"/cita/{token}")
+    with transaction(api.db()) as conn:  # the patient came early: reception marked them arrived
+        conn.execute("UPDATE appointments SET attendance = 'arrived' WHERE id = ?", (booked,))
+    refused = browser.post(f"/cita/{token}/anular", {"csrf": csrf(page), "seguro": "1"}, expect_errors=True)
+    assert refused.status_int == 409 and row(api, booked)["status"] == "booked"
+    refused = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(page), "slot": "2026-11-24 10:00"},
+                           expect_errors=True)
+    assert refused.status_int == 409 and tuple(row(api, booked))[:2] == ("2026-11-24", "09:00")
+
+
+def test_hostile_tokens_and_forms_are_refused_in_words_never_a_crash(api):
+    browser = webtest.TestApp(api.app)
+    booked = api.book(patient_of(api))
+    token = link(api, booked)
+    page = browser.get(f"/cita/{token}")
+    for path in ("/cita/" + "a" * 100, "/cita/%00", "/cita/..%2F..", "/cita/baja/x", "/cita/" + token + "/nada"):
+        answer = browser.get(path, expect_errors=True)
+        assert answer.status_int in (404, 405) and "Traceback" not in answer.text, path
+    for slot in ("", "ayer", "2026-02-30 09:00", "2026-11-24", "2026-11-24 25:00", "x" * 5000):
+        answer = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(page), "slot": slot}, expect_errors=True)
+        assert answer.status_int == 409 and "Esa hora acaba de ocuparse" in answer.text, slot
+    assert row(api, booked)["status"] == "booked"
+
+
+def test_a_move_goes_only_to_a_time_the_page_offers(api):
+    browser = webtest.TestApp(api.app)
+    booked = api.book(patient_of(api), date="26/11/2026", time="09:00")
+    token = link(api, booked)
+    page = browser.get(f"/cita/{token}")
+    assert 'value="2026-11-26 10:30"' in page.text and "2027" not in page.text
+    for slot in ("2027-02-15 09:00", "2026-11-28 10:00"):  # the caller's horizon; another center's Saturday
+        refused = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(page), "slot": slot}, expect_errors=True)
+        assert refused.status_int == 409 and tuple(row(api, booked))[:2] == ("2026-11-26", "09:00"), slot
+
+
+def test_a_strangers_wrong_tokens_never_lock_out_a_patients_link_from_the_same_address(api):
+    browser = webtest.TestApp(api.app, extra_environ={"REMOTE_ADDR": "203.0.113.7"})
+    token = link(api, api.book(patient_of(api)))
+    answers = [browser.get("/cita/" + "w" * 32, expect_errors=True).status_int for _ in range(25)]
+    assert answers[-1] == 429
+    assert browser.get(f"/cita/{token}").status_int == 200  # the patient behind the same address
+
+
+def test_the_links_stop_at_a_guardians_erasure_and_when_the_address_changes(api):
+    browser = webtest.TestApp(api.app)
+    guardian = patient_of(api)  # ana@example.es, NIF 12345678Z
+    child = register_patient(api.app.clinic, {"name": "Pablo", "surname": "García", "birthDate": "03/04/2019",
+                                              "guardianNif": "12345678Z"}, source="desk:ana")
+    eva = api.new_patient(nif=valid_dni(1), name="Eva", email="eva@example.es")
+    childs, evas = api.book(child), api.book(eva, time="09:30")
+    child_token, card, eva_token = link(api, childs), link(api, childs, "card"), link(api, evas)
+    assert "Paciente" in browser.get(f"/cita/{child_token}").text and "Hola:" in browser.get(
+        f"/cita/{child_token}").text  # her guardian reads it
+    request_erasure(api.app.clinic, guardian, "cli", "cli:test")
+    assert browser.get(f"/cita/{child_token}", expect_errors=True).status_int == 404  # it went to her address
+    assert browser.get(f"/cita/{card}").status_int == 200  # a card handed at the counter still opens it
+    rectify(api.app.clinic, eva, {"email": "eva.nueva@example.es"}, "desk:ana")
+    assert browser.get(f"/cita/{eva_token}", expect_errors=True).status_int == 404
+
+
+def test_a_stop_stops_every_message_to_that_address(api):
+    browser = webtest.TestApp(api.app)
+    guardian = patient_of(api)
+    child = register_patient(api.app.clinic, {"name": "Pablo", "surname": "García", "birthDate": "03/04/2019",
+                                              "guardianNif": "12345678Z"}, source="desk:ana")
+    stop = link(api, api.book(child), "stop")
+    browser.post(f"/cita/baja/{stop}", "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded")
+    chosen = api.db().execute("SELECT id, messages FROM patients WHERE id IN (?, ?) ORDER BY id", (guardian, child))
+    assert [tuple(row) for row in chosen] == [(int(guardian), 0), (int(child), 0)]

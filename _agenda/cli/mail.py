@@ -1,6 +1,7 @@
 """`agenda mail`: the patients' messages ("The sender"): send them (as `agenda run --smtp` does beside the
 service), see what waits on the admin, release it, and send a test."""
 
+import fcntl
 import logging
 import os
 import signal
@@ -15,7 +16,7 @@ from ..storage.database import Database
 from ..storage.replication import replica_sync
 from ..domain.clinic import Clinic
 from ..domain.outbox import outbox_counts, release, waiting_on_admin
-from ..patient.sender import Refused, send_test, Sender, Unreachable
+from ..patient.sender import public_address, Refused, send_test, Sender, Unreachable
 from .root import (cli, cli_now, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS, existing_database,
                    mailer_of, message_options, sender_address, smtp_options, tz_option)
 
@@ -67,10 +68,12 @@ def mail_send(ctx, db_path, tz, smtp_url, smtp_password_file, smtp_ca, mail_from
         agenda mail send --db /var/lib/agenda/clinic.db --once
     """
     mailer = mailer_of(smtp_url, smtp_password_file, smtp_ca)
-    if not public_url or not public_url.startswith(("https://", "http://")):
-        raise click.ClickException("where do the patients' links lead? give --public-url https://citas.example.es "
-                                   "(or AGENDA_PUBLIC_URL)")
+    try:
+        public_address(public_url)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
     existing_database(db_path).close()
+    only = only_sender(db_path)
     settings = Settings(tz=tz, clinic_name=clinic_name, mail_shows=mail_shows, reminder_hours=reminder_hours)
     clinic = Clinic(Database(db_path, replicated=replica_socket is not None), settings, lambda: cli_now(ctx))
     sync = (lambda: replica_sync(replica_socket, db_path)[0] == 200) if replica_socket else None
@@ -89,6 +92,20 @@ def mail_send(ctx, db_path, tz, smtp_url, smtp_password_file, smtp_ca, mail_from
         sender.until_stopped(stopping, every, alive=lambda: parent is None or os.getppid() == int(parent))
     finally:
         clinic.db.close()
+        os.close(only)
+
+
+def only_sender(db_path):
+    """The one sender of a database ("The sender"): an exclusive lock beside it, held while this one runs (the
+    kernel lets go of it when the process dies); a ClickException when another sender holds it."""
+    descriptor = os.open(f"{db_path}.mail-sender", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        raise click.ClickException(f"another `agenda mail send` is sending {db_path}'s messages (perhaps beside "
+                                   "`agenda run --smtp`): one sender at a time, so that no message goes twice") from None
+    return descriptor
 
 
 @mail.command("status")

@@ -24,7 +24,7 @@ from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_loggin
 from ..web.api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from ..app import create_app
 from ..storage.replication import BEHIND_AFTER, DOWN_AFTER, litestream_binary, Replicator, without_password
-from ..patient.sender import SenderProcess
+from ..patient.sender import public_address, SenderProcess
 from .root import (cli, cli_recipients, db_option, DEFAULTS, desk_network_option, desk_rules_options, existing_database,
                   mailer_of, message_options, recipients_option, refuse_readable_by_others, secret_file_option,
                   secret_file_path, sender_address, smtp_options, tz_option)
@@ -200,9 +200,10 @@ def sender_settings(db_path, tz, clinic_name, smtp_url, password_file, ca_file, 
     start, not the sender later)."""
     mailer_of(smtp_url, password_file, ca_file)
     sender_address(mail_from)
-    if not public_url or not public_url.startswith(("https://", "http://")):
-        raise click.ClickException("--smtp sends patients links: give --public-url https://citas.example.es (or "
-                                   "AGENDA_PUBLIC_URL), the address they reach /cita at")
+    try:
+        public_address(public_url)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
     given = {"AGENDA_DB": str(Path(db_path).resolve()), "AGENDA_TZ": tz, "AGENDA_SMTP": smtp_url,
              "AGENDA_SMTP_PASSWORD_FILE": password_file and str(Path(password_file).resolve()),
              "AGENDA_SMTP_CA": ca_file and str(Path(ca_file).resolve()), "AGENDA_MAIL_FROM": mail_from,

@@ -1,8 +1,9 @@
-"""The desk's templates, compiled once, and the patient's copy as a page of its own ("A patient's copy"),
-which the desk and the CLI both write."""
+"""The desk's templates, compiled once; the patient's copy as a page of its own ("A patient's copy"), which the
+desk and the CLI both write; and a visit as a patient reads it, in a message, on their link's page and their card."""
 
 import datetime as dt
 import functools
+import re
 
 import bottle
 
@@ -67,3 +68,45 @@ def copy_page(copy, zone):
                for column in TYPED if column.copy]
     return desk_template("copy").render(**copy, **COPY_WORDS, generated=copy["generatedAt"], when=when,
                                         day=format_date, sources=sources, details=details, shown=shown)
+
+
+# A visit as a patient reads it: in their messages, on their link's page, on the card the desk prints
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")  # what no header, calendar value or line may hold
+
+
+def plain(text):
+    """One line of a patient's or the catalog's words, every run of control characters one space."""
+    return " ".join(CONTROL.sub(" ", text or "").split())
+
+
+def long_date(t, day):
+    """'martes, 1 de diciembre de 2026' / 'Tuesday 1 December 2026'."""
+    return t("long_date", weekday=t("day_names")[day.weekday()], day=day.day, month=t("month_names")[day.month - 1],
+             year=day.year)
+
+
+def visit_lines(t, visit, shows, notice=False):
+    """[(label, value)] of one visit: the day, the time, the center and its address, what to bring (not for a
+    cancelled visit); the practitioner and the visit's type when the clinic shows them."""
+    lines = [(t("mail_when"), long_date(t, visit["starts"].date())), (t("mail_at"), f"{visit['starts']:%H:%M}")]
+    if visit.get("center_name"):
+        lines.append((t("mail_where"), plain(visit["center_name"])))
+    if visit.get("center_address"):
+        lines.append((t("mail_address"), plain(visit["center_address"])))
+    if visit.get("bring") and not notice:
+        lines.append((t("mail_bring"), plain(visit["bring"])))
+    if shows == "doctor":
+        lines += [(t("mail_doctor"), plain(visit["doctor_name"]))] + (
+            [(t("mail_type"), plain(visit["type_name"]))] if visit.get("type_name") else [])
+    return lines
+
+
+def visit_view(row, zone):
+    """A visit as a message shows it, from an appointments row with its doctor's, center's and type's names."""
+    day = dt.date.fromisoformat(row["date"])
+    return {"id": row["id"], "status": row["status"], "center_name": row["center_name"],
+            "center_address": row["center_address"], "center_phone": row["center_phone"], "bring": row["bring"],
+            "doctor_name": row["doctor_name"], "type_name": row["type_name"],
+            "starts": dt.datetime.combine(day, dt.time.fromisoformat(row["time"]), tzinfo=zone),
+            "ends": dt.datetime.combine(day, dt.time.fromisoformat(row["end_time"]), tzinfo=zone)}

@@ -4,16 +4,18 @@ as the channel `patient`, with the caller's window and rules. No HTTP here."""
 
 import datetime as dt
 import hashlib
+import json
 import re
 import secrets
 
 from ..values.refusals import ClinicError
 from ..storage.events import record_event, utc_iso
 from .appointments import CHANGE_CANCELLED, TO_CALL
+from .slots import slot_not_available
 from .availability import availability
 from .changes import cancel_appointment, confirm_appointment, move_appointment
 from .identity import identity
-from .patients import set_messages
+from .patients import set_messages, sharing_address
 
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{32,64}")  # secrets.token_urlsafe(24): 192 bits in 32 characters
 STOP_DAYS = 365  # how long a message's one-click stop works
@@ -34,10 +36,11 @@ def new_link(conn, appointment_id, made_for, at):
     return token
 
 
-def forget_links(conn, patient_id):
-    """Inside an erasure: every link to the patient's appointments stops."""
-    conn.execute("DELETE FROM patient_links WHERE appointment_id IN (SELECT id FROM appointments WHERE patient_id = ?)",
-                 (int(patient_id),))
+def forget_links(conn, patient_id, made_for=("message", "card", "stop")):
+    """Inside a change: the links made for `made_for` to the patient's appointments stop (all at an erasure, the
+    messages' at a change of the address they went to)."""
+    conn.execute("DELETE FROM patient_links WHERE appointment_id IN (SELECT id FROM appointments WHERE patient_id = ?)"
+                 " AND made_for IN (SELECT value FROM json_each(?))", (int(patient_id), json.dumps(list(made_for))))
 
 
 def opened(clinic, token, stop=False):
@@ -64,9 +67,10 @@ def opened(clinic, token, stop=False):
 
 
 def first_name(clinic, appointment):
-    """(first name, language) of the appointment's patient, read through the one door as the patient's own read."""
+    """(first name, language, whether a guardian reads it) of the appointment's patient, read through the one door
+    as the patient's own read."""
     person = identity(clinic, appointment["patient_id"], SOURCE, "link")
-    return person["name"], person["language"]
+    return person["name"], person["language"], person["guardian_id"] is not None
 
 
 def in_notice(clinic, appointment):
@@ -90,13 +94,18 @@ def link_cancel(clinic, appointment):
 
 
 def move_choices(clinic, appointment):
-    """The free slots the patient may move to: same doctor, center and type, the caller's window, the next days."""
-    if appointment["squeezed"] or not in_notice(clinic, appointment):
+    """The free slots the patient may move to: same doctor, center and type, the caller's window, the next days,
+    outside the clinic's cancellation notice (a move there could not be undone here). None for a sobrecita, a
+    visit inside the notice, or one without a center."""
+    if appointment["squeezed"] or appointment["center_id"] is None or not in_notice(clinic, appointment):
         return []
     slots = availability(clinic, doctor_id=appointment["doctor_id"], center_id=appointment["center_id"],
                          speciality_id=appointment["type_id"] or appointment["speciality_id"],
                          last=clinic.today() + dt.timedelta(days=MOVE_DAYS))
-    return [slot for slot in slots if (str(slot.date), slot.time) != (appointment["date"], appointment["time"])]
+    notice, now = dt.timedelta(hours=clinic.settings.cancel_notice_hours), clinic.clock()
+    return [slot for slot in slots if (str(slot.date), slot.time) != (appointment["date"], appointment["time"])
+            and slot.center_id == appointment["center_id"] and dt.datetime.combine(
+                slot.date, dt.time.fromisoformat(slot.time), tzinfo=clinic.tz) - now >= notice]
 
 
 def link_move(clinic, appointment, day, time_text):
@@ -106,15 +115,19 @@ def link_move(clinic, appointment, day, time_text):
         raise ClinicError("LINK_SQUEEZED", "an urgent visit added by the clinic is moved by the clinic")
     if not in_notice(clinic, appointment):
         raise ClinicError("LINK_TOO_LATE", "the visit is too near to cancel or move here: call the clinic")
+    if not any((slot.date, slot.time) == (day, time_text) for slot in move_choices(clinic, appointment)):
+        raise slot_not_available("taken")  # only what the page offers: this doctor, center and type, these days
     return move_appointment(clinic, appointment["id"], day=day, time_text=time_text, source=SOURCE)
 
 
 def link_stop(clinic, appointment):
-    """The patient stops every further message, by the one-click link of a message."""
+    """The one-click link of a message: no more messages to its address, about this patient or any other whose
+    messages go there (a guardian's children)."""
     at = clinic.clock()
     with clinic.db.transaction() as conn:
-        if set_messages(conn, appointment["patient_id"], 0, at, "link") is not None:
-            record_event(conn, at, SOURCE, "patient.messages_stopped", "patient", appointment["patient_id"])
+        for patient_id in sharing_address(conn, appointment["patient_id"]):
+            if set_messages(conn, patient_id, 0, at, "link") is not None:
+                record_event(conn, at, SOURCE, "patient.messages_stopped", "patient", patient_id)
 
 
 def card_link(clinic, appointment_id):

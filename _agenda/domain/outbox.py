@@ -15,6 +15,8 @@ KINDS = ("confirmation", "series", "update", "notice", "reminder")
 STATES = ("waiting", "held", "sent", "stale", "skipped", "failed")
 # Seconds before each new try of a message the server did not take; after the last, it is marked failed.
 RETRY_AFTER = (30, 120, 600, 1800, 3600, 3 * 3600, 6 * 3600)
+# Why a message was not sent to anyone: no address, messages stopped, a blocked patient, an erasure under way.
+SKIPPED = ("no_email", "messages_stopped", "blocked", "erasure")
 
 
 def queue_message(conn, appointment_id, kind, at, slot=None):
@@ -108,7 +110,8 @@ def start_try(conn, message_id, new_message_id, at):
 
 
 def finish(conn, message_id, state, at, error=None):
-    """Inside a transaction: the message sent, stale, skipped or failed, with why (never an address)."""
+    """Inside a transaction: the message sent, stale, skipped or failed, with why (never an address): a skipped
+    one's why is one of SKIPPED."""
     if state not in ("sent", "stale", "skipped", "failed"):
         raise ValueError(f"a message does not end as {state!r}")
     conn.execute("UPDATE outbox SET state = ?, done_at = ?, error = ?, next_try_at = NULL WHERE id = ?",
@@ -130,7 +133,7 @@ def try_again(conn, message_id, at, error):
 
 def skip_unsent(conn, patient_id, at):
     """Inside an erasure: nothing more is sent about the patient's visits."""
-    conn.execute("UPDATE outbox SET state = 'skipped', done_at = ?, error = 'erasure requested' WHERE state IN"
+    conn.execute("UPDATE outbox SET state = 'skipped', done_at = ?, error = 'erasure' WHERE state IN"
                  " ('waiting', 'held') AND appointment_id IN (SELECT id FROM appointments WHERE patient_id = ?)",
                  (utc_iso(at), int(patient_id)))
 

@@ -218,6 +218,13 @@ def rectify_patient(conn, before, patient, at, source):
                         *set_by.values(), before["id"]))
 
 
+def sharing_address(conn, patient_id):
+    """The live patients whose messages go to this patient's address (themselves, a guardian and her children)."""
+    return [row[0] for row in conn.execute(
+        "SELECT id FROM live_patients WHERE email = (SELECT email FROM patients WHERE id = ?) ORDER BY id",
+        (int(patient_id),))] or [int(patient_id)]
+
+
 def set_messages(conn, patient_id, messages, at, source):
     """The patient's choice of messages set alone (a message's one-click stop), with when and by whom; the row
     as it was, or None when it was already so."""

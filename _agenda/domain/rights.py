@@ -72,6 +72,7 @@ def forget_guardian(conn, guardian_id, at, source):
     """Inside an erasure: the guardian's phone, copied to their children when they were registered, leaves the
     children's rows, so that no answer or search reaches the erased through a child ("A patient's identity")."""
     for child in clear_inherited(conn, guardian_id):
+        forget_links(conn, child, ("message", "stop"))  # they went to her address
         record_event(conn, at, source, "patient.guardian_erased", "patient", child,
                      after={"guardianId": guardian_id, "phoneCleared": True})
 
@@ -217,5 +218,7 @@ def rectify(clinic, patient_id, changes, source):
         if conn.execute("SELECT 1 FROM live_patients WHERE nif = ? AND id != ?", (patient["nif"], row["id"])).fetchone():
             raise ClinicError("PATIENT_ALREADY_EXISTS", "another patient has that nif", field="nif")
         after = rectify_patient(conn, row, patient, at, source)
+        if after["email"] != row["email"]:  # the messages' links went to the old address: they stop
+            forget_links(conn, row["id"], ("message", "stop"))
         record_event(conn, at, source, "patient.rectified", "patient", row["id"], before=dict(row), after=after)
     return after

@@ -57,7 +57,8 @@ def staff_role(role):
 
 class Allowance:
     """A token bucket for each key (a lane, an address, a link): `burst` at most, refilled at `per_second`; a key
-    not seen lately has a full one, and full ones are forgotten once many keys are kept ("Login flood")."""
+    not seen lately has a full one; past `kept` keys, the full ones and then the least lately spent are forgotten
+    ("Login flood")."""
 
     def __init__(self, burst, per_second, clock=time.monotonic, kept=LANES_KEPT):
         self.burst, self.per_second, self.clock, self.kept = burst, per_second, clock, kept
@@ -66,12 +67,20 @@ class Allowance:
     def tokens(self, key, now):
         """The tokens in `key`'s bucket at `now`."""
         if len(self.buckets) > self.kept:
-            self.buckets = {name: (tokens, at) for name, (tokens, at) in self.buckets.items()
-                            if tokens + (now - at) * self.per_second < self.burst}
+            self.prune(now)
         tokens, at = self.buckets.get(key, (self.burst, now))
         return min(self.burst, tokens + (now - at) * self.per_second)
 
+    def prune(self, now):
+        """Forget the full buckets, then the least lately spent, down to half of `kept`: a prune now and then,
+        however many keys a stranger makes up."""
+        self.buckets = {name: (tokens, at) for name, (tokens, at) in self.buckets.items()
+                        if tokens + (now - at) * self.per_second < self.burst}
+        for name in list(self.buckets)[:max(0, len(self.buckets) - self.kept // 2)]:
+            del self.buckets[name]
+
     def spent(self, key, left, now):
+        self.buckets.pop(key, None)  # the latest spent last: the least lately spent are forgotten first
         self.buckets[key] = (left, now)
 
     def take(self, key):

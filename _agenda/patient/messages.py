@@ -2,8 +2,6 @@
 in the patient's language, from what the sender read through the one door; headers no name or address can
 break. Nothing clinical: never the reason, NIF, phone or a note."""
 
-import datetime as dt
-import re
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime
@@ -11,36 +9,7 @@ from email.utils import format_datetime
 import icalendar
 
 from ..desk.texts import translator
-from ..desk.pages import desk_template
-
-CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")  # what no header or calendar value may hold
-
-
-def plain(text):
-    """One line of a patient's or the catalog's words, every run of control characters one space."""
-    return " ".join(CONTROL.sub(" ", text or "").split())
-
-
-def long_date(t, day):
-    """'martes, 1 de diciembre de 2026' / 'Tuesday 1 December 2026'."""
-    return t("long_date", weekday=t("day_names")[day.weekday()], day=day.day, month=t("month_names")[day.month - 1],
-             year=day.year)
-
-
-def visit_lines(t, visit, shows):
-    """[(label, value)] of one visit: the day, the time, the center; the practitioner and the visit's type when
-    the clinic shows them."""
-    lines = [(t("mail_when"), long_date(t, visit["starts"].date())), (t("mail_at"), f"{visit['starts']:%H:%M}")]
-    if visit.get("center_name"):
-        lines.append((t("mail_where"), plain(visit["center_name"])))
-    if visit.get("center_address"):
-        lines.append((t("mail_address"), plain(visit["center_address"])))
-    if visit.get("bring"):
-        lines.append((t("mail_bring"), plain(visit["bring"])))
-    if shows == "doctor":
-        lines += [(t("mail_doctor"), plain(visit["doctor_name"]))] + (
-            [(t("mail_type"), plain(visit["type_name"]))] if visit.get("type_name") else [])
-    return lines
+from ..desk.pages import desk_template, long_date, plain, visit_lines
 
 
 def written(view):
@@ -49,23 +18,28 @@ def written(view):
     and type names, id, status), series, shows, link, stop_link, first (the first to this patient), sequence."""
     t = translator(view["language"])
     visit, kind = view["visit"], view["kind"]
-    clinic = plain(view["clinic"]) or t("the_clinic")
+    clinic = plain(view["clinic"]) or plain(visit.get("center_name")) or t("the_clinic")
     visits = view.get("series") or [visit]
     subject = t(f"mail_subject_{kind}", date=long_date(t, visit["starts"].date()), time=f"{visit['starts']:%H:%M}")
     hello = t("mail_hello", name=plain(view["first_name"])) if plain(view["first_name"]) else t("mail_hello_plain")
     whose = [(t("patient"), plain(view["patient_name"]))] if view.get("patient_name") else []
-    blocks = [whose + visit_lines(t, one, view["shows"]) for one in visits]
+    blocks = [whose + visit_lines(t, one, view["shows"], kind == "notice") for one in visits]
     link_words = None if kind == "notice" else t("mail_series_link" if kind == "series" else "mail_link")
     stop_words = t("mail_first" if view["first"] else "mail_stop")
     lead = t(f"mail_lead_{kind}", clinic=clinic)
-    call = t("mail_call", phone=plain(visit["center_phone"])) if visit.get("center_phone") else None
+    phone = plain(visit.get("center_phone"))
+    if kind == "notice":
+        call = t("mail_notice_next", phone=t("link_phone", phone=phone) if phone else "")
+    else:
+        call = t("mail_call", phone=phone) if phone else None
+    attached = t("mail_attached_notice" if kind == "notice" else "mail_attached")
     text = "\n".join([hello, "", lead, ""] + [
         "\n".join(f"  {label}: {value}" for label, value in block) + "\n" for block in blocks] + (
         [link_words, view["link"], ""] if link_words else []) + ([call, ""] if call else []) + [
-        t("mail_attached"), "", clinic, "", "-- ", stop_words, view["stop_link"], ""])
+        attached, "", clinic, "", "-- ", stop_words, view["stop_link"], ""])
     html = desk_template("mail").render(lang=view["language"] or "es", subject=subject, hello=hello, lead=lead,
                                         blocks=blocks, link_words=link_words, link=view["link"], clinic=clinic,
-                                        attached=t("mail_attached"), stop_words=stop_words, stop=view["stop_link"],
+                                        attached=attached, stop_words=stop_words, stop=view["stop_link"],
                                         call=call, button=t("mail_button"))
     return {"subject": plain(subject), "text": text, "html": html,
             "calendar": calendar(view, visits, clinic, subject)}
@@ -127,13 +101,3 @@ def test_message(language, clinic, sender, to_address, message_id, now):
     message["Auto-Submitted"] = "auto-generated"
     message.set_content(t("mail_test_body", clinic=clinic) + "\n")
     return message
-
-
-def visit_view(row, zone):
-    """A visit as a message shows it, from an appointments row with its doctor's, center's and type's names."""
-    day = dt.date.fromisoformat(row["date"])
-    return {"id": row["id"], "status": row["status"], "center_name": row["center_name"],
-            "center_address": row["center_address"], "center_phone": row["center_phone"], "bring": row["bring"],
-            "doctor_name": row["doctor_name"], "type_name": row["type_name"],
-            "starts": dt.datetime.combine(day, dt.time.fromisoformat(row["time"]), tzinfo=zone),
-            "ends": dt.datetime.combine(day, dt.time.fromisoformat(row["end_time"]), tzinfo=zone)}

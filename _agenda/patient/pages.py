@@ -2,9 +2,11 @@
 link shows one appointment and changes nothing; each action is a POST with the page's own CSRF token, bounded
 per link and per address; no staff cookie, no signature, no JavaScript, the desk's CSP."""
 
+import contextlib
 import datetime as dt
 import hashlib
 import hmac
+import ipaddress
 import logging
 import secrets
 import urllib.parse
@@ -19,7 +21,7 @@ from ..domain.staff import Allowance
 from ..web.answers import request_id
 from ..desk.pages import desk_template
 from ..desk.texts import translator
-from .messages import long_date, plain
+from ..desk.pages import long_date, plain
 
 log = logging.getLogger("agenda")
 HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
@@ -29,11 +31,12 @@ DONE = {"confirmed": "link_confirmed_done", "cancelled": "link_cancelled_done", 
 
 
 class Bounds:
-    """What strangers and scanners may ask of /cita ("The patient's link"): views and wrong tokens per address,
-    actions per link and per address; a view never spends a link's own allowance."""
+    """What strangers and scanners may ask of /cita ("The patient's link"), the login gate's buckets: unknown
+    tokens per address (a known token never waits on them), views per link (a scanner's, never the actions'),
+    actions per link and per address."""
 
     def __init__(self):
-        self.views, self.misses = Allowance(60, 1.0), Allowance(20, 1 / 60)
+        self.misses, self.views = Allowance(20, 1 / 60), Allowance(60, 1.0)
         self.by_link, self.by_address = Allowance(10, 1 / 300), Allowance(30, 1 / 20)
         self.key = secrets.token_bytes(32)  # the pages' CSRF tokens: a form outlives no restart
 
@@ -42,6 +45,7 @@ class Bounds:
 
 
 BOUNDS = Bounds()
+MOVE_DAYS_SHOWN = 5  # the days with free times a page lists to move to
 
 
 def clinic():
@@ -49,7 +53,13 @@ def clinic():
 
 
 def address():
-    return bottle.request.remote_addr or "?"
+    """The client's address as waitress gives it (a trusted proxy's forwarded one); an IPv6 address by its /64,
+    which one client holds whole."""
+    text = bottle.request.environ.get("REMOTE_ADDR") or "?"
+    if ":" in text:
+        with contextlib.suppress(ValueError):
+            return str(ipaddress.ip_network(f"{text}/64", strict=False))
+    return text
 
 
 def page(template, status=200, language=None, **values):
@@ -72,40 +82,56 @@ def preferred_language():
 
 
 def gone(status=404):
-    return page("link_message", status, key="link_gone" if status == 404 else "link_busy")
+    """A token that opens nothing (404), or an address past its bound (429)."""
+    return page("link_message", status, key="link_gone" if status == 404 else "link_busy", help=None, back=None)
 
 
-def found(token, stop=False):
-    """The appointment the token opens, or None once a wrong token from this address was counted."""
+def opened_or_refusal(token, stop=False):
+    """(the appointment the token opens, None), or (None, the refusal's page): 404, or 429 once this address sent
+    too many tokens that open nothing."""
     appointment = opened(clinic(), token, stop)
-    if appointment is None:
-        BOUNDS.misses.take(address())
-    return appointment
+    if appointment is not None:
+        return appointment, None
+    return None, gone(404 if BOUNDS.misses.take(address()) else 429)
+
+
+def person_of(appointment):
+    """The patient as their page greets them: the first name (a child's page greets her guardian), the language."""
+    name, language, guarded = first_name(clinic(), appointment)
+    return {"name": None if guarded else plain(name), "child": plain(name) if guarded else None,
+            "language": language}
+
+
+def said(appointment, person, key, status=200, token=None):
+    """A short page of the link's: what happened, the clinic's phone for help, and the way back to the visit."""
+    t = translator(person["language"])
+    return page("link_message", status, language=person["language"], key=key, back=token,
+                help=t("link_help", phone=phone_of(t, appointment)))
+
+
+def phone_of(t, appointment):
+    """' al 912 345 678' when the center has a phone, else nothing."""
+    return t("link_phone", phone=plain(appointment["center_phone"])) if appointment["center_phone"] else ""
 
 
 def link_page(token):
     """GET: the appointment, the patient's first name only; nothing changes (a scanner may open it)."""
-    if not BOUNDS.views.take(address()) or BOUNDS.misses.tokens(address(), BOUNDS.misses.clock()) < 1:
+    appointment, refusal = opened_or_refusal(token)
+    if refusal is not None:
+        return refusal
+    if not BOUNDS.views.take(link_hash(token)):
         return gone(429)
-    appointment = found(token)
-    if appointment is None:
-        return gone()
-    person = person_of(appointment)
+    person, done = person_of(appointment), bottle.request.query.get("hecho")
     if appointment["status"] == "cancelled":
-        return page("link_message", language=person["language"], key="link_cancelled")
-    done = bottle.request.query.get("hecho")
+        return said(appointment, person, "link_cancelled_done" if done == "cancelled" else "link_cancelled")
     return shown(token, appointment, person, DONE.get(done))
-
-
-def person_of(appointment):
-    name, language = first_name(clinic(), appointment)
-    return {"name": plain(name), "language": language}
 
 
 def shown(token, appointment, person, done=None, error=None, status=200):
     t, settings = translator(person["language"]), clinic().settings
     starts = appointment["starts"]
-    lines = [(t("mail_when"), long_date(t, starts.date())), (t("mail_at"), f"{starts:%H:%M}")]
+    lines = [(t("patient"), person["child"])] if person["child"] else []
+    lines += [(t("mail_when"), long_date(t, starts.date())), (t("mail_at"), f"{starts:%H:%M}")]
     for key, label in (("center_name", "mail_where"), ("center_address", "mail_address"), ("bring", "mail_bring")):
         if appointment[key]:
             lines.append((t(label), plain(appointment[key])))
@@ -113,48 +139,64 @@ def shown(token, appointment, person, done=None, error=None, status=200):
         lines.append((t("mail_doctor"), plain(appointment["doctor_name"])))
         if appointment["type_name"]:
             lines.append((t("mail_type"), plain(appointment["type_name"])))
-    lines.append((t("link_status"), t(f"link_{appointment['status']}")))
-    choices = move_choices(clinic(), appointment) if not appointment["to_call"] else []
+    status_key = "link_pending" if appointment["to_call"] else f"link_{appointment['status']}"
+    lines.append((t("link_status"), t(status_key)))
     return page("link", status, language=person["language"], lines=lines, name=person["name"], token=token,
                 csrf=BOUNDS.csrf(token), done=done, error=error, appointment=appointment,
                 late=not in_notice(clinic(), appointment), hours=settings.cancel_notice_hours,
-                phone=t("link_phone", phone=plain(appointment["center_phone"])) if appointment["center_phone"] else "",
-                clinic_name=plain(settings.clinic_name) or t("the_clinic"), choices=[
-                    (f"{slot.date} {slot.time}", f"{long_date(t, dt.date.fromisoformat(str(slot.date)))}, {slot.time}")
-                    for slot in choices[:40]])
+                phone=phone_of(t, appointment), days=move_days(t, appointment),
+                clinic_name=plain(settings.clinic_name) or plain(appointment["center_name"]) or t("the_clinic"))
+
+
+def move_days(t, appointment):
+    """[(the day in words, [(slot value, time)])] of the first days with free times to move to."""
+    days = {}
+    for slot in [] if appointment["to_call"] else move_choices(clinic(), appointment):
+        if slot.date not in days and len(days) == MOVE_DAYS_SHOWN:
+            break
+        days.setdefault(slot.date, []).append((f"{slot.date} {slot.time}", slot.time))
+    return [(long_date(t, day), times) for day, times in days.items()]
 
 
 def link_action(token, action):
-    """POST confirm, cancel or move: the page's CSRF token, within the link's and the address's bounds, through
-    the one door as the patient; then back to the page, which says what was done."""
-    if not BOUNDS.by_address.take(address()) or BOUNDS.misses.tokens(address(), BOUNDS.misses.clock()) < 1:
-        return gone(429)
-    appointment = found(token)
-    if appointment is None or appointment["status"] == "cancelled":
-        return gone()
+    """POST confirm, cancel (after a second POST that says so) or move: the page's CSRF token, within the link's and
+    the address's bounds, through the one door as the patient; then back to the page, which says what was done."""
+    appointment, refusal = opened_or_refusal(token)
+    if refusal is not None:
+        return refusal
     person = person_of(appointment)
+    if appointment["status"] == "cancelled":
+        return said(appointment, person, "link_cancelled", 409, token)
     if not hmac.compare_digest((bottle.request.forms.getunicode("csrf") or "").encode(), BOUNDS.csrf(token).encode()):
-        return page("link_message", 403, language=person["language"], key="link_expired")
-    if not BOUNDS.by_link.take(link_hash(token)):
-        return page("link_message", 429, language=person["language"], key="link_busy")
+        return said(appointment, person, "link_expired", 403, token)
+    if not BOUNDS.by_address.take(address()) or not BOUNDS.by_link.take(link_hash(token)):
+        return said(appointment, person, "link_busy", 429, token)
+    if action == "anular" and not in_notice(clinic(), appointment):
+        return shown(token, appointment, person, error="link_late", status=409)
+    if action == "anular" and bottle.request.forms.getunicode("seguro") != "1":
+        t = translator(person["language"])
+        return page("link_cancel", language=person["language"], token=token, csrf=BOUNDS.csrf(token),
+                    when=long_date(t, appointment["starts"].date()), time=f"{appointment['starts']:%H:%M}")
     try:
-        if action == "confirmar":
-            link_confirm(clinic(), appointment)
-            done = "confirmed"
-        elif action == "anular":
-            link_cancel(clinic(), appointment)
-            done = "cancelled"
-        else:
-            day, _, time_text = (bottle.request.forms.getunicode("slot") or "").partition(" ")
-            link_move(clinic(), appointment, dt.date.fromisoformat(day), time_text)
-            done = "moved"
+        done = act(appointment, action)
     except (ClinicError, ValueError) as error:
         key = "link_taken" if isinstance(error, ValueError) or error.code in ("SLOT_NOT_AVAILABLE", "INVALID_REQUEST") \
             else "link_to_call" if error.code == "LINK_TO_CALL" else "link_late"
         return shown(token, appointment, person, error=key, status=409)
-    if done == "cancelled":
-        return page("link_message", language=person["language"], key="link_cancelled_done")
     bottle.redirect(f"/cita/{token}?" + urllib.parse.urlencode({"hecho": done}), 303)
+
+
+def act(appointment, action):
+    """One action of the patient's through the one door; what was done."""
+    if action == "confirmar":
+        link_confirm(clinic(), appointment)
+        return "confirmed"
+    if action == "anular":
+        link_cancel(clinic(), appointment)
+        return "cancelled"
+    day, _, time_text = (bottle.request.forms.getunicode("slot") or "").partition(" ")
+    link_move(clinic(), appointment, dt.date.fromisoformat(day), time_text)
+    return "moved"
 
 
 def link_confirm_post(token):
@@ -171,22 +213,22 @@ def link_move_post(token):
 
 def stop_page(token):
     """GET of a message's stop link: a button only (a scanner's GET stops nothing)."""
-    if not BOUNDS.views.take(address()):
+    appointment, refusal = opened_or_refusal(token, stop=True)
+    if refusal is not None:
+        return refusal
+    if not BOUNDS.views.take(link_hash(token)):
         return gone(429)
-    appointment = found(token, stop=True)
-    if appointment is None:
-        return gone()
     return page("link_stop", language=person_of(appointment)["language"], token=token, stopped=False)
 
 
 def stop_post(token):
     """POST of a message's stop link, by the page's button or a mail program's one-click (RFC 8058): no more
     messages. The token in the address is all it takes, as the one-click POST carries nothing else."""
-    if not BOUNDS.by_address.take(address()):
+    appointment, refusal = opened_or_refusal(token, stop=True)
+    if refusal is not None:
+        return refusal
+    if not BOUNDS.by_link.take(link_hash(token)):
         return gone(429)
-    appointment = found(token, stop=True)
-    if appointment is None:
-        return gone()
     link_stop(clinic(), appointment)
     return page("link_stop", language=person_of(appointment)["language"], token=token, stopped=True)
 
@@ -200,7 +242,7 @@ def link_stylesheet():
 def patient_error_page(http_error):
     """Bottle's own errors under /cita (an unknown path, a wrong method): the link's page, never JSON."""
     return page("link_message", http_error.status_code if http_error.status_code in (404, 405) else 404,
-                key="link_gone")
+                key="link_gone", help=None, back=None)
 
 
 class PatientPlugin:
@@ -220,7 +262,7 @@ class PatientPlugin:
                 raise
             except Exception:
                 log.exception("request %s failed", request_id())
-                return page("link_message", 500, key="link_gone")
+                return page("link_message", 500, key="link_error", help=None, back=None)
         return wrapper
 
 

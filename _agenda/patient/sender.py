@@ -3,6 +3,7 @@ the one door and hands it to the clinic's SMTP server, in order per appointment,
 it never holds a request, and holds the write lock only to note what became of a message."""
 
 import contextlib
+import ipaddress
 import logging
 import os
 import smtplib
@@ -21,7 +22,8 @@ from ..domain.identity import identity
 from ..domain.links import new_link
 from ..domain.outbox import (due_messages, finish, first_to, moot, queue_reminders, start_try, told_before,
                              try_again)
-from .messages import envelope, test_message, visit_view, written
+from ..desk.pages import visit_view
+from .messages import envelope, test_message, written
 
 log = logging.getLogger("agenda")
 SECURITIES = {"smtp": "starttls", "smtps": "tls", "smtp+plain": "none"}  # a URL's scheme: how the link is guarded
@@ -52,8 +54,31 @@ def smtp_server(url, password=None, ca_file=None):
         raise ValueError("keep the SMTP password out of the URL: put it in a file only you read (chmod 600) "
                          "and give it with --smtp-password-file")
     security = SECURITIES[parts.scheme]
+    if security == "none" and not loopback(parts.hostname):
+        raise ValueError(f"smtp+plain:// sends everything in clear, the password too: only to a relay on this machine "
+                         f"(localhost), never to {parts.hostname}; use smtp:// (STARTTLS) or smtps://")
     return SmtpServer(parts.hostname, parts.port or DEFAULT_PORTS[security], security,
                       urllib.parse.unquote(parts.username) if parts.username else None, password, ca_file)
+
+
+def loopback(host):
+    """Whether `host` names this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def public_address(url):
+    """The address patients reach /cita at, checked: https://, or http:// to this machine only (a token must
+    not travel in clear); ValueError in words."""
+    parts = urllib.parse.urlsplit(url or "")
+    if parts.scheme == "https" and parts.hostname or parts.scheme == "http" and loopback(parts.hostname or ""):
+        return url.rstrip("/")
+    raise ValueError("where do the patients' links lead? give --public-url https://citas.example.es (or "
+                     "AGENDA_PUBLIC_URL): https, as each link's token opens an appointment")
 
 
 class Refused(Exception):
@@ -89,12 +114,16 @@ class Mailer:
             if self.connection is None:
                 self.connection = self.open()
             self.connection.send_message(message, from_address, [to_address])
-        except smtplib.SMTPRecipientsRefused as error:
+        except smtplib.SMTPRecipientsRefused as error:  # this address: this message fails, the others go on
             code = next(iter(error.recipients.values()))[0]
             self.fail(code, f"the server refused the recipient ({code})")
-        except smtplib.SMTPResponseException as error:
+        except smtplib.SMTPDataError as error:  # this message's content
             self.close()
-            self.fail(error.smtp_code, f"the server answered {error.smtp_code}")
+            self.fail(error.smtp_code, f"the server refused the message ({error.smtp_code})")
+        except smtplib.SMTPResponseException as error:  # the greeting, the login, the sender: every message waits
+            self.close()
+            raise Unreachable(f"the server refused the clinic's connection ({error.smtp_code}): check --smtp, the "
+                              "password and --mail-from") from None
         except (smtplib.SMTPException, OSError) as error:
             self.close()
             raise Unreachable(f"the server could not be reached: {type(error).__name__}") from None
@@ -118,7 +147,7 @@ class Sender:
 
     def __init__(self, clinic, mailer, from_address, public_url, sync=None, batch=50):
         self.clinic, self.mailer, self.from_address, self.sync = clinic, mailer, from_address, sync
-        self.public_url, self.batch = public_url.rstrip("/"), batch
+        self.public_url, self.batch = public_address(public_url), batch
         self.domain = parseaddr(from_address)[1].rpartition("@")[2] or "agenda.invalid"
 
     def pass_once(self, stopping=None):
@@ -168,9 +197,9 @@ class Sender:
         try:
             person = identity(clinic, visit["patient_id"], READER, "message")
         except ClinicError:
-            return self.ended(message, "skipped", "the patient is blocked")
+            return self.ended(message, "skipped", "blocked")
         if not person["email"] or person["messages"] != 1:
-            return self.ended(message, "skipped", "no e-mail" if not person["email"] else "messages stopped")
+            return self.ended(message, "skipped", "no_email" if not person["email"] else "messages_stopped")
         kind = "confirmation" if message["kind"] == "update" and not told_before(conn, message) else message["kind"]
         with clinic.db.transaction() as writing:
             message_id = start_try(writing, message["id"], make_msgid(domain=self.domain), at)

@@ -102,10 +102,11 @@
 <h2>{{t('patient_messages')}}</h2>
 % if messages:
 <table class="messages">
-  <thead><tr><th>{{t('when')}}</th><th>{{t('message_kind')}}</th><th>{{t('status')}}</th></tr></thead>
+  <thead><tr><th>{{t('message_when')}}</th><th>{{t('message_kind')}}</th><th>{{t('status')}}</th></tr></thead>
   <tbody>
   % for m in messages:
-  <tr><td>{{m['when']}}</td><td>{{t('mailkind_' + m['kind'])}}</td><td>{{t('mailstate_' + m['state'])}}</td></tr>
+  % why = t('mailwhy_' + m['error']) if m['state'] == 'skipped' and m['error'] else ''
+  <tr><td>{{m['when']}}</td><td>{{t('mailkind_' + m['kind'])}}</td><td>{{t('mailstate_' + m['state'])}}{{': ' + why if why else ''}}</td></tr>
   % end
   </tbody>
 </table>

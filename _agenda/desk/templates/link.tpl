@@ -13,33 +13,34 @@
 % end
 </dl>
 % if appointment['to_call']:
-<p>{{t('link_to_call')}}</p>
-% elif late:
-<p>{{t('link_late', hours=hours, phone=phone)}}</p>
-% if appointment['status'] != 'confirmed':
-<form method="post" action="/cita/{{token}}/confirmar"><input type="hidden" name="csrf" value="{{csrf}}">
-<button type="submit">{{t('link_confirm')}}</button></form>
-% end
+<p>{{t('link_to_call', phone=phone)}}</p>
 % else:
 % if appointment['status'] != 'confirmed':
 <form method="post" action="/cita/{{token}}/confirmar"><input type="hidden" name="csrf" value="{{csrf}}">
 <button type="submit">{{t('link_confirm')}}</button></form>
 % end
+% if late:
+<p>{{t('link_late', hours=hours, phone=phone)}}</p>
+% else:
 <h2>{{t('link_move')}}</h2>
-% if choices:
+% if days:
 <form method="post" action="/cita/{{token}}/cambiar"><input type="hidden" name="csrf" value="{{csrf}}">
-<fieldset><legend>{{t('link_move_to')}}</legend>
-% for value, words in choices:
-<label class="choice"><input type="radio" name="slot" value="{{value}}" required> {{words}}</label>
+<p>{{t('link_move_to')}}</p>
+% for day, times in days:
+<fieldset><legend>{{day}}</legend>
+% for value, time in times:
+<label class="choice"><input type="radio" name="slot" value="{{value}}" required> {{time}}</label>
 % end
 </fieldset>
+% end
 <button type="submit">{{t('link_move')}}</button></form>
 % else:
-<p>{{t('link_no_other')}}</p>
+<p>{{t('link_no_other', phone=phone)}}</p>
 % end
 <h2>{{t('link_cancel')}}</h2>
 <form method="post" action="/cita/{{token}}/anular"><input type="hidden" name="csrf" value="{{csrf}}">
-<p>{{t('link_cancel_sure')}}</p>
 <button type="submit" class="danger">{{t('link_cancel')}}</button></form>
 % end
+% end
+<p class="help">{{t('link_help', phone=phone)}}</p>
 </main></body></html>
