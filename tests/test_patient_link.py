@@ -8,7 +8,9 @@ import re
 import pytest
 import webtest
 
+from _agenda.domain.changes import cancel_appointment, move_appointment
 from _agenda.domain.links import new_link
+from _agenda.values.refusals import ClinicError
 from _agenda.domain.registry import register_patient
 from _agenda.domain.rights import rectify, request_erasure
 from _agenda.patient import pages
@@ -192,7 +194,7 @@ def test_a_move_goes_only_to_a_time_the_page_offers(api):
     token = link(api, booked)
     page = browser.get(f"/cita/{token}")
     assert 'value="2026-11-26 10:30"' in page.text and "2027" not in page.text
-    for slot in ("2027-02-15 09:00", "2026-11-28 10:00"):  # the caller's horizon; another center's Saturday
+    for slot in ("2027-03-01 09:00", "2026-11-28 10:00"):  # past the caller's horizon; another center's Saturday
         refused = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(page), "slot": slot}, expect_errors=True)
         assert refused.status_int == 409 and tuple(row(api, booked))[:2] == ("2026-11-26", "09:00"), slot
 
@@ -231,3 +233,31 @@ def test_a_stop_stops_every_message_to_that_address(api):
     browser.post(f"/cita/baja/{stop}", "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded")
     chosen = api.db().execute("SELECT id, messages FROM patients WHERE id IN (?, ?) ORDER BY id", (guardian, child))
     assert [tuple(row) for row in chosen] == [(int(guardian), 0), (int(child), 0)]
+
+
+def test_the_door_itself_refuses_the_patients_late_cancel_or_move_on_the_row_it_changes(api):
+    """The notice is the door's rule for the channel `patient`, read inside the change's transaction: a visit the
+    desk moved near in the meantime is refused, whatever the page saw."""
+    booked = api.book(patient_of(api), date="24/11/2026", time="09:00")  # 25 hours away: outside the notice
+    move_appointment(api.app.clinic, booked, day=dt.date(2026, 11, 23), time_text="10:30", source="desk:ana")
+    with pytest.raises(ClinicError) as refused:
+        cancel_appointment(api.app.clinic, booked, reason="x", source="patient")
+    assert refused.value.code == "LINK_TOO_LATE"
+    with pytest.raises(ClinicError) as refused:
+        move_appointment(api.app.clinic, booked, day=dt.date(2026, 11, 26), time_text="09:00", source="patient")
+    assert refused.value.code == "LINK_TOO_LATE" and row(api, booked)["status"] == "booked"
+    cancel_appointment(api.app.clinic, booked, reason="llamó", source="api")  # the caller's own notice is its own
+
+
+def test_the_move_list_shows_five_days_and_more_on_asking(api):
+    browser = webtest.TestApp(api.app)
+    token = link(api, api.book(patient_of(api), date="24/11/2026", time="09:00"))
+    page = browser.get(f"/cita/{token}")
+    legends = re.findall(r"<legend>([^<]+)</legend>", page.text)
+    assert legends[0] == "martes, 24 de noviembre de 2026" and len(legends) == 5
+    more = page.click("Ver más días")
+    later = re.findall(r"<legend>([^<]+)</legend>", more.text)
+    assert later and later[0] not in legends
+    choice = re.search(r'name="slot" value="([^"]+)"', more.text)[1]
+    moved = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(more), "slot": choice})
+    assert moved.status_int == 303  # a time of a later page is one the page offered

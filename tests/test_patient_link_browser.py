@@ -15,7 +15,7 @@ from conftest import MADRID, valid_dni
 from test_desk_browser import start_chromium, WAIT
 
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions as seen
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.support.ui import WebDriverWait
 
 
@@ -35,7 +35,9 @@ def link(api, appointment_id):
 
 
 def shown(phone, text):
-    WebDriverWait(phone, WAIT).until(seen.text_to_be_present_in_element((By.TAG_NAME, "main"), text))
+    """The page's text once it holds `text` (a page being replaced by the next is read again, not an error)."""
+    WebDriverWait(phone, WAIT, ignored_exceptions=(WebDriverException,)).until(
+        lambda driver: text in driver.find_element(By.TAG_NAME, "main").text)
     return phone.find_element(By.TAG_NAME, "main").text
 
 

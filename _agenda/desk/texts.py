@@ -650,6 +650,8 @@ TEXTS = {
         "the patient asked for their data to be erased"),
     "message_when": ("Enviado / escrito",
         "Sent / written"),
+    "link_more_days": ("Ver más días",
+        "More days"),
 }
 
 

@@ -1,6 +1,8 @@
 """An appointment changed by any channel: booked, moved, cancelled or confirmed, each one transaction through
 the one door ("One door for an appointment") with its event. No HTTP here."""
 
+import datetime as dt
+
 from ..values.refusals import ClinicError, invalid
 from ..values.fields import numeric_id
 from ..storage.events import record_event, utc_iso, written_row
@@ -51,6 +53,7 @@ def moved(clinic, conn, before, day, time_text, doctor_id, center_id, at, source
     """Inside a transaction: the appointment row `before` moved through the door by `channel` (the move's own,
     else `move_channel`); what only a move asks asked first. Its id."""
     refuse_attended(before, source)
+    refuse_late(clinic, before, source)
     doctor = clinic.require_doctor(doctor_id or before["doctor_id"])
     if doctor["speciality_id"] != before["speciality_id"] and doctor["id"] != before["doctor_id"]:
         raise invalid("the new doctor is of another speciality", "speciality", "doctorId")
@@ -61,6 +64,14 @@ def moved(clinic, conn, before, day, time_text, doctor_id, center_id, at, source
                      accept_overlap=accept_overlap)
     return admit(clinic, conn, visit, day, time_text, channel or move_channel(source, visit), at, source,
                  moving=before, waitlist_id=waitlist_id)
+
+
+def refuse_late(clinic, appointment, source):
+    """The patient's own link may not cancel or move a visit inside the clinic's cancellation notice ("The patient's
+    link"): read on the row inside the change's transaction."""
+    starts = dt.datetime.fromisoformat(f"{appointment['date']}T{appointment['time']}").replace(tzinfo=clinic.tz)
+    if source == "patient" and starts - clinic.clock() < dt.timedelta(hours=clinic.settings.cancel_notice_hours):
+        raise ClinicError("LINK_TOO_LATE", "the visit is too near to cancel or move here: call the clinic")
 
 
 def refuse_attended(appointment, source):
@@ -77,6 +88,7 @@ def cancel_appointment(clinic, appointment_id, reason="cancelled by the caller",
     with clinic.db.transaction() as conn:
         before = clinic.require_appointment(appointment_id, CANCEL_CANCELLED)
         refuse_attended(before, source)
+        refuse_late(clinic, before, source)
         cancelled(clinic, conn, before, at, reason, "appointment.cancelled", source)
 
 

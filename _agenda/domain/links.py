@@ -93,15 +93,16 @@ def link_cancel(clinic, appointment):
     cancel_appointment(clinic, appointment["id"], reason="cancelled by the patient", source=SOURCE)
 
 
-def move_choices(clinic, appointment):
-    """The free slots the patient may move to: same doctor, center and type, the caller's window, the next days,
-    outside the clinic's cancellation notice (a move there could not be undone here). None for a sobrecita, a
+def move_choices(clinic, appointment, first=None):
+    """The free slots the patient may move to: same doctor, center and type, the caller's window, two weeks from
+    `first` (today), outside the clinic's cancellation notice (a move there could not be undone here). None for a sobrecita, a
     visit inside the notice, or one without a center."""
     if appointment["squeezed"] or appointment["center_id"] is None or not in_notice(clinic, appointment):
         return []
+    first = max(first or clinic.today(), clinic.today())
     slots = availability(clinic, doctor_id=appointment["doctor_id"], center_id=appointment["center_id"],
-                         speciality_id=appointment["type_id"] or appointment["speciality_id"],
-                         last=clinic.today() + dt.timedelta(days=MOVE_DAYS))
+                         speciality_id=appointment["type_id"] or appointment["speciality_id"], first=first,
+                         last=first + dt.timedelta(days=MOVE_DAYS))
     notice, now = dt.timedelta(hours=clinic.settings.cancel_notice_hours), clinic.clock()
     return [slot for slot in slots if (str(slot.date), slot.time) != (appointment["date"], appointment["time"])
             and slot.center_id == appointment["center_id"] and dt.datetime.combine(
@@ -115,7 +116,7 @@ def link_move(clinic, appointment, day, time_text):
         raise ClinicError("LINK_SQUEEZED", "an urgent visit added by the clinic is moved by the clinic")
     if not in_notice(clinic, appointment):
         raise ClinicError("LINK_TOO_LATE", "the visit is too near to cancel or move here: call the clinic")
-    if not any((slot.date, slot.time) == (day, time_text) for slot in move_choices(clinic, appointment)):
+    if not any((slot.date, slot.time) == (day, time_text) for slot in move_choices(clinic, appointment, day)):
         raise slot_not_available("taken")  # only what the page offers: this doctor, center and type, these days
     return move_appointment(clinic, appointment["id"], day=day, time_text=time_text, source=SOURCE)
 

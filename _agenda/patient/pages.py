@@ -144,18 +144,28 @@ def shown(token, appointment, person, done=None, error=None, status=200):
     return page("link", status, language=person["language"], lines=lines, name=person["name"], token=token,
                 csrf=BOUNDS.csrf(token), done=done, error=error, appointment=appointment,
                 late=not in_notice(clinic(), appointment), hours=settings.cancel_notice_hours,
-                phone=phone_of(t, appointment), days=move_days(t, appointment),
+                phone=phone_of(t, appointment), moves=move_days(t, appointment),
                 clinic_name=plain(settings.clinic_name) or plain(appointment["center_name"]) or t("the_clinic"))
 
 
 def move_days(t, appointment):
-    """[(the day in words, [(slot value, time)])] of the first days with free times to move to."""
-    days = {}
-    for slot in [] if appointment["to_call"] else move_choices(clinic(), appointment):
+    """([(the day in words, [(slot value, time)])] of the first days with free times to move to, from the day the
+    address asks (`desde`, else today), and the day to ask for more from, or None)."""
+    days, more = {}, None
+    for slot in [] if appointment["to_call"] else move_choices(clinic(), appointment, asked_day()):
         if slot.date not in days and len(days) == MOVE_DAYS_SHOWN:
+            more = slot.date
             break
         days.setdefault(slot.date, []).append((f"{slot.date} {slot.time}", slot.time))
-    return [(long_date(t, day), times) for day, times in days.items()]
+    return [(long_date(t, day), times) for day, times in days.items()], more
+
+
+def asked_day():
+    """The day the page's "more days" asked to list from, or None (a wrong one is none)."""
+    try:
+        return dt.date.fromisoformat(bottle.request.query.get("desde") or "")
+    except ValueError:
+        return None
 
 
 def link_action(token, action):

@@ -23,6 +23,7 @@
 <p>{{t('link_late', hours=hours, phone=phone)}}</p>
 % else:
 <h2>{{t('link_move')}}</h2>
+% days, more = moves
 % if days:
 <form method="post" action="/cita/{{token}}/cambiar"><input type="hidden" name="csrf" value="{{csrf}}">
 <p>{{t('link_move_to')}}</p>
@@ -34,6 +35,9 @@
 </fieldset>
 % end
 <button type="submit">{{t('link_move')}}</button></form>
+% if more:
+<p><a class="back" href="/cita/{{token}}?desde={{more}}">{{t('link_more_days')}}</a></p>
+% end
 % else:
 <p>{{t('link_no_other', phone=phone)}}</p>
 % end
