@@ -707,7 +707,8 @@ CREATE INDEX outbox_by_appointment ON outbox (appointment_id, id);
 -- mail retry`) or drop; sent, at done_at; stale: a later change made it moot; skipped: nobody to send it to
 -- (no e-mail, messages stopped, a blocked patient), why in `error`; failed: it kept failing, why in `error`
 -- (never an address). message_id is set before the first try, so that a try repeated after a crash carries
--- the same Message-ID. A reminder names the visit's date and time it reminds of (`slot`): a move makes it stale.
+-- the same Message-ID. `slot` is the visit's date and time the message told: a reminder's, from its queueing (a
+-- move makes it stale); any other's, from its first try (an update then says what the visit was before).
 CREATE TABLE outbox_18 (
     id             INTEGER PRIMARY KEY,
     appointment_id INTEGER NOT NULL REFERENCES appointments (id),
@@ -720,7 +721,7 @@ CREATE TABLE outbox_18 (
     message_id     TEXT,
     done_at        TEXT,
     error          TEXT,
-    slot           TEXT CHECK ((kind = 'reminder') = (slot IS NOT NULL))
+    slot           TEXT CHECK (kind != 'reminder' OR slot IS NOT NULL)
 );
 INSERT INTO outbox_18 (id, appointment_id, kind, created_at) SELECT id, appointment_id, kind, created_at FROM outbox;
 DROP TABLE outbox;

@@ -481,3 +481,15 @@ def test_one_sender_at_a_time_for_a_database(api, db_path, mail_server):
         first.send_signal(signal.SIGTERM)
         first.wait(timeout=60)
     assert (db_path.parent / f"{db_path.name}.mail-sender").stat().st_mode & 0o777 == 0o600
+
+
+def test_an_update_says_what_the_visit_was_as_the_last_message_told_it(api, sender, mail_server):
+    booked = api.book(api.new_patient(email="ana@example.es"))
+    assert sender.pass_once() == {"sent": 1}  # told: Tuesday 09:00
+    api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "09:30"})
+    api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "10:00"})
+    assert sender.pass_once() == {"stale": 1, "sent": 1}  # one update, of the latest time
+    update = mail_server.inbox.messages()[-1][1]
+    text = update.get_body(("plain",)).get_content()
+    assert update["Subject"] == "Cita cambiada: martes, 24 de noviembre de 2026, 10:00"
+    assert "Hora: 10:00" in text and "Antes: martes, 24 de noviembre de 2026, 09:00" in text  # not 09:30

@@ -652,6 +652,8 @@ TEXTS = {
         "Sent / written"),
     "link_more_days": ("Ver más días",
         "More days"),
+    "mail_before": ("Antes",
+        "Before"),
 }
 
 

@@ -87,9 +87,11 @@ def moot(conn, message, appointment, now):
 
 
 def told_before(conn, message):
-    """Whether a message about this appointment was sent before (an update then reads as an update)."""
-    return conn.execute("SELECT 1 FROM outbox WHERE appointment_id = ? AND state = 'sent' AND id < ?",
-                        (message["appointment_id"], message["id"])).fetchone() is not None
+    """The visit's date and time ('YYYY-MM-DD HH:MM') the last message sent before this one told, or None when none
+    was sent (an update then reads as a confirmation)."""
+    row = conn.execute("SELECT slot FROM outbox WHERE appointment_id = ? AND state = 'sent' AND id < ? ORDER BY id"
+                       " DESC LIMIT 1", (message["appointment_id"], message["id"])).fetchone()
+    return None if row is None else row["slot"] or ""
 
 
 def first_to(conn, patient_id):
@@ -98,14 +100,15 @@ def first_to(conn, patient_id):
                         " WHERE a.patient_id = ? AND o.state = 'sent'", (patient_id,)).fetchone() is None
 
 
-def start_try(conn, message_id, new_message_id, at):
-    """Inside a transaction: one more try of this message, its Message-ID kept from the first try. The
-    Message-ID, or None when the message is no longer waiting."""
+def start_try(conn, message_id, new_message_id, at, slot=None):
+    """Inside a transaction: one more try of this message, its Message-ID and the visit's time it tells (`slot`)
+    kept from the first try. The Message-ID, or None when the message is no longer waiting."""
     row = conn.execute("SELECT state, message_id FROM outbox WHERE id = ?", (message_id,)).fetchone()
     if row is None or row["state"] != "waiting":
         return None
     kept = row["message_id"] or new_message_id
-    conn.execute("UPDATE outbox SET attempts = attempts + 1, message_id = ? WHERE id = ?", (kept, message_id))
+    conn.execute("UPDATE outbox SET attempts = attempts + 1, message_id = ?, slot = coalesce(slot, ?) WHERE id = ?",
+                 (kept, slot, message_id))
     return kept
 
 

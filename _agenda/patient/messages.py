@@ -2,6 +2,7 @@
 in the patient's language, from what the sender read through the one door; headers no name or address can
 break. Nothing clinical: never the reason, NIF, phone or a note."""
 
+import datetime as dt
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime
@@ -14,8 +15,9 @@ from ..desk.pages import desk_template, long_date, plain, visit_lines
 
 def written(view):
     """{subject, text, html, calendar} of a message. `view`: kind, language, clinic, first_name (None for a
-    guardian), patient_name (a child's, to her guardian), visit (the appointment: starts, ends, center, doctor
-    and type names, id, status), series, shows, link, stop_link, first (the first to this patient), sequence."""
+    guardian), patient_name (a child's, to her guardian), visit (the appointment: starts, ends, center, doctor and
+    type names, id, status), series, shows, link, stop_link, first (the first to this patient), sequence, before
+    (an update's: the visit's time the last message told, 'YYYY-MM-DD HH:MM')."""
     t = translator(view["language"])
     visit, kind = view["visit"], view["kind"]
     clinic = plain(view["clinic"]) or plain(visit.get("center_name")) or t("the_clinic")
@@ -23,7 +25,11 @@ def written(view):
     subject = t(f"mail_subject_{kind}", date=long_date(t, visit["starts"].date()), time=f"{visit['starts']:%H:%M}")
     hello = t("mail_hello", name=plain(view["first_name"])) if plain(view["first_name"]) else t("mail_hello_plain")
     whose = [(t("patient"), plain(view["patient_name"]))] if view.get("patient_name") else []
-    blocks = [whose + visit_lines(t, one, view["shows"], kind == "notice") for one in visits]
+    before = []
+    if view.get("before"):  # an update: what the visit was, as the last message told it
+        day, _, time_text = view["before"].partition(" ")
+        before = [(t("mail_before"), f"{long_date(t, dt.date.fromisoformat(day))}, {time_text}")]
+    blocks = [whose + visit_lines(t, one, view["shows"], kind == "notice") + before for one in visits]
     link_words = None if kind == "notice" else t("mail_series_link" if kind == "series" else "mail_link")
     stop_words = t("mail_first" if view["first"] else "mail_stop")
     lead = t(f"mail_lead_{kind}", clinic=clinic)

@@ -200,9 +200,11 @@ class Sender:
             return self.ended(message, "skipped", "blocked")
         if not person["email"] or person["messages"] != 1:
             return self.ended(message, "skipped", "no_email" if not person["email"] else "messages_stopped")
-        kind = "confirmation" if message["kind"] == "update" and not told_before(conn, message) else message["kind"]
+        told = told_before(conn, message)
+        kind = "confirmation" if message["kind"] == "update" and told is None else message["kind"]
+        slot = f"{visit['date']} {visit['time']}"
         with clinic.db.transaction() as writing:
-            message_id = start_try(writing, message["id"], make_msgid(domain=self.domain), at)
+            message_id = start_try(writing, message["id"], make_msgid(domain=self.domain), at, slot)
             if message_id is None:
                 return "taken"
             link = None if kind == "notice" else new_link(writing, visit["id"], "message", at)
@@ -219,7 +221,8 @@ class Sender:
                 "patient_name": person["name"] if person["guardian_id"] else None,  # a child's, to her guardian
                 "visit": visit_view(visit, clinic.tz), "series": series,
                 "shows": clinic.settings.mail_shows, "link": link and f"{self.public_url}/cita/{link}",
-                "stop_link": f"{self.public_url}/cita/baja/{stop}", "first": first, "sequence": sequence, "now": at}
+                "stop_link": f"{self.public_url}/cita/baja/{stop}", "first": first, "sequence": sequence, "now": at,
+                "before": told if kind == "update" and told and told != slot else None}
         mail = envelope(view, written(view), self.from_address, person["email"], message_id)
         return self.deliver(message, mail, person["email"])
 
