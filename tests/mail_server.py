@@ -60,10 +60,17 @@ class MailServer:
         self.ca.issue_cert("127.0.0.1").configure_cert(context)
         self.ca_file = folder / "smtp-ca.pem"
         self.ca.cert_pem.write_to_path(str(self.ca_file))
-        self.inbox, self.port = Inbox(), free_port()
-        self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port, tls_context=context,
-                                     require_starttls=True)
-        self.controller.start()
+        self.inbox = Inbox()
+        for attempt in range(5):  # a port found free may be taken by another test's server before it binds
+            self.port = free_port()
+            self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port, tls_context=context,
+                                         require_starttls=True)
+            try:
+                self.controller.start()
+                break
+            except (OSError, RuntimeError):
+                if attempt == 4:
+                    raise
         self.url = f"smtp://127.0.0.1:{self.port}"
 
     def stop(self):
