@@ -9,9 +9,11 @@ each other category its type needs, none another doctor's room then (but the con
 start GET /availabilities lists for a type books; and a reload either keeps all this or is refused and changes
 nothing. AGENDA_HOLDS_EXAMPLES runs more examples than the suite's few."""
 
+import collections
 import copy
 import datetime as dt
 import itertools
+import json
 import os
 import re
 import shutil
@@ -565,6 +567,29 @@ class HoldsMachine(RuleBasedStateMachine):
                 wrong.append((a["id"], a["doctor_id"], a["date"], a["time"], busy_end(a), a["type_id"],
                               bool(a["squeezed"]), [h["resource_id"] for h in holds.get(a["id"], [])], why))
         assert not wrong, "\n".join(str(visit) for visit in wrong)
+
+    @invariant()
+    def each_change_wrote_the_message_it_calls_for_and_no_other(self):
+        """The outbox, read against the audit trail: a booking outside a series a confirmation, a series one message
+        on its first visit, a move an update, a cancellation a notice (an erasure's none); an import, a catalog
+        reload, a refused change nothing ("A patient's messages")."""
+        conn = self.conn()
+        wrote = collections.Counter(tuple(row) for row in conn.execute(
+            "SELECT appointment_id, kind FROM outbox WHERE kind != 'reminder'"))
+        in_series = {row[0] for row in conn.execute("SELECT id FROM appointments WHERE series_id IS NOT NULL")}
+        called = collections.Counter()
+        for action, entity_id, after in conn.execute("SELECT action, entity_id, after FROM events ORDER BY id"):
+            after = json.loads(after or "{}")
+            if action in ("appointment.booked", "appointment.squeezed") and int(entity_id) not in in_series:
+                called[(int(entity_id), "confirmation")] += 1
+            elif action == "series.booked" and after.get("appointments"):
+                called[(after["appointments"][0], "series")] += 1
+            elif action == "appointment.moved":
+                called[(int(entity_id), "update")] += 1
+            elif action in ("appointment.cancelled", "appointment.declined", "appointment.released") and \
+                    after.get("cancel_reason") != "erasure requested":
+                called[(int(entity_id), "notice")] += 1
+        assert wrote == called, (wrote - called, called - wrote)
 
     @invariant()
     def every_start_listed_for_a_type_books(self):

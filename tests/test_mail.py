@@ -493,3 +493,34 @@ def test_an_update_says_what_the_visit_was_as_the_last_message_told_it(api, send
     text = update.get_body(("plain",)).get_content()
     assert update["Subject"] == "Cita cambiada: martes, 24 de noviembre de 2026, 10:00"
     assert "Hora: 10:00" in text and "Antes: martes, 24 de noviembre de 2026, 09:00" in text  # not 09:30
+
+
+def test_a_pass_with_nothing_due_takes_no_write_lock(api, sender, monkeypatch):
+    """The sender's every pass asks for reminders; with none due and nothing to send it writes nothing, so it never
+    queues behind the caller's bookings for the write lock."""
+    api.book(api.new_patient(email="ana@example.es"), date="27/11/2026", time="09:00")
+    assert sender.pass_once() == {"sent": 1}
+    database, taken = api.app.clinic.db, []
+    opened = database.transaction
+    monkeypatch.setattr(database, "transaction", lambda *args, **kw: taken.append(1) or opened(*args, **kw))
+    assert sender.pass_once() == {} and taken == []
+
+
+def test_agenda_mail_send_refuses_in_words_what_it_cannot_send_with(api, db_path, tmp_path, mail_server):
+    runner = CliRunner(env={key: None for key in os.environ if key.startswith("AGENDA_")})
+    base = ["mail", "send", "--db", str(db_path), "--once"]
+    said = runner.invoke(agenda.cli, base)
+    assert said.exit_code == 1 and "no SMTP server: give --smtp" in said.output
+    readable = tmp_path / "smtp.password"
+    readable.write_text("secreto\n")
+    readable.chmod(0o644)
+    said = runner.invoke(agenda.cli, [*base, "--smtp", "smtps://citas@mail.example.es", "--smtp-password-file",
+                                      str(readable)])
+    assert said.exit_code == 1 and f"chmod 600 {readable}" in said.output and "secreto" not in said.output
+    smtp = ["--smtp", mail_server.url, "--smtp-ca", str(mail_server.ca_file)]
+    said = runner.invoke(agenda.cli, [*base, *smtp, "--public-url", "http://citas.example.es", "--mail-from", FROM])
+    assert said.exit_code == 1 and "https" in said.output
+    said = runner.invoke(agenda.cli, [*base, *smtp, "--public-url", PUBLIC])
+    assert said.exit_code == 1 and "--mail-from" in said.output
+    said = runner.invoke(agenda.cli, [*base, *smtp, "--public-url", PUBLIC, "--mail-from", FROM])
+    assert said.exit_code == 0 and "nothing to send" in said.output, said.output

@@ -261,3 +261,16 @@ def test_the_move_list_shows_five_days_and_more_on_asking(api):
     choice = re.search(r'name="slot" value="([^"]+)"', more.text)[1]
     moved = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(more), "slot": choice})
     assert moved.status_int == 303  # a time of a later page is one the page offered
+
+
+def test_the_desk_says_in_its_own_words_why_the_patient_or_the_caller_cancelled(api):
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    by_link, by_call = api.book(patient_of(api), date="26/11/2026"), api.book(
+        api.new_patient(nif=valid_dni(1), name="Eva"), date="26/11/2026", time="09:30")
+    cancel_appointment(api.app.clinic, by_link, reason="cancelled by the patient", source="patient")
+    api.delete(f"/appointments/{by_call}")
+    assert "anulada desde su enlace" in desk.get(f"/desk/appointments/{by_link}").text
+    called = desk.get(f"/desk/appointments/{by_call}").text
+    assert "anulada en la llamada" in called and "cancelled by the caller" not in called

@@ -72,13 +72,15 @@ def mail_send(ctx, db_path, tz, smtp_url, smtp_password_file, smtp_ca, mail_from
         public_address(public_url)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
+    from_address = sender_address(mail_from)
     existing_database(db_path).close()
-    only = only_sender(db_path)
     settings = Settings(tz=tz, clinic_name=clinic_name, mail_shows=mail_shows, reminder_hours=reminder_hours)
-    clinic = Clinic(Database(db_path, replicated=replica_socket is not None), settings, lambda: cli_now(ctx))
     sync = (lambda: replica_sync(replica_socket, db_path)[0] == 200) if replica_socket else None
-    sender = Sender(clinic, mailer, sender_address(mail_from), public_url, sync=sync)
+    only = only_sender(db_path)  # taken last: every refusal above leaves it to another sender
+    clinic = None
     try:
+        clinic = Clinic(Database(db_path, replicated=replica_socket is not None), settings, lambda: cli_now(ctx))
+        sender = Sender(clinic, mailer, from_address, public_url, sync=sync)
         if once:
             done = sender.pass_once()
             click.echo(", ".join(f"{count} {state}" for state, count in sorted(done.items())) or "nothing to send")
@@ -91,7 +93,8 @@ def mail_send(ctx, db_path, tz, smtp_url, smtp_password_file, smtp_ca, mail_from
         parent = os.environ.get("AGENDA_SENDER_PARENT")  # set by `agenda run`: its sender ends with it
         sender.until_stopped(stopping, every, alive=lambda: parent is None or os.getppid() == int(parent))
     finally:
-        clinic.db.close()
+        if clinic is not None:
+            clinic.db.close()
         os.close(only)
 
 

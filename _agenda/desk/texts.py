@@ -654,6 +654,14 @@ TEXTS = {
         "More days"),
     "mail_before": ("Antes",
         "Before"),
+    "why_cancelled by the caller": ("anulada en la llamada",
+        "cancelled on the call"),
+    "why_cancelled by the patient": ("anulada desde su enlace",
+        "cancelled from their link"),
+    "why_declined at reminder": ("rechazada en el recordatorio",
+        "declined at the reminder"),
+    "why_erasure requested": ("supresión de datos pedida",
+        "erasure requested"),
 }
 
 

@@ -28,32 +28,37 @@ def queue_message(conn, appointment_id, kind, at, slot=None):
 
 
 def queue_reminders(clinic, at):
-    """In one transaction: a reminder for each live visit starting within the clinic's reminder hours of `at`,
-    not yet reminded at its time, told of before that window opened, not on the list to call (D30), whose
-    patient wants messages. How many."""
+    """A reminder for each live visit starting within the clinic's reminder hours of `at`, not yet reminded at its
+    time, told of before that window opened, not on the list to call (D30), whose patient wants messages: found by a
+    read, then written in one short transaction only when some are due. How many."""
     hours = clinic.settings.reminder_hours
     if not hours:
         return 0
     now, until = at.astimezone(clinic.tz), (at + dt.timedelta(hours=hours)).astimezone(clinic.tz)
-    with clinic.db.transaction() as conn:
-        rows = conn.execute(
-            f"""SELECT a.id, a.date, a.time, coalesce((SELECT max(o.created_at) FROM outbox o WHERE o.appointment_id
-                = a.id AND o.kind IN ('confirmation', 'series', 'update')), a.created_at) AS told_at
-            FROM appointments a JOIN live_patients p ON p.id = a.patient_id
-            WHERE a.date BETWEEN ? AND ? AND a.status != 'cancelled' AND a.attendance IS NULL
-              AND p.messages = 1 AND p.email IS NOT NULL AND NOT {TO_CALL}
-              AND NOT EXISTS (SELECT 1 FROM outbox r WHERE r.appointment_id = a.id AND r.kind = 'reminder'
-                              AND r.slot = a.date || ' ' || a.time)""",
-            (now.date().isoformat(), until.date().isoformat())).fetchall()
-        due = []
-        for row in rows:
-            start = dt.datetime.fromisoformat(f"{row['date']}T{row['time']}").replace(tzinfo=clinic.tz)
-            told = dt.datetime.fromisoformat(row["told_at"])
-            if now < start <= until and told <= start - dt.timedelta(hours=hours):
-                due.append(row)
-        for row in due:
-            queue_message(conn, row["id"], "reminder", at, slot=f"{row['date']} {row['time']}")
-    return len(due)
+    rows = clinic.conn().execute(
+        f"""SELECT a.id, a.date, a.time, coalesce((SELECT max(o.created_at) FROM outbox o WHERE o.appointment_id
+            = a.id AND o.kind IN ('confirmation', 'series', 'update')), a.created_at) AS told_at
+        FROM appointments a JOIN live_patients p ON p.id = a.patient_id
+        WHERE a.date BETWEEN ? AND ? AND a.status != 'cancelled' AND a.attendance IS NULL
+          AND p.messages = 1 AND p.email IS NOT NULL AND NOT {TO_CALL}
+          AND NOT EXISTS (SELECT 1 FROM outbox r WHERE r.appointment_id = a.id AND r.kind = 'reminder'
+                          AND r.slot = a.date || ' ' || a.time)""",
+        (now.date().isoformat(), until.date().isoformat())).fetchall()
+    due = [row for row in rows if now < local_start(row, clinic.tz) <= until
+           and dt.datetime.fromisoformat(row["told_at"]) <= local_start(row, clinic.tz) - dt.timedelta(hours=hours)]
+    if not due:
+        return 0
+    with clinic.db.transaction() as conn:  # each still at its time, still not reminded: a change since is seen
+        return sum(conn.execute(
+            "INSERT INTO outbox (appointment_id, kind, created_at, slot) SELECT a.id, 'reminder', ?1, ?2"
+            " FROM appointments a WHERE a.id = ?3 AND a.status != 'cancelled' AND a.date || ' ' || a.time = ?2"
+            " AND NOT EXISTS (SELECT 1 FROM outbox r WHERE r.appointment_id = a.id AND r.kind = 'reminder'"
+            " AND r.slot = ?2)", (utc_iso(at), f"{row['date']} {row['time']}", row["id"])).rowcount for row in due)
+
+
+def local_start(row, zone):
+    """When an appointments row's visit starts, in the clinic's zone."""
+    return dt.datetime.fromisoformat(f"{row['date']}T{row['time']}").replace(tzinfo=zone)
 
 
 def due_messages(conn, at, limit=50):

@@ -9,7 +9,9 @@
 % cancelled = appointment['status'] == 'cancelled'
 % if cancelled:
 % gone = [e for e in appointment['history'] if e['action'] in ('appointment.cancelled', 'appointment.declined', 'appointment.released', 'patient.erasure_requested')]
-<p class="warning">{{t('cancelled_on', when=gone[-1]['when'] if gone else '', who=gone[-1]['who'] if gone else '', reason=appointment['cancel_reason'] or '')}}</p>
+% reason = appointment['cancel_reason'] or ''
+% said = t('why_' + reason) if reason else ''
+<p class="warning">{{t('cancelled_on', when=gone[-1]['when'] if gone else '', who=gone[-1]['who'] if gone else '', reason=reason if said == 'why_' + reason else said)}}</p>
 % end
 % if appointment['overlap_accepted'] and not cancelled:
 <p class="warning overlap-note"><strong class="overlap-mark">{{t('overlap_mark')}}</strong>
