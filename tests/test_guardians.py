@@ -2,19 +2,23 @@
 the desk under a guardian who is a patient, a visitor with a passport number; the NIF unique when
 present, and the caller's contract unchanged (by NIF it finds the guardian, by phone the child)."""
 
+import itertools
 import json
 import sqlite3
 
 import pytest
 import webtest
 from click.testing import CliRunner
+from hypothesis import given, HealthCheck, settings, strategies as st
 
 import agenda
 from _agenda.files.staged_import import import_patients
-from _agenda.domain.links import new_link
+from _agenda.domain.links import new_link, opened
 from _agenda.domain.registry import register_patient
+from _agenda.domain.rights import rectify
 from _agenda.storage.connections import transaction
 
+from conftest import valid_dni
 from test_desk import PASSWORD, log_in
 
 
@@ -174,3 +178,37 @@ def test_neither_the_caller_nor_a_file_changes_a_guardian_already_in_the_agenda(
     rows = api.db().execute("SELECT email, messages FROM patients WHERE id = ? OR guardian_id = ?",
                             (int(guardian), int(guardian))).fetchall()
     assert [tuple(row) for row in rows] == [("ana@example.es", 1)] * 2
+
+
+ADDRESSES, PHONES = ("ana@example.es", "ana@otro.es", ""), ("612345678", "699111222", "")
+CHILDREN = itertools.count(100)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(ADDRESSES), st.sampled_from(PHONES), st.sampled_from(("yes", "no", ""))),
+                min_size=1, max_size=5))
+def test_a_child_who_took_her_guardians_columns_follows_her_every_correction(api, corrections):
+    """The property over any corrections of a guardian (each example a guardian and a child of its own): the child
+    who took her e-mail, phone and choice holds hers after each, and no link to the child's visit made for an
+    address no longer the child's opens."""
+    clinic, number = api.app.clinic, next(CHILDREN)
+    guardian = register_patient(clinic, {"name": "Ana", "nif": valid_dni(number), "phone": PHONES[0],
+                                         "email": ADDRESSES[0]}, source="desk:ana")
+    child = register_patient(clinic, {"name": "Pablo", "birthDate": "03/04/2019", "guardianNif": valid_dni(number)},
+                             source="desk:ana")
+    visit, made = api.book(child, date=("24/11/2026", "26/11/2026")[number % 2],
+                           time=("09:00", "09:30", "10:00", "10:30")[number // 2 % 4]), []
+
+    def columns(patient_id):
+        return tuple(api.db().execute("SELECT email, phone, phone_e164, messages FROM patients WHERE id = ?",
+                                      (patient_id,)).fetchone())
+    try:
+        for email, phone, messages in corrections:
+            with transaction(api.db()) as conn:
+                made += [(columns(child)[0], new_link(conn, visit, "message", clinic.clock()))]
+            rectify(clinic, guardian, {"email": email, "phone": phone, "messages": messages}, "desk:ana")
+            assert columns(child) == columns(guardian)
+            address = columns(child)[0]
+            assert not [token for sent_to, token in made if sent_to != address and opened(clinic, token) is not None]
+    finally:
+        api.delete(f"/appointments/{visit}")  # its time, free for the next example
