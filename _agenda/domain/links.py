@@ -68,10 +68,10 @@ def opened(clinic, token, stop=False):
 
 
 def first_name(clinic, appointment):
-    """(first name, language, whether a guardian reads it) of the appointment's patient, read through the one door
-    as the patient's own read."""
+    """(first name, whether a guardian reads it) of the appointment's patient, read through the one door as the
+    patient's own read."""
     person = identity(clinic, appointment["patient_id"], SOURCE, "link")
-    return person["name"], person["language"], person["guardian_id"] is not None
+    return person["name"], person["guardian_id"] is not None
 
 
 def in_notice(clinic, appointment):

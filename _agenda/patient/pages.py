@@ -104,7 +104,7 @@ def language_of(appointment):
 def person_of(appointment):
     """The patient as their page greets them, read through the one door (the read recorded): the first name (a
     child's page greets her guardian and names the child). Only for a page that shows them."""
-    name, _, guarded = first_name(clinic(), appointment)
+    name, guarded = first_name(clinic(), appointment)
     return {"name": None if guarded else plain(name), "child": plain(name) if guarded else None}
 
 
