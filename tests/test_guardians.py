@@ -2,14 +2,23 @@
 the desk under a guardian who is a patient, a visitor with a passport number; the NIF unique when
 present, and the caller's contract unchanged (by NIF it finds the guardian, by phone the child)."""
 
+import itertools
+import json
 import sqlite3
 
 import pytest
 import webtest
+from click.testing import CliRunner
+from hypothesis import given, HealthCheck, settings, strategies as st
 
+import agenda
 from _agenda.files.staged_import import import_patients
+from _agenda.domain.links import new_link, opened
 from _agenda.domain.registry import register_patient
+from _agenda.domain.rights import rectify
+from _agenda.storage.connections import transaction
 
+from conftest import valid_dni
 from test_desk import PASSWORD, log_in
 
 
@@ -106,3 +115,100 @@ def test_a_patient_file_brings_children_under_a_guardian_of_the_agenda_or_an_ear
     assert api.db().execute("SELECT count(*) FROM patients").fetchone()[0] == 2
     child = api.db().execute("SELECT p.nif, g.nif FROM patients p JOIN patients g ON g.id = p.guardian_id").fetchone()
     assert tuple(child) == (None, "00000001R")
+
+
+def correct_at_desk(api, desk, clock, guardian, **typed):
+    page = desk.get(f"/desk/patients/{guardian}")
+    form = next(form for form in page.forms.values() if form.action == f"/desk/patients/{guardian}")
+    for name, value in typed.items():
+        form[name] = value
+    assert form.submit().status_int == 303
+
+
+def correct_at_the_command_line(api, desk, clock, guardian, **typed):
+    runner = CliRunner(env={"AGENDA_DB": str(api.app.clinic.db.path)})
+    done = runner.invoke(agenda.cli, ["patient", "rectify", str(guardian),
+                                      *(part for name, value in typed.items() for part in (f"--{name}", value))],
+                         obj={"now": clock})
+    assert done.exit_code == 0, done.output
+
+
+@pytest.mark.parametrize("correct", [correct_at_desk, correct_at_the_command_line])
+def test_a_guardians_new_address_phone_and_choice_carry_to_her_children_and_end_their_old_links(api, desk, clock,
+                                                                                              correct):
+    """A child takes her guardian's e-mail, phone and choice of messages, and keeps following them: the
+    old address keeps no link to the child's visit (a card handed at the counter stays); a sibling with an e-mail of
+    her own keeps it ("Patients without a NIF")."""
+    guardian = api.new_patient(email="ana@example.es")
+    child = register_patient(api.app.clinic, {"name": "Pablo", "birthDate": "03/04/2019", "guardianNif": "12345678Z"},
+                             source="desk:ana")
+    sister = register_patient(api.app.clinic, {"name": "Lola", "birthDate": "03/04/2017", "guardianNif": "12345678Z",
+                                               "email": "lola@example.es", "phone": "611000111"}, source="desk:ana")
+    visit = api.book(child)
+    with transaction(api.db()) as conn:
+        sent, stop, card = (new_link(conn, visit, made_for, clock()) for made_for in ("message", "stop", "card"))
+    browser = webtest.TestApp(api.app)
+    assert browser.get(f"/cita/{sent}").status_int == 200
+    correct(api, desk, clock, guardian, email="ana.nueva@example.es", phone="699111222", messages="no")
+    rows = {row["id"]: row for row in api.db().execute(
+        "SELECT id, email, phone_e164, messages FROM patients WHERE guardian_id = ?", (int(guardian),))}
+    assert tuple(rows[int(child)])[1:] == ("ana.nueva@example.es", "+34699111222", 0)
+    assert tuple(rows[int(sister)])[1:] == ("lola@example.es", "+34611000111", 1)
+    assert browser.get(f"/cita/{sent}", expect_errors=True).status_int == 404  # the old address's links end
+    assert browser.get(f"/cita/baja/{stop}", expect_errors=True).status_int == 404
+    assert browser.get(f"/cita/{card}").status_int == 200
+    correct(api, desk, clock, guardian, messages="yes")  # her choice alone: the child's follows, with who set it
+    by = api.db().execute("SELECT messages, messages_by FROM patients WHERE id = ?", (int(child),)).fetchone()
+    assert by["messages"] == 1 and by["messages_by"] in ("desk:ana", "cli")
+    first, then = (json.loads(after)["followed"] for after, in api.db().execute(
+        "SELECT after FROM events WHERE action = 'patient.guardian_rectified' ORDER BY id"))
+    assert first == ["messages", "phone", "phone_e164", "email"] and then[0] == "messages" and "email" not in then
+
+
+def test_neither_the_caller_nor_a_file_changes_a_guardian_already_in_the_agenda(api):
+    """The channels that could change a guardian's address, besides the desk and the command line: the caller's
+    POST /patients refuses her NIF, and a file's line of her is noted as present, her row and her child's unchanged."""
+    guardian = api.new_patient(email="ana@example.es")
+    register_patient(api.app.clinic, {"name": "Pablo", "birthDate": "03/04/2019", "guardianNif": "12345678Z"},
+                     source="desk:ana")
+    assert api.post("/patients", {"name": "Ana", "nif": "12345678Z", "email": "otra@example.es"}).status_int == 409
+    done = import_patients(api.app.clinic, iter([(2, {"name": "Ana", "nif": "12345678Z", "email": "otra@example.es",
+                                                      "messages": "no"}, [])]), "f.csv")
+    assert done.patients == 0 and done.present_count == 1
+    rows = api.db().execute("SELECT email, messages FROM patients WHERE id = ? OR guardian_id = ?",
+                            (int(guardian), int(guardian))).fetchall()
+    assert [tuple(row) for row in rows] == [("ana@example.es", 1)] * 2
+
+
+ADDRESSES, PHONES = ("ana@example.es", "ana@otro.es", ""), ("612345678", "699111222", "")
+CHILDREN = itertools.count(100)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(ADDRESSES), st.sampled_from(PHONES), st.sampled_from(("yes", "no", ""))),
+                min_size=1, max_size=5))
+def test_a_child_who_took_her_guardians_columns_follows_her_every_correction(api, corrections):
+    """The property over any corrections of a guardian (each example a guardian and a child of its own): the child
+    who took her e-mail, phone and choice holds hers after each, and no link to the child's visit made for an
+    address no longer the child's opens."""
+    clinic, number = api.app.clinic, next(CHILDREN)
+    guardian = register_patient(clinic, {"name": "Ana", "nif": valid_dni(number), "phone": PHONES[0],
+                                         "email": ADDRESSES[0]}, source="desk:ana")
+    child = register_patient(clinic, {"name": "Pablo", "birthDate": "03/04/2019", "guardianNif": valid_dni(number)},
+                             source="desk:ana")
+    visit, made = api.book(child, date=("24/11/2026", "26/11/2026")[number % 2],
+                           time=("09:00", "09:30", "10:00", "10:30")[number // 2 % 4]), []
+
+    def columns(patient_id):
+        return tuple(api.db().execute("SELECT email, phone, phone_e164, messages FROM patients WHERE id = ?",
+                                      (patient_id,)).fetchone())
+    try:
+        for email, phone, messages in corrections:
+            with transaction(api.db()) as conn:
+                made += [(columns(child)[0], new_link(conn, visit, "message", clinic.clock()))]
+            rectify(clinic, guardian, {"email": email, "phone": phone, "messages": messages}, "desk:ana")
+            assert columns(child) == columns(guardian)
+            address = columns(child)[0]
+            assert not [token for sent_to, token in made if sent_to != address and opened(clinic, token) is not None]
+    finally:
+        api.delete(f"/appointments/{visit}")  # its time, free for the next example

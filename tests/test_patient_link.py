@@ -274,3 +274,61 @@ def test_the_desk_says_in_its_own_words_why_the_patient_or_the_caller_cancelled(
     assert "anulada desde su enlace" in desk.get(f"/desk/appointments/{by_link}").text
     called = desk.get(f"/desk/appointments/{by_call}").text
     assert "anulada en la llamada" in called and "cancelled by the caller" not in called
+
+
+def test_a_day_past_the_horizon_lists_nothing_to_move_to_and_a_move_there_is_refused_in_words(api):
+    browser = webtest.TestApp(api.app)
+    booked = api.book(patient_of(api), date="26/11/2026", time="09:00")
+    token = link(api, booked)
+    for day in ("9999-12-20", "9999-12-31", "2027-03-01"):
+        page = browser.get(f"/cita/{token}?desde={day}")
+        assert page.status_int == 200 and 'name="slot"' not in page.text and "No hay otras horas libres" in page.text
+    assert 'value="2026-11-26 10:30"' in browser.get(f"/cita/{token}?desde=0001-01-01").text  # from today
+    for slot in ("9999-12-31 09:00", "9999-12-20 09:00"):
+        refused = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(page), "slot": slot}, expect_errors=True)
+        assert refused.status_int == 409 and "Esa hora acaba de ocuparse" in refused.text, slot
+    assert tuple(row(api, booked)) == ("2026-11-26", "09:00", "booked")
+
+
+def test_the_page_says_what_was_done_as_the_visits_state_says_never_as_its_address_does(api):
+    browser = webtest.TestApp(api.app)
+    booked = api.book(patient_of(api), date="26/11/2026", time="09:00")
+    token = link(api, booked)
+    said = {"cancelled": "Su cita ha sido anulada", "moved": "su cita ha cambiado", "confirmed": "queda confirmada"}
+    for done, words in said.items():  # a live visit nobody changed
+        assert words not in browser.get(f"/cita/{token}?hecho={done}").text, done
+    api.post(f"/appointments/{booked}/confirm", {"confirmed": True})  # the caller's confirm, not the patient's
+    assert said["confirmed"] not in browser.get(f"/cita/{token}?hecho=confirmed").text
+    moved = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(browser.get(f"/cita/{token}")),
+                                                   "slot": "2026-11-26 10:30"}).follow()
+    assert said["moved"] in moved.text and said["cancelled"] not in browser.get(f"/cita/{token}?hecho=cancelled").text
+    assert said["moved"] not in browser.get(f"/cita/{token}").text  # a plain visit of the page says nothing done
+    cancel_appointment(api.app.clinic, booked, reason="x", source="desk:ana")
+    cancelled = browser.get(f"/cita/{token}?hecho=cancelled")  # the desk cancelled it: the page says it is
+    assert "Esta cita está anulada." in cancelled.text and said["cancelled"] not in cancelled.text
+
+
+def test_posts_with_a_wrong_csrf_token_are_bounded_first_and_add_no_read_to_the_access_record(api):
+    browser = webtest.TestApp(api.app)
+    ana = patient_of(api)
+    token = link(api, api.book(ana))
+    answers = [browser.post(f"/cita/{token}/anular", {"csrf": "0" * 64}, expect_errors=True) for _ in range(12)]
+    assert [answer.status_int for answer in answers] == [403] * 10 + [429] * 2
+    assert not any("Ana" in answer.text for answer in answers)
+    assert not [read for read in api.app.clinic.access.of_patient(ana) if read["kind"] == "link"]
+    browser.get(f"/cita/{token}")  # the page that shows her: one read
+    assert [read["reads"] for read in api.app.clinic.access.of_patient(ana) if read["kind"] == "link"] == [1]
+
+
+def test_the_pages_of_a_patient_who_chose_no_language_are_in_spanish_whatever_the_browser_asks(api):
+    browser = webtest.TestApp(api.app, extra_environ={"HTTP_ACCEPT_LANGUAGE": "en-GB,en;q=0.9"})
+    token = link(api, api.book(patient_of(api)))
+    john = register_patient(api.app.clinic, {"name": "John", "nif": valid_dni(1), "email": "john@example.com",
+                                             "language": "en"}, source="desk:ana")
+    english = link(api, api.book(john, time="09:30"))
+    page = browser.get(f"/cita/{token}")
+    assert '<html lang="es">' in page.text and "Hola, Ana:" in page.text
+    assert '<html lang="es">' in browser.post(f"/cita/{token}/anular", {"csrf": "0" * 64}, expect_errors=True).text
+    assert '<html lang="en">' in webtest.TestApp(api.app, extra_environ={"HTTP_ACCEPT_LANGUAGE": "es"}).get(
+        f"/cita/{english}").text  # one who chose English reads English
+    assert '<html lang="en">' in browser.get("/cita/" + "z" * 32, expect_errors=True).text  # no one's: the browser's

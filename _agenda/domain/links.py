@@ -45,11 +45,12 @@ def forget_links(conn, patient_id, made_for=("message", "card", "stop")):
 
 def opened(clinic, token, stop=False):
     """What a token opens, or None (unknown, ended, its patient blocked): the appointment with its doctor's, center's
-    and type's names, `ended` and `to_call`. A visit's link lasts until the visit ends; a stop link, a year."""
+    and type's names, `to_call` and the patient's `language` (none is Spanish). A visit's link lasts until the visit
+    ends; a stop link, a year."""
     if not TOKEN_SHAPE.fullmatch(token or ""):
         return None
     row = clinic.conn().execute(
-        f"""SELECT a.*, l.made_at, l.made_for, d.name AS doctor_name, c.name AS center_name,
+        f"""SELECT a.*, l.made_at, l.made_for, p.language, d.name AS doctor_name, c.name AS center_name,
                    c.address AS center_address, c.phone AS center_phone, t.name AS type_name, t.bring,
                    {TO_CALL} AS to_call
             FROM patient_links l JOIN appointments a ON a.id = l.appointment_id
@@ -67,10 +68,10 @@ def opened(clinic, token, stop=False):
 
 
 def first_name(clinic, appointment):
-    """(first name, language, whether a guardian reads it) of the appointment's patient, read through the one door
-    as the patient's own read."""
+    """(first name, whether a guardian reads it) of the appointment's patient, read through the one door as the
+    patient's own read."""
     person = identity(clinic, appointment["patient_id"], SOURCE, "link")
-    return person["name"], person["language"], person["guardian_id"] is not None
+    return person["name"], person["guardian_id"] is not None
 
 
 def in_notice(clinic, appointment):
@@ -95,11 +96,12 @@ def link_cancel(clinic, appointment):
 
 def move_choices(clinic, appointment, first=None):
     """The free slots the patient may move to: same doctor, center and type, the caller's window, two weeks from
-    `first` (today), outside the clinic's cancellation notice (a move there could not be undone here). None for a sobrecita, a
-    visit inside the notice, or one without a center."""
-    if appointment["squeezed"] or appointment["center_id"] is None or not in_notice(clinic, appointment):
-        return []
+    `first` (today), outside the clinic's cancellation notice (a move there could not be undone here). None for a
+    sobrecita, a visit inside the notice, one without a center, or from past the caller's horizon."""
     first = max(first or clinic.today(), clinic.today())
+    if appointment["squeezed"] or appointment["center_id"] is None or not in_notice(clinic, appointment) \
+            or first > clinic.window().last_day:  # also keeps the day's arithmetic far from year 9999
+        return []
     slots = availability(clinic, doctor_id=appointment["doctor_id"], center_id=appointment["center_id"],
                          speciality_id=appointment["type_id"] or appointment["speciality_id"], first=first,
                          last=first + dt.timedelta(days=MOVE_DAYS))
@@ -119,6 +121,18 @@ def link_move(clinic, appointment, day, time_text):
     if not any((slot.date, slot.time) == (day, time_text) for slot in move_choices(clinic, appointment, day)):
         raise slot_not_available("taken")  # only what the page offers: this doctor, center and type, these days
     return move_appointment(clinic, appointment["id"], day=day, time_text=time_text, source=SOURCE)
+
+
+DONE_BY_LINK = {"appointment.confirmed": "confirmed", "appointment.moved": "moved",
+                "appointment.cancelled": "cancelled"}
+
+
+def done_by_link(clinic, appointment):
+    """What the patient last did to the visit by their link (confirmed, moved, cancelled) when it is the visit's
+    last change, else None: what their page may say was done."""
+    last = clinic.conn().execute("SELECT source, action FROM events WHERE entity = 'appointment' AND entity_id = ?"
+                                 " ORDER BY id DESC LIMIT 1", (str(appointment["id"]),)).fetchone()
+    return DONE_BY_LINK.get(last["action"]) if last is not None and last["source"] == SOURCE else None
 
 
 def link_stop(clinic, appointment):

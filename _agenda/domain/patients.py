@@ -210,12 +210,32 @@ def insert_patient(conn, patient, at, source):
 
 def rectify_patient(conn, before, patient, at, source):
     """The patients row `before` with its details replaced by `patient_fields`' (a correction, GDPR art. 16), by
-    `source`; the row written."""
+    `source`, her children's inherited columns following hers (`follow_guardian`); (the row written, what followed)."""
     set_by = chosen(before, patient, at, source)
     columns = (*GIVEN, "search", *set_by)
-    return written_row(conn, f"UPDATE patients SET {', '.join(f'{name} = ?' for name in columns)} WHERE id = ?",
-                       (*(patient[name] for name in GIVEN), searched_name(patient["name"], patient["surname"]),
-                        *set_by.values(), before["id"]))
+    after = written_row(conn, f"UPDATE patients SET {', '.join(f'{name} = ?' for name in columns)} WHERE id = ?",
+                        (*(patient[name] for name in GIVEN), searched_name(patient["name"], patient["surname"]),
+                         *set_by.values(), before["id"]))
+    return after, follow_guardian(conn, before, after, at, source)
+
+
+def follow_guardian(conn, before, after, at, source):
+    """A guardian's row changed from `before` to `after`: each live child's INHERITED column that held hers takes
+    her new one, and a child whose address was hers her choice of messages where it was hers ("Patients without a
+    NIF"); {child's id: [the columns that followed]}."""
+    followed = {}
+    if before["messages"] != after["messages"]:  # first, while a child's address is still the one they shared
+        for child, in conn.execute(
+                "UPDATE patients SET messages = ?, messages_since = ?, messages_by = ? WHERE guardian_id = ? AND"
+                " blocked_at IS NULL AND email IS ? AND messages IS ? RETURNING id",
+                (after["messages"], utc_iso(at), source, before["id"], before["email"], before["messages"])).fetchall():
+            followed.setdefault(child, []).append("messages")
+    for name in (name for name in INHERITED if before[name] != after[name]):
+        for child, in conn.execute(
+                f"UPDATE patients SET {name} = ? WHERE guardian_id = ? AND blocked_at IS NULL AND {name} IS ?"
+                " RETURNING id", (after[name], before["id"], before[name])).fetchall():
+            followed.setdefault(child, []).append(name)
+    return followed
 
 
 def sharing_address(conn, patient_id):

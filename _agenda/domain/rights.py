@@ -217,8 +217,13 @@ def rectify(clinic, patient_id, changes, source):
                                  clinic.today(), guarded=row["guardian_id"] is not None)
         if conn.execute("SELECT 1 FROM live_patients WHERE nif = ? AND id != ?", (patient["nif"], row["id"])).fetchone():
             raise ClinicError("PATIENT_ALREADY_EXISTS", "another patient has that nif", field="nif")
-        after = rectify_patient(conn, row, patient, at, source)
+        after, followed = rectify_patient(conn, row, patient, at, source)
         if after["email"] != row["email"]:  # the messages' links went to the old address: they stop
             forget_links(conn, row["id"], ("message", "stop"))
         record_event(conn, at, source, "patient.rectified", "patient", row["id"], before=dict(row), after=after)
+        for child, columns in followed.items():  # her children's, which followed hers
+            if "email" in columns:
+                forget_links(conn, child, ("message", "stop"))
+            record_event(conn, at, source, "patient.guardian_rectified", "patient", child,
+                         after={"guardianId": row["id"], "followed": columns})
     return after

@@ -124,7 +124,7 @@ def any_time(tz):
 
 def booking_window(now, tz, notice_minutes, horizon_days=None, *, horizon_months=None, walk_in=False):
     """The Window of a channel whose rules are this notice and horizon (days, or calendar months), at `now`;
-    `walk_in`: a cell begun stays bookable until its end when the notice is 0 (reception's, D24)."""
+    `walk_in`: a cell begun stays bookable until its end when the notice is 0 (reception's, "Each channel's rules")."""
     earliest = now.astimezone(dt.timezone.utc) + dt.timedelta(minutes=notice_minutes)
     today = now.astimezone(tz).date()
     if horizon_months is not None:

@@ -15,8 +15,8 @@ import bottle
 
 from ..values.refusals import ClinicError
 from ..storage.shipped import read_data_file, TEMPLATES
-from ..domain.links import (first_name, in_notice, link_cancel, link_confirm, link_hash, link_move, link_stop,
-                            move_choices, opened)
+from ..domain.links import (done_by_link, first_name, in_notice, link_cancel, link_confirm, link_hash, link_move,
+                            link_stop, move_choices, opened)
 from ..domain.staff import Allowance
 from ..web.answers import request_id
 from ..desk.pages import desk_template
@@ -63,7 +63,8 @@ def address():
 
 
 def page(template, status=200, language=None, **values):
-    """A page of the link's, in the patient's language (else the browser's), with the link's headers."""
+    """A page of the link's with the link's headers, in `language` (a patient's page: theirs, "The patient's
+    link"), or for a page of no one's (a link that opens nothing, an error) the browser's, Spanish first."""
     language = language or preferred_language()
     for name, value in HEADERS.items():
         bottle.response.set_header(name, value)
@@ -95,17 +96,23 @@ def opened_or_refusal(token, stop=False):
     return None, gone(404 if BOUNDS.misses.take(address()) else 429)
 
 
+def language_of(appointment):
+    """The language of the patient's pages: theirs, Spanish when they chose none."""
+    return appointment["language"] or "es"
+
+
 def person_of(appointment):
-    """The patient as their page greets them: the first name (a child's page greets her guardian), the language."""
-    name, language, guarded = first_name(clinic(), appointment)
-    return {"name": None if guarded else plain(name), "child": plain(name) if guarded else None,
-            "language": language}
+    """The patient as their page greets them, read through the one door (the read recorded): the first name (a
+    child's page greets her guardian and names the child). Only for a page that shows them."""
+    name, guarded = first_name(clinic(), appointment)
+    return {"name": None if guarded else plain(name), "child": plain(name) if guarded else None}
 
 
-def said(appointment, person, key, status=200, token=None):
-    """A short page of the link's: what happened, the clinic's phone for help, and the way back to the visit."""
-    t = translator(person["language"])
-    return page("link_message", status, language=person["language"], key=key, back=token,
+def said(appointment, key, status=200, token=None):
+    """A short page of the link's, naming no one: what happened, the clinic's phone for help, and the way back to
+    the visit."""
+    t = translator(language_of(appointment))
+    return page("link_message", status, language=language_of(appointment), key=key, back=token,
                 help=t("link_help", phone=phone_of(t, appointment)))
 
 
@@ -121,14 +128,17 @@ def link_page(token):
         return refusal
     if not BOUNDS.views.take(link_hash(token)):
         return gone(429)
-    person, done = person_of(appointment), bottle.request.query.get("hecho")
+    done = DONE.get(done_by_link(clinic(), appointment)) if "hecho" in bottle.request.query else None
     if appointment["status"] == "cancelled":
-        return said(appointment, person, "link_cancelled_done" if done == "cancelled" else "link_cancelled")
-    return shown(token, appointment, person, DONE.get(done))
+        return said(appointment, done or "link_cancelled")
+    return shown(token, appointment, done)
 
 
-def shown(token, appointment, person, done=None, error=None, status=200):
-    t, settings = translator(person["language"]), clinic().settings
+def shown(token, appointment, done=None, error=None, status=200):
+    """The visit's page: who, when and where, and what the patient may do; `done` what they just did, as the visit's
+    state says (never the address)."""
+    language, settings, person = language_of(appointment), clinic().settings, person_of(appointment)
+    t = translator(language)
     starts = appointment["starts"]
     lines = [(t("patient"), person["child"])] if person["child"] else []
     lines += [(t("mail_when"), long_date(t, starts.date())), (t("mail_at"), f"{starts:%H:%M}")]
@@ -141,7 +151,7 @@ def shown(token, appointment, person, done=None, error=None, status=200):
             lines.append((t("mail_type"), plain(appointment["type_name"])))
     status_key = "link_pending" if appointment["to_call"] else f"link_{appointment['status']}"
     lines.append((t("link_status"), t(status_key)))
-    return page("link", status, language=person["language"], lines=lines, name=person["name"], token=token,
+    return page("link", status, language=language, lines=lines, name=person["name"], token=token,
                 csrf=BOUNDS.csrf(token), done=done, error=error, appointment=appointment,
                 late=not in_notice(clinic(), appointment), hours=settings.cancel_notice_hours,
                 phone=phone_of(t, appointment), moves=move_days(t, appointment),
@@ -174,25 +184,24 @@ def link_action(token, action):
     appointment, refusal = opened_or_refusal(token)
     if refusal is not None:
         return refusal
-    person = person_of(appointment)
+    if not BOUNDS.by_address.take(address()) or not BOUNDS.by_link.take(link_hash(token)):  # first: whatever follows
+        return said(appointment, "link_busy", 429, token)
     if appointment["status"] == "cancelled":
-        return said(appointment, person, "link_cancelled", 409, token)
+        return said(appointment, "link_cancelled", 409, token)
     if not hmac.compare_digest((bottle.request.forms.getunicode("csrf") or "").encode(), BOUNDS.csrf(token).encode()):
-        return said(appointment, person, "link_expired", 403, token)
-    if not BOUNDS.by_address.take(address()) or not BOUNDS.by_link.take(link_hash(token)):
-        return said(appointment, person, "link_busy", 429, token)
+        return said(appointment, "link_expired", 403, token)
     if action == "anular" and not in_notice(clinic(), appointment):
-        return shown(token, appointment, person, error="link_late", status=409)
+        return shown(token, appointment, error="link_late", status=409)
     if action == "anular" and bottle.request.forms.getunicode("seguro") != "1":
-        t = translator(person["language"])
-        return page("link_cancel", language=person["language"], token=token, csrf=BOUNDS.csrf(token),
+        t = translator(language_of(appointment))
+        return page("link_cancel", language=language_of(appointment), token=token, csrf=BOUNDS.csrf(token),
                     when=long_date(t, appointment["starts"].date()), time=f"{appointment['starts']:%H:%M}")
     try:
         done = act(appointment, action)
     except (ClinicError, ValueError) as error:
         key = "link_taken" if isinstance(error, ValueError) or error.code in ("SLOT_NOT_AVAILABLE", "INVALID_REQUEST") \
             else "link_to_call" if error.code == "LINK_TO_CALL" else "link_late"
-        return shown(token, appointment, person, error=key, status=409)
+        return shown(token, appointment, error=key, status=409)
     bottle.redirect(f"/cita/{token}?" + urllib.parse.urlencode({"hecho": done}), 303)
 
 
@@ -228,7 +237,7 @@ def stop_page(token):
         return refusal
     if not BOUNDS.views.take(link_hash(token)):
         return gone(429)
-    return page("link_stop", language=person_of(appointment)["language"], token=token, stopped=False)
+    return page("link_stop", language=language_of(appointment), token=token, stopped=False)
 
 
 def stop_post(token):
@@ -240,7 +249,7 @@ def stop_post(token):
     if not BOUNDS.by_link.take(link_hash(token)):
         return gone(429)
     link_stop(clinic(), appointment)
-    return page("link_stop", language=person_of(appointment)["language"], token=token, stopped=True)
+    return page("link_stop", language=language_of(appointment), token=token, stopped=True)
 
 
 def link_stylesheet():
