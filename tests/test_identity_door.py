@@ -10,6 +10,7 @@ import datetime as dt
 import io
 import json
 import re
+import sqlite3
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,6 +18,7 @@ import click
 import pytest
 import webtest
 from click.testing import CliRunner
+from hypothesis import given, settings, strategies as st
 
 import agenda
 from _agenda.cli.root import cli_reader
@@ -28,6 +30,7 @@ from _agenda.domain.changes import book_appointment
 from _agenda.domain.closures import add_closure
 from _agenda.domain.registry import register_patient
 from _agenda.domain.links import new_link
+from _agenda.domain.identity import full_name, GUARDIAN_JOIN, IDENTITY_SQL, identity_fields
 from _agenda.storage.connections import transaction
 
 import edges
@@ -575,3 +578,29 @@ def test_a_reader_searching_again_and_again_adds_to_one_row_a_day(clinic_of_peop
     assert int(by_reader["desk:luis"]) >= 300 and "Quintanilla" not in page.text  # ids only
     summary = client.get(f"/desk/patients/{world.visible['zoraida'].id}/access")
     assert len(summary.html.select("table.access tbody tr")) == 1  # one reader, one line: the detail a click away
+
+
+# The door's two forms: who a patient is in Python (`identity_of`) and in SQL beside an appointment's row
+
+NAMES = st.one_of(st.none(), st.just(""), st.text(alphabet="ab ñ'-", min_size=1, max_size=6))
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=NAMES, surname=NAMES, nif=st.sampled_from([None, "", "12345678Z"]),
+       guardian=st.one_of(st.none(), st.tuples(NAMES, NAMES, st.sampled_from([None, "", "87654321X"]))))
+def test_the_door_writes_who_a_patient_is_in_sql_as_in_python(name, surname, nif, guardian):
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE patients (id INTEGER PRIMARY KEY, name, surname, nif, phone_e164, guardian_id,"
+                 " blocked_at)")
+    if guardian is not None:
+        conn.execute("INSERT INTO patients VALUES (2, ?, ?, ?, NULL, NULL, NULL)", guardian)
+    conn.execute("INSERT INTO patients VALUES (1, ?, ?, ?, '+34600000000', ?, NULL)",
+                 (name, surname, nif, 2 if guardian else None))
+    words = {key: key for key in IDENTITY_SQL}
+    (text,) = conn.execute(f"SELECT json_object({identity_fields(words)}) FROM patients p {GUARDIAN_JOIN}"
+                           " WHERE p.id = 1").fetchone()
+    guardian_nif = guardian[2] if guardian else None
+    expected = {"full_name": full_name(name, surname), "shown_nif": nif or guardian_nif,
+                "phone_e164": "+34600000000",
+                "guardian_name": full_name(*guardian[:2]) if guardian else None}
+    assert json.loads(text) == expected

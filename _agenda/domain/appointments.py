@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from ..values.refusals import ClinicError
 from ..values.fields import normalise_nif, numeric_id, parse_phone
-from .identity import identities
+from .identity import GUARDIAN_JOIN, identity_fields, noted
 from .slots import CLOSURE_COVERS
 
 # An appointment that needs a call ("To call"): inside a closure or from its doctor's retirement on,
@@ -30,23 +30,28 @@ APPOINTMENT_FIELDS = f"""json_object(
     'series_place', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count(*) FROM appointments s
         WHERE s.series_id = a.series_id AND (s.date < a.date OR (s.date = a.date AND s.time <= a.time))) END,
     'series_count', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count FROM series WHERE id = a.series_id) END)"""
-APPOINTMENT_TABLES = """
+APPOINTMENT_TABLES = f"""
     FROM appointments a
     JOIN doctors d ON d.id = a.doctor_id
     JOIN live_patients p ON p.id = a.patient_id
+    {GUARDIAN_JOIN}
 """
 
 
 class Shape(NamedTuple):
     """How an appointment is written: `sql`, a json_object over `a` and its doctor `d`; `person`, who the
-    patient is (an identity from the one door) in the same words."""
+    patient is in the same words, {word: key of the one door's identity}."""
     sql: str
-    person: object
+    person: dict
+
+    def shown(self):
+        """`sql` with who the patient is as its last members, written through the one door ("A patient's
+        identity"): a query selecting it selects `a.patient_id, g.id` first and hands its rows to `noted`."""
+        return f"{self.sql.rstrip()[:-1]}, {identity_fields(self.person)})"
 
 
-APPOINTMENT_RECORD = Shape(APPOINTMENT_FIELDS, lambda person: {
-    "patient_name": person["full_name"], "nif": person["shown_nif"], "phone": person["phone_e164"],
-    "guardian_name": person["guardian_name"]})
+APPOINTMENT_RECORD = Shape(APPOINTMENT_FIELDS, {"patient_name": "full_name", "nif": "shown_nif",
+                                                "phone": "phone_e164", "guardian_name": "guardian_name"})
 # An appointment as the caller sees it ("Appointment objects"): ids are text; the date DD/MM/YYYY; patientName
 # is name and surname, or whichever there is, or null; nif the patient's or their live guardian's; duration in
 # minutes. SQLite writes a list of hundreds three times as fast as Python builds them.
@@ -60,8 +65,7 @@ CALLER_APPOINTMENT = Shape("""json_object(
                                         'duration', (substr(a.end_time, 1, 2) * 60 + substr(a.end_time, 4, 2))
                                                     - (substr(a.time, 1, 2) * 60 + substr(a.time, 4, 2))),
                             CASE WHEN a.type_id IS NULL THEN '{}' ELSE json_object('visitTypeId', a.type_id) END))""",
-                           lambda person: {"nif": person["shown_nif"], "patientName": person["full_name"],
-                                           "phone": person["phone_e164"]})
+                           {"nif": "shown_nif", "patientName": "full_name", "phone": "phone_e164"})
 
 # What a cancelled appointment answers: reading it, changing it, cancelling it again ("Appointment objects").
 READ_CANCELLED = ("APPOINTMENT_CANCELLED", "that appointment was cancelled")
@@ -69,12 +73,11 @@ CHANGE_CANCELLED = ("APPOINTMENT_PREVIOUSLY_CANCELLED", "that appointment was ca
 CANCEL_CANCELLED = ("APPOINTMENT_ALREADY_CANCELLED", "that appointment is already cancelled")
 
 
-def shaped(clinic, rows, shape, reader, kind):
-    """The JSON texts of (patient_id, json) rows with who each patient is, in `shape`'s words, through the
-    one door: the read noted for `reader` as `kind`; a row of a patient not shown is left out."""
-    people = identities(clinic, [row[0] for row in rows], reader, kind)
-    words = {key: json.dumps(shape.person(person), ensure_ascii=False)[1:] for key, person in people.items()}
-    return [text[:-1] + "," + words[patient_id] for patient_id, text in rows if patient_id in words]
+def shaped(clinic, rows, reader, kind):
+    """The JSON texts of (patient_id, guardian_id, json) rows written with `Shape.shown`, the read noted for
+    `reader` as `kind` ("A patient's identity")."""
+    noted(clinic, rows, reader, kind)
+    return [row[2] for row in rows]
 
 
 def appointment_row(clinic, appointment_id, if_cancelled, columns="a.*"):
@@ -96,13 +99,12 @@ def read_appointment(clinic, appointment_id, reader=None, kind="appointment", sh
     """One live appointment as a record, or as the JSON text of `shape`, who the patient is through the
     one door (the read noted for `reader`; a record without who, when no one reads it); a cancelled one
     is gone (410)."""
-    row = appointment_row(clinic, appointment_id, READ_CANCELLED, columns=f"a.patient_id, {shape.sql} AS json")
     if reader is None and shape is APPOINTMENT_RECORD:
-        return json.loads(row["json"])
-    text = shaped(clinic, [(row["patient_id"], row["json"])], shape, reader, kind)
-    if not text:
-        raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
-    return json.loads(text[0]) if shape is APPOINTMENT_RECORD else text[0]
+        return json.loads(appointment_row(clinic, appointment_id, READ_CANCELLED, f"{shape.sql} AS json")["json"])
+    row = appointment_row(clinic, appointment_id, READ_CANCELLED,
+                          columns=f"a.patient_id, g.id AS guardian_id, {shape.shown()} AS json")
+    (text,) = shaped(clinic, [(row["patient_id"], row["guardian_id"], row["json"])], reader, kind)
+    return json.loads(text) if shape is APPOINTMENT_RECORD else text
 
 
 def appointment_for_desk(clinic, appointment_id, reader):
@@ -127,9 +129,9 @@ def with_cancelled(clinic, where, params, reader, kind, order="a.date, a.time"):
     """Appointment records matching `where` (SQL over `a`), cancelled ones with when and why, who the patient
     is through the one door (the read noted for `reader` as `kind`)."""
     rows = clinic.conn().execute(
-        f"SELECT a.patient_id, json_set({APPOINTMENT_FIELDS}, '$.cancelled_at', a.cancelled_at, '$.cancel_reason',"
-        f" a.cancel_reason) {APPOINTMENT_TABLES} WHERE {where} ORDER BY {order}", params).fetchall()
-    return [json.loads(text) for text in shaped(clinic, rows, APPOINTMENT_RECORD, reader, kind)]
+        f"SELECT a.patient_id, g.id, json_set({APPOINTMENT_RECORD.shown()}, '$.cancelled_at', a.cancelled_at,"
+        f" '$.cancel_reason', a.cancel_reason) {APPOINTMENT_TABLES} WHERE {where} ORDER BY {order}", params).fetchall()
+    return [json.loads(text) for text in shaped(clinic, rows, reader, kind)]
 
 
 def marks(values):
@@ -169,12 +171,13 @@ def live_appointments(clinic, reader=None, kind="day", shape=APPOINTMENT_RECORD,
             condition, values = FILTERS[name](value)
             where.append(condition)
             params += values
+    anonymous = reader is None and shape is APPOINTMENT_RECORD
     rows = clinic.conn().execute(
-        f"SELECT a.patient_id, {shape.sql} AS json {APPOINTMENT_TABLES} WHERE {' AND '.join(where)}"
-        " ORDER BY a.date, a.time, a.doctor_id", params).fetchall()
-    if reader is None and shape is APPOINTMENT_RECORD:
-        return [json.loads(row[1]) for row in rows]
-    text = "[" + ",".join(shaped(clinic, rows, shape, reader, kind)) + "]"
+        f"SELECT a.patient_id, g.id, {shape.sql if anonymous else shape.shown()} AS json {APPOINTMENT_TABLES}"
+        f" WHERE {' AND '.join(where)} ORDER BY a.date, a.time, a.doctor_id", params).fetchall()
+    if anonymous:
+        return [json.loads(row[2]) for row in rows]
+    text = "[" + ",".join(shaped(clinic, rows, reader, kind)) + "]"
     return json.loads(text) if shape is APPOINTMENT_RECORD else text
 
 

@@ -19,6 +19,33 @@ FROM patients p LEFT JOIN patients g ON g.id = p.guardian_id AND g.blocked_at IS
 WHERE p.id IN (SELECT value FROM json_each(?1)) AND (p.blocked_at IS NULL OR ?2)"""
 
 
+def full_name_sql(table):
+    """`full_name` as SQL over a patients row `table`."""
+    return (f"CASE WHEN coalesce({table}.name, '') = '' THEN nullif({table}.surname, '')"
+            f" WHEN coalesce({table}.surname, '') = '' THEN {table}.name ELSE {table}.name || ' ' || {table}.surname END")
+
+
+# Who a patient is, written by SQLite beside the row that names them (a list of hundreds, or the caller's one
+# read, is then one statement): `identity_of`'s keys as SQL over the live patient `p` (live_patients) and their
+# live guardian `g`, joined by GUARDIAN_JOIN. A query that uses them passes its rows to `noted`.
+GUARDIAN_JOIN = "LEFT JOIN patients g ON g.id = p.guardian_id AND g.blocked_at IS NULL"
+IDENTITY_SQL = {"full_name": full_name_sql("p"),
+                "shown_nif": "CASE WHEN coalesce(p.nif, '') != '' THEN p.nif ELSE g.nif END",
+                "phone_e164": "p.phone_e164",
+                "guardian_name": f"CASE WHEN g.id IS NULL THEN NULL ELSE {full_name_sql('g')} END"}
+
+
+def identity_fields(words):
+    """json_object's arguments for who a patient is in a shape's words ({word: key of `identity_of`})."""
+    return ", ".join(f"'{word}', {IDENTITY_SQL[key]}" for word, key in words.items())
+
+
+def noted(clinic, rows, reader, kind):
+    """Note the read of what rows written with `identity_fields` showed: each row's patient (its first value)
+    and live guardian (its second, `g.id`), as `identities` notes them."""
+    clinic.access.note(reader, kind, {row[0] for row in rows} | {row[1] for row in rows if row[1] is not None})
+
+
 def full_name(name, surname):
     """Name and surname, or whichever there is, or None."""
     return " ".join(part for part in (name, surname) if part) or None

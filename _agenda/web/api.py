@@ -65,15 +65,14 @@ SCHEME_WARNINGS = {
 }
 
 
-def matching_schemes(secret, header, method, target, body):
-    """Every scheme whose signature matches this request, the stronger first. All
+def matching_schemes(secret, header, method, target, body, schemes=SIGNED_SCHEMES):
+    """Every one of `schemes` whose signature matches this request, the stronger first. All
     are compared, in constant time, so timing tells nothing about which failed."""
     given = decode_signature(header)
     if given is None:
         return []
     messages = signed_messages(method, target, body)
-    return [scheme for scheme in SIGNED_SCHEMES
-            if hmac.compare_digest(sign(secret, messages[scheme]), given)]
+    return [scheme for scheme in schemes if hmac.compare_digest(sign(secret, messages[scheme]), given)]
 
 
 def signature_problem(header):
@@ -219,9 +218,11 @@ class ApiPlugin:
         pinned = self.settings.signature_scheme
         allowed = SIGNED_SCHEMES if pinned == "auto" else (pinned,)
         header = raw_header(request.environ, "X-Signature")
-        matched = matching_schemes(self.secret, header, request.method, request_target(request.environ), raw)
-        accepted = [scheme for scheme in matched if scheme in allowed]
-        if not accepted:
+        target = request_target(request.environ)
+        accepted = matching_schemes(self.secret, header, request.method, target, raw, allowed)
+        if not accepted:  # the schemes not taken are tried only now, to say why
+            matched = matching_schemes(self.secret, header, request.method, target, raw,
+                                       [scheme for scheme in SIGNED_SCHEMES if scheme not in allowed])
             why = signature_problem(header) or (
                 f"signed with the {matched[0]!r} scheme, and this server takes {pinned!r} (--signature-scheme)"
                 if matched else "it matches no scheme")

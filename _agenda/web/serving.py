@@ -196,6 +196,8 @@ def log_to_stderr():
     root = logging.getLogger()
     if root.handlers:
         return None
+    # Our lines name no thread or process: the logging HOWTO's "Optimization" stops gathering them per record.
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     writer = logging.StreamHandler()
     writer.setFormatter(OneLineFormatter(LOG_FORMAT))
     root.addHandler(writer)
