@@ -354,6 +354,8 @@ COMMANDS = {
     "doctor retire": cli_case(("doctor", "retire", "RUIZ", "--from", "24/11/2026"), shows={"lucas"}),
     "export": cli_case(("export", "{tmp}/out")),
     "health": cli_case(("health", "--help")),  # asks a running service's /health: no patient there
+    "host serve": cli_case(("host", "serve", "--help")),  # serves the routes above, each clinic's: test_host.py
+    "host status": cli_case(("host", "status", "{tmp}")),  # counts only: a folder without clinics here
     "import-appointments": cli_case(("import-appointments", "{tmp}/appointments.csv", "--dry-run")),
     "import-patients": cli_case(("import-patients", "{tmp}/patients.csv", "--dry-run")),
     "migrate": cli_case(("migrate",)),  # the schema only: nothing of a patient

@@ -32,7 +32,7 @@ FOLDERS = {
                "staff", "outbox", "booking", "changes", "links", "registry", "closures", "reminders", "doctors", "fitting", "counter",
                "series", "waitlist", "rights", "feeds", "report", "timeline"],
     "files": ["catalogs", "reading", "open_formats", "staged_import"],
-    "web": ["answers", "serving", "api", "calendar_feeds"],
+    "web": ["answers", "serving", "api", "calendar_feeds", "host"],
     "desk": ["texts", "pages", "charts", "shared", *DESK_HANDLERS, "routes"],
     "patient": ["messages", "sender", "pages"],
     "": ["app"],

@@ -259,6 +259,15 @@ def secret_file_option(function):
              "default: the database's name with .secret].")(function)
 
 
+def read_secret_file(path):
+    """The stored secret, refused when others may read the file."""
+    refuse_readable_by_others(path, "the shared secret")
+    value = path.read_text(encoding="utf-8").strip()
+    if not value:
+        raise click.ClickException(f"{path} is empty; store the secret with: agenda secret set")
+    return value
+
+
 def secret_file_path(db_path, secret_file):
     return Path(secret_file) if secret_file else Path(db_path).with_suffix(".secret")
 

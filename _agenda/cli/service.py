@@ -26,7 +26,7 @@ from ..app import create_app
 from ..storage.replication import BEHIND_AFTER, DOWN_AFTER, litestream_binary, Replicator, without_password
 from ..patient.sender import public_address, SenderProcess
 from .root import (cli, cli_recipients, db_option, DEFAULTS, desk_network_option, desk_rules_options, existing_database,
-                  mailer_of, message_options, recipients_option, refuse_readable_by_others, secret_file_option,
+                  mailer_of, message_options, read_secret_file, recipients_option, secret_file_option,
                   secret_file_path, sender_address, smtp_options, tz_option)
 
 
@@ -40,15 +40,6 @@ def rules_options(function):
                             envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")(function)
     return click.option("--horizon", default=DEFAULTS.horizon_days, show_default=True, type=click.IntRange(1, None),
                         envvar="AGENDA_HORIZON", help="Days ahead that may be booked.")(function)
-
-
-def read_secret_file(path):
-    """The stored secret, refused when others may read the file."""
-    refuse_readable_by_others(path, "the shared secret")
-    value = path.read_text(encoding="utf-8").strip()
-    if not value:
-        raise click.ClickException(f"{path} is empty; store the secret with: agenda secret set")
-    return value
 
 
 @cli.command()

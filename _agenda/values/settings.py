@@ -2,7 +2,9 @@
 what configures it: the signature schemes, reminder policies, the time zone, retention, what a feed shows, the
 desk's networks. Imports nothing of Agenda's."""
 
+import dataclasses
 import ipaddress
+import tomllib
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -105,3 +107,27 @@ def clinic_zone(name):
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"unknown time zone {name!r} (try {DEFAULT_TZ})") from None
+
+
+def settings_in_file(path):
+    """The Settings a clinic's file gives (TOML, its keys Settings' fields: `clinic_name = "Clínica Sol"`), each
+    checked on its own; ValueError naming the file, the key and the fix ("A clinic is a folder")."""
+    try:
+        with open(path, "rb") as file:
+            given = tomllib.load(file)
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: not TOML ({error}); write one setting a line: clinic_name = \"Clínica Sol\"") from None
+    fields = {field.name: field for field in dataclasses.fields(Settings)}
+    for key, value in given.items():
+        field = fields.get(key)
+        if field is None:
+            raise ValueError(f"{path}: unknown setting {key!r}; the settings are: {', '.join(fields)}")
+        kind = type(field.default)
+        if type(value) is not kind:
+            raise ValueError(f"{path}: {key} must be {'a whole number' if kind is int else 'text in quotes'}, "
+                             f"not {value!r}")
+        try:
+            Settings(**{key: value})
+        except ValueError as error:
+            raise ValueError(f"{path}: {key} = {value!r}: {error}") from None
+    return given

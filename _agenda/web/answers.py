@@ -135,9 +135,9 @@ def with_access_log(wsgi):
         try:
             return wsgi(environ, start)
         finally:
-            access_log.info("%s %s %s %.1fms rid=%s", log_text(environ.get("REQUEST_METHOD", "-")),
+            access_log.info("%s %s %s %.1fms rid=%s%s", log_text(environ.get("REQUEST_METHOD", "-")),
                             logged_path(environ), status[0] if status else "-", (time.perf_counter() - started) * 1000,
-                            rid)
+                            rid, f" clinic={environ['agenda.clinic']}" if "agenda.clinic" in environ else "")
 
     return app
 

@@ -1,0 +1,196 @@
+r"""Many clinics on one machine (bench/README.md, "A host of clinics"): N clinic folders served by one
+`agenda host serve`, against N `agenda run` processes, each idle after one request a clinic: resident memory (RSS,
+every process added up) and CPU while idle; then one clinic's caller driven at 4 connections (`GET /custom-config`
+and `GET /availabilities`), alone in the host, and beside the N-1 idle ones.
+
+    .venv/bin/python bench/fleet.py --clinics 50        # about two minutes
+    .venv/bin/python bench/fleet.py --clinics 20 --no-runs    # the host alone
+
+Bounded: the processes it starts are stopped by their process id, to 127.0.0.1 only, its files in one temporary
+folder; each measure lasts --seconds.
+"""
+
+import argparse
+import hashlib
+import hmac
+import http.client
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SECRET = "bench-secret"
+CSV = """kind,id,name,speciality,center,insurances,days,hours,slot_minutes,date_from,date_to
+center,C1,Centro,,,,,,,,
+speciality,MG,Medicina general,,,,,,,,
+doctor,MARTIN,Lucía Martín,MG,C1,,mon-sun,09:00-14:00,15,,
+doctor,RUIZ,Pedro Ruiz,MG,C1,,mon-fri,15:00-20:00,15,,
+"""
+
+
+def rss_mb(pid):
+    """Resident memory of a process and its children, MB."""
+    total = 0
+    for one in [pid, *children(pid)]:
+        try:
+            total += int(Path(f"/proc/{one}/status").read_text().split("VmRSS:")[1].split()[0])
+        except (OSError, IndexError):
+            pass
+    return total / 1024
+
+
+def children(pid):
+    try:
+        found = [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+    return found + [grandchild for child in found for grandchild in children(child)]
+
+
+def cpu_seconds(pid):
+    total = 0
+    for one in [pid, *children(pid)]:
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass
+    return total
+
+
+def clinic_folders(folder, count):
+    """`count` clinic folders under `folder`, each the same small seeded clinic with its secret."""
+    template = folder / "template.db"
+    (folder / "catalogs.csv").write_text(CSV, encoding="utf-8")
+    subprocess.run([sys.executable, str(ROOT / "agenda.py"), "seed", str(folder / "catalogs.csv"), "--db",
+                    str(template)], check=True, capture_output=True)
+    names = []
+    for number in range(count):
+        name = f"c{number:03d}.clinics.test"
+        (folder / "host" / name).mkdir(parents=True)
+        shutil.copy(template, folder / "host" / name / "agenda.db")
+        secret = folder / "host" / name / "agenda.secret"
+        secret.write_text(SECRET)
+        secret.chmod(0o600)
+        names.append(name)
+    return names
+
+
+def start(command, env=None):
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, **(env or {})})
+    for line in process.stdout:
+        if "listening on http://127.0.0.1:" in line:
+            port = int(line.rsplit(":", 1)[1].strip().rstrip("/"))
+            subprocess.Popen(["cat"], stdin=process.stdout, stdout=subprocess.DEVNULL)  # keep the pipe read
+            return process, port
+    raise SystemExit(f"{command[:4]} did not start")
+
+
+def get(port, host, path):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    signature = hmac.new(SECRET.encode(), f"GET\n{path}\n".encode(), hashlib.sha256).hexdigest()
+    connection.request("GET", path, headers={"Host": host, "X-Signature": signature})
+    answer = connection.getresponse()
+    answer.read()
+    connection.close()
+    return answer.status
+
+
+def drive(port, host, seconds, connections=4):
+    """p50 and p99 in ms of the caller's reads at `connections` threads for `seconds`."""
+    import threading
+    times, stop = [], time.monotonic() + seconds
+    paths = ["/custom-config", "/availabilities?doctorId=MARTIN"]
+
+    def one():
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        number = 0
+        while time.monotonic() < stop:
+            path = paths[number % 2]
+            number += 1
+            signature = hmac.new(SECRET.encode(), f"GET\n{path}\n".encode(), hashlib.sha256).hexdigest()
+            began = time.perf_counter()
+            connection.request("GET", path, headers={"Host": host, "X-Signature": signature})
+            answer = connection.getresponse()
+            answer.read()
+            assert answer.status == 200, answer.status
+            times.append((time.perf_counter() - began) * 1000)
+        connection.close()
+
+    threads = [threading.Thread(target=one) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.99)]
+
+
+def idle_figures(pids, seconds):
+    """(RSS MB, share of a core) of these processes, idle for `seconds`."""
+    before = sum(cpu_seconds(pid) for pid in pids)
+    time.sleep(seconds)
+    return sum(rss_mb(pid) for pid in pids), (sum(cpu_seconds(pid) for pid in pids) - before) / seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clinics", type=int, default=50)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--no-runs", action="store_true", help="measure the host only, not a process a clinic")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        names = clinic_folders(folder, options.clinics)
+        env = {"AGENDA_MIN_NOTICE": "0"}
+        (folder / "alone").mkdir()
+        shutil.copytree(folder / "host" / names[0], folder / "alone" / names[0])
+        host, port = start([sys.executable, str(ROOT / "agenda.py"), "host", "serve", str(folder / "alone"),
+                            "--port", "0"])
+        try:
+            alone = drive(port, names[0], options.seconds)
+            print(f"caller of one clinic at 4 connections, the host's only one: p50 {alone[0]:.1f} ms, p99 "
+                  f"{alone[1]:.1f} ms")
+        finally:
+            host.terminate()
+            host.wait(60)
+        host, port = start([sys.executable, str(ROOT / "agenda.py"), "host", "serve", str(folder / "host"),
+                            "--port", "0"])
+        try:
+            for name in names:
+                assert get(port, name, "/custom-config") == 200
+            memory, cpu = idle_figures([host.pid], options.seconds)
+            print(f"one host, {options.clinics} clinics idle: {memory:.0f} MB RSS, {cpu:.1%} of a core")
+            beside = drive(port, names[0], options.seconds)
+            print(f"caller of one clinic at 4 connections beside {options.clinics - 1} idle: p50 {beside[0]:.1f} ms,"
+                  f" p99 {beside[1]:.1f} ms ({beside[1] / alone[1]:.2f} of alone)")
+        finally:
+            host.terminate()
+            host.wait(60)
+        if options.no_runs:
+            return
+        runs = []
+        try:
+            for name in names:
+                runs.append(start([sys.executable, str(ROOT / "agenda.py"), "run", "--db",
+                                   str(folder / "host" / name / "agenda.db"), "--port", "0"],
+                                  {**env, "AGENDA_SECRET": SECRET})[0])
+            memory, cpu = idle_figures([run.pid for run in runs], options.seconds)
+            print(f"{len(runs)} agenda run processes idle: {memory:.0f} MB RSS ({memory / len(runs):.1f} MB each),"
+                  f" {cpu:.1%} of a core")
+        finally:
+            for run in runs:
+                run.terminate()
+            for run in runs:
+                run.wait(60)
+
+
+if __name__ == "__main__":
+    main()

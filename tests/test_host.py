@@ -1,0 +1,239 @@
+"""Many clinics in one service (docs/design.md, "A host of clinics"): each clinic folder under the host's folder is
+served at its own host name with its own secret; nothing signed for one clinic reads or changes another; a folder
+added is served without a restart and one removed stops being served; a damaged file, a full disk or requests
+that hang in one clinic leave the others answering; a wrong settings file is refused naming the key."""
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import threading
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import webtest
+from click.testing import CliRunner
+from webtest.http import StopableWSGIServer
+
+import agenda
+from _agenda.cli.host import close_clinic, open_clinic
+from _agenda.values.settings import settings_in_file
+from _agenda.web import host as hosting
+from _agenda.web.host import Clinics
+
+from conftest import agenda_command, EVERY_DAY_CSV, SEEDED_AT, seed, Server, sign, table_rows, write_csv
+from test_signatures import EVERY_ROUTE
+
+A, B = "citas.clinica-a.es", "citas.clinica-b.es"
+SECRETS = {A: "secret-of-clinic-a", B: "secret-of-clinic-b"}
+
+
+class Moment:
+    """A monotonic clock the test moves."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def make_clinic(folder, name, tmp_path, settings=None):
+    """A clinic folder: the test clinic seeded, its secret (0600) and its settings file."""
+    clinic = folder / name
+    clinic.mkdir()
+    seed(clinic / "agenda.db", write_csv(tmp_path, EVERY_DAY_CSV), at=SEEDED_AT)
+    descriptor = os.open(clinic / "agenda.secret", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(descriptor, SECRETS.get(name, "another-secret").encode())
+    os.close(descriptor)
+    (clinic / "agenda.toml").write_text(settings if settings is not None else "min_notice_minutes = 0\n")
+    return clinic
+
+
+@pytest.fixture
+def fleet(tmp_path):
+    folder = tmp_path / "clinics"
+    folder.mkdir()
+    for name in (A, B):
+        make_clinic(folder, name, tmp_path)
+    clock = Moment()
+    clinics = Clinics(folder, open_clinic, close_clinic, share=2, clock=clock)
+    clinics.clock_moment = clock
+    yield clinics
+    for one in list(clinics.served.values()):
+        clinics.put_away(one)
+
+
+def ask(clinics, host, method, url, body=None, secret=None):
+    """One request to the host's app at `host`, signed with `secret` (the clinic's own by default)."""
+    raw = b"" if body is None else json.dumps(body).encode()
+    headers = {"Host": host, "X-Signature": sign(raw, secret or SECRETS[host], method, url)}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    return webtest.TestApp(clinics).request(url, method=method, body=raw, headers=headers, expect_errors=True)
+
+
+def first_patient_and_booking(clinics, host):
+    patient = ask(clinics, host, "POST", "/patients", {"name": "Luis", "nif": "11111111H"}).json["patientId"]
+    day = ask(clinics, host, "GET", "/availabilities?doctorId=MARTIN").json["data"][0]
+    booked = ask(clinics, host, "POST", "/appointments", {"date": day["date"], "time": day["time"],
+                                                         "doctorId": "MARTIN", "patientId": patient})
+    assert booked.status_int == 201, booked.text
+    return booked.json["appointmentId"]
+
+
+@pytest.mark.parametrize("method, url, body", EVERY_ROUTE)
+def test_a_request_signed_for_one_clinic_reads_and_changes_nothing_of_another(fleet, method, url, body):
+    for host in (A, B):
+        first_patient_and_booking(fleet, host)
+    before = table_rows(fleet.folder / B / "agenda.db")
+    answer = ask(fleet, B, method, url, body, secret=SECRETS[A])
+    assert answer.status_int == 401 and answer.json["error"]["code"] == "INVALID_SIGNATURE"
+    assert table_rows(fleet.folder / B / "agenda.db") == before
+    assert ask(fleet, B, method, url, body).status_int != 401  # B's own secret opens it
+
+
+def test_each_clinic_answers_with_its_own_data(fleet):
+    assert first_patient_and_booking(fleet, A) == "1"
+    assert ask(fleet, B, "GET", "/appointments/1").json["error"]["code"] == "APPOINTMENT_NOT_FOUND"
+    assert ask(fleet, A, "GET", "/appointments/1").json["patientName"] == "Luis"
+    assert ask(fleet, B, "GET", "/patients?nif=11111111H").status_int == 404
+
+
+def test_an_unknown_host_name_is_refused_and_the_host_reads_no_address_as_a_clinic(fleet):
+    for host in ("citas.otra.es", "127.0.0.1", "[::1]:8080", ""):
+        answer = webtest.TestApp(fleet).get("/health", headers={"Host": host}, expect_errors=True)
+        assert answer.status_int == 404 and answer.json["error"]["code"] == "NOT_FOUND"
+
+
+def test_a_folder_added_is_served_at_once_and_one_removed_stops_being_served(fleet, tmp_path):
+    make_clinic(fleet.folder, "citas.clinica-c.es", tmp_path)
+    answer = ask(fleet, "citas.clinica-c.es", "GET", "/custom-config", secret="another-secret")
+    assert answer.status_int == 200
+    shutil.rmtree(fleet.folder / B)
+    fleet.clock_moment.now += hosting.LOOK_EVERY
+    assert ask(fleet, B, "GET", "/custom-config").status_int == 404
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+
+
+def test_an_idle_clinic_is_put_away_and_opened_again_when_asked(fleet):
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+    assert fleet.served[A].app is not None
+    fleet.clock_moment.now += hosting.IDLE_AFTER + 1
+    assert ask(fleet, B, "GET", "/custom-config").status_int == 200
+    assert fleet.served[A].app is None
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+
+
+def test_a_damaged_clinic_answers_503_and_the_others_go_on(fleet):
+    path = fleet.folder / A / "agenda.db"
+    data = bytearray(path.read_bytes())
+    data[100:4096 * 3] = b"\x5a" * (4096 * 3 - 100)
+    path.write_bytes(bytes(data))
+    damaged = ask(fleet, A, "GET", "/custom-config")
+    assert damaged.status_int == 503 and damaged.headers["Retry-After"] == "1"
+    assert ask(fleet, B, "GET", "/custom-config").status_int == 200
+
+
+def test_a_full_disk_in_one_clinic_refuses_only_its_writes(fleet, monkeypatch):
+    first_patient_and_booking(fleet, B)
+    ask(fleet, A, "GET", "/custom-config")
+
+    def full(*args, **kwargs):  # what SQLite says when the disk is full (ENOSPC): SQLITE_FULL
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(fleet.served[A].app.clinic.db, "transaction", full)
+    refused = ask(fleet, A, "POST", "/patients", {"name": "Ana", "nif": "22222222J"})
+    assert refused.status_int == 503 and refused.json["error"]["code"] == "SERVICE_UNAVAILABLE"
+    assert ask(fleet, B, "POST", "/patients", {"name": "Ana", "nif": "22222222J"}).status_int == 201
+
+
+def test_a_clinic_whose_requests_hang_leaves_threads_to_the_others(tmp_path):
+    folder = tmp_path / "clinics"
+    folder.mkdir()
+    for name in (A, B):
+        make_clinic(folder, name, tmp_path)
+    release, entered = threading.Event(), threading.Semaphore(0)
+
+    def hanging(environ, start_response):
+        entered.release()
+        release.wait(120)
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [b"{}"]
+
+    def open_one(clinic_folder):
+        return hanging if clinic_folder.name == A else open_clinic(clinic_folder)
+
+    clinics = Clinics(folder, open_one, lambda app: app is hanging or close_clinic(app), share=2)
+    server = StopableWSGIServer.create(clinics, host="127.0.0.1", threads=4)
+    try:
+        assert server.wait()
+        port = server.adj.port
+
+        def get(host, path="/health"):
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Host": host})
+            try:
+                with urllib.request.urlopen(request, timeout=120) as answer:
+                    return answer.status
+            except urllib.error.HTTPError as error:
+                return error.code
+
+        with ThreadPoolExecutor(4) as pool:
+            hung = [pool.submit(get, A) for _ in range(2)]
+            assert entered.acquire(timeout=60) and entered.acquire(timeout=60)  # both of A's share are hanging
+            assert get(A) == 503  # A's third waits for no thread
+            assert get(B) == 200 and not any(future.done() for future in hung)
+            release.set()
+            assert [future.result() for future in hung] == [200, 200]
+    finally:
+        release.set()
+        server.shutdown()
+        for one in list(clinics.served.values()):
+            clinics.put_away(one)
+
+
+def test_a_wrong_settings_file_is_refused_naming_the_file_the_key_and_the_fix(fleet, tmp_path, caplog):
+    clinic = make_clinic(fleet.folder, "citas.clinica-d.es", tmp_path, settings="min_notice = 0\n")
+    with pytest.raises(ValueError, match=r"agenda\.toml: unknown setting 'min_notice'; the settings are: tz,"):
+        settings_in_file(clinic / "agenda.toml")
+    answer = ask(fleet, "citas.clinica-d.es", "GET", "/custom-config", secret="another-secret")
+    assert answer.status_int == 503
+    assert "unknown setting 'min_notice'" in caplog.text
+    (clinic / "agenda.toml").write_text('horizon_days = "90"\n')
+    with pytest.raises(ValueError, match="horizon_days must be a whole number, not '90'"):
+        settings_in_file(clinic / "agenda.toml")
+    (clinic / "agenda.toml").write_text('tz = "Mars/Base"\n')
+    with pytest.raises(ValueError, match="tz = 'Mars/Base': unknown time zone"):
+        settings_in_file(clinic / "agenda.toml")
+
+
+def test_a_clinic_without_its_secret_is_not_served(fleet):
+    (fleet.folder / B / "agenda.secret").unlink()
+    assert ask(fleet, B, "GET", "/custom-config").status_int == 503
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+
+
+def test_host_status_lists_every_clinic_and_fails_for_one_in_trouble(fleet):
+    result = CliRunner().invoke(agenda.cli, ["host", "status", str(fleet.folder)])
+    assert result.exit_code == 0, result.output
+    assert A in result.output and B in result.output and "every clinic ok" in result.output
+    (fleet.folder / B / "agenda.secret").unlink()
+    result = CliRunner().invoke(agenda.cli, ["host", "status", str(fleet.folder)])
+    assert result.exit_code == 1 and "no secret: agenda secret set" in result.output
+
+
+def test_agenda_host_serve_serves_each_clinic_at_its_host_name_and_stops_on_sigterm(fleet):
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
+    server = Server(agenda_command("host", "serve", str(fleet.folder), "--port", "0"), {**env, "PYTHONUNBUFFERED": "1"})
+    try:
+        for host in (A, B):
+            request = urllib.request.Request(server.url + "/custom-config", headers={
+                "Host": host, "X-Signature": sign(b"", SECRETS[host], "GET", "/custom-config")})
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                assert answer.status == 200
+        assert server.terminate() == 0
+        assert f"clinic={A}" in server.log() and f"clinic={B}" in server.log()
+    finally:
+        server.stop()
