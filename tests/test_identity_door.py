@@ -355,6 +355,7 @@ COMMANDS = {
     "export": cli_case(("export", "{tmp}/out")),
     "health": cli_case(("health", "--help")),  # asks a running service's /health: no patient there
     "host serve": cli_case(("host", "serve", "--help")),  # serves the routes above, each clinic's: test_host.py
+    "host nginx": cli_case(("host", "nginx", "{tmp}", "{tmp}/sites")),  # host names and networks only
     "host status": cli_case(("host", "status", "{tmp}")),  # counts only: a folder without clinics here
     "import-appointments": cli_case(("import-appointments", "{tmp}/appointments.csv", "--dry-run")),
     "import-patients": cli_case(("import-patients", "{tmp}/patients.csv", "--dry-run")),

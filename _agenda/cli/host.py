@@ -9,7 +9,7 @@ import click
 
 from .. import __version__
 from ..values.printing import plural
-from ..values.settings import Settings, settings_in_file
+from ..values.settings import desk_networks, Settings, settings_in_file
 from ..storage.connections import open_read_only, schema_version
 from ..storage.shipped import newest_version
 from ..storage.database import Database, UPGRADE
@@ -160,3 +160,113 @@ def mail_counts(db_path):
         return outbox_counts(Clinic(database, Settings(), None))
     finally:
         database.close()
+
+
+# nginx for a host (docs/deploy.md's proxy, once for every clinic): what every server shares, at the http level.
+NGINX_SHARED = """# Written by `agenda host nginx`: write it again after adding or removing a clinic, then reload nginx.
+log_format agenda_noquery '$remote_addr $host [$time_local] "$request_method $uri" $status $request_time';
+limit_conn_zone $binary_remote_addr zone=agenda_perip:10m;
+limit_req_zone $binary_remote_addr zone=agenda_logins:10m rate=10r/m;
+limit_req_zone $binary_remote_addr zone=agenda_links:10m rate=60r/m;
+map $request_id $agenda_request_id {
+    "~^(?<first16>[0-9a-f]{16})" $first16;
+}
+"""
+# What every clinic's server does with a request but the desk: the caller's API, the feeds, the patients' links.
+NGINX_LOCATIONS = """client_header_timeout 10s;
+client_body_timeout 10s;
+send_timeout 10s;
+client_max_body_size 64k;
+limit_conn agenda_perip 32;
+error_page 413 @payload_too_large;
+location @payload_too_large {{
+    default_type application/json;
+    return 413 '{{"error":{{"code":"PAYLOAD_TOO_LARGE","message":"the body is over 65536 bytes"}}}}';
+}}
+error_page 503 @too_many_connections;
+location @too_many_connections {{
+    default_type application/json;
+    add_header X-Request-Id $agenda_request_id always;
+    return 503 '{{"error":{{"code":"SERVICE_UNAVAILABLE","message":"too many requests at once from this address; retry","requestId":"$agenda_request_id"}}}}';
+}}
+proxy_set_header Host $host;
+proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+proxy_set_header X-Forwarded-Proto $scheme;
+location /feeds/ {{ access_log off; proxy_pass http://{upstream}; }}
+location /cita/ {{ access_log off; limit_req zone=agenda_links burst=30 nodelay; proxy_pass http://{upstream}; }}
+location / {{ proxy_pass http://{upstream}; proxy_request_buffering on; proxy_read_timeout 30s; }}
+"""
+NGINX_TLS = """server {{
+    listen 80;
+    server_name {name};
+    return 301 https://$host$request_uri;
+}}
+server {{
+    listen 443 ssl;
+    server_name {name};
+    ssl_certificate     {certificates}/{name}/fullchain.pem;
+    ssl_certificate_key {certificates}/{name}/privkey.pem;
+    ssl_protocols       TLSv1.2 TLSv1.3;
+    add_header Strict-Transport-Security "max-age=31536000" always;
+    access_log {logs}/agenda.access.log agenda_noquery;
+    include {locations};
+    location /desk {{
+{allow}        deny all;
+        proxy_pass http://{upstream};
+    }}
+    location = /desk/login {{
+{allow}        deny all;
+        limit_req zone=agenda_logins burst=5 nodelay;
+        proxy_pass http://{upstream};
+    }}
+}}
+"""
+# A clinic without its certificate yet: its name on port 80 only, for `certbot --nginx -d NAME`.
+NGINX_PLAIN = """server {{
+    listen 80;
+    server_name {name};
+    location / {{ return 404; }}
+}}
+"""
+
+
+@host.command("nginx")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--upstream", default="127.0.0.1:8080", show_default=True, help="Where `agenda host serve` listens.")
+@click.option("--certificates", default="/etc/letsencrypt/live", show_default=True,
+              help="The folder holding a folder of certificates a clinic, named for it (certbot's).")
+@click.option("--logs", default="/var/log/nginx", show_default=True, help="The folder of nginx's access log.")
+def host_nginx(folder, out, upstream, certificates, logs):
+    """Write nginx's sites for every clinic under FOLDER into OUT: agenda-host.conf and agenda-locations.conf.
+
+    Each clinic gets a server at its name: the API, feeds and patients' links for
+    everyone, the desk only for its desk_network (agenda.toml). A clinic whose
+    certificate is not in --certificates yet gets its name on port 80 only, for
+    `certbot --nginx -d NAME`; write the sites again after it, and reload nginx.
+
+    Example:
+
+    \b
+        agenda host nginx /srv/clinics /etc/nginx/agenda && sudo nginx -t && sudo systemctl reload nginx
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    locations = out / "agenda-locations.conf"
+    locations.write_text(NGINX_LOCATIONS.format(upstream=upstream), encoding="utf-8")
+    servers, waiting = [NGINX_SHARED], []
+    for name, path in sorted(clinic_folders(folder).items()):
+        settings = settings_in_file(path / CLINIC_SETTINGS) if (path / CLINIC_SETTINGS).is_file() else {}
+        networks = desk_networks(settings.get("desk_network", ""))
+        allow = "".join(f"        allow {network};\n" for network in networks)
+        if (Path(certificates) / name / "fullchain.pem").is_file():
+            servers.append(NGINX_TLS.format(name=name, certificates=certificates, logs=logs, locations=locations,
+                                            upstream=upstream, allow=allow))
+        else:
+            servers.append(NGINX_PLAIN.format(name=name))
+            waiting.append(name)
+    (out / "agenda-host.conf").write_text("\n".join(servers), encoding="utf-8")
+    click.echo(f"Wrote {out / 'agenda-host.conf'}: {plural(len(servers) - 1, 'clinic')}; include it in nginx's http "
+               "block, then: sudo nginx -t && sudo systemctl reload nginx")
+    for name in waiting:
+        click.echo(f"{name}: no certificate yet, port 80 only: sudo certbot --nginx -d {name}, then write again")
