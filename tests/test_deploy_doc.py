@@ -278,7 +278,7 @@ def test_journald_keeps_the_access_log_for_a_bounded_time():
 
 def test_every_numbered_step_says_what_to_check():
     steps = re.split(r"^## (?=\d)", DOC, flags=re.MULTILINE)[1:]
-    assert [step.split(".")[0] for step in steps] == ["1", "2", "3", "4", "5", "6", "6b", "7", "8", "9"]
+    assert [step.split(".")[0] for step in steps] == ["1", "2", "3", "4", "5", "6", "6b", "7", "8", "9", "10"]
     for step in steps:
         assert "**Check:**" in step, step.splitlines()[0]
 
