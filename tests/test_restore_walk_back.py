@@ -241,3 +241,50 @@ def test_a_restore_of_the_newest_state_or_a_clinic_time_never_needs_the_replicas
     assert cli_backups.asked_point(None, "Europe/Madrid", unlisted) == (None, None)
     assert cli_backups.asked_point("24/11/2026 10:15", "Europe/Madrid", unlisted)[0] is None
     assert cli_backups.asked_point("transaction 6", "Europe/Madrid", lambda: listed(10)) == (6, None)
+
+
+def damage_index_leaf(db_path, index):
+    """8 bytes over the header of a leaf page of `index`, as a disk damages a page: SQLite then reads the file
+    until a query walks that index, and answers 'database disk image is malformed'."""
+    conn = sqlite3.connect(db_path)
+    try:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (page,), = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = ?", (index,))
+    finally:
+        conn.close()
+    with open(db_path, "r+b") as file:
+        while True:
+            file.seek((page - 1) * page_size)
+            header = file.read(12)
+            if header[0] == 0x0A:  # a leaf of an index b-tree; else an interior page: follow its first child
+                break
+            assert header[0] == 0x02, header
+            file.seek((page - 1) * page_size + 12)
+            page = int.from_bytes(file.read(4), "big")
+        file.seek((page - 1) * page_size)
+        file.write(b"\xff" * 8)
+
+
+def test_status_of_a_damaged_standby_says_failed_do_not_promote_it_never_a_traceback(api, db_path, tmp_path):
+    patient = api.new_patient()
+    for hour in (9, 10):
+        api.book(patient, time=f"{hour:02d}:00")
+    api.app.clinic.db.close()
+    copy = tmp_path / "standby.db"
+    source, target = sqlite3.connect(db_path), sqlite3.connect(copy)
+    source.backup(target)
+    source.close()
+    target.execute("PRAGMA journal_mode = DELETE")
+    target.close()
+    (tmp_path / "standby.db.check").write_text('{"at": "2026-11-23T08:00:00+00:00", "problem": null}')
+    damage_index_leaf(copy, "appointments_by_date")
+    status = subprocess.run(agenda_command("status", "--db", str(copy)), capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in status.stderr, status.stderr
+    assert status.returncode == 0, status.stderr
+    standby = next(line for line in status.stdout.splitlines() if line.startswith("Standby:"))
+    assert "FAILED: reading it fails (database disk image is malformed)" in standby and "do not promote it" in standby
+    (tmp_path / "standby.db.check").unlink()  # the same file as a primary: a refusal naming the restore
+    primary = subprocess.run(agenda_command("status", "--db", str(copy)), capture_output=True, text=True, timeout=60)
+    assert primary.returncode == 1 and "Traceback" not in primary.stderr, primary.stderr
+    assert "cannot be read whole (database disk image is malformed)" in primary.stderr
+    assert "agenda restore" in primary.stderr
