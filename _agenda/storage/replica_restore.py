@@ -10,7 +10,8 @@ from pathlib import Path
 
 from .connections import reading
 from .copies import check_database_file
-from .replication import ReplicaUnreadable, restore_replica
+from .events import recall
+from .replication import litestream_call, ReplicaUnreadable, restore_replica
 
 WALK_TRIES, WALK_SECONDS = 30, 300  # how far a restore looks back for a state that passes integrity_check
 
@@ -108,11 +109,13 @@ def lost_changes(newer, older):
     return Lost(appointments, others, error)
 
 
-def drill(binary, db_path, replica, folder, behind_after):
-    """(None, facts) when the replica's newest state restores into `folder`, passes integrity_check, its newest
-    event is in the live database unchanged and not `behind_after` seconds older than the live one's; else
-    (the problem, facts). The copy is removed."""
-    facts = {"bytes": 0, "event": None, "compared": False}
+def drill(binary, db_path, replica, folder, behind_after, now=None):
+    """(None, facts) when the service's Litestream ships (asked as /health asks), the replica's newest state
+    restores into `folder`, passes integrity_check, and its newest event is in the live database unchanged, no
+    event written `behind_after` seconds before the drill missing from it; else (the problem, facts). The copy
+    is removed."""
+    facts, started = {"bytes": 0, "event": None, "compared": False}, now or dt.datetime.now(dt.timezone.utc)
+    refused = not_shipping(db_path)
     try:
         copy = restore_replica(binary, replica, folder / "drill.db", background=True)
     except ReplicaUnreadable as error:
@@ -128,16 +131,53 @@ def drill(binary, db_path, replica, folder, behind_after):
         copy.unlink(missing_ok=True)
     facts["event"] = newest["id"] if newest else None
     if newest is None or not Path(db_path).is_file():
-        return None, facts
+        return refused, facts
+    facts["compared"] = True
+    return compared_with_live(db_path, newest, started, behind_after) or refused, facts
+
+
+def not_shipping(db_path, timeout=5):
+    """Why the Litestream of the service replicating db_path cannot ship now, as /health would find it (a sync
+    asked on its control socket), or None: it ships, or its socket cannot be reached from here."""
+    try:
+        with reading(db_path) as conn:
+            replica, _ = recall(conn, "replica")
+    except sqlite3.Error:
+        return None
+    if not replica or not Path(replica.get("socket", "")).exists():
+        return None
+    try:
+        status, answer = litestream_call(replica["socket"], "POST", "/sync", {
+            "path": str(Path(db_path).resolve()), "wait": True, "timeout": timeout}, timeout=timeout + 1)
+    except (FileNotFoundError, ConnectionRefusedError):  # no Litestream listens there any more: the service stopped
+        return None
+    except OSError as error:
+        status, answer = 0, {"error": str(error) or type(error).__name__}
+    if status == 200:
+        return None
+    return (f"the service's Litestream does not ship to the replica now ({answer.get('error', status)}): with "
+            "--ack-after-replication /health answers 503 and changes are refused; the service's log says why")
+
+
+def compared_with_live(db_path, newest, started, behind_after):
+    """Why the replica's newest event `newest` shows it is not this database's, or is behind it: a live event
+    written `behind_after` seconds before `started` is not in it, or the live newest is that much newer; or None."""
     with reading(db_path) as conn:
         same = conn.execute("SELECT * FROM events WHERE id = ?", (newest["id"],)).fetchone()
         latest = conn.execute("SELECT at FROM events ORDER BY id DESC LIMIT 1").fetchone()
-    facts["compared"] = True
+        missing, first = conn.execute("SELECT count(*), min(at) FROM events WHERE id > ?", (newest["id"],)).fetchone()
     if same is None or tuple(same) != tuple(newest):
         return (f"its newest event {newest['id']} is {'not' if same is None else 'not the same'} in the live "
-                f"database {db_path}: the replica is not this database's (a replica path used by two?)"), facts
-    behind = (dt.datetime.fromisoformat(latest["at"]) - dt.datetime.fromisoformat(newest["at"])).total_seconds()
+                f"database {db_path}: the replica is not this database's (a replica path used by two?)")
+    at = dt.datetime.fromisoformat(newest["at"])
+    behind = max((dt.datetime.fromisoformat(latest["at"]) - at).total_seconds(),
+                 (started - dt.datetime.fromisoformat(first)).total_seconds() if first else 0.0)
     if behind > behind_after:
-        return (f"it is {behind / 60:.0f} minutes behind the live database (its newest event {newest['id']}): "
-                "Litestream is not shipping; `agenda status` and the service's log say why"), facts
-    return None, facts
+        return (f"it is {duration(behind)} behind the live database ({missing:,} events not in it after its newest, "
+                f"{newest['id']}): Litestream is not shipping; `agenda status` and the service's log say why")
+    return None
+
+
+def duration(seconds):
+    """A span in words: seconds up to two minutes, then minutes."""
+    return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
