@@ -188,23 +188,44 @@ def test_a_walk_back_that_finds_nothing_says_so(monkeypatch, tmp_path):
     assert walked(tmp_path, listed(50)) is None
 
 
-def test_what_a_restore_loses_is_read_past_a_damaged_index_and_an_unreadable_state_says_so(tmp_path):
-    older, newer = tmp_path / "older.db", tmp_path / "newer.db"
-    open_database(older).close()
-    shutil.copy(older, newer)
-    conn = sqlite3.connect(newer, isolation_level=None)
-    for entity, action, after in (("patient", "patient.created", "{}"),
-                                  ("appointment", "appointment.booked", '{"date": "2026-11-24", "time": "09:00"}')):
-        conn.execute("INSERT INTO events (at, source, action, entity, entity_id, after) VALUES "
-                     "('2026-11-23T09:00:00+00:00', 'api', ?, ?, '77', ?)", (action, entity, after))
-    conn.close()
-    damage(newer)  # one more events row the index misses
+def copy_of(db_path, target):
+    source, copy = sqlite3.connect(db_path), sqlite3.connect(target)
+    source.backup(copy)
+    source.close()
+    copy.close()
+    return target
+
+
+def test_what_a_restore_loses_is_exactly_the_appointments_that_differ_a_moved_one_with_both_times(api, db_path,
+                                                                                                 tmp_path):
+    """The list to phone: every appointment whose date, time, doctor or state differ between the moment restored
+    and the newer state, and no other; one booked and cancelled after the moment is not in it (nobody to phone);
+    read past a damaged index; a newer state that cannot be read says so, never a count of 0."""
+    patient = api.new_patient()
+    kept, moved, cancelled = (api.book(patient, time=at) for at in ("09:00", "09:30", "10:00"))
+    older = copy_of(db_path, tmp_path / "older.db")
+    booked = api.book(patient, time="10:30")
+    api.delete(f"/appointments/{api.book(patient, date='26/11/2026')}")  # booked and cancelled after: nobody to phone
+    api.put(f"/appointments/{moved}", {"newDate": "26/11/2026", "newTime": "10:00"})
+    api.delete(f"/appointments/{cancelled}")
+    api.post("/patients", {"name": "Eva", "nif": valid_dni(5)})
+    newer = copy_of(db_path, tmp_path / "newer.db")
+    damage(newer)  # an events row the index misses: read all the same
     lost = replica_restore.lost_changes(newer, older)
-    assert list(lost.appointments) == ["77"] and lost.others == {"patient.created": 1, "test.damage": 1}
-    assert lost.error is None
+    assert sorted(lost.appointments) == sorted(int(key) for key in (booked, moved, cancelled)) and lost.error is None
+    before, after = lost.appointments[int(moved)]
+    assert (before["time"], after["time"]) == ("09:30", "10:00")
+    assert lost.appointments[int(booked)][0] is None
+    assert (lost.appointments[int(cancelled)][0]["status"], lost.appointments[int(cancelled)][1]["status"]) == \
+        ("booked", "cancelled")
+    assert int(kept) not in lost.appointments and lost.others["patient.created"] == 1
+    words = [cli_backups.change_words(*lost.appointments[int(moved)])]
+    assert "at 24/11/2026 09:30 MARTIN" in words[0] and "moved since to 26/11/2026 10:00 MARTIN" in words[0]
     newer.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4080)  # damaged beyond reading
     unread = replica_restore.lost_changes(newer, older)
-    assert unread.appointments == {} and "could be read only up to event" in unread.error
+    assert unread.appointments == {} and "cannot be read" in unread.error
+    said = cli_backups.loss_words(unread, newer, "after that moment")
+    assert "an unknown number of changes after that moment" in said and "at least 0" not in said
 
 
 def test_restoring_a_named_moment_does_not_need_the_newest_state_to_be_readable(monkeypatch, tmp_path):
@@ -223,7 +244,7 @@ def test_restoring_a_named_moment_does_not_need_the_newest_state_to_be_readable(
     monkeypatch.setattr(cli_backups, "replica_points", lambda binary, replica: points)
     monkeypatch.setattr(cli_backups, "restore_file",
                         lambda ctx, db_path, src, *args, **kw: restored.append(Path(src).read_text()))
-    monkeypatch.setattr(cli_backups, "show_lost", lambda ctx, db_path, newer, lost, tz: shown.append(lost))
+    monkeypatch.setattr(cli_backups, "show_lost", lambda ctx, db_path, newer, lost, tz, span: shown.append(lost))
     cli_backups.restore_replica_state(None, tmp_path / "clinic.db", str(tmp_path / "replica"), "transaction 6", True,
                                       "Europe/Madrid", None)
     assert restored == ["6"]

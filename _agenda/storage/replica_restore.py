@@ -3,7 +3,9 @@ back to the latest that passes integrity_check, what an earlier moment loses, an
 
 import collections
 import datetime as dt
-import json
+import os
+import re
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 from .connections import reading
 from .copies import check_database_file
 from .events import recall
-from .replication import litestream_call, ReplicaUnreadable, restore_replica
+from .replication import litestream_call, replica_url, ReplicaUnreadable, restore_replica
 
 WALK_TRIES, WALK_SECONDS = 30, 300  # how far a restore looks back for a state that passes integrity_check
 
@@ -19,8 +21,8 @@ WALK_TRIES, WALK_SECONDS = 30, 300  # how far a restore looks back for a state t
 # else `later`, the newest point not yet tried between them.
 Walk = collections.namedtuple("Walk", "point copy exact later")
 
-# What restoring an earlier state loses, read from a newer one: {appointment id: (action, row after)}, how many
-# of each other change (a patient registered, an erasure asked), and why the reading stopped early, if it did.
+# What restoring an earlier state loses, read from a newer one: {appointment id: (row before, row after)}, how
+# many of each other change (a patient registered, an erasure asked), and why the reading stopped early, if it did.
 Lost = collections.namedtuple("Lost", "appointments others error")
 
 
@@ -45,6 +47,49 @@ def checked_point(binary, replica, output, txid=None, moment=None, timeout=3600)
         copy.unlink()
         return None, problem
     return copy, None
+
+
+def covered(first, last, ranges):
+    """Whether the (min, max) transaction ranges hold every transaction from first to last."""
+    reach = first - 1
+    for low, high in sorted(ranges):
+        if low > reach + 1:
+            break
+        reach = max(reach, high)
+    return reach >= last
+
+
+def set_aside_compacted(root, aside):
+    """Move out of the folder replica at `root` into `aside` every compacted LTX file (level 1 and up, snapshots
+    too) whose transactions the files kept at lower levels hold too; the files moved ("Restore drills")."""
+    files = collections.defaultdict(list)
+    for path in Path(root, "ltx").glob("*/*.ltx"):
+        found = re.fullmatch(r"([0-9a-f]{16})-([0-9a-f]{16})\.ltx", path.name)
+        if found and path.parent.name.isdigit():
+            files[int(path.parent.name)].append((int(found[1], 16), int(found[2], 16), path))
+    kept, moved = [(low, high) for low, high, _ in files.pop(0, [])], []
+    for level in sorted(files):
+        for low, high, path in files[level]:
+            if covered(low, high, kept):
+                target = Path(aside) / str(level) / path.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
+                moved.append(f"ltx/{level}/{path.name}")
+        kept += [(low, high) for low, high, path in files[level] if path.exists()]
+    return moved
+
+
+def scratch_replica(replica, folder):
+    """(the URL of a local copy of the folder replica `replica` in `folder`, with its compacted files that its
+    lower levels repeat set aside, and those files); None for a replica that is no folder, or when none is
+    set aside: a damaged compacted file is then restored from the files it was made of."""
+    url = replica_url(replica)
+    if not url.startswith("file://") or not Path(url[len("file://"):], "ltx").is_dir():
+        return None
+    copy = Path(folder) / "replica"
+    shutil.copytree(url[len("file://"):], copy, symlinks=True)
+    moved = set_aside_compacted(copy, Path(folder) / "set-aside")
+    return ("file://" + str(copy), moved) if moved else None
 
 
 def walk_back(binary, replica, folder, points, echo, label, tries=WALK_TRIES, seconds=WALK_SECONDS):
@@ -85,27 +130,52 @@ def walk_back(binary, replica, folder, points, echo, label, tries=WALK_TRIES, se
     return Walk(points[passed[0]], passed[1], exact, None if exact else points[failed + 1])
 
 
+def appointments_read(path):
+    """({id: row} of the appointments at `path`, read in the table's own order and no index (the damage is often
+    an index's), as far as they can be read; why the reading stopped early, or None)."""
+    rows, error = {}, None
+    try:
+        with reading(path) as conn:
+            for row in conn.execute(f"SELECT {', '.join(COMPARED)}, patient_id FROM appointments NOT INDEXED "
+                                    "ORDER BY id"):
+                rows[row["id"]] = dict(row)
+    except sqlite3.DatabaseError as error_read:
+        error = (f"its appointments could be read only up to {max(rows, default=0)}: {error_read}" if rows else
+                 f"its appointments cannot be read: {error_read}")
+    return rows, error
+
+
+COMPARED = ("id", "date", "time", "doctor_id", "status")  # what a patient was told of a visit
+
+
 def lost_changes(newer, older):
-    """What restoring `older` loses of `newer`: every change newer's events hold after older's last one, read in
-    the table's own order and no index (the damage is often an index's), as far as they can be read."""
-    appointments, others, error = {}, collections.Counter(), None
+    """What restoring `older` loses of `newer`: {id: (row in older or None, row in newer or None)} of every
+    appointment whose date, time, doctor or state differ between them (one booked and cancelled after older
+    left out: nobody to phone), how many of each other change newer's events hold after older's last one, and
+    how far newer could be read."""
+    appointments, others = {}, collections.Counter()
     if Path(newer) == Path(older):
-        return Lost(appointments, others, error)
+        return Lost(appointments, others, None)
+    before, _ = appointments_read(older)
+    after, error = appointments_read(newer)
+    readable = max(after, default=0) if error else None
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        if readable is not None and key > readable:
+            break
+        if old is None and new["status"] == "cancelled":
+            continue
+        if old is None or new is None or any(old[name] != new[name] for name in COMPARED):
+            appointments[key] = (old, new)
     with reading(older) as conn:
         last = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-    read = last
     try:
         with reading(newer) as conn:
-            for key, action, entity, entity_id, after in conn.execute(
-                    "SELECT id, action, entity, entity_id, after FROM events NOT INDEXED WHERE id > ? ORDER BY id",
-                    (last,)):
-                if entity == "appointment":
-                    appointments[entity_id] = (action, json.loads(after or "{}"))
-                else:
-                    others[action] += 1
-                read = key
-    except (sqlite3.DatabaseError, ValueError) as error_read:
-        error = f"the damaged state could be read only up to event {read}: {error_read}"
+            for (action,) in conn.execute("SELECT action FROM events NOT INDEXED WHERE id > ? AND entity != "
+                                          "'appointment' ORDER BY id", (last,)):
+                others[action] += 1
+    except sqlite3.DatabaseError as error_read:
+        error = error or f"its other changes could not all be read: {error_read}"
     return Lost(appointments, others, error)
 
 
