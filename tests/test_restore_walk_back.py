@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import click
 import pytest
@@ -71,7 +72,10 @@ def test_a_damaged_newest_state_is_refused_and_the_latest_sound_moment_restored_
     damage(clinic_db)
     second = servers(clinic_db, "--replica", str(replica), "--ack-after-replication")
     wait_for(lambda: send(second.url, "GET", "/health")[0] == 200, message="the replica answers again")
-    lost = [book(second, patient, hour) for hour in (12, 13)]
+    lost = [book(second, patient, 12)]
+    asked = dt.datetime.fromtimestamp(int(time.time()) + 1, dt.timezone.utc)  # between the two lost bookings
+    time.sleep(max(0.0, asked.timestamp() + 0.3 - time.time()))
+    lost.append(book(second, patient, 13))
     kill_all(second)
 
     restored = tmp_path / "restored.db"
@@ -98,6 +102,24 @@ def test_a_damaged_newest_state_is_refused_and_the_latest_sound_moment_restored_
     listed = [line for line in done.stdout.splitlines() if "Ana Ruiz" in line]
     assert [int(line.split(":")[0]) for line in listed] == lost and all("+34600111222" in line for line in listed)
     assert [kind for _, kind in reads] == ["restore"]  # the names were read through the identity door
+
+    # asked for a moment between the two lost bookings, which fails too: two losses, each with its list
+    moment = f"{asked.astimezone(ZoneInfo('Europe/Madrid')):%d/%m/%Y %H:%M:%S}"
+    again = tmp_path / "again.db"
+    refused = subprocess.run(agenda_command("restore", "--from-replica", str(replica), "--at", moment, "--db",
+                                            str(again), "-y"), capture_output=True, text=True, timeout=600)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode == 1, said
+    assert f"1 appointment booked, moved or cancelled between that moment and {moment}; and 1 appointment " \
+           f"booked, moved or cancelled after {moment}" in said, said
+    command = shlex.split(re.search(r"To restore that moment: (agenda restore .*)", said)[1])
+    assert command[command.index("--lost-from") + 1] == moment
+    done = subprocess.run(agenda_command(*command[1:], "-y"), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    parts = done.stdout.split(f"Changed after {moment}")
+    assert f"Changed between that moment and {moment} (1 appointment)" in parts[0] and len(parts) == 2
+    assert [int(line.split(":")[0]) for line in parts[0].splitlines() if "Ana Ruiz" in line] == lost[:1]
+    assert [int(line.split(":")[0]) for line in parts[1].splitlines() if "Ana Ruiz" in line] == lost[1:]
 
 
 def test_standby_promote_refuses_a_damaged_copy_and_names_the_restore_that_looks_back(clinic_db):
@@ -245,8 +267,8 @@ def test_restoring_a_named_moment_does_not_need_the_newest_state_to_be_readable(
     monkeypatch.setattr(cli_backups, "restore_file",
                         lambda ctx, db_path, src, *args, **kw: restored.append(Path(src).read_text()))
     monkeypatch.setattr(cli_backups, "show_lost", lambda ctx, db_path, newer, lost, tz, span: shown.append(lost))
-    cli_backups.restore_replica_state(None, tmp_path / "clinic.db", str(tmp_path / "replica"), "transaction 6", True,
-                                      "Europe/Madrid", None)
+    cli_backups.restore_replica_state(None, tmp_path / "clinic.db", str(tmp_path / "replica"),
+                                      ("transaction 6", None), True, "Europe/Madrid", None)
     assert restored == ["6"]
     assert "the newest state cannot be read" in shown[0].error
 

@@ -83,6 +83,9 @@ def backup(ctx, db_path, dest, keep, recipients, tz):
 @click.option("--at", "moment", default=None,
               help="With --from-replica: the state at this clinic time, DD/MM/YYYY HH:MM[:SS], or at a transaction as "
                    "a restore that looked back names it, \"transaction N\" (default: the newest).")
+@click.option("--lost-from", "lost_from", default=None,
+              help="With --at \"transaction N\" as a restore that looked back prints it: the moment first asked for; "
+                   "what the restore loses is listed up to it and after it.")
 @click.option("--identity", type=click.Path(dir_okay=False), default=None,
               help="For an encrypted backup: the age identity file (or SSH private key) that opens it, "
                    "readable by its owner only.")
@@ -90,7 +93,7 @@ def backup(ctx, db_path, dest, keep, recipients, tz):
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before replacing the database.")
 @tz_option
 @click.pass_context
-def restore(ctx, db_path, src, replica, moment, identity, recipients, yes, tz):
+def restore(ctx, db_path, src, replica, moment, lost_from, identity, recipients, yes, tz):
     """Replace the database with the backup SRC, or a replica's state; the current one is kept aside.
 
     Stop the service first. What is restored must pass integrity_check and be an
@@ -104,14 +107,16 @@ def restore(ctx, db_path, src, replica, moment, identity, recipients, yes, tz):
     \b
         agenda restore /var/backups/agenda/clinic-20261121-030000.db --db /var/lib/agenda/clinic.db
         agenda restore --from-replica /mnt/nas/agenda --at "24/11/2026 10:15" --db /var/lib/agenda/clinic.db
+        agenda restore --from-replica /mnt/nas/agenda --at "transaction 1394" --lost-from "24/11/2026 10:15"
         agenda restore /mnt/usb/clinic-20261121-030000.db.age --identity /root/agenda-backup.key
     """
-    if bool(src) == bool(replica) or (moment and not replica):
-        raise click.ClickException("give a backup file SRC, or --from-replica URL [--at TIME] (not both)")
+    if bool(src) == bool(replica) or (moment and not replica) or (lost_from and not moment):
+        raise click.ClickException("give a backup file SRC, or --from-replica URL [--at TIME [--lost-from TIME]] "
+                                   "(not both)")
     kept_for = cli_recipients(recipients, "nothing was restored")
     sweep_left_copies(db_path)
     if replica:
-        return restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for)
+        return restore_replica_state(ctx, db_path, replica, (moment, lost_from), yes, tz, kept_for)
     if not Path(src).is_file():
         raise click.ClickException(f"{src}: no such file; give the path of a backup")
     source = opened(src, identity)
@@ -193,12 +198,15 @@ def cli_moment(text, tz):
     return local.astimezone(dt.timezone.utc)
 
 
-def restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for):
-    """`restore --from-replica`: the newest state (or the one at `moment`) when it passes integrity_check, tried
-    again with the replica's compacted files set aside in a scratch copy when it does not; else a walk back to
-    the latest that passes, restored only when asked, with what it loses ("Restore drills")."""
+def restore_replica_state(ctx, db_path, replica, moments, yes, tz, kept_for):
+    """`restore --from-replica`: the newest state (or the one at the moment asked, `moments`' first, the loss
+    said up to its second when given) when it passes integrity_check, tried again with the replica's compacted
+    files set aside in a scratch copy when it does not; else a walk back to the latest that passes, restored
+    only when asked, with what it loses ("Restore drills")."""
     binary, shown = need_litestream("--from-replica"), f"the replica {without_password(replica_url(replica))}"
-    txid, at = asked_point(moment, tz, lambda: replica_points(binary, replica))
+    (moment, lost_from), listed = moments, lambda: replica_points(binary, replica)
+    txid, at = asked_point(moment, tz, listed)
+    first = lost_from and (*asked_point(lost_from, tz, listed), lost_from)
     what = f"state at {moment}" if moment else "newest state"
     with scratch_folder(db_path) as folder:
         source, (newest, unread, wanted, problem) = replica, states(binary, replica, folder, txid, at)
@@ -212,7 +220,9 @@ def restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for):
         if problem is None:
             restore_file(ctx, db_path, wanted, shown + (f" at {moment}" if moment else ""), yes, tz, kept_for,
                          from_replica=True)
-            return show_lost(ctx, db_path, newest, lost_of(newest, wanted, unread), tz, "after that moment")
+            for span, newer, lost in walk_losses(binary, source, folder, wanted, (newest, unread), first):
+                show_lost(ctx, db_path, newer, lost, tz, span)
+            return None
         click.echo(f"The replica's {what} cannot be restored: {problem}. Restoring it would give the clinic a damaged "
                    "database, so nothing was restored. The replica also holds earlier moments: this looks back over "
                    f"them for the latest that passes the check (at most {WALK_TRIES} tries and {WALK_SECONDS // 60} "
@@ -224,17 +234,19 @@ def restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for):
         if found is None:
             raise click.ClickException(f"no earlier moment of the replica passes the check either; restore the "
                                        f"newest backup instead ({newest_backup_line(db_path)})")
-        losses = walk_losses(binary, source, folder, found, (newest, unread), moment and (txid, at, moment))
-        restore_found(ctx, db_path, replica, found, losses, (shown, yes, tz, kept_for))
+        asked = first or (moment and (txid, at, moment))
+        losses = walk_losses(binary, source, folder, found.copy, (newest, unread), asked)
+        restore_found(ctx, db_path, replica, found, losses, (shown, yes, tz, kept_for, asked and asked[2]))
 
 
 def restore_found(ctx, db_path, replica, found, losses, options):
     """Say the moment a walk back found and what restoring it loses; restore it only when asked at a terminal,
     else print the command that does."""
-    shown, yes, tz, kept_for = options
+    shown, yes, tz, kept_for, asked = options
     when = moment_text(found.point.at, tz)
     command = (f"agenda restore --from-replica {shlex.quote(without_password(replica))} --at "
-               f"'transaction {found.point.txid}' --db {shlex.quote(str(db_path))}")
+               f"'transaction {found.point.txid}'{' --lost-from ' + shlex.quote(asked) if asked else ''} "
+               f"--db {shlex.quote(str(db_path))}")
     click.echo(("The latest moment that passes is " if found.exact else
                 "The latest moment found that passes (the tries ran out: a moment up to transaction "
                 f"{found.later.txid} may pass too; give it to --at to try) is ") +
@@ -280,18 +292,18 @@ def set_aside_and_retry(binary, replica, folder, txid, at, what, problem):
     return copied, found
 
 
-def walk_losses(binary, source, folder, found, newest, asked):
-    """[(span, newer state, Lost)] of restoring the moment found: from it to the newest state; with --at, from it
-    to the moment asked, and from that moment to the newest state."""
+def walk_losses(binary, source, folder, restored, newest, asked):
+    """[(span, newer state, Lost)] of restoring the copy `restored`: from it to the newest state; with a moment
+    asked for ((txid, UTC time, as typed)), from it to that moment, and from that moment to the newest state."""
     if not asked:
-        return [("after that moment", newest[0], lost_of(newest[0], found.copy, newest[1]))]
+        return [("after that moment", newest[0], lost_of(newest[0], restored, newest[1]))]
     txid, at, moment = asked
     try:
         state = restore_replica(binary, source, folder / "asked.db", at, txid)  # as it is, damaged or not
         why = None
     except ReplicaUnreadable as error:
         state, why = None, f"Litestream could not restore it: {error}"
-    return [(f"between that moment and {moment}", state, lost_of(state, found.copy, why)),
+    return [(f"between that moment and {moment}", state, lost_of(state, restored, why, f"the state at {moment}")),
             (f"after {moment}", newest[0], lost_of(newest[0], state, newest[1]) if state else
              Lost({}, {}, f"the state at {moment} cannot be read ({why})"))]
 
@@ -313,10 +325,10 @@ def as_it_is(binary, replica, output):
         return None, f"Litestream could not restore it: {error}"
 
 
-def lost_of(newest, older, unread):
-    """What restoring `older` loses of the newest state; when that cannot be read, that it cannot."""
+def lost_of(newest, older, unread, what="the newest state"):
+    """What restoring `older` loses of the newer state `newest` (`what`); when that cannot be read, that it cannot."""
     if newest is None:
-        return Lost({}, {}, f"the newest state cannot be read ({unread})")
+        return Lost({}, {}, f"{what} cannot be read ({unread})")
     return lost_changes(newest, older)
 
 
