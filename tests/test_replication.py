@@ -392,6 +392,7 @@ def test_a_replica_that_cannot_be_written_is_behind_in_health_status_and_the_doc
     status = subprocess.run(agenda_command("status", "--db", str(clinic_db)), capture_output=True, text=True,
                             timeout=60)
     assert "BEHIND: nothing has reached the replica" in status.stdout, status.stdout
+    assert re.search(r"reached the replica for \d+ seconds", status.stdout), status.stdout  # never "0 min"
     check = values(UNITS["agenda-health.service"][0], "Service", "ExecStart")[0].split()
     assert check[0] == "/opt/agenda/bin/agenda"
     documented = subprocess.run(agenda_command(*check[1:-1], server.url + "/health"), capture_output=True,

@@ -220,7 +220,7 @@ def restore_replica_state(ctx, db_path, replica, moments, yes, tz, kept_for):
         if problem is None:
             restore_file(ctx, db_path, wanted, shown + (f" at {moment}" if moment else ""), yes, tz, kept_for,
                          from_replica=True)
-            for span, newer, lost in walk_losses(binary, source, folder, wanted, (newest, unread), first):
+            for span, newer, lost in walk_losses(binary, (replica, source), folder, wanted, (newest, unread), first):
                 show_lost(ctx, db_path, newer, lost, tz, span)
             return None
         click.echo(f"The replica's {what} cannot be restored: {problem}. Restoring it would give the clinic a damaged "
@@ -229,13 +229,13 @@ def restore_replica_state(ctx, db_path, replica, moments, yes, tz, kept_for):
                    "minutes), then says what restoring it would lose.")
         earlier = [point for point in replica_points(binary, replica)  # listed only when a walk back needs them
                    if (at is None or point.at <= at) and (txid is None or point.txid <= txid)]
-        found = walk_back(binary, source, folder, earlier, lambda text: click.echo(text, nl=False),
+        found = walk_back(binary, replica, folder, earlier, lambda text: click.echo(text, nl=False),
                           lambda point: f"{moment_text(point.at, tz)} (transaction {point.txid})")
         if found is None:
             raise click.ClickException(f"no earlier moment of the replica passes the check either; restore the "
                                        f"newest backup instead ({newest_backup_line(db_path)})")
         asked = first or (moment and (txid, at, moment))
-        losses = walk_losses(binary, source, folder, found.copy, (newest, unread), asked)
+        losses = walk_losses(binary, (replica, source), folder, found.copy, (newest, unread), asked)
         restore_found(ctx, db_path, replica, found, losses, (shown, yes, tz, kept_for, asked and asked[2]))
 
 
@@ -292,17 +292,19 @@ def set_aside_and_retry(binary, replica, folder, txid, at, what, problem):
     return copied, found
 
 
-def walk_losses(binary, source, folder, restored, newest, asked):
+def walk_losses(binary, sources, folder, restored, newest, asked):
     """[(span, newer state, Lost)] of restoring the copy `restored`: from it to the newest state; with a moment
     asked for ((txid, UTC time, as typed)), from it to that moment, and from that moment to the newest state."""
     if not asked:
         return [("after that moment", newest[0], lost_of(newest[0], restored, newest[1]))]
     txid, at, moment = asked
-    try:
-        state = restore_replica(binary, source, folder / "asked.db", at, txid)  # as it is, damaged or not
-        why = None
-    except ReplicaUnreadable as error:
-        state, why = None, f"Litestream could not restore it: {error}"
+    state, why = None, None
+    for replica in dict.fromkeys(sources):  # the replica, then the copy with its compacted files set aside
+        try:
+            state = restore_replica(binary, replica, folder / "asked.db", at, txid)  # as it is, damaged or not
+            break
+        except ReplicaUnreadable as error:
+            why = f"Litestream could not restore it: {error}"
     return [(f"between that moment and {moment}", state, lost_of(state, restored, why, f"the state at {moment}")),
             (f"after {moment}", newest[0], lost_of(newest[0], state, newest[1]) if state else
              Lost({}, {}, f"the state at {moment} cannot be read ({why})"))]

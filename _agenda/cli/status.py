@@ -170,7 +170,8 @@ def unreadable_lines(db_path, error, checked):
         raise click.ClickException(f"{db_path} cannot be read whole ({error}): the file is damaged; `agenda restore` "
                                    "a backup, or `agenda restore --from-replica URL`, which looks back for the latest "
                                    "moment that passes the check")
-    problem = f"reading it fails ({error}); `agenda restore --from-replica` looks back for the latest moment that passes"
+    problem = (f"reading it fails ({error}); `agenda restore --from-replica` looks back for the latest moment "
+               "that passes")
     return [("Database", f"{Path(db_path).resolve()}: cannot be read whole")], (dt.datetime.now(dt.timezone.utc),
                                                                                  problem)
 

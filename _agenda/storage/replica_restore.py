@@ -13,7 +13,7 @@ from pathlib import Path
 from .connections import reading
 from .copies import check_database_file
 from .events import recall
-from .replication import litestream_call, replica_url, ReplicaUnreadable, restore_replica
+from .replication import duration, litestream_call, replica_url, ReplicaUnreadable, restore_replica
 
 WALK_TRIES, WALK_SECONDS = 30, 300  # how far a restore looks back for a state that passes integrity_check
 
@@ -247,7 +247,3 @@ def compared_with_live(db_path, newest, started, behind_after):
                 f"{newest['id']}): Litestream is not shipping; `agenda status` and the service's log say why")
     return None
 
-
-def duration(seconds):
-    """A span in words: seconds up to two minutes, then minutes."""
-    return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"

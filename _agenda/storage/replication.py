@@ -368,10 +368,15 @@ def replica_position(socket_path, db_path, now, started, behind_after=BEHIND_AFT
         "nothing shipped yet since Litestream started")
     waited = unshipped_for(last, started, now)
     if waited > behind_after:
-        position += (f". BEHIND: nothing has reached the replica for {waited / 60:.0f} min; bookings go on here "
+        position += (f". BEHIND: nothing has reached the replica for {duration(waited)}; bookings go on here "
                      "but are not copied: check that the replica's path or server can be written (the service's "
                      "log has Litestream's own words)")
     return position
+
+
+def duration(seconds):
+    """A span in words: seconds up to two minutes, then minutes."""
+    return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
 
 
 class ReplicaUnreadable(RuntimeError):
