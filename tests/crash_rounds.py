@@ -306,7 +306,8 @@ def damaged_file_round(root, folder, rng, cores="one"):
     """A crash round whose replica is then compacted by Litestream (level 1, every second) and one compacted
     file damaged as a disk damages one, 16 bytes flipped in its middle; `agenda restore --from-replica` must
     give the primary's newest state whole, every appointment as the primary has it, with no loss said and
-    nobody to phone (the files it was compacted from hold the same changes)."""
+    nobody to phone (the files it was compacted from hold the same changes); and a restore at an earlier
+    transaction, the list to phone the truth (`phoned`)."""
     db_path, replica, acked, _ = served_and_killed(root, Path(folder), rng, cores)
     compacted(db_path, replica, Path(folder))
     damaged = max(Path(replica, "ltx", "1").glob("*.ltx"))  # the newest: the newest state needs it
@@ -325,7 +326,32 @@ def damaged_file_round(root, folder, rng, cores="one"):
         problems.append("the restore's appointments are not the primary's newest")
     problems += [f"said {words!r} though nothing is lost" for words in ("phone these patients", "unknown", "Changed ",
                                                                         "More may have changed") if words in said]
-    return Round(acked.count(), problems, ours, theirs)
+    return Round(acked.count(), problems + phoned(root, replica, db_path, Path(folder), rng), ours, theirs)
+
+
+def phoned(root, replica, primary, folder, rng):
+    """Problems of a restore at an earlier transaction of the replica, drawn at random: the appointments it says
+    to phone, and their count, must be those whose date, time, doctor or state differ between it and the
+    primary's newest state (one booked and cancelled since left out), as read here with plain SQL."""
+    points = sorted(int(path.name[17:33], 16) for path in Path(replica, "ltx", "0").glob("*.ltx"))
+    point = rng.choice(points[:-1] or points)
+    earlier = folder / "earlier.db"
+    done = agenda(root, "restore", "--from-replica", str(replica), "--at", f"transaction {point}", "--db",
+                  str(earlier), "-y")
+    if done.returncode != 0:
+        return [f"restore at transaction {point} refused: {(done.stdout + done.stderr).strip()[-600:]}"]
+    facts = "SELECT id, date, time, doctor_id, status FROM appointments"
+    before, after = ({row[0]: row[1:] for row in rows(path, facts)} for path in (earlier, primary))
+    truth = sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key)
+                   and not (key not in before and after[key][3] == "cancelled"))
+    said = done.stdout.partition("Changed after that moment")[2]
+    counted = re.match(r" \((\d+) appointments?\)", said)
+    listed = [int(found) for found in re.findall(r"^  (\d+): ", said, re.MULTILINE)]
+    if listed != sorted(listed, key=lambda key: ((after.get(key) or before[key])[0], key)) or sorted(listed) != truth \
+            or (int(counted[1]) if counted else 0) != len(truth):
+        return [f"at transaction {point}: listed {sorted(listed)} to phone, {counted and counted[1]} counted; the "
+                f"appointments that differ are {truth}"]
+    return []
 
 
 def compacted(db_path, replica, folder):

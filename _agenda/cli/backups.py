@@ -210,13 +210,16 @@ def restore_replica_state(ctx, db_path, replica, moments, yes, tz, kept_for):
     what = f"state at {moment}" if moment else "newest state"
     with scratch_folder(db_path) as folder:
         source, (newest, unread, wanted, problem) = replica, states(binary, replica, folder, txid, at)
-        if problem is not None:
-            retried = set_aside_and_retry(binary, replica, folder, txid, at, what, problem)
+        if problem is not None or unread is not None:  # the newest state is needed whole to say what is lost
+            retried = set_aside_and_retry(binary, replica, folder, txid, at, what if problem else "newest state",
+                                          problem or unread)
             if retried is not None:
-                (source, moved), (other, other_unread, wanted, problem) = retried
-                if other is not None and (newest is None or integrity_problem(other) is None):
+                (source, moved), (other, other_unread, other_wanted, other_problem) = retried
+                if other is not None and (newest is None or other_unread is None):
                     newest, unread = other, other_unread
-                shown += f" ({plural(len(moved), 'compacted file')} set aside)" if problem is None else ""
+                if problem is not None and other_problem is None:
+                    wanted, problem = other_wanted, None
+                    shown += f" ({plural(len(moved), 'compacted file')} set aside)"
         if problem is None:
             restore_file(ctx, db_path, wanted, shown + (f" at {moment}" if moment else ""), yes, tz, kept_for,
                          from_replica=True)
@@ -263,13 +266,13 @@ def restore_found(ctx, db_path, replica, found, losses, options):
 
 
 def states(binary, replica, folder, txid, at, tag=""):
-    """(the newest state as it is or None, why not, the state asked for when it passes the check or None, why
-    it does not) of the replica."""
+    """(the newest state as it is, damaged or not, or None; why it cannot be restored or fails the check, or None;
+    the state asked for when it passes the check, or None; why it does not) of the replica."""
     newest, unread = as_it_is(binary, replica, folder / f"newest{tag}.db")  # read only for what a restore loses
+    flaw = unread if newest is None else integrity_problem(newest)
     if txid is not None or at is not None:
-        return (newest, unread, *checked_point(binary, replica, folder / f"wanted{tag}.db", txid, at))
-    return newest, unread, newest if newest and integrity_problem(newest) is None else None, \
-        (integrity_problem(newest) if newest else unread)
+        return (newest, flaw, *checked_point(binary, replica, folder / f"wanted{tag}.db", txid, at))
+    return newest, flaw, newest if flaw is None else None, flaw
 
 
 def set_aside_and_retry(binary, replica, folder, txid, at, what, problem):
@@ -287,8 +290,8 @@ def set_aside_and_retry(binary, replica, folder, txid, at, what, problem):
                f"its files, with {plural(len(copied[1]), 'compacted file')} set aside ({names}): the files they were "
                "compacted from hold the same changes.")
     found = states(binary, copied[0], folder, txid, at, "-set-aside")
-    if found[3] is None:
-        click.echo("That copy restores and passes the check.")
+    click.echo(f"In that copy the {what} " + ("restores and passes the check." if (found[3] if txid or at else found[1])
+                                              is None else "does not pass either."))
     return copied, found
 
 
@@ -374,9 +377,9 @@ def show_lost(ctx, db_path, newer, lost, tz, span):
         for key, (before, after) in sorted(lost.appointments.items(),
                                            key=lambda item: ((item[1][1] or item[1][0])["date"], item[0])):
             person = people.get((after or before)["patient_id"], {})
-            click.echo(printable(f"  {key}: {visit_words(after or before)} "
-                                 f"{person.get('full_name') or 'patient ' + str((after or before)['patient_id'])} "
-                                 f"{person.get('phone') or ''}: {change_words(before, after)}"))
+            who = " ".join(filter(None, (person.get("full_name") or f"patient {(after or before)['patient_id']}",
+                                         person.get("phone"))))
+            click.echo(printable(f"  {key}: {visit_words(after or before)} {who}: {change_words(before, after)}"))
     if lost.others:
         click.echo(f"Also changed {span}, to do again: " + ", ".join(
             f"{count} {action}" for action, count in sorted(lost.others.items())) + ".")
