@@ -331,3 +331,24 @@ def test_status_of_a_damaged_standby_says_failed_do_not_promote_it_never_a_trace
     assert primary.returncode == 1 and "Traceback" not in primary.stderr, primary.stderr
     assert "cannot be read whole (database disk image is malformed)" in primary.stderr
     assert "agenda restore" in primary.stderr
+
+
+def test_a_scratch_copy_sets_aside_only_the_compacted_files_its_lower_levels_repeat(tmp_path):
+    """The replica itself is never changed; in the copy (its files 0600), a compacted file goes aside only when
+    the files kept below it hold every one of its transactions; an sftp or S3 replica gets no copy."""
+    replica = tmp_path / "replica"
+    names = {0: [(3, 3), (4, 4), (5, 5), (6, 6)], 1: [(1, 2), (3, 4), (5, 6)], 2: [(1, 4)], 9: [(1, 6)]}
+    for level, ranges in names.items():
+        (replica / "ltx" / str(level)).mkdir(parents=True)
+        for low, high in ranges:
+            (replica / "ltx" / str(level) / f"{low:016x}-{high:016x}.ltx").write_bytes(b"LTX1")
+    before = sorted(path.relative_to(replica) for path in replica.rglob("*.ltx"))
+    url, moved = replica_restore.scratch_replica(str(replica), tmp_path / "scratch")
+    # level 1's 1-2 stays (level 0 no longer holds 1 and 2), so level 2's 1-4 and the snapshot are repeated too
+    assert sorted(moved) == ["ltx/1/0000000000000003-0000000000000004.ltx",
+                             "ltx/1/0000000000000005-0000000000000006.ltx",
+                             "ltx/2/0000000000000001-0000000000000004.ltx", "ltx/9/0000000000000001-0000000000000006.ltx"]
+    copy = Path(url.removeprefix("file://"))
+    assert all(path.stat().st_mode & 0o077 == 0 for path in copy.rglob("*.ltx"))
+    assert sorted(path.relative_to(replica) for path in replica.rglob("*.ltx")) == before
+    assert replica_restore.scratch_replica("s3://bucket/agenda", tmp_path / "other") is None

@@ -86,8 +86,11 @@ def scratch_replica(replica, folder):
     url = replica_url(replica)
     if not url.startswith("file://") or not Path(url[len("file://"):], "ltx").is_dir():
         return None
-    copy = Path(folder) / "replica"
-    shutil.copytree(url[len("file://"):], copy, symlinks=True)
+    copy, mask = Path(folder) / "replica", os.umask(0o077)  # the replica's files hold the clinic: 0600 from the start
+    try:
+        shutil.copytree(url[len("file://"):], copy, symlinks=True, copy_function=shutil.copyfile)
+    finally:
+        os.umask(mask)
     moved = set_aside_compacted(copy, Path(folder) / "set-aside")
     return ("file://" + str(copy), moved) if moved else None
 
