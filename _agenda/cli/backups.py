@@ -232,8 +232,12 @@ def restore_replica_state(ctx, db_path, replica, moments, yes, tz, kept_for):
                    "minutes), then says what restoring it would lose.")
         earlier = [point for point in replica_points(binary, replica)  # listed only when a walk back needs them
                    if (at is None or point.at <= at) and (txid is None or point.txid <= txid)]
-        found = walk_back(binary, replica, folder, earlier, lambda text: click.echo(text, nl=False),
-                          lambda point: f"{moment_text(point.at, tz)} (transaction {point.txid})")
+        for index, walked in enumerate(dict.fromkeys((replica, source))):  # then over the copy, files set aside
+            click.echo("Looking back over the scratch copy, its compacted files set aside:\n" if index else "", nl=False)
+            found = walk_back(binary, walked, folder, earlier, lambda text: click.echo(text, nl=False),
+                              lambda point: f"{moment_text(point.at, tz)} (transaction {point.txid})")
+            if found is not None:
+                break
         if found is None:
             raise click.ClickException(f"no earlier moment of the replica passes the check either; restore the "
                                        f"newest backup instead ({newest_backup_line(db_path)})")
