@@ -260,8 +260,19 @@ def crash_round(root, folder, rng, cores="one", litestream_down=False):
     """One round in `folder` (new, empty): a clinic, eight writers, SIGKILL at a random moment 1 to 4 s in,
     a restore, and the problems found. With litestream_down, Litestream is killed as soon as it starts for
     a few seconds first, so that the service checkpoints by itself meanwhile, then let be."""
-    folder = Path(folder)
-    db_path, replica, restored = folder / "clinic.db", folder / "replica", folder / "restored.db"
+    db_path, replica, acked, alone = served_and_killed(root, Path(folder), rng, cores, litestream_down)
+    restored = Path(folder) / "restored.db"
+    done = agenda(root, "restore", "--from-replica", str(replica), "--db", str(restored), "-y")
+    if done.returncode != 0:
+        return Round(acked.count(), [f"restore refused: {(done.stdout + done.stderr).strip()[-600:]}"],
+                     checkpoints_alone=alone)
+    return Round(acked.count(), *held(db_path, restored, acked), checkpoints_alone=alone)
+
+
+def served_and_killed(root, folder, rng, cores, litestream_down=False):
+    """(the killed primary's file, its replica, what was acknowledged, the service's own checkpoints) of a clinic
+    served with eight writers and killed at a random moment."""
+    db_path, replica = folder / "clinic.db", folder / "replica"
     (folder / "catalogs.csv").write_text(CLINIC_CSV, encoding="utf-8")
     for args, given in ((("seed", str(folder / "catalogs.csv")), None), (("staff", "add", "ana"), PASSWORD + "\n")):
         done = agenda(root, *args, "--db", str(db_path), input=given)
@@ -288,12 +299,79 @@ def crash_round(root, folder, rng, cores="one", litestream_down=False):
         stopped.set()
     for writer in writers:
         writer.join(timeout=120)
-    alone = sum("the service checkpointed" in line for line in list(service.lines))
+    return db_path, replica, acked, sum("the service checkpointed" in line for line in list(service.lines))
+
+
+def damaged_file_round(root, folder, rng, cores="one"):
+    """A crash round whose replica is then compacted by Litestream (level 1, every second) and one compacted
+    file damaged as a disk damages one, 16 bytes flipped in its middle; `agenda restore --from-replica` must
+    give the primary's newest state whole, every appointment as the primary has it, with no loss said and
+    nobody to phone (the files it was compacted from hold the same changes); and a restore at an earlier
+    transaction, the list to phone the truth (`phoned`)."""
+    db_path, replica, acked, _ = served_and_killed(root, Path(folder), rng, cores)
+    compacted(db_path, replica, Path(folder))
+    damaged = max(Path(replica, "ltx", "1").glob("*.ltx"))  # the newest: the newest state needs it
+    data = bytearray(damaged.read_bytes())
+    for index in range(len(data) // 2, min(len(data), len(data) // 2 + 16)):
+        data[index] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    restored = Path(folder) / "restored.db"
     done = agenda(root, "restore", "--from-replica", str(replica), "--db", str(restored), "-y")
+    said = done.stdout + done.stderr
     if done.returncode != 0:
-        return Round(acked.count(), [f"restore refused: {(done.stdout + done.stderr).strip()[-600:]}"],
-                     checkpoints_alone=alone)
-    return Round(acked.count(), *held(db_path, restored, acked), checkpoints_alone=alone)
+        return Round(acked.count(), [f"restore refused: {said.strip()[-600:]}"])
+    problems, ours, theirs = held(db_path, restored, acked)
+    facts = "SELECT id, date, time, doctor_id, status FROM appointments ORDER BY id"
+    if rows(restored, facts) != rows(db_path, facts):
+        problems.append("the restore's appointments are not the primary's newest")
+    problems += [f"said {words!r} though nothing is lost" for words in ("phone these patients", "unknown", "Changed ",
+                                                                        "More may have changed") if words in said]
+    return Round(acked.count(), problems + phoned(root, replica, db_path, Path(folder), rng), ours, theirs)
+
+
+def phoned(root, replica, primary, folder, rng):
+    """Problems of a restore at an earlier transaction of the replica, drawn at random: the appointments it says
+    to phone, and their count, must be those whose date, time, doctor or state differ between it and the
+    primary's newest state (one booked and cancelled since left out), as read here with plain SQL."""
+    points = sorted(int(path.name[17:33], 16) for path in Path(replica, "ltx", "0").glob("*.ltx"))
+    point = rng.choice(points[:-1] or points)
+    earlier = folder / "earlier.db"
+    done = agenda(root, "restore", "--from-replica", str(replica), "--at", f"transaction {point}", "--db",
+                  str(earlier), "-y")
+    if done.returncode != 0:
+        return [f"restore at transaction {point} refused: {(done.stdout + done.stderr).strip()[-600:]}"]
+    facts = "SELECT id, date, time, doctor_id, status FROM appointments"
+    before, after = ({row[0]: row[1:] for row in rows(path, facts)} for path in (earlier, primary))
+    truth = sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key)
+                   and not (key not in before and after[key][3] == "cancelled"))
+    said = done.stdout.partition("Changed after that moment")[2]
+    counted = re.match(r" \((\d+) appointments?\)", said)
+    listed = [int(found) for found in re.findall(r"^  (\d+): ", said, re.MULTILINE)]
+    if listed != sorted(listed, key=lambda key: ((after.get(key) or before[key])[0], key)) or sorted(listed) != truth \
+            or (int(counted[1]) if counted else 0) != len(truth):
+        return [f"at transaction {point}: listed {sorted(listed)} to phone, {counted and counted[1]} counted; the "
+                f"appointments that differ are {truth}"]
+    return []
+
+
+def compacted(db_path, replica, folder):
+    """Litestream run on the killed primary's file, compacting every second, until a level-1 file holds the
+    replica's newest transaction; then stopped (SIGTERM)."""
+    config = folder / "compact.yml"
+    config.write_text(json.dumps({"levels": [{"interval": "1s"}], "dbs": [{"path": str(db_path), "replica": {
+        "url": f"file://{replica}", "sync-interval": "1s"}}]}), encoding="utf-8")
+    binary = next(path for path in (Path(sys.executable).parent / "litestream",) if path.exists())
+    process = subprocess.Popen([str(binary), "replicate", "-config", str(config)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+
+    def newest(level):
+        return max((int(path.name[17:33], 16) for path in Path(replica, "ltx", str(level)).glob("*.ltx")), default=-1)
+    try:
+        wait_for(lambda: newest(1) > 1 and newest(1) == newest(0), 60, "a level-1 file holding the newest "
+                 "transaction")
+    finally:
+        process.terminate()  # it ships what it has not yet shipped, then exits
+        process.wait(timeout=60)
 
 
 def until_gone(writer, *args):

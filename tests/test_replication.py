@@ -16,6 +16,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -391,6 +392,7 @@ def test_a_replica_that_cannot_be_written_is_behind_in_health_status_and_the_doc
     status = subprocess.run(agenda_command("status", "--db", str(clinic_db)), capture_output=True, text=True,
                             timeout=60)
     assert "BEHIND: nothing has reached the replica" in status.stdout, status.stdout
+    assert re.search(r"reached the replica for \d+ seconds", status.stdout), status.stdout  # never "0 min"
     check = values(UNITS["agenda-health.service"][0], "Service", "ExecStart")[0].split()
     assert check[0] == "/opt/agenda/bin/agenda"
     documented = subprocess.run(agenda_command(*check[1:-1], server.url + "/health"), capture_output=True,
@@ -430,3 +432,64 @@ def test_with_ack_after_replication_a_message_goes_once_the_replica_holds_its_ch
         assert [recipients for recipients, _ in mail.inbox.messages()] == [["a@example.es"]]
     finally:
         mail.stop()
+
+
+def test_after_kill_9_of_the_service_alone_its_litestream_dies_and_a_restart_replicates_again(clinic_db, tmp_path,
+                                                                                             servers):
+    """A Litestream dies with the `agenda run` that started it: SIGKILL of the service alone leaves no
+    Litestream holding the replication lock, so the restart is not refused."""
+    replica = tmp_path / "replica"
+    first = servers(clinic_db, "--replica", str(replica))
+    wait_for(lambda: send(first.url, "GET", "/health")[1]["replica"] == "ok", 60, "the replica shipping")
+    orphans = litestream_pids(first)
+    first.process.kill()
+    first.process.wait(timeout=60)
+    second = servers(clinic_db, "--replica", str(replica))  # at once, as systemd restarts it
+    assert not any(alive(pid) for pid in orphans)
+    wait_for(lambda: send(second.url, "GET", "/health")[1]["replica"] == "ok", 60, "the restart's replica shipping")
+    assert "already replicates" not in second.log()
+
+
+def test_a_child_started_to_replicate_dies_when_the_service_is_killed(tmp_path):
+    """However the service dies (SIGKILL here), the child it started to replicate is sent SIGTERM: it never
+    lives on holding the replication lock (a child that never writes, so no broken pipe ends it)."""
+    service = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        "from _agenda.storage.replication import start_child\n"
+        f"mark = os.open({str(tmp_path / 'mark')!r}, os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "print(start_child(['sleep', '600'], mark).pid, flush=True)\n"
+        "time.sleep(600)\n")], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    child = int(service.stdout.readline())
+    service.kill()
+    service.wait(timeout=60)
+    wait_for(lambda: not alive(child), 60, "the child gone with the service")
+
+
+def alive(pid):
+    """Whether the process lives (a zombie, dead but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_lock_held_by_a_litestream_whose_service_is_gone_is_taken_back_and_a_living_ones_is_not(tmp_path):
+    from _agenda.storage.connections import hold_replicating_mark
+    from _agenda.storage.replication import STARTED_BY, take_replicating_mark
+    db_path = tmp_path / "clinic.db"
+    db_path.touch()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    holders = []
+    for parent in (os.getpid(), gone.pid):  # a living service's child, then one whose service is gone
+        mark = hold_replicating_mark(db_path)
+        holders.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], pass_fds=(mark,),
+                                        env={**os.environ, STARTED_BY: str(parent)}))
+        os.close(mark)
+        if parent == os.getpid():
+            with pytest.raises(RuntimeError, match="already replicates"):
+                take_replicating_mark(db_path, tries=1)
+            holders[0].kill()
+            holders[0].wait(timeout=60)
+    os.close(take_replicating_mark(db_path, tries=1))
+    assert holders[1].wait(timeout=60) == -signal.SIGTERM

@@ -3,13 +3,14 @@ private temporary file beside the database, checks it, compares its newest event
 removes it, prints one line, exits 1 on any problem, and `agenda status` shows the last result."""
 
 import os
+import signal
 import sqlite3
 import subprocess
 from pathlib import Path
 
 from conftest import agenda_command, send, valid_dni
 from test_restore_walk_back import damage
-from test_replication import clinic_db, servers, wait_for  # noqa: F401 (fixtures)
+from test_replication import clinic_db, litestream_pids, servers, wait_for  # noqa: F401 (fixtures)
 
 
 def check(db_path, replica):
@@ -87,11 +88,32 @@ def test_a_drill_of_a_replica_that_stopped_shipping_fails_saying_how_far_behind_
     replica = tmp_path / "replica"
     server = with_a_patient(servers, clinic_db, replica)
     server.terminate()
-    conn = sqlite3.connect(clinic_db)  # changed here, an hour on, and never shipped
-    conn.execute("INSERT INTO events (at, source, action, entity, entity_id) SELECT "
-                 "strftime('%Y-%m-%dT%H:%M:%S+00:00', at, '+1 hour'), 'cli', 'test.later', 'test', '1' "
-                 "FROM events ORDER BY id DESC LIMIT 1")
-    conn.commit()
-    conn.close()
-    done = check(clinic_db, replica)
-    assert done.returncode == 1 and "is 60 minutes behind the live database" in done.stderr
+    for later, behind_after, said in (("+12 seconds", "5", "is 12 seconds behind"),  # never "0 minutes"
+                                      ("+1 hour", "300", "is 60 minutes behind")):
+        conn = sqlite3.connect(clinic_db)  # changed here, later on, and never shipped
+        conn.execute("INSERT INTO events (at, source, action, entity, entity_id) SELECT "
+                     f"strftime('%Y-%m-%dT%H:%M:%S+00:00', at, '{later}'), 'cli', 'test.later', 'test', '1' "
+                     "FROM events WHERE action != 'test.later' ORDER BY id DESC LIMIT 1")
+        conn.commit()
+        conn.close()
+        done = subprocess.run(agenda_command("replica", "check", "--replica", str(replica), "--db", str(clinic_db),
+                                             "--behind-after", behind_after), capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 1 and f"{said} the live database" in done.stderr, done.stderr
+
+
+def test_a_drill_fails_while_the_services_litestream_does_not_ship_though_its_replica_restores(clinic_db, tmp_path,
+                                                                                                servers):
+    """/health answers 503 when the service's Litestream cannot ship (its disk full, or, here, stopped): the drill
+    asks it as /health does and fails, though the replica it restores is sound and seconds old."""
+    replica = tmp_path / "replica"
+    server = with_a_patient(servers, clinic_db, replica)
+    litestream, = litestream_pids(server)
+    os.kill(litestream, signal.SIGSTOP)
+    try:
+        done = check(clinic_db, replica)
+    finally:
+        os.kill(litestream, signal.SIGCONT)
+    assert done.returncode == 1, done.stdout
+    assert "replica check FAILED" in done.stderr and "does not ship to the replica now" in done.stderr
+    assert "/health answers 503" in done.stderr

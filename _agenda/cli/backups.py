@@ -21,7 +21,8 @@ from ..domain.access import AccessRecord
 from ..domain.identity import identities
 from ..domain.clinic import Clinic
 from ..storage.replication import replica_url, ReplicaUnreadable, restore_points, restore_replica, without_password
-from ..storage.replica_restore import checked_point, integrity_problem, Lost, lost_changes, walk_back, WALK_SECONDS, WALK_TRIES
+from ..storage.replica_restore import (checked_point, integrity_problem, Lost, lost_changes, scratch_replica,
+                                      walk_back, WALK_SECONDS, WALK_TRIES)
 from ..storage.sealing import identities_of, is_sealed, open_sealed, SealingError
 from .root import (cli, cli_date, cli_now, cli_reader, cli_recipients, cli_zone, db_option, describe_counts,
                   existing_database, hold_unsent_messages, human_size, need_litestream, recipients_option,
@@ -82,6 +83,9 @@ def backup(ctx, db_path, dest, keep, recipients, tz):
 @click.option("--at", "moment", default=None,
               help="With --from-replica: the state at this clinic time, DD/MM/YYYY HH:MM[:SS], or at a transaction as "
                    "a restore that looked back names it, \"transaction N\" (default: the newest).")
+@click.option("--lost-from", "lost_from", default=None,
+              help="With --at \"transaction N\" as a restore that looked back prints it: the moment first asked for; "
+                   "what the restore loses is listed up to it and after it.")
 @click.option("--identity", type=click.Path(dir_okay=False), default=None,
               help="For an encrypted backup: the age identity file (or SSH private key) that opens it, "
                    "readable by its owner only.")
@@ -89,7 +93,7 @@ def backup(ctx, db_path, dest, keep, recipients, tz):
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before replacing the database.")
 @tz_option
 @click.pass_context
-def restore(ctx, db_path, src, replica, moment, identity, recipients, yes, tz):
+def restore(ctx, db_path, src, replica, moment, lost_from, identity, recipients, yes, tz):
     """Replace the database with the backup SRC, or a replica's state; the current one is kept aside.
 
     Stop the service first. What is restored must pass integrity_check and be an
@@ -103,14 +107,16 @@ def restore(ctx, db_path, src, replica, moment, identity, recipients, yes, tz):
     \b
         agenda restore /var/backups/agenda/clinic-20261121-030000.db --db /var/lib/agenda/clinic.db
         agenda restore --from-replica /mnt/nas/agenda --at "24/11/2026 10:15" --db /var/lib/agenda/clinic.db
+        agenda restore --from-replica /mnt/nas/agenda --at "transaction 1394" --lost-from "24/11/2026 10:15"
         agenda restore /mnt/usb/clinic-20261121-030000.db.age --identity /root/agenda-backup.key
     """
-    if bool(src) == bool(replica) or (moment and not replica):
-        raise click.ClickException("give a backup file SRC, or --from-replica URL [--at TIME] (not both)")
+    if bool(src) == bool(replica) or (moment and not replica) or (lost_from and not moment):
+        raise click.ClickException("give a backup file SRC, or --from-replica URL [--at TIME [--lost-from TIME]] "
+                                   "(not both)")
     kept_for = cli_recipients(recipients, "nothing was restored")
     sweep_left_copies(db_path)
     if replica:
-        return restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for)
+        return restore_replica_state(ctx, db_path, replica, (moment, lost_from), yes, tz, kept_for)
     if not Path(src).is_file():
         raise click.ClickException(f"{src}: no such file; give the path of a backup")
     source = opened(src, identity)
@@ -192,48 +198,132 @@ def cli_moment(text, tz):
     return local.astimezone(dt.timezone.utc)
 
 
-def restore_replica_state(ctx, db_path, replica, moment, yes, tz, kept_for):
-    """`restore --from-replica`: the newest state (or the one at `moment`) when it passes integrity_check;
-    else a walk back to the latest that does, restored only when asked, with what it loses ("Restore drills")."""
+def restore_replica_state(ctx, db_path, replica, moments, yes, tz, kept_for):
+    """`restore --from-replica`: the newest state (or the one at the moment asked, `moments`' first, the loss
+    said up to its second when given) when it passes integrity_check, tried again with the replica's compacted
+    files set aside in a scratch copy when it does not; else a walk back to the latest that passes, restored
+    only when asked, with what it loses ("Restore drills")."""
     binary, shown = need_litestream("--from-replica"), f"the replica {without_password(replica_url(replica))}"
-    txid, at = asked_point(moment, tz, lambda: replica_points(binary, replica))
+    (moment, lost_from), listed = moments, lambda: replica_points(binary, replica)
+    txid, at = asked_point(moment, tz, listed)
+    first = lost_from and (*asked_point(lost_from, tz, listed), lost_from)
+    what = f"state at {moment}" if moment else "newest state"
     with scratch_folder(db_path) as folder:
-        newest, unread = as_it_is(binary, replica, folder / "newest.db")  # read only for what a restore loses
-        if moment:
-            wanted, problem = checked_point(binary, replica, folder / "wanted.db", txid, at)
-        else:
-            wanted, problem = (newest, integrity_problem(newest)) if newest else (None, unread)
+        source, (newest, unread, wanted, problem) = replica, states(binary, replica, folder, txid, at)
+        if problem is not None or unread is not None:  # the newest state is needed whole to say what is lost
+            retried = set_aside_and_retry(binary, replica, folder, txid, at, what if problem else "newest state",
+                                          problem or unread)
+            if retried is not None:
+                (source, moved), (other, other_unread, other_wanted, other_problem) = retried
+                if other is not None and (newest is None or other_unread is None):
+                    newest, unread = other, other_unread
+                if problem is not None and other_problem is None:
+                    wanted, problem = other_wanted, None
+                    shown += f" ({plural(len(moved), 'compacted file')} set aside)"
         if problem is None:
             restore_file(ctx, db_path, wanted, shown + (f" at {moment}" if moment else ""), yes, tz, kept_for,
                          from_replica=True)
-            return show_lost(ctx, db_path, newest, lost_of(newest, wanted, unread), tz)
-        click.echo(f"The replica's {'state at ' + moment if moment else 'newest state'} cannot be restored: {problem}. "
-                   "Restoring it would give the clinic a damaged database, so nothing was restored. The replica also "
-                   "holds earlier moments: this looks back over them for the latest that passes the check (at most "
-                   f"{WALK_TRIES} tries and {WALK_SECONDS // 60} minutes), then says what restoring it would lose.")
+            for span, newer, lost in walk_losses(binary, (replica, source), folder, wanted, (newest, unread), first):
+                show_lost(ctx, db_path, newer, lost, tz, span)
+            return None
+        click.echo(f"The replica's {what} cannot be restored: {problem}. Restoring it would give the clinic a damaged "
+                   "database, so nothing was restored. The replica also holds earlier moments: this looks back over "
+                   f"them for the latest that passes the check (at most {WALK_TRIES} tries and {WALK_SECONDS // 60} "
+                   "minutes), then says what restoring it would lose.")
         earlier = [point for point in replica_points(binary, replica)  # listed only when a walk back needs them
                    if (at is None or point.at <= at) and (txid is None or point.txid <= txid)]
-        found = walk_back(binary, replica, folder, earlier, lambda text: click.echo(text, nl=False),
-                          lambda point: f"{moment_text(point.at, tz)} (transaction {point.txid})")
+        for index, walked in enumerate(dict.fromkeys((replica, source))):  # then over the copy, files set aside
+            click.echo("Looking back over the scratch copy, its compacted files set aside:\n" if index else "", nl=False)
+            found = walk_back(binary, walked, folder, earlier, lambda text: click.echo(text, nl=False),
+                              lambda point: f"{moment_text(point.at, tz)} (transaction {point.txid})")
+            if found is not None:
+                break
         if found is None:
             raise click.ClickException(f"no earlier moment of the replica passes the check either; restore the "
                                        f"newest backup instead ({newest_backup_line(db_path)})")
-        lost, when = lost_of(newest, found.copy, unread), moment_text(found.point.at, tz)
-        command = (f"agenda restore --from-replica {shlex.quote(without_password(replica))} --at "
-                   f"'transaction {found.point.txid}' --db {shlex.quote(str(db_path))}")
-        click.echo(("The latest moment that passes is " if found.exact else
-                    "The latest moment found that passes (the tries ran out: a moment up to transaction "
-                    f"{found.later.txid} may pass too; give it to --at to try) is ") +
-                   f"{when} (transaction {found.point.txid}). Restoring it would lose "
-                   f"{'at least ' if lost.error else ''}{plural(len(lost.appointments), 'appointment')} booked, moved "
-                   "or cancelled after it: they are listed once it is restored, so that reception can phone the "
-                   "patients.")
-        if yes or not sys.stdin.isatty():
-            hidden = " (with the replica's password where *** stands)" if "***" in command else ""
-            raise click.ClickException(f"nothing was restored. To restore that moment{hidden}: {command}")
-        click.confirm(f"Restore the state of {when} into {db_path}?", abort=True)
-        restore_file(ctx, db_path, found.copy, f"{shown} at {when}", True, tz, kept_for, from_replica=True)
-        show_lost(ctx, db_path, newest, lost, tz)
+        asked = first or (moment and (txid, at, moment))
+        losses = walk_losses(binary, (replica, source), folder, found.copy, (newest, unread), asked)
+        restore_found(ctx, db_path, replica, found, losses, (shown, yes, tz, kept_for, asked and asked[2]))
+
+
+def restore_found(ctx, db_path, replica, found, losses, options):
+    """Say the moment a walk back found and what restoring it loses; restore it only when asked at a terminal,
+    else print the command that does."""
+    shown, yes, tz, kept_for, asked = options
+    when = moment_text(found.point.at, tz)
+    command = (f"agenda restore --from-replica {shlex.quote(without_password(replica))} --at "
+               f"'transaction {found.point.txid}'{' --lost-from ' + shlex.quote(asked) if asked else ''} "
+               f"--db {shlex.quote(str(db_path))}")
+    click.echo(("The latest moment that passes is " if found.exact else
+                "The latest moment found that passes (the tries ran out: a moment up to transaction "
+                f"{found.later.txid} may pass too; give it to --at to try) is ") +
+               f"{when} (transaction {found.point.txid}). Restoring it would lose " +
+               "; and ".join(loss_words(lost, newer, span) for span, newer, lost in losses) +
+               ". The appointments are listed once it is restored, so that reception can phone the patients.")
+    if yes or not sys.stdin.isatty():
+        hidden = " (with the replica's password where *** stands)" if "***" in command else ""
+        raise click.ClickException(f"nothing was restored. To restore that moment{hidden}: {command}")
+    click.confirm(f"Restore the state of {when} into {db_path}?", abort=True)
+    restore_file(ctx, db_path, found.copy, f"{shown} at {when}", True, tz, kept_for, from_replica=True)
+    for span, newer, lost in losses:
+        show_lost(ctx, db_path, newer, lost, tz, span)
+
+
+def states(binary, replica, folder, txid, at, tag=""):
+    """(the newest state as it is, damaged or not, or None; why it cannot be restored or fails the check, or None;
+    the state asked for when it passes the check, or None; why it does not) of the replica."""
+    newest, unread = as_it_is(binary, replica, folder / f"newest{tag}.db")  # read only for what a restore loses
+    flaw = unread if newest is None else integrity_problem(newest)
+    if txid is not None or at is not None:
+        return (newest, flaw, *checked_point(binary, replica, folder / f"wanted{tag}.db", txid, at))
+    return newest, flaw, newest if flaw is None else None, flaw
+
+
+def set_aside_and_retry(binary, replica, folder, txid, at, what, problem):
+    """((the scratch copy's URL, the files set aside), its `states`) once the compacted files of a folder
+    replica that its lower levels repeat are set aside in a scratch copy of its files; None for a replica that
+    is no folder, or has none to set aside."""
+    copied = scratch_replica(replica, folder / "copy")
+    if copied is None:
+        if not replica_url(replica).startswith("file://"):
+            click.echo("(An sftp or S3 replica is read as it is: to have a damaged compacted file set aside, copy "
+                       "its files into a local folder and give that folder to --from-replica.)")
+        return None
+    names = ", ".join(copied[1][:5]) + (f" and {len(copied[1]) - 5} more" if len(copied[1]) > 5 else "")
+    click.echo(f"The replica's {what} cannot be restored as it is: {problem}. Trying again from a scratch copy of "
+               f"its files, with {plural(len(copied[1]), 'compacted file')} set aside ({names}): the files they were "
+               "compacted from hold the same changes.")
+    found = states(binary, copied[0], folder, txid, at, "-set-aside")
+    click.echo(f"In that copy the {what} " + ("restores and passes the check." if (found[3] if txid or at else found[1])
+                                              is None else "does not pass either."))
+    return copied, found
+
+
+def walk_losses(binary, sources, folder, restored, newest, asked):
+    """[(span, newer state, Lost)] of restoring the copy `restored`: from it to the newest state; with a moment
+    asked for ((txid, UTC time, as typed)), from it to that moment, and from that moment to the newest state."""
+    if not asked:
+        return [("after that moment", newest[0], lost_of(newest[0], restored, newest[1]))]
+    txid, at, moment = asked
+    state, why = None, None
+    for replica in dict.fromkeys(sources):  # the replica, then the copy with its compacted files set aside
+        try:
+            state = restore_replica(binary, replica, folder / "asked.db", at, txid)  # as it is, damaged or not
+            break
+        except ReplicaUnreadable as error:
+            why = f"Litestream could not restore it: {error}"
+    return [(f"between that moment and {moment}", state, lost_of(state, restored, why, f"the state at {moment}")),
+            (f"after {moment}", newest[0], lost_of(newest[0], state, newest[1]) if state else
+             Lost({}, {}, f"the state at {moment} cannot be read ({why})"))]
+
+
+def loss_words(lost, newer, span):
+    """What a restore loses over `span`, in words; a loss that cannot be counted said as unknown, with what
+    could be read, never as 'at least 0'."""
+    if newer is None or (lost.error and not lost.appointments):
+        return f"an unknown number of changes {span}: {lost.error}"
+    counted = f"{plural(len(lost.appointments), 'appointment')} booked, moved or cancelled {span}"
+    return f"{counted} as far as it could be read, and an unknown number more ({lost.error})" if lost.error else counted
 
 
 def as_it_is(binary, replica, output):
@@ -244,10 +334,10 @@ def as_it_is(binary, replica, output):
         return None, f"Litestream could not restore it: {error}"
 
 
-def lost_of(newest, older, unread):
-    """What restoring `older` loses of the newest state; when that cannot be read, that it cannot."""
+def lost_of(newest, older, unread, what="the newest state"):
+    """What restoring `older` loses of the newer state `newest` (`what`); when that cannot be read, that it cannot."""
     if newest is None:
-        return Lost({}, {}, f"the newest state cannot be read ({unread})")
+        return Lost({}, {}, f"{what} cannot be read ({unread})")
     return lost_changes(newest, older)
 
 
@@ -273,33 +363,48 @@ def asked_point(moment, tz, listed):
     return int(given[1]), None
 
 
-def show_lost(ctx, db_path, newer, lost, tz):
-    """What a restore to an earlier moment lost: the appointments to phone (date, time, doctor, and the patient's
-    name and phone read through the identity door from the newer state, the read noted in the restored
-    database), the other changes to do again, and how far the newer state could be read."""
+def show_lost(ctx, db_path, newer, lost, tz, span):
+    """What a restore to an earlier moment lost over `span`: each appointment whose date, time, doctor or state
+    differ (a moved one with both times), with the patient's name and phone read through the identity door from
+    the newer state, the read noted in the restored database; the other changes to do again; and how far the
+    newer state could be read."""
     if lost.appointments:
+        rows = [row for pair in lost.appointments.values() for row in pair if row]
         people = {}
         try:
             clinic = Clinic(Database(newer), Settings(tz=tz), lambda: cli_now(ctx))
             clinic.access = AccessRecord(Database(db_path), clinic.clock)
-            people = identities(clinic, [after.get("patient_id") for _, after in lost.appointments.values()],
-                                cli_reader(), "restore")
+            people = identities(clinic, [row["patient_id"] for row in rows], cli_reader(), "restore")
         except (sqlite3.Error, ValueError, RuntimeError) as error:
             click.echo(f"(the patients' names cannot be read from the newer state: {error})")
-        click.echo(f"Not in the restored agenda, changed after that moment ({plural(len(lost.appointments), 'appointment')});"
-                   " phone these patients:")
-        for key, (action, after) in sorted(lost.appointments.items(),
-                                           key=lambda item: (item[1][1].get("date") or "", item[0])):
-            person = people.get(after.get("patient_id"), {})
-            click.echo(printable(
-                f"  {key}: {format_date(after.get('date') or '')} {after.get('time', '')} {after.get('doctor_id', '')} "
-                f"{person.get('full_name') or 'patient ' + str(after.get('patient_id'))} {person.get('phone') or ''} "
-                f"({action.partition('.')[2]})"))
+        click.echo(f"Changed {span} ({plural(len(lost.appointments), 'appointment')}); phone these patients:")
+        for key, (before, after) in sorted(lost.appointments.items(),
+                                           key=lambda item: ((item[1][1] or item[1][0])["date"], item[0])):
+            person = people.get((after or before)["patient_id"], {})
+            who = " ".join(filter(None, (person.get("full_name") or f"patient {(after or before)['patient_id']}",
+                                         person.get("phone"))))
+            click.echo(printable(f"  {key}: {visit_words(after or before)} {who}: {change_words(before, after)}"))
     if lost.others:
-        click.echo("Also changed after that moment, to do again: " + ", ".join(
+        click.echo(f"Also changed {span}, to do again: " + ", ".join(
             f"{count} {action}" for action, count in sorted(lost.others.items())) + ".")
     if lost.error:
-        click.echo(f"More may have changed: {lost.error}.")
+        click.echo(f"More may have changed {span}: {lost.error}.")
+
+
+def visit_words(row):
+    return f"{format_date(row['date'])} {row['time']} {row['doctor_id']}"
+
+
+def change_words(before, after):
+    """How an appointment differs between the restored agenda (`before`) and the newer state (`after`)."""
+    if before is None:
+        return f"not in the restored agenda ({after['status']} after that moment)"
+    if after is None:
+        return f"in the restored agenda ({before['status']}); not in the newer state"
+    if (before["date"], before["time"], before["doctor_id"]) != (after["date"], after["time"], after["doctor_id"]):
+        return f"in the restored agenda at {visit_words(before)} ({before['status']}); moved since to " \
+               f"{visit_words(after)} ({after['status']})"
+    return f"{before['status']} in the restored agenda; {after['status']} since"
 
 
 def moment_text(moment, tz):

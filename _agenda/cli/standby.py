@@ -174,7 +174,7 @@ def replica_check(ctx, db_path, url, behind_after):
     stopped = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))  # the copy is removed on the way out
     try:
         with scratch_folder(db_path) as folder:
-            verdict, facts = drill(binary, db_path, url, folder, behind_after)
+            verdict, facts = drill(binary, db_path, url, folder, behind_after, cli_now(ctx))
     finally:
         signal.signal(signal.SIGTERM, stopped)
     noted = note_drill(ctx, db_path, verdict, facts)

@@ -3,6 +3,7 @@ health` (a running service's /health, as the health timer reads it)."""
 
 import datetime as dt
 import json
+import sqlite3
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -140,10 +141,13 @@ def status(ctx, db_path, secret_file, keep_copies_days, tz):
         agenda status --db /var/lib/agenda/clinic.db
     """
     zone = cli_zone(tz)
+    checked = standby_checked(db_path)
     # a standby's copy is Litestream's to write: read it only, never in WAL mode or upgraded (docs/replication.md)
-    conn = open_read_only(db_path) if standby_checked(db_path) else existing_database(db_path)
+    conn = open_read_only(db_path) if checked else existing_database(db_path)
     try:
         lines = status_lines(conn, db_path, cli_now(ctx), zone, keep_copies_days)
+    except sqlite3.DatabaseError as error:  # a damaged file: said, never a traceback
+        lines, checked = unreadable_lines(db_path, error, checked)
     finally:
         conn.close()
     stored = secret_file_path(db_path, secret_file)
@@ -152,12 +156,24 @@ def status(ctx, db_path, secret_file, keep_copies_days, tz):
         lines.append(("Secret", f"stored in {stored} (mode {mode:o}{', readable by others!' if mode & 0o077 else ''})"))
     else:
         lines.append(("Secret", "no stored secret; AGENDA_SECRET or `agenda secret set` gives one"))
-    checked = standby_checked(db_path)
     if checked:
         lines.append(("Standby", f"copy checked {checked[0].astimezone(zone):%d/%m/%Y %H:%M}: " + (
             f"FAILED: {checked[1]}; do not promote it" if checked[1] else "it passes")))
     for label, text in lines:
         click.echo(f"{label + ':':<14}{text}")
+
+
+def unreadable_lines(db_path, error, checked):
+    """(lines, the standby's check) of `agenda status` on a file SQLite cannot read whole: a standby's copy FAILED,
+    whatever its last check said; a primary's a ClickException naming the restore."""
+    if not checked:
+        raise click.ClickException(f"{db_path} cannot be read whole ({error}): the file is damaged; `agenda restore` "
+                                   "a backup, or `agenda restore --from-replica URL`, which looks back for the latest "
+                                   "moment that passes the check")
+    problem = (f"reading it fails ({error}); `agenda restore --from-replica` looks back for the latest moment "
+               "that passes")
+    return [("Database", f"{Path(db_path).resolve()}: cannot be read whole")], (dt.datetime.now(dt.timezone.utc),
+                                                                                 problem)
 
 
 HEALTHY_REPLICA = ("off", "ok", "starting")

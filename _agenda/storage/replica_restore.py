@@ -3,14 +3,17 @@ back to the latest that passes integrity_check, what an earlier moment loses, an
 
 import collections
 import datetime as dt
-import json
+import os
+import re
+import shutil
 import sqlite3
 import time
 from pathlib import Path
 
 from .connections import reading
 from .copies import check_database_file
-from .replication import ReplicaUnreadable, restore_replica
+from .events import recall
+from .replication import duration, litestream_call, replica_url, ReplicaUnreadable, restore_replica
 
 WALK_TRIES, WALK_SECONDS = 30, 300  # how far a restore looks back for a state that passes integrity_check
 
@@ -18,8 +21,8 @@ WALK_TRIES, WALK_SECONDS = 30, 300  # how far a restore looks back for a state t
 # else `later`, the newest point not yet tried between them.
 Walk = collections.namedtuple("Walk", "point copy exact later")
 
-# What restoring an earlier state loses, read from a newer one: {appointment id: (action, row after)}, how many
-# of each other change (a patient registered, an erasure asked), and why the reading stopped early, if it did.
+# What restoring an earlier state loses, read from a newer one: {appointment id: (row before, row after)}, how
+# many of each other change (a patient registered, an erasure asked), and why the reading stopped early, if it did.
 Lost = collections.namedtuple("Lost", "appointments others error")
 
 
@@ -44,6 +47,52 @@ def checked_point(binary, replica, output, txid=None, moment=None, timeout=3600)
         copy.unlink()
         return None, problem
     return copy, None
+
+
+def covered(first, last, ranges):
+    """Whether the (min, max) transaction ranges hold every transaction from first to last."""
+    reach = first - 1
+    for low, high in sorted(ranges):
+        if low > reach + 1:
+            break
+        reach = max(reach, high)
+    return reach >= last
+
+
+def set_aside_compacted(root, aside):
+    """Move out of the folder replica at `root` into `aside` every compacted LTX file (level 1 and up, snapshots
+    too) whose transactions the files kept at lower levels hold too; the files moved ("Restore drills")."""
+    files = collections.defaultdict(list)
+    for path in Path(root, "ltx").glob("*/*.ltx"):
+        found = re.fullmatch(r"([0-9a-f]{16})-([0-9a-f]{16})\.ltx", path.name)
+        if found and path.parent.name.isdigit():
+            files[int(path.parent.name)].append((int(found[1], 16), int(found[2], 16), path))
+    kept, moved = [(low, high) for low, high, _ in files.pop(0, [])], []
+    for level in sorted(files):
+        for low, high, path in files[level]:
+            if covered(low, high, kept):
+                target = Path(aside) / str(level) / path.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
+                moved.append(f"ltx/{level}/{path.name}")
+        kept += [(low, high) for low, high, path in files[level] if path.exists()]
+    return moved
+
+
+def scratch_replica(replica, folder):
+    """(the URL of a local copy of the folder replica `replica` in `folder`, with its compacted files that its
+    lower levels repeat set aside, and those files); None for a replica that is no folder, or when none is
+    set aside: a damaged compacted file is then restored from the files it was made of."""
+    url = replica_url(replica)
+    if not url.startswith("file://") or not Path(url[len("file://"):], "ltx").is_dir():
+        return None
+    copy, mask = Path(folder) / "replica", os.umask(0o077)  # the replica's files hold the clinic: 0600 from the start
+    try:
+        shutil.copytree(url[len("file://"):], copy, symlinks=True, copy_function=shutil.copyfile)
+    finally:
+        os.umask(mask)
+    moved = set_aside_compacted(copy, Path(folder) / "set-aside")
+    return ("file://" + str(copy), moved) if moved else None
 
 
 def walk_back(binary, replica, folder, points, echo, label, tries=WALK_TRIES, seconds=WALK_SECONDS):
@@ -84,35 +133,62 @@ def walk_back(binary, replica, folder, points, echo, label, tries=WALK_TRIES, se
     return Walk(points[passed[0]], passed[1], exact, None if exact else points[failed + 1])
 
 
+def appointments_read(path):
+    """({id: row} of the appointments at `path`, read in the table's own order and no index (the damage is often
+    an index's), as far as they can be read; why the reading stopped early, or None)."""
+    rows, error = {}, None
+    try:
+        with reading(path) as conn:
+            for row in conn.execute(f"SELECT {', '.join(COMPARED)}, patient_id FROM appointments NOT INDEXED "
+                                    "ORDER BY id"):
+                rows[row["id"]] = dict(row)
+    except sqlite3.DatabaseError as error_read:
+        error = (f"its appointments could be read only up to {max(rows, default=0)}: {error_read}" if rows else
+                 f"its appointments cannot be read: {error_read}")
+    return rows, error
+
+
+COMPARED = ("id", "date", "time", "doctor_id", "status")  # what a patient was told of a visit
+
+
 def lost_changes(newer, older):
-    """What restoring `older` loses of `newer`: every change newer's events hold after older's last one, read in
-    the table's own order and no index (the damage is often an index's), as far as they can be read."""
-    appointments, others, error = {}, collections.Counter(), None
+    """What restoring `older` loses of `newer`: {id: (row in older or None, row in newer or None)} of every
+    appointment whose date, time, doctor or state differ between them (one booked and cancelled after older
+    left out: nobody to phone), how many of each other change newer's events hold after older's last one, and
+    how far newer could be read."""
+    appointments, others = {}, collections.Counter()
     if Path(newer) == Path(older):
-        return Lost(appointments, others, error)
+        return Lost(appointments, others, None)
+    before, _ = appointments_read(older)
+    after, error = appointments_read(newer)
+    readable = max(after, default=0) if error else None
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        if readable is not None and key > readable:
+            break
+        if old is None and new["status"] == "cancelled":
+            continue
+        if old is None or new is None or any(old[name] != new[name] for name in COMPARED):
+            appointments[key] = (old, new)
     with reading(older) as conn:
         last = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-    read = last
     try:
         with reading(newer) as conn:
-            for key, action, entity, entity_id, after in conn.execute(
-                    "SELECT id, action, entity, entity_id, after FROM events NOT INDEXED WHERE id > ? ORDER BY id",
-                    (last,)):
-                if entity == "appointment":
-                    appointments[entity_id] = (action, json.loads(after or "{}"))
-                else:
-                    others[action] += 1
-                read = key
-    except (sqlite3.DatabaseError, ValueError) as error_read:
-        error = f"the damaged state could be read only up to event {read}: {error_read}"
+            for (action,) in conn.execute("SELECT action FROM events NOT INDEXED WHERE id > ? AND entity != "
+                                          "'appointment' ORDER BY id", (last,)):
+                others[action] += 1
+    except sqlite3.DatabaseError as error_read:
+        error = error or f"its other changes could not all be read: {error_read}"
     return Lost(appointments, others, error)
 
 
-def drill(binary, db_path, replica, folder, behind_after):
-    """(None, facts) when the replica's newest state restores into `folder`, passes integrity_check, its newest
-    event is in the live database unchanged and not `behind_after` seconds older than the live one's; else
-    (the problem, facts). The copy is removed."""
-    facts = {"bytes": 0, "event": None, "compared": False}
+def drill(binary, db_path, replica, folder, behind_after, now=None):
+    """(None, facts) when the service's Litestream ships (asked as /health asks), the replica's newest state
+    restores into `folder`, passes integrity_check, and its newest event is in the live database unchanged, no
+    event written `behind_after` seconds before the drill missing from it; else (the problem, facts). The copy
+    is removed."""
+    facts, started = {"bytes": 0, "event": None, "compared": False}, now or dt.datetime.now(dt.timezone.utc)
+    refused = not_shipping(db_path)
     try:
         copy = restore_replica(binary, replica, folder / "drill.db", background=True)
     except ReplicaUnreadable as error:
@@ -128,16 +204,49 @@ def drill(binary, db_path, replica, folder, behind_after):
         copy.unlink(missing_ok=True)
     facts["event"] = newest["id"] if newest else None
     if newest is None or not Path(db_path).is_file():
-        return None, facts
+        return refused, facts
+    facts["compared"] = True
+    return compared_with_live(db_path, newest, started, behind_after) or refused, facts
+
+
+def not_shipping(db_path, timeout=5):
+    """Why the Litestream of the service replicating db_path cannot ship now, as /health would find it (a sync
+    asked on its control socket), or None: it ships, or its socket cannot be reached from here."""
+    try:
+        with reading(db_path) as conn:
+            replica, _ = recall(conn, "replica")
+    except sqlite3.Error:
+        return None
+    if not replica or not Path(replica.get("socket", "")).exists():
+        return None
+    try:
+        status, answer = litestream_call(replica["socket"], "POST", "/sync", {
+            "path": str(Path(db_path).resolve()), "wait": True, "timeout": timeout}, timeout=timeout + 1)
+    except (FileNotFoundError, ConnectionRefusedError):  # no Litestream listens there any more: the service stopped
+        return None
+    except OSError as error:
+        status, answer = 0, {"error": str(error) or type(error).__name__}
+    if status == 200:
+        return None
+    return (f"the service's Litestream does not ship to the replica now ({answer.get('error', status)}): with "
+            "--ack-after-replication /health answers 503 and changes are refused; the service's log says why")
+
+
+def compared_with_live(db_path, newest, started, behind_after):
+    """Why the replica's newest event `newest` shows it is not this database's, or is behind it: a live event
+    written `behind_after` seconds before `started` is not in it, or the live newest is that much newer; or None."""
     with reading(db_path) as conn:
         same = conn.execute("SELECT * FROM events WHERE id = ?", (newest["id"],)).fetchone()
         latest = conn.execute("SELECT at FROM events ORDER BY id DESC LIMIT 1").fetchone()
-    facts["compared"] = True
+        missing, first = conn.execute("SELECT count(*), min(at) FROM events WHERE id > ?", (newest["id"],)).fetchone()
     if same is None or tuple(same) != tuple(newest):
         return (f"its newest event {newest['id']} is {'not' if same is None else 'not the same'} in the live "
-                f"database {db_path}: the replica is not this database's (a replica path used by two?)"), facts
-    behind = (dt.datetime.fromisoformat(latest["at"]) - dt.datetime.fromisoformat(newest["at"])).total_seconds()
+                f"database {db_path}: the replica is not this database's (a replica path used by two?)")
+    at = dt.datetime.fromisoformat(newest["at"])
+    behind = max((dt.datetime.fromisoformat(latest["at"]) - at).total_seconds(),
+                 (started - dt.datetime.fromisoformat(first)).total_seconds() if first else 0.0)
     if behind > behind_after:
-        return (f"it is {behind / 60:.0f} minutes behind the live database (its newest event {newest['id']}): "
-                "Litestream is not shipping; `agenda status` and the service's log say why"), facts
-    return None, facts
+        return (f"it is {duration(behind)} behind the live database ({missing:,} events not in it after its newest, "
+                f"{newest['id']}): Litestream is not shipping; `agenda status` and the service's log say why")
+    return None
+

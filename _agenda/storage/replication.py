@@ -2,6 +2,7 @@
 
 import collections
 import contextlib
+import ctypes
 import datetime as dt
 import http.client
 import json
@@ -9,6 +10,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -21,7 +23,7 @@ from pathlib import Path
 import urllib.parse
 
 from ..values.refusals import ClinicError
-from .connections import connect, create_private_file, hold_replicating_mark
+from .connections import connect, create_private_file, hold_replicating_mark, replicating_mark
 from .copies import check_database_file
 
 log = logging.getLogger("agenda")
@@ -88,6 +90,70 @@ def replica_url(target):
     return "file://" + str(Path(target).expanduser().resolve())
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when the thread that started it ends
+PRCTL = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None) if sys.platform.startswith("linux") else None
+STARTED_BY = "AGENDA_REPLICATOR"  # in a Litestream's environment: the pid of the `agenda run` that started it
+
+
+def dies_with(parent):
+    """A preexec_fn: the child is sent SIGTERM (it ships what it can, then exits) when `parent`, the process
+    starting it, dies however it dies, SIGKILL too ("Replication")."""
+    def arm():
+        if PRCTL is not None:
+            PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os.kill(os.getpid(), signal.SIGTERM)
+    return arm
+
+
+def start_child(command, mark):
+    """`command` started holding the open file `mark`, its output a text pipe, its environment naming this
+    process, and dying with it (`dies_with`)."""
+    return subprocess.Popen(command, umask=0o077, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace", pass_fds=(mark,), env={**os.environ, STARTED_BY: str(os.getpid())},
+                            preexec_fn=dies_with(os.getpid()))
+
+
+def orphans_holding(mark):
+    """Pids of the Litestreams that hold the file `mark` open while the `agenda run` that started them is gone
+    (their parent is no longer the pid it wrote in their environment)."""
+    target, found = os.path.realpath(mark), []
+    for entry in (name for name in os.listdir("/proc") if name.isdigit()):
+        try:
+            started_by = re.search(rb"(?:^|\0)" + STARTED_BY.encode() + rb"=(\d+)\0",
+                                   Path(f"/proc/{entry}/environ").read_bytes())
+            parent = int(Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[1])
+            if started_by and parent != int(started_by[1]) and any(
+                    os.readlink(f"/proc/{entry}/fd/{fd}") == target for fd in os.listdir(f"/proc/{entry}/fd")):
+                found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def take_replicating_mark(db_path, waited=STOP_SECONDS, tries=50):
+    """The replicating mark held (`hold_replicating_mark`); a Litestream left holding it by an `agenda run` that
+    died is given `waited` seconds to ship and exit, then killed; RuntimeError while a living run holds it."""
+    try:
+        return hold_replicating_mark(db_path, tries)
+    except RuntimeError:
+        orphans = orphans_holding(replicating_mark(db_path))
+        if not orphans:
+            raise
+    deadline = time.monotonic() + waited
+    for pid in orphans:
+        log.warning("a Litestream (pid %s) outlived the `agenda run` that started it and holds the replication "
+                    "lock: stopping it", pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in orphans):
+        time.sleep(0.1)
+    for pid in orphans:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return hold_replicating_mark(db_path, tries)
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     """HTTP over a unix socket: Litestream's control socket."""
 
@@ -135,7 +201,7 @@ class Replicator:
     def __init__(self, binary, db_path, url, key_path=None, host_key=None, sync_interval="1s",
                  behind_after=BEHIND_AFTER, down_after=DOWN_AFTER):
         self.binary, self.db_path, self.url = binary, str(Path(db_path).resolve()), replica_url(url)
-        self.mark = hold_replicating_mark(self.db_path)  # every Litestream holds it too: no one else checkpoints
+        self.mark = take_replicating_mark(self.db_path)  # every Litestream holds it too: no one checkpoints
         self.folder = private_folder()  # the config names a key; the socket answers /sync
         self.socket_path = str(Path(self.folder) / "control.sock")
         self.config = Path(self.folder) / "litestream.yml"
@@ -160,9 +226,7 @@ class Replicator:
             if self.cores:  # a child takes this thread's cores: Litestream off the service's one ("One core")
                 with contextlib.suppress(OSError):  # a sandbox that forbids it pinned nothing either
                     os.sched_setaffinity(0, self.cores)
-            self.process = subprocess.Popen([self.binary, "replicate", "-config", str(self.config)], umask=0o077,
-                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                            errors="replace", pass_fds=(self.mark,))
+            self.process = start_child([self.binary, "replicate", "-config", str(self.config)], self.mark)
             log.info("litestream started (pid %s), replicating to %s", self.process.pid, without_password(self.url))
             log_litestream(self.process.stdout, redactor(self.url))
             code = self.process.wait()
@@ -304,10 +368,15 @@ def replica_position(socket_path, db_path, now, started, behind_after=BEHIND_AFT
         "nothing shipped yet since Litestream started")
     waited = unshipped_for(last, started, now)
     if waited > behind_after:
-        position += (f". BEHIND: nothing has reached the replica for {waited / 60:.0f} min; bookings go on here "
+        position += (f". BEHIND: nothing has reached the replica for {duration(waited)}; bookings go on here "
                      "but are not copied: check that the replica's path or server can be written (the service's "
                      "log has Litestream's own words)")
     return position
+
+
+def duration(seconds):
+    """A span in words: seconds up to two minutes, then minutes."""
+    return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
 
 
 class ReplicaUnreadable(RuntimeError):
