@@ -265,3 +265,10 @@ def test_agenda_host_nginx_writes_a_server_a_clinic_that_nginx_takes(fleet, tmp_
     checked = subprocess.run(["nginx", "-t", "-p", str(tmp_path), "-e", f"{tmp_path}/error.log", "-c", str(conf)],
                              check=False, capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0 and "test is successful" in checked.stderr, checked.stderr
+
+
+@pytest.mark.parametrize("command", [("serve",), ("status",), ("nginx",)])
+def test_a_host_folder_that_is_not_there_is_refused_with_the_fix(tmp_path, command):
+    extra = [str(tmp_path / "sites")] if command == ("nginx",) else []
+    result = CliRunner().invoke(agenda.cli, ["host", *command, str(tmp_path / "nowhere"), *extra])
+    assert result.exit_code == 1 and "no such folder; make it" in result.output

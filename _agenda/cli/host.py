@@ -39,6 +39,14 @@ def host():
     """
 
 
+def host_folder(folder):
+    """The host's folder, refused with the fix when it is not there."""
+    if not Path(folder).is_dir():
+        raise click.ClickException(f"{folder}: no such folder; make it (a folder a clinic inside, named for its "
+                                   "host name), or name the one that holds the clinics")
+    return Path(folder)
+
+
 def open_clinic(folder, replica=None):
     """A clinic folder's app, upgraded and started as `agenda run` starts one; ValueError and the like when its
     database, secret or settings cannot be served."""
@@ -67,7 +75,7 @@ def close_clinic(app):
 
 
 @host.command("serve")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--host", "address", default="127.0.0.1", show_default=True, envvar="AGENDA_HOST",
               help="Address to listen on; keep 127.0.0.1 behind a reverse proxy (nginx passes the Host header).")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), envvar="AGENDA_PORT",
@@ -92,6 +100,7 @@ def host_serve(ctx, folder, address, port, threads, share, cores):
     \b
         agenda host serve /srv/clinics --port 8080
     """
+    host_folder(folder)
     if share >= threads:
         raise click.ClickException(f"--share {share} would let one clinic take all {threads} threads: give "
                                    f"--share below --threads")
@@ -112,7 +121,7 @@ def host_serve(ctx, folder, address, port, threads, share, cores):
 
 
 @host.command("status")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.argument("folder", type=click.Path(file_okay=False))
 def host_status(folder):
     """Every clinic under FOLDER in one table: schema, messages waiting and failed, disk; exit 1 on any in trouble.
 
@@ -121,6 +130,7 @@ def host_status(folder):
     \b
         agenda host status /srv/clinics
     """
+    host_folder(folder)
     newest = newest_version()
     troubled = 0
     click.echo(f"{'clinic':40} {'schema':>8} {'waiting':>8} {'failed':>7} {'disk':>9}  state")
@@ -231,7 +241,7 @@ NGINX_PLAIN = """server {{
 
 
 @host.command("nginx")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.argument("folder", type=click.Path(file_okay=False))
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--upstream", default="127.0.0.1:8080", show_default=True, help="Where `agenda host serve` listens.")
 @click.option("--certificates", default="/etc/letsencrypt/live", show_default=True,
@@ -250,6 +260,7 @@ def host_nginx(folder, out, upstream, certificates, logs):
     \b
         agenda host nginx /srv/clinics /etc/nginx/agenda && sudo nginx -t && sudo systemctl reload nginx
     """
+    host_folder(folder)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     locations = out / "agenda-locations.conf"
