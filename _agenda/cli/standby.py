@@ -19,7 +19,8 @@ from ..storage.events import remember
 from ..storage.copies import check_database_file, scratch_folder
 from ..storage.database import AS_IT_IS, open_database
 from ..web.serving import log_to_stderr, stop_logging
-from ..storage.replication import BEHIND_AFTER, check_standby, log_litestream, redactor, replica_url, without_password
+from ..storage.replication import (BEHIND_AFTER, check_standby, litestream_environment, log_litestream, redactor,
+                                   replica_url, without_password)
 from ..storage.replica_restore import drill, integrity_problem
 from .root import (cli, cli_now, db_option, describe_counts, existing_database, hold_unsent_messages, human_size,
                    need_litestream)
@@ -71,7 +72,7 @@ def follow_replica(binary, replica, copy, check_every=600, backoff=1.0):
                 Path(leftover).unlink(missing_ok=True)  # follow mode starts from no file
             process = subprocess.Popen([binary, "restore", "-f", "-follow-interval", "1s", "-o", str(copy),
                                         replica_url(replica)], umask=0o077, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       text=True, errors="replace")
+                                       text=True, errors="replace", env=litestream_environment())
             log.info("standby: following %s into %s (litestream pid %s)", without_password(replica_url(replica)),
                      copy, process.pid)
             threading.Thread(target=log_litestream, args=(process.stdout, redactor(replica_url(replica))),

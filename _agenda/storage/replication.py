@@ -106,11 +106,22 @@ def dies_with(parent):
     return arm
 
 
+def litestream_environment():
+    """This process's environment as Litestream should have it: a CA bundle named for the AWS SDKs
+    (AWS_CA_BUNDLE), which Litestream 0.5.17 refuses at its start, handed over as Go's SSL_CERT_FILE instead
+    ("S3-compatible storage" in docs/replication.md)."""
+    env = dict(os.environ)
+    bundle = env.pop("AWS_CA_BUNDLE", None)
+    if bundle:
+        env.setdefault("SSL_CERT_FILE", bundle)
+    return env
+
+
 def start_child(command, mark):
     """`command` started holding the open file `mark`, its output a text pipe, its environment naming this
     process, and dying with it (`dies_with`)."""
     return subprocess.Popen(command, umask=0o077, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", pass_fds=(mark,), env={**os.environ, STARTED_BY: str(os.getpid())},
+                            errors="replace", pass_fds=(mark,), env={**litestream_environment(), STARTED_BY: str(os.getpid())},
                             preexec_fn=dies_with(os.getpid()))
 
 
@@ -390,7 +401,7 @@ def restore_points(binary, replica):
     """The replica's restore points, oldest first, as Litestream lists its files (`litestream ltx`): one per
     distinct last transaction, with when it was written (UTC); ReplicaUnreadable when it cannot be read."""
     result = subprocess.run([binary, "ltx", "-level", "all", "-json", replica_url(replica)], capture_output=True,
-                            text=True, timeout=300)
+                            text=True, timeout=300, env=litestream_environment())
     try:
         files = json.loads(result.stdout) if result.returncode == 0 else None
     except ValueError:
@@ -418,7 +429,8 @@ def restore_replica(binary, replica, output, moment=None, txid=None, background=
         command = ["ionice", "-c3", *command]
     try:
         result = subprocess.run(command + [replica_url(replica)], capture_output=True, text=True, timeout=timeout,
-                                umask=0o077, preexec_fn=(lambda: os.nice(19)) if background else None)
+                                umask=0o077, preexec_fn=(lambda: os.nice(19)) if background else None,
+                                env=litestream_environment())
     except subprocess.TimeoutExpired:
         raise ReplicaUnreadable(f"Litestream took more than {timeout:.0f} s") from None
     if result.returncode != 0 or not Path(output).is_file():
