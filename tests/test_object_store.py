@@ -17,15 +17,15 @@ from conftest import days_ahead, EVERY_DAY_CSV, SEEDED_AT, seed, send, Server, a
 
 
 def test_the_pinned_store_grants_a_new_key_to_one_of_many_conditional_puts(s3):
-    bucket = s3.bucket("leases")
+    leases = f"leases-{os.getpid()}"  # this worker's own keys
     with ThreadPoolExecutor(20) as pool:
-        created = list(pool.map(lambda number: s3.put(bucket, "clinic-a", f"host {number}".encode(),
+        created = list(pool.map(lambda number: s3.put(f"{leases}/clinic-a", f"host {number}".encode(),
                                                       If_None_Match="*")[0], range(20)))
     assert sorted(created) == [200] + [412] * 19
-    status, etag = s3.put(bucket, "clinic-b", b"generation 1", If_None_Match="*")
+    status, etag = s3.put(f"{leases}/clinic-b", b"generation 1", If_None_Match="*")
     assert status == 200 and etag
     with ThreadPoolExecutor(20) as pool:
-        replaced = list(pool.map(lambda number: s3.put(bucket, "clinic-b", f"generation {number}".encode(),
+        replaced = list(pool.map(lambda number: s3.put(f"{leases}/clinic-b", f"generation {number}".encode(),
                                                        If_Match=etag)[0], range(2, 22)))
     assert sorted(replaced) == [200] + [412] * 19
 
@@ -34,7 +34,7 @@ def test_the_pinned_store_grants_a_new_key_to_one_of_many_conditional_puts(s3):
 def replicated(s3, tmp_path, db_path, monkeypatch):
     """(the replica's URL, the environment): the test clinic, a replica in the store, Litestream's keys."""
     seed(db_path, write_csv(tmp_path, EVERY_DAY_CSV), at=SEEDED_AT)
-    url = s3.url(s3.bucket("clinics"), f"{tmp_path.name}/clinic")
+    url = s3.url(f"clinics/{tmp_path.name}-{os.getpid()}/clinic")
     env = {key: value for key, value in os.environ.items() if not key.startswith(("AGENDA_", "AWS_"))}
     # A CA bundle named for the AWS SDKs, as on many machines: Litestream 0.5.17 refuses to start with it.
     env.update(CLIENT_ENV, AWS_CA_BUNDLE="/etc/ssl/certs/ca-certificates.crt", AGENDA_SECRET=SECRET,
