@@ -275,6 +275,7 @@ def test_agenda_run_with_smtp_sends_a_booking_s_confirmation_and_stops_its_sende
     assert recipients == ["ana@example.es"] and "Clínica Sol" in message.get_body(("plain",)).get_content()
     assert server.terminate() == 0
     assert "mail sender started" in server.log() and "ana@example.es" not in server.log()
+    assert "no phone for the center C1" in server.log()  # the patients are told to call: the admin, to add it
     assert not [line for line in server.log().splitlines() if "Traceback" in line]
 
 
@@ -662,3 +663,21 @@ def test_the_upgrade_keeps_a_tried_message_id_and_a_visit_on_a_calendar_keeps_it
     assert uids == {"ana@example.es": f"appointment-{ana}@agenda",
                     "eva@example.es": f"appointment-{eva}.{clinic_id}@agenda"}
     assert mail_server.inbox.messages()[1][1]["Message-ID"] == f"<{made}@clinicasol.es>"  # eva's, written first
+
+
+def test_the_demo_clinic_gives_a_patient_its_number_and_a_center_without_one_is_warned_of(make_api, mail_server,
+                                                                                           tmp_path):
+    api = make_api((ROOT / "seed" / "catalogs.csv").read_text(encoding="utf-8"))
+    sender = Sender(api.app.clinic, Mailer(smtp_server(mail_server.url, ca_file=str(mail_server.ca_file))), FROM,
+                    PUBLIC)
+    api.book(api.new_patient(email="ana@example.es"))
+    assert sender.pass_once() == {"sent": 1}
+    text = mail_server.inbox.messages()[0][1].get_body(("plain",)).get_content()
+    assert "Si necesita hablar con la clínica: 910 123 456" in text and "C/ Mayor 12, 28013 Madrid" in text
+    runner = CliRunner()
+    demo = runner.invoke(agenda.cli, ["seed", "--demo", "--db", str(tmp_path / "demo.db")])
+    assert demo.exit_code == 0 and "no phone" not in demo.output
+    seeded = runner.invoke(agenda.cli, ["seed", str(write_csv(tmp_path, EVERY_DAY_CSV)), "--db",
+                                        str(tmp_path / "other.db")])
+    assert seeded.exit_code == 0 and "Warning: no phone for the center C1" in seeded.output
+    assert "docs/catalogs.md" in seeded.output

@@ -22,6 +22,18 @@ def mail_reason(error, language="en"):
     return translator(language)(f"mailwhy_{reason}", detail=f" ({detail})" if detail else "")
 
 
+def phone_warning(conn):
+    """What `agenda seed` and `agenda run --smtp` say of the centers without a phone, or None: a patient a message
+    or their link's page asks to call the clinic is given no number ("What a message says")."""
+    missing = [row[0] for row in conn.execute(
+        "SELECT id FROM centers WHERE coalesce(trim(phone), '') = '' ORDER BY id")]
+    if not missing:
+        return None
+    return (f"no phone for the center{'s' if len(missing) > 1 else ''} {', '.join(missing)}: a patient the messages "
+            "and their link's page ask to call the clinic is given no number; add the phone (and the address) in "
+            "the catalog file's address and phone columns (docs/catalogs.md) and load it with `agenda seed FILE`")
+
+
 def written(view):
     """{subject, text, html, calendar} of a message. `view`: kind, language, clinic, first_name (None for a
     guardian), patient_name (a child's, to her guardian), visit (the appointment: starts, ends, center, doctor and
