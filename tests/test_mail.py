@@ -23,8 +23,9 @@ from _agenda.domain.registry import register_patient
 from _agenda.domain.patients import set_messages
 from _agenda.domain.rights import request_erasure
 from _agenda.domain.series import book_series
-from _agenda.patient.messages import envelope, written
-from _agenda.patient.sender import Mailer, public_address, Sender, smtp_server
+from _agenda.desk.texts import TEXTS
+from _agenda.patient.messages import envelope, mail_reason, written
+from _agenda.patient.sender import Mailer, public_address, Sender, smtp_server, SMTP_REASONS
 from _agenda.storage.connections import transaction
 from conftest import (agenda_command, days_ahead, EVERY_DAY_CSV, MADRID, ROOT, SEEDED_AT, seed, send, valid_dni,
                       write_csv)
@@ -681,3 +682,15 @@ def test_the_demo_clinic_gives_a_patient_its_number_and_a_center_without_one_is_
                                         str(tmp_path / "other.db")])
     assert seeded.exit_code == 0 and "Warning: no phone for the center C1" in seeded.output
     assert "docs/catalogs.md" in seeded.output
+
+
+def test_every_why_of_the_sender_is_said_in_both_languages_and_in_the_deploy_guide():
+    guide = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for reason in SMTP_REASONS:
+        spanish, english = TEXTS[f"mailwhy_{reason}"]
+        assert spanish != english and f"| {english.split('{detail}')[0].split(':')[0]} |" in guide, reason
+    assert mail_reason("login_refused 535") == mail_reason("login_refused 535", "en") == (
+        "the server refused the clinic's login (535): check the user in --smtp (smtp://USER@HOST) and the password "
+        "in --smtp-password-file")
+    assert mail_reason("login_refused 535", "es").startswith("el servidor rechazó el usuario o la contraseña")
+    assert mail_reason("the server could not be reached: OSError") == "the server could not be reached: OSError"

@@ -106,9 +106,16 @@ class ClinicRefused(Unreachable):
     patient's message counts the try ("The sender")."""
 
 
+# Every why `failure` gives, each in words with its fix (desk/texts.py, "mailwhy_" and the reason) and in
+# docs/deploy.md.
+SMTP_REASONS = ("recipient_refused", "recipient_deferred", "message_refused", "server_busy", "login_refused",
+                "login_needed", "sender_refused", "clinic_refused", "no_login", "no_starttls", "certificate",
+                "tls_mismatch", "connection_refused", "unknown_host", "no_answer", "unreachable")
+
+
 def failure(error):
     """The exception (Refused, Deferred, Unreachable or ClinicRefused) for an SMTP or TLS failure, its text the why
-    kept: a reason of messages.REASONS, then the server's code or the error's name. Never the address."""
+    kept: one of SMTP_REASONS, then the server's code or the error's name. Never the address."""
     code = getattr(error, "smtp_code", None)
     if isinstance(error, smtplib.SMTPRecipientsRefused):
         code = next(iter(error.recipients.values()))[0]
