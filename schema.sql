@@ -779,12 +779,14 @@ BEGIN
     SELECT RAISE(ABORT, 'an outbox row keeps its Message-ID for its whole life');
 END;
 -- The clinic's own id ("What a message says"): random, made once, so that a visit's calendar UID is unique in the
--- world. told_before: the last outbox row written before this version; a visit a message among them told the
--- patient of keeps the UID it went with (appointment-ID@agenda), so that an update still reaches it.
+-- world: here for a database with messages already, else by the sender before its first message (a database
+-- copied before then, as a template or a demo, gets its own). told_before: the last outbox row written before this
+-- version; a visit a message among them told the patient of keeps the UID it went with (appointment-ID@agenda), so
+-- that an update still reaches it.
 CREATE TABLE clinic_identity (
     one         INTEGER PRIMARY KEY CHECK (one = 1),
     id          TEXT NOT NULL,
     told_before INTEGER NOT NULL
 );
 INSERT INTO clinic_identity (one, id, told_before)
-VALUES (1, lower(hex(randomblob(16))), coalesce((SELECT max(id) FROM outbox), 0));
+SELECT 1, lower(hex(randomblob(16))), max(id) FROM outbox HAVING count(*) > 0;

@@ -111,9 +111,15 @@ def told_of(conn, message):
         " WHERE id = ?2))", (message["id"], message["appointment_id"])).fetchone() is not None
 
 
+def make_clinic_id(conn):
+    """Inside a transaction: the clinic's own id made, random, unless it was made before ("What a message says")."""
+    conn.execute("INSERT OR IGNORE INTO clinic_identity (one, id, told_before) VALUES (1, lower(hex(randomblob(16))),"
+                 " 0)")
+
+
 def calendar_uids(conn, appointment_ids):
     """{appointment id: its calendar UID} ("What a message says"): unique in the world, by the clinic's own id; a
-    visit a message sent before that id was made told of keeps the UID it went with."""
+    visit a message sent before that id was made told of keeps the UID it went with. After `make_clinic_id`."""
     clinic_id, told_before = conn.execute("SELECT id, told_before FROM clinic_identity").fetchone()
     kept = {row[0] for row in conn.execute(
         "SELECT a.id FROM appointments a WHERE a.id IN (SELECT value FROM json_each(?1)) AND EXISTS (SELECT 1 FROM"

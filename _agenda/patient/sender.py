@@ -22,8 +22,8 @@ from ..values.refusals import ClinicError
 from ..domain.appointments import series_coming, visits_told
 from ..domain.identity import identity
 from ..domain.links import new_link
-from ..domain.outbox import (calendar_uids, clinic_refused, due_messages, finish, first_to, moot, queue_reminders,
-                             start_try, told_before, try_again)
+from ..domain.outbox import (calendar_uids, clinic_refused, due_messages, finish, first_to, make_clinic_id, moot,
+                             queue_reminders, start_try, told_before, try_again)
 from ..desk.pages import visit_view
 from .messages import envelope, mail_reason, test_message, written
 
@@ -252,6 +252,7 @@ class Sender:
             message_id = start_try(writing, message["id"], at, slot)
             if message_id is None:
                 return "taken"
+            make_clinic_id(writing)
             link = None if kind == "notice" else new_link(writing, visit["id"], "message", at)
             stop = new_link(writing, visit["id"], "stop", at)
             first = first_to(writing, visit["patient_id"])
