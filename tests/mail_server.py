@@ -69,7 +69,7 @@ def free_port():
 class MailServer:
     """The server, started; `url` for --smtp, `ca_file` to trust its certificate, `inbox` what it took."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, starttls=True):
         self.ca = trustme.CA()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.ca.issue_cert("127.0.0.1").configure_cert(context)
@@ -78,8 +78,9 @@ class MailServer:
         self.inbox = Inbox()
         for attempt in range(5):  # a port found free may be taken by another test's server before it binds
             self.port = free_port()
-            self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port, tls_context=context,
-                                         require_starttls=True, authenticator=self.inbox)
+            tls = {"tls_context": context, "require_starttls": True} if starttls else {}  # else none offered
+            self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port, authenticator=self.inbox,
+                                         **tls)
             try:
                 self.controller.start()
                 break

@@ -623,7 +623,7 @@ def test_with_acknowledged_replication_a_try_is_in_the_replica_before_the_server
     assert "carries its Message-ID" in listed
 
 
-def test_every_tls_mistake_says_its_fix(api, mail_server, db_path):
+def test_every_tls_mistake_says_its_fix(api, mail_server, db_path, tmp_path):
     runner = CliRunner(env={key: None for key in os.environ if key.startswith("AGENDA_")})
     args = ["mail", "test", "--db", str(db_path), "--mail-from", FROM, "recepcion@clinicasol.es"]
     untrusted = runner.invoke(agenda.cli, [*args, "--smtp", mail_server.url])  # its CA not given
@@ -635,6 +635,14 @@ def test_every_tls_mistake_says_its_fix(api, mail_server, db_path):
     closed = runner.invoke(agenda.cli, [*args, "--smtp", f"smtp://127.0.0.1:{free_port()}"])
     assert closed.exit_code == 1 and "nothing answers at that port" in closed.output
     assert mail_server.inbox.messages() == []
+    (tmp_path / "clear").mkdir()
+    in_clear = MailServer(tmp_path / "clear", starttls=False)
+    try:
+        said = runner.invoke(agenda.cli, [*args, "--smtp", in_clear.url])
+        assert said.exit_code == 1 and "offers no STARTTLS: for port 465 use smtps://HOST:465" in said.output
+        assert in_clear.inbox.messages() == []
+    finally:
+        in_clear.stop()
 
 
 def test_the_upgrade_keeps_a_tried_message_id_and_a_visit_on_a_calendar_keeps_its_uid(api, sender, mail_server,
