@@ -298,7 +298,7 @@ class Sender:
             if isinstance(error, ClinicRefused):
                 self.pauses += 1
                 self.paused_until = at + dt.timedelta(seconds=CLINIC_PAUSES[min(self.pauses, len(CLINIC_PAUSES)) - 1])
-                log.warning("mail waits: %s", mail_reason(str(error)))
+            log.warning("mail waits: %s", mail_reason(str(error)))
             return "unreachable"
         self.pauses, self.paused_until = 0, None
         return self.ended(message, "sent")
