@@ -761,3 +761,32 @@ CREATE INDEX events_by_entity ON events (entity, entity_id);
 ALTER TABLE centers ADD COLUMN address TEXT;
 ALTER TABLE centers ADD COLUMN phone TEXT;
 ALTER TABLE visit_types ADD COLUMN bring TEXT;
+
+-- version 19
+-- A message once ("The sender"): each outbox row's Message-ID is random, written by the database with the row and
+-- never changed, so that a repeat after a crash, a restore or a retry is the same message to a mail program (a
+-- row id can be given out again after a restore: nothing is derived from one). message_id holds its left part,
+-- 32 hex digits (the sender adds '@' and the domain of --mail-from), or, for a row tried before this version, the
+-- whole Message-ID it went with, kept.
+UPDATE outbox SET message_id = lower(hex(randomblob(16))) WHERE message_id IS NULL;
+CREATE TRIGGER outbox_message_id AFTER INSERT ON outbox WHEN NEW.message_id IS NULL
+BEGIN
+    UPDATE outbox SET message_id = lower(hex(randomblob(16))) WHERE id = NEW.id;
+END;
+CREATE TRIGGER outbox_message_id_kept BEFORE UPDATE OF message_id ON outbox
+WHEN OLD.message_id IS NOT NULL AND NEW.message_id IS NOT OLD.message_id
+BEGIN
+    SELECT RAISE(ABORT, 'an outbox row keeps its Message-ID for its whole life');
+END;
+-- The clinic's own id ("What a message says"): random, made once, so that a visit's calendar UID is unique in the
+-- world: here for a database with messages already, else by the sender before its first message (a database
+-- copied before then, as a template or a demo, gets its own). told_before: the last outbox row written before this
+-- version; a visit a message among them told the patient of keeps the UID it went with (appointment-ID@agenda), so
+-- that an update still reaches it.
+CREATE TABLE clinic_identity (
+    one         INTEGER PRIMARY KEY CHECK (one = 1),
+    id          TEXT NOT NULL,
+    told_before INTEGER NOT NULL
+);
+INSERT INTO clinic_identity (one, id, told_before)
+SELECT 1, lower(hex(randomblob(16))), max(id) FROM outbox HAVING count(*) > 0;

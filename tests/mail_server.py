@@ -1,5 +1,6 @@
 """A real SMTP server for the tests (aiosmtpd on 127.0.0.1, STARTTLS required, on a certificate trustme makes):
-what it received, and switches that make it refuse for a while or refuse one address."""
+what it received, and switches that make it refuse for a while, refuse or greylist one address, or refuse the clinic
+(its sender, its login)."""
 
 import email
 import email.policy
@@ -9,6 +10,9 @@ import threading
 
 import trustme
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+USER, PASSWORD = "citas", "secreto"  # the one login it takes
 
 
 class Inbox:
@@ -19,6 +23,15 @@ class Inbox:
         self.busy = False  # answer 451 to every message, as a server that refuses for a while
         self.refused = set()  # addresses answered 550 at RCPT
         self.refuse_sender = False  # answer 550 to MAIL FROM: the server refuses the clinic itself
+        self.greylisted = set()  # addresses answered 450 at RCPT, as a greylisting server does
+        self.logins = []  # every login tried, as (user, whether it was taken)
+
+    def __call__(self, server, session, envelope, mechanism, auth_data):
+        """The authenticator: USER with PASSWORD, else 535."""
+        taken = isinstance(auth_data, LoginPassword) and (auth_data.login, auth_data.password) == (
+            USER.encode(), PASSWORD.encode())
+        self.logins.append((auth_data.login.decode() if isinstance(auth_data, LoginPassword) else None, taken))
+        return AuthResult(success=taken, handled=False)
 
     async def handle_MAIL(self, server, session, envelope, address, mail_options):
         if self.refuse_sender:
@@ -29,6 +42,8 @@ class Inbox:
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if address in self.refused:
             return "550 5.1.1 no such mailbox"
+        if address in self.greylisted:
+            return "450 4.2.0 greylisted, try again later"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
@@ -54,7 +69,7 @@ def free_port():
 class MailServer:
     """The server, started; `url` for --smtp, `ca_file` to trust its certificate, `inbox` what it took."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, starttls=True):
         self.ca = trustme.CA()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.ca.issue_cert("127.0.0.1").configure_cert(context)
@@ -63,8 +78,9 @@ class MailServer:
         self.inbox = Inbox()
         for attempt in range(5):  # a port found free may be taken by another test's server before it binds
             self.port = free_port()
-            self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port, tls_context=context,
-                                         require_starttls=True)
+            tls = {"tls_context": context, "require_starttls": True} if starttls else {}  # else none offered
+            self.controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port, authenticator=self.inbox,
+                                         **tls)
             try:
                 self.controller.start()
                 break
@@ -72,6 +88,7 @@ class MailServer:
                 if attempt == 4:
                     raise
         self.url = f"smtp://127.0.0.1:{self.port}"
+        self.login_url = f"smtp://{USER}@127.0.0.1:{self.port}"  # with the password PASSWORD, or a wrong one
 
     def stop(self):
         self.controller.stop()

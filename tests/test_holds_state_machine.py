@@ -30,6 +30,7 @@ from _agenda.files.catalogs import SeedError
 from _agenda.domain.counter import squeeze_in
 from _agenda.domain.holds import unheld
 from _agenda.files.reading import read_catalog_text
+from _agenda.domain.outbox import tells_anew
 from _agenda.domain.series import book_series
 from _agenda.files.staged_import import import_appointments
 from _agenda.values.refusals import ClinicError
@@ -438,6 +439,15 @@ class HoldsMachine(RuleBasedStateMachine):
         self.answered("caller moves", self.api.put(f"/appointments/{moved['id']}", {
             "newDate": f"{day:%d/%m/%Y}", "newTime": time_text}))
 
+    @rule(which=st.integers(0, 50))
+    def caller_retries_a_move(self, which):
+        """A PUT sent again: to the visit's own date and time (the outbox then gains nothing)."""
+        live = self.live_ones()
+        if live:
+            moved = live[which % len(live)]
+            self.answered("caller moves it where it is", self.api.put(f"/appointments/{moved['id']}", {
+                "newDate": f"{dt.date.fromisoformat(moved['date']):%d/%m/%Y}", "newTime": moved["time"]}))
+
     @rule(which=st.integers(0, 50), day=st.integers(0, 9), pick=st.integers(0, 40), listed=st.booleans(),
           other=st.integers(0, 2), there=st.booleans(), accept=st.booleans())
     def desk_moves(self, which, day, pick, listed, other, there, accept):
@@ -571,20 +581,21 @@ class HoldsMachine(RuleBasedStateMachine):
     @invariant()
     def each_change_wrote_the_message_it_calls_for_and_no_other(self):
         """The outbox, read against the audit trail: a booking outside a series a confirmation, a series one message
-        on its first visit, a move an update, a cancellation a notice (an erasure's none); an import, a catalog
+        on its first visit, a move an update (none to where it was), a cancellation a notice (an erasure's none); an import, a catalog
         reload, a refused change nothing ("A patient's messages")."""
         conn = self.conn()
         wrote = collections.Counter(tuple(row) for row in conn.execute(
             "SELECT appointment_id, kind FROM outbox WHERE kind != 'reminder'"))
         in_series = {row[0] for row in conn.execute("SELECT id FROM appointments WHERE series_id IS NOT NULL")}
         called = collections.Counter()
-        for action, entity_id, after in conn.execute("SELECT action, entity_id, after FROM events ORDER BY id"):
-            after = json.loads(after or "{}")
+        for action, entity_id, before, after in conn.execute(
+                "SELECT action, entity_id, before, after FROM events ORDER BY id"):
+            before, after = json.loads(before or "{}"), json.loads(after or "{}")
             if action in ("appointment.booked", "appointment.squeezed") and int(entity_id) not in in_series:
                 called[(int(entity_id), "confirmation")] += 1
             elif action == "series.booked" and after.get("appointments"):
                 called[(after["appointments"][0], "series")] += 1
-            elif action == "appointment.moved":
+            elif action == "appointment.moved" and tells_anew(before, after):  # to where it was: nothing to tell
                 called[(int(entity_id), "update")] += 1
             elif action in ("appointment.cancelled", "appointment.declined", "appointment.released") and \
                     after.get("cancel_reason") != "erasure requested":

@@ -160,7 +160,7 @@ assert 'name="seguro"' in asked.text
 visit = visit_view(visits_told(clinic.conn(), [booked])[0], clinic.tz)
 view = {"kind": "confirmation", "language": None, "clinic": "Clínica", "first_name": "Ana", "visit": visit,
         "series": None, "shows": "doctor", "link": "https://x/cita/t", "stop_link": "https://x/cita/baja/s",
-        "first": True, "sequence": 0, "now": visit["starts"]}
+        "first": True, "sequence": 0, "now": visit["starts"], "uids": {visit["id"]: "u@x"}}
 assert "<table" in written(view)["html"]
 print(json.dumps({"pages": shown, "read": read}))
 """

@@ -22,13 +22,15 @@ from _agenda.domain.outbox import hold_unsent, start_try
 from _agenda.domain.registry import register_patient
 from _agenda.domain.patients import set_messages
 from _agenda.domain.rights import request_erasure
-from _agenda.patient.messages import envelope, written
-from _agenda.patient.sender import Mailer, public_address, Sender, smtp_server
+from _agenda.domain.series import book_series
+from _agenda.desk.texts import TEXTS
+from _agenda.patient.messages import envelope, mail_reason, written
+from _agenda.patient.sender import Mailer, public_address, Sender, smtp_server, SMTP_REASONS
 from _agenda.storage.connections import transaction
 from conftest import (agenda_command, days_ahead, EVERY_DAY_CSV, MADRID, ROOT, SEEDED_AT, seed, send, valid_dni,
                       write_csv)
 from conftest import Api
-from mail_server import MailServer
+from mail_server import free_port, MailServer
 
 FROM = "Clínica Sol <citas@clinicasol.es>"
 PUBLIC = "https://citas.clinicasol.es"
@@ -73,8 +75,10 @@ def test_a_booking_sends_one_confirmation_in_spanish_with_its_link_and_nothing_c
     assert "Hola, Ana:" in text and "Centro" in text and "09:00" in text and "Lucía Martín" not in text
     assert "nos dio esta dirección" in text  # the first message says messages are on
     calendar = next(part for part in message.iter_attachments() if part.get_content_type() == "text/calendar")
-    assert f"UID:appointment-{booked}@agenda" in calendar.get_content()
+    clinic_id = api.db().execute("SELECT id FROM clinic_identity").fetchone()[0]
+    assert f"UID:appointment-{booked}.{clinic_id}@agenda" in calendar.get_content()  # unique in the world
     token = link_of(message)[1]
+    assert token not in calendar.get_content() and "/cita/" not in calendar.get_content()  # calendars share it
     page = webtest.TestApp(api.app).get(f"/cita/{token}")
     assert page.status_int == 200 and "Ana" in page.text and "García" not in page.text
 
@@ -94,14 +98,16 @@ def test_a_refused_booking_sends_nothing_and_a_move_before_sending_sends_one_mes
 def test_a_server_that_refuses_for_a_while_gets_each_message_once_and_in_order(api, sender, mail_server, clock):
     ana = api.new_patient(email="ana@example.es")
     booked = api.book(ana)
+    assert sender.pass_once() == {"sent": 1}  # told of the visit
+    api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "10:00"})
     mail_server.inbox.busy = True
     assert sender.pass_once() == {"unreachable": 1}
-    api.delete(f"/appointments/{booked}")  # a notice waits behind the confirmation
+    api.delete(f"/appointments/{booked}")  # a notice waits behind the update
     assert sender.pass_once() == {}  # not yet time to try again
     mail_server.inbox.busy = False
     clock.moment += dt.timedelta(minutes=1)
-    assert sender.pass_once() == {"stale": 1, "sent": 1}  # the confirmation is moot: the visit was cancelled
-    [(_, message)] = mail_server.inbox.messages()
+    assert sender.pass_once() == {"stale": 1, "sent": 1}  # the update is moot: the visit was cancelled
+    message = mail_server.inbox.messages()[-1][1]
     assert message["Subject"].startswith("Cita anulada")
     assert "METHOD:CANCEL" in next(message.iter_attachments()).get_content()
 
@@ -191,7 +197,8 @@ def test_no_name_breaks_a_header_or_the_calendar(name, clinic, center):
              "starts": starts, "ends": starts + dt.timedelta(minutes=30)}
     view = {"kind": "confirmation", "language": None, "clinic": clinic, "first_name": name, "visit": visit,
             "series": None, "shows": "place", "link": f"{PUBLIC}/cita/{'a' * 32}",
-            "stop_link": f"{PUBLIC}/cita/baja/{'b' * 32}", "first": True, "sequence": 0, "now": starts}
+            "stop_link": f"{PUBLIC}/cita/baja/{'b' * 32}", "first": True, "sequence": 0, "now": starts,
+            "uids": {7: "appointment-7.c@agenda"}}
     message = envelope(view, written(view), FROM, "ana@example.es", "<1@clinicasol.es>")
     raw = message.as_bytes()
     parsed = __import__("email").message_from_bytes(raw, policy=__import__("email").policy.default)
@@ -269,6 +276,7 @@ def test_agenda_run_with_smtp_sends_a_booking_s_confirmation_and_stops_its_sende
     assert recipients == ["ana@example.es"] and "Clínica Sol" in message.get_body(("plain",)).get_content()
     assert server.terminate() == 0
     assert "mail sender started" in server.log() and "ana@example.es" not in server.log()
+    assert "no phone for the center C1" in server.log()  # the patients are told to call: the admin, to add it
     assert not [line for line in server.log().splitlines() if "Traceback" in line]
 
 
@@ -336,16 +344,19 @@ def test_a_centers_address_and_phone_and_what_to_bring_travel_both_ways_and_reac
                                               [("MG-ECO", "Vejiga llena")]]
 
 
-def test_a_try_cut_short_by_a_crash_goes_once_more_with_the_same_message_id(api, sender, mail_server):
-    """kill -9 between the server's 250 and the note of it: the next pass sends it again, with the Message-ID the
-    first try wrote, so the patient's mail program shows one message."""
+def test_a_try_cut_short_by_a_crash_goes_once_more_with_the_message_id_written_with_its_row(api, sender, mail_server):
+    """kill -9 between the server's 250 and the note of it: the next pass sends it again, with the Message-ID written
+    with the row, so the patient's mail program shows one message; the database refuses to change it."""
     api.book(api.new_patient(email="ana@example.es"))
+    written_with_row = api.db().execute("SELECT message_id FROM outbox").fetchone()[0]
+    assert re.fullmatch(r"[0-9a-f]{32}", written_with_row)
     with transaction(api.db()) as conn:  # the first try's own transaction, then the crash
-        kept = start_try(conn, 1, "<first-try@clinicasol.es>", api.app.clinic.clock())
-    assert kept == "<first-try@clinicasol.es>"
+        assert start_try(conn, 1, api.app.clinic.clock()) == written_with_row
+    with pytest.raises(sqlite3.IntegrityError, match="keeps its Message-ID"), transaction(api.db()) as conn:
+        conn.execute("UPDATE outbox SET message_id = 'other'")
     assert sender.pass_once() == {"sent": 1}
     [(_, message)] = mail_server.inbox.messages()
-    assert message["Message-ID"] == "<first-try@clinicasol.es>"
+    assert message["Message-ID"] == f"<{written_with_row}@clinicasol.es>"
     assert api.db().execute("SELECT attempts, state FROM outbox").fetchone()[:] == (2, "sent")
 
 
@@ -446,8 +457,8 @@ def test_a_server_that_refuses_the_clinic_itself_holds_every_message_for_later_a
     assert sender.pass_once() == {"unreachable": 1}
     states_now = [row[0] for row in api.db().execute("SELECT state FROM outbox")]
     assert states_now == ["waiting"] * 3
-    error = api.db().execute("SELECT error FROM outbox WHERE attempts = 1").fetchone()[0]
-    assert "refused the clinic's connection (550)" in error
+    assert [tuple(row) for row in api.db().execute("SELECT error, attempts FROM outbox WHERE error IS NOT NULL")] == [
+        ("sender_refused 550", 0)]  # the try does not count against the patient's message
     mail_server.inbox.refuse_sender = False
     clock.moment += dt.timedelta(minutes=1)
     assert sender.pass_once() == {"sent": 3}
@@ -524,3 +535,170 @@ def test_agenda_mail_send_refuses_in_words_what_it_cannot_send_with(api, db_path
     assert said.exit_code == 1 and "--mail-from" in said.output
     said = runner.invoke(agenda.cli, [*base, *smtp, "--public-url", PUBLIC, "--mail-from", FROM])
     assert said.exit_code == 0 and "nothing to send" in said.output, said.output
+
+
+def test_a_notice_follows_only_what_the_patient_was_told_of(api, sender, mail_server):
+    """A visit whose confirmation went stale, never sent, is cancelled without a word; a series' visit, told by the
+    series' message, is cancelled with its notice."""
+    eva = api.new_patient(nif=valid_dni(1), name="Eva", email="eva@example.es")
+    _, sessions, _ = book_series(api.app.clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2),
+                                 time_text="09:00", every_days=7, count=3, source="desk:ana")
+    assert sender.pass_once() == {"sent": 1}  # the series: its three visits told
+    third = sessions[2][0]
+    booked = api.book(api.new_patient(email="ana@example.es"))
+    api.delete(f"/appointments/{booked}")  # before any pass: the confirmation goes stale, never sent
+    api.delete(f"/appointments/{third}")
+    assert sender.pass_once() == {"stale": 2, "sent": 1}
+    assert [recipients for recipients, _ in mail_server.inbox.messages()] == [["eva@example.es"]] * 2
+    assert [tuple(row) for row in api.db().execute("SELECT kind, state, error FROM outbox WHERE appointment_id = ?",
+                                                   (booked,))] == [("confirmation", "stale", "cancelled"),
+                                                                   ("notice", "stale", "never_told")]
+
+
+def test_a_wrong_password_535_fails_no_patients_message_and_says_so(api, mail_server, clock, db_path):
+    """The server refuses the clinic's login (535) for a day: no message fails, the sender waits longer each time
+    and does not try the patients' messages one after another; the admin reads why and what to do."""
+    mailer = Mailer(smtp_server(mail_server.login_url, password="wrong", ca_file=str(mail_server.ca_file)))
+    sender = Sender(api.app.clinic, mailer, FROM, PUBLIC)
+    for number in range(3):
+        api.book(api.new_patient(nif=valid_dni(number), name=f"P{number}", email=f"p{number}@example.es"),
+                 date="27/11/2026", time=("09:00", "09:30", "10:00")[number])
+    assert sender.pass_once() == {"unreachable": 1}
+    assert sender.pass_once() == {}  # paused: not a login a pass
+    for _ in range(9):  # more than the eight tries a patient's message gets
+        clock.moment += dt.timedelta(hours=3)
+        assert sender.pass_once() == {"unreachable": 1}
+    logins = mail_server.inbox.logins  # smtplib tries PLAIN, then LOGIN: once a pass, not once a message
+    assert len(logins) == 2 * 10 and not any(taken for _, taken in logins)
+    assert [tuple(row) for row in api.db().execute("SELECT state, attempts FROM outbox")] == [("waiting", 0)] * 3
+    runner = CliRunner()
+    said = runner.invoke(agenda.cli, ["status", "--db", str(db_path)], obj={"now": clock})
+    line = next(line for line in said.output.splitlines() if line.startswith("Mail:"))
+    assert "3 waiting, the oldest written 23/11/2026" in line and "(27 h ago)" in line
+    assert "refused the clinic's login (535)" in line and "--smtp-password-file" in line
+    listed = runner.invoke(agenda.cli, ["mail", "status", "--db", str(db_path)]).output
+    assert "waiting  confirmation about appointment 1 (27/11/2026 09:00, MARTIN at C1)" in listed
+    assert "refused the clinic's login (535)" in listed and "p0@" not in listed
+    mailer.server = mailer.server._replace(password="secreto")  # the admin fixes the password file
+    clock.moment += dt.timedelta(hours=1)
+    assert sender.pass_once() == {"sent": 3}
+
+
+def test_a_greylisted_address_waits_alone_and_the_messages_behind_it_go(api, sender, mail_server, clock):
+    for number in range(4):
+        api.book(api.new_patient(nif=valid_dni(number), name=f"P{number}", email=f"p{number}@example.es"),
+                 time=("09:00", "09:30", "10:00", "10:30")[number])
+    mail_server.inbox.greylisted.add("p0@example.es")
+    assert sender.pass_once() == {"deferred": 1, "sent": 3}
+    assert api.db().execute("SELECT state, error FROM outbox WHERE id = 1").fetchone()[:] == (
+        "waiting", "recipient_deferred 450")
+    mail_server.inbox.greylisted.clear()
+    clock.moment += dt.timedelta(minutes=1)
+    assert sender.pass_once() == {"sent": 1}
+    assert sorted(recipients[0] for recipients, _ in mail_server.inbox.messages()) == [
+        f"p{number}@example.es" for number in range(4)]
+
+
+def test_with_acknowledged_replication_a_try_is_in_the_replica_before_the_server_hears_of_it(api, mail_server,
+                                                                                             db_path):
+    """The sync asked after the try is written: a restore from the replica knows the message may have gone, and
+    `agenda mail status` says so of it once held."""
+    seen = []
+
+    def sync():  # what the replica would hold, and whether the server has the message yet
+        conn = sqlite3.connect(db_path)
+        seen.append((conn.execute("SELECT attempts FROM outbox").fetchone()[0], len(mail_server.inbox.messages())))
+        conn.close()
+        return True
+    sender = Sender(api.app.clinic, Mailer(smtp_server(mail_server.url, ca_file=str(mail_server.ca_file))), FROM,
+                    PUBLIC, sync=sync)
+    api.book(api.new_patient(email="ana@example.es"))
+    assert sender.pass_once() == {"sent": 1}
+    assert (1, 0) in seen
+    with transaction(api.db()) as conn:  # as a restore of that replica finds it
+        conn.execute("UPDATE outbox SET state = 'waiting'")
+        hold_unsent(conn)
+    listed = CliRunner().invoke(agenda.cli, ["mail", "status", "--db", str(db_path)]).output
+    assert "held, may have gone already  confirmation about appointment 1" in listed
+    assert "carries its Message-ID" in listed
+
+
+def test_every_tls_mistake_says_its_fix(api, mail_server, db_path, tmp_path):
+    runner = CliRunner(env={key: None for key in os.environ if key.startswith("AGENDA_")})
+    args = ["mail", "test", "--db", str(db_path), "--mail-from", FROM, "recepcion@clinicasol.es"]
+    untrusted = runner.invoke(agenda.cli, [*args, "--smtp", mail_server.url])  # its CA not given
+    assert untrusted.exit_code == 1 and "certificate is not trusted" in untrusted.output
+    assert "--smtp-ca" in untrusted.output
+    implicit = runner.invoke(agenda.cli, [*args, "--smtp", mail_server.url.replace("smtp://", "smtps://"),
+                                          "--smtp-ca", str(mail_server.ca_file)])  # TLS from the start on STARTTLS
+    assert implicit.exit_code == 1 and "smtps:// speaks TLS from the start (port 465)" in implicit.output
+    closed = runner.invoke(agenda.cli, [*args, "--smtp", f"smtp://127.0.0.1:{free_port()}"])
+    assert closed.exit_code == 1 and "nothing answers at that port" in closed.output
+    assert mail_server.inbox.messages() == []
+    (tmp_path / "clear").mkdir()
+    in_clear = MailServer(tmp_path / "clear", starttls=False)
+    try:
+        said = runner.invoke(agenda.cli, [*args, "--smtp", in_clear.url])
+        assert said.exit_code == 1 and "offers no STARTTLS: for port 465 use smtps://HOST:465" in said.output
+        assert in_clear.inbox.messages() == []
+    finally:
+        in_clear.stop()
+
+
+def test_the_upgrade_keeps_a_tried_message_id_and_a_visit_on_a_calendar_keeps_its_uid(api, sender, mail_server,
+                                                                                       db_path):
+    """Rows written before Message-IDs were written with them: a tried one keeps the one it went with, an untried
+    one gets one; a visit told before the upgrade keeps its calendar UID, so its update reaches it, and a visit
+    told after gets one unique in the world."""
+    ana = api.book(api.new_patient(email="ana@example.es"))
+    assert sender.pass_once() == {"sent": 1}
+    eva = api.book(api.new_patient(nif=valid_dni(1), name="Eva", email="eva@example.es"), time="10:00")
+    with transaction(api.db()) as conn:  # the database as the version before left it
+        for statement in ("DROP TRIGGER outbox_message_id_kept", "DROP TRIGGER outbox_message_id",
+                          "DROP TABLE clinic_identity", "UPDATE outbox SET message_id = '<old@clinicasol.es>'"
+                          " WHERE id = 1", "UPDATE outbox SET message_id = NULL WHERE id = 2"):
+            conn.execute(statement)
+    api.db().execute("PRAGMA user_version = 18")
+    upgraded = agenda.connect(db_path)
+    agenda.migrate(upgraded)
+    upgraded.close()
+    kept, made = [row[0] for row in api.db().execute("SELECT message_id FROM outbox ORDER BY id")]
+    assert kept == "<old@clinicasol.es>" and re.fullmatch(r"[0-9a-f]{32}", made)
+    api.put(f"/appointments/{ana}", {"newDate": "24/11/2026", "newTime": "09:30"})
+    assert sender.pass_once() == {"sent": 2}
+    clinic_id = api.db().execute("SELECT id FROM clinic_identity").fetchone()[0]
+    uids = {recipients[0]: re.search(r"UID:(\S+)", next(message.iter_attachments()).get_content())[1]
+            for recipients, message in mail_server.inbox.messages()[1:]}
+    assert uids == {"ana@example.es": f"appointment-{ana}@agenda",
+                    "eva@example.es": f"appointment-{eva}.{clinic_id}@agenda"}
+    assert mail_server.inbox.messages()[1][1]["Message-ID"] == f"<{made}@clinicasol.es>"  # eva's, written first
+
+
+def test_the_demo_clinic_gives_a_patient_its_number_and_a_center_without_one_is_warned_of(make_api, mail_server,
+                                                                                           tmp_path):
+    api = make_api((ROOT / "seed" / "catalogs.csv").read_text(encoding="utf-8"))
+    sender = Sender(api.app.clinic, Mailer(smtp_server(mail_server.url, ca_file=str(mail_server.ca_file))), FROM,
+                    PUBLIC)
+    api.book(api.new_patient(email="ana@example.es"))
+    assert sender.pass_once() == {"sent": 1}
+    text = mail_server.inbox.messages()[0][1].get_body(("plain",)).get_content()
+    assert "Si necesita hablar con la clínica: 910 123 456" in text and "C/ Mayor 12, 28013 Madrid" in text
+    runner = CliRunner()
+    demo = runner.invoke(agenda.cli, ["seed", "--demo", "--db", str(tmp_path / "demo.db")])
+    assert demo.exit_code == 0 and "no phone" not in demo.output
+    seeded = runner.invoke(agenda.cli, ["seed", str(write_csv(tmp_path, EVERY_DAY_CSV)), "--db",
+                                        str(tmp_path / "other.db")])
+    assert seeded.exit_code == 0 and "Warning: no phone for the center C1" in seeded.output
+    assert "docs/catalogs.md" in seeded.output
+
+
+def test_every_why_of_the_sender_is_said_in_both_languages_and_in_the_deploy_guide():
+    guide = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for reason in SMTP_REASONS:
+        spanish, english = TEXTS[f"mailwhy_{reason}"]
+        assert spanish != english and f"| {english.split('{detail}')[0].split(':')[0]} |" in guide, reason
+    assert mail_reason("login_refused 535") == mail_reason("login_refused 535", "en") == (
+        "the server refused the clinic's login (535): check the user in --smtp (smtp://USER@HOST) and the password "
+        "in --smtp-password-file")
+    assert mail_reason("login_refused 535", "es").startswith("el servidor rechazó el usuario o la contraseña")
+    assert mail_reason("the server could not be reached: OSError") == "the server could not be reached: OSError"

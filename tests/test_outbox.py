@@ -74,3 +74,29 @@ def test_the_table_holds_no_text_and_no_token(api):
     columns = [row[1] for row in api.db().execute("PRAGMA table_info(outbox)")]
     assert columns == ["id", "appointment_id", "kind", "created_at", "state", "attempts", "next_try_at", "message_id",
                        "done_at", "error", "slot"]  # what became of it; never its text, a token or an address
+
+
+def test_a_move_to_the_same_date_and_time_writes_no_message(api):
+    """A retried PUT finds the visit where it asks to move it: nothing to tell the patient."""
+    booked = api.book(api.new_patient())
+    move = {"newDate": "24/11/2026", "newTime": "09:30"}
+    rows, _ = written_by(api, lambda: api.put(f"/appointments/{booked}", move))
+    assert rows == [(int(booked), "update")]
+    rows, answer = written_by(api, lambda: api.put(f"/appointments/{booked}", move))  # the retry
+    assert answer.status_int == 200 and rows == []
+
+
+def test_every_row_gets_a_random_message_id_when_written_which_it_keeps(api):
+    """Each row's Message-ID is written by the database with the row, of every kind and every writer, unlike any
+    other; no later write changes it ("The sender")."""
+    clinic = api.app.clinic
+    ana = api.new_patient(email="ana@example.es")
+    booked = api.book(ana)
+    api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "09:30"})
+    book_series(clinic, patient_id=ana, doctor_id="MARTIN", first=dt.date(2026, 12, 2), time_text="09:00",
+                every_days=7, count=2, source="desk:ana")
+    api.delete(f"/appointments/{booked}")
+    ids = [row[0] for row in api.db().execute("SELECT message_id FROM outbox ORDER BY id")]
+    assert len(ids) == 4 and len(set(ids)) == 4 and all(len(found) == 32 and int(found, 16) >= 0 for found in ids)
+    api.db().execute("UPDATE outbox SET state = 'held', error = NULL")  # other columns change freely
+    assert [row[0] for row in api.db().execute("SELECT message_id FROM outbox ORDER BY id")] == ids

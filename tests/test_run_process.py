@@ -16,6 +16,7 @@ import zipfile
 
 import edges
 from conftest import ROOT, SECRET, Server, days_ahead, send, valid_dni
+from mail_server import MailServer
 
 PII = {"nif": valid_dni(45_678_901), "phone": "699112233", "name": "Zacarías", "surname": "Ybarra-Quintanilla"}
 
@@ -140,16 +141,33 @@ def test_the_one_file_build_runs_on_a_bare_python(tmp_path, db_path):
     copied = agenda_pyz("backup", "copy.db", "--db", str(db_path))
     assert copied.returncode == 0 and "integrity ok" in copied.stdout, copied.stderr
     env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
-    server = Server(bare + ["run", "--db", str(db_path), "--port", "0"], {**env, "AGENDA_SECRET": SECRET})
+    mail = MailServer(tmp_path)  # the sender beside it, started from the archive too
+    server = Server(bare + ["run", "--db", str(db_path), "--port", "0", "--smtp", mail.url, "--smtp-ca",
+                            str(mail.ca_file), "--mail-from", "citas@clinicasol.es", "--public-url",
+                            "http://127.0.0.1:8080"], {**env, "AGENDA_SECRET": SECRET})
     try:
         assert send(server.url, "GET", "/custom-config")[1]["doctors"]["data"]
         assert send(server.url, "GET", f"/patients?nif={valid_dni(9)}")[1]["phone"] == "+34612345678"
         assert send(server.url, "GET", "/openapi.json")[1]["openapi"] == "3.1.0"
         with urllib.request.urlopen(server.url + "/desk/login", timeout=20) as page:  # a template, from the archive
             assert page.status == 200 and b'name="password"' in page.read()
+        status, patient = send(server.url, "POST", "/patients", {"name": "Eva", "surname": "Sol", "nif": valid_dni(8),
+                                                                  "phone": "612345679", "email": "eva@example.es"})
+        assert status == 201
+        for day in range(7, 10):  # one of three days in a row is one she works
+            status, _ = send(server.url, "POST", "/appointments", {"date": days_ahead(day), "time": "10:00",
+                                                                   "doctorId": "MARTIN", "patientId": patient["patientId"]})
+            if status == 201:
+                break
+        assert status == 201
+        deadline = time.monotonic() + 60  # a busy machine: a minute at most
+        while not mail.inbox.messages() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [recipients for recipients, _ in mail.inbox.messages()] == [["eva@example.es"]], server.log()
     finally:
         assert server.terminate() == 0
         server.stop()
+        mail.stop()
 
 
 def agenda_version():

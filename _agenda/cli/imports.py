@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..values.fields import format_date
+from ..patient.messages import phone_warning
 from ..values.printing import plural, printable
 from ..storage.shipped import DEMO_CATALOGS, read_data_file
 from ..storage.database import open_database
@@ -56,6 +57,7 @@ def seed(ctx, db_path, file, demo, tz):
         raise click.ClickException(f"{db_path}: cannot open the database: {error}") from None
     try:
         summary = seed_catalogs(conn, rows, at=cli_now(ctx), tz=cli_zone(tz))
+        unreachable = phone_warning(conn)
     except SeedError as error:
         conn.close()
         if new:  # a database this command made and could not fill: not left behind empty
@@ -68,6 +70,8 @@ def seed(ctx, db_path, file, demo, tz):
     counts = ", ".join(plural(summary[table], noun) for table, noun in CATALOG_NOUNS.items())
     state = "loaded" if summary["changed"] else "already up to date, nothing changed"
     click.echo(f"{file}: {state}. {db_path} now holds {counts}.")
+    if unreachable:
+        click.echo(f"Warning: {unreachable}", err=True)
     if summary["rederived"]:
         click.echo(f"{plural(len(summary['rederived']), 'coming appointment')} with another room or machine now:")
         click.echo("\n".join(f"  appointment {visit['id']} ({format_date(visit['date'])} {visit['time']},"

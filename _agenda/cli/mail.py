@@ -11,12 +11,14 @@ import click
 
 from ..values.settings import Settings
 from ..values.refusals import ClinicError
-from ..values.fields import parse_email
+from ..values.fields import format_date, parse_email
+from ..values.printing import plural
 from ..storage.database import Database
 from ..storage.replication import replica_sync
 from ..domain.clinic import Clinic
 from ..domain.outbox import outbox_counts, release, waiting_on_admin
-from ..patient.sender import public_address, Refused, send_test, Sender, Unreachable
+from ..patient.messages import mail_reason
+from ..patient.sender import Deferred, public_address, Refused, send_test, Sender, Unreachable
 from .root import (cli, cli_now, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS, existing_database,
                    mailer_of, message_options, sender_address, smtp_options, tz_option)
 
@@ -117,24 +119,35 @@ def only_sender(db_path):
 @click.pass_context
 def mail_status(ctx, db_path, tz):
     """How many messages are sent, waiting, stale, skipped, held and failed, and
-    which wait on the admin: held after a restore or a promotion (the machine before
-    may have sent them), failed after every try.
+    which wait on the admin, each with why and its appointment: held after a restore
+    or a promotion (those tried before it may have gone already), failed after every
+    try, or waiting on a server that refused them.
 
     Example:
 
     \b
         agenda mail status --db /var/lib/agenda/clinic.db
     """
+    zone = cli_zone(tz)
     with clinic_at(ctx, db_path, tz) as clinic:
-        counts, waiting = outbox_counts(clinic), waiting_on_admin(clinic)
+        counts, waiting = outbox_counts(clinic.conn()), waiting_on_admin(clinic)
     click.echo("Messages: " + ", ".join(f"{count} {state}" for state, count in counts.items()))
     for row in waiting:
-        why = f": {row['error']}" if row["error"] else ""
-        click.echo(f"  {row['id']}  {row['state']}  {row['kind']} about appointment {row['appointment_id']}, written "
-                   f"{clinic_time(row['created_at'], cli_zone(tz))}, {row['attempts']} tries{why}")
-    if waiting:
+        click.echo(f"  {row['id']}  {message_line(row, zone)}")
+    if any(row["state"] != "waiting" for row in waiting):
         click.echo("Release them with `agenda mail retry` (all) or `agenda mail retry ID ...`; one made moot since is "
-                   "dropped, not sent.")
+                   "dropped, not sent; one sent again carries its Message-ID, so mail programs show it once.")
+
+
+def message_line(row, zone):
+    """One message waiting on the admin, in words: state, kind, its appointment (number, day, time, doctor, center;
+    never who), when written, tries, why."""
+    state = "held, may have gone already" if row["state"] == "held" and row["attempts"] else row["state"]
+    where = f"{row['doctor_id']}{' at ' + row['center_id'] if row['center_id'] else ''}"
+    why = f": {mail_reason(row['error'])}" if row["error"] else ""
+    return (f"{state}  {row['kind']} about appointment {row['appointment_id']} ({format_date(row['date'])} "
+            f"{row['time']}, {where}), written {clinic_time(row['created_at'], zone)}, {plural(row['attempts'], 'try')}"
+            f"{why}")
 
 
 @mail.command("retry")
@@ -181,6 +194,6 @@ def mail_test(ctx, db_path, tz, smtp_url, smtp_password_file, smtp_ca, mail_from
     mailer = mailer_of(smtp_url, smtp_password_file, smtp_ca)
     try:
         send_test(mailer, sender_address(mail_from), to_address, language, clinic_name, cli_now(ctx))
-    except (Refused, Unreachable) as error:
-        raise click.ClickException(f"the test message was not sent: {error}") from None
+    except (Refused, Deferred, Unreachable) as error:
+        raise click.ClickException(f"the test message was not sent: {mail_reason(str(error))}") from None
     click.echo(f"Sent a test message to {to_address}.")

@@ -24,6 +24,7 @@ from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_loggin
 from ..web.api import BODYLESS_METHODS, SCHEME_WARNINGS, sign, signed_messages, SIGNED_SCHEMES
 from ..app import create_app
 from ..storage.replication import BEHIND_AFTER, DOWN_AFTER, litestream_binary, Replicator, without_password
+from ..patient.messages import phone_warning
 from ..patient.sender import public_address, SenderProcess
 from .root import (cli, cli_recipients, db_option, DEFAULTS, desk_network_option, desk_rules_options, existing_database,
                   mailer_of, message_options, read_secret_file, recipients_option, secret_file_option,
@@ -157,7 +158,7 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
             raise click.ClickException(f"cannot start: {error}") from None
         app.clinic.access.start()
-        sender = started_sender(mail, replicator.socket_path if ack_after_replication else None)
+        sender = started_sender(mail, replicator.socket_path if ack_after_replication else None, app.clinic.conn())
         if not app.clinic.conn().execute("SELECT 1 FROM doctors LIMIT 1").fetchone():
             log.warning("%s has no doctors: no slot can be offered; load the catalogs with `agenda seed`", db_path)
         try:
@@ -176,10 +177,13 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         stop_logging(writer)
 
 
-def started_sender(mail, replica_socket):
-    """`agenda mail send` started beside the service with `mail`'s settings, or None without --smtp."""
+def started_sender(mail, replica_socket, conn):
+    """`agenda mail send` started beside the service with `mail`'s settings, or None without --smtp; a center
+    without a phone warned of."""
     if mail is None:
         return None
+    if phone_warning(conn):
+        log.warning("%s", phone_warning(conn))
     sender = SenderProcess({**mail, **({"AGENDA_REPLICA_SOCKET": replica_socket} if replica_socket else {})})
     sender.start()
     return sender

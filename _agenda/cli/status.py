@@ -19,6 +19,8 @@ from ..domain.holds import unheld
 from ..domain.appointments import count_by_status
 from ..domain.counter import overlapping_pairs
 from ..domain.reminders import last_cycle
+from ..domain.outbox import mail_summary
+from ..patient.messages import mail_reason
 from ..web.api import SIGNED_SCHEMES
 from ..storage.replication import BEHIND_AFTER, replica_position, standby_checked
 from .root import (cli, cli_now, cli_zone, clinic_time, db_option, existing_database, human_size, keep_copies_option,
@@ -79,6 +81,7 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
          f"{' at ' + cycle['center_id'] if cycle['center_id'] else ''}: "
          f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"),
         ("Signatures", signature_advice(signatures_seen(conn), tz)),
+        ("Mail", mail_line(conn, now, tz)),
     ]
     overlapping = overlapping_pairs(conn, now.astimezone(tz).date().isoformat())
     if overlapping:
@@ -112,6 +115,32 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
                                      f"({human_size(last_backup['bytes'])})"
                                      + ("; more than a day ago: check the nightly backup" if stale else "")))
     return lines
+
+
+def mail_line(conn, now, tz):
+    """What `agenda status` says of the patients' messages ("The sender"): how many wait and since when, those on
+    the admin, and the server's last refusal in words."""
+    counts, oldest, (refusal, refused_at) = mail_summary(conn)
+    if not any(counts.values()):
+        return "no message to a patient written yet"
+    parts = [f"{counts['sent']:,} sent"]
+    if counts["waiting"]:
+        waited = now - dt.datetime.fromisoformat(oldest)
+        parts.append(f"{counts['waiting']:,} waiting, the oldest written {clinic_time(oldest, tz)} ("
+                     f"{waited_words(waited)} ago)")
+    on_admin = [f"{counts[state]:,} {state}" for state in ("held", "failed") if counts[state]]
+    if on_admin:
+        parts.append(" and ".join(on_admin) + ": `agenda mail status` lists them, `agenda mail retry` releases them")
+    if refusal and (counts["waiting"] or on_admin):
+        parts.append(f"last refusal {clinic_time(refused_at, tz)}: {mail_reason(refusal)}")
+    return "; ".join(parts)
+
+
+def waited_words(waited):
+    """A wait in words: '5 min', '3 h', '2 days'."""
+    minutes = int(waited.total_seconds() // 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h" if minutes < 48 * 60 else plural(
+        minutes // 1440, "day")
 
 
 def kept_copy_line(path, kept_at, sealed, now, keep_days):

@@ -8,7 +8,7 @@ from typing import NamedTuple
 from ..values.refusals import ClinicError, invalid
 from ..values.fields import format_date, minutes_of, numeric_id
 from ..storage.events import record_event, utc_iso, written_row
-from .outbox import queue_message
+from .outbox import queue_message, tells_anew
 from .slots import read_schedule, slot_not_available, visit_span
 from .holds import coming, placement_notes, placements
 from .visits import first_free, none_free, pools_for, read_resources, the_visit, types_offered, VisitType
@@ -126,7 +126,7 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     if elsewhere is not None and not accepted:
         raise elsewhere
     record_event(conn, at, source, rules.event, "appointment", row["id"], before=moving, after=row)
-    if rules.message:
+    if rules.message and (moving is None or tells_anew(moving, row)):  # a move to where it was tells nothing
         queue_message(conn, row["id"], rules.message, at)
     if entry is not None:
         end_entry(conn, entry, "booked", at, source, appointment_id=row["id"])

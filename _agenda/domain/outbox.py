@@ -4,7 +4,7 @@ became of each message. The sender renders and sends them. No HTTP, no SMTP here
 
 import datetime as dt
 
-from ..storage.events import utc_iso
+from ..storage.events import recall, remember, utc_iso
 from .appointments import TO_CALL
 
 # The messages a change calls for: a booking's confirmation, one for a whole series, a move's update, a
@@ -17,6 +17,10 @@ STATES = ("waiting", "held", "sent", "stale", "skipped", "failed")
 RETRY_AFTER = (30, 120, 600, 1800, 3600, 3 * 3600, 6 * 3600)
 # Why a message was not sent to anyone: no address, messages stopped, a blocked patient, an erasure under way.
 SKIPPED = ("no_email", "messages_stopped", "blocked", "erasure")
+# Why a later change made a message moot (`moot`), kept in `error` as a skipped one's why is.
+STALE = ("ended", "cancelled", "told_later", "never_told", "moved", "to_call")
+# What a move changes that a message tells: a move that changes none of it writes no message.
+TOLD = ("date", "time", "end_time", "center_id", "doctor_id")
 
 
 def queue_message(conn, appointment_id, kind, at, slot=None):
@@ -27,9 +31,14 @@ def queue_message(conn, appointment_id, kind, at, slot=None):
                  (int(appointment_id), kind, utc_iso(at), slot))
 
 
+def tells_anew(before, after):
+    """Whether a move from the appointments row `before` to `after` changed what a message tells the patient."""
+    return any(before[key] != after[key] for key in TOLD)
+
+
 def queue_reminders(clinic, at):
     """A reminder for each live visit starting within the clinic's reminder hours of `at`, not yet reminded at its
-    time, told of before that window opened, not on the list to call (D30), whose patient wants messages: found by a
+    time, told of before that window opened, not on the list to call ("To call"), whose patient wants messages: found by a
     read, then written in one short transaction only when some are due. How many."""
     hours = clinic.settings.reminder_hours
     if not hours:
@@ -71,24 +80,54 @@ def due_messages(conn, at, limit=50):
 
 
 def moot(conn, message, appointment, now):
-    """Why a later change made this message stale, or None: its visit has ended, a cancelled visit is told only
-    by its notice, a later message of its appointment tells the visit's time anew (a series' message lists every
-    visit of it, as they are then), a reminder's visit moved or is on the list to call. `now`: the clinic's zone."""
+    """Why a later change made this message stale (one of STALE), or None: its visit has ended, a cancelled visit is
+    told only by its notice and a notice only of what the patient was told of, a later message of its appointment
+    tells the visit's time anew (a series' message lists every visit of it, as they are then), a reminder's visit
+    moved or is on the list to call. `now`: the clinic's zone."""
     ends = dt.datetime.fromisoformat(f"{appointment['date']}T{appointment['end_time']}").replace(tzinfo=now.tzinfo)
     if ends <= now:
-        return "the visit has ended"
+        return "ended"
     if message["kind"] != "notice" and appointment["status"] == "cancelled":
-        return "the visit was cancelled"
+        return "cancelled"
+    if message["kind"] == "notice" and not told_of(conn, message):
+        return "never_told"
     if message["kind"] in ("confirmation", "update", "reminder") and conn.execute(
             "SELECT 1 FROM outbox WHERE appointment_id = ? AND id > ? AND state = 'waiting' AND kind IN"
             " ('confirmation', 'update', 'notice')", (message["appointment_id"], message["id"])).fetchone():
-        return "a later message tells it"
+        return "told_later"
     if message["kind"] == "reminder":
         if message["slot"] != f"{appointment['date']} {appointment['time']}":
-            return "the visit moved"
+            return "moved"
         if conn.execute(f"SELECT 1 FROM appointments a WHERE a.id = ? AND {TO_CALL}", (appointment["id"],)).fetchone():
-            return "the visit is on the list to call"
+            return "to_call"
     return None
+
+
+def told_of(conn, message):
+    """Whether a message sent before this one told the patient of its visit: one about the visit, or its series'."""
+    return conn.execute(
+        "SELECT 1 FROM outbox o JOIN appointments a ON a.id = o.appointment_id WHERE o.state = 'sent' AND o.id < ?1"
+        " AND (o.appointment_id = ?2 OR o.kind = 'series' AND a.series_id = (SELECT series_id FROM appointments"
+        " WHERE id = ?2))", (message["id"], message["appointment_id"])).fetchone() is not None
+
+
+def make_clinic_id(conn):
+    """Inside a transaction: the clinic's own id made, random, unless it was made before ("What a message says")."""
+    conn.execute("INSERT OR IGNORE INTO clinic_identity (one, id, told_before) VALUES (1, lower(hex(randomblob(16))),"
+                 " 0)")
+
+
+def calendar_uids(conn, appointment_ids):
+    """{appointment id: its calendar UID} ("What a message says"): unique in the world, by the clinic's own id; a
+    visit a message sent before that id was made told of keeps the UID it went with. After `make_clinic_id`."""
+    clinic_id, told_before = conn.execute("SELECT id, told_before FROM clinic_identity").fetchone()
+    kept = {row[0] for row in conn.execute(
+        "SELECT a.id FROM appointments a WHERE a.id IN (SELECT value FROM json_each(?1)) AND EXISTS (SELECT 1 FROM"
+        " outbox o JOIN appointments s ON s.id = o.appointment_id WHERE o.id <= ?2 AND o.state = 'sent' AND"
+        " (o.appointment_id = a.id OR o.kind = 'series' AND s.series_id = a.series_id))",
+        (f"[{','.join(str(int(key)) for key in appointment_ids)}]", told_before))}
+    return {int(key): f"appointment-{key}@agenda" if int(key) in kept else f"appointment-{key}.{clinic_id}@agenda"
+            for key in appointment_ids}
 
 
 def told_before(conn, message):
@@ -105,25 +144,25 @@ def first_to(conn, patient_id):
                         " WHERE a.patient_id = ? AND o.state = 'sent'", (patient_id,)).fetchone() is None
 
 
-def start_try(conn, message_id, new_message_id, at, slot=None):
-    """Inside a transaction: one more try of this message, its Message-ID and the visit's time it tells (`slot`)
-    kept from the first try. The Message-ID, or None when the message is no longer waiting."""
+def start_try(conn, message_id, at, slot=None):
+    """Inside a transaction: one more try of this message, the visit's time it tells (`slot`) kept from the first
+    try. Its Message-ID, written with the row ("The sender"), or None when the message is no longer waiting."""
     row = conn.execute("SELECT state, message_id FROM outbox WHERE id = ?", (message_id,)).fetchone()
     if row is None or row["state"] != "waiting":
         return None
-    kept = row["message_id"] or new_message_id
-    conn.execute("UPDATE outbox SET attempts = attempts + 1, message_id = ?, slot = coalesce(slot, ?) WHERE id = ?",
-                 (kept, slot, message_id))
-    return kept
+    conn.execute("UPDATE outbox SET attempts = attempts + 1, slot = coalesce(slot, ?) WHERE id = ?", (slot, message_id))
+    return row["message_id"]
 
 
 def finish(conn, message_id, state, at, error=None):
     """Inside a transaction: the message sent, stale, skipped or failed, with why (never an address): a skipped
-    one's why is one of SKIPPED."""
+    one's why is one of SKIPPED, a stale one's of STALE; a failed one's is kept as the last refusal too."""
     if state not in ("sent", "stale", "skipped", "failed"):
         raise ValueError(f"a message does not end as {state!r}")
     conn.execute("UPDATE outbox SET state = ?, done_at = ?, error = ?, next_try_at = NULL WHERE id = ?",
                  (state, utc_iso(at), error, message_id))
+    if state == "failed":
+        remember(conn, "mail_refused", error, at)
 
 
 def try_again(conn, message_id, at, error):
@@ -136,7 +175,15 @@ def try_again(conn, message_id, at, error):
     wait = RETRY_AFTER[max(0, attempts - 1)]
     conn.execute("UPDATE outbox SET next_try_at = ?, error = ? WHERE id = ?",
                  (utc_iso(at + dt.timedelta(seconds=wait)), error, message_id))
+    remember(conn, "mail_refused", error, at)
     return True
+
+
+def clinic_refused(conn, message_id, at, error):
+    """Inside a transaction: the server refused the clinic itself (its login, its sender, its TLS), no fault of
+    the patient's: the try does not count against the message, which waits with why ("The sender")."""
+    conn.execute("UPDATE outbox SET attempts = max(attempts - 1, 0), error = ? WHERE id = ?", (error, message_id))
+    remember(conn, "mail_refused", error, at)
 
 
 def skip_unsent(conn, patient_id, at):
@@ -161,18 +208,28 @@ def release(clinic, ids=None):
             (None if ids is None else f"[{','.join(str(int(i)) for i in ids)}]",)).rowcount
 
 
-def outbox_counts(clinic):
+def outbox_counts(conn):
     """{state: how many} of every message."""
     counts = dict.fromkeys(STATES, 0)
-    counts.update(dict(clinic.conn().execute("SELECT state, count(*) FROM outbox GROUP BY state").fetchall()))
+    counts.update(dict(conn.execute("SELECT state, count(*) FROM outbox GROUP BY state").fetchall()))
     return counts
 
 
+def mail_summary(conn):
+    """What `agenda status` says of the messages: {state: how many}, when the oldest waiting one was written (UTC)
+    or None, and the last refusal: (why, when) or (None, None)."""
+    oldest = conn.execute("SELECT min(created_at) FROM outbox WHERE state = 'waiting'").fetchone()[0]
+    return outbox_counts(conn), oldest, recall(conn, "mail_refused")
+
+
 def waiting_on_admin(clinic, limit=200):
-    """The held and failed messages, oldest first: id, appointment, kind, state, created_at, attempts, error."""
+    """The held and failed messages, and the waiting ones a server refused, oldest first: id, kind, state,
+    created_at, attempts, error, and the appointment's id, date, time, doctor and center (never who)."""
     return [dict(row) for row in clinic.conn().execute(
-        "SELECT id, appointment_id, kind, state, created_at, attempts, error FROM outbox WHERE state IN ('held',"
-        " 'failed') ORDER BY id LIMIT ?", (limit,))]
+        "SELECT o.id, o.appointment_id, o.kind, o.state, o.created_at, o.attempts, o.error, a.date, a.time,"
+        " a.doctor_id, a.center_id FROM outbox o JOIN appointments a ON a.id = o.appointment_id"
+        " WHERE o.state IN ('held', 'failed') OR o.state = 'waiting' AND o.error IS NOT NULL ORDER BY o.id LIMIT ?",
+        (limit,))]
 
 
 def messages_of(clinic, appointment_id):

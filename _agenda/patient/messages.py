@@ -9,15 +9,36 @@ from email.utils import format_datetime
 
 import icalendar
 
-from ..desk.texts import translator
+from ..desk.texts import TEXTS, translator
 from ..desk.pages import desk_template, long_date, plain, visit_lines
+
+
+def mail_reason(error, language="en"):
+    """A message's why (outbox `error`: a reason, then the server's code or the error's name) in words, with what to
+    do ("The sender"); a why kept before reasons were, as it is."""
+    reason, _, detail = (error or "").partition(" ")
+    if f"mailwhy_{reason}" not in TEXTS:
+        return error or ""
+    return translator(language)(f"mailwhy_{reason}", detail=f" ({detail})" if detail else "")
+
+
+def phone_warning(conn):
+    """What `agenda seed` and `agenda run --smtp` say of the centers without a phone, or None: a patient a message
+    or their link's page asks to call the clinic is given no number ("What a message says")."""
+    missing = [row[0] for row in conn.execute(
+        "SELECT id FROM centers WHERE coalesce(trim(phone), '') = '' ORDER BY id")]
+    if not missing:
+        return None
+    return (f"no phone for the center{'s' if len(missing) > 1 else ''} {', '.join(missing)}: a patient the messages "
+            "and their link's page ask to call the clinic is given no number; add the phone (and the address) in "
+            "the catalog file's address and phone columns (docs/catalogs.md) and load it with `agenda seed FILE`")
 
 
 def written(view):
     """{subject, text, html, calendar} of a message. `view`: kind, language, clinic, first_name (None for a
     guardian), patient_name (a child's, to her guardian), visit (the appointment: starts, ends, center, doctor and
-    type names, id, status), series, shows, link, stop_link, first (the first to this patient), sequence, before
-    (an update's: the visit's time the last message told, 'YYYY-MM-DD HH:MM')."""
+    type names, id, status), series, uids ({appointment id: calendar UID}), shows, link, stop_link, first (the first
+    to this patient), sequence, before (an update's: the visit's time the last message told, 'YYYY-MM-DD HH:MM')."""
     t = translator(view["language"])
     visit, kind = view["visit"], view["kind"]
     clinic = plain(view["clinic"]) or plain(visit.get("center_name")) or t("the_clinic")
@@ -52,14 +73,15 @@ def written(view):
 
 
 def calendar(view, visits, clinic, subject):
-    """The visit (or a series' visits) as iCalendar: a cancellation for a notice, else the visit as it is now."""
+    """The visit (or a series' visits) as iCalendar: a cancellation for a notice, else the visit as it is now; each
+    event by its UID (`view["uids"]`), never the patient's link (a calendar syncs and shares it)."""
     cal = icalendar.Calendar()
     cal.add("prodid", "-//Agenda//patient message//ES")
     cal.add("version", "2.0")
     cal.add("method", "CANCEL" if view["kind"] == "notice" else "PUBLISH")
     for one in visits:
         event = icalendar.Event()
-        event.add("uid", f"appointment-{one['id']}@agenda")
+        event.add("uid", view["uids"][one["id"]])
         event.add("sequence", view["sequence"])
         event.add("dtstamp", view["now"])
         event.add("dtstart", one["starts"])
@@ -68,9 +90,7 @@ def calendar(view, visits, clinic, subject):
             "type_name") else clinic))
         if one.get("center_name"):
             event.add("location", plain(one["center_name"]))
-        event.add("status", "CANCELLED" if view["kind"] == "notice" else "CONFIRMED")
-        if view["kind"] != "notice":
-            event.add("url", view["link"])
+        event.add("status", "CANCELLED" if view["kind"] == "notice" else "CONFIRMED")  # no link: calendars share
         cal.add_component(event)
     cal.add_missing_timezones()
     return cal.to_ical()

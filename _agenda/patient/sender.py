@@ -3,10 +3,12 @@ the one door and hands it to the clinic's SMTP server, in order per appointment,
 it never holds a request, and holds the write lock only to note what became of a message."""
 
 import contextlib
+import datetime as dt
 import ipaddress
 import logging
 import os
 import smtplib
+import socket
 import ssl
 import subprocess
 import sys
@@ -20,16 +22,20 @@ from ..values.refusals import ClinicError
 from ..domain.appointments import series_coming, visits_told
 from ..domain.identity import identity
 from ..domain.links import new_link
-from ..domain.outbox import (due_messages, finish, first_to, moot, queue_reminders, start_try, told_before,
-                             try_again)
+from ..domain.outbox import (calendar_uids, clinic_refused, due_messages, finish, first_to, make_clinic_id, moot,
+                             queue_reminders, start_try, told_before, try_again)
 from ..desk.pages import visit_view
-from .messages import envelope, test_message, written
+from .messages import envelope, mail_reason, test_message, written
 
 log = logging.getLogger("agenda")
 SECURITIES = {"smtp": "starttls", "smtps": "tls", "smtp+plain": "none"}  # a URL's scheme: how the link is guarded
 DEFAULT_PORTS = {"starttls": 587, "tls": 465, "none": 25}
 SMTP_SECONDS = 10  # how long the server may take to answer before a try counts as failed
 READER = "mail"  # who the access record says read a patient to write to them
+# Seconds the sender waits after each refusal of the clinic itself in a row, then every hour ("The sender").
+CLINIC_PAUSES = (30, 120, 600, 1800, 3600)
+# Where the package _agenda is: a checkout's folder, site-packages, or agenda.pyz itself.
+PACKAGE_HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STOP_SECONDS = 15  # how long a stopping sender may take to finish the message it began (one SMTP wait)
 
 
@@ -82,11 +88,58 @@ def public_address(url):
 
 
 class Refused(Exception):
-    """The server refused this message for good (a 5xx): it is marked failed, the others go on."""
+    """The server refused this message for good (a 5xx for its address or content): it is marked failed, the others
+    go on. Its text is the why kept (`failure`)."""
+
+
+class Deferred(Exception):
+    """The server asks to try this message later (a 4xx for its address: greylisting, a full mailbox): it is tried
+    again after a growing wait, the others go on."""
 
 
 class Unreachable(Exception):
-    """The server could not be reached or refused for now: the message is tried again later."""
+    """The server could not be reached or refused for now: the pass stops, the message is tried again later."""
+
+
+class ClinicRefused(Unreachable):
+    """The server refused the clinic itself (its login, its sender address, its TLS): the pass stops and no
+    patient's message counts the try ("The sender")."""
+
+
+# Every why `failure` gives, each in words with its fix (desk/texts.py, "mailwhy_" and the reason) and in
+# docs/deploy.md.
+SMTP_REASONS = ("recipient_refused", "recipient_deferred", "message_refused", "server_busy", "login_refused",
+                "login_needed", "sender_refused", "clinic_refused", "no_login", "no_starttls", "certificate",
+                "tls_mismatch", "connection_refused", "unknown_host", "no_answer", "unreachable")
+
+
+def failure(error):
+    """The exception (Refused, Deferred, Unreachable or ClinicRefused) for an SMTP or TLS failure, its text the why
+    kept: one of SMTP_REASONS, then the server's code or the error's name. Never the address."""
+    code = getattr(error, "smtp_code", None)
+    if isinstance(error, smtplib.SMTPRecipientsRefused):
+        code = next(iter(error.recipients.values()))[0]
+        return (Refused(f"recipient_refused {code}") if code >= 500 else Deferred(f"recipient_deferred {code}"))
+    if isinstance(error, smtplib.SMTPDataError):
+        return Refused(f"message_refused {code}") if code >= 500 else Unreachable(f"server_busy {code}")
+    if isinstance(error, smtplib.SMTPResponseException):  # the greeting, the login, the sender: every message waits
+        if code < 500:
+            return Unreachable(f"server_busy {code}")
+        if isinstance(error, smtplib.SMTPAuthenticationError) or code == 530:
+            return ClinicRefused(f"{'login_refused' if code != 530 else 'login_needed'} {code}")
+        return ClinicRefused(f"{'sender_refused' if isinstance(error, smtplib.SMTPSenderRefused) else 'clinic_refused'}"
+                             f" {code}")
+    if isinstance(error, smtplib.SMTPNotSupportedError) or "authentication method" in str(error):
+        return ClinicRefused("no_starttls" if "STARTTLS" in str(error) else "no_login")
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return ClinicRefused(f"certificate {error.verify_message}")
+    if isinstance(error, ssl.SSLError):
+        return ClinicRefused(f"tls_mismatch {error.reason or type(error).__name__}")
+    for kind, reason in ((ConnectionRefusedError, "connection_refused"), (socket.gaierror, "unknown_host"),
+                         (TimeoutError, "no_answer")):
+        if isinstance(error, kind) or isinstance(error.__context__, kind):
+            return Unreachable(reason)
+    return Unreachable(f"unreachable {type(error).__name__}")
 
 
 class Mailer:
@@ -109,28 +162,17 @@ class Mailer:
         return connection
 
     def send(self, message, from_address, to_address):
-        """Hand one message to the server for one address; Refused or Unreachable, in words without the address."""
+        """Hand one message to the server for one address; else Refused, Deferred, Unreachable or ClinicRefused
+        (`failure`), in words without the address."""
         try:
             if self.connection is None:
                 self.connection = self.open()
             self.connection.send_message(message, from_address, [to_address])
-        except smtplib.SMTPRecipientsRefused as error:  # this address: this message fails, the others go on
-            code = next(iter(error.recipients.values()))[0]
-            self.fail(code, f"the server refused the recipient ({code})")
-        except smtplib.SMTPDataError as error:  # this message's content
-            self.close()
-            self.fail(error.smtp_code, f"the server refused the message ({error.smtp_code})")
-        except smtplib.SMTPResponseException as error:  # the greeting, the login, the sender: every message waits
-            self.close()
-            raise Unreachable(f"the server refused the clinic's connection ({error.smtp_code}): check --smtp, the "
-                              "password and --mail-from") from None
         except (smtplib.SMTPException, OSError) as error:
-            self.close()
-            raise Unreachable(f"the server could not be reached: {type(error).__name__}") from None
-
-    @staticmethod
-    def fail(code, words):
-        raise (Refused if 500 <= code < 600 else Unreachable)(words)
+            refusal = failure(error)
+            if not isinstance(refusal, Deferred | Refused) or isinstance(error, smtplib.SMTPDataError):
+                self.close()
+            raise refusal from None
 
     def close(self):
         if self.connection is not None:
@@ -149,11 +191,14 @@ class Sender:
         self.clinic, self.mailer, self.from_address, self.sync = clinic, mailer, from_address, sync
         self.public_url, self.batch = public_address(public_url), batch
         self.domain = parseaddr(from_address)[1].rpartition("@")[2] or "agenda.invalid"
+        self.paused_until, self.pauses = None, 0  # after the server refused the clinic itself: a growing wait
 
     def pass_once(self, stopping=None):
         """Queue the reminders now due, then send the messages due, in order; {state: how many} of this pass."""
         clinic, done = self.clinic, {}
         queue_reminders(clinic, clinic.clock())
+        if self.paused_until is not None and clinic.clock() < self.paused_until:
+            return done
         try:
             while not (stopping is not None and stopping.is_set()) and "unreachable" not in done:
                 messages = due_messages(clinic.conn(), clinic.clock(), self.batch)
@@ -167,8 +212,8 @@ class Sender:
                         break
                     state = self.send_one(message)
                     done[state] = done.get(state, 0) + 1
-                    if state == "unreachable":
-                        break
+                    if state in ("unreachable", "waiting for the replica"):
+                        return done
         finally:
             self.mailer.close()
         return done
@@ -204,14 +249,18 @@ class Sender:
         kind = "confirmation" if message["kind"] == "update" and told is None else message["kind"]
         slot = f"{visit['date']} {visit['time']}"
         with clinic.db.transaction() as writing:
-            message_id = start_try(writing, message["id"], make_msgid(domain=self.domain), at, slot)
+            message_id = start_try(writing, message["id"], at, slot)
             if message_id is None:
                 return "taken"
+            make_clinic_id(writing)
             link = None if kind == "notice" else new_link(writing, visit["id"], "message", at)
             stop = new_link(writing, visit["id"], "stop", at)
             first = first_to(writing, visit["patient_id"])
             sequence = writing.execute("SELECT count(*) FROM outbox WHERE appointment_id = ? AND state = 'sent'",
                                        (visit["id"],)).fetchone()[0]
+        if self.sync is not None and not self.sync():  # the try and its links in the replica before the server
+            log.warning("mail waits: the replica has not confirmed a message's try")
+            return "waiting for the replica"
         series = None
         if kind == "series" and visit["series_id"]:
             series = [visit_view(row, clinic.tz) for row in visits_told(conn, series_coming(conn, visit["series_id"],
@@ -220,21 +269,38 @@ class Sender:
                 "first_name": None if person["guardian_id"] else person["name"],
                 "patient_name": person["name"] if person["guardian_id"] else None,  # a child's, to her guardian
                 "visit": visit_view(visit, clinic.tz), "series": series,
+                "uids": calendar_uids(conn, [one["id"] for one in series or [visit]]),
                 "shows": clinic.settings.mail_shows, "link": link and f"{self.public_url}/cita/{link}",
                 "stop_link": f"{self.public_url}/cita/baja/{stop}", "first": first, "sequence": sequence, "now": at,
                 "before": told if kind == "update" and told and told != slot else None}
-        mail = envelope(view, written(view), self.from_address, person["email"], message_id)
+        mail = envelope(view, written(view), self.from_address, person["email"], self.message_id(message_id))
         return self.deliver(message, mail, person["email"])
 
+    def message_id(self, stored):
+        """The Message-ID of a row's stored one: its random left part at the clinic's mail domain, or, for a row
+        tried before it was written with the row, the whole one it went with."""
+        return stored if stored.startswith("<") else f"<{stored}@{self.domain}>"
+
     def deliver(self, message, mail, address):
+        at = self.clinic.clock()
         try:
             self.mailer.send(mail, parseaddr(self.from_address)[1], address)
         except Refused as error:
             return self.ended(message, "failed", str(error))
-        except Unreachable as error:
+        except (Deferred, Unreachable) as error:
             with self.clinic.db.transaction() as conn:
-                try_again(conn, message["id"], self.clinic.clock(), str(error))
+                if isinstance(error, ClinicRefused):
+                    clinic_refused(conn, message["id"], at, str(error))
+                else:
+                    try_again(conn, message["id"], at, str(error))
+            if isinstance(error, Deferred):
+                return "deferred"
+            if isinstance(error, ClinicRefused):
+                self.pauses += 1
+                self.paused_until = at + dt.timedelta(seconds=CLINIC_PAUSES[min(self.pauses, len(CLINIC_PAUSES)) - 1])
+            log.warning("mail waits: %s", mail_reason(str(error)))
             return "unreachable"
+        self.pauses, self.paused_until = 0, None
         return self.ended(message, "sent")
 
     def ended(self, message, state, why=None):
@@ -259,10 +325,11 @@ class SenderProcess:
     it began), killed only if it cannot stop in `stop_seconds`. `env` carries its settings (AGENDA_*)."""
 
     def __init__(self, env, stop_seconds=STOP_SECONDS):
-        import agenda  # the face: where the child finds the command, from a checkout, an install or agenda.pyz
-        self.command = [sys.executable, "-c", "import agenda; agenda.cli()", "mail", "send"]
-        self.env = {**os.environ, **env, "PYTHONPATH": os.path.dirname(os.path.abspath(agenda.__file__)),
-                    "PYTHONUNBUFFERED": "1", "AGENDA_SENDER_PARENT": str(os.getpid())}
+        # the command from its own module, not the face: from a checkout, an install or agenda.pyz alike
+        self.command = [sys.executable, "-c", "from _agenda.cli.mail import cli; cli(prog_name='agenda')", "mail",
+                        "send"]
+        self.env = {**os.environ, **env, "PYTHONPATH": PACKAGE_HOME, "PYTHONUNBUFFERED": "1",
+                    "AGENDA_SENDER_PARENT": str(os.getpid())}
         self.stop_seconds, self.process, self.stopping = stop_seconds, None, threading.Event()
         self.cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         self.thread = threading.Thread(target=self.supervise, name="mail-sender", daemon=True)
