@@ -3,7 +3,6 @@ down to values; the clinic's operations speak no HTTP; no module passes 500 line
 words) and no function 60; agenda.py is only the face."""
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -41,9 +40,6 @@ FOLDERS = {
 LAYERS = [f"{folder}.{module}" if folder else module for folder, modules in FOLDERS.items() for module in modules]
 DOMAIN = [module for module in LAYERS if module.split(".")[0] in ("values", "domain")]
 FACE = "agenda"  # agenda.py, above every module of the package: none imports it
-# An upward import known and on its way out, (module, what it imports): the merge that removes it deletes its entry.
-# patient/sender.py imports the face inside a function, to find the command its child process runs.
-KNOWN_UPWARD = {("patient.sender", FACE)}
 
 
 def module_path(module):
@@ -88,14 +84,9 @@ def test_every_module_of_the_package_has_its_place_in_its_folder():
 
 @pytest.mark.parametrize("module", LAYERS)
 def test_a_module_imports_only_the_modules_below_it(module):
-    above = {*LAYERS[LAYERS.index(module):], FACE} - {name for known, name in KNOWN_UPWARD if known == module}
+    above = {*LAYERS[LAYERS.index(module):], FACE}
     imported = own_imports(module_path(module), package_of(module))
     assert not imported & above, f"_agenda/{module} imports {sorted(imported & above)}, which stand above it"
-
-
-@pytest.mark.parametrize("module, name", sorted(KNOWN_UPWARD))
-def test_a_known_upward_import_is_still_there_until_its_entry_goes(module, name):
-    assert name in own_imports(module_path(module), package_of(module)), f"delete {(module, name)} from KNOWN_UPWARD"
 
 
 def test_every_command_lives_in_a_command_module_that_agenda_py_registers():

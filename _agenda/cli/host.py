@@ -9,11 +9,10 @@ import click
 
 from .. import __version__
 from ..values.printing import plural
-from ..values.settings import desk_networks, Settings, settings_in_file
+from ..values.settings import desk_networks, settings_in_file
 from ..storage.connections import open_read_only, schema_version
 from ..storage.shipped import newest_version
-from ..storage.database import Database, UPGRADE
-from ..domain.clinic import Clinic
+from ..storage.database import UPGRADE
 from ..domain.outbox import outbox_counts
 from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics
@@ -165,11 +164,11 @@ def clinic_row(path, newest):
 
 def mail_counts(db_path):
     """{state: how many} of a clinic's messages."""
-    database = Database(str(db_path))
+    conn = open_read_only(str(db_path))
     try:
-        return outbox_counts(Clinic(database, Settings(), None))
+        return outbox_counts(conn)
     finally:
-        database.close()
+        conn.close()
 
 
 # nginx for a host (docs/deploy.md's proxy, once for every clinic): what every server shares, at the http level.
