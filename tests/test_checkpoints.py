@@ -13,7 +13,7 @@ import pytest
 
 from _agenda.storage.connections import CHECKPOINT_PAGES, connect
 from conftest import ROOT, send
-from test_replication import clinic_db, kill_all, servers, wait_for  # noqa: F401 (fixtures)
+from test_replication import clinic_db, kill_all, litestream_pids, servers, wait_for  # noqa: F401 (fixtures)
 
 
 def autocheckpoint(db_path):
@@ -39,14 +39,20 @@ def test_a_connection_beside_a_replicating_service_leaves_checkpoints_to_litestr
     assert autocheckpoint(clinic_db) == CHECKPOINT_PAGES
 
 
-def test_a_litestream_that_outlives_its_service_still_keeps_checkpoints(clinic_db, tmp_path, servers):
-    """The service killed alone (not its unit's whole group): its Litestream goes on, and so does the rule."""
+def test_a_litestream_whose_service_is_killed_alone_goes_with_it_and_leaves_no_stale_mark(clinic_db, tmp_path,
+                                                                                             servers):
+    """The service killed alone (not its unit's whole group): its Litestream is told to stop by the system
+    ("Replication"), ships what it can and goes; the system then drops its lock, and checkpoints are the
+    connections' own again."""
     server = replicating(servers, tmp_path, clinic_db)
+    litestreams = litestream_pids(server)
+    assert litestreams and autocheckpoint(clinic_db) == 0
     server.process.kill()
     server.process.wait(timeout=30)
-    assert autocheckpoint(clinic_db) == 0
-    kill_all(server)  # its Litestream too: the system drops the lock once that process is reaped
+    wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") and "zombie" not in open(f"/proc/{pid}/status").read()
+                             .lower() for pid in litestreams), seconds=60, message="its Litestream gone")
     wait_for(lambda: autocheckpoint(clinic_db) == CHECKPOINT_PAGES, seconds=60, message="no stale mark")
+    kill_all(server)
 
 
 def test_a_second_replicating_service_on_one_database_is_refused(clinic_db, tmp_path, servers):

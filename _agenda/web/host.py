@@ -106,8 +106,9 @@ class Clinics:
         if one is None and name:
             self.look(force=self.looked_at is None or self.clock() - self.looked_at >= 1.0)
             one = self.served.get(name)
-        if one is None:
-            return refusal(start_response, ClinicError("NOT_FOUND", "no clinic is served at this host name"), 404)
+        if one is None:  # as bottle's own 404 for a path no route takes
+            return refusal(start_response, {"error": {"code": "NOT_FOUND",
+                                                      "message": "no clinic is served at this host name"}}, 404)
         with self.guard:
             if one.in_flight >= self.share:
                 busy = True
@@ -134,8 +135,9 @@ class Clinics:
 
 
 def refusal(start_response, error, status):
-    """A refusal of the host's own, as every answer of the API is: JSON, with Retry-After on a 503."""
-    body = json_bytes(error.payload())
+    """A refusal of the host's own (a ClinicError, or an error's JSON), as every answer of the API is: JSON, with
+    Retry-After on a 503."""
+    body = json_bytes(error.payload() if isinstance(error, ClinicError) else error)
     headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     start_response(f"{status} {'Not Found' if status == 404 else 'Service Unavailable'}",
                    headers + ([("Retry-After", "1")] if status == 503 else []))
