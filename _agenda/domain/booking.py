@@ -11,7 +11,7 @@ from ..storage.events import record_event, utc_iso, written_row
 from .outbox import queue_message
 from .slots import read_schedule, slot_not_available, visit_span
 from .holds import coming, placement_notes, placements
-from .visits import first_free, none_free, pools_for, read_resources, the_visit, types_offered, VisitType
+from .visits import first_free, none_free, pools_for, read_resources, shares_room, the_visit, types_offered, VisitType
 from .availability import insurance_lists, is_visit_type
 
 
@@ -157,12 +157,15 @@ def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, 
 
 
 def holding(conn, span, doctor_id, day, time_text, moving=None, squeezed=False):
-    """[resource] the visit takes for its length and pause, as `what_it_needs` says ("What a visit holds");
+    """[resource] the visit takes for its length and pause, as `what_it_needs` says ("What a visit holds"; a
+    sobrecita shares its doctor's room only as `shares_room` says, else takes a free one of its category);
     SLOT_NOT_AVAILABLE (resource_taken) when one has none free then, its `held` naming each category's taken."""
     if not span.kind.needs and not span.room_id:
         return []
     resources = read_resources(conn, day.isoformat(), day.isoformat(), but=moving and moving["id"])
-    pools = pools_for(resources, span.kind, doctor_id, span.center, span.room_id, day, squeezed)
+    shares = squeezed and shares_room(conn, doctor_id, span.room_id, day, time_text, span.busy_until,
+                                      moving and moving["id"])
+    pools = pools_for(resources, span.kind, doctor_id, span.center, span.room_id, day, squeezed, shares)
     taken = first_free(pools, time_text, span.busy_until)
     if taken is None:
         refusal = slot_not_available("resource_taken")

@@ -7,13 +7,14 @@ import json
 from typing import NamedTuple
 
 from ..values.fields import format_date
-from .visits import first_free, held_then, needs_of, pools_for, read_resources, VisitType, what_it_needs
+from .visits import first_free, held_then, needs_of, pools_for, read_resources, shares_room, VisitType, what_it_needs
 
 
 class Coming(NamedTuple):
     """A live visit not yet started, as its holds are judged: where and when (its busy end: its pause
     included), its type's needs, whether it is squeezed in, the room its doctor's hours place them in then,
-    and what it holds now ([resource id], each for exactly its span; None when a hold is off its span)."""
+    what it holds now ([resource id], each for exactly its span; None when a hold is off its span), and for a
+    sobrecita whether it shares that room (`shares_room`)."""
     id: int
     doctor_id: str
     center_id: str | None
@@ -24,6 +25,7 @@ class Coming(NamedTuple):
     squeezed: bool
     room_id: str | None
     held: list | None
+    shares: bool = False
 
 
 COMING = (
@@ -50,8 +52,24 @@ def coming(conn, now, ids=None, touching=None, day=None):
         held = json.loads(row["held"])
         found.append(Coming(row["id"], row["doctor_id"], row["center_id"], row["date"], row["time"], row["until"],
                             needs_of(row["needs"]), bool(row["squeezed"]), row["room_id"],
-                            None if any(item.endswith("\x1f") for item in held) else held))
+                            None if any(item.endswith("\x1f") for item in held) else held,
+                            bool(row["squeezed"]) and shares_room(conn, row["doctor_id"], row["room_id"],
+                                                                  dt.date.fromisoformat(row["date"]), row["time"],
+                                                                  row["until"], row["id"])))
     return found
+
+
+def sharing_under_way(conn, now):
+    """{id: (room, until)} of the sobrecitas under way at `now` that share their doctor's room (`shares_room`):
+    a started visit keeps what it holds, so a change must leave them sharing it ("Sobrecita")."""
+    day, minute = now.date(), f"{now:%H:%M}"
+    rows = conn.execute(
+        "SELECT a.id, a.doctor_id, a.time, coalesce(a.busy_until, a.end_time), s.room_id FROM appointments a JOIN"
+        " schedules s ON s.doctor_id = a.doctor_id AND s.center_id IS a.center_id AND s.weekday = ? AND s.start_time"
+        " <= a.time AND a.time < s.end_time WHERE a.squeezed = 1 AND a.status != 'cancelled' AND a.date = ? AND"
+        " a.time <= ? AND ? < coalesce(a.busy_until, a.end_time) AND s.room_id IS NOT NULL",
+        (day.weekday(), day.isoformat(), minute, minute)).fetchall()
+    return {row[0]: (row[4], row[3]) for row in rows if shares_room(conn, row[1], row[4], day, row[2], row[3], row[0])}
 
 
 def resources_of(conn):
@@ -73,7 +91,7 @@ def holds_what_it_needs(visit, resources):
     if visit.held is None or len(set(visit.held)) != len(visit.held):
         return False
     here = [(r, cat, room) for r, (center, cat, room) in at.items() if center == visit.center_id]
-    own, categories = what_it_needs(here, visit.needs, visit.room_id, visit.squeezed)
+    own, categories = what_it_needs(here, visit.needs, visit.room_id, visit.squeezed, visit.shares)
     weekday, rest = dt.date.fromisoformat(visit.date).weekday(), list(visit.held)
     if any(placed_in in rest and doctor != visit.doctor_id and begin < visit.until and visit.time < end
            for doctor, placed_in, begin, end in placed.get(weekday, ())):
@@ -136,7 +154,8 @@ def placements(conn, visits, prefer=None):
             taken = wanted
         else:
             taken = first_free(pools_for(resources, VisitType(None, None, "", 5, 0, visit.needs), visit.doctor_id,
-                                         visit.center_id, visit.room_id, dt.date.fromisoformat(day), visit.squeezed),
+                                         visit.center_id, visit.room_id, dt.date.fromisoformat(day), visit.squeezed,
+                                         visit.shares),
                                visit.time, visit.until)
         for resource in taken or ():
             resources.held[(resource, day)] = tuple(sorted(resources.held.get((resource, day), ())

@@ -115,20 +115,39 @@ def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, un
     return first_free(pools_for(resources, kind, doctor_id, center_id, room_id, day, squeezed), start, until)
 
 
-def what_it_needs(here, needs, room_id, squeezed=False):
+def what_it_needs(here, needs, room_id, squeezed=False, shares=True):
     """What a visit holds ("What a visit holds"): (the doctor's own room, held for the visit's length and pause,
-    None for a sobrecita, which shares it, or when the doctor is in none; [each category of its type's `needs`
-    the doctor's own room is not, of which it holds one free resource of the center]). `here`: the center's
-    [(id, category, is_room)]."""
+    None for a sobrecita, or when the doctor is in none; [each category of its type's `needs` the doctor's own
+    room is not, of which it holds one free resource of the center; for a sobrecita that does not share the
+    doctor's room (`shares_room`), that room's category first]). `here`: the center's [(id, category, is_room)]."""
     own = next(((r, cat) for r, cat, room in here if r == room_id and room), None)
-    return (None if squeezed or own is None else own[0]), [need for need in needs if own is None or need != own[1]]
+    others = [need for need in needs if own is None or need != own[1]]
+    if own is None or not squeezed:
+        return (None if own is None else own[0]), others
+    return None, ([] if shares else [own[1]]) + others
 
 
-def pools_for(resources, kind, doctor_id, center_id, room_id, day, squeezed=False):
+SHARES = (
+    "SELECT EXISTS (SELECT 1 FROM schedules WHERE doctor_id = ?1 AND room_id = ?2 AND weekday = ?3 AND start_time <= ?5"
+    " AND ?6 <= end_time) AND NOT EXISTS (SELECT 1 FROM schedules WHERE room_id = ?2 AND doctor_id != ?1 AND weekday"
+    " = ?3 AND start_time < ?6 AND ?5 < end_time) AND NOT EXISTS (SELECT 1 FROM holds h JOIN appointments b ON b.id ="
+    " h.appointment_id WHERE h.resource_id = ?2 AND h.date = ?4 AND h.live = 1 AND h.time < ?6 AND ?5 < h.until AND"
+    " b.doctor_id != ?1 AND b.id != ?7)")
+
+
+def shares_room(conn, doctor_id, room_id, day, start, until, but=None):
+    """True when a sobrecita of this doctor from `start` to `until` on `day` shares the doctor's room `room_id`
+    ("Sobrecita"): one row of their hours places them in it that whole span, no other doctor's then, and no
+    other doctor's visit holds it then (appointment `but` left out)."""
+    return room_id is not None and bool(conn.execute(SHARES, (doctor_id, room_id, day.weekday(), day.isoformat(),
+                                                              start, until, but or 0)).fetchone()[0])
+
+
+def pools_for(resources, kind, doctor_id, center_id, room_id, day, squeezed=False, shares=True):
     """For what the visit needs (`what_it_needs`), the doctor's own room first: [(resource, is it a room, its
     spans held on `day`, [(start, end)] of other doctors' hours placing them in it that day)] to choose from."""
     here, iso, weekday = resources.at.get(center_id, ()), day.isoformat(), day.weekday()
-    own, categories = what_it_needs(here, kind.needs, room_id, squeezed)
+    own, categories = what_it_needs(here, kind.needs, room_id, squeezed, shares)
 
     def choice(r, room):
         return (r, room, resources.held.get((r, iso), ()), [(begin, end) for doctor, placed_in, begin, end
