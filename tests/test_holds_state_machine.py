@@ -147,7 +147,28 @@ def is_coming(a, now):
     return (a["date"], a["time"]) > (now.date().isoformat(), f"{now:%H:%M}")
 
 
-def wrong_holds(a, resources, schedules, needs, held, less=False):
+def sharing(a, schedules, live, holds, resources):
+    """The room a live sobrecita `a` shares with its doctor's other visits, read plainly (D42), or None: the room
+    the row of her hours at its start places her in, when that row runs to its busy end, no other doctor's hours
+    place them in it then, and no other doctor's visit holds it then."""
+    until, weekday = busy_end(a), dt.date.fromisoformat(a["date"]).weekday()
+    hours = next((s for s in schedules if s["doctor_id"] == a["doctor_id"] and s["center_id"] == a["center_id"]
+                  and s["weekday"] == weekday and s["start_time"] <= a["time"] < s["end_time"]), None)
+    room = hours and hours["room_id"]
+    doctors = {b["id"]: b["doctor_id"] for b in live}
+    if not a["squeezed"] or room not in resources or not resources[room][2] or until > hours["end_time"]:
+        return None
+    if any(s["room_id"] == room and s["doctor_id"] != a["doctor_id"] and s["weekday"] == weekday
+           and s["start_time"] < until and a["time"] < s["end_time"] for s in schedules):
+        return None
+    if any(h["resource_id"] == room and h["live"] and h["date"] == a["date"] and h["time"] < until
+           and a["time"] < h["until"] and doctors.get(h["appointment_id"]) != a["doctor_id"]
+           for held in holds.values() for h in held):
+        return None
+    return room
+
+
+def wrong_holds(a, resources, schedules, needs, held, less=False, shares=True):
     """Why the live visit `a` does not hold exactly what it needs, or None: its doctor's own room (the room
     their hours at its center place them in at its start, a room of that center; not for a sobrecita), and
     one resource of its center of each category its type needs that the own room is not; each hold live, for
@@ -163,6 +184,8 @@ def wrong_holds(a, resources, schedules, needs, held, less=False):
     room = hours and hours["room_id"]
     own = room if room in resources and resources[room][0] == a["center_id"] and resources[room][2] else None
     wanted = [n for n in needs.get(a["type_id"], ()) if own is None or n != resources[own][1]]
+    if own is not None and a["squeezed"] and not shares:  # a sobrecita apart from her room takes one of its kind
+        wanted.append(resources[own][1])
     rest = list(ids)
     if own is not None and not a["squeezed"] and (own in rest or not less):
         if own not in rest:
@@ -552,17 +575,42 @@ class HoldsMachine(RuleBasedStateMachine):
         assert not held_twice(live, holds), held_twice(live, holds)
 
     @invariant()
+    def no_room_serves_two_visits_at_once(self):
+        """D42: from now on, a room serves one doctor's visits at a time, counting a sobrecita that holds no room
+        as in the room her hours place her in, which must be hers for its whole span, and visits under way."""
+        resources, schedules, _, live, holds = read_tables(self.conn())
+        now, found, wrong = self.now(), [], []
+        later = [a for a in live if (a["date"], busy_end(a)) > (now.date().isoformat(), f"{now:%H:%M}")]
+        for a in later:
+            rooms = [h["resource_id"] for h in holds.get(a["id"], []) if h["live"] and resources.get(
+                h["resource_id"], (0, 0, 0))[2]]
+            weekday = dt.date.fromisoformat(a["date"]).weekday()
+            placed = next((s["room_id"] for s in schedules if s["doctor_id"] == a["doctor_id"] and s["weekday"] ==
+                           weekday and s["center_id"] == a["center_id"] and s["start_time"] <= a["time"] <
+                           s["end_time"] and s["room_id"]), None)
+            if a["squeezed"] and not rooms and placed:
+                rooms = [placed]
+                if sharing(a, schedules, live, holds, resources) is None and a["id"] not in self.conflicts:
+                    wrong.append(("a sobrecita in a room not hers for its whole span", a["id"], placed))
+            found += [(room, a["date"], a["time"], busy_end(a), a["doctor_id"], a["id"]) for room in rooms]
+        found.sort()
+        wrong += [(one[0], one[5], other[5]) for i, one in enumerate(found) for other in found[i + 1:]
+                  if one[:2] == other[:2] and other[2] < one[3] and one[2] < other[3] and one[4] != other[4]]
+        assert not wrong, wrong
+
+    @invariant()
     def every_coming_visit_holds_what_it_needs(self):
         resources, schedules, needs, live, holds = read_tables(self.conn())
         now, wrong = self.now(), []
         for a in live:
             if not is_coming(a, now):
                 continue
-            why = wrong_holds(a, resources, schedules, needs, holds.get(a["id"], []))
+            shares = sharing(a, schedules, live, holds, resources) is not None
+            why = wrong_holds(a, resources, schedules, needs, holds.get(a["id"], []), shares=shares)
             if a["id"] in self.conflicts:
                 if why is None:  # placed since: an ordinary visit from now on
                     self.conflicts.discard(a["id"])
-                why = wrong_holds(a, resources, schedules, needs, holds.get(a["id"], []), less=True)
+                why = wrong_holds(a, resources, schedules, needs, holds.get(a["id"], []), less=True, shares=shares)
             if why is not None:
                 wrong.append((a["id"], a["doctor_id"], a["date"], a["time"], busy_end(a), a["type_id"],
                               bool(a["squeezed"]), [h["resource_id"] for h in holds.get(a["id"], [])], why))

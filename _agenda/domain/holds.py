@@ -36,19 +36,20 @@ COMING = (
     " CASE WHEN h.live = 1 AND h.date = a.date AND h.time = a.time AND h.until = coalesce(a.busy_until,"
     " a.end_time) THEN '' ELSE char(31) END) FROM holds h WHERE h.appointment_id = a.id) AS held"
     " FROM appointments a LEFT JOIN visit_types t ON t.id = a.type_id WHERE a.status != 'cancelled'"
-    " AND (a.date > ?1 OR (a.date = ?1 AND a.time > ?2)) AND (?3 IS NULL OR a.id IN (SELECT value FROM json_each(?3)))"
+    " AND (a.date > ?1 OR (a.date = ?1 AND CASE WHEN ?8 THEN coalesce(a.busy_until, a.end_time) ELSE a.time END > ?2)) AND (?3 IS NULL OR a.id IN (SELECT value FROM json_each(?3)))"
     " AND (?4 IS NULL OR a.doctor_id IN (SELECT value FROM json_each(?4)) OR a.type_id IN (SELECT value FROM"
     " json_each(?5)) OR a.id IN (SELECT h.appointment_id FROM holds h WHERE h.live = 1 AND h.resource_id IN (SELECT"
     " value FROM json_each(?6)))) AND (?7 IS NULL OR a.date = ?7) ORDER BY a.date, a.time, a.id")
 
 
-def coming(conn, now, ids=None, touching=None, day=None):
-    """[Coming] of every live visit that starts after `now` (the clinic's local time), or of these ids only, or
-    of those of these (doctors, types, resources held) only, or of that ISO `day` only."""
+def coming(conn, now, ids=None, touching=None, day=None, started=False):
+    """[Coming] of every live visit that starts after `now` (the clinic's local time; with `started`, that has not
+    ended by then: under way too), or of these ids only, or of those of these (doctors, types, resources held)
+    only, or of that ISO `day` only."""
     found = []
     touched = (None, None, None) if touching is None else [json.dumps(sorted(some)) for some in touching]
     for row in conn.execute(COMING, (now.date().isoformat(), f"{now:%H:%M}", None if ids is None
-                                     else json.dumps(sorted(ids)), *touched, day)):
+                                     else json.dumps(sorted(ids)), *touched, day, started)):
         held = json.loads(row["held"])
         found.append(Coming(row["id"], row["doctor_id"], row["center_id"], row["date"], row["time"], row["until"],
                             needs_of(row["needs"]), bool(row["squeezed"]), row["room_id"],
@@ -108,12 +109,13 @@ def holds_what_it_needs(visit, resources):
     return not categories
 
 
-def unheld(conn, now, ids=None, touching=None, day=None):
-    """[Coming] of the live visits not yet started (of these ids, these (doctors, types, resources held), or
-    that ISO day only, when given) that hold other than what they need: what a change must re-derive, and the conflicts the rooms
-    page and `agenda status` list."""
+def unheld(conn, now, ids=None, touching=None, day=None, started=False):
+    """[Coming] of the live visits not yet started (with `started`, not yet ended) (of these ids, these (doctors,
+    types, resources held), or that ISO day only, when given) that hold other than what they need: what a change
+    must re-derive, and (`started`) the conflicts the rooms page and `agenda status` list."""
     resources = resources_of(conn)
-    return [visit for visit in coming(conn, now, ids, touching, day) if not holds_what_it_needs(visit, resources)]
+    return [visit for visit in coming(conn, now, ids, touching, day, started)
+            if not holds_what_it_needs(visit, resources)]
 
 
 HOLDS_READ = (  # what a coming visit's holds depend on in the catalog

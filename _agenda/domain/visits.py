@@ -84,26 +84,27 @@ class Resources(NamedTuple):
     held: dict
 
 
-OF_CATEGORIES = "SELECT id FROM resources WHERE ?1 IS NULL OR category IN (SELECT value FROM json_each(?1))"
+OF_CATEGORIES = ("SELECT id FROM resources WHERE ?1 IS NULL OR category IN (SELECT value FROM json_each(?1)) OR id IN"
+                 " (SELECT value FROM json_each(?5))")
 
 
-def read_resources(conn, first, last, but=None, categories=None):
+def read_resources(conn, first, last, but=None, categories=None, rooms=()):
     """The Resources of every center from first to last (ISO days), the holds of appointment `but` (one
-    being moved) left out: of every room and machine, or of those of these categories only."""
+    being moved) left out: of every room and machine, or of those of these categories and these `rooms` only."""
     at, placed, held = {}, {}, {}
-    chosen = None if categories is None else json.dumps(sorted(categories))
+    chosen, also = None if categories is None else json.dumps(sorted(categories)), json.dumps(sorted(rooms))
     for row in conn.execute(f"SELECT id, center_id, category, is_room FROM resources WHERE id IN ({OF_CATEGORIES})"
-                            " ORDER BY id", (chosen,)):
+                            " ORDER BY id", (chosen, None, None, None, also)):
         at.setdefault(row["center_id"], []).append((row["id"], row["category"], row["is_room"]))
     if any(room for resources in at.values() for _, _, room in resources):  # hours place a doctor only in a room
         for row in conn.execute("SELECT doctor_id, room_id, weekday, start_time, end_time FROM schedules"
-                                f" WHERE room_id IN ({OF_CATEGORIES})", (chosen,)):
+                                f" WHERE room_id IN ({OF_CATEGORIES})", (chosen, None, None, None, also)):
             placed.setdefault(row["weekday"], []).append((row["doctor_id"], row["room_id"], row["start_time"],
                                                           row["end_time"]))
     for row in conn.execute(  # a hold's appointment is read only when `but` is given: it is not in the index
             "SELECT resource_id, date, group_concat(time || until) FROM holds WHERE live = 1 AND date BETWEEN ?2"
             f" AND ?3 AND (?4 IS NULL OR appointment_id != ?4) AND resource_id IN ({OF_CATEGORIES})"
-            " GROUP BY resource_id, date", (chosen, first, last, but)):
+            " GROUP BY resource_id, date", (chosen, first, last, but, also)):
         held[(row[0], row[1])] = tuple(sorted(row[2].split(",")))
     return Resources(at, placed, held)
 
@@ -221,7 +222,9 @@ def free_starts(conn, doctors, first_day, last_day, *, window, visit_of, center_
                         if (kind := visit_of(by_id[row["doctor_id"]], row)) is not None]
               for weekday, rows in schedule.grids.items()}  # once a schedule row, not once a day
     needs = {need for rows in visits.values() for visit in rows for need in visit[3].needs}
-    resources = read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=needs) if needs else None
+    rooms = {visit[0]["room_id"] for rows in visits.values() for visit in rows if visit[0]["room_id"]}
+    resources = read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=needs,
+                               rooms=rooms) if needs or rooms else None
     slots, day = [], first_day
     while day <= last_day:
         iso, date_text = day.isoformat(), format_date(day)  # once a day, not once a row
@@ -254,10 +257,9 @@ def starts_of_row(window, schedule, resources, visit, day, iso, date_text):
             continue
         if fit.untils[index] > last and past_the_grid(schedule, row, grid, day, fit.untils[index]) != FREE:
             continue  # it runs on past the grid's last cell (hours that end mid-slot)
-        if kind.needs:
-            if pools is None:  # once a row and day, and only for a row with a start free; the doctor's own room is
-                pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day,  # free when
-                                  squeezed=True)  # they are: only their visits hold it ("What a visit holds")
+        if kind.needs or row["room_id"]:
+            if pools is None:  # once a row and day, and only for a row with a start free
+                pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day)
             if first_free(pools, starts[index], fit.untils[index]) is None:
                 continue
         found.append(Slot(day, date_text, starts[index], fit.ends[index], kind.minutes, doctor["id"], doctor["name"],
