@@ -400,3 +400,7 @@ def test_a_conflict_the_upgrade_left_on_her_room_is_never_offered(make_api, cloc
     conn.execute(f"PRAGMA user_version = {newest_version()}")
     assert refused_starts(api, "24/11/2026") == []
     assert not {"14:45", "15:00", "15:15"} & {s["time"] for s in slots(api, "doctorId=ANA&date=24/11/2026")}
+    from _agenda.domain.fitting import why_not  # the desk says why, in the door's words
+    from _agenda.domain.visits import VisitType
+    said = why_not(api.app.clinic, "ANA", dt.date(2026, 11, 24), "15:00", "C1", VisitType("MG-A", None, "MG", 30))
+    assert (said.reason, said.held) == ("resource_taken", (("box", ["Box 1"]),)), said

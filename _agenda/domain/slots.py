@@ -392,6 +392,13 @@ CLOSURE_COVERS = """(c.date_from <= a.date AND a.date <= c.date_to
     AND (c.start_time IS NULL OR (c.start_time < a.end_time AND a.time < c.end_time)))"""
 
 
+# A live visit its doctor's hours no longer hold ("To call"): no row of their hours at its center on its weekday
+# holds its start and its end (a sobrecita's start only), as after a reload that shortened or moved them.
+OUTSIDE_HOURS = """NOT EXISTS (SELECT 1 FROM schedules oh WHERE oh.doctor_id = a.doctor_id AND oh.center_id IS a.center_id
+    AND oh.weekday = (CAST(strftime('%w', a.date) AS INTEGER) + 6) % 7 AND oh.start_time <= a.time
+    AND a.time < oh.end_time AND (a.squeezed = 1 OR a.end_time <= oh.end_time))"""
+
+
 def closures_on(closures, day, doctor_id, center_id):
     """The closures of `day` that concern this doctor at this center."""
     iso = day.isoformat()

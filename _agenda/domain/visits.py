@@ -84,29 +84,40 @@ class Resources(NamedTuple):
     held: dict
 
 
-OF_CATEGORIES = ("SELECT id FROM resources WHERE ?1 IS NULL OR category IN (SELECT value FROM json_each(?1)) OR id IN"
-                 " (SELECT value FROM json_each(?5))")
+OF_CATEGORIES = "SELECT id FROM resources WHERE ?1 IS NULL OR category IN (SELECT value FROM json_each(?1))"
+OR_ROOMS = f"{OF_CATEGORIES} OR id IN (SELECT value FROM json_each(?2))"
 
 
 def read_resources(conn, first, last, but=None, categories=None, rooms=()):
     """The Resources of every center from first to last (ISO days), the holds of appointment `but` (one
-    being moved) left out: of every room and machine, or of those of these categories and these `rooms` only."""
+    being moved) left out: of every room and machine, or of those of these categories and these `rooms` only
+    (their holds only if of those categories)."""
     at, placed, held = {}, {}, {}
     chosen, also = None if categories is None else json.dumps(sorted(categories)), json.dumps(sorted(rooms))
-    for row in conn.execute(f"SELECT id, center_id, category, is_room FROM resources WHERE id IN ({OF_CATEGORIES})"
-                            " ORDER BY id", (chosen, None, None, None, also)):
+    for row in conn.execute(f"SELECT id, center_id, category, is_room FROM resources WHERE id IN ({OR_ROOMS})"
+                            " ORDER BY id", (chosen, also)):
         at.setdefault(row["center_id"], []).append((row["id"], row["category"], row["is_room"]))
     if any(room for resources in at.values() for _, _, room in resources):  # hours place a doctor only in a room
         for row in conn.execute("SELECT doctor_id, room_id, weekday, start_time, end_time FROM schedules"
-                                f" WHERE room_id IN ({OF_CATEGORIES})", (chosen, None, None, None, also)):
+                                f" WHERE room_id IN ({OR_ROOMS})", (chosen, also)):
             placed.setdefault(row["weekday"], []).append((row["doctor_id"], row["room_id"], row["start_time"],
                                                           row["end_time"]))
     for row in conn.execute(  # a hold's appointment is read only when `but` is given: it is not in the index
             "SELECT resource_id, date, group_concat(time || until) FROM holds WHERE live = 1 AND date BETWEEN ?2"
             f" AND ?3 AND (?4 IS NULL OR appointment_id != ?4) AND resource_id IN ({OF_CATEGORIES})"
-            " GROUP BY resource_id, date", (chosen, first, last, but, also)):
+            " GROUP BY resource_id, date", (chosen, first, last, but)):
         held[(row[0], row[1])] = tuple(sorted(row[2].split(",")))
     return Resources(at, placed, held)
+
+
+def others_held(conn, rooms, first, last):
+    """{(room, ISO day): (spans held, sorted)} from first to last of these doctors' rooms by visits not their
+    doctor's own (schema.sql's `own`, by its own index): what of a doctor's room availability must judge, as
+    the doctor's own visits already take the doctor's time ("Rooms and machines")."""
+    return {(row[0], row[1]): tuple(sorted(row[2].split(","))) for row in conn.execute(
+        "SELECT resource_id, date, group_concat(time || until) FROM holds WHERE live = 1 AND own = 0 AND date BETWEEN"
+        " ?2 AND ?3 AND resource_id IN (SELECT value FROM json_each(?1)) GROUP BY resource_id, date",
+        (json.dumps(sorted(rooms)), first, last))}
 
 
 def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, until, squeezed=False):
@@ -223,8 +234,11 @@ def free_starts(conn, doctors, first_day, last_day, *, window, visit_of, center_
               for weekday, rows in schedule.grids.items()}  # once a schedule row, not once a day
     needs = {need for rows in visits.values() for visit in rows for need in visit[3].needs}
     rooms = {visit[0]["room_id"] for rows in visits.values() for visit in rows if visit[0]["room_id"]}
+    others = others_held(conn, rooms, first_day.isoformat(), last_day.isoformat()) if rooms else {}
     resources = read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=needs,
-                               rooms=rooms) if needs or rooms else None
+                               rooms={room for room, _ in others}) if needs or others else None
+    for key, spans in others.items():  # a room of a category read already has every hold of its own
+        resources.held.setdefault(key, spans)
     slots, day = [], first_day
     while day <= last_day:
         iso, date_text = day.isoformat(), format_date(day)  # once a day, not once a row
@@ -252,14 +266,16 @@ def starts_of_row(window, schedule, resources, visit, day, iso, date_text):
     if len(blocked) == len(starts):
         return []
     found, cells, pools, last = [], fit.cells, None, grid.slots[-1][1]
+    held = {} if resources is None else resources.held
     for index in [index for index in range(fit.count) if starts[index] not in blocked]:
         if cells > 1 and any(later in blocked for later in starts[index + 1:index + cells]):
             continue
         if fit.untils[index] > last and past_the_grid(schedule, row, grid, day, fit.untils[index]) != FREE:
             continue  # it runs on past the grid's last cell (hours that end mid-slot)
-        if kind.needs or row["room_id"]:
-            if pools is None:  # once a row and day, and only for a row with a start free
-                pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day)
+        if kind.needs or (row["room_id"], iso) in held:
+            if pools is None:  # once a row and day, and only for a row with a start free; the doctor's own room
+                pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day,  # only when
+                                  squeezed=(row["room_id"], iso) not in held)  # held then (`others_held`)
             if first_free(pools, starts[index], fit.untils[index]) is None:
                 continue
         found.append(Slot(day, date_text, starts[index], fit.ends[index], kind.minutes, doctor["id"], doctor["name"],
