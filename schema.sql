@@ -784,3 +784,8 @@ BEGIN
     UPDATE holds SET own = 1 WHERE appointment_id = NEW.appointment_id AND resource_id = NEW.resource_id;
 END;
 CREATE INDEX holds_of_others ON holds (resource_id, date, time, until) WHERE live = 1 AND own = 0;
+-- A visit a catalog reload left outside its doctor's hours ("To call"): listed here by the reload, it needs a
+-- call while its doctor's hours still leave it out (read again each time: hours given back, or a move, end it).
+CREATE TABLE outside_hours (
+    appointment_id INTEGER PRIMARY KEY REFERENCES appointments (id)
+);

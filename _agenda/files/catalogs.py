@@ -10,6 +10,7 @@ from ..values.fields import format_date, parse_date, parse_time
 from ..storage.connections import transaction
 from ..storage.events import record_event
 from ..domain.holds import rederive, sharing_under_way, touched_by, unheld, what_holds_read
+from ..domain.slots import left_outside_hours
 
 
 CATALOG_COLUMNS = ("kind", "id", "name", "speciality", "center", "insurances", "days", "hours",
@@ -411,9 +412,8 @@ def rederived(conn, now, before, parsed, touched):
 
 
 def under_way(conn, now, parsed, rooms, sharing):
-    """Problems for a room of `rooms` that a visit under way holds (it keeps its holds) while the hours would now
-    place another doctor in it, and for a sobrecita under way that shared its doctor's room (`sharing`) and would
-    not now: load the catalog once that visit has ended."""
+    """Problems for a room of `rooms` a visit under way holds (it keeps them) while the hours would place another
+    doctor in it, or a sobrecita under way shared (`sharing`) and would not: load the catalog once it has ended."""
     found = conn.execute(
         "SELECT DISTINCT h.resource_id, h.until, a.id, s.doctor_id FROM holds h JOIN appointments a ON a.id ="
         " h.appointment_id JOIN schedules s ON s.room_id = h.resource_id AND s.doctor_id != a.doctor_id AND"
@@ -483,6 +483,7 @@ def seed_catalogs(conn, rows, *, at, source="cli", tz=None):
                 _apply_rows(conn, parsed)
                 changed, unplaced = rederived(conn, now, before_unheld, parsed, touched)
                 problems.extend(unplaced + under_way(conn, now, parsed, touched[2], sharing))
+                left_outside_hours(conn, now.date().isoformat(), touched[0])
             conn.execute("RELEASE catalog")
             if problems:
                 raise SeedError(problems)
