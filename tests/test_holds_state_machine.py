@@ -2,10 +2,13 @@
 machine over a generated clinic (two centers, boxes and a machine at each, doctors some placed in rooms, types
 with needs) interleaves catalog reloads (a doctor's room taken or given, a type's needs, length or area, a room
 or machine moved to another center or category, a doctor's hours), bookings by every channel (the caller, the
-desk, a sobrecita, a series, the waiting list, an import), moves, cancellations and the clock. After each step,
-read from the tables and judged by a plain reading written here apart from the code: no doctor, patient, room or
-machine is held twice; every coming visit holds exactly its doctor's own room and one resource of its center of
-each other category its type needs, none another doctor's room then (but the conflicts an import listed); every
+desk, a sobrecita, a series, the waiting list, an import, visits under way too), moves, cancellations, the clock,
+and conflicts as the upgrade that started holding doctors' rooms left them. After each step, read from the tables
+and judged by a plain reading written here apart from the code: no doctor, patient, room or machine is held twice;
+no room serves two doctors' visits at once from now on, a sobrecita that holds no room counted in her doctor's
+room, which must be hers for its whole span (D42); every coming visit holds exactly its doctor's own room (a
+sobrecita apart from it, a free one of its kind) and one resource of its center of each other category its type
+needs, none another doctor's room then (but the conflicts an import or the upgrade left, each listed); every
 start GET /availabilities lists for a type books; and a reload either keeps all this or is refused and changes
 nothing. AGENDA_HOLDS_EXAMPLES runs more examples than the suite's few."""
 
