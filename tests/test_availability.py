@@ -367,8 +367,9 @@ def test_an_imported_visit_under_way_in_anothers_room_is_a_conflict_and_her_list
     clock.set(2026, 11, 24, 10, 20)
     fields = {"date": "24/11/2026", "time": "10:00", "duration": "150", "doctor": "BEA", "center": "C1",
               "nif": valid_dni(2), "name": "Eva", "type": "MG-L", "holds": "C1-B1"}
+    dry = import_appointments(api.app.clinic, [(2, fields, [])], "citas.csv", dry_run=True, source="cli")
     done = import_appointments(api.app.clinic, [(2, fields, [])], "citas.csv", source="cli")
-    assert [line for line, _ in done.conflicts] == [2], done.conflicts
+    assert [line for line, _ in done.conflicts] == [line for line, _ in dry.conflicts] == [2], done.conflicts
     assert api.db().execute("SELECT count(*) FROM holds WHERE live = 1").fetchone()[0] == 0
     assert refused_starts(api, "24/11/2026") == []
     status = CliRunner(env={"AGENDA_DB": str(api.app.clinic.db.path), "AGENDA_SECRET": None}).invoke(
