@@ -790,3 +790,31 @@ CREATE TABLE clinic_identity (
 );
 INSERT INTO clinic_identity (one, id, told_before)
 SELECT 1, lower(hex(randomblob(16))), max(id) FROM outbox HAVING count(*) > 0;
+
+-- version 20
+-- A hold of the doctor's own room ("Rooms and machines"): `own` is 1 when the room held is the one the hours of
+-- the visit's doctor place them in at its start (never a sobrecita's: it shares that room or takes another),
+-- set by the database as each hold is written. Availability reads only the other holds of a doctor's room, by
+-- their own index: the doctor's own visits already take the doctor's time.
+ALTER TABLE holds ADD COLUMN own INTEGER NOT NULL DEFAULT 0 CHECK (own IN (0, 1));
+UPDATE holds SET own = 1 WHERE EXISTS (
+    SELECT 1 FROM appointments a JOIN schedules s ON s.doctor_id = a.doctor_id AND s.center_id IS a.center_id
+        AND s.weekday = (CAST(strftime('%w', holds.date) AS INTEGER) + 6) % 7 AND s.start_time <= holds.time
+        AND holds.time < s.end_time
+    WHERE a.id = holds.appointment_id AND a.squeezed = 0 AND s.room_id = holds.resource_id);
+CREATE TRIGGER holds_of_the_doctors_own_room
+AFTER INSERT ON holds
+WHEN EXISTS (
+    SELECT 1 FROM appointments a JOIN schedules s ON s.doctor_id = a.doctor_id AND s.center_id IS a.center_id
+        AND s.weekday = (CAST(strftime('%w', NEW.date) AS INTEGER) + 6) % 7 AND s.start_time <= NEW.time
+        AND NEW.time < s.end_time
+    WHERE a.id = NEW.appointment_id AND a.squeezed = 0 AND s.room_id = NEW.resource_id)
+BEGIN
+    UPDATE holds SET own = 1 WHERE appointment_id = NEW.appointment_id AND resource_id = NEW.resource_id;
+END;
+CREATE INDEX holds_of_others ON holds (resource_id, date, time, until) WHERE live = 1 AND own = 0;
+-- A visit a catalog reload left outside its doctor's hours ("To call"): listed here by the reload, it needs a
+-- call while its doctor's hours still leave it out (read again each time: hours given back, or a move, end it).
+CREATE TABLE outside_hours (
+    appointment_id INTEGER PRIMARY KEY REFERENCES appointments (id)
+);

@@ -327,3 +327,81 @@ def test_a_slot_on_the_spring_forward_day_can_be_booked_once(make_api, clock):
     api.book(patient, date="29/03/2026", time="03:00", doctor="NOCHE")
     api.book(patient, date="29/03/2026", time="02:30", doctor="NOCHE", status=409)
     assert [s["time"] for s in slots(api, "doctorId=NOCHE&date=29/03/2026")] == ["01:00", "01:30", "03:30"]
+
+
+# Every listed start books, whoever holds the doctor's own room then (D38, D42)
+
+def ana_in_box_one():
+    """Dr Ana in box 1 all day (30-minute visits on a 15-minute grid), Dr Bea in no room, her long visit needing
+    a box, and box 1 the center's only box."""
+    from test_slot_rules_types import HEADER, row
+    return HEADER + "\n".join([
+        row("center", "C1", "Centro"), row("speciality", "MG", "Medicina general"),
+        row("type", "MG-A", "Consulta", "MG", slot="30"), row("type", "MG-L", "Larga", "MG", slot="150", needs="box"),
+        row("room", "C1-B1", "Box 1", center="C1", category="box"),
+        row("doctor", "ANA", "Dr Ana", "MG", "C1", "mon-fri", "09:00-17:00", "15", types="MG-A", room="C1-B1"),
+        row("doctor", "BEA", "Dr Bea", "MG", "C1", "mon-fri", "09:00-17:00", "15", types="MG-L")]) + "\n"
+
+
+def refused_starts(api, date):
+    """[(time, what the door says)] of Ana's starts the caller is offered on `date` that the door refuses."""
+    from test_holds_state_machine import admitted
+    probe = api.new_patient(nif=valid_dni(77), phone="600000077")
+    offered = slots(api, f"doctorId=ANA&date={date}")
+    assert offered
+    return [(slot["time"], said) for slot in offered if (said := admitted(api.app.clinic, slot, probe)) is not None]
+
+
+def test_an_imported_visit_under_way_in_anothers_room_is_a_conflict_and_her_listed_starts_book(make_api, clock):
+    """At 10:20 an import brings Bea's visit 10:00 to 12:30 naming box 1, Ana's room all day: it was held, and
+    the caller was offered Ana's 11:30, 11:45, 12:00 and 12:15, each answered 409 `resource_taken`. Now it is
+    a conflict, listed by line and not held, `agenda status` and the desk's Rooms page list it."""
+    import webtest
+    from click.testing import CliRunner
+    import agenda
+    from _agenda.files.staged_import import import_appointments
+    from test_desk import log_in, PASSWORD
+    api = make_api(ana_in_box_one())
+    api.app.accounts.add_staff("ana", PASSWORD)
+    api.new_patient(nif=valid_dni(2), phone="600000002", name="Eva")
+    clock.set(2026, 11, 24, 10, 20)
+    fields = {"date": "24/11/2026", "time": "10:00", "duration": "150", "doctor": "BEA", "center": "C1",
+              "nif": valid_dni(2), "name": "Eva", "type": "MG-L", "holds": "C1-B1"}
+    dry = import_appointments(api.app.clinic, [(2, fields, [])], "citas.csv", dry_run=True, source="cli")
+    done = import_appointments(api.app.clinic, [(2, fields, [])], "citas.csv", source="cli")
+    assert [line for line, _ in done.conflicts] == [line for line, _ in dry.conflicts] == [2], done.conflicts
+    assert api.db().execute("SELECT count(*) FROM holds WHERE live = 1").fetchone()[0] == 0
+    assert refused_starts(api, "24/11/2026") == []
+    status = CliRunner(env={"AGENDA_DB": str(api.app.clinic.db.path), "AGENDA_SECRET": None}).invoke(
+        agenda.cli, ["status"], obj={"now": clock})
+    assert "1 coming appointment without the room or machine it needs" in status.output, status.output
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    rooms = desk.get("/desk/rooms?date=24/11/2026&centerId=C1").html.find(id="unplaced")
+    assert rooms is not None and [a["href"] for a in rooms.find_all("a")] == ["/desk/appointments/1"]
+
+
+def test_a_conflict_the_upgrade_left_on_her_room_is_never_offered(make_api, clock):
+    """A database from before doctors' rooms were held: Bea's visit holds box 1, Ana's room, at 15:00, and the
+    upgrade lists it. Ana's 14:45, 15:00 and 15:15 were offered, each answered 409 `resource_taken`."""
+    import re
+    import agenda
+    from _agenda.storage.shipped import newest_version, read_schema
+    api = make_api(ana_in_box_one())
+    conn = api.db()
+    patient = api.new_patient()
+    with conn:
+        conn.execute("INSERT INTO appointments (id, patient_id, doctor_id, speciality_id, center_id, date, time,"
+                     " end_time, busy_until, type_id, created_at, updated_at) VALUES (100, ?, 'BEA', 'MG', 'C1',"
+                     " '2026-11-24', '15:00', '15:30', '15:30', NULL, 'x', 'x')", (patient,))
+        conn.execute("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (100, 'C1-B1',"
+                     " '2026-11-24', '15:00', '15:30')")
+        conn.execute("PRAGMA user_version = 14")
+    agenda.migrate(conn, re.split(r"\n-- version (?:1[6-9]|[2-9][0-9])\s*\n", read_schema())[0])
+    conn.execute(f"PRAGMA user_version = {newest_version()}")
+    assert refused_starts(api, "24/11/2026") == []
+    assert not {"14:45", "15:00", "15:15"} & {s["time"] for s in slots(api, "doctorId=ANA&date=24/11/2026")}
+    from _agenda.domain.fitting import why_not  # the desk says why, in the door's words
+    from _agenda.domain.visits import VisitType
+    said = why_not(api.app.clinic, "ANA", dt.date(2026, 11, 24), "15:00", "C1", VisitType("MG-A", None, "MG", 30))
+    assert (said.reason, said.held) == ("resource_taken", (("box", ["Box 1"]),)), said

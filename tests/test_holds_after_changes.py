@@ -304,3 +304,20 @@ def test_an_import_row_over_a_visit_with_a_pause_names_that_visit(typed, tmp_pat
     refused = cli(typed, clock, "import-appointments", appointments_file(tmp_path, [row]))
     assert refused.exit_code == 1
     assert f"line 2: 24/11/2026 09:30 with MARTIN overlaps appointment {first} already in the agenda" in refused.output
+
+
+def test_a_reload_leaving_a_booked_visit_outside_its_doctors_hours_puts_it_on_the_list_to_call(api, clock):
+    """Martín's 10:30 visit, and a reload ending her hours at 10:00: the visit stayed as if nothing happened, off
+    the list to call, and the caller's reminder agent would confirm it. Now it is to call, as a closure's visits
+    are, and the caller's day list leaves it out; hours that hold it again take it off the list."""
+    from conftest import CLINIC_CSV
+    from _agenda.domain.counter import to_call
+    late, early = api.book(api.new_patient(), time="10:30"), api.book(api.new_patient(nif=valid_dni(1)), time="09:00")
+    shorter = CLINIC_CSV.replace("MARTIN,Lucía Martín,MG,C1,,mon-fri,09:00-11:00", "MARTIN,Lucía Martín,MG,C1,,"
+                                 "mon-fri,09:00-10:00")
+    assert shorter != CLINIC_CSV
+    reload(api, clock, shorter)
+    assert [str(a["id"]) for a in to_call(api.app.clinic, "desk:test")] == [late]
+    assert [a["appointmentId"] for a in api.get("/appointments?date=24/11/2026").json["data"]] == [early]
+    reload(api, clock, CLINIC_CSV)
+    assert to_call(api.app.clinic, "desk:test") == []

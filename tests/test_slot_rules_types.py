@@ -286,10 +286,22 @@ def begun(window, day, minute, ended=False):
     return at <= window.earliest if ended else at < window.earliest
 
 
+def shared(catalog, live, doctor, at, own, day, time_text, until):
+    """Whether a sobrecita shares its doctor's room `own` (D42): the hours' row placing them in it at its start
+    runs to its busy end, and no other doctor's hours place them in it, nor another doctor's visit holds it, then."""
+    doctors = {a["id"]: a["doctor_id"] for a in live.appointments}
+    return own is not None and at["start_time"] <= time_text and until <= at["end_time"] and not any(
+        s["room_id"] == own["id"] and s["doctor_id"] != doctor and s["weekday"] == day.weekday()
+        and s["start_time"] < until and time_text < s["end_time"] for s in catalog.rows) and not any(
+        h["resource_id"] == own["id"] and h["date"] == day.isoformat() and h["time"] < until and time_text < h["until"]
+        and doctors.get(h["appointment_id"]) != doctor for h in live.holds)
+
+
 def held_for(catalog, live, kind, doctor, at, day, time_text, until, shares=False):
-    """[resource] a visit takes: the doctor's room then (none for a sobrecita, which `shares` it), then for each
-    category it needs that the doctor's room is not, the first of the center's of it that no live hold and no
-    other doctor's hours take then; None: one has none."""
+    """[resource] a visit takes: the doctor's room then (none for a sobrecita (`shares`) that shares it, and a
+    free room of its category for one that does not), then for each category it needs that the doctor's room is
+    not, the first of the center's of it that no live hold and no other doctor's hours take then; None: one has
+    none."""
     def free(r):
         return not any(h["resource_id"] == r and h["date"] == day.isoformat() and h["time"] < until
                        and time_text < h["until"] for h in live.holds) \
@@ -299,9 +311,10 @@ def held_for(catalog, live, kind, doctor, at, day, time_text, until, shares=Fals
     taken = [own["id"]] if own and not shares else []
     if taken and not free(own["id"]):
         return None
-    for need in kind.needs:
-        if own and own["category"] == need:
-            continue
+    wanted = [need for need in kind.needs if not (own and own["category"] == need)]
+    if shares and own and not shared(catalog, live, doctor, at, own, day, time_text, until):
+        wanted.insert(0, own["category"])  # a sobrecita apart from its doctor's room takes a free one of its kind
+    for need in wanted:
         found = [r["id"] for r in catalog.resources if r["center_id"] == at["center_id"] and r["category"] == need
                  and r["id"] not in taken and free(r["id"])]
         if not found:
@@ -434,6 +447,9 @@ def holds_what_it_needs(catalog, live, a):
         held.remove(own["id"])
     categories = sorted(next(r["category"] for r in catalog.resources if r["id"] == h) for h in held)
     needed = sorted(need for need in (kind.needs if kind else ()) if not (own and own["category"] == need))
+    if own and a["squeezed"] and not shared(catalog, live, a["doctor_id"], at, own, dt.date.fromisoformat(a["date"]),
+                                            a["time"], busy):
+        needed = sorted(needed + [own["category"]])
     assert categories == needed, (a, holds)
 
 

@@ -170,3 +170,114 @@ def test_agenda_book_squeeze_is_the_desks_twin(api, db_path):
     assert squeezed.exit_code == 0, squeezed.output
     assert squeezed.output.startswith("Booked 2: 24/11/2026 09:00 Lucía Martín") and "(squeezed in)" in squeezed.output
     assert [source for source, _ in events(api, "appointment.squeezed")] == ["cli"]
+
+
+# A sobrecita shares its doctor's room only while that room is hers for its whole span (D42)
+
+def box_four(eva_until="14:00", second_box=True, dani_from=None):
+    """Box 4, Dr Eva's until `eva_until` and Dr Dani's from `dani_from` (then to 18:00), and (`second_box`) a free
+    box 5; a first visit lasts 30 minutes on a 15-minute grid."""
+    from test_slot_rules_types import HEADER, row
+    return HEADER + "\n".join([
+        row("center", "C1", "Centro"), row("speciality", "MG", "Medicina general"),
+        row("type", "MG-A", "Consulta", "MG", slot="30"),
+        row("room", "C1-B4", "Box 4", center="C1", category="box"),
+        *([row("room", "C1-B5", "Box 5", center="C1", category="box")] if second_box else []),
+        row("doctor", "EVA", "Dr Eva", "MG", "C1", "mon-fri", f"09:00-{eva_until}", "15", types="MG-A", room="C1-B4"),
+        row("doctor", "DANI", "Dr Dani", "MG", "C1", "mon-fri", f"{dani_from or eva_until}-18:00", "15", types="MG-A",
+            room="C1-B4")]) + "\n"
+
+
+def in_rooms(api):
+    """[(room, appointment, doctor, time, until)] of every live visit in a room, read plainly: what it holds,
+    and a sobrecita holding no room in the room its doctor's hours place her in at its start."""
+    db = api.db()
+    found = [tuple(r) for r in db.execute(
+        "SELECT h.resource_id, a.id, a.doctor_id, a.time, h.until FROM holds h JOIN appointments a ON a.id ="
+        " h.appointment_id WHERE h.live = 1 AND a.status != 'cancelled'")]
+    found += [tuple(r) for r in db.execute(
+        "SELECT s.room_id, a.id, a.doctor_id, a.time, coalesce(a.busy_until, a.end_time) FROM appointments a"
+        " JOIN schedules s ON s.doctor_id = a.doctor_id AND s.weekday = (CAST(strftime('%w', a.date) AS INTEGER) + 6)"
+        " % 7 AND s.start_time <= a.time AND a.time < s.end_time WHERE a.squeezed = 1 AND a.status != 'cancelled'"
+        " AND s.room_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.appointment_id = a.id AND"
+        " h.live = 1)")]
+    return sorted(found)
+
+
+def two_in_a_room(api):
+    """[(room, a, b)] of two visits of different doctors in one room at once."""
+    rooms = in_rooms(api)
+    return [(a[0], a[1], b[1]) for i, a in enumerate(rooms) for b in rooms[i + 1:]
+            if a[0] == b[0] and a[2] != b[2] and a[3] < b[4] and b[3] < a[4]]
+
+
+def test_a_sobrecita_running_past_its_doctors_stretch_in_the_room_takes_a_free_box(make_api):
+    """Eva's sobrecita at 13:50 runs 30 minutes, to 14:20, and box 4 is Dani's from 14:00: it held nothing, and
+    Dani's 14:00 then booked into box 4 too, two patients in one box, listed nowhere."""
+    api = make_api(box_four())
+    squeezed = squeeze_in(api.app.clinic, day=TUESDAY, time_text="13:50", doctor_id="EVA", patient_id=api.new_patient(),
+                          source="desk:ana")
+    assert [tuple(r) for r in api.db().execute("SELECT resource_id, time, until FROM holds WHERE appointment_id = ?",
+                                               (int(squeezed),))] == [("C1-B5", "13:50", "14:20")]
+    api.book(api.new_patient(nif=valid_dni(1)), time="14:00", doctor="DANI")
+    assert two_in_a_room(api) == []
+
+
+def test_a_sobrecita_with_no_free_box_for_its_whole_span_is_refused(make_api):
+    api = make_api(box_four(second_box=False))
+    with pytest.raises(agenda.ClinicError) as refused:
+        squeeze_in(api.app.clinic, day=TUESDAY, time_text="13:50", doctor_id="EVA", patient_id=api.new_patient(),
+                   source="desk:ana")
+    assert refused.value.extra["reason"] == "resource_taken"
+    inside = squeeze_in(api.app.clinic, day=TUESDAY, time_text="13:30", doctor_id="EVA", patient_id=api.new_patient(
+        nif=valid_dni(1)), source="desk:ana")  # to 14:00: her box all along, shared with her own visit
+    api.book(api.new_patient(nif=valid_dni(2)), time="13:30", doctor="EVA")
+    assert api.db().execute("SELECT count(*) FROM holds WHERE appointment_id = ?", (int(inside),)).fetchone()[0] == 0
+    assert two_in_a_room(api) == []
+
+
+@pytest.mark.parametrize("second_box", [True, False])
+def test_a_reload_ending_a_coming_sobrecitas_room_re_derives_it_or_is_refused_naming_it(make_api, db_path, clock,
+                                                                                        second_box):
+    """Box 4 is Eva's until 17:00; her sobrecita at 11:50 shares it. A reload ending her stretch at 12:00 and giving
+    the box to Dani was accepted, the sobrecita left in Dani's box to 12:20: it now takes box 5, or the reload is
+    refused naming it."""
+    from test_holds_state_machine import table_rows
+    from _agenda.files.catalogs import SeedError
+    from _agenda.files.reading import read_catalog_text
+    api = make_api(box_four(eva_until="17:00", second_box=second_box))
+    squeezed = squeeze_in(api.app.clinic, day=TUESDAY, time_text="11:50", doctor_id="EVA", patient_id=api.new_patient(),
+                          source="desk:ana")
+    before = table_rows(db_path)
+    reload = read_catalog_text(box_four(eva_until="12:00", second_box=second_box))
+    if not second_box:
+        with pytest.raises(SeedError) as refused:
+            agenda.seed_catalogs(api.db(), reload, at=clock())
+        assert f"appointment {squeezed} (24/11/2026 11:50, doctor EVA)" in str(refused.value)
+        assert table_rows(db_path) == before
+        return
+    assert agenda.seed_catalogs(api.db(), reload, at=clock())["rederived"][0]["holds"] == ["C1-B5"]
+    api.book(api.new_patient(nif=valid_dni(1)), time="12:00", doctor="DANI")
+    assert two_in_a_room(api) == []
+
+
+def test_a_reload_ending_the_sharing_under_a_sobrecita_under_way_is_refused(make_api, db_path, clock):
+    """At 10:12, Eva's sobrecita runs 10:05 to 10:35 in her box 4; a reload moving her to box 5 and Dani into box 4
+    was accepted (the same reload over a regular visit under way is refused)."""
+    from test_holds_state_machine import table_rows
+    from _agenda.files.catalogs import SeedError
+    from _agenda.files.reading import read_catalog_text
+    api = make_api(box_four(eva_until="17:00"))
+    squeezed = squeeze_in(api.app.clinic, day=TUESDAY, time_text="10:05", doctor_id="EVA", patient_id=api.new_patient(),
+                          source="desk:ana")
+    clock.set(2026, 11, 24, 10, 12)
+    moved = box_four(eva_until="17:00", dani_from="09:00").replace(
+        "Dr Eva,MG,C1,,mon-fri,09:00-17:00,15,,,,,,MG-A,C1-B4", "Dr Eva,MG,C1,,mon-fri,09:00-17:00,15,,,,,,MG-A,C1-B5")
+    assert "C1-B5\n" in moved
+    before = table_rows(db_path)
+    with pytest.raises(SeedError) as refused:
+        agenda.seed_catalogs(api.db(), read_catalog_text(moved), at=clock())
+    assert f"room C1-B4: appointment {squeezed}, a sobrecita, is under way in it until 10:35" in str(refused.value)
+    assert table_rows(db_path) == before
+    clock.set(2026, 11, 24, 10, 35)
+    assert agenda.seed_catalogs(api.db(), read_catalog_text(moved), at=clock())["changed"]

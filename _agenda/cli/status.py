@@ -87,7 +87,7 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
     if overlapping:
         lines.append(("Overlaps", f"{plural(overlapping, 'pair')} of one patient's coming visits overlap (moved in "
                                   "from another system): the desk lists them under 'Llamar'"))
-    unplaced = len(unheld(conn, now.astimezone(tz)))
+    unplaced = len(unheld(conn, now.astimezone(tz), started=True))  # under way too
     if unplaced:
         lines.append(("Holds", f"{plural(unplaced, 'coming appointment')} without the room or machine "
                                f"{'it needs' if unplaced == 1 else 'they need'} (moved in, or from before rooms were"

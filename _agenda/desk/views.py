@@ -140,15 +140,15 @@ def desk_week():
 
 def desk_rooms():
     """A center's rooms and machines on a day ("Rooms and machines"): who each room is for, and the visits each
-    holds, by time, who the patients are through the one door; first, the day's coming visits there that hold
-    other than they need ("What a visit holds"), by id, to move (`agenda status` counts every day's)."""
+    holds, by time, who the patients are through the one door; first, the day's visits there not yet ended that
+    hold other than they need ("What a visit holds"), by id, to move (`agenda status` counts every day's)."""
     day, centers = asked_day(), desk_centers()
     center_id = clinic().require_center(query_text("centerId") or (centers[0]["id"] if centers else None))
     resources = resources_day(clinic().conn(), center_id, day)
     held = sorted({key for resource in resources for key in resource["held"]})
     records = {a["id"]: a for a in live_appointments(clinic(), desk_source(), "day", ids=held)} if held else {}
     unplaced = [visit for visit in unheld(clinic().conn(), clinic().clock().astimezone(clinic().tz),
-                                          day=day.isoformat())
+                                          day=day.isoformat(), started=True)
                 if visit.center_id == center_id]  # moved in, or from before rooms were held: to move
     return desk_page("rooms", day=day, centers=centers, center_id=center_id, resources=resources, records=records,
                      unplaced=unplaced, doctor_names=catalog_names("doctors"),

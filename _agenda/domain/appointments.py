@@ -7,13 +7,13 @@ from typing import NamedTuple
 from ..values.refusals import ClinicError
 from ..values.fields import normalise_nif, numeric_id, parse_phone
 from .identity import GUARDIAN_JOIN, identity_fields, noted
-from .slots import CLOSURE_COVERS
+from .slots import CLOSURE_COVERS, OUTSIDE_HOURS
 
-# An appointment that needs a call ("To call"): inside a closure or from its doctor's retirement on,
-# and the patient not come. Reception sees it marked and listed; the caller's lists leave it out.
+# An appointment that needs a call ("To call"): inside a closure, from its doctor's retirement on, or outside
+# their hours, and the patient not come. Reception sees it marked and listed; the caller's lists leave it out.
 TO_CALL = f"""(coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND (
     EXISTS (SELECT 1 FROM doctors rd WHERE rd.id = a.doctor_id AND rd.retired_from <= a.date)
-    OR EXISTS (SELECT 1 FROM closures c WHERE {CLOSURE_COVERS})))"""
+    OR EXISTS (SELECT 1 FROM closures c WHERE {CLOSURE_COVERS}) OR {OUTSIDE_HOURS}))"""
 # An appointment as the clinic reads it, written as JSON by SQLite so that a list is one statement: ids as
 # numbers, the ISO date, start and end, where, its status and who booked it.
 APPOINTMENT_FIELDS = f"""json_object(

@@ -70,7 +70,7 @@ def availability(clinic, *, doctor_id=None, speciality_id=None, center_id=None, 
     kind = visit_type(clinic.conn(), speciality_id) if speciality_id is not None else None
     doctors = offering(clinic, doctor_id, speciality_id, kind)
     offered = types_offered(clinic.conn(), [d["id"] for d in doctors]) if doctors else {}
-    if kind is None and not offered:  # no types here: every doctor's visit is one slot of their grid
+    if kind is None and not offered and not placed_in_rooms(clinic.conn()):  # one slot of the grid, no room held
         slots = free_slots(clinic.conn(), doctors, first, last, window=window, center_id=center_id)
     else:
         slots = free_starts(clinic.conn(), doctors, first, last, window=window, center_id=center_id, typed=bool(kind),
@@ -80,6 +80,11 @@ def availability(clinic, *, doctor_id=None, speciality_id=None, center_id=None, 
     clinic.require_insurance(insurance_id)
     lists = insurance_lists(clinic, {slot.doctor_id for slot in slots})
     return [slot for slot in slots if insurance_id in lists.get((slot.doctor_id, slot.center_id), {insurance_id})]
+
+
+def placed_in_rooms(conn):
+    """Whether the hours place any doctor in a room: then even a visit of no type holds one ("Rooms and machines")."""
+    return conn.execute("SELECT 1 FROM schedules WHERE room_id IS NOT NULL LIMIT 1").fetchone() is not None
 
 
 def offering(clinic, doctor_id, speciality_id, kind):

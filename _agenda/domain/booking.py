@@ -11,7 +11,7 @@ from ..storage.events import record_event, utc_iso, written_row
 from .outbox import queue_message, tells_anew
 from .slots import read_schedule, slot_not_available, visit_span
 from .holds import coming, placement_notes, placements
-from .visits import first_free, none_free, pools_for, read_resources, the_visit, types_offered, VisitType
+from .visits import first_free, none_free, pools_for, read_resources, shares_room, the_visit, types_offered, VisitType
 from .availability import insurance_lists, is_visit_type
 
 
@@ -157,12 +157,15 @@ def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, 
 
 
 def holding(conn, span, doctor_id, day, time_text, moving=None, squeezed=False):
-    """[resource] the visit takes for its length and pause, as `what_it_needs` says ("What a visit holds");
+    """[resource] the visit takes for its length and pause, as `what_it_needs` says ("What a visit holds"; a
+    sobrecita shares its doctor's room only as `shares_room` says, else takes a free one of its category);
     SLOT_NOT_AVAILABLE (resource_taken) when one has none free then, its `held` naming each category's taken."""
     if not span.kind.needs and not span.room_id:
         return []
     resources = read_resources(conn, day.isoformat(), day.isoformat(), but=moving and moving["id"])
-    pools = pools_for(resources, span.kind, doctor_id, span.center, span.room_id, day, squeezed)
+    shares = squeezed and shares_room(conn, doctor_id, span.room_id, day, time_text, span.busy_until,
+                                      moving and moving["id"])
+    pools = pools_for(resources, span.kind, doctor_id, span.center, span.room_id, day, squeezed, shares)
     taken = first_free(pools, time_text, span.busy_until)
     if taken is None:
         refusal = slot_not_available("resource_taken")
@@ -235,14 +238,15 @@ def admit_staged(clinic, conn, table, at, source):
             " ORDER BY s.date, s.time, s.doctor_id", (utc_iso(at), "cancelled in the system it came from"))
     except sqlite3.IntegrityError:
         raise slot_not_available("taken") from None
-    made = conn.execute(f"SELECT s.line, a.id, a.date, a.time, a.busy_until, s.holds FROM {table} s JOIN appointments"
+    made = conn.execute(f"SELECT s.line, a.id, a.date, a.time, coalesce(a.busy_until, a.end_time), s.holds FROM {table}"
+                        " s JOIN appointments"
                         " a ON a.id > ? AND a.doctor_id = s.doctor_id AND a.date = s.date AND a.time = s.time AND"
                         " a.patient_id = s.patient_id AND a.status != 'cancelled' WHERE s.status != 'cancelled'"
                         " ORDER BY s.line", (first,)).fetchall()
     conflicts, now = [], clinic.clock().astimezone(clinic.tz)
-    started = (now.date().isoformat(), f"{now:%H:%M}")
+    ended = (now.date().isoformat(), f"{now:%H:%M}")
     for line, appointment_id, day, time_text, until, held in made:  # history's where free, in the file's order
-        for resource in json.loads(held or "[]") if (day, time_text) <= started else ():
+        for resource in json.loads(held or "[]") if (day, until) <= ended else ():
             if conn.execute("INSERT INTO holds (appointment_id, resource_id, date, time, until) SELECT ?1, ?2, ?3,"
                             " ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM holds WHERE resource_id = ?2 AND date = ?3 AND"
                             " live = 1 AND time < ?5 AND ?4 < until)",
@@ -258,14 +262,15 @@ def admit_staged(clinic, conn, table, at, source):
 
 
 def hold_coming(conn, now, first, made):
-    """Inside the import's commit: each coming visit made (ids over `first`; `made`: (line, id, ..., the file's
-    holds)) holds what it needs, the file's holds first ("What a visit holds"); what that says, by line."""
+    """Inside the import's commit: each visit made not yet ended (ids over `first`; `made`: (line, id, ..., the
+    file's holds)) holds what it needs, the file's holds first ("What a visit holds"); what that says, by line."""
     lines = {row[1]: row[0] for row in made}
     given = {row[1]: json.loads(row[5] or "[]") for row in made}
     needing = {row[0] for row in conn.execute(  # a visit of no needs, its doctor in no room, given nothing: none
         "SELECT a.id FROM appointments a LEFT JOIN visit_types t ON t.id = a.type_id WHERE a.id > ? AND (t.needs != ''"
         " OR a.doctor_id IN (SELECT doctor_id FROM schedules WHERE room_id IS NOT NULL))", (first,))}
-    placed = placements(conn, coming(conn, now, [key for key in lines if key in needing or given[key]]), given)
+    placed = placements(conn, coming(conn, now, [key for key in lines if key in needing or given[key]],
+                                     started=True), given)  # a visit under way like any other not ended
     conn.executemany("INSERT INTO holds (appointment_id, resource_id, date, time, until) VALUES (?, ?, ?, ?, ?)",
                      [(visit.id, resource, visit.date, visit.time, visit.until)
                       for visit, taken in placed for resource in taken or ()])

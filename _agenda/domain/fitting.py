@@ -8,7 +8,8 @@ from typing import NamedTuple
 from ..values.refusals import ClinicError
 from ..values.fields import hhmm, minutes_of
 from .slots import FREE, overlapping, read_schedule, slot_state, visit_span
-from .visits import first_free, free_starts, pools_for, read_resources, types_offered, VisitType
+from .visits import (first_free, free_starts, held_then, others_held, pools_for, read_resources, types_offered,
+                     VisitType)
 
 
 class Fits(NamedTuple):
@@ -66,11 +67,15 @@ def why_not(clinic, doctor_id, day, time_text, center_id, kind):
         if slot_state(schedule, window, doctor_id, day, time_text, center_id) != FREE:
             return Why(refusal.rule)
         return ran_into(schedule, doctor_id, day, time_text, kind, refusal.rule, center_id)
-    if not kind.needs:
+    own, iso = row["room_id"], day.isoformat()
+    others = others_held(conn, [own], iso, iso) if own else {}
+    if not kind.needs and not others:
         return None
-    resources = read_resources(conn, day.isoformat(), day.isoformat(), categories=kind.needs)
+    resources = read_resources(conn, iso, iso, categories=kind.needs)
     names = dict(conn.execute("SELECT id, name FROM resources").fetchall())
-    held = []
+    held = [(category, [names.get(own, own)]) for (category,) in conn.execute(  # the doctor's own, held by another
+        "SELECT category FROM resources WHERE id = ?", (own,)) if held_then(others.get((own, iso), ()), time_text,
+                                                                             busy_until)]
     for category in kind.needs:
         pools = pools_for(resources, kind._replace(needs=(category,)), doctor_id, row["center_id"], row["room_id"],
                           day)

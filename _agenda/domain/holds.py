@@ -7,13 +7,14 @@ import json
 from typing import NamedTuple
 
 from ..values.fields import format_date
-from .visits import first_free, held_then, needs_of, pools_for, read_resources, VisitType, what_it_needs
+from .visits import first_free, held_then, needs_of, pools_for, read_resources, shares_room, VisitType, what_it_needs
 
 
 class Coming(NamedTuple):
     """A live visit not yet started, as its holds are judged: where and when (its busy end: its pause
     included), its type's needs, whether it is squeezed in, the room its doctor's hours place them in then,
-    and what it holds now ([resource id], each for exactly its span; None when a hold is off its span)."""
+    what it holds now ([resource id], each for exactly its span; None when a hold is off its span), and for a
+    sobrecita whether it shares that room (`shares_room`)."""
     id: int
     doctor_id: str
     center_id: str | None
@@ -24,6 +25,7 @@ class Coming(NamedTuple):
     squeezed: bool
     room_id: str | None
     held: list | None
+    shares: bool = False
 
 
 COMING = (
@@ -34,24 +36,41 @@ COMING = (
     " CASE WHEN h.live = 1 AND h.date = a.date AND h.time = a.time AND h.until = coalesce(a.busy_until,"
     " a.end_time) THEN '' ELSE char(31) END) FROM holds h WHERE h.appointment_id = a.id) AS held"
     " FROM appointments a LEFT JOIN visit_types t ON t.id = a.type_id WHERE a.status != 'cancelled'"
-    " AND (a.date > ?1 OR (a.date = ?1 AND a.time > ?2)) AND (?3 IS NULL OR a.id IN (SELECT value FROM json_each(?3)))"
+    " AND (a.date > ?1 OR (a.date = ?1 AND CASE WHEN ?8 THEN coalesce(a.busy_until, a.end_time) ELSE a.time END > ?2)) AND (?3 IS NULL OR a.id IN (SELECT value FROM json_each(?3)))"
     " AND (?4 IS NULL OR a.doctor_id IN (SELECT value FROM json_each(?4)) OR a.type_id IN (SELECT value FROM"
     " json_each(?5)) OR a.id IN (SELECT h.appointment_id FROM holds h WHERE h.live = 1 AND h.resource_id IN (SELECT"
     " value FROM json_each(?6)))) AND (?7 IS NULL OR a.date = ?7) ORDER BY a.date, a.time, a.id")
 
 
-def coming(conn, now, ids=None, touching=None, day=None):
-    """[Coming] of every live visit that starts after `now` (the clinic's local time), or of these ids only, or
-    of those of these (doctors, types, resources held) only, or of that ISO `day` only."""
+def coming(conn, now, ids=None, touching=None, day=None, started=False):
+    """[Coming] of every live visit that starts after `now` (the clinic's local time; with `started`, that has not
+    ended by then: under way too), or of these ids only, or of those of these (doctors, types, resources held)
+    only, or of that ISO `day` only."""
     found = []
     touched = (None, None, None) if touching is None else [json.dumps(sorted(some)) for some in touching]
     for row in conn.execute(COMING, (now.date().isoformat(), f"{now:%H:%M}", None if ids is None
-                                     else json.dumps(sorted(ids)), *touched, day)):
+                                     else json.dumps(sorted(ids)), *touched, day, started)):
         held = json.loads(row["held"])
         found.append(Coming(row["id"], row["doctor_id"], row["center_id"], row["date"], row["time"], row["until"],
                             needs_of(row["needs"]), bool(row["squeezed"]), row["room_id"],
-                            None if any(item.endswith("\x1f") for item in held) else held))
+                            None if any(item.endswith("\x1f") for item in held) else held,
+                            bool(row["squeezed"]) and shares_room(conn, row["doctor_id"], row["room_id"],
+                                                                  dt.date.fromisoformat(row["date"]), row["time"],
+                                                                  row["until"], row["id"])))
     return found
+
+
+def sharing_under_way(conn, now):
+    """{id: (room, until)} of the sobrecitas under way at `now` that share their doctor's room (`shares_room`):
+    a started visit keeps what it holds, so a change must leave them sharing it ("Sobrecita")."""
+    day, minute = now.date(), f"{now:%H:%M}"
+    rows = conn.execute(
+        "SELECT a.id, a.doctor_id, a.time, coalesce(a.busy_until, a.end_time), s.room_id FROM appointments a JOIN"
+        " schedules s ON s.doctor_id = a.doctor_id AND s.center_id IS a.center_id AND s.weekday = ? AND s.start_time"
+        " <= a.time AND a.time < s.end_time WHERE a.squeezed = 1 AND a.status != 'cancelled' AND a.date = ? AND"
+        " a.time <= ? AND ? < coalesce(a.busy_until, a.end_time) AND s.room_id IS NOT NULL",
+        (day.weekday(), day.isoformat(), minute, minute)).fetchall()
+    return {row[0]: (row[4], row[3]) for row in rows if shares_room(conn, row[1], row[4], day, row[2], row[3], row[0])}
 
 
 def resources_of(conn):
@@ -73,7 +92,7 @@ def holds_what_it_needs(visit, resources):
     if visit.held is None or len(set(visit.held)) != len(visit.held):
         return False
     here = [(r, cat, room) for r, (center, cat, room) in at.items() if center == visit.center_id]
-    own, categories = what_it_needs(here, visit.needs, visit.room_id, visit.squeezed)
+    own, categories = what_it_needs(here, visit.needs, visit.room_id, visit.squeezed, visit.shares)
     weekday, rest = dt.date.fromisoformat(visit.date).weekday(), list(visit.held)
     if any(placed_in in rest and doctor != visit.doctor_id and begin < visit.until and visit.time < end
            for doctor, placed_in, begin, end in placed.get(weekday, ())):
@@ -90,12 +109,13 @@ def holds_what_it_needs(visit, resources):
     return not categories
 
 
-def unheld(conn, now, ids=None, touching=None, day=None):
-    """[Coming] of the live visits not yet started (of these ids, these (doctors, types, resources held), or
-    that ISO day only, when given) that hold other than what they need: what a change must re-derive, and the conflicts the rooms
-    page and `agenda status` list."""
+def unheld(conn, now, ids=None, touching=None, day=None, started=False):
+    """[Coming] of the live visits not yet started (with `started`, not yet ended) (of these ids, these (doctors,
+    types, resources held), or that ISO day only, when given) that hold other than what they need: what a change
+    must re-derive, and (`started`) the conflicts the rooms page and `agenda status` list."""
     resources = resources_of(conn)
-    return [visit for visit in coming(conn, now, ids, touching, day) if not holds_what_it_needs(visit, resources)]
+    return [visit for visit in coming(conn, now, ids, touching, day, started)
+            if not holds_what_it_needs(visit, resources)]
 
 
 HOLDS_READ = (  # what a coming visit's holds depend on in the catalog
@@ -136,7 +156,8 @@ def placements(conn, visits, prefer=None):
             taken = wanted
         else:
             taken = first_free(pools_for(resources, VisitType(None, None, "", 5, 0, visit.needs), visit.doctor_id,
-                                         visit.center_id, visit.room_id, dt.date.fromisoformat(day), visit.squeezed),
+                                         visit.center_id, visit.room_id, dt.date.fromisoformat(day), visit.squeezed,
+                                         visit.shares),
                                visit.time, visit.until)
         for resource in taken or ():
             resources.held[(resource, day)] = tuple(sorted(resources.held.get((resource, day), ())

@@ -1,6 +1,7 @@
 """Slots: each doctor's grid, the closures and bookings that cover it, and the free slots a channel may offer."""
 
 import datetime as dt
+import json
 import functools
 from typing import NamedTuple
 
@@ -390,6 +391,23 @@ def busy_spans(conn, doctor_ids, first, last):
 CLOSURE_COVERS = """(c.date_from <= a.date AND a.date <= c.date_to
     AND (c.doctor_id IS NULL OR c.doctor_id = a.doctor_id) AND (c.center_id IS NULL OR c.center_id = a.center_id)
     AND (c.start_time IS NULL OR (c.start_time < a.end_time AND a.time < c.end_time)))"""
+
+
+# A live visit its doctor's hours no longer hold ("To call"): no row of their hours at its center on its weekday
+# holds its start and its end (a sobrecita's start only), as after a reload that shortened or moved them; read
+# only of the visits a reload listed (`left_outside_hours`).
+HOURS_LEAVE_OUT = """NOT EXISTS (SELECT 1 FROM schedules oh WHERE oh.doctor_id = a.doctor_id AND oh.center_id IS
+    a.center_id AND oh.weekday = (CAST(strftime('%w', a.date) AS INTEGER) + 6) % 7 AND oh.start_time <= a.time
+    AND a.time < oh.end_time AND (a.squeezed = 1 OR a.end_time <= oh.end_time))"""
+OUTSIDE_HOURS = f"""(EXISTS (SELECT 1 FROM outside_hours o WHERE o.appointment_id = a.id) AND {HOURS_LEAVE_OUT})"""
+
+
+def left_outside_hours(conn, today, doctors):
+    """Inside a catalog reload's transaction: list the live visits of these doctors from `today` (ISO) on that
+    their hours now leave out, for a call ("To call"); the outside_hours table's one writer."""
+    conn.execute(f"INSERT OR IGNORE INTO outside_hours (appointment_id) SELECT a.id FROM appointments a WHERE"
+                 f" a.status != 'cancelled' AND a.date >= ? AND a.doctor_id IN (SELECT value FROM json_each(?)) AND"
+                 f" {HOURS_LEAVE_OUT}", (today, json.dumps(sorted(doctors))))
 
 
 def closures_on(closures, day, doctor_id, center_id):

@@ -85,19 +85,21 @@ class Resources(NamedTuple):
 
 
 OF_CATEGORIES = "SELECT id FROM resources WHERE ?1 IS NULL OR category IN (SELECT value FROM json_each(?1))"
+OR_ROOMS = f"{OF_CATEGORIES} OR id IN (SELECT value FROM json_each(?2))"
 
 
-def read_resources(conn, first, last, but=None, categories=None):
+def read_resources(conn, first, last, but=None, categories=None, rooms=()):
     """The Resources of every center from first to last (ISO days), the holds of appointment `but` (one
-    being moved) left out: of every room and machine, or of those of these categories only."""
+    being moved) left out: of every room and machine, or of those of these categories and these `rooms` only
+    (their holds only if of those categories)."""
     at, placed, held = {}, {}, {}
-    chosen = None if categories is None else json.dumps(sorted(categories))
-    for row in conn.execute(f"SELECT id, center_id, category, is_room FROM resources WHERE id IN ({OF_CATEGORIES})"
-                            " ORDER BY id", (chosen,)):
+    chosen, also = None if categories is None else json.dumps(sorted(categories)), json.dumps(sorted(rooms))
+    for row in conn.execute(f"SELECT id, center_id, category, is_room FROM resources WHERE id IN ({OR_ROOMS})"
+                            " ORDER BY id", (chosen, also)):
         at.setdefault(row["center_id"], []).append((row["id"], row["category"], row["is_room"]))
     if any(room for resources in at.values() for _, _, room in resources):  # hours place a doctor only in a room
         for row in conn.execute("SELECT doctor_id, room_id, weekday, start_time, end_time FROM schedules"
-                                f" WHERE room_id IN ({OF_CATEGORIES})", (chosen,)):
+                                f" WHERE room_id IN ({OR_ROOMS})", (chosen, also)):
             placed.setdefault(row["weekday"], []).append((row["doctor_id"], row["room_id"], row["start_time"],
                                                           row["end_time"]))
     for row in conn.execute(  # a hold's appointment is read only when `but` is given: it is not in the index
@@ -108,6 +110,16 @@ def read_resources(conn, first, last, but=None, categories=None):
     return Resources(at, placed, held)
 
 
+def others_held(conn, rooms, first, last):
+    """{(room, ISO day): (spans held, sorted)} from first to last of these doctors' rooms by visits not their
+    doctor's own (schema.sql's `own`, by its own index): what of a doctor's room availability must judge, as
+    the doctor's own visits already take the doctor's time ("Rooms and machines")."""
+    return {(row[0], row[1]): tuple(sorted(row[2].split(","))) for row in conn.execute(
+        "SELECT resource_id, date, group_concat(time || until) FROM holds WHERE live = 1 AND own = 0 AND date BETWEEN"
+        " ?2 AND ?3 AND resource_id IN (SELECT value FROM json_each(?1)) GROUP BY resource_id, date",
+        (json.dumps(sorted(rooms)), first, last))}
+
+
 def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, until, squeezed=False):
     """[resource id] a visit of `kind` takes from `start` to `until` (its pause included) on `day`, as
     `what_it_needs` says: the doctor's own room, then the first free one of each other category at the center
@@ -115,20 +127,39 @@ def resources_for(resources, kind, doctor_id, center_id, room_id, day, start, un
     return first_free(pools_for(resources, kind, doctor_id, center_id, room_id, day, squeezed), start, until)
 
 
-def what_it_needs(here, needs, room_id, squeezed=False):
+def what_it_needs(here, needs, room_id, squeezed=False, shares=True):
     """What a visit holds ("What a visit holds"): (the doctor's own room, held for the visit's length and pause,
-    None for a sobrecita, which shares it, or when the doctor is in none; [each category of its type's `needs`
-    the doctor's own room is not, of which it holds one free resource of the center]). `here`: the center's
-    [(id, category, is_room)]."""
+    None for a sobrecita, or when the doctor is in none; [each category of its type's `needs` the doctor's own
+    room is not, of which it holds one free resource of the center; for a sobrecita that does not share the
+    doctor's room (`shares_room`), that room's category first]). `here`: the center's [(id, category, is_room)]."""
     own = next(((r, cat) for r, cat, room in here if r == room_id and room), None)
-    return (None if squeezed or own is None else own[0]), [need for need in needs if own is None or need != own[1]]
+    others = [need for need in needs if own is None or need != own[1]]
+    if own is None or not squeezed:
+        return (None if own is None else own[0]), others
+    return None, ([] if shares else [own[1]]) + others
 
 
-def pools_for(resources, kind, doctor_id, center_id, room_id, day, squeezed=False):
+SHARES = (
+    "SELECT EXISTS (SELECT 1 FROM schedules WHERE doctor_id = ?1 AND room_id = ?2 AND weekday = ?3 AND start_time <= ?5"
+    " AND ?6 <= end_time) AND NOT EXISTS (SELECT 1 FROM schedules WHERE room_id = ?2 AND doctor_id != ?1 AND weekday"
+    " = ?3 AND start_time < ?6 AND ?5 < end_time) AND NOT EXISTS (SELECT 1 FROM holds h JOIN appointments b ON b.id ="
+    " h.appointment_id WHERE h.resource_id = ?2 AND h.date = ?4 AND h.live = 1 AND h.time < ?6 AND ?5 < h.until AND"
+    " b.doctor_id != ?1 AND b.id != ?7)")
+
+
+def shares_room(conn, doctor_id, room_id, day, start, until, but=None):
+    """True when a sobrecita of this doctor from `start` to `until` on `day` shares the doctor's room `room_id`
+    ("Sobrecita"): one row of their hours places them in it that whole span, no other doctor's then, and no
+    other doctor's visit holds it then (appointment `but` left out)."""
+    return room_id is not None and bool(conn.execute(SHARES, (doctor_id, room_id, day.weekday(), day.isoformat(),
+                                                              start, until, but or 0)).fetchone()[0])
+
+
+def pools_for(resources, kind, doctor_id, center_id, room_id, day, squeezed=False, shares=True):
     """For what the visit needs (`what_it_needs`), the doctor's own room first: [(resource, is it a room, its
     spans held on `day`, [(start, end)] of other doctors' hours placing them in it that day)] to choose from."""
     here, iso, weekday = resources.at.get(center_id, ()), day.isoformat(), day.weekday()
-    own, categories = what_it_needs(here, kind.needs, room_id, squeezed)
+    own, categories = what_it_needs(here, kind.needs, room_id, squeezed, shares)
 
     def choice(r, room):
         return (r, room, resources.held.get((r, iso), ()), [(begin, end) for doctor, placed_in, begin, end
@@ -202,7 +233,12 @@ def free_starts(conn, doctors, first_day, last_day, *, window, visit_of, center_
                         if (kind := visit_of(by_id[row["doctor_id"]], row)) is not None]
               for weekday, rows in schedule.grids.items()}  # once a schedule row, not once a day
     needs = {need for rows in visits.values() for visit in rows for need in visit[3].needs}
-    resources = read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=needs) if needs else None
+    rooms = {visit[0]["room_id"] for rows in visits.values() for visit in rows if visit[0]["room_id"]}
+    others = others_held(conn, rooms, first_day.isoformat(), last_day.isoformat()) if rooms else {}
+    resources = read_resources(conn, first_day.isoformat(), last_day.isoformat(), categories=needs,
+                               rooms={room for room, _ in others}) if needs or others else None
+    for key, spans in others.items():  # a room of a category read already has every hold of its own
+        resources.held.setdefault(key, spans)
     slots, day = [], first_day
     while day <= last_day:
         iso, date_text = day.isoformat(), format_date(day)  # once a day, not once a row
@@ -230,15 +266,16 @@ def starts_of_row(window, schedule, resources, visit, day, iso, date_text):
     if len(blocked) == len(starts):
         return []
     found, cells, pools, last = [], fit.cells, None, grid.slots[-1][1]
+    held = {} if resources is None else resources.held
     for index in [index for index in range(fit.count) if starts[index] not in blocked]:
         if cells > 1 and any(later in blocked for later in starts[index + 1:index + cells]):
             continue
         if fit.untils[index] > last and past_the_grid(schedule, row, grid, day, fit.untils[index]) != FREE:
             continue  # it runs on past the grid's last cell (hours that end mid-slot)
-        if kind.needs:
-            if pools is None:  # once a row and day, and only for a row with a start free; the doctor's own room is
-                pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day,  # free when
-                                  squeezed=True)  # they are: only their visits hold it ("What a visit holds")
+        if kind.needs or (row["room_id"], iso) in held:
+            if pools is None:  # once a row and day, and only for a row with a start free; the doctor's own room
+                pools = pools_for(resources, kind, doctor["id"], row["center_id"], row["room_id"], day,  # only when
+                                  squeezed=(row["room_id"], iso) not in held)  # held then (`others_held`)
             if first_free(pools, starts[index], fit.untils[index]) is None:
                 continue
         found.append(Slot(day, date_text, starts[index], fit.ends[index], kind.minutes, doctor["id"], doctor["name"],

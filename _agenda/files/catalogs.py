@@ -9,7 +9,8 @@ from ..values.refusals import ClinicError
 from ..values.fields import format_date, parse_date, parse_time
 from ..storage.connections import transaction
 from ..storage.events import record_event
-from ..domain.holds import rederive, touched_by, unheld, what_holds_read
+from ..domain.holds import rederive, sharing_under_way, touched_by, unheld, what_holds_read
+from ..domain.slots import left_outside_hours
 
 
 CATALOG_COLUMNS = ("kind", "id", "name", "speciality", "center", "insurances", "days", "hours",
@@ -410,19 +411,24 @@ def rederived(conn, now, before, parsed, touched):
                                         " them first (agenda move ID), or give the catalog the room or machine back")]
 
 
-def under_way(conn, now, parsed, rooms):
-    """Problems for a room of `rooms` that a visit under way holds (it keeps its holds) while the hours would now
-    place another doctor in it: load the catalog once that visit has ended."""
+def under_way(conn, now, parsed, rooms, sharing):
+    """Problems for a room of `rooms` a visit under way holds (it keeps them) while the hours would place another
+    doctor in it, or a sobrecita under way shared (`sharing`) and would not: load the catalog once it has ended."""
     found = conn.execute(
         "SELECT DISTINCT h.resource_id, h.until, a.id, s.doctor_id FROM holds h JOIN appointments a ON a.id ="
         " h.appointment_id JOIN schedules s ON s.room_id = h.resource_id AND s.doctor_id != a.doctor_id AND"
         " s.weekday = ? AND s.start_time < h.until AND h.time < s.end_time WHERE h.live = 1 AND h.date = ? AND"
         " h.time <= ? AND ? < h.until AND h.resource_id IN (SELECT value FROM json_each(?)) ORDER BY 1, 3, 4",
         (now.weekday(), now.date().isoformat(), f"{now:%H:%M}", f"{now:%H:%M}", json.dumps(sorted(rooms)))).fetchall()
+    now_sharing = sharing_under_way(conn, now)
     return [(min([entry["line"] for entry in parsed["doctors"].get(doctor_id, ())] or [1]),
              f"room {room}: appointment {appointment} is under way in it until {until}, and doctor {doctor_id}'s"
              f" hours would place them in it then: load this after {until}") for room, until, appointment, doctor_id
-            in found]
+            in found] + [(min([e["line"] for entries in parsed["doctors"].values() for e in entries] or [1]),
+                          f"room {room}: appointment {appointment}, a sobrecita, is under way in it until {until},"
+                          f" sharing its doctor's room, which the hours would no longer keep theirs: load this after"
+                          f" {until}") for appointment, (room, until) in sorted(sharing.items())
+                         if now_sharing.get(appointment) != (room, until)]
 
 
 def _apply_rows(conn, parsed):
@@ -460,13 +466,8 @@ def rooms_gone(conn, resources):
 
 
 def seed_catalogs(conn, rows, *, at, source="cli", tz=None):
-    """Apply catalog rows in one transaction: all or nothing ("Catalog file").
-
-    References are checked against the database inside the transaction even when the
-    file already has problems, so one run reports every bad line. Returns a summary;
-    `changed` is False when the file held nothing new (the transaction is then rolled
-    back and no event is recorded).
-    """
+    """Apply catalog rows in one transaction, all or nothing ("Catalog file"), every bad line reported (references
+    checked even when the file has problems); a summary, `changed` False (rolled back, no event) when nothing is new."""
     parsed, problems = parse_catalog(rows)
     now, changed = at if tz is None else at.astimezone(tz), []
     try:
@@ -478,9 +479,11 @@ def seed_catalogs(conn, rows, *, at, source="cli", tz=None):
             if touched:  # the coming visits it touches, judged before and after
                 conn.execute("ROLLBACK TO catalog")
                 before_unheld = {visit.id for visit in unheld(conn, now, touching=touched)}
+                sharing = sharing_under_way(conn, now)
                 _apply_rows(conn, parsed)
                 changed, unplaced = rederived(conn, now, before_unheld, parsed, touched)
-                problems.extend(unplaced + under_way(conn, now, parsed, touched[2]))
+                problems.extend(unplaced + under_way(conn, now, parsed, touched[2], sharing))
+                left_outside_hours(conn, now.date().isoformat(), touched[0])
             conn.execute("RELEASE catalog")
             if problems:
                 raise SeedError(problems)

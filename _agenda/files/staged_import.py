@@ -257,7 +257,7 @@ def check_overlaps(conn, problems):
 
 
 def staged_placements(clinic, conn):
-    """What the rooms and machines of the staged coming visits would be, [(line, why)], as the import's commit
+    """What the rooms and machines of the staged visits not yet ended would be, [(line, why)], as the import's commit
     chooses them (`placements`, the file's holds first), without writing: what a dry run says."""
     now = clinic.clock().astimezone(clinic.tz)
     visits, given = [], {}
@@ -266,7 +266,7 @@ def staged_placements(clinic, conn):
             " r.room_id FROM main.schedules r WHERE r.doctor_id = s.doctor_id AND r.center_id IS s.center_id AND"
             " r.weekday = (CAST(strftime('%w', s.date) AS INTEGER) + 6) % 7 AND r.start_time <= s.time AND s.time <"
             " r.end_time), s.holds FROM temp.staged_appointments s LEFT JOIN main.visit_types t ON t.id = s.type_id"
-            " WHERE s.status != 'cancelled' AND (s.date > ?1 OR (s.date = ?1 AND s.time > ?2))",
+            " WHERE s.status != 'cancelled' AND (s.date > ?1 OR (s.date = ?1 AND s.busy_until > ?2))",
             (now.date().isoformat(), f"{now:%H:%M}")):
         visits.append(Coming(*row[:6], needs_of(row[6]), False, row[7], []))
         given[row[0]] = json.loads(row[8] or "[]")
