@@ -303,12 +303,13 @@ def served_and_killed(root, folder, rng, cores, litestream_down=False, replica=N
     return db_path, replica, acked, sum("the service checkpointed" in line for line in list(service.lines))
 
 
-def damaged_file_round(root, folder, rng, cores="one"):
+def damaged_file_round(root, folder, rng, cores="one", upload=None):
     """A crash round whose replica is then compacted by Litestream (level 1, every second) and one compacted
     file damaged as a disk damages one, 16 bytes flipped in its middle; `agenda restore --from-replica` must
     give the primary's newest state whole, every appointment as the primary has it, with no loss said and
     nobody to phone (the files it was compacted from hold the same changes); and a restore at an earlier
-    transaction, the list to phone the truth (`phoned`)."""
+    transaction, the list to phone the truth (`phoned`). `upload(folder)`: the replica's files put elsewhere once
+    damaged (an S3 store), its URL: the restores then read that replica."""
     db_path, replica, acked, _ = served_and_killed(root, Path(folder), rng, cores)
     compacted(db_path, replica, Path(folder))
     damaged = max(Path(replica, "ltx", "1").glob("*.ltx"))  # the newest: the newest state needs it
@@ -316,8 +317,9 @@ def damaged_file_round(root, folder, rng, cores="one"):
     for index in range(len(data) // 2, min(len(data), len(data) // 2 + 16)):
         data[index] ^= 0xFF
     damaged.write_bytes(bytes(data))
+    source = upload(replica) if upload else str(replica)
     restored = Path(folder) / "restored.db"
-    done = agenda(root, "restore", "--from-replica", str(replica), "--db", str(restored), "-y")
+    done = agenda(root, "restore", "--from-replica", source, "--db", str(restored), "-y")
     said = done.stdout + done.stderr
     if done.returncode != 0:
         return Round(acked.count(), [f"restore refused: {said.strip()[-600:]}"])
@@ -327,17 +329,17 @@ def damaged_file_round(root, folder, rng, cores="one"):
         problems.append("the restore's appointments are not the primary's newest")
     problems += [f"said {words!r} though nothing is lost" for words in ("phone these patients", "unknown", "Changed ",
                                                                         "More may have changed") if words in said]
-    return Round(acked.count(), problems + phoned(root, replica, db_path, Path(folder), rng), ours, theirs)
+    return Round(acked.count(), problems + phoned(root, replica, db_path, Path(folder), rng, source), ours, theirs)
 
 
-def phoned(root, replica, primary, folder, rng):
+def phoned(root, replica, primary, folder, rng, source=None):
     """Problems of a restore at an earlier transaction of the replica, drawn at random: the appointments it says
     to phone, and their count, must be those whose date, time, doctor or state differ between it and the
     primary's newest state (one booked and cancelled since left out), as read here with plain SQL."""
     points = sorted(int(path.name[17:33], 16) for path in Path(replica, "ltx", "0").glob("*.ltx"))
     point = rng.choice(points[:-1] or points)
     earlier = folder / "earlier.db"
-    done = agenda(root, "restore", "--from-replica", str(replica), "--at", f"transaction {point}", "--db",
+    done = agenda(root, "restore", "--from-replica", source or str(replica), "--at", f"transaction {point}", "--db",
                   str(earlier), "-y")
     if done.returncode != 0:
         return [f"restore at transaction {point} refused: {(done.stdout + done.stderr).strip()[-600:]}"]

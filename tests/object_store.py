@@ -70,6 +70,14 @@ class ObjectStore:
         """A replica URL at `path` of the run's bucket, as docs/replication.md writes one."""
         return f"s3://{BUCKET}/{path}?endpoint={self.endpoint}&region=us-east-1&forcePathStyle=true"
 
+    def upload(self, folder, path):
+        """A folder replica's files put at `path` of the run's bucket as Litestream lays them out in S3
+        (ltx/LEVEL/FILE there, LEVEL in four digits/FILE here); its URL."""
+        for file in sorted(Path(folder).glob("ltx/*/*.ltx")):
+            status, _ = self.put(f"{path}/{int(file.parent.name):04d}/{file.name}", file.read_bytes())
+            assert status == 200, (file, status)
+        return self.url(path)
+
     def put(self, key, body, **headers):
         """(status, ETag) of one PUT of `body` at `key` of the run's bucket with these headers."""
         request = urllib.request.Request(f"{self.endpoint}/{BUCKET}/{key}", data=body, method="PUT",

@@ -48,3 +48,14 @@ def test_a_damaged_compacted_file_is_set_aside_and_the_restore_loses_nothing(tmp
     outcome = damaged_file_round(ROOT, tmp_path, random.Random(seed))
     assert outcome.problems == [], f"damaged-file round (seed {seed})"
     assert outcome.acknowledged > 0 and outcome.restored_events == outcome.primary_events
+
+
+def test_a_damaged_compacted_file_in_s3_is_set_aside_in_a_local_copy_and_the_restore_loses_nothing(s3, tmp_path,
+                                                                                                    monkeypatch):
+    for key, value in CLIENT_ENV.items():
+        monkeypatch.setenv(key, value)
+    seed = random.randrange(2 ** 32)
+    outcome = damaged_file_round(ROOT, tmp_path, random.Random(seed), upload=lambda replica: s3.upload(
+        replica, f"damaged/{tmp_path.name}-{os.getpid()}/clinic"))
+    assert outcome.problems == [], f"damaged-file round in S3 (seed {seed})"
+    assert outcome.acknowledged > 0 and outcome.restored_events == outcome.primary_events

@@ -2,6 +2,7 @@
 `agenda restore` (from a backup or a replica's state) ("Backups and restore", "Encrypted backups")."""
 
 import datetime as dt
+import importlib.util
 import re
 import shlex
 import sqlite3
@@ -283,11 +284,19 @@ def set_aside_and_retry(binary, replica, folder, txid, at, what, problem):
     """((the scratch copy's URL, the files set aside), its `states`) once the compacted files of a folder
     replica that its lower levels repeat are set aside in a scratch copy of its files; None for a replica that
     is no folder, or has none to set aside."""
-    copied = scratch_replica(replica, folder / "copy")
+    try:
+        copied = scratch_replica(replica, folder / "copy")
+    except ReplicaUnreadable as error:
+        copied, why = None, f"{error}; "
+    else:
+        why = "" if replica_url(replica).startswith("file://") else (
+            "an sftp replica is read as it is; " if not replica_url(replica).startswith("s3://") else
+            "" if importlib.util.find_spec("boto3") else "an S3 replica's files are copied with boto3: pip install "
+                                                         "'agenda[replica]'; ")
     if copied is None:
-        if not replica_url(replica).startswith("file://"):
-            click.echo("(An sftp or S3 replica is read as it is: to have a damaged compacted file set aside, copy "
-                       "its files into a local folder and give that folder to --from-replica.)")
+        if why:
+            click.echo(f"({why}to have a damaged compacted file set aside, copy the replica's files into a local "
+                       "folder and give that folder to --from-replica.)")
         return None
     names = ", ".join(copied[1][:5]) + (f" and {len(copied[1]) - 5} more" if len(copied[1]) > 5 else "")
     click.echo(f"The replica's {what} cannot be restored as it is: {problem}. Trying again from a scratch copy of "

@@ -8,6 +8,7 @@ import re
 import shutil
 import sqlite3
 import time
+import urllib.parse
 from pathlib import Path
 
 from .connections import reading
@@ -80,19 +81,54 @@ def set_aside_compacted(root, aside):
 
 
 def scratch_replica(replica, folder):
-    """(the URL of a local copy of the folder replica `replica` in `folder`, with its compacted files that its
-    lower levels repeat set aside, and those files); None for a replica that is no folder, or when none is
-    set aside: a damaged compacted file is then restored from the files it was made of."""
-    url = replica_url(replica)
-    if not url.startswith("file://") or not Path(url[len("file://"):], "ltx").is_dir():
-        return None
-    copy, mask = Path(folder) / "replica", os.umask(0o077)  # the replica's files hold the clinic: 0600 from the start
+    """(the URL of a local copy of the replica's files in `folder`, a folder's or an S3 store's, with its compacted
+    files that its lower levels repeat set aside, and those files); None for another kind of replica, or when none
+    is set aside: a damaged compacted file is then restored from the files it was made of."""
+    url, copy = replica_url(replica), Path(folder) / "replica"
+    mask = os.umask(0o077)  # the replica's files hold the clinic: 0600 from the start
     try:
-        shutil.copytree(url[len("file://"):], copy, symlinks=True, copy_function=shutil.copyfile)
+        if url.startswith("file://") and Path(url[len("file://"):], "ltx").is_dir():
+            shutil.copytree(url[len("file://"):], copy, symlinks=True, copy_function=shutil.copyfile)
+        elif not (url.startswith("s3://") and copied_from_s3(url, copy)):
+            return None
     finally:
         os.umask(mask)
     moved = set_aside_compacted(copy, Path(folder) / "set-aside")
     return ("file://" + str(copy), moved) if moved else None
+
+
+def copied_from_s3(url, copy):
+    """Whether the files of the S3 replica at `url` (Litestream's URL: s3://BUCKET/PATH?endpoint=&region=
+    &forcePathStyle=) were copied into the folder `copy`, with boto3 and the AWS_* settings Litestream reads too
+    ("S3-compatible storage" in docs/replication.md); False without boto3 (`pip install 'agenda[replica]'`)."""
+    try:
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:
+        return False
+    try:
+        return s3_files(boto3, Config, url, copy)
+    except (BotoCoreError, ClientError, OSError) as error:
+        raise ReplicaUnreadable(f"its files could not be copied from S3: {error}") from None
+
+
+def s3_files(boto3, config, url, copy):
+    parts = urllib.parse.urlsplit(url)
+    given = {key.lower(): value for key, value in urllib.parse.parse_qsl(parts.query)}
+    endpoint = given.get("endpoint")
+    client = boto3.client("s3", region_name=given.get("region") or None, endpoint_url=(
+        endpoint if endpoint is None or "://" in endpoint else "https://" + endpoint), config=config(
+        s3={"addressing_style": "path" if given.get("forcepathstyle") == "true" else "auto"}))
+    prefix = parts.path.strip("/") + "/"
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=parts.netloc, Prefix=prefix):
+        for item in page.get("Contents", []):
+            level = re.fullmatch(r"(\d{4})/([0-9a-f]{16}-[0-9a-f]{16}\.ltx)", item["Key"][len(prefix):])
+            if level:  # Litestream's S3 layout, LEVEL/FILE, as its folder layout has it: ltx/LEVEL/FILE
+                target = copy / "ltx" / str(int(level[1])) / level[2]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                client.download_file(parts.netloc, item["Key"], str(target))
+    return Path(copy, "ltx").is_dir()
 
 
 def walk_back(binary, replica, folder, points, echo, label, tries=WALK_TRIES, seconds=WALK_SECONDS):
