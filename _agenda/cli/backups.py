@@ -289,10 +289,11 @@ def set_aside_and_retry(binary, replica, folder, txid, at, what, problem):
     except ReplicaUnreadable as error:
         copied, why = None, f"{error}; "
     else:
-        why = "" if replica_url(replica).startswith("file://") else (
-            "an sftp replica is read as it is; " if not replica_url(replica).startswith("s3://") else
-            "" if importlib.util.find_spec("boto3") else "an S3 replica's files are copied with boto3: pip install "
-                                                         "'agenda[replica]'; ")
+        kind = re.match(r"\w+://", replica_url(replica))[0]
+        needs = {"file://": None, "s3://": "boto3", "sftp://": "asyncssh"}.get(kind, "")
+        why = "" if needs is None or needs and importlib.util.find_spec(needs) else (
+            f"a replica's files are copied from there with {needs}: pip install 'agenda[replica]'; " if needs else
+            f"a {kind} replica is read as it is; ")
     if copied is None:
         if why:
             click.echo(f"({why}to have a damaged compacted file set aside, copy the replica's files into a local "

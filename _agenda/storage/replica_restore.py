@@ -1,6 +1,7 @@
 """Restoring from a replica whatever its newest state holds ("Restore drills"): a restore point checked, the walk
 back to the latest that passes integrity_check, what an earlier moment loses, and the nightly drill."""
 
+import asyncio
 import collections
 import datetime as dt
 import os
@@ -81,15 +82,16 @@ def set_aside_compacted(root, aside):
 
 
 def scratch_replica(replica, folder):
-    """(the URL of a local copy of the replica's files in `folder`, a folder's or an S3 store's, with its compacted
-    files that its lower levels repeat set aside, and those files); None for another kind of replica, or when none
-    is set aside: a damaged compacted file is then restored from the files it was made of."""
+    """(the URL of a local copy of the replica's files in `folder`, a folder's, an S3 store's or an sftp server's,
+    with its compacted files that its lower levels repeat set aside, and those files); None for another kind of
+    replica, or when none is set aside: a damaged compacted file is then restored from the files it was made of."""
     url, copy = replica_url(replica), Path(folder) / "replica"
     mask = os.umask(0o077)  # the replica's files hold the clinic: 0600 from the start
     try:
         if url.startswith("file://") and Path(url[len("file://"):], "ltx").is_dir():
             shutil.copytree(url[len("file://"):], copy, symlinks=True, copy_function=shutil.copyfile)
-        elif not (url.startswith("s3://") and copied_from_s3(url, copy)):
+        elif not (url.startswith("s3://") and copied_from_s3(url, copy)
+                  or url.startswith("sftp://") and copied_from_sftp(url, copy)):
             return None
     finally:
         os.umask(mask)
@@ -111,6 +113,33 @@ def copied_from_s3(url, copy):
         return s3_files(boto3, Config, url, copy)
     except (BotoCoreError, ClientError, OSError) as error:
         raise ReplicaUnreadable(f"its files could not be copied from S3: {error}") from None
+
+
+def copied_from_sftp(url, copy):
+    """Whether the files of the sftp replica at `url` were copied into the folder `copy`, with asyncssh: the
+    password in the URL, or the key and host key the service replicates with (AGENDA_REPLICA_KEY,
+    AGENDA_REPLICA_HOST_KEY); False without asyncssh (`pip install 'agenda[replica]'`)."""
+    try:
+        import asyncssh
+    except ImportError:
+        return False
+    parts = urllib.parse.urlsplit(url)
+    key, host_key = os.environ.get("AGENDA_REPLICA_KEY"), os.environ.get("AGENDA_REPLICA_HOST_KEY")
+
+    async def fetch():
+        async with asyncssh.connect(
+                parts.hostname, port=parts.port or 22, username=urllib.parse.unquote(parts.username or ""),
+                password=urllib.parse.unquote(parts.password) if parts.password else None,
+                client_keys=[key] if key else None, agent_path=None,
+                known_hosts=([asyncssh.import_public_key(host_key)], [], []) if host_key else None) as conn:
+            async with conn.start_sftp_client() as sftp:
+                await sftp.get(parts.path.rstrip("/") + "/ltx", str(copy / "ltx"), recurse=True)
+    copy.mkdir(parents=True, exist_ok=True)
+    try:
+        asyncio.run(asyncio.wait_for(fetch(), 600))
+    except (OSError, asyncssh.Error, asyncio.TimeoutError) as error:
+        raise ReplicaUnreadable(f"its files could not be copied over sftp: {error}") from None
+    return Path(copy, "ltx").is_dir()
 
 
 def s3_files(boto3, config, url, copy):

@@ -402,8 +402,9 @@ def restore_points(binary, replica):
     distinct last transaction, with when it was written (UTC); ReplicaUnreadable when it cannot be read."""
     result = subprocess.run([binary, "ltx", "-level", "all", "-json", replica_url(replica)], capture_output=True,
                             text=True, timeout=300, env=litestream_environment())
-    try:
-        files = json.loads(result.stdout) if result.returncode == 0 else None
+    listed = "\n".join(line for line in result.stdout.splitlines() if not line.startswith("time="))  # its log
+    try:  # lines, such as an sftp replica's "host key not verified", come on the same output as the list
+        files = json.loads(listed) if result.returncode == 0 else None
     except ValueError:
         files = None
     if not isinstance(files, list):
