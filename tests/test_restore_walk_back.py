@@ -335,8 +335,8 @@ def test_status_of_a_damaged_standby_says_failed_do_not_promote_it_never_a_trace
 
 def test_a_scratch_copy_sets_aside_only_the_compacted_files_its_lower_levels_repeat(tmp_path):
     """The replica itself is never changed; in the copy (its files 0600), a compacted file goes aside only when
-    the files kept below it hold every one of its transactions; an sftp replica gets no copy (an S3 replica's copy:
-    tests/test_crash_restore.py)."""
+    the files kept below it hold every one of its transactions; a kind of replica Agenda cannot copy gets none (an S3
+    and an sftp replica's copies: tests/test_crash_restore.py)."""
     replica = tmp_path / "replica"
     names = {0: [(3, 3), (4, 4), (5, 5), (6, 6)], 1: [(1, 2), (3, 4), (5, 6)], 2: [(1, 4)], 9: [(1, 6)]}
     for level, ranges in names.items():
@@ -352,4 +352,4 @@ def test_a_scratch_copy_sets_aside_only_the_compacted_files_its_lower_levels_rep
     copy = Path(url.removeprefix("file://"))
     assert all(path.stat().st_mode & 0o077 == 0 for path in copy.rglob("*.ltx"))
     assert sorted(path.relative_to(replica) for path in replica.rglob("*.ltx")) == before
-    assert replica_restore.scratch_replica("sftp://agenda@127.0.0.1:9/agenda", tmp_path / "other") is None
+    assert replica_restore.scratch_replica("gs://bucket/agenda", tmp_path / "other") is None
