@@ -99,7 +99,8 @@ def main():
                 p99s.append(figures["ours"][2])
                 print(f"round {number + 1}: Agenda {figures['ours'][0]:.0f}/s ({figures['ours'][1]:.2f} ms CPU a"
                       f" request, p99 {figures['ours'][2]:.1f} ms); " + "; ".join(
-                          f"{side} ({options.threads} threads) {figures[side][0]:.0f}/s ({figures[side][1]:.2f} ms),"
+                          f"{side} ({options.threads} threads) {figures[side][0]:.0f}/s ({figures[side][1]:.2f} ms, "
+                          f"p99 {figures[side][2]:.1f} ms),"
                           f" ratio {ratios[side][-1]:.2f}" for side in ratios), flush=True)
             for side, kept in ratios.items():
                 print(f"median ratio to the {side} over {options.rounds} rounds: {statistics.median(kept):.2f}")

@@ -41,8 +41,9 @@ def valid_dni(number):
 
 def agenda(root, *args, **options):
     """`agenda ARGS` of the checkout at `root`, run to its end."""
+    env = {**child_env(), **options.pop("env", {})}
     return subprocess.run([sys.executable, str(Path(root) / "agenda.py"), *args], capture_output=True, text=True,
-                          timeout=300, env=child_env(), **options)
+                          timeout=300, env=env, **options)
 
 
 def child_env(folder=None):
@@ -303,7 +304,7 @@ def served_and_killed(root, folder, rng, cores, litestream_down=False, replica=N
     return db_path, replica, acked, sum("the service checkpointed" in line for line in list(service.lines))
 
 
-def damaged_file_round(root, folder, rng, cores="one", upload=None):
+def damaged_file_round(root, folder, rng, cores="one", upload=None, restore_env=None):
     """A crash round whose replica is then compacted by Litestream (level 1, every second) and one compacted
     file damaged as a disk damages one, 16 bytes flipped in its middle; `agenda restore --from-replica` must
     give the primary's newest state whole, every appointment as the primary has it, with no loss said and
@@ -319,7 +320,7 @@ def damaged_file_round(root, folder, rng, cores="one", upload=None):
     damaged.write_bytes(bytes(data))
     source = upload(replica) if upload else str(replica)
     restored = Path(folder) / "restored.db"
-    done = agenda(root, "restore", "--from-replica", source, "--db", str(restored), "-y")
+    done = agenda(root, "restore", "--from-replica", source, "--db", str(restored), "-y", env=restore_env or {})
     said = done.stdout + done.stderr
     if done.returncode != 0:
         return Round(acked.count(), [f"restore refused: {said.strip()[-600:]}"])
@@ -329,10 +330,11 @@ def damaged_file_round(root, folder, rng, cores="one", upload=None):
         problems.append("the restore's appointments are not the primary's newest")
     problems += [f"said {words!r} though nothing is lost" for words in ("phone these patients", "unknown", "Changed ",
                                                                         "More may have changed") if words in said]
-    return Round(acked.count(), problems + phoned(root, replica, db_path, Path(folder), rng, source), ours, theirs)
+    return Round(acked.count(), problems + phoned(root, replica, db_path, Path(folder), rng, source, restore_env),
+                 ours, theirs)
 
 
-def phoned(root, replica, primary, folder, rng, source=None):
+def phoned(root, replica, primary, folder, rng, source=None, restore_env=None):
     """Problems of a restore at an earlier transaction of the replica, drawn at random: the appointments it says
     to phone, and their count, must be those whose date, time, doctor or state differ between it and the
     primary's newest state (one booked and cancelled since left out), as read here with plain SQL."""
@@ -340,7 +342,7 @@ def phoned(root, replica, primary, folder, rng, source=None):
     point = rng.choice(points[:-1] or points)
     earlier = folder / "earlier.db"
     done = agenda(root, "restore", "--from-replica", source or str(replica), "--at", f"transaction {point}", "--db",
-                  str(earlier), "-y")
+                  str(earlier), "-y", env=restore_env or {})
     if done.returncode != 0:
         return [f"restore at transaction {point} refused: {(done.stdout + done.stderr).strip()[-600:]}"]
     facts = "SELECT id, date, time, doctor_id, status FROM appointments"

@@ -31,7 +31,9 @@ class SftpServer:
         self.port = self.server.sockets[0].getsockname()[1]
 
     async def listen(self):
-        return await asyncssh.listen("127.0.0.1", 0, server_host_keys=[asyncssh.generate_private_key("ssh-ed25519")],
+        key = asyncssh.generate_private_key("ssh-ed25519")
+        self.host_key = key.export_public_key().decode().strip()  # as ssh-keyscan prints it, less the host's name
+        return await asyncssh.listen("127.0.0.1", 0, server_host_keys=[key],
                                      server_factory=Login,
                                      sftp_factory=lambda channel: asyncssh.SFTPServer(channel, chroot=self.root))
 

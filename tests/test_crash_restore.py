@@ -10,9 +10,11 @@ import os
 import random
 import shutil
 
+import asyncssh
 import pytest
 
-from _agenda.storage.replication import litestream_binary
+from _agenda.storage.replica_restore import scratch_replica
+from _agenda.storage.replication import litestream_binary, ReplicaUnreadable
 from conftest import ROOT
 from crash_rounds import crash_round, damaged_file_round
 from object_store import CLIENT_ENV
@@ -70,8 +72,32 @@ def test_a_damaged_compacted_file_over_sftp_is_set_aside_in_a_local_copy_and_the
     try:
         seed = random.randrange(2 ** 32)
         outcome = damaged_file_round(ROOT, tmp_path, random.Random(seed), upload=lambda replica: (
-            shutil.copytree(replica, served / "clinic"), server.url("clinic"))[1])
+            shutil.copytree(replica, served / "clinic"), server.url("clinic"))[1],
+            restore_env={"AGENDA_REPLICA_HOST_KEY": f"127.0.0.1 {server.host_key}", "HOME": str(tmp_path)})
     finally:
         server.stop()
     assert outcome.problems == [], f"damaged-file round over sftp (seed {seed})"
     assert outcome.acknowledged > 0 and outcome.restored_events == outcome.primary_events
+
+
+def test_an_sftp_replicas_files_are_copied_only_from_the_server_whose_key_is_given_or_known(tmp_path, monkeypatch):
+    served = tmp_path / "sftp"
+    (served / "clinic" / "ltx" / "0").mkdir(parents=True)
+    server = SftpServer(served)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no known_hosts there
+    try:
+        monkeypatch.delenv("AGENDA_REPLICA_HOST_KEY", raising=False)
+        with pytest.raises(ReplicaUnreadable, match="could not be copied over sftp"):
+            scratch_replica(server.url("clinic"), tmp_path / "unknown")
+        monkeypatch.setenv("AGENDA_REPLICA_HOST_KEY", "127.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOn5kJ1ynRz7")
+        with pytest.raises(ReplicaUnreadable, match="no public key"):
+            scratch_replica(server.url("clinic"), tmp_path / "wrong")
+        other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode()
+        monkeypatch.setenv("AGENDA_REPLICA_HOST_KEY", other)
+        with pytest.raises(ReplicaUnreadable, match="could not be copied over sftp"):
+            scratch_replica(server.url("clinic"), tmp_path / "another")
+        monkeypatch.setenv("AGENDA_REPLICA_HOST_KEY", f"127.0.0.1 {server.host_key}")
+        assert scratch_replica(server.url("clinic"), tmp_path / "given") is None  # copied: nothing to set aside
+        assert (tmp_path / "given" / "replica" / "ltx" / "0").is_dir()
+    finally:
+        server.stop()

@@ -62,8 +62,7 @@ def fleet(tmp_path):
     clinics = Clinics(folder, open_clinic, close_clinic, share=2, clock=clock)
     clinics.clock_moment = clock
     yield clinics
-    for one in list(clinics.served.values()):
-        clinics.put_away(one)
+    clinics.close_all()
 
 
 def ask(clinics, host, method, url, body=None, secret=None):
@@ -125,6 +124,46 @@ def test_an_idle_clinic_is_put_away_and_opened_again_when_asked(fleet):
     assert ask(fleet, B, "GET", "/custom-config").status_int == 200
     assert fleet.served[A].app is None
     assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+
+
+def test_a_clinic_with_a_request_in_flight_is_never_put_away_under_it(fleet):
+    fleet.look(force=True)
+    one = fleet.entered(A)  # a request of A's, under way
+    app = fleet.app_of(one)
+    fleet.clock_moment.now += hosting.IDLE_AFTER + 1
+    (fleet.folder / A / "agenda.toml").write_text("min_notice_minutes = 30\n")
+    shutil.rmtree(fleet.folder / B)
+    fleet.look(force=True)
+    assert one.app is app and A in fleet.served and B not in fleet.served
+    with fleet.guard:
+        one.in_flight -= 1  # the request is answered
+    fleet.look(force=True)
+    assert one.app is None and A in fleet.served
+
+
+def test_a_clinic_whose_settings_or_secret_change_is_opened_again_with_them(fleet):
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+    assert fleet.served[A].app.clinic.settings.min_notice_minutes == 0
+    (fleet.folder / A / "agenda.toml").write_text("min_notice_minutes = 45\n")
+    fleet.clock_moment.now += hosting.LOOK_EVERY
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+    assert fleet.served[A].app.clinic.settings.min_notice_minutes == 45
+    (fleet.folder / A / "agenda.secret").write_text("a-new-secret-of-clinic-a")
+    fleet.clock_moment.now += hosting.LOOK_EVERY
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 401
+    assert ask(fleet, A, "GET", "/custom-config", secret="a-new-secret-of-clinic-a").status_int == 200
+
+
+def test_a_host_folder_unreadable_for_a_moment_leaves_the_clinics_served(fleet, monkeypatch):
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+
+    def unreadable(folder):
+        raise PermissionError(13, "Permission denied", str(folder))
+
+    monkeypatch.setattr(hosting, "clinic_folders", unreadable)
+    fleet.clock_moment.now += hosting.LOOK_EVERY
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+    assert ask(fleet, "citas.otra.es", "GET", "/health", secret="x").status_int == 404
 
 
 def test_a_damaged_clinic_answers_503_and_the_others_go_on(fleet):
@@ -190,8 +229,7 @@ def test_a_clinic_whose_requests_hang_leaves_threads_to_the_others(tmp_path):
     finally:
         release.set()
         server.shutdown()
-        for one in list(clinics.served.values()):
-            clinics.put_away(one)
+        clinics.close_all()
 
 
 def test_a_wrong_settings_file_is_refused_naming_the_file_the_key_and_the_fix(fleet, tmp_path, caplog):
@@ -213,6 +251,21 @@ def test_a_clinic_without_its_secret_is_not_served(fleet):
     (fleet.folder / B / "agenda.secret").unlink()
     assert ask(fleet, B, "GET", "/custom-config").status_int == 503
     assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+
+
+def test_host_status_names_what_it_passes_over_and_refuses_a_folder_without_clinics(fleet, tmp_path):
+    (fleet.folder / "Citas.Mayusculas.es").mkdir()
+    (fleet.folder / "citas.sin-base.es").mkdir()
+    result = CliRunner().invoke(agenda.cli, ["host", "status", str(fleet.folder)])
+    assert "Citas.Mayusculas.es" in result.output and "no host name in small letters" in result.output
+    assert "citas.sin-base.es" in result.output and "no agenda.db: agenda seed" in result.output
+    (fleet.folder / B / "agenda.secret").chmod(0o644)
+    result = CliRunner().invoke(agenda.cli, ["host", "status", str(fleet.folder)])
+    assert result.exit_code == 1 and "its secret:" in result.output and "can be read by others" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(agenda.cli, ["host", "status", str(empty)])
+    assert result.exit_code == 1 and "holds no clinic" in result.output
 
 
 def test_host_status_lists_every_clinic_and_fails_for_one_in_trouble(fleet):
@@ -253,6 +306,7 @@ def test_agenda_host_nginx_writes_a_server_a_clinic_that_nginx_takes(fleet, tmp_
                                              str(tmp_path / "live"), "--logs", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert f"{B}: no certificate yet, port 80 only: sudo certbot --nginx -d {B}" in result.output
+    assert f"{B}: its desk is closed to every address: set desk_network" in result.output
     sites = (out / "agenda-host.conf").read_text()
     server_of_a = sites[sites.index(f"server_name {A};\n    ssl_certificate"):]
     assert "allow 192.0.2.0/24;" in server_of_a and "allow 198.51.100.7/32;" in server_of_a
@@ -265,6 +319,13 @@ def test_agenda_host_nginx_writes_a_server_a_clinic_that_nginx_takes(fleet, tmp_
     checked = subprocess.run(["nginx", "-t", "-p", str(tmp_path), "-e", f"{tmp_path}/error.log", "-c", str(conf)],
                              check=False, capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0 and "test is successful" in checked.stderr, checked.stderr
+    (fleet.folder / B / "agenda.toml").write_text("clinic_nam = 'Sol'\n")
+    result = CliRunner().invoke(agenda.cli, ["host", "nginx", str(fleet.folder), str(out), "--certificates",
+                                             str(tmp_path / "live"), "--logs", str(tmp_path)])
+    assert result.exit_code == 1 and f"{B}: left out, a wrong setting:" in result.output and "Traceback" not in \
+        result.output
+    assert f"server_name {A};" in (out / "agenda-host.conf").read_text()
+    assert f"server_name {B};" not in (out / "agenda-host.conf").read_text()
 
 
 @pytest.mark.parametrize("command", [("serve",), ("status",), ("nginx",)])

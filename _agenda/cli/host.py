@@ -15,9 +15,10 @@ from ..storage.shipped import newest_version
 from ..storage.database import UPGRADE
 from ..domain.outbox import outbox_counts
 from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
-from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics
+from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics, passed_over
 from ..app import create_app
-from .root import cli, existing_database, human_size, read_secret_file, secret_file_path
+from .root import (cli, DEFAULTS, existing_database, human_size, proxy_options, read_secret_file, secret_file_path,
+                   waitress_options)
 
 log = logging.getLogger("agenda")
 
@@ -86,8 +87,10 @@ def close_clinic(app):
                    "with Retry-After, so a clinic whose requests hang leaves threads to the others.")
 @click.option("--cores", type=click.Choice(CORES), default="one", show_default=True, envvar="AGENDA_CORES",
               help="Keep the threads on one core (docs/design.md 'One core'), or let them run on every core.")
+@proxy_options
 @click.pass_context
-def host_serve(ctx, folder, address, port, threads, share, cores):
+def host_serve(ctx, folder, address, port, threads, share, cores, trusted_proxy, trusted_proxy_headers,
+               channel_timeout):
     """Serve every clinic folder under FOLDER, each at its own host name.
 
     A folder added is served within seconds, without a restart; one removed stops
@@ -110,12 +113,12 @@ def host_serve(ctx, folder, address, port, threads, share, cores):
     try:
         serve(clinics, on_listening=lambda url: click.echo(
             f"Agenda {__version__} serving {plural(len(clinics.served), 'clinic')} of {folder} on {url}", err=True),
-              cores=cores, host=address, port=port, threads=threads, ident="agenda")
+              cores=cores, **waitress_options(DEFAULTS.max_body_bytes, address, port, threads, channel_timeout,
+                                              trusted_proxy, trusted_proxy_headers))
     except OSError as error:
         raise click.ClickException(f"cannot listen on {address}:{port}: {error}") from None
     finally:
-        for one in list(clinics.served.values()):
-            clinics.put_away(one)
+        clinics.close_all()
         stop_logging(writer)
 
 
@@ -130,36 +133,46 @@ def host_status(folder):
         agenda host status /srv/clinics
     """
     host_folder(folder)
-    newest = newest_version()
-    troubled = 0
+    newest, troubled, clinics = newest_version(), 0, sorted(clinic_folders(folder).items())
     click.echo(f"{'clinic':40} {'schema':>8} {'waiting':>8} {'failed':>7} {'disk':>9}  state")
-    for name, path in sorted(clinic_folders(folder).items()):
-        row, trouble = clinic_row(path, newest)
+    for name, path in clinics:
+        row, trouble, note = clinic_row(path, newest)
         troubled += bool(trouble)
-        click.echo(f"{name:40} {row}  {trouble or 'ok'}")
+        click.echo(f"{name:40} {row}  {trouble or note or 'ok'}")
+    for name, why in sorted(passed_over(folder).items()):
+        click.echo(f"{name:40} not served: {why}")
+    if not clinics:
+        raise click.ClickException(f"{folder} holds no clinic: a clinic is a folder named for its host name, with "
+                                   f"{CLINIC_DB} in it (agenda host -h)")
     click.echo(f"{plural(troubled, 'clinic')} in trouble" if troubled else "every clinic ok")
     raise SystemExit(1 if troubled else 0)
 
 
 def clinic_row(path, newest):
-    """(the table's columns, what is wrong or '') for one clinic folder."""
+    """(the table's columns, what is wrong or '', a note or '') for one clinic folder."""
     db_path, size = path / CLINIC_DB, sum(part.stat().st_size for part in path.glob(CLINIC_DB + "*"))
-    trouble = "" if secret_file_path(db_path, None).is_file() else "no secret: agenda secret set"
+    unknown = f"{'?':>8} {'?':>8} {'?':>7} {human_size(size):>9}"
     try:
+        read_secret_file(secret_file_path(db_path, None)) if secret_file_path(db_path, None).is_file() else None
         if (path / CLINIC_SETTINGS).is_file():
             settings_in_file(path / CLINIC_SETTINGS)
+    except click.ClickException as error:
+        return unknown, f"its secret: {error.message}", ""
+    except ValueError as error:
+        return unknown, f"a wrong setting: {error}", ""
+    trouble = "" if secret_file_path(db_path, None).is_file() else f"no secret: agenda secret set --db {db_path}"
+    try:
         conn = open_read_only(str(db_path))
         try:
             version = schema_version(conn)
         finally:
             conn.close()
         counts = mail_counts(db_path) if version == newest else {}
-    except (ValueError, sqlite3.Error, OSError) as error:
-        return f"{'?':>8} {'?':>8} {'?':>7} {human_size(size):>9}", f"cannot be read: {error}"
-    if version < newest and not trouble:
-        trouble = f"schema {version} behind {newest}: upgraded when first served"
+    except (sqlite3.Error, OSError) as error:
+        return unknown, f"cannot be read: {error}", ""
+    note = f"schema {version}, upgraded to {newest} when first served" if version < newest else ""
     return (f"{version:>8} {counts.get('waiting', 0):>8} {counts.get('failed', 0):>7} {human_size(size):>9}",
-            trouble)
+            trouble, note)
 
 
 def mail_counts(db_path):
@@ -173,11 +186,11 @@ def mail_counts(db_path):
 
 # nginx for a host (docs/deploy.md's proxy, once for every clinic): what every server shares, at the http level.
 NGINX_SHARED = """# Written by `agenda host nginx`: write it again after adding or removing a clinic, then reload nginx.
-log_format agenda_noquery '$remote_addr $host [$time_local] "$request_method $uri" $status $request_time';
-limit_conn_zone $binary_remote_addr zone=agenda_perip:10m;
-limit_req_zone $binary_remote_addr zone=agenda_logins:10m rate=10r/m;
-limit_req_zone $binary_remote_addr zone=agenda_links:10m rate=60r/m;
-map $request_id $agenda_request_id {
+log_format agenda_host_noquery '$remote_addr $host [$time_local] "$request_method $uri" $status $request_time';
+limit_conn_zone $binary_remote_addr zone=agenda_host_perip:10m;
+limit_req_zone $binary_remote_addr zone=agenda_host_logins:10m rate=10r/m;
+limit_req_zone $binary_remote_addr zone=agenda_host_links:10m rate=60r/m;
+map $request_id $agenda_host_request_id {
     "~^(?<first16>[0-9a-f]{16})" $first16;
 }
 """
@@ -186,7 +199,7 @@ NGINX_LOCATIONS = """client_header_timeout 10s;
 client_body_timeout 10s;
 send_timeout 10s;
 client_max_body_size 64k;
-limit_conn agenda_perip 32;
+limit_conn agenda_host_perip 32;
 error_page 413 @payload_too_large;
 location @payload_too_large {{
     default_type application/json;
@@ -195,14 +208,14 @@ location @payload_too_large {{
 error_page 503 @too_many_connections;
 location @too_many_connections {{
     default_type application/json;
-    add_header X-Request-Id $agenda_request_id always;
-    return 503 '{{"error":{{"code":"SERVICE_UNAVAILABLE","message":"too many requests at once from this address; retry","requestId":"$agenda_request_id"}}}}';
+    add_header X-Request-Id $agenda_host_request_id always;
+    return 503 '{{"error":{{"code":"SERVICE_UNAVAILABLE","message":"too many requests at once from this address; retry","requestId":"$agenda_host_request_id"}}}}';
 }}
 proxy_set_header Host $host;
 proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
 proxy_set_header X-Forwarded-Proto $scheme;
 location /feeds/ {{ access_log off; proxy_pass http://{upstream}; }}
-location /cita/ {{ access_log off; limit_req zone=agenda_links burst=30 nodelay; proxy_pass http://{upstream}; }}
+location /cita/ {{ access_log off; limit_req zone=agenda_host_links burst=30 nodelay; proxy_pass http://{upstream}; }}
 location / {{ proxy_pass http://{upstream}; proxy_request_buffering on; proxy_read_timeout 30s; }}
 """
 NGINX_TLS = """server {{
@@ -217,7 +230,7 @@ server {{
     ssl_certificate_key {certificates}/{name}/privkey.pem;
     ssl_protocols       TLSv1.2 TLSv1.3;
     add_header Strict-Transport-Security "max-age=31536000" always;
-    access_log {logs}/agenda.access.log agenda_noquery;
+    access_log {logs}/agenda-host.access.log agenda_host_noquery;
     include {locations};
     location /desk {{
 {allow}        deny all;
@@ -225,7 +238,7 @@ server {{
     }}
     location = /desk/login {{
 {allow}        deny all;
-        limit_req zone=agenda_logins burst=5 nodelay;
+        limit_req zone=agenda_host_logins burst=5 nodelay;
         proxy_pass http://{upstream};
     }}
 }}
@@ -264,10 +277,15 @@ def host_nginx(folder, out, upstream, certificates, logs):
     out.mkdir(parents=True, exist_ok=True)
     locations = out / "agenda-locations.conf"
     locations.write_text(NGINX_LOCATIONS.format(upstream=upstream), encoding="utf-8")
-    servers, waiting = [NGINX_SHARED], []
+    servers, waiting, closed, wrong = [NGINX_SHARED], [], [], []
     for name, path in sorted(clinic_folders(folder).items()):
-        settings = settings_in_file(path / CLINIC_SETTINGS) if (path / CLINIC_SETTINGS).is_file() else {}
+        try:
+            settings = settings_in_file(path / CLINIC_SETTINGS) if (path / CLINIC_SETTINGS).is_file() else {}
+        except ValueError as error:
+            wrong.append(f"{name}: left out, a wrong setting: {error}")
+            continue
         networks = desk_networks(settings.get("desk_network", ""))
+        closed += [] if networks else [name]
         allow = "".join(f"        allow {network};\n" for network in networks)
         if (Path(certificates) / name / "fullchain.pem").is_file():
             servers.append(NGINX_TLS.format(name=name, certificates=certificates, logs=logs, locations=locations,
@@ -280,3 +298,9 @@ def host_nginx(folder, out, upstream, certificates, logs):
                "block, then: sudo nginx -t && sudo systemctl reload nginx")
     for name in waiting:
         click.echo(f"{name}: no certificate yet, port 80 only: sudo certbot --nginx -d {name}, then write again")
+    for name in closed:
+        click.echo(f"{name}: its desk is closed to every address: set desk_network in its {CLINIC_SETTINGS}")
+    for line in wrong:
+        click.echo(line, err=True)
+    if wrong:
+        raise SystemExit(1)

@@ -89,6 +89,31 @@ def desk_network_option(function):
                              "a new PC there logs in to the desk during a flood of logins from elsewhere.")(function)
 
 
+def proxy_options(function):
+    """--trusted-proxy, --trusted-proxy-headers and --channel-timeout: how waitress takes requests, for `agenda
+    run` and `agenda host serve`."""
+    for option in reversed((
+            click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
+                         help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1)."),
+            click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,
+                         envvar="AGENDA_TRUSTED_PROXY_HEADERS", help="Which of the proxy's headers to trust."),
+            click.option("--channel-timeout", default=60, show_default=True, type=click.IntRange(1, 3600),
+                         envvar="AGENDA_CHANNEL_TIMEOUT", help="Seconds before an idle connection is closed."))):
+        function = option(function)
+    return function
+
+
+def waitress_options(max_body_bytes, host, port, threads, channel_timeout, trusted_proxy, trusted_proxy_headers):
+    """waitress's adjustments for these options: a body over the clinic's limit refused before it is read, the
+    proxy's headers trusted from it alone."""
+    options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
+               "max_request_body_size": max_body_bytes + 1, "ident": "agenda"}
+    if trusted_proxy:
+        options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
+                       clear_untrusted_proxy_headers=True)
+    return options
+
+
 def tz_option(function):
     return click.option("--tz", default=DEFAULTS.tz, show_default=True, envvar="AGENDA_TZ",
                         help="The clinic's time zone, for 'today' and 'now' [env: AGENDA_TZ].")(function)

@@ -27,8 +27,8 @@ from ..storage.replication import BEHIND_AFTER, DOWN_AFTER, litestream_binary, R
 from ..patient.messages import phone_warning
 from ..patient.sender import public_address, SenderProcess
 from .root import (cli, cli_recipients, db_option, DEFAULTS, desk_network_option, desk_rules_options, existing_database,
-                  mailer_of, message_options, read_secret_file, recipients_option, secret_file_option,
-                  secret_file_path, sender_address, smtp_options, tz_option)
+                  mailer_of, message_options, proxy_options, read_secret_file, recipients_option, secret_file_option,
+                  secret_file_path, sender_address, smtp_options, tz_option, waitress_options)
 
 
 log = logging.getLogger("agenda")
@@ -61,12 +61,7 @@ def rules_options(function):
               show_envvar=True,
               help="Keep the service's threads on one core (faster: the interpreter serves one thread at a time, "
                    "docs/design.md 'One core'), or let them run on every core.")
-@click.option("--trusted-proxy", default=None, envvar="AGENDA_TRUSTED_PROXY",
-              help="Address of the reverse proxy whose forwarding headers to trust (e.g. 127.0.0.1).")
-@click.option("--trusted-proxy-headers", default="x-forwarded-for x-forwarded-proto", show_default=True,
-              envvar="AGENDA_TRUSTED_PROXY_HEADERS", help="Which of the proxy's headers to trust.")
-@click.option("--channel-timeout", default=60, show_default=True, type=click.IntRange(1, 3600),
-              envvar="AGENDA_CHANNEL_TIMEOUT", help="Seconds before an idle connection is closed.")
+@proxy_options
 @tz_option
 @click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default=DEFAULTS.signature_scheme,
               show_default=True,
@@ -164,7 +159,8 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         try:
             serve(app, on_listening=lambda url: click.echo(f"Agenda {__version__} serving {db_path} on {url}",
                                                            err=True), cores=cores,
-                  **waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, trusted_proxy_headers))
+                  **waitress_options(app.clinic.settings.max_body_bytes, host, port, threads, channel_timeout,
+                                   trusted_proxy, trusted_proxy_headers))
         except OSError as error:
             raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
         finally:
@@ -251,16 +247,6 @@ def migrate(db_path, recipients):
         return
     kept = f"; the database as it was is kept as {done.aside}" if done.aside else ""
     click.echo(f"Upgraded {db_path} from schema version {done.found} to {done.newest}{kept}.")
-
-
-def waitress_options(app, host, port, threads, channel_timeout, trusted_proxy, trusted_proxy_headers):
-    options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
-               # waitress refuses a Content-Length at or over this before reading the body
-               "max_request_body_size": app.clinic.settings.max_body_bytes + 1, "ident": "agenda"}
-    if trusted_proxy:
-        options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
-                       clear_untrusted_proxy_headers=True)
-    return options
 
 
 def start_replication(db_path, replica, key_path, host_key=None, behind_after=BEHIND_AFTER, down_after=DOWN_AFTER):

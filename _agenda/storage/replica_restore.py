@@ -124,14 +124,20 @@ def copied_from_sftp(url, copy):
     except ImportError:
         return False
     parts = urllib.parse.urlsplit(url)
-    key, host_key = os.environ.get("AGENDA_REPLICA_KEY"), os.environ.get("AGENDA_REPLICA_HOST_KEY")
+    key, host_key = os.environ.get("AGENDA_REPLICA_KEY"), os.environ.get("AGENDA_REPLICA_HOST_KEY", "").split()
+    if host_key and not re.match(r"(ssh|ecdsa|sk)-", host_key[0]):
+        host_key = host_key[1:]  # as ssh-keyscan prints it: the host's name first
+    try:  # the server's key as given, else the user's known_hosts: never any machine posing as the server
+        trusted = {"known_hosts": ([asyncssh.import_public_key(" ".join(host_key[:2]))], [], [])} if host_key else {}
+    except (ValueError, asyncssh.Error) as error:
+        raise ReplicaUnreadable(f"AGENDA_REPLICA_HOST_KEY is no public key ({error}): give it as ssh-keyscan "
+                                "prints it") from None
 
     async def fetch():
         async with asyncssh.connect(
                 parts.hostname, port=parts.port or 22, username=urllib.parse.unquote(parts.username or ""),
                 password=urllib.parse.unquote(parts.password) if parts.password else None,
-                client_keys=[key] if key else None, agent_path=None,
-                known_hosts=([asyncssh.import_public_key(host_key)], [], []) if host_key else None) as conn:
+                client_keys=[key] if key else None, agent_path=None, **trusted) as conn:
             async with conn.start_sftp_client() as sftp:
                 await sftp.get(parts.path.rstrip("/") + "/ltx", str(copy / "ltx"), recurse=True)
     copy.mkdir(parents=True, exist_ok=True)

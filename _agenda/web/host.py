@@ -14,8 +14,8 @@ from ..values.refusals import ClinicError
 
 log = logging.getLogger("agenda")
 
-CLINIC_DB = "agenda.db"  # a clinic's database in its folder; its secret is agenda.secret, its settings agenda.toml
-CLINIC_SETTINGS = "agenda.toml"
+CLINIC_DB = "agenda.db"  # a clinic's database in its folder, beside its secret and its settings
+CLINIC_SECRET, CLINIC_SETTINGS = "agenda.secret", "agenda.toml"
 LOOK_EVERY = 2.0  # seconds between two looks at the host's folder for clinics added or removed
 IDLE_AFTER = 600.0  # seconds without a request after which a clinic's app is put away (its connections closed)
 HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+")
@@ -38,18 +38,39 @@ def clinic_folders(folder):
     return found
 
 
+def passed_over(folder):
+    """{entry: why} of what under `folder` is no clinic, for the admin to read."""
+    found = {}
+    for entry in Path(folder).iterdir():
+        if not entry.is_dir():
+            found[entry.name] = "not a folder"
+        elif not HOST_NAME.fullmatch(entry.name):
+            found[entry.name] = "its name is no host name in small letters (citas.clinicasol.es)"
+        elif not (entry / CLINIC_DB).is_file():
+            found[entry.name] = f"no {CLINIC_DB}: agenda seed CATALOGS.csv --db {entry / CLINIC_DB}"
+    return found
+
+
 class Served:
-    """One clinic being served: its app once opened, the requests it has in flight, when it was last asked."""
+    """One clinic being served: its app once opened (and the stamp of its files then), the requests it has in
+    flight, when it was last asked."""
 
     def __init__(self, folder):
-        self.folder, self.app, self.failed = folder, None, None
+        self.folder, self.app, self.failed, self.stamp = folder, None, None, None
         self.in_flight, self.asked_at, self.opening = 0, time.monotonic(), threading.Lock()
+
+
+def stamp(folder):
+    """When a clinic's settings file and secret last changed: an open app whose stamp differs is reopened."""
+    return tuple(path.stat().st_mtime_ns if path.exists() else None
+                 for path in (folder / CLINIC_SETTINGS, folder / CLINIC_SECRET))
 
 
 class Clinics:
     """The WSGI app of a host: every clinic under `folder`, each app opened by `open_clinic(folder)` when first
-    asked for and put away when idle or removed; at most `share` requests of one clinic in flight at once, so that
-    a clinic whose requests hang leaves threads to the others ("A host of clinics")."""
+    asked for, and put away (`close_clinic`) when idle, removed, or its settings or secret changed; at most `share`
+    requests of one clinic in flight at once, so that a clinic whose requests hang leaves threads to the others
+    ("A host of clinics")."""
 
     def __init__(self, folder, open_clinic, close_clinic, share=2, clock=time.monotonic):
         self.folder, self.open_clinic, self.close_clinic = Path(folder), open_clinic, close_clinic
@@ -57,64 +78,85 @@ class Clinics:
         self.served, self.looked_at, self.guard = {}, None, threading.Lock()
 
     def look(self, force=False):
-        """Take in the clinic folders added since the last look, let go of those removed, put away the idle."""
+        """Take in the clinic folders added since the last look, let go of those removed, put away the idle and
+        those whose files changed; a clinic with requests in flight is let be until the next look."""
         now = self.clock()
         with self.guard:
             if not force and self.looked_at is not None and now - self.looked_at < LOOK_EVERY:
                 return
             self.looked_at = now
-            found = clinic_folders(self.folder)
+            try:
+                found = clinic_folders(self.folder)
+            except OSError as error:  # the host's folder unreadable for a moment: serve what is known
+                log.error("the host's folder %s cannot be read: %s", self.folder, error)
+                return
             for name in found.keys() - self.served.keys():
                 self.served[name] = Served(found[name])
                 log.info("clinic %s found", name)
-            leaving = [name for name in self.served if name not in found]
-            idle = [name for name, one in self.served.items()
-                    if one.app is not None and not one.in_flight and now - one.asked_at > IDLE_AFTER]
-            gone = {name: self.served.pop(name) for name in leaving if not self.served[name].in_flight}
-            put_away = [self.served[name] for name in idle if name not in gone]
-        for name, one in gone.items():
-            log.info("clinic %s removed: no longer served", name)
-            self.put_away(one)
-        for one in put_away:
-            self.put_away(one)
+            let_go = [(name, "removed: no longer served") for name in self.served if name not in found]
+            let_go += [(name, "idle: put away until asked again") for name, one in self.served.items()
+                       if name in found and one.app is not None and now - one.asked_at > IDLE_AFTER]
+            let_go += [(name, "settings or secret changed: opened again when next asked")
+                       for name, one in self.served.items() if name in found and one.app is not None
+                       and now - one.asked_at <= IDLE_AFTER and one.stamp != stamp(one.folder)]
+            closing = []
+            for name, why in let_go:
+                one = self.served[name]
+                if one.in_flight:
+                    continue
+                if name not in found:
+                    del self.served[name]
+                closing.append((name, why, one.app))
+                one.app, one.failed = None, None
+        for name, why, app in closing:
+            log.info("clinic %s %s", name, why)
+            if app is not None:
+                self.close_clinic(app)
 
-    def put_away(self, one):
-        with one.opening:
-            app, one.app, one.failed = one.app, None, None
-        if app is not None:
+    def close_all(self):
+        """Put every clinic's app away (the host stopping)."""
+        with self.guard:
+            apps, self.served = [one.app for one in self.served.values() if one.app is not None], {}
+        for app in apps:
             self.close_clinic(app)
 
     def app_of(self, one):
         """The clinic's app, opened now if it is not yet; ClinicError when it cannot be served."""
-        if one.app is None:
-            with one.opening:
-                if one.app is None:
-                    try:
-                        one.app = self.open_clinic(one.folder)
-                    except Exception as error:  # any clinic that cannot open is that clinic's fault only
-                        if one.failed != str(error):
-                            log.error("clinic %s cannot be served: %s", one.folder.name, error)
-                        one.failed = str(error)
-                        raise ClinicError("SERVICE_UNAVAILABLE", "this clinic cannot be served right now; its "
-                                                                 "administrator has been told (the log says why)")
-        return one.app
+        with one.opening:
+            if one.app is None:
+                try:
+                    one.stamp = stamp(one.folder)
+                    one.app = self.open_clinic(one.folder)
+                except Exception as error:  # any clinic that cannot open is that clinic's fault only
+                    if one.failed != str(error):
+                        log.error("clinic %s cannot be served: %s", one.folder.name, error)
+                    one.failed = str(error)
+                    raise ClinicError("SERVICE_UNAVAILABLE", "this clinic cannot be served right now; its "
+                                                             "administrator has been told (the log says why)")
+            return one.app
+
+    def entered(self, name):
+        """The clinic `name` with one more request in flight, 'busy' when its share is taken, or None."""
+        with self.guard:
+            one = self.served.get(name)
+            if one is None:
+                return None
+            if one.in_flight >= self.share:
+                return "busy"
+            one.in_flight, one.asked_at = one.in_flight + 1, self.clock()
+            return one
 
     def __call__(self, environ, start_response):
         self.look()
         name = host_name(environ)
-        one = self.served.get(name)
+        one = self.entered(name)
         if one is None and name:
             self.look(force=self.looked_at is None or self.clock() - self.looked_at >= 1.0)
-            one = self.served.get(name)
+            one = self.entered(name)
         if one is None:  # as bottle's own 404 for a path no route takes
             return refusal(start_response, {"error": {"code": "NOT_FOUND",
                                                       "message": "no clinic is served at this host name"}}, 404)
-        with self.guard:
-            if one.in_flight >= self.share:
-                busy = True
-            else:
-                busy, one.in_flight, one.asked_at = False, one.in_flight + 1, self.clock()
-        if busy:
+        if one == "busy":
             return refusal(start_response, ClinicError("SERVICE_UNAVAILABLE", "this clinic is busy; try again in a "
                                                                               "second"), 503)
         try:
