@@ -24,6 +24,8 @@ class Inbox:
         self.refused = set()  # addresses answered 550 at RCPT
         self.refuse_sender = False  # answer 550 to MAIL FROM: the server refuses the clinic itself
         self.greylisted = set()  # addresses answered 450 at RCPT, as a greylisting server does
+        self.no_relay = False  # answer 554 relay access denied at RCPT: the clinic may not send through it
+        self.dmarc = False  # answer 550 5.7.26 at DATA: the clinic's From is not vouched for by its domain
         self.logins = []  # every login tried, as (user, whether it was taken)
 
     def __call__(self, server, session, envelope, mechanism, auth_data):
@@ -40,6 +42,8 @@ class Inbox:
         return "250 OK"
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if self.no_relay:
+            return "554 5.7.1 <" + address + ">: Relay access denied"
         if address in self.refused:
             return "550 5.1.1 no such mailbox"
         if address in self.greylisted:
@@ -50,6 +54,8 @@ class Inbox:
     async def handle_DATA(self, server, session, envelope):
         if self.busy:
             return "451 4.3.0 try again later"
+        if self.dmarc:
+            return "550 5.7.26 Unauthenticated email from this domain is not accepted due to its DMARC policy"
         with self.lock:
             self.received.append((list(envelope.rcpt_tos),
                                   email.message_from_bytes(envelope.original_content, policy=email.policy.default)))

@@ -584,6 +584,43 @@ def test_a_wrong_password_535_fails_no_patients_message_and_says_so(api, mail_se
     assert sender.pass_once() == {"sent": 3}
 
 
+@pytest.mark.parametrize("refusal, why", [("no_relay", "clinic_refused 554"), ("dmarc", "sender_refused 550")])
+def test_a_server_refusing_the_clinics_relay_or_its_domain_fails_no_patients_message(api, sender, mail_server, clock,
+                                                                                    refusal, why):
+    """554 relay access denied at RCPT, 550 5.7.26 (DMARC) at DATA: the clinic's setup, no patient's address."""
+    for number in range(3):
+        api.book(api.new_patient(nif=valid_dni(number), name=f"P{number}", email=f"p{number}@example.es"),
+                 time=("09:00", "09:30", "10:00")[number])
+    setattr(mail_server.inbox, refusal, True)
+    for _ in range(9):  # more than the tries a patient's message gets, an hour apart (the longest pause)
+        assert sender.pass_once() == {"unreachable": 1}
+        clock.moment += dt.timedelta(hours=1)
+    assert [tuple(row) for row in api.db().execute("SELECT state, attempts FROM outbox")] == [("waiting", 0)] * 3
+    assert api.db().execute("SELECT error FROM outbox WHERE id = 1").fetchone()[0] == why
+    setattr(mail_server.inbox, refusal, False)
+    clock.moment += dt.timedelta(hours=1)
+    assert sender.pass_once() == {"sent": 3}
+
+
+def test_a_try_the_replica_did_not_confirm_does_not_count_against_the_message(api, mail_server, db_path):
+    """A replica that flaps: the pass's changes confirmed, each try's not; the tries do not add up to a failure."""
+    asked, flapping = [], [True]
+
+    def sync():
+        asked.append(1)
+        return not flapping[0] or len(asked) % 2 == 1  # the pass's own question yes, the try's no
+
+    sender = Sender(api.app.clinic, Mailer(smtp_server(mail_server.url, ca_file=str(mail_server.ca_file))), FROM,
+                    PUBLIC, sync=sync)
+    api.book(api.new_patient(email="ana@example.es"))
+    for _ in range(12):  # more than the tries a message gets
+        assert sender.pass_once() == {"waiting for the replica": 1}
+    assert tuple(api.db().execute("SELECT state, attempts FROM outbox").fetchone()) == ("waiting", 0)
+    assert mail_server.inbox.messages() == []
+    flapping[0] = False
+    assert sender.pass_once() == {"sent": 1}
+
+
 def test_a_greylisted_address_waits_alone_and_the_messages_behind_it_go(api, sender, mail_server, clock):
     for number in range(4):
         api.book(api.new_patient(nif=valid_dni(number), name=f"P{number}", email=f"p{number}@example.es"),

@@ -182,8 +182,15 @@ def try_again(conn, message_id, at, error):
 def clinic_refused(conn, message_id, at, error):
     """Inside a transaction: the server refused the clinic itself (its login, its sender, its TLS), no fault of
     the patient's: the try does not count against the message, which waits with why ("The sender")."""
-    conn.execute("UPDATE outbox SET attempts = max(attempts - 1, 0), error = ? WHERE id = ?", (error, message_id))
+    try_undone(conn, message_id, error)
     remember(conn, "mail_refused", error, at)
+
+
+def try_undone(conn, message_id, error=None):
+    """Inside a transaction: the last try of a message did not reach the server (the replica did not confirm it,
+    the server refused the clinic), so it does not count against the message; `error`, why, when given."""
+    conn.execute("UPDATE outbox SET attempts = max(attempts - 1, 0), error = coalesce(?, error) WHERE id = ?",
+                 (error, message_id))
 
 
 def skip_unsent(conn, patient_id, at):

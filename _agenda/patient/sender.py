@@ -7,6 +7,7 @@ import datetime as dt
 import ipaddress
 import logging
 import os
+import re
 import smtplib
 import socket
 import ssl
@@ -23,7 +24,7 @@ from ..domain.appointments import series_coming, visits_told
 from ..domain.identity import identity
 from ..domain.links import new_link
 from ..domain.outbox import (calendar_uids, clinic_refused, due_messages, finish, first_to, make_clinic_id, moot,
-                             queue_reminders, start_try, told_before, try_again)
+                              queue_reminders, start_try, told_before, try_again, try_undone)
 from ..desk.pages import visit_view
 from .messages import envelope, mail_reason, test_message, written
 
@@ -118,9 +119,13 @@ def failure(error):
     kept: one of SMTP_REASONS, then the server's code or the error's name. Never the address."""
     code = getattr(error, "smtp_code", None)
     if isinstance(error, smtplib.SMTPRecipientsRefused):
-        code = next(iter(error.recipients.values()))[0]
+        code, said = next(iter(error.recipients.values()))
+        if code == 530 or re.search(rb"relay", said or b"", re.I):  # the clinic may not send here: its login, its relay
+            return ClinicRefused(f"{'login_needed' if code == 530 else 'clinic_refused'} {code}")
         return (Refused(f"recipient_refused {code}") if code >= 500 else Deferred(f"recipient_deferred {code}"))
     if isinstance(error, smtplib.SMTPDataError):
+        if code >= 500 and re.search(rb"5\.7\.2[3-7]|dmarc|spf|dkim", error.smtp_error or b"", re.I):
+            return ClinicRefused(f"sender_refused {code}")  # the clinic's own domain not vouching for its From
         return Refused(f"message_refused {code}") if code >= 500 else Unreachable(f"server_busy {code}")
     if isinstance(error, smtplib.SMTPResponseException):  # the greeting, the login, the sender: every message waits
         if code < 500:
@@ -260,6 +265,8 @@ class Sender:
                                        (visit["id"],)).fetchone()[0]
         if self.sync is not None and not self.sync():  # the try and its links in the replica before the server
             log.warning("mail waits: the replica has not confirmed a message's try")
+            with clinic.db.transaction() as writing:
+                try_undone(writing, message["id"])  # no fault of the message's: the try does not count
             return "waiting for the replica"
         series = None
         if kind == "series" and visit["series_id"]:
