@@ -23,8 +23,8 @@ from _agenda.domain.registry import register_patient
 from _agenda.domain.patients import set_messages
 from _agenda.domain.rights import request_erasure
 from _agenda.domain.series import book_series
-from _agenda.desk.texts import TEXTS
-from _agenda.patient.messages import envelope, mail_reason, written
+from _agenda.desk.texts import mail_reason, TEXTS, translator
+from _agenda.patient.messages import envelope, written
 from _agenda.patient.sender import Mailer, public_address, Sender, smtp_server, SMTP_REASONS
 from _agenda.storage.connections import transaction
 from conftest import (agenda_command, days_ahead, EVERY_DAY_CSV, MADRID, ROOT, SEEDED_AT, seed, send, valid_dni,
@@ -122,6 +122,14 @@ def test_one_refused_address_never_holds_the_others(api, sender, mail_server):
     assert [recipients for recipients, _ in mail_server.inbox.messages()] == [["eva@example.es"]]
     failed = api.db().execute("SELECT error FROM outbox WHERE state = 'failed'").fetchone()["error"]
     assert "550" in failed and "nadie" not in failed  # why, never the address
+    api.app.accounts.add_staff("ana", "correct horse battery")
+    desk = webtest.TestApp(api.app)
+    login = desk.get("/desk/login")
+    login.form["name"], login.form["password"] = "ana", "correct horse battery"
+    login.form.submit()
+    page = desk.get("/desk/appointments/1")  # reception reads why, and what to do, in its words
+    assert "no enviado: el servidor de correo no lo aceptó. el servidor rechazó la dirección del paciente (550)" \
+           in page.text and "compruebe su correo" in page.text
 
 
 def test_no_address_a_stop_or_a_block_sends_nothing(api, sender, mail_server):
@@ -736,8 +744,8 @@ def test_every_why_of_the_sender_is_said_in_both_languages_and_in_the_deploy_gui
     for reason in SMTP_REASONS:
         spanish, english = TEXTS[f"mailwhy_{reason}"]
         assert spanish != english and f"| {english.split('{detail}')[0].split(':')[0]} |" in guide, reason
-    assert mail_reason("login_refused 535") == mail_reason("login_refused 535", "en") == (
+    assert mail_reason("login_refused 535") == mail_reason("login_refused 535", translator("en")) == (
         "the server refused the clinic's login (535): check the user in --smtp (smtp://USER@HOST) and the password "
         "in --smtp-password-file")
-    assert mail_reason("login_refused 535", "es").startswith("el servidor rechazó el usuario o la contraseña")
+    assert mail_reason("login_refused 535", translator("es")).startswith("el servidor rechazó el usuario o la contraseña")
     assert mail_reason("the server could not be reached: OSError") == "the server could not be reached: OSError"

@@ -17,7 +17,7 @@ from ..storage.database import Database
 from ..storage.replication import replica_sync
 from ..domain.clinic import Clinic
 from ..domain.outbox import outbox_counts, release, waiting_on_admin
-from ..patient.messages import mail_reason
+from ..desk.texts import mail_reason
 from ..patient.sender import Deferred, public_address, Refused, send_test, Sender, Unreachable
 from .root import (cli, cli_now, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS, existing_database,
                    mailer_of, message_options, sender_address, smtp_options, tz_option)

@@ -157,10 +157,9 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         if not app.clinic.conn().execute("SELECT 1 FROM doctors LIMIT 1").fetchone():
             log.warning("%s has no doctors: no slot can be offered; load the catalogs with `agenda seed`", db_path)
         try:
-            serve(app, on_listening=lambda url: click.echo(f"Agenda {__version__} serving {db_path} on {url}",
-                                                           err=True), cores=cores,
-                  **waitress_options(app.clinic.settings.max_body_bytes, host, port, threads, channel_timeout,
-                                   trusted_proxy, trusted_proxy_headers))
+            serve(app, on_listening=lambda url: click.echo(f"Agenda {__version__} serving {db_path} on {url}", err=True),
+                  cores=cores, **waitress_options(app.clinic.settings.max_body_bytes, host, port, threads,
+                                                  channel_timeout, trusted_proxy, trusted_proxy_headers))
         except OSError as error:
             raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
         finally:

@@ -20,7 +20,7 @@ from ..domain.appointments import count_by_status
 from ..domain.counter import overlapping_pairs
 from ..domain.reminders import last_cycle
 from ..domain.outbox import mail_summary
-from ..patient.messages import mail_reason
+from ..desk.texts import mail_reason
 from ..web.api import SIGNED_SCHEMES
 from ..storage.replication import BEHIND_AFTER, replica_position, standby_checked
 from .root import (cli, cli_now, cli_zone, clinic_time, db_option, existing_database, human_size, keep_copies_option,

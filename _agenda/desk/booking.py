@@ -16,7 +16,7 @@ from ..domain.series import book_series, cancel_rest, parse_every, preview_serie
 from ..domain.waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
                        waiting, window_text)
 from ..domain.fitting import why_not
-from .texts import TEXTS, translator
+from .texts import mail_reason, TEXTS, translator
 from ..domain.timeline import local_time
 from ..web.answers import clinic, query_text, status_of
 from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
@@ -291,8 +291,9 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
                      marks=open_marks(clinic(), appointment["date"], appointment["start"]),
                      overlapped=overlapped(clinic(), appointment) if appointment["overlap_accepted"] else [],
                      messages=[{**message, "when": local_moment(zone, dt.datetime.fromisoformat(
-                         message["done_at"] or message["created_at"]))} for message in messages_of(clinic(),
-                                                                                           appointment_id)])
+                         message["done_at"] or message["created_at"])), "why": mail_reason(message["error"], t),
+                                "tried": message["state"] == "held" and message["attempts"] > 0}
+                               for message in messages_of(clinic(), appointment_id)])
 
 
 def desk_move(appointment_id):

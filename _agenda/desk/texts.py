@@ -612,7 +612,7 @@ TEXTS = {
     "mailstate_skipped": ("no enviado",
         "not sent"),
     "mailstate_failed": ("no enviado: el servidor de correo no lo aceptó", "not sent: the mail server did not take it"),
-    "mailstate_held_tried": ("retenido tras una restauración; pudo salir antes (lo libera la administración)",
+    "mailstate_held_tried": ("retenido tras una restauración; puede que ya se enviara (lo libera la administración)",
         "held after a restore; it may have gone already (the admin releases it)"),
     "print_card": ("Imprimir tarjeta de la cita", "Print the appointment card"),
     "card_for": ("Cita de {name}",
@@ -652,40 +652,40 @@ TEXTS = {
     # What became of a message, by its why (outbox `error`: a reason, then `{detail}`, the server's code): the words
     # `agenda mail status`, `agenda status` and the desk say, each with what to do ("The sender").
     "mailwhy_ended": ("la cita ya pasó", "the visit has ended"),
-    "mailwhy_cancelled": ("la cita se anuló antes", "the visit was cancelled before it went"),
-    "mailwhy_told_later": ("un mensaje posterior lo dice", "a later message tells it"),
+    "mailwhy_cancelled": ("la cita se anuló antes del envío", "the visit was cancelled before it went"),
+    "mailwhy_told_later": ("lo comunica un mensaje posterior", "a later message tells it"),
     "mailwhy_never_told": ("no se le había avisado de la cita", "the patient was never told of the visit"),
-    "mailwhy_moved": ("la cita cambió de hora", "the visit moved"),
-    "mailwhy_to_call": ("la cita está en la lista para llamar", "the visit is on the list to call"),
+    "mailwhy_moved": ("la cita cambió", "the visit moved"),
+    "mailwhy_to_call": ("la cita está en la lista de llamadas pendientes", "the visit is on the list to call"),
     "mailwhy_recipient_refused": ("el servidor rechazó la dirección del paciente{detail}: compruebe su correo",
         "the server refused the patient's address{detail}: check their e-mail"),
-    "mailwhy_recipient_deferred": ("el servidor del paciente pide reintentar más tarde{detail}; se reintenta solo",
+    "mailwhy_recipient_deferred": ("el servidor del paciente pide reintentar más tarde{detail}; se reintentará automáticamente",
         "the patient's mail server asks to try later{detail}; it is tried again by itself"),
-    "mailwhy_message_refused": ("el servidor rechazó el mensaje{detail}: su registro dice por qué",
+    "mailwhy_message_refused": ("el servidor rechazó el mensaje{detail}: el registro del servidor indica el motivo",
         "the server refused the message{detail}: its log says why"),
-    "mailwhy_server_busy": ("el servidor pide reintentar más tarde{detail}; se reintenta solo",
+    "mailwhy_server_busy": ("el servidor pide reintentar más tarde{detail}; se reintentará automáticamente",
         "the server asks to try later{detail}; it is tried again by itself"),
     "mailwhy_login_refused": ("el servidor rechazó el usuario o la contraseña de la clínica{detail}: revise el usuario"
         " de --smtp (smtp://USUARIO@SERVIDOR) y la contraseña de --smtp-password-file",
         "the server refused the clinic's login{detail}: check the user in --smtp (smtp://USER@HOST) and the password"
         " in --smtp-password-file"),
-    "mailwhy_login_needed": ("el servidor pide usuario{detail}: ponga smtp://USUARIO@SERVIDOR y --smtp-password-file",
+    "mailwhy_login_needed": ("el servidor exige usuario y contraseña{detail}: ponga smtp://USUARIO@SERVIDOR y --smtp-password-file",
         "the server asks for a login{detail}: give smtp://USER@HOST and --smtp-password-file"),
     "mailwhy_sender_refused": ("el servidor rechazó la dirección de la clínica{detail}: --mail-from debe ser una que"
-        " ese usuario puede usar", "the server refused the clinic's sender address{detail}: --mail-from must be one"
+        " ese usuario pueda usar", "the server refused the clinic's sender address{detail}: --mail-from must be one"
         " that login may send as"),
     "mailwhy_clinic_refused": ("el servidor rechazó la conexión de la clínica{detail}: revise --smtp y el registro del"
         " servidor", "the server refused the clinic's connection{detail}: check --smtp and the server's log"),
-    "mailwhy_no_login": ("el servidor no ofrece usuario y contraseña: quite USUARIO@ de --smtp, o use el puerto que"
+    "mailwhy_no_login": ("el servidor no admite autenticación: quite USUARIO@ de --smtp, o use el puerto que"
         " los pide (587 con smtp://, 465 con smtps://)", "the server offers no login: drop USER@ from --smtp, or use"
         " the port that asks for one (587 with smtp://, 465 with smtps://)"),
     "mailwhy_no_starttls": ("el servidor no ofrece STARTTLS: en el puerto 465 use smtps://SERVIDOR:465; smtp:// (587)"
         " lo exige", "the server offers no STARTTLS: for port 465 use smtps://HOST:465; smtp:// (587) requires it"),
-    "mailwhy_certificate": ("no se confía en el certificado del servidor{detail}: dé --smtp-ca FICHERO con la CA que lo"
-        " firmó, o el nombre del servidor tal como dice su certificado", "the server's certificate is not"
+    "mailwhy_certificate": ("no se confía en el certificado del servidor{detail}: indique --smtp-ca FICHERO con la CA que lo"
+        " firmó, o el nombre del servidor tal como figura en su certificado", "the server's certificate is not"
         " trusted{detail}: give --smtp-ca FILE with the CA that signed it, or the server's name as its certificate"
         " says it"),
-    "mailwhy_tls_mismatch": ("TLS falló{detail}: smtps:// habla TLS desde el principio (puerto 465), smtp:// pide"
+    "mailwhy_tls_mismatch": ("Error de TLS{detail}: smtps:// habla TLS desde el principio (puerto 465), smtp:// pide"
         " STARTTLS (puerto 587): el esquema debe ir con el puerto", "TLS failed{detail}: smtps:// speaks TLS from"
         " the start (port 465), smtp:// asks STARTTLS (port 587): match the scheme to the port"),
     "mailwhy_connection_refused": ("nadie contesta en ese puerto: revise el servidor y el puerto de --smtp, y que el"
@@ -693,7 +693,7 @@ TEXTS = {
         " server runs"),
     "mailwhy_unknown_host": ("no se encuentra el nombre del servidor: revise --smtp y el DNS de esta máquina",
         "the server's name does not resolve: check --smtp and this machine's DNS"),
-    "mailwhy_no_answer": ("el servidor no contestó a tiempo: ¿está en marcha? (smtp:// al puerto 465 espera sin fin:"
+    "mailwhy_no_answer": ("el servidor no contestó a tiempo: ¿está en marcha? (smtp:// al puerto 465 se queda esperando:"
         " use smtps:// ahí)", "the server did not answer in time: is it up? (smtp:// to port 465 waits for ever:"
         " use smtps:// there)"),
     "mailwhy_unreachable": ("no se pudo llegar al servidor{detail}: revise --smtp y la red",
@@ -742,6 +742,15 @@ def refusal_fields(t, error):
         if field:
             found.setdefault(field, []).append(part_text(t, code, rule, field))
     return {field: " ".join(dict.fromkeys(words)) for field, words in found.items()}
+
+
+def mail_reason(error, t=None):
+    """A message's why (outbox `error`: a reason, then the server's code or the error's name) in the words of `t` (a
+    translator; English by default), with what to do ("The sender"); a why kept before reasons were, as it is."""
+    reason, _, detail = (error or "").partition(" ")
+    if f"mailwhy_{reason}" not in TEXTS:
+        return error or ""
+    return (t or translator("en"))(f"mailwhy_{reason}", detail=f" ({detail})" if detail else "")
 
 
 def translator(language):

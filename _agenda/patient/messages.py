@@ -9,17 +9,8 @@ from email.utils import format_datetime
 
 import icalendar
 
-from ..desk.texts import TEXTS, translator
+from ..desk.texts import translator
 from ..desk.pages import desk_template, long_date, plain, visit_lines
-
-
-def mail_reason(error, language="en"):
-    """A message's why (outbox `error`: a reason, then the server's code or the error's name) in words, with what to
-    do ("The sender"); a why kept before reasons were, as it is."""
-    reason, _, detail = (error or "").partition(" ")
-    if f"mailwhy_{reason}" not in TEXTS:
-        return error or ""
-    return translator(language)(f"mailwhy_{reason}", detail=f" ({detail})" if detail else "")
 
 
 def phone_warning(conn):

@@ -26,7 +26,8 @@ from ..domain.links import new_link
 from ..domain.outbox import (calendar_uids, clinic_refused, due_messages, finish, first_to, make_clinic_id, moot,
                               queue_reminders, start_try, told_before, try_again, try_undone)
 from ..desk.pages import visit_view
-from .messages import envelope, mail_reason, test_message, written
+from ..desk.texts import mail_reason
+from .messages import envelope, test_message, written
 
 log = logging.getLogger("agenda")
 SECURITIES = {"smtp": "starttls", "smtps": "tls", "smtp+plain": "none"}  # a URL's scheme: how the link is guarded

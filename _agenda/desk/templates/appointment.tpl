@@ -107,8 +107,8 @@
   <thead><tr><th>{{t('message_when')}}</th><th>{{t('message_kind')}}</th><th>{{t('status')}}</th></tr></thead>
   <tbody>
   % for m in messages:
-  % why = t('mailwhy_' + m['error']) if m['state'] == 'skipped' and m['error'] else ''
-  <tr><td>{{m['when']}}</td><td>{{t('mailkind_' + m['kind'])}}</td><td>{{t('mailstate_' + m['state'])}}{{': ' + why if why else ''}}</td></tr>
+  % why = m['why'] if m['state'] in ('skipped', 'stale', 'failed', 'waiting') and m['error'] else ''
+  <tr><td>{{m['when']}}</td><td>{{t('mailkind_' + m['kind'])}}</td><td>{{t('mailstate_held_tried' if m['tried'] else 'mailstate_' + m['state'])}}{{'. ' + why if why else ''}}</td></tr>
   % end
   </tbody>
 </table>
