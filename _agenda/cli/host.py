@@ -78,14 +78,18 @@ def close_clinic(app):
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--host", "address", default="127.0.0.1", show_default=True, envvar="AGENDA_HOST", show_envvar=True,
               help="Address to listen on; keep 127.0.0.1 behind a reverse proxy (nginx passes the Host header).")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), envvar="AGENDA_PORT", show_envvar=True,
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
+              envvar="AGENDA_PORT", show_envvar=True,
               help="Port to listen on (0: any free port, logged at start).")
-@click.option("--threads", default=16, show_default=True, type=click.IntRange(2, 128), envvar="AGENDA_THREADS", show_envvar=True,
+@click.option("--threads", default=16, show_default=True, type=click.IntRange(2, 128),
+              envvar="AGENDA_THREADS", show_envvar=True,
               help="waitress worker threads for all the clinics together.")
-@click.option("--share", default=8, show_default=True, type=click.IntRange(1, 127), envvar="AGENDA_HOST_SHARE", show_envvar=True,
+@click.option("--share", default=8, show_default=True, type=click.IntRange(1, 127),
+              envvar="AGENDA_HOST_SHARE", show_envvar=True,
               help="Requests of one clinic in flight at once (a lone `agenda run` serves 4); more are answered 503 "
                    "with Retry-After, so a clinic whose requests hang leaves threads to the others.")
-@click.option("--cores", type=click.Choice(CORES), default="one", show_default=True, envvar="AGENDA_CORES", show_envvar=True,
+@click.option("--cores", type=click.Choice(CORES), default="one", show_default=True,
+              envvar="AGENDA_CORES", show_envvar=True,
               help="Keep the threads on one core (docs/design.md 'One core'), or let them run on every core.")
 @proxy_options
 @click.pass_context
