@@ -128,7 +128,7 @@ def test_one_refused_address_never_holds_the_others(api, sender, mail_server):
     login.form["name"], login.form["password"] = "ana", "correct horse battery"
     login.form.submit()
     page = desk.get("/desk/appointments/1")  # reception reads why, and what to do, in its words
-    assert "no enviado: el servidor de correo no lo aceptó. el servidor rechazó la dirección del paciente (550)" \
+    assert "no enviado: el servidor de correo no lo aceptó — el servidor rechazó la dirección del paciente (550)" \
            in page.text and "compruebe su correo" in page.text
 
 

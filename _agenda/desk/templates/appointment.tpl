@@ -108,7 +108,7 @@
   <tbody>
   % for m in messages:
   % why = m['why'] if m['state'] in ('skipped', 'stale', 'failed', 'waiting') and m['error'] else ''
-  <tr><td>{{m['when']}}</td><td>{{t('mailkind_' + m['kind'])}}</td><td>{{t('mailstate_held_tried' if m['tried'] else 'mailstate_' + m['state'])}}{{'. ' + why if why else ''}}</td></tr>
+  <tr><td>{{m['when']}}</td><td>{{t('mailkind_' + m['kind'])}}</td><td>{{t('mailstate_held_tried' if m['tried'] else 'mailstate_' + m['state'])}}{{' — ' + why if why else ''}}</td></tr>
   % end
   </tbody>
 </table>
