@@ -14,6 +14,7 @@ from click.testing import CliRunner
 import agenda
 from object_store import CLIENT_ENV
 from conftest import days_ahead, EVERY_DAY_CSV, SEEDED_AT, seed, send, Server, agenda_command, SECRET, write_csv
+from crash_rounds import wait_for
 
 
 def test_the_pinned_store_grants_a_new_key_to_one_of_many_conditional_puts(s3):
@@ -44,11 +45,19 @@ def replicated(s3, tmp_path, db_path, monkeypatch):
     return url, env
 
 
+def replicating(db_path, url, env):
+    """`agenda run` replicating to `url` with acknowledgement, once its /health says the replica answers (its
+    Litestream started and reached the store: a busy machine takes its time)."""
+    server = Server(agenda_command("run", "--db", str(db_path), "--port", "0", "--replica", url,
+                                   "--ack-after-replication"), env)
+    wait_for(lambda: send(server.url, "GET", "/health")[0] == 200, seconds=120, message="the replica answering")
+    return server
+
+
 def test_a_clinic_replicates_to_s3_acknowledges_once_the_store_holds_it_and_restores_from_it(replicated, db_path,
                                                                                             tmp_path):
     url, env = replicated
-    server = Server(agenda_command("run", "--db", str(db_path), "--port", "0", "--replica", url,
-                                   "--ack-after-replication"), env)
+    server = replicating(db_path, url, env)
     try:
         status, patient = send(server.url, "POST", "/patients", {"name": "Rosa", "nif": "12345678Z"})
         assert status == 201
@@ -71,8 +80,7 @@ def test_a_clinic_replicates_to_s3_acknowledges_once_the_store_holds_it_and_rest
 
 def test_the_nightly_drill_restores_a_clinic_from_s3_and_finds_it_whole(replicated, db_path):
     url, env = replicated
-    server = Server(agenda_command("run", "--db", str(db_path), "--port", "0", "--replica", url,
-                                   "--ack-after-replication"), env)
+    server = replicating(db_path, url, env)
     try:
         assert send(server.url, "POST", "/patients", {"name": "Rosa", "nif": "12345678Z"})[0] == 201
     finally:
