@@ -22,9 +22,12 @@ from _agenda.cli.host import close_clinic, open_clinic
 from _agenda.values.settings import settings_in_file
 from _agenda.web import host as hosting
 from _agenda.web.host import Clinics
+from _agenda.storage.shipped import newest_version
 
 from conftest import agenda_command, EVERY_DAY_CSV, SEEDED_AT, seed, Server, sign, table_rows, write_csv
+from test_desk import log_in, PASSWORD
 from test_signatures import EVERY_ROUTE
+from test_storage import old_clinic, schema_of
 
 A, B = "citas.clinica-a.es", "citas.clinica-b.es"
 SECRETS = {A: "secret-of-clinic-a", B: "secret-of-clinic-b"}
@@ -333,3 +336,39 @@ def test_a_host_folder_that_is_not_there_is_refused_with_the_fix(tmp_path, comma
     extra = [str(tmp_path / "sites")] if command == ("nginx",) else []
     result = CliRunner().invoke(agenda.cli, ["host", *command, str(tmp_path / "nowhere"), *extra])
     assert result.exit_code == 1 and "no such folder; make it" in result.output
+
+
+def test_a_desk_login_is_a_login_to_one_clinic_only(fleet):
+    """The same name and password in two clinics of one host: a session opened at A opens nothing at B."""
+    fleet.look(force=True)
+    for name in (A, B):
+        fleet.app_of(fleet.served[name]).accounts.add_staff("ana", PASSWORD)
+    at_a = webtest.TestApp(fleet, extra_environ={"HTTP_HOST": A})
+    assert log_in(at_a).status_int == 303
+    assert at_a.get("/desk/day").status_int == 200
+    cookie = "; ".join(f"{name}={value}" for name, value in at_a.cookies.items())
+    at_b = webtest.TestApp(fleet, extra_environ={"HTTP_HOST": B})
+    refused = at_b.get("/desk/day", headers={"Cookie": cookie}, expect_errors=True)
+    assert refused.status_int == 303 and refused.location.endswith("/desk/login"), refused
+    assert at_b.get("/desk/login").status_int == 200  # B's own desk still asks for B's login
+
+
+def test_a_clinic_whose_schema_is_behind_is_upgraded_and_one_ahead_leaves_the_others_served(fleet, tmp_path):
+    """A clinic at an older schema is brought up to date when first asked, as `agenda run` does; one written by a
+    newer Agenda answers 503 and names nothing of it, and its neighbours answer as before."""
+    behind, ahead = "citas.clinica-c.es", "citas.clinica-d.es"
+    (fleet.folder / behind).mkdir()
+    shutil.move(old_clinic(tmp_path), fleet.folder / behind / "agenda.db")
+    (fleet.folder / behind / "agenda.secret").write_text("another-secret")
+    os.chmod(fleet.folder / behind / "agenda.secret", 0o600)
+    make_clinic(fleet.folder, ahead, tmp_path)
+    conn = sqlite3.connect(fleet.folder / ahead / "agenda.db")
+    conn.execute("PRAGMA user_version = 999")
+    conn.close()
+    fleet.look(force=True)
+    assert ask(fleet, behind, "GET", "/custom-config", secret="another-secret").status_int == 200
+    assert schema_of(fleet.folder / behind / "agenda.db")[0] == newest_version()
+    refused = ask(fleet, ahead, "GET", "/custom-config", secret="another-secret")
+    assert refused.status_int == 503 and refused.headers["Retry-After"] and "999" not in refused.text
+    assert ask(fleet, A, "GET", "/custom-config").status_int == 200
+    assert first_patient_and_booking(fleet, B)
