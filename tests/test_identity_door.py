@@ -356,6 +356,7 @@ COMMANDS = {
     "health": cli_case(("health", "--help")),  # asks a running service's /health: no patient there
     "host serve": cli_case(("host", "serve", "--help")),  # serves the routes above, each clinic's: test_host.py
     "host nginx": cli_case(("host", "nginx", "{tmp}", "{tmp}/sites")),  # host names and networks only
+    "host mail": cli_case(("host", "mail", "--help")),  # reads through the door as `mail`: test_host_mail.py sends
     "host status": cli_case(("host", "status", "{tmp}")),  # counts only: a folder without clinics here
     "import-appointments": cli_case(("import-appointments", "{tmp}/appointments.csv", "--dry-run")),
     "import-patients": cli_case(("import-patients", "{tmp}/patients.csv", "--dry-run")),

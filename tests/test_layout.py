@@ -33,7 +33,7 @@ FOLDERS = {
     "files": ["catalogs", "reading", "open_formats", "staged_import"],
     "web": ["answers", "serving", "api", "calendar_feeds", "host"],
     "desk": ["texts", "pages", "charts", "shared", *DESK_HANDLERS, "routes"],
-    "patient": ["messages", "sender", "pages"],
+    "patient": ["messages", "sender", "host_sender", "pages"],
     "": ["app"],
     "cli": ["root", *COMMANDS],
 }

@@ -2,7 +2,9 @@
 clinics"): serve them all, and see them all in one table."""
 
 import logging
+import signal
 import sqlite3
+import threading
 from pathlib import Path
 
 import click
@@ -16,9 +18,10 @@ from ..storage.database import UPGRADE
 from ..domain.outbox import outbox_counts
 from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics, passed_over
+from ..patient.host_sender import host_clinics, HostSender
 from ..app import create_app
-from .root import (cli, DEFAULTS, existing_database, human_size, proxy_options, read_secret_file, secret_file_path,
-                   waitress_options)
+from .root import (cli, cli_now, DEFAULTS, existing_database, human_size, mailer_of, proxy_options, read_secret_file,
+                   secret_file_path, sender_address, smtp_options, waitress_options)
 
 log = logging.getLogger("agenda")
 
@@ -308,3 +311,48 @@ def host_nginx(folder, out, upstream, certificates, logs):
         click.echo(line, err=True)
     if wrong:
         raise SystemExit(1)
+
+
+@host.command("mail")
+@click.argument("folder", type=click.Path(file_okay=False))
+@smtp_options
+@click.option("--once", is_flag=True, help="One pass over every clinic: send what is due now, then stop.")
+@click.option("--every", default=5.0, show_default=True, type=click.FloatRange(0.5, 3600),
+              help="Seconds between two passes.")
+@click.pass_context
+def host_mail(ctx, folder, smtp_url, smtp_password_file, smtp_ca, mail_from, once, every):
+    """Send the patients' messages of every clinic under FOLDER: one sender for the host.
+
+    Each clinic's messages go under its own lock (never beside an `agenda mail
+    send` of the same clinic), From the host's address under the clinic's name
+    (clinic_name in its agenda.toml), with links to its public_url, else to
+    https://HOST-NAME. A clinic whose files did not change is looked at again
+    each minute, for the reminders that fall due.
+
+    Example:
+
+    \b
+        agenda host mail /srv/clinics --smtp smtp://citas@relay.proveedor.es:587 --mail-from citas@proveedor.es
+    """
+    host_folder(folder)
+    mailer, told = mailer_of(smtp_url, smtp_password_file, smtp_ca), set()
+    sender = HostSender(lambda: host_clinics(folder, told), mailer, sender_address(mail_from),
+                        lambda: cli_now(ctx))
+    if once:
+        done = sender.pass_once()
+        click.echo(", ".join(f"{count} {state}" for state, count in sorted(done.items())) or "nothing to send")
+        return
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    stopping = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: stopping.set())
+    click.echo(f"Sending the messages of the clinics of {folder} every {every:g} s", err=True)
+    while not stopping.is_set():
+        try:
+            done = sender.pass_once(stopping)
+        except Exception:  # the folder unreadable for a moment: the next pass finds it back
+            log.exception("a mail pass failed; trying again in %.0f s", every)
+            done = {}
+        if done:
+            log.info("mail: %s", ", ".join(f"{count} {state}" for state, count in sorted(done.items())))
+        stopping.wait(every)

@@ -1,7 +1,6 @@
 """`agenda mail`: the patients' messages ("The sender"): send them (as `agenda run --smtp` does beside the
 service), see what waits on the admin, release it, and send a test."""
 
-import fcntl
 import logging
 import os
 import signal
@@ -18,7 +17,7 @@ from ..storage.replication import replica_sync
 from ..domain.clinic import Clinic
 from ..domain.outbox import outbox_counts, release, waiting_on_admin
 from ..desk.texts import mail_reason
-from ..patient.sender import Deferred, public_address, Refused, send_test, Sender, Unreachable
+from ..patient.sender import Deferred, public_address, Refused, send_test, Sender, sender_lock, Unreachable
 from .root import (cli, cli_now, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS, existing_database,
                    mailer_of, message_options, sender_address, smtp_options, tz_option)
 
@@ -101,15 +100,12 @@ def mail_send(ctx, db_path, tz, smtp_url, smtp_password_file, smtp_ca, mail_from
 
 
 def only_sender(db_path):
-    """The one sender of a database ("The sender"): an exclusive lock beside it, held while this one runs (the
-    kernel lets go of it when the process dies); a ClickException when another sender holds it."""
-    descriptor = os.open(f"{db_path}.mail-sender", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(descriptor)
+    """The one sender of a database ("The sender"), as `sender_lock` takes it; a ClickException when another
+    sender holds it."""
+    descriptor = sender_lock(db_path)
+    if descriptor is None:
         raise click.ClickException(f"another `agenda mail send` is sending {db_path}'s messages (perhaps beside "
-                                   "`agenda run --smtp`): one sender at a time, so that no message goes twice") from None
+                                   "`agenda run --smtp`): one sender at a time, so that no message goes twice")
     return descriptor
 
 

@@ -3,6 +3,7 @@ the one door and hands it to the clinic's SMTP server, in order per appointment,
 it never holds a request, and holds the write lock only to note what became of a message."""
 
 import contextlib
+import fcntl
 import datetime as dt
 import ipaddress
 import logging
@@ -325,6 +326,18 @@ def send_test(mailer, from_address, to_address, language, clinic_name, now):
                     parseaddr(from_address)[1], to_address)
     finally:
         mailer.close()
+
+
+def sender_lock(db_path):
+    """The one sender of a database ("The sender"): an exclusive lock beside it (mode 0600), held while its
+    descriptor is open (the kernel lets go of it when the process dies); None when another sender holds it."""
+    descriptor = os.open(f"{db_path}.mail-sender", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        return None
+    return descriptor
 
 
 class SenderProcess:

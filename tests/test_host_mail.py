@@ -1,0 +1,82 @@
+"""One sender for a host's clinics (docs/design.md, "A host of clinics"): every clinic's messages go, each once,
+From the host's address under the clinic's name and with links to the clinic's own address; a clinic another sender
+holds, or one whose settings are wrong, waits alone."""
+
+import os
+
+import pytest
+from click.testing import CliRunner
+
+import agenda
+from _agenda.patient.sender import sender_lock
+from _agenda.web.host import Clinics
+from _agenda.cli.host import close_clinic, open_clinic
+
+from mail_server import MailServer
+from test_host import A, B, ask, make_clinic
+
+HOST_FROM = "Proveedor <citas@proveedor.es>"
+
+
+@pytest.fixture
+def mail_server(tmp_path):
+    server = MailServer(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def host(tmp_path):
+    """A host's folder of two clinics, A named and B at an address of its own, each with a booking whose
+    confirmation waits in its outbox."""
+    folder = tmp_path / "clinics"
+    folder.mkdir()
+    make_clinic(folder, A, tmp_path, 'min_notice_minutes = 0\nclinic_name = "Clínica A"\n')
+    make_clinic(folder, B, tmp_path, 'min_notice_minutes = 0\npublic_url = "https://agenda.clinica-b.es"\n')
+    clinics = Clinics(folder, open_clinic, close_clinic)
+    clinics.look(force=True)
+    for name, address in ((A, "ana@example.es"), (B, "bea@example.es")):
+        patient = ask(clinics, name, "POST", "/patients", {"name": "Luis", "nif": "11111111H", "email": address})
+        day = ask(clinics, name, "GET", "/availabilities?doctorId=MARTIN").json["data"][0]
+        booked = ask(clinics, name, "POST", "/appointments", {"date": day["date"], "time": day["time"],
+                                                             "doctorId": "MARTIN", "patientId": patient.json["patientId"]})
+        assert booked.status_int == 201, booked.text
+    clinics.close_all()
+    return folder
+
+
+def send_once(folder, mail_server):
+    result = CliRunner().invoke(agenda.cli, ["host", "mail", str(folder), "--once", "--smtp", mail_server.url,
+                                             "--smtp-ca", str(mail_server.ca_file), "--mail-from", HOST_FROM])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def received(mail_server):
+    return {to[0]: message for to, message in mail_server.inbox.messages()}
+
+
+def test_one_sender_sends_every_clinics_messages_once_each_in_its_own_name_and_address(host, mail_server):
+    assert "2 sent" in send_once(host, mail_server)
+    got = received(mail_server)
+    assert set(got) == {"ana@example.es", "bea@example.es"}
+    assert got["ana@example.es"]["From"] == "Clínica A <citas@proveedor.es>"
+    assert got["bea@example.es"]["From"] == HOST_FROM
+    assert f"https://{A}/cita/" in got["ana@example.es"].get_body(("plain",)).get_content()
+    assert "https://agenda.clinica-b.es/cita/" in got["bea@example.es"].get_body(("plain",)).get_content()
+    assert send_once(host, mail_server) == "nothing to send\n"
+    assert len(mail_server.inbox.messages()) == 2
+
+
+def test_a_clinic_another_sender_holds_or_whose_settings_are_wrong_waits_alone(host, mail_server):
+    held = sender_lock(host / B / "agenda.db")
+    try:
+        assert "1 busy" in send_once(host, mail_server)
+        assert set(received(mail_server)) == {"ana@example.es"}
+    finally:
+        os.close(held)
+    (host / B / "agenda.toml").write_text("min_notice_minute = 0\n")  # a key mistyped
+    assert send_once(host, mail_server) == "nothing to send\n"
+    (host / B / "agenda.toml").write_text("min_notice_minutes = 0\n")
+    assert "1 sent" in send_once(host, mail_server)
+    assert set(received(mail_server)) == {"ana@example.es", "bea@example.es"}
