@@ -818,3 +818,39 @@ CREATE INDEX holds_of_others ON holds (resource_id, date, time, until) WHERE liv
 CREATE TABLE outside_hours (
     appointment_id INTEGER PRIMARY KEY REFERENCES appointments (id)
 );
+
+-- version 21
+-- Reception sends a visit's current state on purpose ("What a message says"): a message of its own kind, 'state',
+-- bounded to one every few minutes a visit by the one operation that writes it. The table is rebuilt for its
+-- CHECK, as version 18 did; its indexes and the Message-ID's triggers (version 19) are made again.
+CREATE TABLE outbox_21 (
+    id             INTEGER PRIMARY KEY,
+    appointment_id INTEGER NOT NULL REFERENCES appointments (id),
+    kind           TEXT NOT NULL CHECK (kind IN ('confirmation', 'series', 'update', 'notice', 'reminder', 'state')),
+    created_at     TEXT NOT NULL,
+    state          TEXT NOT NULL DEFAULT 'waiting'
+                   CHECK (state IN ('waiting', 'held', 'sent', 'stale', 'skipped', 'failed')),
+    attempts       INTEGER NOT NULL DEFAULT 0,
+    next_try_at    TEXT,
+    message_id     TEXT,
+    done_at        TEXT,
+    error          TEXT,
+    slot           TEXT CHECK (kind != 'reminder' OR slot IS NOT NULL)
+);
+INSERT INTO outbox_21 (id, appointment_id, kind, created_at, state, attempts, next_try_at, message_id, done_at, error,
+                       slot)
+SELECT id, appointment_id, kind, created_at, state, attempts, next_try_at, message_id, done_at, error, slot
+FROM outbox;
+DROP TABLE outbox;
+ALTER TABLE outbox_21 RENAME TO outbox;
+CREATE INDEX outbox_by_appointment ON outbox (appointment_id, id);
+CREATE INDEX outbox_waiting ON outbox (id) WHERE state = 'waiting';
+CREATE TRIGGER outbox_message_id AFTER INSERT ON outbox WHEN NEW.message_id IS NULL
+BEGIN
+    UPDATE outbox SET message_id = lower(hex(randomblob(16))) WHERE id = NEW.id;
+END;
+CREATE TRIGGER outbox_message_id_kept BEFORE UPDATE OF message_id ON outbox
+WHEN OLD.message_id IS NOT NULL AND NEW.message_id IS NOT OLD.message_id
+BEGIN
+    SELECT RAISE(ABORT, 'an outbox row keeps its Message-ID for its whole life');
+END;

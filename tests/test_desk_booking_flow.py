@@ -122,7 +122,7 @@ def test_a_slot_lost_to_another_receptionist_keeps_the_patient_and_offers_the_wa
                       "typeId": "MG-PRI", "patientId": second_patient, "insuranceId": "PRIV",
                       "reason": "Dolor de rodilla"}
     booked = bea.post("/desk/book", hidden)  # one click
-    assert flash_of(booked) == f"Cita de Pablo Ortega reservada el {TUESDAY} a las 09:30."
+    assert flash_of(booked) == f"Cita de Pablo Ortega reservada el {TUESDAY} a las 09:30. No se enviará ningún correo: el paciente no tiene correo."
     assert live(clinic_api) == [(int(first_patient), "MARTIN", "C1", "2026-11-24", "09:30", "MG-PRI", "SAN", "Revisión"),
                                 (int(second_patient), "GIL", "C2", "2026-11-24", "09:30", "MG-PRI", "PRIV",
                                  "Dolor de rodilla")]
@@ -250,7 +250,7 @@ def test_a_moves_message_names_the_doctor_and_the_center(clinic_api, desk):
     page = desk.get(f"/desk/appointments/{appointment}?doctorId=GIL&date=25/11/2026")
     move = next(f for f in page.forms.values() if f.action.endswith("/move"))
     move["slot"] = "25/11/2026|10:00|GIL|C2"
-    assert flash_of(move.submit()) == "Cita de Ana García movida al 25/11/2026 a las 10:00 (Pedro Gil, Norte)."
+    assert flash_of(move.submit()) == "Cita de Ana García movida al 25/11/2026 a las 10:00 (Pedro Gil, Norte). No se enviará ningún correo: el paciente no tiene correo."
 
 
 def test_a_form_kept_across_a_login_shows_names_not_ids(clinic_api, desk, clock):

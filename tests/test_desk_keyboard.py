@@ -73,7 +73,7 @@ def test_a_patient_is_booked_from_the_day_view_in_fifteen_keys_or_fewer(clinic_d
     keys.press_to_leave(Keys.ENTER, "Intro")  # found: the focus on their "Reservar"
     assert keys.focused()[:3] == ("BUTTON", "", "Reservar")
     keys.press_to_leave(Keys.ENTER, "Intro")
-    assert desk.flash() == "Cita de Evarista Quintanilla reservada el 23/11/2026 a las 09:30."
+    assert desk.flash() == "Cita de Evarista Quintanilla reservada el 23/11/2026 a las 09:30. No se enviará ningún correo: el paciente no tiene correo."
     assert len(keys.pressed) <= MOST_KEYS, keys.pressed
     booked, = api.get("/appointments?nif=10000001S").json["data"]
     assert (booked["patientId"], booked["doctorId"], booked["date"], booked["time"]) == (
@@ -120,7 +120,7 @@ def test_a_slot_lost_meanwhile_is_one_key_from_the_next_free_one(clinic_desk):  
     keys.press_to_leave(Keys.ENTER, "Intro")
     assert desk.status() == 409 and keys.focused()[:3] == ("BUTTON", "", "Reservar")  # the first slot offered
     keys.press_to_leave(Keys.ENTER, "Intro")
-    assert desk.flash() == "Cita de Evarista Quintanilla reservada el 24/11/2026 a las 09:00."
+    assert desk.flash() == "Cita de Evarista Quintanilla reservada el 24/11/2026 a las 09:00. No se enviará ningún correo: el paciente no tiene correo."
     booked, = api.get("/appointments?nif=10000001S").json["data"]
     assert (booked["patientId"], booked["time"], booked["reason"]) == (patient, "09:00", "Control")
 

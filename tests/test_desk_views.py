@@ -292,7 +292,7 @@ def test_a_form_sent_after_the_session_ended_is_kept_for_its_sender_across_the_l
     offered = back.follow()
     assert "Quintanilla" in offered.text and "Control de tensión" in offered.text
     booked = offered.forms[len(offered.forms) - 1].submit()
-    assert flash_of(booked) == "Cita de Evarista Quintanilla reservada el 24/11/2026 a las 09:00."
+    assert flash_of(booked) == "Cita de Evarista Quintanilla reservada el 24/11/2026 a las 09:00. No se enviará ningún correo: el paciente no tiene correo."
     assert desk.get(f"/desk/kept/{kept}", expect_errors=True).status_int == 404  # once only
     assert api.db().execute("SELECT count(*) FROM kept_forms").fetchone()[0] == 0
 

@@ -285,6 +285,8 @@ ROUTES = {
         ("POST", "/desk/appointments/{of_zoraida}/cancel", {"reason": "llamó"}), shows={"zoraida"}),
     ("POST", "/desk/appointments/<appointment_id:int>/confirm"): desk_case(
         ("POST", "/desk/appointments/{of_lucas}/confirm"), ("POST", "/desk/appointments/{of_lucas}/confirm"), shows={"lucas"}),
+    ("POST", "/desk/appointments/<appointment_id:int>/mail"): desk_case(
+        ("POST", "/desk/appointments/{of_lucas}/mail"), shows={"lucas"}),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel-rest"): desk_case(
         ("POST", "/desk/appointments/{series}/cancel-rest", {"reason": "alta"}), shows={"tobias"}),
     ("POST", "/desk/series"): desk_case(("POST", "/desk/series", {
@@ -595,10 +597,10 @@ NAMES = st.one_of(st.none(), st.just(""), st.text(alphabet="ab ñ'-", min_size=1
 def test_the_door_writes_who_a_patient_is_in_sql_as_in_python(name, surname, nif, guardian):
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE patients (id INTEGER PRIMARY KEY, name, surname, nif, phone_e164, guardian_id,"
-                 " blocked_at)")
+                 " blocked_at, email, messages)")
     if guardian is not None:
-        conn.execute("INSERT INTO patients VALUES (2, ?, ?, ?, NULL, NULL, NULL)", guardian)
-    conn.execute("INSERT INTO patients VALUES (1, ?, ?, ?, '+34600000000', ?, NULL)",
+        conn.execute("INSERT INTO patients VALUES (2, ?, ?, ?, NULL, NULL, NULL, NULL, 1)", guardian)
+    conn.execute("INSERT INTO patients VALUES (1, ?, ?, ?, '+34600000000', ?, NULL, 'a@example.es', 1)",
                  (name, surname, nif, 2 if guardian else None))
     words = {key: key for key in IDENTITY_SQL}
     (text,) = conn.execute(f"SELECT json_object({identity_fields(words)}) FROM patients p {GUARDIAN_JOIN}"
@@ -606,5 +608,6 @@ def test_the_door_writes_who_a_patient_is_in_sql_as_in_python(name, surname, nif
     guardian_nif = guardian[2] if guardian else None
     expected = {"full_name": full_name(name, surname), "shown_nif": nif or guardian_nif,
                 "phone_e164": "+34600000000",
-                "guardian_name": full_name(*guardian[:2]) if guardian else None}
+                "guardian_name": full_name(*guardian[:2]) if guardian else None, "email": "a@example.es",
+                "messages": 1}
     assert json.loads(text) == expected

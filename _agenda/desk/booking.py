@@ -10,6 +10,7 @@ import bottle
 
 from ..values.refusals import ClinicError, invalid
 from ..values.fields import all_fields, format_date, numeric_id, parse_date, parse_time
+from ..values.printing import masked
 from ..domain.patients import DESK_FIELDS, patient_fields
 from ..domain.counter import mark_attendance, open_marks, overlapped, squeeze_in
 from ..domain.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
@@ -20,9 +21,9 @@ from .texts import mail_reason, TEXTS, translator
 from ..domain.timeline import local_time
 from ..web.answers import clinic, query_text, status_of
 from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
-                     desk_wrong_fields, done, form, local_moment, new_patient_typed, who_booked)
+                     desk_wrong_fields, done, form, local_moment, new_patient_typed, told_after, who_booked)
 from ..domain.appointments import appointment_for_desk, last_insurances, read_appointment
-from ..domain.outbox import messages_of
+from ..domain.outbox import last_message_id, messages_of, recipient_of, send_state
 from ..domain.availability import availability, insurance_lists, types_at
 from ..domain.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
 from ..domain.doctors import doctors_with_hours
@@ -220,10 +221,11 @@ def desk_book():
                             "reason": lambda: form("reason"),
                             "patient": lambda: form("patientId") or checked_patient(new_patient_typed())})
         patient_id = form("patientId") or desk_patient_id(source)
+        after = last_message_id(clinic().conn())
         booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else functools.partial(
             book_appointment, clinic(), waitlist_id=form("waitlistId"),  # the entry ends with it, or nothing is made
             accept_overlap=bool(form("acceptOverlap")))
-        booking(day=asked["day"], time_text=asked["time_text"], doctor_id=slot["doctorId"], patient_id=patient_id,
+        booked = booking(day=asked["day"], time_text=asked["time_text"], doctor_id=slot["doctorId"], patient_id=patient_id,
                 center_id=slot["centerId"], reason=asked["reason"], insurance_id=form("insuranceId"),
                 speciality_id=form("typeId"), source=source)
     except ClinicError as error:
@@ -234,7 +236,7 @@ def desk_book():
                               patient=patient_id or existing, existing=existing, lost=lost_slot(error))
     done(day_address(asked["day"], slot["centerId"]), ("booked_done", {"date": format_date(asked["day"]),
                                                                        "time": asked["time_text"]}),
-         patient=int(patient_id))
+         told_after(booked, after), patient=int(patient_id))
 
 
 def lost_slot(error):
@@ -283,7 +285,9 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
     for event in appointment["history"]:
         event["when"] = f"{dt.datetime.fromisoformat(event['at']).astimezone(zone):%d/%m/%Y %H:%M}"
         event["who"] = who_booked(t, event["source"])
+    person, why = recipient_of(appointment)
     return desk_page("appointment", status=status, appointment=appointment, free=free, first=first,
+                     mail_to=masked(person["email"]) if person else t(f"mailwhy_{why}"),
                      doctors=doctors, to_doctor=to_doctor, empty=empty, error=error,
                      insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
                      doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
@@ -292,13 +296,15 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
                      overlapped=overlapped(clinic(), appointment) if appointment["overlap_accepted"] else [],
                      messages=[{**message, "when": local_moment(zone, dt.datetime.fromisoformat(
                          message["done_at"] or message["created_at"])), "why": mail_reason(message["error"], t),
-                                "tried": message["state"] == "held" and message["attempts"] > 0}
+                                "tried": message["state"] == "held" and message["attempts"] > 0,
+                                "retrying": message["state"] == "waiting" and bool(message["attempts"] or message["error"]),
+                                "since": local_moment(zone, dt.datetime.fromisoformat(message["created_at"]))}
                                for message in messages_of(clinic(), appointment_id)])
 
 
 def desk_move(appointment_id):
     """Move to the slot chosen: 'DD/MM/YYYY|HH:MM|DOCTOR|CENTER' from the move form's list."""
-    before = read_appointment(clinic(), appointment_id, None)
+    before, after = read_appointment(clinic(), appointment_id, None), last_message_id(clinic().conn())
     try:
         parts = (form("slot") or "").split("|")
         if len(parts) != 4:
@@ -309,17 +315,28 @@ def desk_move(appointment_id):
                          source=desk_source(), accept_overlap=bool(form("acceptOverlap")))
     except ClinicError as error:
         return desk_appointment(appointment_id, slot_refusal(error), status_of(error), error.extra.get("elsewhere"))
-    after = read_appointment(clinic(), appointment_id, None)
-    done(day_address(day, after["center_id"]), ("moved_where_done", {
-        "date": format_date(day), "time": time_text, "doctor": catalog_names("doctors").get(after["doctor_id"], ""),
-        "center": catalog_names("centers").get(after["center_id"], "")}), patient=before["patient_id"])
+    now = read_appointment(clinic(), appointment_id, None)
+    done(day_address(day, now["center_id"]), ("moved_where_done", {
+        "date": format_date(day), "time": time_text, "doctor": catalog_names("doctors").get(now["doctor_id"], ""),
+        "center": catalog_names("centers").get(now["center_id"], "")}), told_after(appointment_id, after),
+         patient=before["patient_id"])
 
 
 def desk_cancel(appointment_id):
-    before = read_appointment(clinic(), appointment_id, None)
+    before, after = read_appointment(clinic(), appointment_id, None), last_message_id(clinic().conn())
     cancel_appointment(clinic(), appointment_id, reason=form("reason") or "cancelled at the desk", source=desk_source())
     done(day_address(dt.date.fromisoformat(before["date"]), before["center_id"]), ("cancelled_done", {}),
-         patient=before["patient_id"])
+         told_after(appointment_id, after), patient=before["patient_id"])
+
+
+def desk_send_mail(appointment_id):
+    """Reception sends the visit's state now, by e-mail: refused, in the desk's words, when nothing can go."""
+    after = last_message_id(clinic().conn())
+    try:
+        patient = send_state(clinic(), appointment_id, desk_source(), clinic().clock())
+    except ClinicError as error:
+        return desk_appointment(appointment_id, desk_refusal(error), status_of(error))
+    done(f"/desk/appointments/{int(appointment_id)}", told_after(appointment_id, after), patient=patient)
 
 
 def desk_cancel_rest(appointment_id):

@@ -6,7 +6,7 @@ from .session import (desk_home, desk_kept, desk_log_in, desk_log_out, desk_logi
                            desk_stylesheet, desk_version)
 from .views import desk_calls, desk_day, desk_rooms, desk_week
 from .booking import (desk_add_waiting, desk_appointment, desk_attendance, desk_book, desk_book_page,
-                           desk_cancel, desk_cancel_rest, desk_confirm, desk_end_waiting, desk_move, desk_series,
+                           desk_cancel, desk_cancel_rest, desk_send_mail, desk_confirm, desk_end_waiting, desk_move, desk_series,
                            desk_waitlist)
 from .patients import (desk_correct_patient, desk_erase, desk_erase_page, desk_new_patient, desk_patient,
                        desk_patient_access, desk_patient_book, desk_patient_copy, desk_patients, desk_register_patient)
@@ -45,6 +45,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/appointments/<appointment_id:int>/confirm", desk_confirm, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/card", desk_card, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel-rest", desk_cancel_rest, DESK),
+    ("POST", "/desk/appointments/<appointment_id:int>/mail", desk_send_mail, DESK),
     ("POST", "/desk/series", desk_series, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/attendance", desk_attendance, DESK),
     ("GET", "/desk/patients", desk_patients, DESK),

@@ -2,6 +2,7 @@
 desk's language (`desk_page`, `desk_error`), the form's fields, the flash after a change (`done`), redirects,
 the refusal's words, and the small readers more than one page uses."""
 
+import datetime as dt
 import functools
 import hmac
 import html
@@ -14,10 +15,11 @@ import phonenumbers
 
 from ..values.refusals import ClinicError
 from ..values.fields import format_date, text_field
-from ..values.printing import printable
+from ..values.printing import masked, printable
 from ..storage.events import latest_event_id
 from ..domain.patients import DESK_FIELDS, DESK_FORM, LANGUAGES, YES_NO
 from ..domain.identity import identity, refused
+from ..domain.outbox import change_message, recipient_of, told_of
 from .texts import refusal_fields, refusal_text, TEXTS, translator
 from .pages import desk_template
 from ..web.answers import clinic, raw_header, refusal_for, request_id, status_of
@@ -138,11 +140,38 @@ def flash_text(cookie, t, desk):
     try:
         payload = json.loads(urllib.parse.unquote(cookie))
         said, patient = payload["said"], payload["patient"]
-        name = "" if patient is None or desk["name"] is None else \
-            identity(clinic(), patient, desk_source(), "change")["full_name"] or ""
-        return " ".join(t(key, **values, patient=name) for key, values in said if key in TEXTS)
+        person = None if patient is None or desk["name"] is None else \
+            identity(clinic(), patient, desk_source(), "change")
+        name = (person or {}).get("full_name") or ""
+        return " ".join(mail_told(t, person, **values) if key == "mail_told" else t(key, **values, patient=name)
+                        for key, values in said if key in TEXTS or key == "mail_told" and person)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, ClinicError):
         return ""
+
+
+def told_after(appointment_id, after):
+    """The flash's pair saying what the patient is sent about a change just made: the message it wrote after outbox
+    row `after`, read when the page shows it (ids only in the cookie: "Staff desk")."""
+    return "mail_told", {"appointment": int(appointment_id), "after": int(after)}
+
+
+def mail_told(t, person, appointment, after):
+    """Whether a change's message goes to the patient and where (the address partly hidden), or why not; and that no
+    reminder follows a visit already inside the reminder hours ("What a message says")."""
+    conn, settings = clinic().conn(), clinic().settings
+    visit = conn.execute("SELECT patient_id, date, time, status FROM appointments WHERE id = ?",
+                         (appointment,)).fetchone()
+    message = change_message(conn, appointment, after)
+    if visit is None or message is None:
+        return t("mail_nothing_new")
+    person, why = recipient_of(person) if person["id"] == visit["patient_id"] else (None, "blocked")
+    if person is None or message["kind"] == "notice" and not told_of(conn, message):
+        return t("mail_goes_not", why=t(f"mailwhy_{why or 'never_told'}"))
+    starts = dt.datetime.fromisoformat(f"{visit['date']}T{visit['time']}").replace(tzinfo=clinic().tz)
+    soon = visit["status"] != "cancelled" and settings.reminder_hours and \
+        starts - clinic().clock() <= dt.timedelta(hours=settings.reminder_hours)
+    return t("mail_goes", address=masked(person["email"])) + (
+        " " + t("mail_no_reminder", hours=settings.reminder_hours) if soon else "")
 
 
 def see_other(path):

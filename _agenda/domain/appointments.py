@@ -52,6 +52,8 @@ class Shape(NamedTuple):
 
 APPOINTMENT_RECORD = Shape(APPOINTMENT_FIELDS, {"patient_name": "full_name", "nif": "shown_nif",
                                                 "phone": "phone_e164", "guardian_name": "guardian_name"})
+# The desk's page of one appointment: the record and where the patient's messages go (`recipient_of`).
+APPOINTMENT_PAGE = Shape(APPOINTMENT_FIELDS, {**APPOINTMENT_RECORD.person, "email": "email", "messages": "messages"})
 # An appointment as the caller sees it ("Appointment objects"): ids are text; the date DD/MM/YYYY; patientName
 # is name and surname, or whichever there is, or null; nif the patient's or their live guardian's; duration in
 # minutes. SQLite writes a list of hundreds three times as fast as Python builds them.
@@ -110,7 +112,8 @@ def read_appointment(clinic, appointment_id, reader=None, kind="appointment", sh
 def appointment_for_desk(clinic, appointment_id, reader):
     """One appointment, cancelled ones too (with when, why and by whom), and its history from the audit
     trail, oldest first: [{at, source, action}] ("Appointment records")."""
-    found = with_cancelled(clinic, "a.id = ?", [numeric_id(appointment_id)], reader, "appointment")
+    found = with_cancelled(clinic, "a.id = ?", [numeric_id(appointment_id)], reader, "appointment",
+                           shape=APPOINTMENT_PAGE)
     if not found:
         raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
     found[0]["history"] = [dict(event) for event in clinic.conn().execute(
@@ -125,11 +128,11 @@ def cancelled_of(clinic, patient_id, reader):
                           "patient", order="a.date DESC, a.time DESC")
 
 
-def with_cancelled(clinic, where, params, reader, kind, order="a.date, a.time"):
+def with_cancelled(clinic, where, params, reader, kind, order="a.date, a.time", shape=APPOINTMENT_RECORD):
     """Appointment records matching `where` (SQL over `a`), cancelled ones with when and why, who the patient
     is through the one door (the read noted for `reader` as `kind`)."""
     rows = clinic.conn().execute(
-        f"SELECT a.patient_id, g.id, json_set({APPOINTMENT_RECORD.shown()}, '$.cancelled_at', a.cancelled_at,"
+        f"SELECT a.patient_id, g.id, json_set({shape.shown()}, '$.cancelled_at', a.cancelled_at,"
         f" '$.cancel_reason', a.cancel_reason) {APPOINTMENT_TABLES} WHERE {where} ORDER BY {order}", params).fetchall()
     return [json.loads(text) for text in shaped(clinic, rows, reader, kind)]
 

@@ -32,7 +32,8 @@ GUARDIAN_JOIN = "LEFT JOIN patients g ON g.id = p.guardian_id AND g.blocked_at I
 IDENTITY_SQL = {"full_name": full_name_sql("p"),
                 "shown_nif": "CASE WHEN coalesce(p.nif, '') != '' THEN p.nif ELSE g.nif END",
                 "phone_e164": "p.phone_e164",
-                "guardian_name": f"CASE WHEN g.id IS NULL THEN NULL ELSE {full_name_sql('g')} END"}
+                "guardian_name": f"CASE WHEN g.id IS NULL THEN NULL ELSE {full_name_sql('g')} END",
+                "email": "p.email", "messages": "p.messages"}
 
 
 def identity_fields(words):

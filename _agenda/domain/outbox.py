@@ -4,13 +4,17 @@ became of each message. The sender renders and sends them. No HTTP, no SMTP here
 
 import datetime as dt
 
-from ..storage.events import recall, remember, utc_iso
+from ..values.refusals import ClinicError, invalid
+from ..storage.events import recall, record_event, remember, utc_iso
+from .identity import identity
 from .appointments import TO_CALL
 
 # The messages a change calls for: a booking's confirmation, one for a whole series, a move's update, a
 # cancellation's notice (by the caller, the desk, the patient's link or a reminder cycle's release). An import's
 # and an erasure's changes call for none. A reminder is queued by the sender, the configured hours before.
-KINDS = ("confirmation", "series", "update", "notice", "reminder")
+# Reception may send a visit's current state on purpose ('state'), at most once every STATE_EVERY a visit.
+KINDS = ("confirmation", "series", "update", "notice", "reminder", "state")
+STATE_EVERY = dt.timedelta(minutes=5)
 # What became of a message (schema.sql, version 18).
 STATES = ("waiting", "held", "sent", "stale", "skipped", "failed")
 # Seconds before each new try of a message the server did not take; after the last, it is marked failed.
@@ -31,6 +35,56 @@ def queue_message(conn, appointment_id, kind, at, slot=None):
                  (int(appointment_id), kind, utc_iso(at), slot))
 
 
+def recipient(clinic, patient_id, reader, kind="message"):
+    """Who a message about this patient's visits is written to: (their identity, None), or (None, why) with why
+    one of SKIPPED ("The sender"); the read noted for `reader` as `kind`."""
+    try:
+        return recipient_of(identity(clinic, patient_id, reader, kind))
+    except ClinicError:
+        return None, "blocked"
+
+
+def recipient_of(person):
+    """The rule of `recipient` over a patient already read through the one door (its `email` and `messages`)."""
+    if not person["email"]:
+        return None, "no_email"
+    return (person, None) if person["messages"] == 1 else (None, "messages_stopped")
+
+
+def send_state(clinic, appointment_id, source, at):
+    """Reception's deliberate act ("What a message says"): a message of the visit's state now, queued. Refused for
+    a visit cancelled or ended, a patient nobody can be written to for, or one sent within STATE_EVERY. The
+    patient's id."""
+    visit = clinic.conn().execute("SELECT patient_id, status, date, end_time FROM appointments WHERE id = ?",
+                                  (int(appointment_id),)).fetchone()
+    if visit is None:
+        raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
+    ends = dt.datetime.fromisoformat(f"{visit['date']}T{visit['end_time']}").replace(tzinfo=clinic.tz)
+    if visit["status"] == "cancelled" or ends <= at:
+        raise invalid("only a coming visit's state can be sent", "mail_not_coming")
+    person, why = recipient(clinic, visit["patient_id"], source, "change")
+    if person is None:
+        raise invalid(f"no message can go to this patient: {why}", "mail_none")
+    with clinic.db.transaction() as conn:
+        if conn.execute("SELECT 1 FROM outbox WHERE appointment_id = ? AND kind = 'state' AND created_at > ?",
+                        (int(appointment_id), utc_iso(at - STATE_EVERY))).fetchone():
+            raise invalid("this visit's state was sent a moment ago: wait a few minutes", "mail_recent")
+        queue_message(conn, appointment_id, "state", at)
+        record_event(conn, at, source, "appointment.mailed", "appointment", int(appointment_id))
+    return visit["patient_id"]
+
+
+def last_message_id(conn):
+    """The newest outbox row's id (0 for none): a change's own message is newer."""
+    return conn.execute("SELECT coalesce(max(id), 0) FROM outbox").fetchone()[0]
+
+
+def change_message(conn, appointment_id, after):
+    """The message a change wrote about this appointment (the newest after outbox row `after`), or None."""
+    return conn.execute("SELECT * FROM outbox WHERE appointment_id = ? AND id > ? AND kind != 'reminder' ORDER BY id"
+                        " DESC LIMIT 1", (int(appointment_id), int(after))).fetchone()
+
+
 def tells_anew(before, after):
     """Whether a move from the appointments row `before` to `after` changed what a message tells the patient."""
     return any(before[key] != after[key] for key in TOLD)
@@ -46,7 +100,7 @@ def queue_reminders(clinic, at):
     now, until = at.astimezone(clinic.tz), (at + dt.timedelta(hours=hours)).astimezone(clinic.tz)
     rows = clinic.conn().execute(
         f"""SELECT a.id, a.date, a.time, coalesce((SELECT max(o.created_at) FROM outbox o WHERE o.appointment_id
-            = a.id AND o.kind IN ('confirmation', 'series', 'update')), a.created_at) AS told_at
+            = a.id AND o.kind IN ('confirmation', 'series', 'update', 'state')), a.created_at) AS told_at
         FROM appointments a JOIN live_patients p ON p.id = a.patient_id
         WHERE a.date BETWEEN ? AND ? AND a.status != 'cancelled' AND a.attendance IS NULL
           AND p.messages = 1 AND p.email IS NOT NULL AND NOT {TO_CALL}
@@ -91,9 +145,9 @@ def moot(conn, message, appointment, now):
         return "cancelled"
     if message["kind"] == "notice" and not told_of(conn, message):
         return "never_told"
-    if message["kind"] in ("confirmation", "update", "reminder") and conn.execute(
+    if message["kind"] in ("confirmation", "update", "reminder", "state") and conn.execute(
             "SELECT 1 FROM outbox WHERE appointment_id = ? AND id > ? AND state = 'waiting' AND kind IN"
-            " ('confirmation', 'update', 'notice')", (message["appointment_id"], message["id"])).fetchone():
+            " ('confirmation', 'update', 'notice', 'state')", (message["appointment_id"], message["id"])).fetchone():
         return "told_later"
     if message["kind"] == "reminder":
         if message["slot"] != f"{appointment['date']} {appointment['time']}":

@@ -20,12 +20,10 @@ import urllib.parse
 from email.utils import make_msgid, parseaddr
 from typing import NamedTuple
 
-from ..values.refusals import ClinicError
 from ..domain.appointments import series_coming, visits_told
-from ..domain.identity import identity
 from ..domain.links import new_link
 from ..domain.outbox import (calendar_uids, clinic_refused, due_messages, finish, first_to, make_clinic_id, moot,
-                              queue_reminders, start_try, told_before, try_again, try_undone)
+                              queue_reminders, recipient, start_try, told_before, try_again, try_undone)
 from ..desk.pages import visit_view
 from ..desk.texts import mail_reason
 from .messages import envelope, test_message, written
@@ -246,12 +244,9 @@ class Sender:
         stale = moot(conn, message, visit, at.astimezone(clinic.tz))
         if stale:
             return self.ended(message, "stale", stale)
-        try:
-            person = identity(clinic, visit["patient_id"], READER, "message")
-        except ClinicError:
-            return self.ended(message, "skipped", "blocked")
-        if not person["email"] or person["messages"] != 1:
-            return self.ended(message, "skipped", "no_email" if not person["email"] else "messages_stopped")
+        person, why = recipient(clinic, visit["patient_id"], READER)
+        if person is None:
+            return self.ended(message, "skipped", why)
         told = told_before(conn, message)
         kind = "confirmation" if message["kind"] == "update" and told is None else message["kind"]
         slot = f"{visit['date']} {visit['time']}"

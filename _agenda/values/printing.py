@@ -43,3 +43,9 @@ def sheet_csv(header, rows):
     writer.writerow(header)
     writer.writerows([sheet_cell(value) for value in row] for row in rows)
     return out.getvalue()
+
+
+def masked(address):
+    """An e-mail address partly hidden, as the desk says where a message goes: its first letter and its domain."""
+    local, _, domain = (address or "").rpartition("@")
+    return f"{local[:1]}•••@{domain}" if local else "•••"

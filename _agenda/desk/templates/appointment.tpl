@@ -29,6 +29,7 @@
   <dt>{{t('center')}}</dt><dd>{{center_names.get(appointment['center_id'], appointment['center_id'] or '')}}</dd>
   <dt>{{t('patient')}}</dt><dd><a href="/desk/patients/{{appointment['patient_id']}}">{{appointment['patient_name']}}</a> · {{appointment['nif']}}</dd>
   <dt>{{t('phone')}}</dt><dd><span class="phone">{{dialled(appointment['phone'])}}</span></dd>
+  <dt>{{t('field_email')}}</dt><dd class="mail-to">{{mail_to}}</dd>
   <dt>{{t('insurance')}}</dt><dd>{{insurance_names.get(appointment['insurance_id'], appointment['insurance_id'] or '')}}</dd>
   <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}{{' · ' + t('to_call') if appointment['to_call'] and not cancelled else ''}}{{' · ' + t('squeezed') if appointment['squeezed'] else ''}}{{' · ' + t('series_place', place=appointment['series_place'], count=appointment['series_count']) if appointment['series_id'] else ''}}</dd>
   <dt>{{t('attendance')}}</dt><dd>{{t(appointment['attendance'], time=appointment['arrived_local']) if appointment['attendance'] else '—'}}</dd>
@@ -108,12 +109,18 @@
   <tbody>
   % for m in messages:
   % why = m['why'] if m['state'] in ('skipped', 'stale', 'failed', 'waiting') and m['error'] else ''
-  <tr><td>{{m['when']}}</td><td>{{t('mailkind_' + m['kind'])}}</td><td>{{t('mailstate_held_tried' if m['tried'] else 'mailstate_' + m['state'])}}{{' — ' + why if why else ''}}</td></tr>
+  <tr><td>{{m['when']}}</td><td>{{t('mailkind_' + m['kind'])}}</td><td>{{t('mailstate_held_tried' if m['tried'] else 'mailstate_retrying' if m['retrying'] else 'mailstate_' + m['state'], since=m['since'])}}{{' — ' + why if why else ''}}</td></tr>
   % end
   </tbody>
 </table>
 % else:
 <p>{{t('no_messages')}}</p>
+% end
+% if not cancelled:
+<form method="post" action="/desk/appointments/{{appointment['id']}}/mail" class="inline">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+  <button type="submit">{{t('mail_send')}}</button>
+</form>
 % end
 % if appointment['status'] != 'cancelled':
 <form method="post" action="/desk/appointments/{{appointment['id']}}/card" target="_blank">

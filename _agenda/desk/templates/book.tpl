@@ -124,7 +124,7 @@
       % if waitlist_id and not q:
       <input type="hidden" name="waitlistId" value="{{waitlist_id}}">
       % end
-      {{patient['name']}} {{patient['surname'] or ''}} · {{nif_of(patient)}} · {{dialled(patient['phone'])}}
+      {{patient['name']}} {{patient['surname'] or ''}} · {{nif_of(patient)}} · {{dialled(patient['phone'])}} · {{t('email_on_file' if patient['email'] and patient['messages'] == 1 else 'email_stopped' if patient['email'] else 'email_none')}}
       % if entry and entry['forward_date'] and not q:
       <strong class="warning">{{t('brings_forward_note', date=format_date(entry['forward_date']), time=entry['forward_time'])}}</strong>
       % end

@@ -11,7 +11,7 @@
 % end
 <ul class="found">
 % for patient in found:
-  <li><a href="/desk/patients/{{patient['id']}}">{{patient['name']}} {{patient['surname'] or ''}}</a> · {{nif_of(patient)}} · <span class="phone">{{dialled(patient['phone'])}}</span></li>
+  <li><a href="/desk/patients/{{patient['id']}}">{{patient['name']}} {{patient['surname'] or ''}}</a> · {{nif_of(patient)}} · <span class="phone">{{dialled(patient['phone'])}}</span> · {{t('email_on_file' if patient['email'] and patient['messages'] == 1 else 'email_stopped' if patient['email'] else 'email_none')}}</li>
 % end
 </ul>
 % end
