@@ -1,0 +1,174 @@
+"""Clinics reached by a path prefix on one host name (docs/design.md, "A host of clinics"): a folder named
+`clinica-a` is reached at /clinica-a/ with its routes its own (SCRIPT_NAME, PATH_INFO); the caller's signature
+covers the path as sent, prefix and all; every link, form action, redirect and cookie of the desk and of the
+patient's link stays under the prefix, so that two clinics on one host name share nothing a browser or a caller
+sends; a host-name clinic, and a lone `agenda run`, are as they were."""
+
+import datetime as dt
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+import webtest
+from webtest.http import StopableWSGIServer
+
+from _agenda.cli.host import close_clinic, open_clinic
+from _agenda.domain.links import card_link
+from _agenda.web.host import Clinics
+
+import edges
+from conftest import sign, table_rows, valid_dni
+from test_host import make_clinic
+
+A, B, NAMED = "clinica-a", "clinica-b", "citas.clinica-n.es"
+PROVIDER = "agenda.provider.es"  # the one host name of the prefix clinics
+PASSWORD = "correct horse battery"
+SECRETS = {A: "secret-of-prefix-a", B: "secret-of-prefix-b", NAMED: "secret-of-named-n"}
+GET_PAGES = [route for route in edges.DESK_ROUTES if route.method == "GET"]
+LINKED = re.compile(r'\s(href|src|action|formaction)="([^"]*)"')
+
+
+@pytest.fixture
+def provider(tmp_path):
+    folder = tmp_path / "clinics"
+    folder.mkdir()
+    for name in (A, B, NAMED):
+        clinic = make_clinic(folder, name, tmp_path)
+        (clinic / "agenda.secret").write_text(SECRETS[name])  # the file as made: 0600
+        app = open_clinic(clinic)
+        app.accounts.add_staff("ana", PASSWORD, role="admin")
+        close_clinic(app)
+    clinics = Clinics(folder, open_clinic, close_clinic, share=2)
+    yield clinics
+    clinics.close_all()
+
+
+def ask(clinics, method, url, secret, signed=None, host=PROVIDER):
+    """A bodyless request to the host's app, signed with `secret` over `signed` (the path as sent by default)."""
+    headers = {"Host": host, "X-Signature": sign(b"", secret, method, signed or url)}
+    return webtest.TestApp(clinics).request(url, method=method, headers=headers, expect_errors=True)
+
+
+def browser(clinics):
+    return webtest.TestApp(clinics, extra_environ={"HTTP_HOST": PROVIDER})
+
+
+def log_in(client, prefix):
+    page = client.get(f"{prefix}/desk/login")
+    form = page.forms[0]
+    form["name"], form["password"] = "ana", PASSWORD
+    return form.submit()
+
+
+def escapes(answer, prefix):
+    """Every address an answer sends a browser to that leaves `prefix`: its links, form actions, scripts and
+    stylesheets, its Location, its cookies' Path."""
+    found = [value for _, value in LINKED.findall(answer.text if "html" in answer.content_type else "")
+             if value.startswith("/") and not value.startswith(prefix + "/")]
+    location = answer.headers.get("Location", "")
+    found += [location] if location and not location.split("://", 1)[-1].partition("/")[2].startswith(
+        prefix[1:] + "/") else []
+    for cookie in answer.headers.getall("Set-Cookie"):
+        path = re.search(r"(?i);\s*path=([^;]*)", cookie)
+        found += [cookie] if path is None or path[1] != prefix + "/desk" else []
+    return found
+
+
+def book_from_the_day(client, prefix):
+    """Reception books a new patient in tomorrow's first free slot from the day; every answer on the way."""
+    day = client.get(f"{prefix}/desk/day?date={dt.date.today() + dt.timedelta(days=1):%d/%m/%Y}")
+    booking = client.get(day.html.select_one(".timeline a[data-slot]")["href"])
+    form = next(f for f in booking.forms.values() if f.action == f"{prefix}/desk/book" and "name" in f.fields)
+    form["name"], form["nif"], form["phone"] = "Luis Pérez", valid_dni(12345678), "612345678"
+    booked = form.submit()
+    return [day, booking, booked, booked.follow()]
+
+
+def test_a_prefix_clinic_takes_the_callers_signature_over_the_path_as_sent_prefix_and_all(provider):
+    assert ask(provider, "GET", f"/{A}/custom-config", SECRETS[A]).status_int == 200
+    refused = ask(provider, "GET", f"/{A}/custom-config", SECRETS[A], signed="/custom-config")
+    assert refused.status_int == 401 and refused.json["error"]["code"] == "INVALID_SIGNATURE"
+    assert ask(provider, "GET", f"/{A}/custom-config", SECRETS[A], signed=f"/{B}/custom-config").status_int == 401
+    assert ask(provider, "GET", "/custom-config", SECRETS[NAMED], host=NAMED).status_int == 200  # as before
+
+
+def test_a_signature_for_one_prefix_clinic_opens_nothing_at_another(provider):
+    before = table_rows(provider.folder / B / "agenda.db")
+    for method, path in (("GET", "/custom-config"), ("GET", "/appointments/1"), ("DELETE", "/appointments/1")):
+        answer = ask(provider, method, f"/{B}{path}", SECRETS[A])
+        assert answer.status_int == 401 and answer.json["error"]["code"] == "INVALID_SIGNATURE"
+        assert ask(provider, method, f"/{B}{path}", SECRETS[A], signed=f"/{A}{path}").status_int == 401
+    assert table_rows(provider.folder / B / "agenda.db") == before
+
+
+def test_a_prefix_is_no_host_name_and_a_host_names_clinic_keeps_its_whole_path(provider):
+    assert ask(provider, "GET", "/custom-config", SECRETS[A], host=A).status_int == 404  # Host: clinica-a
+    assert ask(provider, "GET", f"/{A}/custom-config", SECRETS[NAMED], host=NAMED).status_int == 404
+    assert ask(provider, "GET", "/clinica-z/custom-config", SECRETS[A]).status_int == 404
+    assert ask(provider, "GET", f"/{A}", SECRETS[A]).status_int == 404  # the prefix alone: no route of A's
+
+
+def test_every_desk_page_of_a_prefix_clinic_keeps_its_links_redirects_and_cookies_under_the_prefix(provider):
+    client, prefix = browser(provider), f"/{A}"
+    for route in GET_PAGES:  # signed out: each sends to the login page, under the prefix
+        answer = client.get(prefix + edges.example_path(route), expect_errors=True)
+        assert answer.status_int in (200, 303) and not escapes(answer, prefix), route.key
+    logged = log_in(client, prefix)
+    assert logged.status_int == 303 and not escapes(logged, prefix)
+    assert {cookie.path for cookie in client.cookiejar} == {f"{prefix}/desk"}
+    for route in GET_PAGES:
+        answer = client.get(prefix + edges.example_path(route), expect_errors=True)
+        assert answer.status_int < 500 and not escapes(answer, prefix), (route.key, escapes(answer, prefix))
+
+
+def test_reception_books_from_the_day_of_a_prefix_clinic_without_leaving_it(provider):
+    client, prefix = browser(provider), f"/{A}"
+    log_in(client, prefix)
+    answers = book_from_the_day(client, prefix)
+    assert [escapes(answer, prefix) for answer in answers] == [[]] * 4
+    assert answers[2].status_int == 303 and "Luis Pérez" in answers[3].text
+    appointment = client.get(f"{prefix}/desk/appointments/1")
+    card = next(f for f in appointment.forms.values() if f.action == f"{prefix}/desk/appointments/1/card").submit()
+    assert not escapes(card, prefix) and f"http://{PROVIDER}{prefix}/cita/" in card.text  # no public_url set
+    assert ask(provider, "GET", f"/{A}/appointments/1", SECRETS[A]).json["patientName"] == "Luis Pérez"
+    assert ask(provider, "GET", f"/{B}/appointments/1", SECRETS[B]).status_int == 404
+
+
+def test_a_desk_login_to_one_prefix_clinic_is_no_login_to_another_on_the_same_host_name(provider):
+    client = browser(provider)
+    log_in(client, f"/{A}")
+    token = next(cookie.value for cookie in client.cookiejar if cookie.name == "agenda_desk")
+    other = webtest.TestApp(provider, extra_environ={"HTTP_HOST": PROVIDER})
+    other.set_cookie("agenda_desk", token)
+    answer = other.get(f"/{B}/desk/day")
+    assert answer.status_int == 303 and answer.headers["Location"].endswith(f"/{B}/desk/login")
+    assert client.get(f"/{A}/desk/day").status_int == 200
+
+
+def test_the_patients_link_of_a_prefix_clinic_stays_under_the_prefix(provider):
+    client, prefix = browser(provider), f"/{A}"
+    log_in(client, prefix)
+    book_from_the_day(client, prefix)
+    token = card_link(provider.served[A].app.clinic, 1)
+    page = client.get(f"{prefix}/cita/{token}")
+    assert not escapes(page, prefix) and f'action="{prefix}/cita/{token}/confirmar"' in page.text
+    confirmed = page.forms[0].submit()
+    assert confirmed.status_int == 303 and confirmed.headers["Location"].endswith(f"{prefix}/cita/{token}?hecho="
+                                                                                  "confirmed")
+    assert client.get(f"/{B}/cita/{token}", expect_errors=True).status_int == 404
+
+
+def test_a_real_waitress_passes_the_path_as_sent_to_the_signature(provider):
+    server = StopableWSGIServer.create(provider)
+    try:
+        for signed, status in ((f"/{A}/custom-config", 200), ("/custom-config", 401)):
+            request = urllib.request.Request(f"{server.application_url}{A}/custom-config", headers={
+                "Host": PROVIDER, "X-Signature": sign(b"", SECRETS[A], "GET", signed)})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as answer:
+                    assert answer.status == status
+            except urllib.error.HTTPError as error:
+                assert error.code == status
+    finally:
+        server.shutdown()
