@@ -5,21 +5,27 @@ patient's link stays under the prefix, so that two clinics on one host name shar
 sends; a host-name clinic, and a lone `agenda run`, are as they were."""
 
 import datetime as dt
+import json
 import re
+import shutil
 import urllib.error
 import urllib.request
 
 import pytest
 import webtest
+from click.testing import CliRunner
 from webtest.http import StopableWSGIServer
 
+import agenda
 from _agenda.cli.host import close_clinic, open_clinic
 from _agenda.domain.links import card_link
+from _agenda.patient.sender import Mailer, Sender, smtp_server
 from _agenda.web.host import Clinics
 
 import edges
 from conftest import sign, table_rows, valid_dni
-from test_host import make_clinic
+from mail_server import MailServer
+from test_host import assert_nginx_takes, certificate, make_clinic
 
 A, B, NAMED = "clinica-a", "clinica-b", "citas.clinica-n.es"
 PROVIDER = "agenda.provider.es"  # the one host name of the prefix clinics
@@ -30,13 +36,19 @@ LINKED = re.compile(r'\s(href|src|action|formaction)="([^"]*)"')
 
 
 @pytest.fixture
-def provider(tmp_path):
+def folder(tmp_path):
+    """The host's folder: two clinics reached by a prefix, one at its own host name, each with its own secret."""
     folder = tmp_path / "clinics"
     folder.mkdir()
     for name in (A, B, NAMED):
-        clinic = make_clinic(folder, name, tmp_path)
-        (clinic / "agenda.secret").write_text(SECRETS[name])  # the file as made: 0600
-        app = open_clinic(clinic)
+        (make_clinic(folder, name, tmp_path) / "agenda.secret").write_text(SECRETS[name])  # the file as made: 0600
+    return folder
+
+
+@pytest.fixture
+def provider(folder):
+    for name in (A, B, NAMED):
+        app = open_clinic(folder / name)
         app.accounts.add_staff("ana", PASSWORD, role="admin")
         close_clinic(app)
     clinics = Clinics(folder, open_clinic, close_clinic, share=2)
@@ -44,10 +56,12 @@ def provider(tmp_path):
     clinics.close_all()
 
 
-def ask(clinics, method, url, secret, signed=None, host=PROVIDER):
-    """A bodyless request to the host's app, signed with `secret` over `signed` (the path as sent by default)."""
-    headers = {"Host": host, "X-Signature": sign(b"", secret, method, signed or url)}
-    return webtest.TestApp(clinics).request(url, method=method, headers=headers, expect_errors=True)
+def ask(clinics, method, url, secret, signed=None, host=PROVIDER, body=None):
+    """A request to the host's app, signed with `secret` over `signed` (the path as sent by default)."""
+    raw = b"" if body is None else json.dumps(body).encode()
+    headers = {"Host": host, "X-Signature": sign(raw, secret, method, signed or url)}
+    headers.update({"Content-Type": "application/json"} if body is not None else {})
+    return webtest.TestApp(clinics).request(url, method=method, body=raw, headers=headers, expect_errors=True)
 
 
 def browser(clinics):
@@ -172,3 +186,50 @@ def test_a_real_waitress_passes_the_path_as_sent_to_the_signature(provider):
                 assert error.code == status
     finally:
         server.shutdown()
+
+
+def test_a_patients_mail_leads_under_the_prefix_when_public_url_carries_it(provider, tmp_path):
+    patient = ask(provider, "POST", f"/{A}/patients", SECRETS[A], body={
+        "name": "Ana", "nif": valid_dni(7), "email": "ana@example.es"}).json["patientId"]
+    slot = ask(provider, "GET", f"/{A}/availabilities?doctorId=MARTIN", SECRETS[A]).json["data"][0]
+    assert ask(provider, "POST", f"/{A}/appointments", SECRETS[A], body={
+        "date": slot["date"], "time": slot["time"], "doctorId": "MARTIN", "patientId": patient}).status_int == 201
+    server, mail_server = StopableWSGIServer.create(provider), MailServer(tmp_path)
+    try:
+        public_url = f"{server.application_url}{A}/"  # as an admin writes it: the host's name, the prefix
+        sender = Sender(provider.served[A].app.clinic, Mailer(smtp_server(mail_server.url, ca_file=str(
+            mail_server.ca_file))), "citas@provider.es", public_url)
+        assert sender.pass_once() == {"sent": 1}
+        [(_, message)] = mail_server.inbox.messages()
+        link = re.search(re.escape(public_url) + r"cita/[A-Za-z0-9_-]+", message.get_body(("plain",)).get_content())
+        with urllib.request.urlopen(link[0], timeout=60) as answer:
+            page = answer.read().decode()
+        assert "Ana" in page and f'action="/{A}/cita/' in page and not re.search(r'="/(?!clinica-a/)', page)
+    finally:
+        server.shutdown()
+        mail_server.stop()
+
+
+@pytest.mark.skipif(not shutil.which("nginx"), reason="nginx is not installed")
+@pytest.mark.skipif(not shutil.which("openssl"), reason="openssl is not installed")
+def test_agenda_host_nginx_writes_one_server_for_the_prefix_clinics_that_nginx_takes(folder, tmp_path):
+    (folder / A / "agenda.toml").write_text('desk_network = "192.0.2.0/24"\n')
+    certificate(tmp_path / "live", PROVIDER)
+    out, command = tmp_path / "sites", ["host", "nginx", str(folder), str(tmp_path / "sites"), "--certificates",
+                                        str(tmp_path / "live"), "--logs", str(tmp_path)]
+    result = CliRunner().invoke(agenda.cli, command)
+    assert result.exit_code == 1 and "2 clinics reached by a path prefix left out: give --prefix-host" in \
+        result.output
+    result = CliRunner().invoke(agenda.cli, [*command, "--prefix-host", PROVIDER])
+    assert result.exit_code == 0 and ": 3 clinics;" in result.output, result.output
+    assert f"{B}: its desk is closed to every address" in result.output
+    sites = (out / "agenda-host.conf").read_text()
+    provider_server = sites[sites.index(f"server_name {PROVIDER};\n    ssl_certificate"):]
+    desk_of_a = provider_server[provider_server.index(f"location /{A}/desk {{"):]
+    assert desk_of_a.index("allow 192.0.2.0/24;") < desk_of_a.index("deny all;") < desk_of_a.index(f"/{B}/desk")
+    for name in (A, B):
+        assert f"location = /{name}/desk/login {{" in provider_server and f"location /{name}/cita/ {{" in \
+            provider_server
+    assert f"location /{B}/desk {{\n        deny all;" in provider_server
+    assert f"listen 80;\n    server_name {NAMED};\n    location / {{ return 404; }}" in sites
+    assert_nginx_takes(out, tmp_path)
