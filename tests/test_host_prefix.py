@@ -121,6 +121,7 @@ def test_a_prefix_is_no_host_name_and_a_host_names_clinic_keeps_its_whole_path(p
     assert ask(provider, "GET", f"/{A}/custom-config", SECRETS[NAMED], host=NAMED).status_int == 404
     assert ask(provider, "GET", "/clinica-z/custom-config", SECRETS[A]).status_int == 404
     assert ask(provider, "GET", f"/{A}", SECRETS[A]).status_int == 404  # the prefix alone: no route of A's
+    assert webtest.TestApp(provider).get(f"/{A}/health", headers={"Host": PROVIDER}).json["status"] == "ok"
 
 
 def test_every_desk_page_of_a_prefix_clinic_keeps_its_links_redirects_and_cookies_under_the_prefix(provider):

@@ -30,7 +30,9 @@ def host():
     A clinic's folder, under the host's folder, is named for the host name its
     caller and its desk reach it at (citas.clinicasol.es) and holds agenda.db, its
     shared secret in agenda.secret (`agenda secret set --db FOLDER/agenda.db`) and,
-    optionally, its settings in agenda.toml (clinic_name = "Clínica Sol").
+    optionally, its settings in agenda.toml (clinic_name = "Clínica Sol"). A folder
+    named as a path prefix instead (clinicasol: no dot) is reached at /clinicasol/ on
+    the host's own name (https://agenda.provider.es/clinicasol/).
 
     Example:
 
