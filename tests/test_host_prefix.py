@@ -150,6 +150,16 @@ def test_reception_books_from_the_day_of_a_prefix_clinic_without_leaving_it(prov
     assert ask(provider, "GET", f"/{B}/appointments/1", SECRETS[B]).status_int == 404
 
 
+def test_a_doctors_calendar_feed_made_at_the_desk_of_a_prefix_clinic_is_an_address_under_the_prefix(provider):
+    client, prefix = browser(provider), f"/{A}"
+    log_in(client, prefix)
+    doctors = client.get(f"{prefix}/desk/doctors")
+    made = next(f for f in doctors.forms.values() if f.action == f"{prefix}/desk/doctors/MARTIN/feed").submit()
+    address = re.search(r"http://\S+?\.ics", made.text)[0]
+    assert address.startswith(f"http://{PROVIDER}{prefix}/feeds/")
+    assert client.get(address.split(PROVIDER, 1)[1]).content_type == "text/calendar"
+
+
 def test_a_desk_login_to_one_prefix_clinic_is_no_login_to_another_on_the_same_host_name(provider):
     client = browser(provider)
     log_in(client, f"/{A}")
