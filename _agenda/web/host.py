@@ -1,7 +1,8 @@
 """Many clinics in one service ("A host of clinics"): each folder under the host's folder is a clinic, named for
 the host name it is served at (or for the path prefix it is reached by), with its database, settings file and
-secret; a request goes to the app of the clinic its host name, else its path's first part, names. A folder added is served at the next look, one removed stops being served, and one
-clinic's faults (a damaged file, a full disk, a request that hangs) stay its own."""
+secret; a request goes to the app of the clinic its host name, else its path's first part, names. A folder added
+is served at the next look, one removed stops being served, and one clinic's faults (a damaged file, a full
+disk, a request that hangs) stay its own."""
 
 import logging
 import re
