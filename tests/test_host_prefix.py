@@ -32,25 +32,29 @@ PROVIDER = "agenda.provider.es"  # the one host name of the prefix clinics
 PASSWORD = "correct horse battery"
 SECRETS = {A: "secret-of-prefix-a", B: "secret-of-prefix-b", NAMED: "secret-of-named-n"}
 GET_PAGES = [route for route in edges.DESK_ROUTES if route.method == "GET"]
+POSTS = sorted((route for route in edges.DESK_ROUTES if route.method == "POST"), key=lambda route: "logout" in
+               route.rule)  # each action, the logout last
 LINKED = re.compile(r'\s(href|src|action|formaction)="([^"]*)"')
 
 
 @pytest.fixture
 def folder(tmp_path):
-    """The host's folder: two clinics reached by a prefix, one at its own host name, each with its own secret."""
+    """The host's folder: two clinics reached by a prefix, one at its own host name, each with its own secret and
+    an admin, ana (one clinic seeded, then copied: its folder is all a clinic is)."""
     folder = tmp_path / "clinics"
     folder.mkdir()
+    app = open_clinic(make_clinic(folder, A, tmp_path))
+    app.accounts.add_staff("ana", PASSWORD, role="admin")
+    close_clinic(app)
+    for name in (B, NAMED):
+        shutil.copytree(folder / A, folder / name)
     for name in (A, B, NAMED):
-        (make_clinic(folder, name, tmp_path) / "agenda.secret").write_text(SECRETS[name])  # the file as made: 0600
+        (folder / name / "agenda.secret").write_text(SECRETS[name])  # the file as made: 0600
     return folder
 
 
 @pytest.fixture
 def provider(folder):
-    for name in (A, B, NAMED):
-        app = open_clinic(folder / name)
-        app.accounts.add_staff("ana", PASSWORD, role="admin")
-        close_clinic(app)
     clinics = Clinics(folder, open_clinic, close_clinic, share=2)
     yield clinics
     clinics.close_all()
@@ -124,7 +128,7 @@ def test_a_prefix_is_no_host_name_and_a_host_names_clinic_keeps_its_whole_path(p
     assert webtest.TestApp(provider).get(f"/{A}/health", headers={"Host": PROVIDER}).json["status"] == "ok"
 
 
-def test_every_desk_page_of_a_prefix_clinic_keeps_its_links_redirects_and_cookies_under_the_prefix(provider):
+def test_reception_books_and_every_desk_page_and_action_of_a_prefix_clinic_stays_under_its_prefix(provider):
     client, prefix = browser(provider), f"/{A}"
     for route in GET_PAGES:  # signed out: each sends to the login page, under the prefix
         answer = client.get(prefix + edges.example_path(route), expect_errors=True)
@@ -132,22 +136,21 @@ def test_every_desk_page_of_a_prefix_clinic_keeps_its_links_redirects_and_cookie
     logged = log_in(client, prefix)
     assert logged.status_int == 303 and not escapes(logged, prefix)
     assert {cookie.path for cookie in client.cookiejar} == {f"{prefix}/desk"}
-    for route in GET_PAGES:
-        answer = client.get(prefix + edges.example_path(route), expect_errors=True)
-        assert answer.status_int < 500 and not escapes(answer, prefix), (route.key, escapes(answer, prefix))
-
-
-def test_reception_books_from_the_day_of_a_prefix_clinic_without_leaving_it(provider):
-    client, prefix = browser(provider), f"/{A}"
-    log_in(client, prefix)
     answers = book_from_the_day(client, prefix)
     assert [escapes(answer, prefix) for answer in answers] == [[]] * 4
     assert answers[2].status_int == 303 and "Luis Pérez" in answers[3].text
+    assert ask(provider, "GET", f"/{A}/appointments/1", SECRETS[A]).json["patientName"] == "Luis Pérez"
+    assert ask(provider, "GET", f"/{B}/appointments/1", SECRETS[B]).status_int == 404
     appointment = client.get(f"{prefix}/desk/appointments/1")
     card = next(f for f in appointment.forms.values() if f.action == f"{prefix}/desk/appointments/1/card").submit()
     assert not escapes(card, prefix) and f"http://{PROVIDER}{prefix}/cita/" in card.text  # no public_url set
-    assert ask(provider, "GET", f"/{A}/appointments/1", SECRETS[A]).json["patientName"] == "Luis Pérez"
-    assert ask(provider, "GET", f"/{B}/appointments/1", SECRETS[B]).status_int == 404
+    for route in GET_PAGES:  # appointment 1 and patient 1 there now
+        answer = client.get(prefix + edges.example_path(route), expect_errors=True)
+        assert answer.status_int < 500 and not escapes(answer, prefix), (route.key, escapes(answer, prefix))
+    csrf = client.get(f"{prefix}/desk/day").html.select_one("input[name=csrf]")["value"]
+    for route in POSTS:  # each action, sent as its forms are though with little filled in: a page or a redirect
+        answer = client.post(prefix + edges.example_path(route), {"csrf": csrf}, expect_errors=True)
+        assert answer.status_int < 500 and not escapes(answer, prefix), (route.key, escapes(answer, prefix))
 
 
 def test_a_doctors_calendar_feed_made_at_the_desk_of_a_prefix_clinic_is_an_address_under_the_prefix(provider):
