@@ -295,15 +295,32 @@ def test_agenda_host_serve_serves_each_clinic_at_its_host_name_and_stops_on_sigt
         server.stop()
 
 
+def certificate(folder, name):
+    """A certificate for `name` in folder/name, as certbot leaves one."""
+    live = folder / name
+    live.mkdir(parents=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-subj", f"/CN={name}", "-days", "1", "-keyout", str(live / "privkey.pem"), "-out",
+                    str(live / "fullchain.pem")], check=True, capture_output=True, timeout=60)
+
+
+def assert_nginx_takes(out, tmp_path):
+    """`nginx -t` takes the sites written into `out`, included in an http block as docs/deploy.md says."""
+    temp = "\n".join(f"    {kind}_temp_path {tmp_path}/{kind};" for kind in ("client_body", "proxy", "fastcgi",
+                                                                              "uwsgi", "scgi"))
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
+                    f"http {{\n    access_log off;\n{temp}\n    include {out}/agenda-host.conf;\n}}\n")
+    checked = subprocess.run(["nginx", "-t", "-p", str(tmp_path), "-e", f"{tmp_path}/error.log", "-c", str(conf)],
+                             check=False, capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0 and "test is successful" in checked.stderr, checked.stderr
+
+
 @pytest.mark.skipif(not shutil.which("nginx"), reason="nginx is not installed")
 @pytest.mark.skipif(not shutil.which("openssl"), reason="openssl is not installed")
 def test_agenda_host_nginx_writes_a_server_a_clinic_that_nginx_takes(fleet, tmp_path):
     (fleet.folder / A / "agenda.toml").write_text('desk_network = "192.0.2.0/24, 198.51.100.7"\n')
-    live = tmp_path / "live" / A
-    live.mkdir(parents=True)
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-subj", f"/CN={A}", "-days", "1", "-keyout", str(live / "privkey.pem"), "-out",
-                    str(live / "fullchain.pem")], check=True, capture_output=True, timeout=60)
+    certificate(tmp_path / "live", A)
     out = tmp_path / "sites"
     result = CliRunner().invoke(agenda.cli, ["host", "nginx", str(fleet.folder), str(out), "--certificates",
                                              str(tmp_path / "live"), "--logs", str(tmp_path)])
@@ -314,14 +331,7 @@ def test_agenda_host_nginx_writes_a_server_a_clinic_that_nginx_takes(fleet, tmp_
     server_of_a = sites[sites.index(f"server_name {A};\n    ssl_certificate"):]
     assert "allow 192.0.2.0/24;" in server_of_a and "allow 198.51.100.7/32;" in server_of_a
     assert f"listen 80;\n    server_name {B};\n    location / {{ return 404; }}" in sites
-    temp = "\n".join(f"    {kind}_temp_path {tmp_path}/{kind};" for kind in ("client_body", "proxy", "fastcgi",
-                                                                              "uwsgi", "scgi"))
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
-                    f"http {{\n    access_log off;\n{temp}\n    include {out}/agenda-host.conf;\n}}\n")
-    checked = subprocess.run(["nginx", "-t", "-p", str(tmp_path), "-e", f"{tmp_path}/error.log", "-c", str(conf)],
-                             check=False, capture_output=True, text=True, timeout=60)
-    assert checked.returncode == 0 and "test is successful" in checked.stderr, checked.stderr
+    assert_nginx_takes(out, tmp_path)
     (fleet.folder / B / "agenda.toml").write_text("clinic_nam = 'Sol'\n")
     result = CliRunner().invoke(agenda.cli, ["host", "nginx", str(fleet.folder), str(out), "--certificates",
                                              str(tmp_path / "live"), "--logs", str(tmp_path)])

@@ -80,3 +80,14 @@ def test_a_clinic_another_sender_holds_or_whose_settings_are_wrong_waits_alone(h
     (host / B / "agenda.toml").write_text("min_notice_minutes = 0\n")
     assert "1 sent" in send_once(host, mail_server)
     assert set(received(mail_server)) == {"ana@example.es", "bea@example.es"}
+
+
+def test_a_prefix_clinics_mail_waits_for_its_public_url_and_then_goes_with_links_under_its_prefix(host, mail_server,
+                                                                                                  tmp_path):
+    (host / A).rename(host / "clinica-a")
+    (host / "clinica-a" / "agenda.toml").write_text('min_notice_minutes = 0\nclinic_name = "Clínica A"\n')
+    assert "1 sent" in send_once(host, mail_server)  # B's only
+    (host / "clinica-a" / "agenda.toml").write_text('public_url = "https://agenda.proveedor.es/clinica-a"\n')
+    assert "1 sent" in send_once(host, mail_server)
+    body = received(mail_server)["ana@example.es"].get_body(("plain",)).get_content()
+    assert "https://agenda.proveedor.es/clinica-a/cita/" in body

@@ -17,7 +17,7 @@ from ..storage.shipped import newest_version
 from ..storage.database import UPGRADE
 from ..domain.outbox import outbox_counts
 from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
-from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics, passed_over
+from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics, is_prefix, passed_over
 from ..patient.host_sender import host_clinics, HostSender
 from ..app import create_app
 from .root import (cli, cli_now, DEFAULTS, existing_database, human_size, mailer_of, proxy_options, read_secret_file,
@@ -33,7 +33,9 @@ def host():
     A clinic's folder, under the host's folder, is named for the host name its
     caller and its desk reach it at (citas.clinicasol.es) and holds agenda.db, its
     shared secret in agenda.secret (`agenda secret set --db FOLDER/agenda.db`) and,
-    optionally, its settings in agenda.toml (clinic_name = "Clínica Sol").
+    optionally, its settings in agenda.toml (clinic_name = "Clínica Sol"). A folder
+    named as a path prefix instead (clinicasol: no dot) is reached at /clinicasol/ on
+    the host's own name (https://agenda.provider.es/clinicasol/).
 
     Example:
 
@@ -239,16 +241,26 @@ server {{
     add_header Strict-Transport-Security "max-age=31536000" always;
     access_log {logs}/agenda-host.access.log agenda_host_noquery;
     include {locations};
-    location /desk {{
+{desks}}}
+"""
+# A clinic's desk, for its desk_network only: at /desk, or at /PREFIX/desk for a clinic reached by a path prefix.
+NGINX_DESK = """    location {prefix}/desk {{
 {allow}        deny all;
         proxy_pass http://{upstream};
     }}
-    location = /desk/login {{
+    location = {prefix}/desk/login {{
 {allow}        deny all;
         limit_req zone=agenda_host_logins burst=5 nodelay;
         proxy_pass http://{upstream};
     }}
-}}
+"""
+# A clinic reached by a path prefix: its feeds and patients' links as agenda-locations.conf has them at the root.
+NGINX_PREFIX = """    location /{prefix}/feeds/ {{ access_log off; proxy_pass http://{upstream}; }}
+    location /{prefix}/cita/ {{
+        access_log off;
+        limit_req zone=agenda_host_links burst=30 nodelay;
+        proxy_pass http://{upstream};
+    }}
 """
 # A clinic without its certificate yet: its name on port 80 only, for `certbot --nginx -d NAME`.
 NGINX_PLAIN = """server {{
@@ -266,25 +278,30 @@ NGINX_PLAIN = """server {{
 @click.option("--certificates", default="/etc/letsencrypt/live", show_default=True,
               help="The folder holding a folder of certificates a clinic, named for it (certbot's).")
 @click.option("--logs", default="/var/log/nginx", show_default=True, help="The folder of nginx's access log.")
-def host_nginx(folder, out, upstream, certificates, logs):
+@click.option("--prefix-host", metavar="NAME", help="The host name the clinics whose folder is a path prefix "
+              "(clinicasol) are reached at, https://NAME/clinicasol/; its certificate in --certificates too.")
+def host_nginx(folder, out, upstream, certificates, logs, prefix_host):
     """Write nginx's sites for every clinic under FOLDER into OUT: agenda-host.conf and agenda-locations.conf.
 
     Each clinic gets a server at its name: the API, feeds and patients' links for
-    everyone, the desk only for its desk_network (agenda.toml). A clinic whose
-    certificate is not in --certificates yet gets its name on port 80 only, for
-    `certbot --nginx -d NAME`; write the sites again after it, and reload nginx.
+    everyone, the desk only for its desk_network (agenda.toml). The clinics whose
+    folder is a path prefix share one server, at --prefix-host, each under its
+    prefix. A name whose certificate is not in --certificates yet gets port 80 only,
+    for `certbot --nginx -d NAME`; write the sites again after it, and reload nginx.
 
     Example:
 
     \b
         agenda host nginx /srv/clinics /etc/nginx/agenda && sudo nginx -t && sudo systemctl reload nginx
+        agenda host nginx /srv/clinics /etc/nginx/agenda --prefix-host agenda.provider.es
     """
     host_folder(folder)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    locations = out / "agenda-locations.conf"
-    locations.write_text(NGINX_LOCATIONS.format(upstream=upstream), encoding="utf-8")
-    servers, waiting, closed, wrong = [NGINX_SHARED], [], [], []
+    where = {"certificates": certificates, "logs": logs, "locations": out / "agenda-locations.conf",
+             "upstream": upstream}
+    where["locations"].write_text(NGINX_LOCATIONS.format(upstream=upstream), encoding="utf-8")
+    servers, prefixed, notes, wrong = [NGINX_SHARED], [], [], []
     for name, path in sorted(clinic_folders(folder).items()):
         try:
             settings = settings_in_file(path / CLINIC_SETTINGS) if (path / CLINIC_SETTINGS).is_file() else {}
@@ -292,25 +309,38 @@ def host_nginx(folder, out, upstream, certificates, logs):
             wrong.append(f"{name}: left out, a wrong setting: {error}")
             continue
         networks = desk_networks(settings.get("desk_network", ""))
-        closed += [] if networks else [name]
-        allow = "".join(f"        allow {network};\n" for network in networks)
-        if (Path(certificates) / name / "fullchain.pem").is_file():
-            servers.append(NGINX_TLS.format(name=name, certificates=certificates, logs=logs, locations=locations,
-                                            upstream=upstream, allow=allow))
+        notes += [] if networks else [f"{name}: its desk is closed to every address: set desk_network in its "
+                                      f"{CLINIC_SETTINGS}"]
+        desk = NGINX_DESK.format(prefix=f"/{name}" if is_prefix(name) else "", upstream=upstream,
+                                 allow="".join(f"        allow {network};\n" for network in networks))
+        if is_prefix(name):
+            prefixed.append(desk + NGINX_PREFIX.format(prefix=name, upstream=upstream))
         else:
-            servers.append(NGINX_PLAIN.format(name=name))
-            waiting.append(name)
+            servers.append(nginx_server(name, desk, where, notes))
+    if prefixed and prefix_host:
+        servers.append(nginx_server(prefix_host, "".join(prefixed), where, notes))
+    elif prefixed:
+        wrong.append(f"{plural(len(prefixed), 'clinic')} reached by a path prefix left out: give --prefix-host, "
+                     f"the host name they are reached at (agenda.provider.es)")
     (out / "agenda-host.conf").write_text("\n".join(servers), encoding="utf-8")
-    click.echo(f"Wrote {out / 'agenda-host.conf'}: {plural(len(servers) - 1, 'clinic')}; include it in nginx's http "
+    written = len(servers) - 1 - bool(prefixed and prefix_host) + (len(prefixed) if prefix_host else 0)
+    click.echo(f"Wrote {out / 'agenda-host.conf'}: {plural(written, 'clinic')}; include it in nginx's http "
                "block, then: sudo nginx -t && sudo systemctl reload nginx")
-    for name in waiting:
-        click.echo(f"{name}: no certificate yet, port 80 only: sudo certbot --nginx -d {name}, then write again")
-    for name in closed:
-        click.echo(f"{name}: its desk is closed to every address: set desk_network in its {CLINIC_SETTINGS}")
+    for line in notes:
+        click.echo(line)
     for line in wrong:
         click.echo(line, err=True)
     if wrong:
         raise SystemExit(1)
+
+
+def nginx_server(name, desks, where, notes):
+    """nginx's server for a host name with `desks` (a clinic's desk, or every prefix clinic's): over TLS when
+    its certificate is there, else its name on port 80 only, said in `notes`."""
+    if (Path(where["certificates"]) / name / "fullchain.pem").is_file():
+        return NGINX_TLS.format(name=name, desks=desks, **where)
+    notes.append(f"{name}: no certificate yet, port 80 only: sudo certbot --nginx -d {name}, then write again")
+    return NGINX_PLAIN.format(name=name)
 
 
 @host.command("mail")

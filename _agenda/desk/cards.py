@@ -7,16 +7,17 @@ import segno
 from ..domain.appointments import visits_told
 from ..domain.identity import identity
 from ..domain.links import card_link
-from ..web.answers import clinic
+from ..web.answers import clinic, rooted
 from .texts import translator
 from .pages import visit_lines, visit_view
 from .shared import desk_page, desk_source
 
 
 def public_root():
-    """Where patients reach /cita: the clinic's --public-url, else this desk's own address (said on the card)."""
+    """Where patients reach /cita: the clinic's --public-url, else this desk's own address, after the clinic's
+    prefix if any (said on the card)."""
     configured = clinic().settings.public_url.rstrip("/")
-    return configured or "{}://{}".format(*bottle.request.urlparts[:2]), bool(configured)
+    return configured or "{}://{}".format(*bottle.request.urlparts[:2]) + rooted(""), bool(configured)
 
 
 def desk_card(appointment_id):

@@ -12,7 +12,7 @@ from ..domain.feeds import feeds, new_feed, revoke_feed
 from .texts import translator
 from ..domain.report import clinic_report
 from .charts import report_charts
-from ..web.answers import clinic, query_text, status_of
+from ..web.answers import clinic, query_text, rooted, status_of
 from .shared import (catalog_names, desk_centers, desk_page, desk_refusal, desk_source, done, form,
                           local_moment)
 from ..domain.closures import add_closure, closure_fields, coming_closures, covered_by, remove_closure
@@ -76,7 +76,7 @@ def desk_doctor_feed(doctor_id):
     token = new_feed(clinic(), doctor_id, desk_source())
     parts = bottle.request.urlparts  # the address as this admin reached Agenda, through the trusted proxy
     return desk_doctors(made={"doctor": clinic().require_doctor(doctor_id)["name"],
-                              "url": f"{parts.scheme}://{parts.netloc}/feeds/{token}.ics"})
+                              "url": f"{parts.scheme}://{parts.netloc}{rooted('/feeds/')}{token}.ics"})
 
 
 def desk_retire(doctor_id):

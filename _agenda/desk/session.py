@@ -16,7 +16,7 @@ from ..storage.shipped import read_data_file, TEMPLATES
 from ..domain.identity import identity
 from ..domain.staff import DEVICE_DAYS, LOCK_AFTER, LOCK_MINUTES
 from .texts import translator
-from ..web.answers import clinic, query_text, status_of
+from ..web.answers import clinic, query_text, rooted, status_of
 from .shared import (accounts, catalog_names, changes_version, DESK_COOKIE, desk_error, desk_page, desk_source,
                           DEVICE_COOKIE, form, LOGIN_COOKIE, see_other, set_desk_cookie)
 
@@ -57,7 +57,7 @@ def desk_log_in():
                                status_of(error))
     set_desk_cookie(DESK_COOKIE, login.token)
     set_desk_cookie(DEVICE_COOKIE, login.device, max_age=DEVICE_DAYS * 24 * 3600)  # kept after logging out
-    bottle.response.delete_cookie(LOGIN_COOKIE, path="/desk")
+    bottle.response.delete_cookie(LOGIN_COOKIE, path=rooted("/desk"))
     kept = kept_id(form("kept"))
     see_other(f"/desk/kept/{kept}" if kept else "/desk/day")
 
@@ -107,7 +107,7 @@ def patient_name(patient_id):
 
 def desk_log_out():
     accounts().log_out(bottle.request.get_cookie(DESK_COOKIE))
-    bottle.response.delete_cookie(DESK_COOKIE, path="/desk")
+    bottle.response.delete_cookie(DESK_COOKIE, path=rooted("/desk"))
     see_other("/desk/login")
 
 

@@ -22,7 +22,7 @@ from ..domain.identity import identity, refused
 from ..domain.outbox import change_message, recipient_of, told_of
 from .texts import refusal_fields, refusal_text, TEXTS, translator
 from .pages import desk_template
-from ..web.answers import clinic, raw_header, refusal_for, request_id, status_of
+from ..web.answers import clinic, raw_header, refusal_for, request_id, rooted, rooted_page, status_of
 from ..domain.availability import catalog_names as names_of, clinic_centers
 
 log = logging.getLogger("agenda")
@@ -61,7 +61,7 @@ def desk_page(template, status=200, **values):
     t = translator(desk["lang"])
     flash = bottle.request.get_cookie(FLASH_COOKIE)
     if flash:
-        bottle.response.delete_cookie(FLASH_COOKIE, path="/desk")
+        bottle.response.delete_cookie(FLASH_COOKIE, path=rooted("/desk"))
         flash = flash_text(flash, t, desk)
     values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "quote": urllib.parse.quote,
               "urlencode": urllib.parse.urlencode, "error": None, "nif_of": functools.partial(nif_of, t), "wrong": {},
@@ -71,7 +71,7 @@ def desk_page(template, status=200, **values):
     body = desk_template(template).render(**values)
     bottle.response.status = status
     bottle.response.content_type = "text/html; charset=utf-8"
-    return desk_template("layout").render(body=body, flash=flash, **values)
+    return rooted_page(desk_template("layout").render(body=body, flash=flash, **values))
 
 
 def field_choices(t, column):
@@ -128,9 +128,9 @@ def done(to, *said, patient=None):
 
 
 def set_desk_cookie(name, value, **more):
-    """A cookie of the desk's: under /desk, HttpOnly, SameSite=Strict, Secure when the request came over TLS
-    (the trusted proxy's word, via waitress)."""
-    bottle.response.set_cookie(name, value, path="/desk", httponly=True, samesite="strict",
+    """A cookie of the desk's: under /desk (after the clinic's prefix, if any), HttpOnly, SameSite=Strict, Secure
+    when the request came over TLS (the trusted proxy's word, via waitress)."""
+    bottle.response.set_cookie(name, value, path=rooted("/desk"), httponly=True, samesite="strict",
                                secure=bottle.request.environ.get("wsgi.url_scheme") == "https", **more)
 
 
@@ -175,10 +175,11 @@ def mail_told(t, person, appointment, after):
 
 
 def see_other(path):
-    """303 to a path of this server, relative: a client's Host header never goes into it."""
+    """303 to a path of this app's, relative (after the clinic's prefix, if any): a client's Host header never
+    goes into it."""
     answer = bottle.response.copy(cls=bottle.HTTPResponse)
     answer.status, answer.body = 303, ""
-    answer.set_header("Location", path)
+    answer.set_header("Location", rooted(path))
     raise answer
 
 

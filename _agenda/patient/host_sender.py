@@ -10,7 +10,7 @@ from email.utils import formataddr, parseaddr
 from ..values.settings import Settings, settings_in_file
 from ..storage.database import Database
 from ..domain.clinic import Clinic
-from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders
+from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, is_prefix
 from .sender import Sender, sender_lock
 
 log = logging.getLogger("agenda")
@@ -37,16 +37,21 @@ def clinic_from(host_from, clinic_name):
 
 
 def host_clinics(folder, told):
-    """{host name: (db path, settings)} of the clinics under a host's folder; a clinic whose settings file is wrong
-    is left out, and said once in `told` (a set kept between passes)."""
+    """{name: (db path, settings)} of the clinics under a host's folder; a clinic whose settings file is wrong, or a
+    prefix clinic without its public_url, is left out, and said once in `told` (a set kept between passes)."""
     found = {}
     for name, path in clinic_folders(folder).items():
         try:
             settings = settings_in_file(path / CLINIC_SETTINGS) if (path / CLINIC_SETTINGS).is_file() else {}
         except ValueError as error:
-            if str(error) not in told:
-                told.add(str(error))
-                log.error("mail for %s waits: %s", name, error)
+            settings, why = None, str(error)
+        else:
+            why = None if settings.get("public_url") or not is_prefix(name) else (
+                f"{path / CLINIC_SETTINGS}: set public_url (https://HOST/{name}), where its patients' links lead")
+        if why:
+            if why not in told:
+                told.add(why)
+                log.error("mail for %s waits: %s", name, why)
             continue
         found[name] = (path / CLINIC_DB, settings)
     return found

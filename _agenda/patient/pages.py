@@ -18,7 +18,7 @@ from ..storage.shipped import read_data_file, TEMPLATES
 from ..domain.links import (done_by_link, first_name, in_notice, link_cancel, link_confirm, link_hash, link_move,
                             link_stop, move_choices, opened)
 from ..domain.staff import Allowance
-from ..web.answers import request_id
+from ..web.answers import request_id, rooted, rooted_page
 from ..desk.pages import desk_template
 from ..desk.texts import translator
 from ..desk.pages import long_date, plain
@@ -71,7 +71,7 @@ def page(template, status=200, language=None, **values):
     bottle.response.status = status
     t = translator(language)
     head = desk_template("link_head").render(t=t, lang=language)
-    return desk_template(template).render(t=t, lang=language, head=head, **values)
+    return rooted_page(desk_template(template).render(t=t, lang=language, head=head, **values))
 
 
 def preferred_language():
@@ -202,7 +202,7 @@ def link_action(token, action):
         key = "link_taken" if isinstance(error, ValueError) or error.code in ("SLOT_NOT_AVAILABLE", "INVALID_REQUEST") \
             else "link_to_call" if error.code == "LINK_TO_CALL" else "link_late"
         return shown(token, appointment, error=key, status=409)
-    bottle.redirect(f"/cita/{token}?" + urllib.parse.urlencode({"hecho": done}), 303)
+    bottle.redirect(rooted(f"/cita/{token}?") + urllib.parse.urlencode({"hecho": done}), 303)
 
 
 def act(appointment, action):

@@ -1,5 +1,6 @@
 """What both web edges answer with: request ids, the access log ("Access log"), JSON answers and errors
-(`STATUS_OF`, `refusal_for`, "Errors"), query values, the request's Clinic, and the one after-change hook."""
+(`STATUS_OF`, `refusal_for`, "Errors"), query values, the request's Clinic, the one after-change hook, and the
+pages' paths under a host's prefix (`rooted`, `rooted_page`)."""
 
 import json
 import logging
@@ -32,6 +33,22 @@ def request_target(environ):
         if environ.get("QUERY_STRING"):
             target += "?" + environ["QUERY_STRING"]
     return target
+
+
+def rooted(path):
+    """A path of the app's own ('/desk/day') as a browser reaches it: after the prefix a host of clinics serves
+    this clinic under (SCRIPT_NAME, "A host of clinics"); the path itself when there is none."""
+    return bottle.request.environ.get("SCRIPT_NAME", "").rstrip("/") + path
+
+
+ROOTED_LINK = re.compile(r'(\s(?:href|src|action|formaction)=")(?=/(?!/))')  # a page's link from the root: href="/
+
+
+def rooted_page(page):
+    """A page with every link, form action, script and stylesheet it writes from the root ('/desk/...') under the
+    clinic's prefix: the one place the pages learn it, so no template names it; the page as is without one."""
+    root = rooted("")
+    return ROOTED_LINK.sub(lambda found: found[1] + root, page) if root else page
 
 
 STATUS_ERROR_CODES = {400: "INVALID_REQUEST", 401: "INVALID_SIGNATURE", 404: "NOT_FOUND",

@@ -1,7 +1,8 @@
 """Many clinics in one service ("A host of clinics"): each folder under the host's folder is a clinic, named for
-the host name it is served at, with its database, settings file and secret; a request goes to the app of the
-clinic its host name names. A folder added is served at the next look, one removed stops being served, and one
-clinic's faults (a damaged file, a full disk, a request that hangs) stay its own."""
+the host name it is served at (or for the path prefix it is reached by), with its database, settings file and
+secret; a request goes to the app of the clinic its host name, else its path's first part, names. A folder added
+is served at the next look, one removed stops being served, and one clinic's faults (a damaged file, a full
+disk, a request that hangs) stay its own."""
 
 import logging
 import re
@@ -19,6 +20,7 @@ CLINIC_SECRET, CLINIC_SETTINGS = "agenda.secret", "agenda.toml"
 LOOK_EVERY = 2.0  # seconds between two looks at the host's folder for clinics added or removed
 IDLE_AFTER = 600.0  # seconds without a request after which a clinic's app is put away (its connections closed)
 HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+")
+PREFIX = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")  # a clinic reached by a path prefix: /clinicasol/...
 
 
 def host_name(environ):
@@ -30,12 +32,23 @@ def host_name(environ):
 
 
 def clinic_folders(folder):
-    """{host name: folder} of the clinics under `folder`: each folder named as a host name that holds a database."""
+    """{name: folder} of the clinics under `folder`: each folder named as a host name, or as a path prefix (a name
+    without a dot), that holds a database."""
     found = {}
     for entry in Path(folder).iterdir():
-        if entry.is_dir() and HOST_NAME.fullmatch(entry.name) and (entry / CLINIC_DB).is_file():
+        if entry.is_dir() and clinic_name(entry.name) and (entry / CLINIC_DB).is_file():
             found[entry.name] = entry
     return found
+
+
+def clinic_name(name):
+    """Whether a folder's name is a clinic's: a host name, or a path prefix."""
+    return bool(HOST_NAME.fullmatch(name) or PREFIX.fullmatch(name))
+
+
+def is_prefix(name):
+    """Whether a clinic's name is a path prefix (reached at /NAME/ on the host's own name), not a host name."""
+    return "." not in name
 
 
 def passed_over(folder):
@@ -44,8 +57,9 @@ def passed_over(folder):
     for entry in Path(folder).iterdir():
         if not entry.is_dir():
             found[entry.name] = "not a folder"
-        elif not HOST_NAME.fullmatch(entry.name):
-            found[entry.name] = "its name is no host name in small letters (citas.clinicasol.es)"
+        elif not clinic_name(entry.name):
+            found[entry.name] = ("its name is no host name in small letters (citas.clinicasol.es), nor a path "
+                                 "prefix (clinicasol)")
         elif not (entry / CLINIC_DB).is_file():
             found[entry.name] = f"no {CLINIC_DB}: agenda seed CATALOGS.csv --db {entry / CLINIC_DB}"
     return found
@@ -146,16 +160,24 @@ class Clinics:
             one.in_flight, one.asked_at = one.in_flight + 1, self.clock()
             return one
 
+    def named(self, environ):
+        """The served clinic a request names: its host name's, else its path's first part's; None for neither."""
+        name = host_name(environ)
+        if name in self.served and not is_prefix(name):
+            return name
+        prefix = path_prefix(environ)
+        return prefix if prefix in self.served else None
+
     def __call__(self, environ, start_response):
         self.look()
-        name = host_name(environ)
-        one = self.entered(name)
-        if one is None and name:
+        name = self.named(environ)
+        if name is None and (host_name(environ) or path_prefix(environ)):
             self.look(force=self.looked_at is None or self.clock() - self.looked_at >= 1.0)
-            one = self.entered(name)
+            name = self.named(environ)
+        one = self.entered(name)
         if one is None:  # as bottle's own 404 for a path no route takes
-            return refusal(start_response, {"error": {"code": "NOT_FOUND",
-                                                      "message": "no clinic is served at this host name"}}, 404)
+            return refusal(start_response, {"error": {"code": "NOT_FOUND", "message": "no clinic is served at this "
+                                                                                      "host name or path"}}, 404)
         if one == "busy":
             return refusal(start_response, ClinicError("SERVICE_UNAVAILABLE", "this clinic is busy; try again in a "
                                                                               "second"), 503)
@@ -165,6 +187,8 @@ class Clinics:
             except ClinicError as error:
                 return refusal(start_response, error, 503)
             environ["agenda.clinic"] = name  # the access log names it
+            if is_prefix(name):
+                under_prefix(environ, name)
             answer = app(environ, start_response)
             try:
                 return [b"".join(answer)]
@@ -174,6 +198,19 @@ class Clinics:
         finally:
             with self.guard:
                 one.in_flight -= 1
+
+
+def path_prefix(environ):
+    """The first part of the request's path when it could name a clinic reached by a prefix, else ''."""
+    first = environ.get("PATH_INFO", "").split("/", 2)[1:2]
+    return first[0] if first and PREFIX.fullmatch(first[0]) else ""
+
+
+def under_prefix(environ, prefix):
+    """The request as its clinic's app reads it, WSGI's way: the prefix moved from PATH_INFO to SCRIPT_NAME, so that
+    the app's routes are its own and what it writes (links, redirects, cookies) carries the prefix."""
+    environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "").rstrip("/") + "/" + prefix
+    environ["PATH_INFO"] = environ["PATH_INFO"][len(prefix) + 1:]
 
 
 def refusal(start_response, error, status):

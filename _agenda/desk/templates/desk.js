@@ -13,6 +13,7 @@
     print.addEventListener("click", function (event) { event.preventDefault(); window.print(); });
   }
   var version = document.body.getAttribute("data-version");
+  var poll = new URL("version", document.currentScript.src);  // /desk/version beside this script, prefix and all
   function typing() {  // the empty search box, where focus starts, leaves the keys to the page
     var active = document.activeElement;
     if (active && active.id === "q" && active.value === "") { return false; }
@@ -21,7 +22,7 @@
   if (version) {
     window.setInterval(function () {
       if (typing() || document.hidden) { return; }
-      fetch("/desk/version", {credentials: "same-origin", cache: "no-store"})
+      fetch(poll, {credentials: "same-origin", cache: "no-store"})
         .then(function (answer) { return answer.ok ? answer.json() : null; })
         .then(function (body) { if (body && String(body.version) !== version) { window.location.reload(); } })
         .catch(function () {});
