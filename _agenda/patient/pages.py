@@ -15,8 +15,8 @@ import bottle
 
 from ..values.refusals import ClinicError
 from ..storage.shipped import read_data_file, TEMPLATES
-from ..domain.links import (done_by_link, first_name, in_notice, link_cancel, link_confirm, link_hash, link_move,
-                            link_stop, move_choices, opened)
+from ..domain.links import (days_to_move, done_by_link, first_name, in_notice, link_cancel, link_confirm, link_hash,
+                            link_move, link_stop, opened)
 from ..domain.staff import Allowance
 from ..web.answers import request_id
 from ..desk.pages import desk_template
@@ -160,12 +160,12 @@ def shown(token, appointment, done=None, error=None, status=200):
 
 def move_days(t, appointment):
     """([(the day in words, [(slot value, time)])] of the first days with free times to move to, from the day the
-    address asks (`desde`, else today), and the day to ask for more from, or None)."""
-    days, more = {}, None
-    for slot in [] if appointment["to_call"] else move_choices(clinic(), appointment, asked_day()):
-        if slot.date not in days and len(days) == MOVE_DAYS_SHOWN:
-            more = slot.date
-            break
+    address asks (`desde`, else today) on to the caller's horizon, and the day to ask for more from, or None)."""
+    if appointment["to_call"]:
+        return [], None
+    slots, more = days_to_move(clinic(), appointment, asked_day(), MOVE_DAYS_SHOWN)
+    days = {}
+    for slot in slots:
         days.setdefault(slot.date, []).append((f"{slot.date} {slot.time}", slot.time))
     return [(long_date(t, day), times) for day, times in days.items()], more
 
