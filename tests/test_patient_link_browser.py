@@ -58,7 +58,7 @@ def test_the_patient_confirms_moves_and_cancels_on_a_phone(api, server, phone):
     phone.find_element(By.CSS_SELECTOR, "input[name=slot][value='2026-11-26 10:30']").click()
     phone.find_element(By.XPATH, "//button[text()='Cambiar a otra hora']").click()
     shown(phone, "su cita ha cambiado")
-    assert status_of(api, booked) == ("2026-11-26", "10:30", "booked")
+    assert status_of(api, booked) == ("2026-11-26", "10:30", "confirmed")  # the patient chose it: still confirmed
     phone.find_element(By.XPATH, "//button[text()='Anular la cita']").click()
     shown(phone, "¿Seguro que quiere anular su cita")
     phone.find_element(By.XPATH, "//button[text()='Sí, anular la cita']").click()

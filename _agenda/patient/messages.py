@@ -42,9 +42,10 @@ def written(view):
         day, _, time_text = view["before"].partition(" ")
         before = [(t("mail_before"), f"{long_date(t, dt.date.fromisoformat(day))}, {time_text}")]
     blocks = [whose + visit_lines(t, one, view["shows"], kind == "notice") + before for one in visits]
-    link_words = None if kind == "notice" else t("mail_series_link" if kind == "series" else "mail_link")
+    confirmed = "_confirmed" if kind != "series" and visit.get("status") == "confirmed" else ""  # no need to ask again
+    link_words = None if kind == "notice" else t("mail_series_link" if kind == "series" else f"mail_link{confirmed}")
     stop_words = t("mail_first" if view["first"] else "mail_stop")
-    lead = t(f"mail_lead_{kind}", clinic=clinic)
+    lead = t(f"mail_lead_{kind}{confirmed if kind == 'update' else ''}", clinic=clinic)
     phone = plain(visit.get("center_phone"))
     if kind == "notice":
         call = t("mail_notice_next", phone=t("link_phone", phone=phone) if phone else "")
@@ -58,7 +59,7 @@ def written(view):
     html = desk_template("mail").render(lang=view["language"] or "es", subject=subject, hello=hello, lead=lead,
                                         blocks=blocks, link_words=link_words, link=view["link"], clinic=clinic,
                                         attached=attached, stop_words=stop_words, stop=view["stop_link"],
-                                        call=call, button=t("mail_button"))
+                                        call=call, button=t(f"mail_button{confirmed}"))
     return {"subject": plain(subject), "text": text, "html": html,
             "calendar": calendar(view, visits, clinic, subject)}
 
