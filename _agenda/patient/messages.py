@@ -3,6 +3,7 @@ in the patient's language, from what the sender read through the one door; heade
 break. Nothing clinical: never the reason, NIF, phone or a note."""
 
 import datetime as dt
+import html
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime
@@ -10,6 +11,7 @@ from email.utils import format_datetime
 import icalendar
 
 from ..desk.texts import translator
+from ..values.fields import real_phone
 from ..desk.pages import desk_template, long_date, plain, visit_lines
 
 
@@ -59,9 +61,22 @@ def written(view):
     html = desk_template("mail").render(lang=view["language"] or "es", subject=subject, hello=hello, lead=lead,
                                         blocks=blocks, link_words=link_words, link=view["link"], clinic=clinic,
                                         attached=attached, stop_words=stop_words, stop=view["stop_link"],
-                                        call=call, button=t(f"mail_button{confirmed}"))
+                                        call=call and phone_link(call, phone, MAIL_TEL), button=t(f"mail_button{confirmed}"))
     return {"subject": plain(subject), "text": text, "html": html,
             "calendar": calendar(view, visits, clinic, subject)}
+
+
+MAIL_TEL = "color:#1f5f99;white-space:nowrap"  # a mail's tel: link, styled inline (the pages' is in link.css)
+
+
+def phone_link(text, phone, style=None):
+    """`text` as HTML with the clinic's `phone` in it a tel: link to its E.164, the number never broken across
+    lines ("What a message says"); plain text when `phone` reads as no number to call."""
+    shown, number = html.escape(text), real_phone(phone) if phone else None
+    if not number:
+        return shown
+    styled = f' style="{style}"' if style else ""
+    return shown.replace(html.escape(phone), f'<a href="tel:{number}"{styled}>{html.escape(phone)}</a>', 1)
 
 
 def calendar(view, visits, clinic, subject):

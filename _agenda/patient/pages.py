@@ -22,6 +22,7 @@ from ..web.answers import request_id
 from ..desk.pages import desk_template
 from ..desk.texts import translator
 from ..desk.pages import long_date, plain
+from .messages import phone_link
 
 log = logging.getLogger("agenda")
 HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
@@ -111,14 +112,15 @@ def person_of(appointment):
 def said(appointment, key, status=200, token=None):
     """A short page of the link's, naming no one: what happened, the clinic's phone for help, and the way back to
     the visit."""
-    t = translator(language_of(appointment))
     return page("link_message", status, language=language_of(appointment), key=key, back=token,
-                help=t("link_help", phone=phone_of(t, appointment)))
+                help=help_of(translator(language_of(appointment)), appointment))
 
 
-def phone_of(t, appointment):
-    """' al 912 345 678' when the center has a phone, else nothing."""
-    return t("link_phone", phone=plain(appointment["center_phone"])) if appointment["center_phone"] else ""
+def help_of(t, appointment):
+    """The line of every page that gives the clinic's phone, the one place it does, as a tel: link (HTML): "Need
+    help? Call the clinic on 912 345 678.", or without a number when the center has none."""
+    phone = plain(appointment["center_phone"])
+    return phone_link(t("link_help", phone=t("link_phone", phone=phone) if phone else ""), phone)
 
 
 def link_page(token):
@@ -154,7 +156,7 @@ def shown(token, appointment, done=None, error=None, status=200):
     return page("link", status, language=language, lines=lines, name=person["name"], token=token,
                 csrf=BOUNDS.csrf(token), done=done, error=error, appointment=appointment,
                 late=not in_notice(clinic(), appointment), hours=settings.cancel_notice_hours,
-                phone=phone_of(t, appointment), moves=move_days(t, appointment),
+                help=help_of(t, appointment), moves=move_days(t, appointment),
                 clinic_name=plain(settings.clinic_name) or plain(appointment["center_name"]) or t("the_clinic"))
 
 
