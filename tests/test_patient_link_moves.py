@@ -107,3 +107,14 @@ def test_an_update_of_a_visit_the_patient_has_not_confirmed_still_asks_them_to(a
     assert "Para confirmar, cambiar o anular la cita:" in written(view)["text"]
     view["visit"]["status"] = "confirmed"
     assert "Para ver, cambiar o anular la cita:" in written(view)["text"]
+
+
+def test_a_move_to_a_day_gone_by_is_refused_as_a_time_the_page_never_offered(api):
+    booked = api.book(api.new_patient(email="ana@example.es"), date="26/11/2026", time="09:00")
+    browser, token = webtest.TestApp(api.app), link(api, booked)
+    page = browser.get(f"/cita/{token}")
+    refused = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(page), "slot": "2026-11-20 09:00"},
+                           expect_errors=True)
+    assert refused.status_int == 409 and "Esa hora acaba de ocuparse" in refused.text
+    assert tuple(api.db().execute("SELECT date, time FROM appointments WHERE id = ?", (booked,)).fetchone()) == (
+        "2026-11-26", "09:00")

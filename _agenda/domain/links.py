@@ -100,7 +100,7 @@ def move_choices(clinic, appointment, first=None, last=None):
     here). None for a sobrecita, a visit inside the notice, one without a center, or from past the caller's horizon."""
     first = max(first or clinic.today(), clinic.today())
     if appointment["squeezed"] or appointment["center_id"] is None or not in_notice(clinic, appointment) \
-            or first > clinic.window().last_day:  # also keeps the day's arithmetic far from year 9999
+            or first > min(last or first, clinic.window().last_day):  # also keeps the arithmetic far from year 9999
         return []
     slots = availability(clinic, doctor_id=appointment["doctor_id"], center_id=appointment["center_id"],
                          speciality_id=appointment["type_id"] or appointment["speciality_id"], first=first,
