@@ -104,7 +104,8 @@ for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     }
 }
 const phone = document.querySelector("a[href^='tel:']");
-if (phone && new Set([...phone.getClientRects()].map(rect => Math.round(rect.top))).size > 1) broken.push(phone.textContent);
+const lines = phone && new Set([...phone.getClientRects()].map(rect => Math.round(rect.top))).size;
+if (lines > 1) broken.push(phone.textContent);
 return broken;"""
 CORNERS = """const button = document.querySelector("a[href*='/cita/']").closest("td").getBoundingClientRect();
 return [[button.left + 2, button.top + 2], [button.right - 2, button.bottom - 2]].map(

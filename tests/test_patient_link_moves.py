@@ -39,7 +39,7 @@ def days_listed(page):
 
 def test_a_doctor_of_two_days_a_week_free_only_weeks_ahead_is_listed_on_to_the_horizon(api):
     """NUNEZ works Mondays and Wednesdays, two times a day; away for three weeks: the page lists his next five days
-    with free times past them, and "Ver más días" the next five, on to the caller's horizon (90 days) and no further."""
+    with free times past them, and "Ver más días" the next five, on to the caller's horizon (90 days), no further."""
     ana = api.new_patient(email="ana@example.es")
     booked = api.book(ana, date="25/11/2026", time="16:00", doctor="NUNEZ")
     api.book(api.new_patient(nif=valid_dni(1), name="Eva"), date="25/11/2026", time="16:30", doctor="NUNEZ")

@@ -19,7 +19,7 @@ from .patients import set_messages, sharing_address
 
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{32,64}")  # secrets.token_urlsafe(24): 192 bits in 32 characters
 STOP_DAYS = 365  # how long a message's one-click stop works
-MOVE_DAYS = 13  # the days after the first that one look for free times to move to reads: the caller's first look
+MOVE_DAYS = 13  # one look for free times to move to reads its first day and 13 more: the caller's first look
 SOURCE = "patient"  # who the audit trail and the access record say acted: the patient, by their link
 
 

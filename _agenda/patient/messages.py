@@ -3,7 +3,7 @@ in the patient's language, from what the sender read through the one door; heade
 break. Nothing clinical: never the reason, NIF, phone or a note."""
 
 import datetime as dt
-import html
+from html import escape
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime
@@ -61,7 +61,8 @@ def written(view):
     html = desk_template("mail").render(lang=view["language"] or "es", subject=subject, hello=hello, lead=lead,
                                         blocks=blocks, link_words=link_words, link=view["link"], clinic=clinic,
                                         attached=attached, stop_words=stop_words, stop=view["stop_link"],
-                                        call=call and phone_link(call, phone, MAIL_TEL), button=t(f"mail_button{confirmed}"))
+                                        call=call and phone_link(call, phone, MAIL_TEL),
+                                        button=t(f"mail_button{confirmed}"))
     return {"subject": plain(subject), "text": text, "html": html,
             "calendar": calendar(view, visits, clinic, subject)}
 
@@ -72,11 +73,11 @@ MAIL_TEL = "color:#1f5f99;white-space:nowrap"  # a mail's tel: link, styled inli
 def phone_link(text, phone, style=None):
     """`text` as HTML with the clinic's `phone` in it a tel: link to its E.164, the number never broken across
     lines ("What a message says"); plain text when `phone` reads as no number to call."""
-    shown, number = html.escape(text), real_phone(phone) if phone else None
+    shown, number = escape(text), real_phone(phone) if phone else None
     if not number:
         return shown
     styled = f' style="{style}"' if style else ""
-    return shown.replace(html.escape(phone), f'<a href="tel:{number}"{styled}>{html.escape(phone)}</a>', 1)
+    return shown.replace(escape(phone), f'<a href="tel:{number}"{styled}>{escape(phone)}</a>', 1)
 
 
 def calendar(view, visits, clinic, subject):
