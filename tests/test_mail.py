@@ -332,7 +332,7 @@ def test_a_centers_address_and_phone_and_what_to_bring_travel_both_ways_and_reac
     token = link_of(mail_server.inbox.messages()[0][1])[1]
     clock.moment = dt.datetime(2026, 11, 23, 10, 0, tzinfo=MADRID)  # 23 hours before: inside the notice
     page = webtest.TestApp(api.app).get(f"/cita/{token}")
-    assert "llame a la clínica al 912 345 678" in page.text and "Vejiga llena" in page.text
+    assert 'Llame a la clínica al <a href="tel:+34912345678">912 345 678</a>' in page.text and "Vejiga llena" in page.text
     api.app.clinic.db.close()
     out = tmp_path / "export"
     runner = CliRunner()

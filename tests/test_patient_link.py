@@ -70,12 +70,12 @@ def test_the_patient_confirms_moves_and_cancels_through_the_one_door(api):
     assert "su cita queda confirmada" in done.text and row(api, booked)["status"] == "confirmed"
     moved = browser.post(f"/cita/{token}/cambiar", {"csrf": csrf(done), "slot": "2026-11-26 10:30"}).follow()
     assert "su cita ha cambiado" in moved.text
-    assert tuple(row(api, booked)) == ("2026-11-26", "10:30", "booked")
+    assert tuple(row(api, booked)) == ("2026-11-26", "10:30", "confirmed")  # they chose the time: still confirmed
     event = api.db().execute("SELECT source FROM events WHERE action = 'appointment.moved'").fetchone()
     assert event["source"] == "patient"
     asked = browser.post(f"/cita/{token}/anular", {"csrf": csrf(moved)})  # first, are you sure?
     assert "¿Seguro que quiere anular su cita del jueves, 26 de noviembre de 2026 a las 10:30?" in asked.text
-    assert row(api, booked)["status"] == "booked"
+    assert row(api, booked)["status"] == "confirmed"
     cancelled = asked.forms[0].submit().follow()
     assert "Su cita ha sido anulada" in cancelled.text and row(api, booked)["status"] == "cancelled"
     again = browser.get(f"/cita/{token}")

@@ -1,6 +1,7 @@
 """The patient's link in a real browser, on a phone's screen (390x844): headless Chromium under selenium against
 a real waitress on 127.0.0.1, as a patient would use it, with no script of the page's own (it sends none).
-Confirm, move, cancel; a late cancellation refused; an ended visit, a wrong token and another visit's token.
+Confirm, move, cancel; a late cancellation refused; an ended visit, a wrong token and another visit's token; the
+mail itself, with no word broken and its whole button the link.
 
 Skipped, with the reason, where selenium, chromium or chromedriver is missing (CI sets AGENDA_NO_SKIP=1, which
 turns that skip into a failure)."""
@@ -10,9 +11,11 @@ import datetime as dt
 import pytest
 
 from _agenda.domain.links import new_link
+from _agenda.patient.messages import written
 from _agenda.storage.connections import transaction
 from conftest import MADRID, valid_dni
 from test_desk_browser import start_chromium, WAIT
+from test_patient_link_phone import mail_view
 
 from selenium.webdriver.common.by import By
 from selenium.common.exceptions import WebDriverException
@@ -58,7 +61,7 @@ def test_the_patient_confirms_moves_and_cancels_on_a_phone(api, server, phone):
     phone.find_element(By.CSS_SELECTOR, "input[name=slot][value='2026-11-26 10:30']").click()
     phone.find_element(By.XPATH, "//button[text()='Cambiar a otra hora']").click()
     shown(phone, "su cita ha cambiado")
-    assert status_of(api, booked) == ("2026-11-26", "10:30", "booked")
+    assert status_of(api, booked) == ("2026-11-26", "10:30", "confirmed")  # the patient chose it: still confirmed
     phone.find_element(By.XPATH, "//button[text()='Anular la cita']").click()
     shown(phone, "¿Seguro que quiere anular su cita")
     phone.find_element(By.XPATH, "//button[text()='Sí, anular la cita']").click()
@@ -88,3 +91,34 @@ def test_a_late_cancellation_an_ended_visit_a_wrong_token_and_another_visits_tok
     clock.moment = dt.datetime(2026, 11, 24, 9, 31, tzinfo=MADRID)  # mine has ended
     phone.get(f"{server}/cita/{mine_token}")
     shown(phone, "Este enlace no es válido o la cita ya ha pasado.")
+
+
+BROKEN_WORDS = """const broken = [], walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.textContent.trim().startsWith("http")) continue;  // an address may break anywhere
+    for (const word of node.textContent.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        if (new Set([...range.getClientRects()].map(rect => Math.round(rect.top))).size > 1) broken.push(word[0]);
+    }
+}
+const phone = document.querySelector("a[href^='tel:']");
+const lines = phone && new Set([...phone.getClientRects()].map(rect => Math.round(rect.top))).size;
+if (lines > 1) broken.push(phone.textContent);
+return broken;"""
+CORNERS = """const button = document.querySelector("a[href*='/cita/']").closest("td").getBoundingClientRect();
+return [[button.left + 2, button.top + 2], [button.right - 2, button.bottom - 2]].map(
+    ([x, y]) => document.elementFromPoint(x, y).closest("a") !== null);"""
+
+
+def test_the_mail_on_a_phone_breaks_no_word_and_its_whole_blue_button_is_the_link(phone, tmp_path):
+    """The first message, in Chromium at 390 px: no word (the footer's, the phone's number) is broken across lines,
+    only the addresses; a tap anywhere on the blue button, its corners too, is a tap on the link."""
+    mail = tmp_path / "mail.html"
+    mail.write_text(written(mail_view())["html"], encoding="utf-8")
+    phone.get(mail.as_uri())
+    assert phone.execute_script("return document.documentElement.scrollWidth") <= 390
+    assert phone.execute_script(BROKEN_WORDS) == []
+    assert phone.execute_script(CORNERS) == [True, True]
+    assert phone.find_element(By.CSS_SELECTOR, "a[href^='tel:']").text == "912 345 678"

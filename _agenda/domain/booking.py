@@ -53,6 +53,7 @@ class Rules(NamedTuple):
     waitlist: bool           # ends the patient's own waiting entry, in the same transaction
     event: str               # what the audit trail calls it
     message: str | None      # the message to the patient it calls for (outbox.KINDS); None: none (a series sends one)
+    keeps_confirmed: bool = False  # a move keeps a confirmed visit confirmed: the patient chose the time themselves
 
 
 CHANNELS = {
@@ -68,7 +69,8 @@ CHANNELS = {
     "sobrecita move": Rules(True, False, "desk", "hours", "accepted", "one place", False, "appointment.moved",
                             "update"),
     "waitlist move": Rules(True, True, "desk", "grid", "accepted", "may accept", True, "appointment.moved", "update"),
-    "patient move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved", "update"),
+    "patient move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved", "update",
+                          keeps_confirmed=True),
 }
 
 
@@ -114,7 +116,8 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     accepted = elsewhere is not None and rules.patient == "may accept" and visit.accept_overlap
     check_insurance(clinic, doctor["id"], visit.insurance_id, span.center, rules.insurance)
     try:
-        row = written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted)
+        row = written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted,
+                      rules.keeps_confirmed)
     except sqlite3.IntegrityError:
         raise slot_not_available("taken") from None
     # the slot's own refusals first (the doctor, then the rooms and machines): the transaction rolls back
@@ -143,17 +146,19 @@ class Span(NamedTuple):
     room_id: str | None
 
 
-def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted):
-    """The appointments row inserted, or `moving`'s row moved (its id, type, length and pause kept)."""
+def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted, keep=False):
+    """The appointments row inserted, or `moving`'s row moved (its id, type, length and pause kept; booked again,
+    no longer confirmed, unless `keep` and it was confirmed: "Moving")."""
     if moving is None:
         return inserted(conn, visit._replace(center_id=span.center), patient_key, doctor, day, time_text, span, at,
                         source, accepted)
     return written_row(
         conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?, busy_until = ?,"
-        " status = 'booked', confirmed_at = NULL, attendance = NULL, arrived_at = NULL, squeezed = ?,"
-        " overlap_accepted = ?, updated_at = ? WHERE id = ?",
-        (doctor["id"], day.isoformat(), time_text, span.end, span.center, span.busy_until, int(visit.squeezed),
-         int(accepted), utc_iso(at), moving["id"]))
+        " status = CASE WHEN ? AND status = 'confirmed' THEN status ELSE 'booked' END, confirmed_at = CASE WHEN ?"
+        " AND status = 'confirmed' THEN confirmed_at END, attendance = NULL, arrived_at = NULL,"
+        " squeezed = ?, overlap_accepted = ?, updated_at = ? WHERE id = ?",
+        (doctor["id"], day.isoformat(), time_text, span.end, span.center, span.busy_until, int(keep), int(keep),
+         int(visit.squeezed), int(accepted), utc_iso(at), moving["id"]))
 
 
 def holding(conn, span, doctor_id, day, time_text, moving=None, squeezed=False):

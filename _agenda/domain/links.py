@@ -19,7 +19,7 @@ from .patients import set_messages, sharing_address
 
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{32,64}")  # secrets.token_urlsafe(24): 192 bits in 32 characters
 STOP_DAYS = 365  # how long a message's one-click stop works
-MOVE_DAYS = 13  # how far ahead the page offers another time: the caller's first look
+MOVE_DAYS = 13  # one look for free times to move to reads its first day and 13 more: the caller's first look
 SOURCE = "patient"  # who the audit trail and the access record say acted: the patient, by their link
 
 
@@ -94,21 +94,34 @@ def link_cancel(clinic, appointment):
     cancel_appointment(clinic, appointment["id"], reason="cancelled by the patient", source=SOURCE)
 
 
-def move_choices(clinic, appointment, first=None):
-    """The free slots the patient may move to: same doctor, center and type, the caller's window, two weeks from
-    `first` (today), outside the clinic's cancellation notice (a move there could not be undone here). None for a
-    sobrecita, a visit inside the notice, one without a center, or from past the caller's horizon."""
+def move_choices(clinic, appointment, first=None, last=None):
+    """The free slots the patient may move to: same doctor, center and type, the caller's window, from `first`
+    (today) to `last` (two weeks on), outside the clinic's cancellation notice (a move there could not be undone
+    here). None for a sobrecita, a visit inside the notice, one without a center, or from past the caller's horizon."""
     first = max(first or clinic.today(), clinic.today())
     if appointment["squeezed"] or appointment["center_id"] is None or not in_notice(clinic, appointment) \
-            or first > clinic.window().last_day:  # also keeps the day's arithmetic far from year 9999
+            or first > min(last or first, clinic.window().last_day):  # also keeps the arithmetic far from year 9999
         return []
     slots = availability(clinic, doctor_id=appointment["doctor_id"], center_id=appointment["center_id"],
                          speciality_id=appointment["type_id"] or appointment["speciality_id"], first=first,
-                         last=first + dt.timedelta(days=MOVE_DAYS))
+                         last=last or first + dt.timedelta(days=MOVE_DAYS))
     notice, now = dt.timedelta(hours=clinic.settings.cancel_notice_hours), clinic.clock()
     return [slot for slot in slots if (str(slot.date), slot.time) != (appointment["date"], appointment["time"])
             and slot.center_id == appointment["center_id"] and dt.datetime.combine(
                 slot.date, dt.time.fromisoformat(slot.time), tzinfo=clinic.tz) - now >= notice]
+
+
+def days_to_move(clinic, appointment, first=None, count=5):
+    """The free slots of the first `count` days with free times to move to, from `first` (today) on to the caller's
+    horizon, two weeks read at a time; and the next day with free times after them, or None."""
+    found, day, horizon = [], max(first or clinic.today(), clinic.today()), clinic.window().last_day
+    while day <= horizon:
+        found += move_choices(clinic, appointment, day, min(day + dt.timedelta(days=MOVE_DAYS), horizon))
+        days = sorted({slot.date for slot in found})
+        if len(days) > count:
+            return [slot for slot in found if slot.date <= days[count - 1]], days[count]
+        day += dt.timedelta(days=MOVE_DAYS + 1)
+    return found, None
 
 
 def link_move(clinic, appointment, day, time_text):
@@ -118,7 +131,7 @@ def link_move(clinic, appointment, day, time_text):
         raise ClinicError("LINK_SQUEEZED", "an urgent visit added by the clinic is moved by the clinic")
     if not in_notice(clinic, appointment):
         raise ClinicError("LINK_TOO_LATE", "the visit is too near to cancel or move here: call the clinic")
-    if not any((slot.date, slot.time) == (day, time_text) for slot in move_choices(clinic, appointment, day)):
+    if not any((slot.date, slot.time) == (day, time_text) for slot in move_choices(clinic, appointment, day, day)):
         raise slot_not_available("taken")  # only what the page offers: this doctor, center and type, these days
     return move_appointment(clinic, appointment["id"], day=day, time_text=time_text, source=SOURCE)
 

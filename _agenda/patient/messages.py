@@ -3,6 +3,7 @@ in the patient's language, from what the sender read through the one door; heade
 break. Nothing clinical: never the reason, NIF, phone or a note."""
 
 import datetime as dt
+from html import escape
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime
@@ -10,6 +11,7 @@ from email.utils import format_datetime
 import icalendar
 
 from ..desk.texts import translator
+from ..values.fields import real_phone
 from ..desk.pages import desk_template, long_date, plain, visit_lines
 
 
@@ -42,9 +44,10 @@ def written(view):
         day, _, time_text = view["before"].partition(" ")
         before = [(t("mail_before"), f"{long_date(t, dt.date.fromisoformat(day))}, {time_text}")]
     blocks = [whose + visit_lines(t, one, view["shows"], kind == "notice") + before for one in visits]
-    link_words = None if kind == "notice" else t("mail_series_link" if kind == "series" else "mail_link")
+    confirmed = "_confirmed" if kind != "series" and visit.get("status") == "confirmed" else ""  # no need to ask again
+    link_words = None if kind == "notice" else t("mail_series_link" if kind == "series" else f"mail_link{confirmed}")
     stop_words = t("mail_first" if view["first"] else "mail_stop")
-    lead = t(f"mail_lead_{kind}", clinic=clinic)
+    lead = t(f"mail_lead_{kind}{confirmed if kind == 'update' else ''}", clinic=clinic)
     phone = plain(visit.get("center_phone"))
     if kind == "notice":
         call = t("mail_notice_next", phone=t("link_phone", phone=phone) if phone else "")
@@ -58,9 +61,23 @@ def written(view):
     html = desk_template("mail").render(lang=view["language"] or "es", subject=subject, hello=hello, lead=lead,
                                         blocks=blocks, link_words=link_words, link=view["link"], clinic=clinic,
                                         attached=attached, stop_words=stop_words, stop=view["stop_link"],
-                                        call=call, button=t("mail_button"))
+                                        call=call and phone_link(call, phone, MAIL_TEL),
+                                        button=t(f"mail_button{confirmed}"))
     return {"subject": plain(subject), "text": text, "html": html,
             "calendar": calendar(view, visits, clinic, subject)}
+
+
+MAIL_TEL = "color:#1f5f99;white-space:nowrap"  # a mail's tel: link, styled inline (the pages' is in link.css)
+
+
+def phone_link(text, phone, style=None):
+    """`text` as HTML with the clinic's `phone` in it a tel: link to its E.164, the number never broken across
+    lines ("What a message says"); plain text when `phone` reads as no number to call."""
+    shown, number = escape(text), real_phone(phone) if phone else None
+    if not number:
+        return shown
+    styled = f' style="{style}"' if style else ""
+    return shown.replace(escape(phone), f'<a href="tel:{number}"{styled}>{escape(phone)}</a>', 1)
 
 
 def calendar(view, visits, clinic, subject):

@@ -15,13 +15,14 @@ import bottle
 
 from ..values.refusals import ClinicError
 from ..storage.shipped import read_data_file, TEMPLATES
-from ..domain.links import (done_by_link, first_name, in_notice, link_cancel, link_confirm, link_hash, link_move,
-                            link_stop, move_choices, opened)
+from ..domain.links import (days_to_move, done_by_link, first_name, in_notice, link_cancel, link_confirm, link_hash,
+                            link_move, link_stop, opened)
 from ..domain.staff import Allowance
 from ..web.answers import request_id, rooted, rooted_page
 from ..desk.pages import desk_template
 from ..desk.texts import translator
 from ..desk.pages import long_date, plain
+from .messages import phone_link
 
 log = logging.getLogger("agenda")
 HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
@@ -111,14 +112,15 @@ def person_of(appointment):
 def said(appointment, key, status=200, token=None):
     """A short page of the link's, naming no one: what happened, the clinic's phone for help, and the way back to
     the visit."""
-    t = translator(language_of(appointment))
     return page("link_message", status, language=language_of(appointment), key=key, back=token,
-                help=t("link_help", phone=phone_of(t, appointment)))
+                help=help_of(translator(language_of(appointment)), appointment))
 
 
-def phone_of(t, appointment):
-    """' al 912 345 678' when the center has a phone, else nothing."""
-    return t("link_phone", phone=plain(appointment["center_phone"])) if appointment["center_phone"] else ""
+def help_of(t, appointment):
+    """The line of every page that gives the clinic's phone, the one place it does, as a tel: link (HTML): "Need
+    help? Call the clinic on 912 345 678.", or without a number when the center has none."""
+    phone = plain(appointment["center_phone"])
+    return phone_link(t("link_help", phone=t("link_phone", phone=phone) if phone else ""), phone)
 
 
 def link_page(token):
@@ -154,18 +156,18 @@ def shown(token, appointment, done=None, error=None, status=200):
     return page("link", status, language=language, lines=lines, name=person["name"], token=token,
                 csrf=BOUNDS.csrf(token), done=done, error=error, appointment=appointment,
                 late=not in_notice(clinic(), appointment), hours=settings.cancel_notice_hours,
-                phone=phone_of(t, appointment), moves=move_days(t, appointment),
+                help=help_of(t, appointment), moves=move_days(t, appointment),
                 clinic_name=plain(settings.clinic_name) or plain(appointment["center_name"]) or t("the_clinic"))
 
 
 def move_days(t, appointment):
     """([(the day in words, [(slot value, time)])] of the first days with free times to move to, from the day the
-    address asks (`desde`, else today), and the day to ask for more from, or None)."""
-    days, more = {}, None
-    for slot in [] if appointment["to_call"] else move_choices(clinic(), appointment, asked_day()):
-        if slot.date not in days and len(days) == MOVE_DAYS_SHOWN:
-            more = slot.date
-            break
+    address asks (`desde`, else today) on to the caller's horizon, and the day to ask for more from, or None)."""
+    if appointment["to_call"]:
+        return [], None
+    slots, more = days_to_move(clinic(), appointment, asked_day(), MOVE_DAYS_SHOWN)
+    days = {}
+    for slot in slots:
         days.setdefault(slot.date, []).append((f"{slot.date} {slot.time}", slot.time))
     return [(long_date(t, day), times) for day, times in days.items()], more
 

@@ -5,6 +5,6 @@
 <p><a class="back" href="/cita/{{back}}">{{t('link_back_to')}}</a></p>
 % end
 % if help:
-<p class="help">{{help}}</p>
+<p class="help">{{!help}}</p>
 % end
 </main></body></html>

@@ -18,18 +18,18 @@
 % if link_words:
 <p style="margin:0 0 8px">{{link_words}}</p>
 <table role="presentation" cellpadding="0" cellspacing="0" border="0" style="margin:0 0 8px"><tr>
-<td bgcolor="#1f5f99" style="border-radius:6px;padding:12px 18px"><a href="{{link}}" style="color:#ffffff;text-decoration:none;font-family:Arial,Helvetica,sans-serif;font-size:16px;font-weight:bold">{{button}}</a></td>
+<td bgcolor="#1f5f99" style="border-radius:6px"><a href="{{link}}" style="display:inline-block;border-style:solid;border-color:#1f5f99;border-width:12px 18px;border-radius:6px;background:#1f5f99;color:#ffffff;text-decoration:none;font-family:Arial,Helvetica,sans-serif;font-size:16px;font-weight:bold">{{button}}</a></td>
 </tr></table>
-<p style="margin:0 0 16px;font-size:14px;color:#55606c;word-break:break-all">{{link}}</p>
+<p style="margin:0 0 16px;font-size:14px;color:#55606c;overflow-wrap:anywhere">{{link}}</p>
 % end
 % if call:
-<p style="margin:0 0 16px">{{call}}</p>
+<p style="margin:0 0 16px">{{!call}}</p>
 % end
 <p style="margin:0 0 16px;color:#55606c">{{attached}}</p>
 <p style="margin:0">{{clinic}}</p>
 </td></tr>
 </table>
-<p style="max-width:560px;margin:12px auto 0;font-family:Arial,Helvetica,sans-serif;font-size:14px;color:#55606c;word-break:break-all">{{stop_words}} <a href="{{stop}}" style="color:#55606c">{{stop}}</a></p>
+<p style="max-width:560px;margin:12px auto 0;font-family:Arial,Helvetica,sans-serif;font-size:14px;color:#55606c">{{stop_words}} <a href="{{stop}}" style="color:#55606c;overflow-wrap:anywhere">{{stop}}</a></p>
 </td></tr>
 </table>
 </body>
