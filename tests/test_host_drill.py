@@ -20,7 +20,7 @@ from object_store import CLIENT_ENV
 from crash_rounds import wait_for
 from test_host import make_clinic
 
-A, B, C = "citas.clinica-a.es", "citas.clinica-b.es", "citas.clinica-c.es"
+A, B, C, D = "citas.clinica-a.es", "citas.clinica-b.es", "citas.clinica-c.es", "citas.clinica-d.es"
 
 
 def replicating(db_path, url):
@@ -97,7 +97,7 @@ def test_the_host_drill_restores_every_clinic_from_s3_names_one_without_a_replic
 def test_host_status_shows_each_replicas_lag_and_fails_for_one_behind(tmp_path):
     folder = tmp_path / "clinics"
     folder.mkdir()
-    for name in (A, B, C):
+    for name in (A, B, C, D):
         make_clinic(folder, name, tmp_path)
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where B's replica's folder should be\n")
@@ -110,6 +110,8 @@ def test_host_status_shows_each_replicas_lag_and_fails_for_one_behind(tmp_path):
         note(folder / B / "agenda.db", "replica", {"url": "file:///r/b", "socket": stuck.socket_path},
              now - dt.timedelta(hours=1))  # its Litestream started an hour ago and has shipped nothing since
         note(folder / C / "agenda.db", "replica", {"url": "file:///r/c", "socket": str(tmp_path / "gone.sock")}, now)
+        note(folder / D / "agenda.db", "replica", {"url": "file:///r/d", "socket": str(tmp_path / "gone.sock")},
+             now - dt.timedelta(days=3))  # replicated for three days, never drilled
         wait_for(lambda: stuck.state() != "starting", seconds=120, message="B's Litestream answering")
         code, rows = status(folder, now)
     finally:
@@ -119,7 +121,8 @@ def test_host_status_shows_each_replicas_lag_and_fails_for_one_behind(tmp_path):
     assert re.search(r" \d+ s +none  ok$", rows[A]), rows[A]
     assert " 60 min " in rows[B] and "replica BEHIND: nothing shipped for 60 minutes" in rows[B], rows[B]
     assert "  ?  " in rows[C] and rows[C].endswith("its Litestream does not answer: not replicating now"), rows[C]
-    assert rows["1"].startswith("1 clinic in trouble"), rows
+    assert rows[D].endswith("no drill in two days of replicating: agenda host drill FOLDER --replica URL"), rows[D]
+    assert rows["2"].startswith("2 clinics in trouble"), rows
 
 
 def test_host_drill_needs_the_hosts_replica_and_a_clinic():
