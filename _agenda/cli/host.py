@@ -138,8 +138,9 @@ def host_status(ctx, folder):
     and its last drill; exit 1 on any in trouble.
 
     A clinic is in trouble when it cannot be served, when its replica is behind
-    (nothing shipped for --replica-behind-after, 5 minutes), or when its last
-    drill (`agenda host drill`) failed or is more than two days old.
+    (nothing shipped for its service's --replica-behind-after, 5 minutes by
+    default), or when its last drill (`agenda host drill`) failed or is more than
+    two days old. The lag is `?` where its service's Litestream cannot be asked.
 
     Example:
 
@@ -207,7 +208,8 @@ def replica_cells(conn, db_path, now):
     lag, wrong, note = "-", [], ""
     if replica:
         waited = replica_lag(replica, started, db_path, now)
-        lag = "?" if waited is None else f"{waited:.0f} s" if waited < 120 else waited_words(dt.timedelta(seconds=waited))
+        lag = "?" if waited is None else f"{waited:.0f} s" if waited < 120 else waited_words(
+            dt.timedelta(seconds=waited))
         note = "its Litestream does not answer: not replicating now" if waited is None else ""
         if waited is not None and waited > replica.get("behind_after", BEHIND_AFTER):
             wrong.append(f"replica BEHIND: nothing shipped for {duration(waited)}; the service's log says why")
