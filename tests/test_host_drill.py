@@ -125,6 +125,17 @@ def test_host_status_shows_each_replicas_lag_and_fails_for_one_behind(tmp_path):
     assert rows["2"].startswith("2 clinics in trouble"), rows
 
 
-def test_host_drill_needs_the_hosts_replica_and_a_clinic():
-    result = CliRunner().invoke(agenda.cli, ["host", "drill", "."], env={"AGENDA_REPLICA": ""})
+def test_host_drill_needs_the_hosts_replica_and_a_clinic_and_sweeps_what_a_killed_drill_left(tmp_path):
+    result = CliRunner().invoke(agenda.cli, ["host", "drill", str(tmp_path)], env={"AGENDA_REPLICA": ""})
     assert result.exit_code == 1 and "give the host's replica" in result.output and "--replica URL" in result.output
+    result = CliRunner().invoke(agenda.cli, ["host", "drill", str(tmp_path), "--replica", str(tmp_path / "r")])
+    assert result.exit_code == 1 and "holds no clinic" in result.output
+    folder = tmp_path / "clinics"
+    folder.mkdir()
+    make_clinic(folder, A, tmp_path)
+    left = folder / A / f".agenda.db.scratch-{2 ** 22 + 7}-killed"  # a drill killed with SIGKILL: no such process
+    left.mkdir()
+    (left / "drill.db").write_bytes(b"a clear copy of the clinic")
+    result = CliRunner().invoke(agenda.cli, ["host", "drill", str(folder), "--replica", str(tmp_path / "none")])
+    assert result.exit_code == 1 and f"{A}: FAILED: Litestream could not restore it" in result.output
+    assert not left.exists() and [path.name for path in (folder / A).iterdir() if ".scratch-" in path.name] == []

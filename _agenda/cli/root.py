@@ -331,7 +331,9 @@ def stopped_cleanly():
 
 def drilled(ctx, binary, db_path, url, behind_after):
     """A restore drill of db_path's replica, noted in it (`noted_drill`), on the CLI's clock: (the problem or None,
-    the facts, '' or words saying the result could not be kept)."""
+    the facts, '' or words saying the result could not be kept); a killed drill's scratch folder removed first."""
+    if Path(db_path).is_file():
+        sweep_left_copies(db_path)
     verdict, facts, unkept = noted_drill(binary, db_path, url, behind_after, cli_now(ctx))
     return verdict, facts, f" (not noted for `agenda status`: {unkept})" if unkept else ""
 
