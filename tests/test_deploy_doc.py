@@ -24,7 +24,8 @@ UNIT_SECTIONS = {"Unit", "Service", "Timer", "Install"}
 # (systemd.unit, systemd.service, systemd.exec, systemd.kill, systemd.timer), so a typo fails.
 KNOWN_KEYS = {
     "Unit": {"Description", "Documentation", "After", "Before", "Wants", "Requires", "BindsTo", "PartOf",
-             "OnFailure", "OnSuccess", "StartLimitIntervalSec", "StartLimitBurst", "ConditionPathExists"},
+             "OnFailure", "OnSuccess", "StartLimitIntervalSec", "StartLimitBurst", "ConditionPathExists",
+             "JoinsNamespaceOf"},
     "Service": {"Type", "User", "Group", "Environment", "EnvironmentFile", "ExecStart", "ExecStartPre",
                 "ExecStartPost", "ExecStop", "ExecReload", "KillSignal", "KillMode", "TimeoutStopSec",
                 "TimeoutStartSec", "Restart", "RestartSec", "UMask", "WorkingDirectory", "NoNewPrivileges",
@@ -304,3 +305,19 @@ def test_the_nightly_restore_drill_runs_replica_check_gently_with_the_services_s
     assert values(drill, "Service", "Nice") == ["19"] and values(drill, "Service", "IOSchedulingClass") == ["idle"]
     assert values(drill, "Unit", "OnFailure") == ["agenda-alert@%n.service"]
     assert values(UNITS["agenda-replica-check.timer"][0], "Timer", "Persistent") == ["true"]
+
+
+def test_the_hosts_nightly_drill_runs_host_drill_gently_with_the_hosts_replica_and_alerts():
+    drill = UNITS["agenda-host-drill.service"][0]
+    assert values(drill, "Service", "ExecStart") == ["/opt/agenda/bin/agenda host drill /var/lib/agenda-host"]
+    assert values(drill, "Service", "EnvironmentFile") == ["/etc/agenda/agenda-host.env"]  # AGENDA_REPLICA, keys
+    assert values(drill, "Service", "Nice") == ["19"] and values(drill, "Service", "IOSchedulingClass") == ["idle"]
+    assert values(drill, "Service", "ReadWritePaths") == ["/var/lib/agenda-host"]  # each result kept in its clinic
+    assert values(UNITS["agenda-host-drill.timer"][0], "Timer", "Persistent") == ["true"]
+    for name in ("agenda-host-drill.service", "agenda-host-status.service"):  # the clinics' Litestream sockets
+        assert values(UNITS[name][0], "Unit", "OnFailure") == ["agenda-alert@%n.service"]
+        assert values(UNITS[name][0], "Unit", "JoinsNamespaceOf") == ["agenda-host.service"]
+        assert values(UNITS[name][0], "Service", "PrivateTmp") == ["yes"]
+    assert values(UNITS["agenda-host.service"][0], "Service", "PrivateTmp") == ["yes"]
+    tail = DOC[DOC.index("/etc/systemd/system/agenda-host-drill.service"):]
+    assert "**Check:**" in tail[:tail.index("## ")]

@@ -358,6 +358,8 @@ COMMANDS = {
     "health": cli_case(("health", "--help")),  # asks a running service's /health: no patient there
     "host serve": cli_case(("host", "serve", "--help")),  # serves the routes above, each clinic's: test_host.py
     "host nginx": cli_case(("host", "nginx", "{tmp}", "{tmp}/sites")),  # host names and networks only
+    "host drill": cli_case(("host", "drill", "{tmp}", "--replica", "{tmp}/replica")),  # events' ids only: the
+    # drills of test_host_drill.py print each clinic's line
     "host mail": cli_case(("host", "mail", "--help")),  # reads through the door as `mail`: test_host_mail.py sends
     "host status": cli_case(("host", "status", "{tmp}")),  # counts only: a folder without clinics here
     "import-appointments": cli_case(("import-appointments", "{tmp}/appointments.csv", "--dry-run")),

@@ -1,10 +1,12 @@
 """`agenda host`: many clinics served by one process, each a folder named for its host name ("A host of
-clinics"): serve them all, and see them all in one table."""
+clinics"): serve them all, see them all in one table, and drill every clinic's replica."""
 
+import datetime as dt
 import logging
 import signal
 import sqlite3
 import threading
+import urllib.parse
 from pathlib import Path
 
 import click
@@ -13,15 +15,19 @@ from .. import __version__
 from ..values.printing import plural
 from ..values.settings import desk_networks, settings_in_file
 from ..storage.connections import open_read_only, schema_version
+from ..storage.events import recall
 from ..storage.shipped import newest_version
 from ..storage.database import UPGRADE
+from ..storage.replication import BEHIND_AFTER, duration, last_shipped, litestream_call, unshipped_for
 from ..domain.outbox import outbox_counts
 from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics, is_prefix, passed_over
+from ..patient.sender import passes_until_stopped
 from ..patient.host_sender import host_clinics, HostSender
 from ..app import create_app
-from .root import (cli, cli_now, DEFAULTS, existing_database, human_size, mailer_of, proxy_options, read_secret_file,
-                   secret_file_path, sender_address, smtp_options, waitress_options)
+from .root import (cli, cli_now, DEFAULTS, drilled, existing_database, human_size, lowest_priority, mailer_of,
+                   need_litestream, proxy_options, read_secret_file, secret_file_path, sender_address, smtp_options,
+                   stopped_cleanly, waited_words, waitress_options)
 
 log = logging.getLogger("agenda")
 
@@ -133,8 +139,15 @@ def host_serve(ctx, folder, address, port, threads, share, cores, trusted_proxy,
 
 @host.command("status")
 @click.argument("folder", type=click.Path(file_okay=False))
-def host_status(folder):
-    """Every clinic under FOLDER in one table: schema, messages waiting and failed, disk; exit 1 on any in trouble.
+@click.pass_context
+def host_status(ctx, folder):
+    """Every clinic under FOLDER in one table: schema, messages waiting and failed, disk, how far its replica lags
+    and its last drill; exit 1 on any in trouble.
+
+    A clinic is in trouble when it cannot be served, when its replica is behind
+    (nothing shipped for its service's --replica-behind-after, 5 minutes by
+    default), or when its last drill (`agenda host drill`) failed or is more than
+    two days old. The lag is `?` where its service's Litestream cannot be asked.
 
     Example:
 
@@ -142,25 +155,30 @@ def host_status(folder):
         agenda host status /srv/clinics
     """
     host_folder(folder)
-    newest, troubled, clinics = newest_version(), 0, sorted(clinic_folders(folder).items())
-    click.echo(f"{'clinic':40} {'schema':>8} {'waiting':>8} {'failed':>7} {'disk':>9}  state")
+    newest, troubled, clinics, now = newest_version(), 0, sorted(clinic_folders(folder).items()), cli_now(ctx)
+    click.echo(f"{'clinic':40} {'schema':>8} {'waiting':>8} {'failed':>7} {'disk':>9} {'lag':>7} {'last drill':>14}"
+               "  state")
     for name, path in clinics:
-        row, trouble, note = clinic_row(path, newest)
+        row, trouble, note = clinic_row(path, newest, now)
         troubled += bool(trouble)
         click.echo(f"{name:40} {row}  {trouble or note or 'ok'}")
     for name, why in sorted(passed_over(folder).items()):
         click.echo(f"{name:40} not served: {why}")
     if not clinics:
-        raise click.ClickException(f"{folder} holds no clinic: a clinic is a folder named for its host name, with "
-                                   f"{CLINIC_DB} in it (agenda host -h)")
+        raise no_clinics(folder)
     click.echo(f"{plural(troubled, 'clinic')} in trouble" if troubled else "every clinic ok")
     raise SystemExit(1 if troubled else 0)
 
 
-def clinic_row(path, newest):
+def no_clinics(folder):
+    return click.ClickException(f"{folder} holds no clinic: a clinic is a folder named for its host name, with "
+                                f"{CLINIC_DB} in it (agenda host -h)")
+
+
+def clinic_row(path, newest, now):
     """(the table's columns, what is wrong or '', a note or '') for one clinic folder."""
     db_path, size = path / CLINIC_DB, sum(part.stat().st_size for part in path.glob(CLINIC_DB + "*"))
-    unknown = f"{'?':>8} {'?':>8} {'?':>7} {human_size(size):>9}"
+    unknown = f"{'?':>8} {'?':>8} {'?':>7} {human_size(size):>9} {'?':>7} {'?':>14}"
     try:
         read_secret_file(secret_file_path(db_path, None)) if secret_file_path(db_path, None).is_file() else None
         if (path / CLINIC_SETTINGS).is_file():
@@ -169,19 +187,60 @@ def clinic_row(path, newest):
         return unknown, f"its secret: {error.message}", ""
     except ValueError as error:
         return unknown, f"a wrong setting: {error}", ""
-    trouble = "" if secret_file_path(db_path, None).is_file() else f"no secret: agenda secret set --db {db_path}"
+    troubles = [] if secret_file_path(db_path, None).is_file() else [f"no secret: agenda secret set --db {db_path}"]
     try:
         conn = open_read_only(str(db_path))
         try:
             version = schema_version(conn)
+            lag, drill, wrong, note = replica_cells(conn, db_path, now)
         finally:
             conn.close()
         counts = mail_counts(db_path) if version == newest else {}
     except (sqlite3.Error, OSError) as error:
         return unknown, f"cannot be read: {error}", ""
-    note = f"schema {version}, upgraded to {newest} when first served" if version < newest else ""
-    return (f"{version:>8} {counts.get('waiting', 0):>8} {counts.get('failed', 0):>7} {human_size(size):>9}",
-            trouble, note)
+    note = f"schema {version}, upgraded to {newest} when first served" if version < newest else note
+    return (f"{version:>8} {counts.get('waiting', 0):>8} {counts.get('failed', 0):>7} {human_size(size):>9} "
+            f"{lag:>7} {drill:>14}", "; ".join(troubles + wrong), note)
+
+
+DRILL_STALE = dt.timedelta(days=2)  # `agenda host drill` runs nightly: two nights missed is trouble
+
+
+def replica_cells(conn, db_path, now):
+    """(lag, last drill, [what is wrong], a note or '') of one clinic: the lag as its serving process's Litestream
+    tells it (the control socket it noted, a second at most), the last drill as the clinic's database keeps it
+    ("A host of clinics")."""
+    replica, started = recall(conn, "replica")
+    checked, checked_at = recall(conn, "replica_check")
+    lag, wrong, note = "-", [], ""
+    if replica:
+        waited = replica_lag(replica, started, db_path, now)
+        lag = "?" if waited is None else f"{waited:.0f} s" if waited < 120 else waited_words(
+            dt.timedelta(seconds=waited))
+        note = "its Litestream does not answer: not replicating now" if waited is None else ""
+        if waited is not None and waited > replica.get("behind_after", BEHIND_AFTER):
+            wrong.append(f"replica BEHIND: nothing shipped for {duration(waited)}; the service's log says why")
+    if not checked:
+        if replica and now - dt.datetime.fromisoformat(started) > DRILL_STALE:
+            wrong.append("no drill in two days of replicating: agenda host drill FOLDER --replica URL")
+        return lag, "none", wrong, note
+    age = now - dt.datetime.fromisoformat(checked_at)
+    if not checked["ok"]:
+        wrong.append(f"last drill FAILED: {checked['problem']}")
+    elif age > DRILL_STALE:
+        wrong.append(f"last drill {waited_words(age)} ago: check the nightly `agenda host drill`")
+    return lag, f"{'ok' if checked['ok'] else 'FAILED'} {waited_words(max(age, dt.timedelta()))}", wrong, note
+
+
+def replica_lag(replica, started, db_path, now):
+    """Seconds the replica may trail the clinic's last change (since Litestream last shipped to it: it ships every
+    second, changes or not), from the Litestream noted in the `replica` fact; None when it does not answer."""
+    try:
+        _, listed = litestream_call(replica["socket"], "GET", "/list", timeout=1)
+    except (OSError, KeyError):
+        return None
+    shipped = last_shipped(listed, str(Path(db_path).resolve()))
+    return max(0.0, unshipped_for(shipped, dt.datetime.fromisoformat(started), now))
 
 
 def mail_counts(db_path):
@@ -191,6 +250,61 @@ def mail_counts(db_path):
         return outbox_counts(conn)
     finally:
         conn.close()
+
+
+def clinic_replica(base, name):
+    """Where the host's replica `base` (a folder or a URL, its query kept) holds the clinic `name`'s: base/name."""
+    if "://" not in base:
+        return str(Path(base) / name)
+    parts = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + name))
+
+
+@host.command("drill")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--replica", "base", default=None, envvar="AGENDA_REPLICA",
+              help="The host's replica, each clinic's under it by its name: a folder, file://, sftp:// or s3:// "
+                   "[env: AGENDA_REPLICA].")
+@click.option("--behind-after", "behind_after", default=BEHIND_AFTER, show_default=True,
+              type=click.IntRange(5, 86400), envvar="AGENDA_REPLICA_BEHIND_AFTER", show_envvar=True,
+              help="Seconds a replica's newest event may trail its clinic's live database's before its drill fails.")
+@click.pass_context
+def host_drill(ctx, folder, base, behind_after):
+    """A restore drill of every clinic under FOLDER, one after another: one line a clinic, exit 1 if any failed.
+
+    Each clinic's replica (REPLICA/NAME) is restored into a private scratch folder
+    beside its database, checked and compared with it as `agenda replica check`
+    does, and removed, at the lowest CPU and I/O priority. Each result and its time
+    are kept in the clinic's database: `agenda host status` shows them.
+
+    Example:
+
+    \b
+        agenda host drill /srv/clinics --replica 's3://agenda-replicas/host1?region=eu-south-2'
+    """
+    host_folder(folder)
+    if not base:
+        raise click.ClickException("give the host's replica, the one each clinic is replicated under by its name: "
+                                   "--replica URL (or AGENDA_REPLICA)")
+    clinics = sorted(clinic_folders(folder).items())
+    if not clinics:
+        raise no_clinics(folder)
+    binary, failed = need_litestream("host drill"), []
+    lowest_priority()
+    with stopped_cleanly():
+        for name, path in clinics:
+            verdict, facts, noted = drilled(ctx, binary, path / CLINIC_DB, clinic_replica(base, name), behind_after)
+            failed += [name] if verdict else []
+            click.echo(f"{name}: " + (f"FAILED: {verdict}" if verdict else (
+                f"ok, restored and checked ({human_size(facts['bytes'])}, newest event {facts['event']}, "
+                f"{facts['seconds']:.0f} s)")) + noted)
+    for name, why in sorted(passed_over(folder).items()):
+        click.echo(f"{name}: not drilled: {why}")
+    if failed:
+        raise click.ClickException(
+            f"{plural(len(failed), 'clinic')} of {len(clinics)} failed the drill: {', '.join(failed)}; its line "
+            "says why; drill one again with agenda replica check --replica REPLICA/NAME --db FOLDER/NAME/agenda.db")
+    click.echo(f"every clinic's replica restored and checked: {plural(len(clinics), 'clinic')}")
 
 
 # nginx for a host (docs/deploy.md's proxy, once for every clinic): what every server shares, at the http level.
@@ -377,12 +491,4 @@ def host_mail(ctx, folder, smtp_url, smtp_password_file, smtp_ca, mail_from, onc
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stopping.set())
     click.echo(f"Sending the messages of the clinics of {folder} every {every:g} s", err=True)
-    while not stopping.is_set():
-        try:
-            done = sender.pass_once(stopping)
-        except Exception:  # the folder unreadable for a moment: the next pass finds it back
-            log.exception("a mail pass failed; trying again in %.0f s", every)
-            done = {}
-        if done:
-            log.info("mail: %s", ", ".join(f"{count} {state}" for state, count in sorted(done.items())))
-        stopping.wait(every)
+    passes_until_stopped(sender.pass_once, stopping, every)

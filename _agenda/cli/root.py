@@ -6,7 +6,11 @@ named for its job."""
 import datetime as dt
 import os
 import pwd
+import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,6 +30,7 @@ from ..domain.clinic import Clinic
 from ..domain.outbox import hold_unsent
 from ..desk.texts import refusal_text, translator
 from ..storage.replication import litestream_binary
+from ..storage.replica_restore import noted_drill
 from ..patient.sender import Mailer, smtp_server
 
 
@@ -304,6 +309,35 @@ def need_litestream(what):
     return binary
 
 
+def lowest_priority():
+    """This process at the lowest CPU and I/O priority, where the system allows it (a drill beside the service)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 19)
+    except OSError:
+        pass
+    if shutil.which("ionice"):  # util-linux: the idle I/O class
+        subprocess.run(["ionice", "-c3", "-p", str(os.getpid())], capture_output=True, timeout=10)
+
+
+@contextmanager
+def stopped_cleanly():
+    """SIGTERM as an exit within: a drill's copy is removed on the way out."""
+    stopped = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, stopped)
+
+
+def drilled(ctx, binary, db_path, url, behind_after):
+    """A restore drill of db_path's replica, noted in it (`noted_drill`), on the CLI's clock: (the problem or None,
+    the facts, '' or words saying the result could not be kept); a killed drill's scratch folder removed first."""
+    if Path(db_path).is_file():
+        sweep_left_copies(db_path)
+    verdict, facts, unkept = noted_drill(binary, db_path, url, behind_after, cli_now(ctx))
+    return verdict, facts, f" (not noted for `agenda status`: {unkept})" if unkept else ""
+
+
 def cli_recipients(values, doing="nothing was done"):
     """The age recipients of --encrypt-to, or None when none is given; a ClickException saying why not."""
     values = [value for value in values if value]
@@ -344,6 +378,13 @@ def clinic_time(utc_text, tz):
     """A stored UTC time as the clinic reads it: DD/MM/YYYY HH:MM, local."""
     moment = dt.datetime.fromisoformat(utc_text).astimezone(tz)
     return f"{format_date(moment.date())} {moment:%H:%M}"
+
+
+def waited_words(waited):
+    """A wait in words: '5 min', '3 h', '2 days'."""
+    minutes = int(waited.total_seconds() // 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h" if minutes < 48 * 60 else plural(
+        minutes // 1440, "day")
 
 
 def human_size(size):

@@ -2,28 +2,23 @@
 the primary), `standby promote`, and `agenda replica check`, the restore drill ("Replication", "Restore drills")."""
 
 import logging
-import os
-import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import click
 
-from ..storage.connections import transaction
-from ..storage.events import remember
-from ..storage.copies import check_database_file, scratch_folder
+from ..storage.copies import check_database_file
 from ..storage.database import AS_IT_IS, open_database
 from ..web.serving import log_to_stderr, stop_logging
 from ..storage.replication import (BEHIND_AFTER, check_standby, litestream_environment, log_litestream, redactor,
                                    replica_url, without_password)
-from ..storage.replica_restore import drill, integrity_problem
-from .root import (cli, cli_now, db_option, describe_counts, existing_database, hold_unsent_messages, human_size,
-                   need_litestream)
+from ..storage.replica_restore import integrity_problem
+from .root import (cli, drilled, db_option, describe_counts, hold_unsent_messages, human_size, lowest_priority,
+                   need_litestream, stopped_cleanly)
 
 
 log = logging.getLogger("agenda")
@@ -169,16 +164,9 @@ def replica_check(ctx, db_path, url, behind_after):
     if not url:
         raise click.ClickException("give the replica to check: --replica URL (or AGENDA_REPLICA)")
     binary = need_litestream("replica check")
-    os.nice(19)
-    if shutil.which("ionice"):
-        subprocess.run(["ionice", "-c3", "-p", str(os.getpid())], capture_output=True, timeout=10)
-    stopped = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))  # the copy is removed on the way out
-    try:
-        with scratch_folder(db_path) as folder:
-            verdict, facts = drill(binary, db_path, url, folder, behind_after, cli_now(ctx))
-    finally:
-        signal.signal(signal.SIGTERM, stopped)
-    noted = note_drill(ctx, db_path, verdict, facts)
+    lowest_priority()
+    with stopped_cleanly():
+        verdict, facts, noted = drilled(ctx, binary, db_path, url, behind_after)
     line = f"replica check {'ok' if verdict is None else 'FAILED'}: {without_password(replica_url(url))}: " + (
         verdict or f"restored and checked ({human_size(facts['bytes'])}, newest event {facts['event']} "
                    f"{'found unchanged in the live database' if facts['compared'] else 'not compared: no live database here'})")
@@ -186,19 +174,3 @@ def replica_check(ctx, db_path, url, behind_after):
         raise click.ClickException(line + noted)
     click.echo(line + noted)
 
-
-def note_drill(ctx, db_path, verdict, facts):
-    """The drill's result kept in the live database for `agenda status`; '' or why it could not be kept."""
-    if not Path(db_path).is_file():
-        return ""
-    try:
-        conn = existing_database(db_path, older=AS_IT_IS)
-        try:
-            conn.execute("PRAGMA synchronous = NORMAL")  # no disk flush under the write lock at idle I/O priority
-            with transaction(conn):
-                remember(conn, "replica_check", {"ok": verdict is None, "problem": verdict, **facts}, cli_now(ctx))
-        finally:
-            conn.close()
-    except (click.ClickException, sqlite3.Error) as error:
-        return f" (not noted for `agenda status`: {getattr(error, 'message', error)})"
-    return ""

@@ -24,7 +24,7 @@ from ..desk.texts import mail_reason
 from ..web.api import SIGNED_SCHEMES
 from ..storage.replication import BEHIND_AFTER, replica_position, standby_checked
 from .root import (cli, cli_now, cli_zone, clinic_time, db_option, existing_database, human_size, keep_copies_option,
-                  secret_file_option, secret_file_path, tz_option)
+                  secret_file_option, secret_file_path, tz_option, waited_words)
 
 
 def signature_advice(seen, tz):
@@ -134,13 +134,6 @@ def mail_line(conn, now, tz):
     if refusal and (counts["waiting"] or on_admin):
         parts.append(f"last refusal {clinic_time(refused_at, tz)}: {mail_reason(refusal)}")
     return "; ".join(parts)
-
-
-def waited_words(waited):
-    """A wait in words: '5 min', '3 h', '2 days'."""
-    minutes = int(waited.total_seconds() // 60)
-    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h" if minutes < 48 * 60 else plural(
-        minutes // 1440, "day")
 
 
 def kept_copy_line(path, kept_at, sealed, now, keep_days):

@@ -224,17 +224,8 @@ class Sender:
         return done
 
     def until_stopped(self, stopping, every=5.0, alive=lambda: True):
-        """Pass after pass, `every` seconds apart, until `stopping` is set or `alive()` is false (the service that
-        started it is gone); a message begun is finished first."""
-        while not stopping.is_set() and alive():
-            try:
-                done = self.pass_once(stopping)
-            except Exception:  # a pass that failed is tried again; the next may find the database or server back
-                log.exception("a mail pass failed; trying again in %.0f s", every)
-                done = {}
-            if done:
-                log.info("mail: %s", ", ".join(f"{count} {state}" for state, count in sorted(done.items())))
-            stopping.wait(every)
+        """Pass after pass, as `passes_until_stopped` makes them."""
+        passes_until_stopped(self.pass_once, stopping, every, alive)
 
     def send_one(self, message):
         """Send one message, or mark it stale or skipped: what became of it."""
@@ -321,6 +312,20 @@ def send_test(mailer, from_address, to_address, language, clinic_name, now):
                     parseaddr(from_address)[1], to_address)
     finally:
         mailer.close()
+
+
+def passes_until_stopped(pass_once, stopping, every=5.0, alive=lambda: True):
+    """Pass after pass, `every` seconds apart, until `stopping` is set or `alive()` is false (the service that
+    started it is gone); a message begun is finished first."""
+    while not stopping.is_set() and alive():
+        try:
+            done = pass_once(stopping)
+        except Exception:  # a pass that failed is tried again; the next may find the database or server back
+            log.exception("a mail pass failed; trying again in %.0f s", every)
+            done = {}
+        if done:
+            log.info("mail: %s", ", ".join(f"{count} {state}" for state, count in sorted(done.items())))
+        stopping.wait(every)
 
 
 def sender_lock(db_path):

@@ -12,9 +12,10 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from .connections import reading
-from .copies import check_database_file
-from .events import recall
+from .connections import reading, transaction
+from .copies import check_database_file, scratch_folder
+from .events import recall, remember
+from .database import AS_IT_IS, open_database
 from .replication import duration, litestream_call, replica_url, ReplicaUnreadable, restore_replica
 
 WALK_TRIES, WALK_SECONDS = 30, 300  # how far a restore looks back for a state that passes integrity_check
@@ -278,6 +279,32 @@ def drill(binary, db_path, replica, folder, behind_after, now=None):
         return refused, facts
     facts["compared"] = True
     return compared_with_live(db_path, newest, started, behind_after) or refused, facts
+
+
+def noted_drill(binary, db_path, replica, behind_after, now):
+    """`drill` of db_path's replica in a scratch folder beside it, removed after, and its result kept in the live
+    database as the fact `replica_check` (`agenda status`, `agenda host status`): (the problem or None, the facts
+    and the seconds it took, why the result could not be kept or None) ("Restore drills")."""
+    started = time.monotonic()
+    try:
+        with scratch_folder(db_path) as folder:
+            verdict, facts = drill(binary, db_path, replica, folder, behind_after, now)
+    except (sqlite3.Error, OSError) as error:  # the live database, or the folder beside it, cannot be read
+        verdict, facts = f"the drill could not run here: {error}", {"bytes": 0, "event": None, "compared": False}
+    facts["seconds"] = round(time.monotonic() - started, 1)
+    if not Path(db_path).is_file():
+        return verdict, facts, None
+    try:
+        conn = open_database(db_path, older=AS_IT_IS)
+        try:
+            conn.execute("PRAGMA synchronous = NORMAL")  # no disk flush under the write lock at idle I/O priority
+            with transaction(conn):
+                remember(conn, "replica_check", {"ok": verdict is None, "problem": verdict, **facts}, now)
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError, RuntimeError) as error:
+        return verdict, facts, str(error)
+    return verdict, facts, None
 
 
 def not_shipping(db_path, timeout=5):
