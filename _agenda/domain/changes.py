@@ -5,8 +5,8 @@ import datetime as dt
 
 from ..values.refusals import ClinicError, invalid
 from ..values.fields import numeric_id
-from ..storage.events import record_event, utc_iso, written_row
-from .appointments import CANCEL_CANCELLED, CHANGE_CANCELLED
+from ..storage.events import record_event
+from .appointments import CANCEL_CANCELLED, CHANGE_CANCELLED, set_status
 from .visits import visit_type
 from .outbox import queue_message
 from .booking import admit, book_visit, brought_forward, channel_of, move_channel, visit_of, Visit
@@ -95,8 +95,7 @@ def cancel_appointment(clinic, appointment_id, reason="cancelled by the caller",
 def cancelled(clinic, conn, before, at, reason, action, source, notice=True):
     """Inside a transaction: mark `before` cancelled, with its event and, unless `notice` is False (an erasure's),
     the notice to the patient."""
-    after = written_row(conn, "UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
-                        " updated_at = ? WHERE id = ?", (utc_iso(at), reason, utc_iso(at), before["id"]))
+    after = set_status(conn, before["id"], "cancelled", at, reason)
     record_event(conn, at, source, action, "appointment", before["id"], before=before, after=after)
     if notice:
         queue_message(conn, before["id"], "notice", at)
@@ -114,8 +113,7 @@ def confirm_appointment(clinic, appointment_id, confirmed, source="api"):
             return "cancelled"
         if before["status"] == "confirmed":
             return "already_confirmed"
-        after = written_row(conn, "UPDATE appointments SET status = 'confirmed', confirmed_at = ?,"
-                            " updated_at = ? WHERE id = ?", (utc_iso(at), utc_iso(at), before["id"]))
+        after = set_status(conn, before["id"], "confirmed", at)
         record_event(conn, at, source, "appointment.confirmed", "appointment", before["id"],
                      before=before, after=after)
     return "confirmed"
