@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.cli.root import cli_reader
 from _agenda.domain.feeds import new_feed
 from _agenda.domain.rights import request_erasure
@@ -66,8 +67,8 @@ def clinic_of_people(make_api, clock, tmp_path):
                                birthDate="08/08/1966")
     monday = clock.moment.date()
     for patient, start, reason in ((herminia, "09:00", "Revisión"), (filomena, "09:30", "Secreto médico")):
-        book_appointment(clinic, day=monday, time_text=start, doctor_id="MARTIN", patient_id=patient, reason=reason,
-                         source="desk:ana")
+        book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN", reason=reason), day=monday,
+                         time_text=start, source="desk:ana")
     api.book(filomena, time="10:30", reason="Secreto médico")
     booked = {"of_zoraida": api.book(zoraida, time="09:00"), "of_tobias": api.book(tobias, time="09:30"),
               "of_lucas": api.book(lucas, doctor="RUIZ", time="09:00"), "of_bernarda": api.book(bernarda, time="10:00")}

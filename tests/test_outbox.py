@@ -5,6 +5,7 @@ change refused and rolled back, write none."""
 import datetime as dt
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.changes import book_appointment, cancel_appointment
 from _agenda.domain.counter import squeeze_in
 from _agenda.domain.rights import request_erasure
@@ -36,11 +37,11 @@ def test_each_change_writes_the_message_it_calls_for_and_no_more(api, db_path, t
     assert rows == []
     rows, _ = written_by(api, lambda: api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "09:30"}))
     assert rows == [(int(booked), "update")]
-    rows, desk = written_by(api, lambda: book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN",
-                                                          patient_id=eva, source="desk:ana"))
+    rows, desk = written_by(api, lambda: book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN"),
+                                                          day=TUESDAY, time_text="10:00", source="desk:ana"))
     assert rows == [(int(desk), "confirmation")]
-    rows, squeezed = written_by(api, lambda: squeeze_in(clinic, day=TUESDAY, time_text="10:10", doctor_id="MARTIN",
-                                                        patient_id=leo, source="desk:ana"))
+    rows, squeezed = written_by(api, lambda: squeeze_in(clinic, Visit(patient_id=leo, doctor_id="MARTIN"), day=TUESDAY,
+                                                        time_text="10:10", source="desk:ana"))
     assert rows == [(int(squeezed), "confirmation")]
     rows, (_, sessions, _) = written_by(api, lambda: book_series(
         clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2), time_text="09:00", every_days=7,

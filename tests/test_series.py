@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 from _agenda.domain.appointments import read_appointment
 from _agenda.domain.changes import book_appointment
@@ -220,7 +221,7 @@ def test_a_series_books_exactly_the_dates_that_fit_or_nothing(api, two_patients,
                          [((TUESDAY + dt.timedelta(weeks=n)).isoformat(),) * 2 for n in closed])
     dates = [TUESDAY + dt.timedelta(weeks=n) for n in range(count)]
     for n in taken & set(range(count)) - closed - {2}:  # the third Tuesday, 08/12, is a holiday
-        book_appointment(clinic, day=dates[n], time_text="09:00", doctor_id="MARTIN", patient_id=other,
+        book_appointment(clinic, Visit(patient_id=other, doctor_id="MARTIN"), day=dates[n], time_text="09:00",
                          source="desk:ana")
     fitting = [day for n, day in enumerate(dates) if n not in taken | closed | {2}]
     others = set(dates_of(api))

@@ -9,6 +9,7 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.rights import patient_copy, request_erasure
 from _agenda.domain.waitlist import add_waiting, free_now, named, waiting
 from _agenda.domain.appointments import read_appointment
@@ -150,9 +151,9 @@ def test_agenda_waitlist_add_list_and_remove(api, full_tuesday, db_path):
 def eva_later(api):
     """Eva's visit with MARTIN on 15/12/2026 09:00 (insured by Sanitas), booked at the desk: (Eva, its id)."""
     eva = api.new_patient(nif=valid_dni(1), name="Eva")
-    later = book_appointment(api.app.clinic, day=dt.date(2026, 12, 15), time_text="09:00", doctor_id="MARTIN",
-                             patient_id=eva,
-                             insurance_id="SAN", reason="Revisión", source="desk:ana")
+    later = book_appointment(api.app.clinic,
+                             Visit(patient_id=eva, doctor_id="MARTIN", insurance_id="SAN", reason="Revisión"),
+                             day=dt.date(2026, 12, 15), time_text="09:00", source="desk:ana")
     return eva, later
 
 
@@ -184,12 +185,11 @@ def test_booking_from_the_entry_moves_the_visit_it_brings_forward_and_ends_it_in
     entry = add_waiting(clinic, patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR, source="desk:ana")
     api.book(api.new_patient(nif=valid_dni(2)), time="10:00")  # 24/11 10:00 taken: a refused move changes nothing
     with pytest.raises(agenda.ClinicError):
-        book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=eva, waitlist_id=entry,
-                         source="desk:ana")
+        book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=TUESDAY, time_text="10:00",
+                         waitlist_id=entry, source="desk:ana")
     assert read_appointment(clinic, later)["date"] == "2026-12-15" and len(waiting(clinic)) == 1
-    moved = book_appointment(clinic, day=TUESDAY, time_text="10:30", doctor_id="MARTIN", patient_id=eva,
-                             waitlist_id=entry,
-                             insurance_id="SAN", source="desk:ana")
+    moved = book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN", insurance_id="SAN"), day=TUESDAY,
+                             time_text="10:30", waitlist_id=entry, source="desk:ana")
     assert moved == later  # the same visit, its id kept
     record = read_appointment(clinic, later)
     assert (record["date"], record["start"], record["insurance_id"], record["reason"]) == (
@@ -203,9 +203,8 @@ def test_booking_from_the_entry_moves_the_visit_it_brings_forward_and_ends_it_in
                                                   " AND entity IN ('appointment', 'waitlist') AND action !="
                                                   " 'appointment.booked' ORDER BY id", (later,))]
     assert actions == ["waitlist.added", "appointment.moved", "waitlist.booked"]
-    again = book_appointment(clinic, day=TUESDAY, time_text="10:30", doctor_id="MARTIN", patient_id=eva,
-                             waitlist_id=entry,
-                             insurance_id="SAN", source="desk:ana")  # a double click: the same visit
+    again = book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN", insurance_id="SAN"), day=TUESDAY,
+                             time_text="10:30", waitlist_id=entry, source="desk:ana")  # a double click: the same visit
     assert again == later and read_appointment(clinic, later)["start"] == "10:30"
 
 

@@ -17,6 +17,7 @@ from .root import (cli, cli_date, cli_language, cli_now, cli_reader, cli_text, c
                   cli_zone, clinic_at, clinic_time, counted, db_option, desk_rules_options, tz_option)
 from ..domain.appointments import live_appointments, read_appointment
 from ..domain.availability import clinic_centers
+from ..domain.booking import Visit
 from ..domain.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
 from ..domain.closures import add_closure, coming_closures, remove_closure
 from ..domain.doctors import retire_doctor
@@ -177,10 +178,9 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
                                     insurance_id=insurance_id, reason=reason, nearest=nearest, fits=what_fits,
                                     dry_run=dry_run,
                                     speciality_id=type_id)
-        booking = functools.partial(squeeze_in, clinic) if squeeze else functools.partial(
-            book_appointment, clinic, accept_overlap=accept_overlap)
-        booked = booking(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id, speciality_id=type_id,
-                         center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
+        booking = functools.partial(squeeze_in, clinic) if squeeze else functools.partial(book_appointment, clinic)
+        booked = booking(Visit(patient_id, doctor_id, type_id, center_id, insurance_id=insurance_id, reason=reason,
+                               accept_overlap=accept_overlap), day=day, time_text=start, source="cli")
         click.echo(f"Booked {appointment_line(read_appointment(clinic, booked, cli_reader(), 'change'))}")
 
 

@@ -24,6 +24,7 @@ from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_r
 from ..domain.appointments import appointment_for_desk, last_insurances, read_appointment
 from ..domain.outbox import messages_of
 from ..domain.availability import availability, insurance_lists, types_at
+from ..domain.booking import Visit
 from ..domain.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
 from ..domain.doctors import doctors_with_hours
 from ..domain.registry import patient_record, register_patient, registered_as, search_patients
@@ -221,11 +222,10 @@ def desk_book():
                             "patient": lambda: form("patientId") or checked_patient(new_patient_typed())})
         patient_id = form("patientId") or desk_patient_id(source)
         booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else functools.partial(
-            book_appointment, clinic(), waitlist_id=form("waitlistId"),  # the entry ends with it, or nothing is made
-            accept_overlap=bool(form("acceptOverlap")))
-        booking(day=asked["day"], time_text=asked["time_text"], doctor_id=slot["doctorId"], patient_id=patient_id,
-                center_id=slot["centerId"], reason=asked["reason"], insurance_id=form("insuranceId"),
-                speciality_id=form("typeId"), source=source)
+            book_appointment, clinic(), waitlist_id=form("waitlistId"))  # the entry ends with it, or nothing is made
+        booking(Visit(patient_id, slot["doctorId"], form("typeId"), slot["centerId"], insurance_id=form("insuranceId"),
+                      reason=asked["reason"], accept_overlap=bool(form("acceptOverlap"))),
+                day=asked["day"], time_text=asked["time_text"], source=source)
     except ClinicError as error:
         existing = error.extra.get("patientId") if error.code == "PATIENT_ALREADY_EXISTS" else None
         return desk_book_page(booking_refusal(error, slot, form("typeId"), bool(form("squeeze"))),
