@@ -108,7 +108,7 @@ def test_every_channel_books_and_moves_through_the_door(api, db_path, tmp_path, 
     squeezed = squeeze_in(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="10:10",
                           source="cli")
     move_appointment(clinic, squeezed, day=TUESDAY, time_text="10:20", source="desk:ana")  # a sobrecita moved
-    _, sessions, _ = book_series(clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2),
+    _, sessions, _ = book_series(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), first=dt.date(2026, 12, 2),
                                  time_text="09:00", every_days=7, count=2, source="desk:ana")
     add_waiting(clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY, source="desk:ana")
     take_from_the_waitlist(desk, "10:30").submit()

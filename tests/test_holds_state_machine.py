@@ -382,9 +382,9 @@ class HoldsMachine(RuleBasedStateMachine):
         day = self.day(day)
         kind = self.asking(doctor, day, asked)
         time_text = self.time_for(doctor, day, kind, pick, True)
-        self.tried("series", lambda: book_series(
-            self.clinic, patient_id=self.patients[who], doctor_id=doctor, first=day, time_text=time_text,
-            every_days=every, count=count, speciality_id=kind, nearest=nearest, fits=True, source="desk:ana"))
+        visit = Visit(self.patients[who], doctor, kind)
+        self.tried("series", lambda: book_series(self.clinic, visit, first=day, time_text=time_text, every_days=every,
+                                                 count=count, nearest=nearest, fits=True, source="desk:ana"))
 
     @rule(doctor=st.sampled_from(sorted(AREA)), day=st.integers(0, 9), pick=st.integers(0, 40),
           asked=st.integers(0, 2), who=st.integers(0, PATIENTS - 1), forward=st.booleans())
@@ -805,8 +805,8 @@ def test_a_series_refused_for_a_machine_taken_says_so(make_api):
                  doctor="D1", specialityId="MG-E")
     patient = api.new_patient(nif=valid_dni(3), phone="600000003")
     try:
-        book_series(api.app.clinic, patient_id=patient, doctor_id="D2", first=dt.date(2026, 11, 23), time_text="10:00",
-                    every_days=1, count=2, speciality_id="MG-E", source="desk:ana")
+        book_series(api.app.clinic, Visit(patient_id=patient, doctor_id="D2", speciality_id="MG-E"),
+                    first=dt.date(2026, 11, 23), time_text="10:00", every_days=1, count=2, source="desk:ana")
     except ClinicError as refused:
         assert refused.extra["reason"] == "resource_taken", refused.extra
     else:

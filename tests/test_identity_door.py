@@ -434,8 +434,10 @@ def test_every_route_shows_a_patient_only_through_the_one_door(clinic_of_people,
     assert key in ROUTES, f"{key}: no case in ROUTES; add one that shows a patient, if the route can"
     world = clinic_of_people
     if key[1].endswith("cancel-rest"):
-        series, _, _ = book_series(world.api.app.clinic, patient_id=world.visible["tobias"].id, doctor_id="MARTIN",
-                                first=dt.date(2026, 12, 15), time_text="10:30", every_days=7, count=2, source="desk:ana")
+        series, _, _ = book_series(world.api.app.clinic,
+                                   Visit(patient_id=world.visible["tobias"].id, doctor_id="MARTIN"),
+                                   first=dt.date(2026, 12, 15), time_text="10:30", every_days=7, count=2,
+                                   source="desk:ana")
         world.booked["series"] = str(world.api.db().execute(
             "SELECT min(id) FROM appointments WHERE series_id = ?", (series,)).fetchone()[0])
     check(world, *ROUTES[key])

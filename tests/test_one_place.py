@@ -153,8 +153,8 @@ def test_never_as_a_sobrecita_nor_a_series(typed, db_path):
                 admit(clinic, conn, visit, TUESDAY, "09:20", channel, clinic.clock(), "desk:ana")
         assert refused.value.extra["reason"] == "patient_elsewhere", channel
     with pytest.raises(agenda.ClinicError) as series:
-        book_series(clinic, patient_id=ana, doctor_id="GIL", first=TUESDAY,
-                    time_text="09:00", every_days=7, count=2, source="desk:ana")
+        book_series(clinic, Visit(patient_id=ana, doctor_id="GIL"), first=TUESDAY, time_text="09:00", every_days=7,
+                    count=2, source="desk:ana")
     assert series.value.extra["reason"] == "patient_elsewhere"
     assert table_rows(db_path) == before
 

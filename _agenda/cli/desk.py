@@ -197,7 +197,10 @@ def book_series_here(clinic, *, dry_run, **series):
         click.echo(f"{n:2d}/{len(sessions)} {format_date(session.day.isoformat())} {series['time_text']}: {said}")
     if dry_run:
         return click.echo("Dry run: nothing booked.")
-    series_id, booked, left = book_series(clinic, source="cli", **series)
+    visit = Visit(series["patient_id"], series["doctor_id"], series["speciality_id"], series["center_id"],
+                  insurance_id=series["insurance_id"], reason=series["reason"])
+    series_id, booked, left = book_series(clinic, visit, source="cli", **{
+        key: series[key] for key in ("first", "time_text", "every_days", "count", "nearest", "fits")})
     click.echo(f"Booked series {series_id}: {plural(len(booked), 'appointment')} "
                f"({', '.join(appointment_id for appointment_id, _ in booked)}).")
     if left:

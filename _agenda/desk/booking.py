@@ -361,8 +361,10 @@ def desk_book_series(series, take, slot, patient):
     """Book the series the way chosen (TAKES) and go to its first day, saying how many were booked and which dates
     were left out, to call (the first few, when many)."""
     nearest, fits = TAKES[take]
-    _, booked, left = book_series(clinic(), patient_id=slot["patientId"], insurance_id=form("insuranceId"),
-                                  reason=form("reason"), nearest=nearest, fits=fits, source=desk_source(), **series)
+    visit = Visit(slot["patientId"], series["doctor_id"], center_id=series["center_id"],
+                  insurance_id=form("insuranceId"), reason=form("reason"))
+    _, booked, left = book_series(clinic(), visit, nearest=nearest, fits=fits, source=desk_source(),
+                                  **{key: series[key] for key in ("first", "time_text", "every_days", "count")})
     said = [("series_done", {"count": len(booked)})]
     if left:
         shown = ", ".join(format_date(day) for day in left[:LEFT_SHOWN])
