@@ -18,7 +18,7 @@ from _agenda.domain.counter import squeeze_in
 from _agenda.domain.report import clinic_report
 from _agenda.domain.series import book_series
 from _agenda.domain.slots import any_time, closed_at, closures_on, FREE, read_schedule, slot_state
-from _agenda.domain.waitlist import add_waiting, waiting
+from _agenda.domain.waitlist import add_waiting, waiting, Wish
 from _agenda.domain.appointments import live_appointments
 from _agenda.domain.changes import book_appointment, move_appointment
 from _agenda.domain.closures import add_closure, covered_by
@@ -110,10 +110,11 @@ def test_every_channel_books_and_moves_through_the_door(api, db_path, tmp_path, 
     move_appointment(clinic, squeezed, day=TUESDAY, time_text="10:20", source="desk:ana")  # a sobrecita moved
     _, sessions, _ = book_series(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), first=dt.date(2026, 12, 2),
                                  time_text="09:00", every_days=7, count=2, source="desk:ana")
-    add_waiting(clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY, source="desk:ana")
+    add_waiting(clinic, Wish(patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY), source="desk:ana")
     take_from_the_waitlist(desk, "10:30").submit()
-    forward = add_waiting(clinic, patient_id=eva, appointment_id=sessions[1][0], first=TUESDAY,
-                          last=dt.date(2026, 11, 27), source="desk:ana")
+    forward = add_waiting(clinic,
+                          Wish(eva, TUESDAY, dt.date(2026, 11, 27), appointment_id=sessions[1][0]),
+                          source="desk:ana")
     book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=dt.date(2026, 11, 27), time_text="09:00",
                      waitlist_id=forward, source="desk:ana")  # a waiting move
     move_appointment(clinic, booked, day=dt.date(2026, 11, 25), time_text="16:30", source="patient")  # by the link
@@ -146,7 +147,7 @@ def eva_waiting(api):
     desk = desk_of(api)
     api.new_patient()
     eva = api.new_patient(nif=valid_dni(1), name="Eva")
-    entry = add_waiting(api.app.clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY,
+    entry = add_waiting(api.app.clinic, Wish(patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY),
                         source="desk:ana")
     return desk, eva, entry
 

@@ -14,6 +14,7 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.domain.waitlist import Wish
 from _agenda.domain.booking import Visit
 from _agenda.files.catalogs import SeedError
 from _agenda.domain.holds import unheld
@@ -195,7 +196,7 @@ def test_a_typed_waiting_entry_is_offered_only_where_its_type_fits(typed, clock)
     from _agenda.domain.waitlist import add_waiting
     from _agenda.desk.texts import TEXTS
     patient, ana, luis = people(typed, 3)
-    add_waiting(typed.app.clinic, patient_id=patient, type_id="FIS-SES", first=TUESDAY, last=TUESDAY,
+    add_waiting(typed.app.clinic, Wish(patient_id=patient, type_id="FIS-SES", first=TUESDAY, last=TUESDAY),
                 source="desk:ana")
     desk = webtest.TestApp(typed.app)
     log_in(desk)

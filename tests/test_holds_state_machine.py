@@ -38,7 +38,7 @@ from _agenda.domain.outbox import tells_anew
 from _agenda.domain.series import book_series
 from _agenda.files.staged_import import import_appointments
 from _agenda.values.refusals import ClinicError
-from _agenda.domain.waitlist import add_waiting
+from _agenda.domain.waitlist import add_waiting, Wish
 from _agenda.domain.availability import availability
 from _agenda.domain.changes import book_appointment, cancel_appointment, move_appointment
 
@@ -404,9 +404,9 @@ class HoldsMachine(RuleBasedStateMachine):
             kind = listing = self.asking(doctor, day, asked)
 
         def book():
-            entry = add_waiting(self.clinic, patient_id=self.patients[who], doctor_id=doctor, first=day,
-                                last=day + dt.timedelta(days=7), type_id=kind,
-                                appointment_id=later and later["id"], source="desk:ana")
+            wish = Wish(self.patients[who], day, day + dt.timedelta(days=7), doctor_id=doctor, type_id=kind,
+                        appointment_id=later and later["id"])
+            entry = add_waiting(self.clinic, wish, source="desk:ana")
             book_appointment(self.clinic, Visit(self.patients[who], doctor, kind),
                              day=day, time_text=self.time_for(doctor, day, listing, pick, True), waitlist_id=entry,
                              source="desk:ana")

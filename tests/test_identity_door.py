@@ -26,7 +26,7 @@ from _agenda.cli.root import cli_reader
 from _agenda.domain.feeds import new_feed
 from _agenda.domain.rights import request_erasure
 from _agenda.domain.series import book_series
-from _agenda.domain.waitlist import add_waiting
+from _agenda.domain.waitlist import add_waiting, Wish
 from _agenda.domain.changes import book_appointment
 from _agenda.domain.closures import add_closure
 from _agenda.domain.registry import register_patient
@@ -72,7 +72,7 @@ def clinic_of_people(make_api, clock, tmp_path):
     api.book(filomena, time="10:30", reason="Secreto médico")
     booked = {"of_zoraida": api.book(zoraida, time="09:00"), "of_tobias": api.book(tobias, time="09:30"),
               "of_lucas": api.book(lucas, doctor="RUIZ", time="09:00"), "of_bernarda": api.book(bernarda, time="10:00")}
-    add_waiting(clinic, patient_id=zoraida, doctor_id="MARTIN", first=TUESDAY, last=dt.date(2026, 12, 31),
+    add_waiting(clinic, Wish(patient_id=zoraida, doctor_id="MARTIN", first=TUESDAY, last=dt.date(2026, 12, 31)),
                 source="desk:ana")
     add_closure(clinic, doctor_id="MARTIN", first=TUESDAY, start="10:00", end="10:30", reason="Reunión")
     clock.moment = MONDAY_NOON

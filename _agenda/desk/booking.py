@@ -14,7 +14,7 @@ from ..domain.patients import DESK_FIELDS, patient_fields
 from ..domain.counter import mark_attendance, open_marks, overlapped, squeeze_in
 from ..domain.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 from ..domain.waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
-                       waiting, window_text)
+                       waiting, window_text, Wish)
 from ..domain.fitting import why_not
 from .texts import mail_reason, TEXTS, translator
 from ..domain.timeline import local_time
@@ -449,11 +449,11 @@ def desk_add_waiting():
         window = all_fields({"patient_id": patient_chosen,
                              "first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
                              "last": lambda: parse_date(form("dateTo") or "", "dateTo")})
-        add_waiting(clinic(), doctor_id=form("doctorId"),
-                    speciality_id=None if form("doctorId") else form("specialityId"), center_id=form("centerId"),
-                    time_from=form("timeFrom"), time_to=form("timeTo"), note=form("note"),
-                    appointment_id=form("appointmentId"), insurance_id=form("insuranceId"), source=desk_source(),
-                    **window)
+        add_waiting(clinic(), Wish(doctor_id=form("doctorId"),
+                                   speciality_id=None if form("doctorId") else form("specialityId"),
+                                   center_id=form("centerId"), time_from=form("timeFrom"), time_to=form("timeTo"),
+                                   note=form("note"), appointment_id=form("appointmentId"),
+                                   insurance_id=form("insuranceId"), **window), source=desk_source())
     except ClinicError as error:
         return desk_waitlist(desk_refusal(error), status_of(error), desk_wrong_fields(error))
     done("/desk/waitlist", ("waiting_added", {}), patient=numeric_id(form("patientId")))

@@ -356,4 +356,5 @@ def insert_staged_appointments(conn, table, at):
         " s.center_id, s.date, s.time, s.end_time, s.reason, s.status, ?1, ?1, CASE WHEN s.status = 'confirmed'"
         " THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?2"
         f" END, 'import', s.type_id, coalesce(s.pause, 0), s.busy_until FROM {table} s JOIN doctors d ON"
-        " d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id", (utc_iso(at), "cancelled in the system it came from"))
+        " d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id",
+        (utc_iso(at), "cancelled in the system it came from"))
