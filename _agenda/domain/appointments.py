@@ -346,15 +346,20 @@ def anonymise_appointments(conn, patient_id):
                      (patient_id,))
 
 
+# What the import writes of the columns a file does not give (IMPORT not among who sets them), over the staged row
+# `s` and its doctor `d`: ?1 the import's moment, ?2 the reason a cancelled one was cancelled for.
+IMPORT_WRITES = {"speciality_id": "d.speciality_id", "created_at": "?1", "updated_at": "?1",
+                 "confirmed_at": "CASE WHEN s.status = 'confirmed' THEN ?1 END",
+                 "cancelled_at": "CASE WHEN s.status = 'cancelled' THEN ?1 END",
+                 "cancel_reason": "CASE WHEN s.status = 'cancelled' THEN ?2 END", "booked_by": "'import'",
+                 "pause": "coalesce(s.pause, 0)", "busy_until": "s.busy_until"}
+
+
 def insert_staged_appointments(conn, table, at):
-    """The import's rows staged in `table` (as `admit_staged` takes them) inserted, booked by 'import' at `at`;
-    cancelled ones as cancelled in the system they came from."""
-    conn.execute(
-        "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
-        " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by,"
-        " type_id, pause, busy_until) SELECT s.patient_id, s.doctor_id, d.speciality_id, s.insurance_id,"
-        " s.center_id, s.date, s.time, s.end_time, s.reason, s.status, ?1, ?1, CASE WHEN s.status = 'confirmed'"
-        " THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?2"
-        f" END, 'import', s.type_id, coalesce(s.pause, 0), s.busy_until FROM {table} s JOIN doctors d ON"
-        " d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id",
-        (utc_iso(at), "cancelled in the system it came from"))
+    """The import's rows staged in `table` (as `admit_staged` takes them, a column of each the file gives, under
+    its name) inserted, booked by 'import' at `at`; cancelled ones as cancelled in the system they came from."""
+    values = {**{column.name: f"s.{column.name}" for column in APPOINTMENT_COLUMNS if IMPORT in column.set_by},
+              **IMPORT_WRITES}
+    conn.execute(f"INSERT INTO appointments ({', '.join(values)}) SELECT {', '.join(values.values())} FROM {table} s"
+                 " JOIN doctors d ON d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id",
+                 (utc_iso(at), "cancelled in the system it came from"))
