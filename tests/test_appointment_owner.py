@@ -2,6 +2,7 @@
 APPOINTMENT_COLUMNS names every column of the live table with who sets it and what the record, the patient's copy,
 the export and the anonymising do with it; those read their columns from it; and no other module writes the table."""
 
+import ast
 import re
 import sqlite3
 
@@ -9,6 +10,7 @@ import pytest
 
 from _agenda.domain.appointments import (APPOINTMENT_COLUMNS, COLUMN_KINDS, EMPTY, IMPORT, KEEP, listed, SETTERS,
                                          update_appointment)
+from _agenda.domain.booking import Visit
 from _agenda.domain.rights import IDENTITY, patient_copy, request_erasure, retention_run
 from _agenda.files.open_formats import APPOINTMENT_COLUMN_NAMES, APPOINTMENT_COLUMNS as FILE_COLUMNS, AS_STORED
 from _agenda.files.staged_import import STAGE
@@ -47,8 +49,8 @@ def test_the_import_reads_back_what_the_export_carries_and_nothing_else():
 
 def test_nothing_but_a_listed_column_is_written():
     assert listed({"reason": None}) == {"reason": None}
-    with pytest.raises(ValueError, match="no column note"):
-        listed({"reason": None, "note": "x"})
+    with pytest.raises(ValueError, match="no column no such column"):
+        listed({"reason": None, "no such column": "x"})
 
 
 def row_of(api, appointment_id):
@@ -147,3 +149,13 @@ def test_the_staged_import_stages_each_column_the_file_gives_under_its_name():
         conn.close()
     assert {column.name for column in APPOINTMENT_COLUMNS if IMPORT in column.set_by} <= staged
     assert {column.name for column in AS_STORED} <= staged
+
+
+def test_the_doors_insert_writes_each_column_a_visit_carries():
+    """A field of `Visit` named as a column is written by the door's new row (`inserted`'s columns)."""
+    tree = ast.parse((ROOT / "_agenda" / "domain" / "booking.py").read_text(encoding="utf-8"))
+    inserted = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "inserted")
+    written = {key.value for node in ast.walk(inserted) if isinstance(node, ast.Dict) for key in node.keys
+               if isinstance(key, ast.Constant)}
+    carried = set(Visit._fields) & {column.name for column in APPOINTMENT_COLUMNS}
+    assert carried and carried <= written, carried - written
