@@ -3,7 +3,6 @@ APPOINTMENT_COLUMNS names every column of the live table with who sets it and wh
 the export and the anonymising do with it; those read their columns from it; and no other module writes the table."""
 
 import ast
-import re
 import sqlite3
 
 import pytest
@@ -14,21 +13,13 @@ from _agenda.domain.booking import Visit
 from _agenda.domain.rights import IDENTITY, patient_copy, request_erasure, retention_run
 from _agenda.files.open_formats import APPOINTMENT_COLUMN_NAMES, APPOINTMENT_COLUMNS as FILE_COLUMNS, AS_STORED
 from _agenda.files.staged_import import STAGE
-from conftest import migrated, ROOT
+from conftest import ROOT
 from test_moving import cli
-
-
-def live_columns(db_path):
-    migrated(db_path)
-    conn = sqlite3.connect(db_path)
-    try:
-        return [row[1] for row in conn.execute("PRAGMA table_info(appointments)")]
-    finally:
-        conn.close()
+from test_patient_owner import live_columns, writers
 
 
 def test_every_column_of_the_live_table_is_in_the_list_with_its_decisions_and_no_other(db_path):
-    assert sorted(live_columns(db_path)) == sorted(column.name for column in APPOINTMENT_COLUMNS)
+    assert sorted(live_columns(db_path, "appointments")) == sorted(column.name for column in APPOINTMENT_COLUMNS)
     assert len({column.name for column in APPOINTMENT_COLUMNS}) == len(APPOINTMENT_COLUMNS)
     for column in APPOINTMENT_COLUMNS:
         assert column.kind in COLUMN_KINDS and column.meaning.strip(), column.name
@@ -113,18 +104,9 @@ def test_an_exported_appointment_comes_back_the_same_in_each_column_the_export_c
     assert carried(new) == carried(db_path) and len(carried(new)) == 2
 
 
-WRITE = re.compile(r"\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)"
-                   r"\s+(?:main\.)?appointments\b", re.I)
-
-
-def writers(paths):
-    """The names of the files among `paths` that write the appointments table (SQL text, whatever builds it)."""
-    return sorted(path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name for path in paths
-                  if WRITE.search(path.read_text(encoding="utf-8")))
-
-
 def test_no_module_but_the_owner_writes_the_appointments_table():
-    assert writers([ROOT / "agenda.py", *(ROOT / "_agenda").rglob("*.py")]) == ["_agenda/domain/appointments.py"]
+    assert writers([ROOT / "agenda.py", *(ROOT / "_agenda").rglob("*.py")], "appointments") == [
+        "_agenda/domain/appointments.py"]
 
 
 @pytest.mark.parametrize("sql", ["INSERT INTO appointments (date)", "update main.appointments SET", "DELETE FROM"
@@ -135,7 +117,7 @@ def test_the_check_would_see_a_second_writer(tmp_path, sql):
     untouched = tmp_path / "other.py"
     untouched.write_text('def read(conn):\n    conn.execute("UPDATE staged_appointments SET n = 1")\n',
                          encoding="utf-8")
-    assert writers([second, untouched]) == ["second.py"]
+    assert writers([second, untouched], "appointments") == ["second.py"]
 
 
 def test_the_staged_import_stages_each_column_the_file_gives_under_its_name():
