@@ -71,6 +71,8 @@ def test_only_the_door_inserts_an_appointment_or_moves_one():
         "_agenda/domain/appointments.py": {"insert"}}  # the owner holds the SQL; a move is its set_place
     callers = {name: calls_of(text, DOOR_WRITES) for name, text in sources.items()}
     assert {name: found for name, found in callers.items() if found} == {"_agenda/domain/booking.py": set(DOOR_WRITES)}
+    assert [name for name, text in sources.items() if calls_of(text, {"update_appointment"})] == [
+        "_agenda/domain/appointments.py"]  # any other change through the owner's named writes
 
 
 def test_the_source_check_would_see_another_writer():
