@@ -12,12 +12,13 @@ import webtest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain import booking
 from _agenda.domain.counter import squeeze_in
 from _agenda.domain.report import clinic_report
 from _agenda.domain.series import book_series
 from _agenda.domain.slots import any_time, closed_at, closures_on, FREE, read_schedule, slot_state
-from _agenda.domain.waitlist import add_waiting, waiting
+from _agenda.domain.waitlist import add_waiting, waiting, Wish
 from _agenda.domain.appointments import live_appointments
 from _agenda.domain.changes import book_appointment, move_appointment
 from _agenda.domain.closures import add_closure, covered_by
@@ -53,11 +54,25 @@ def writes_of_appointments(text):
     return found
 
 
+DOOR_WRITES = ("insert_appointment", "insert_staged_appointments", "set_place")  # the owner's, for the door alone
+
+
+def calls_of(text, names):
+    """Which of `names` a piece of source text calls."""
+    return {node.func.id if isinstance(node.func, ast.Name) else node.func.attr for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in names}
+
+
 def test_only_the_door_inserts_an_appointment_or_moves_one():
-    writers = {path.relative_to(ROOT).as_posix(): writes_of_appointments(path.read_text(encoding="utf-8"))
+    sources = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
                for path in [ROOT / "agenda.py", *sorted((ROOT / "_agenda").rglob("*.py"))]}
+    writers = {name: writes_of_appointments(text) for name, text in sources.items()}
     assert {name: found for name, found in writers.items() if found} == {
-        "_agenda/domain/booking.py": {"insert", "update"}}
+        "_agenda/domain/appointments.py": {"insert"}}  # the owner holds the SQL; a move is its set_place
+    callers = {name: calls_of(text, DOOR_WRITES) for name, text in sources.items()}
+    assert {name: found for name, found in callers.items() if found} == {"_agenda/domain/booking.py": set(DOOR_WRITES)}
+    assert [name for name, text in sources.items() if calls_of(text, {"update_appointment"})] == [
+        "_agenda/domain/appointments.py"]  # any other change through the owner's named writes
 
 
 def test_the_source_check_would_see_another_writer():
@@ -66,6 +81,8 @@ def test_the_source_check_would_see_another_writer():
         {"update"}
     assert writes_of_appointments('x = f"UPDATE appointments SET {c} = ?, end_time = ? WHERE id = ?"') == {"update"}
     assert writes_of_appointments('"UPDATE appointments SET status = ?, updated_at = ? WHERE id = ?"') == set()
+    assert calls_of("row = appointments.set_place(conn, 1, {}, at)\ninsert_appointment(conn, {}, at)", DOOR_WRITES) == {
+        "set_place", "insert_appointment"}
 
 
 class Recorded(dict):
@@ -88,16 +105,19 @@ def test_every_channel_books_and_moves_through_the_door(api, db_path, tmp_path, 
     booked = api.book(ana)  # caller
     api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "09:30"})  # caller move
     move_appointment(clinic, booked, day=dt.date(2026, 11, 30), time_text="16:30", doctor_id="NUNEZ", source="desk:ana")
-    book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=eva, source="desk:ana")  # desk
-    squeezed = squeeze_in(clinic, day=TUESDAY, time_text="10:10", doctor_id="MARTIN", patient_id=ana, source="cli")
+    book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=TUESDAY, time_text="10:00",
+                     source="desk:ana")  # desk
+    squeezed = squeeze_in(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="10:10",
+                          source="cli")
     move_appointment(clinic, squeezed, day=TUESDAY, time_text="10:20", source="desk:ana")  # a sobrecita moved
-    _, sessions, _ = book_series(clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2),
+    _, sessions, _ = book_series(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), first=dt.date(2026, 12, 2),
                                  time_text="09:00", every_days=7, count=2, source="desk:ana")
-    add_waiting(clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY, source="desk:ana")
+    add_waiting(clinic, Wish(patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY), source="desk:ana")
     take_from_the_waitlist(desk, "10:30").submit()
-    forward = add_waiting(clinic, patient_id=eva, appointment_id=sessions[1][0], first=TUESDAY,
-                          last=dt.date(2026, 11, 27), source="desk:ana")
-    book_appointment(clinic, day=dt.date(2026, 11, 27), time_text="09:00", doctor_id="MARTIN", patient_id=eva,
+    forward = add_waiting(clinic,
+                          Wish(eva, TUESDAY, dt.date(2026, 11, 27), appointment_id=sessions[1][0]),
+                          source="desk:ana")
+    book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=dt.date(2026, 11, 27), time_text="09:00",
                      waitlist_id=forward, source="desk:ana")  # a waiting move
     move_appointment(clinic, booked, day=dt.date(2026, 11, 25), time_text="16:30", source="patient")  # by the link
     imported = cli(db_path, "import-appointments", write(tmp_path / "old.csv", (
@@ -129,7 +149,7 @@ def eva_waiting(api):
     desk = desk_of(api)
     api.new_patient()
     eva = api.new_patient(nif=valid_dni(1), name="Eva")
-    entry = add_waiting(api.app.clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY,
+    entry = add_waiting(api.app.clinic, Wish(patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=TUESDAY),
                         source="desk:ana")
     return desk, eva, entry
 
@@ -168,9 +188,8 @@ def test_another_patients_waiting_entry_is_refused_and_changes_nothing(api, eva_
     assert refused.status_int == 404 and "Esa persona ya no está en la lista de espera." in refused.text
     assert unchanged(db_path) == before
     with pytest.raises(agenda.ClinicError) as by_hand:
-        book_appointment(api.app.clinic, day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id="1",
-                         waitlist_id=entry,
-                         source="desk:ana")
+        book_appointment(api.app.clinic, Visit(patient_id="1", doctor_id="MARTIN"), day=TUESDAY, time_text="09:30",
+                         waitlist_id=entry, source="desk:ana")
     assert by_hand.value.code == "WAITLIST_NOT_FOUND" and unchanged(db_path) == before
 
 
@@ -189,20 +208,18 @@ def test_a_stale_entry_says_already_booked_links_the_appointment_and_books_nothi
     assert said.find("a")["href"] == f"/desk/appointments/{booked}" and said.find("a").text == "Ver la cita"
     assert unchanged(db_path) == before
     with pytest.raises(agenda.ClinicError) as by_hand:
-        book_appointment(api.app.clinic, day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id=eva,
-                         waitlist_id=entry,
-                         source="cli")
+        book_appointment(api.app.clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=TUESDAY, time_text="09:30",
+                         waitlist_id=entry, source="cli")
     assert by_hand.value.extra == {"appointmentId": str(booked)}
 
 
 def test_only_the_desk_books_from_the_waitlist_or_squeezes_in(api, eva_waiting, db_path):
     _, eva, entry = eva_waiting
     before = unchanged(db_path)
-    for attempt in (lambda: book_appointment(api.app.clinic, day=TUESDAY, time_text="09:30", doctor_id="MARTIN",
-                                             patient_id=eva,
-                                             waitlist_id=entry, source="api"),
-                    lambda: squeeze_in(api.app.clinic, day=TUESDAY, time_text="09:40", doctor_id="MARTIN",
-                                       patient_id=eva, source="api")):
+    for attempt in (lambda: book_appointment(api.app.clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=TUESDAY,
+                                             time_text="09:30", waitlist_id=entry, source="api"),
+                    lambda: squeeze_in(api.app.clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=TUESDAY,
+                                       time_text="09:40", source="api")):
         with pytest.raises(agenda.ClinicError) as refused:
             attempt()
         assert refused.value.code == "INVALID_REQUEST"
@@ -215,10 +232,10 @@ def test_a_retry_answers_the_booking_made_before_any_refusal(api, clock):
     add_closure(clinic, doctor_id="MARTIN", first=dt.date(2026, 11, 26), reason="Congreso", source="desk:ana")
     retire_doctor(clinic, "MARTIN", dt.date(2026, 11, 26), source="desk:ana")
     assert api.book(patient, date="26/11/2026", time="09:00") == first  # closed and retired now: still its id
-    squeezed = squeeze_in(clinic, day=TUESDAY, time_text="09:10", doctor_id="MARTIN", patient_id=patient,
+    squeezed = squeeze_in(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=TUESDAY, time_text="09:10",
                           source="desk:ana")
     clock.set(2026, 11, 24, 10, 0)  # 09:10 is past now
-    assert squeeze_in(clinic, day=TUESDAY, time_text="09:10", doctor_id="MARTIN", patient_id=patient,
+    assert squeeze_in(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=TUESDAY, time_text="09:10",
                       source="desk:ana") == squeezed
 
 
@@ -261,7 +278,7 @@ def test_an_import_plans_with_the_slot_decision_as_the_database_holds_it(make_ap
     over it imports; a row over a plain appointment is refused by line, and nothing is imported."""
     api = make_api()
     patient = api.new_patient()
-    squeeze_in(api.app.clinic, day=TUESDAY, time_text="09:10", doctor_id="MARTIN", patient_id=patient,
+    squeeze_in(api.app.clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=TUESDAY, time_text="09:10",
                source="desk:ana")
     api.book(patient, time="10:00")
     rows = ("date,time,duration,doctor,center,nif,name,phone,reason,insurance,status\n"

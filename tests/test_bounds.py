@@ -11,7 +11,7 @@ import webtest
 from _agenda.desk.session import MOST_COLUMNS
 from _agenda.domain.feeds import FEED_MOST, new_feed
 from _agenda.domain.timeline import WEEK_CARDS
-from _agenda.domain.waitlist import FREE_SLOTS, NAMED_UNDER, PAGE, add_waiting
+from _agenda.domain.waitlist import FREE_SLOTS, NAMED_UNDER, PAGE, add_waiting, Wish
 
 from conftest import valid_dni
 from test_desk import admin_and_reception
@@ -79,8 +79,9 @@ def test_a_day_of_the_center_s_week_draws_its_first_appointments_and_counts_the_
 def test_the_waiting_list_of_200_is_paged_and_names_only_what_it_draws(api, clock):
     patients = with_patients(api, 200)
     for patient in patients:
-        add_waiting(api.app.clinic, patient_id=patient, speciality_id="MG", first=TOMORROW,
-                    last=TOMORROW + dt.timedelta(days=13), source="desk:ana")
+        add_waiting(api.app.clinic,
+                    Wish(patient_id=patient, speciality_id="MG", first=TOMORROW, last=TOMORROW + dt.timedelta(days=13)),
+                    source="desk:ana")
     admin, _ = admin_and_reception(api)
     page = admin.get("/desk/waitlist")
     named = re.findall(r"Paciente\d+ Apellido\d+", page.text)

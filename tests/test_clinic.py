@@ -7,6 +7,7 @@ import json
 import pytest
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.web.answers import status_of
 from _agenda.domain.appointments import patient_appointments, read_appointment
 from _agenda.domain.availability import availability
@@ -44,8 +45,8 @@ def events(clinic):
 
 
 def test_a_booking_is_one_event_from_its_source_and_reads_back_as_the_clinic_records_it(clinic, ana):
-    appointment_id = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana,
-                                      reason="Revisión", source="cli")
+    appointment_id = book_appointment(clinic, Visit(ana, "MARTIN", reason="Revisión"), day=TUESDAY,
+                                      time_text="09:00", source="cli")
     seen = read_appointment(clinic, appointment_id, "cli:test")
     assert (seen["date"], seen["start"], seen["patient_name"], seen["center_id"]) == ("2026-11-24", "09:00",
                                                                                    "Ana García", "C1")
@@ -55,8 +56,8 @@ def test_a_booking_is_one_event_from_its_source_and_reads_back_as_the_clinic_rec
 
 
 def test_a_retried_booking_is_the_same_appointment(clinic, ana):
-    first = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
-    assert book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana) == first
+    first = book_appointment(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="09:00")
+    assert book_appointment(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="09:00") == first
     assert clinic.conn().execute("SELECT count(*) FROM appointments").fetchone()[0] == 1
 
 
@@ -73,18 +74,19 @@ def test_a_retried_booking_is_the_same_appointment(clinic, ana):
 ])
 def test_a_slot_that_is_not_offered_is_refused_with_its_reason(clinic, ana, day, time_text, center_id, reason):
     with pytest.raises(agenda.ClinicError) as caught:
-        book_appointment(clinic, day=day, time_text=time_text, doctor_id="MARTIN", patient_id=ana, center_id=center_id)
+        book_appointment(clinic, Visit(patient_id=ana, doctor_id="MARTIN", center_id=center_id), day=day,
+                         time_text=time_text)
     assert (status_of(caught.value), caught.value.code, caught.value.extra) == (409, "SLOT_NOT_AVAILABLE",
                                                                             {"reason": reason})
     assert clinic.conn().execute("SELECT count(*) FROM appointments").fetchone()[0] == 0
 
 
 def test_another_patient_cannot_take_a_taken_slot(clinic, ana):
-    book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
-    moving = book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=ana)
+    book_appointment(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="09:00")
+    moving = book_appointment(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="10:00")
     other = register_patient(clinic, {"name": "Luis", "nif": "11111111H"})
-    for attempt in (lambda: book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN",
-                                             patient_id=other),
+    for attempt in (lambda: book_appointment(clinic, Visit(patient_id=other, doctor_id="MARTIN"), day=TUESDAY,
+                                             time_text="09:00"),
                     lambda: move_appointment(clinic, moving, day=TUESDAY, time_text="09:00")):
         with pytest.raises(agenda.ClinicError) as caught:
             attempt()
@@ -102,12 +104,12 @@ def test_another_patient_cannot_take_a_taken_slot(clinic, ana):
     ({"center_id": "NOWHERE"}, (404, "CENTER_NOT_FOUND")),
 ])
 def test_a_booking_names_what_is_wrong(clinic, ana, change, expected):
-    booking = {"day": TUESDAY, "time_text": "09:00", "doctor_id": "MARTIN", "patient_id": ana, **change}
-    assert refusal(book_appointment, clinic, **booking) == expected
+    visit = Visit(**{"doctor_id": "MARTIN", "patient_id": ana, **change})
+    assert refusal(book_appointment, clinic, visit, day=TUESDAY, time_text="09:00") == expected
 
 
 def test_move_cancel_and_confirm_obey_one_rule_for_a_cancelled_appointment(clinic, ana):
-    appointment_id = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    appointment_id = book_appointment(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="09:00")
     assert move_appointment(clinic, appointment_id, day=TUESDAY, time_text="10:00") == appointment_id
     assert confirm_appointment(clinic, appointment_id, True) == "confirmed"
     assert confirm_appointment(clinic, appointment_id, True) == "already_confirmed"
@@ -126,7 +128,7 @@ def test_move_cancel_and_confirm_obey_one_rule_for_a_cancelled_appointment(clini
 
 
 def test_declining_at_a_reminder_frees_the_slot(clinic, ana):
-    appointment_id = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    appointment_id = book_appointment(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="09:00")
     assert confirm_appointment(clinic, appointment_id, False) == "cancelled"
     assert ("24/11/2026", "09:00") in {(slot.date_text, slot.time) for slot in availability(clinic, 
         doctor_id="MARTIN", first=TUESDAY, last=TUESDAY)}
@@ -139,9 +141,11 @@ def test_closing_a_reminder_day_follows_the_policy_once(db_path, tmp_path, clock
     clinic = agenda.Clinic(agenda.Database(db_path), agenda.Settings(reminder_policy=policy), clock)
     try:
         patient = register_patient(clinic, {"name": "Ana", "nif": "12345678Z"})
-        silent = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=patient)
-        skipped = book_appointment(clinic, day=TUESDAY, time_text="09:30", doctor_id="MARTIN", patient_id=patient)
-        answered = book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=patient)
+        silent = book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=TUESDAY, time_text="09:00")
+        skipped = book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=TUESDAY,
+                                   time_text="09:30")
+        answered = book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=TUESDAY,
+                                    time_text="10:00")
         confirm_appointment(clinic, answered, True)
         close = {"config_id": "va", "days": ["2026-11-24"], "skipped": {skipped}}
         assert close_reminder_day(clinic, **close) == {"processed": 1, "repeated": False}
@@ -171,7 +175,7 @@ def test_a_patient_is_found_by_any_spelling_of_the_nif_and_never_registered_twic
 
 
 def test_a_patients_appointments_by_nif_or_phone_from_today_on(clinic, ana, clock):
-    booked = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="MARTIN", patient_id=ana)
+    booked = book_appointment(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="09:00")
     assert [str(a["id"]) for a in patient_appointments(clinic, nif="12345678Z", reader="cli:test")] == [booked]
     assert [str(a["id"]) for a in patient_appointments(clinic, phone="+34 612 345 678", reader="cli:test")] == [booked]
     clock.set(2026, 11, 25)

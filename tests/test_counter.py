@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.counter import mark_attendance, open_marks, to_call
 from _agenda.values.fields import fold
 from _agenda.domain.appointments import live_appointments, read_appointment
@@ -81,20 +82,19 @@ def test_the_desk_books_a_walk_in_now_and_a_follow_up_in_six_months_the_caller_c
     assert states[("MARTIN", "09:00")] == "too_soon" and states[("MARTIN", "09:30")] == "free"
     assert api.post("/appointments", {"date": "24/11/2026", "time": "10:00", "doctorId": "MARTIN",
                                       "patientId": patient}).json["error"]["reason"] == "too_soon"
-    walk_in = book_appointment(clinic, day=dt.date(2026, 11, 24), time_text="09:30", doctor_id="MARTIN",
-                               patient_id=patient,
-                               source="desk:ana")
+    walk_in = book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=dt.date(2026, 11, 24),
+                               time_text="09:30", source="desk:ana")
     assert read_appointment(clinic, walk_in)["booked_by"] == "desk:ana"
     with pytest.raises(agenda.ClinicError) as begun:  # a slot that has ended is past for everyone
-        book_appointment(clinic, day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="MARTIN", patient_id=patient,
-                         source="desk:ana")
+        book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=dt.date(2026, 11, 24),
+                         time_text="09:00", source="desk:ana")
     assert begun.value.extra["reason"] == "too_soon"
-    follow_up = dict(day=dt.date(2027, 5, 25), time_text="10:00", doctor_id="MARTIN", patient_id=patient)
+    visit, follow_up = Visit(patient, "MARTIN"), dict(day=dt.date(2027, 5, 25), time_text="10:00")
     assert api.post("/appointments", {"date": "25/05/2027", "time": "10:00", "doctorId": "MARTIN",
                                       "patientId": patient}).json["error"]["reason"] == "beyond_horizon"
-    assert book_appointment(clinic, **follow_up, source="desk:ana")
+    assert book_appointment(clinic, visit, **follow_up, source="desk:ana")
     with pytest.raises(agenda.ClinicError) as too_far:
-        book_appointment(clinic, **{**follow_up, "day": dt.date(2028, 5, 25)}, source="desk:ana")
+        book_appointment(clinic, visit, **{**follow_up, "day": dt.date(2028, 5, 25)}, source="desk:ana")
     assert "beyond the booking horizon (18 months)" in too_far.value.message
 
 
@@ -138,8 +138,9 @@ def test_attendance_is_the_desks_record_and_the_caller_may_not_undo_a_visit(api,
 def afternoon_of_nunez(api):
     """NUÑEZ's Monday afternoon (23/11, Norte): two visits booked at the desk, 16:00 and 16:30; their ids."""
     clinic = api.app.clinic
-    return [book_appointment(clinic, day=dt.date(2026, 11, 23), time_text=start, doctor_id="NUNEZ", source="desk:ana",
-                             patient_id=api.new_patient(nif=valid_dni(40 + n), name=f"P{n}"))
+    return [book_appointment(clinic,
+                             Visit(patient_id=api.new_patient(nif=valid_dni(40 + n), name=f"P{n}"), doctor_id="NUNEZ"),
+                             day=dt.date(2026, 11, 23), time_text=start, source="desk:ana")
             for n, start in enumerate(("16:00", "16:30"))]
 
 
@@ -159,8 +160,8 @@ def test_an_arrival_is_marked_from_two_hours_before_and_a_no_show_from_the_visit
                                                                                          "no_show_before_start")
     assert read_appointment(clinic, four)["attendance"] is None
     assert api.delete(f"/appointments/{four}").status_int == 204  # the voice agent cancels it as before
-    four = book_appointment(clinic,   # booked again by reception
-        day=dt.date(2026, 11, 23), time_text="16:00", doctor_id="NUNEZ", patient_id=api.new_patient(), source="desk:ana")
+    four = book_appointment(clinic, Visit(patient_id=api.new_patient(), doctor_id="NUNEZ"), day=dt.date(2026, 11, 23),
+                            time_text="16:00", source="desk:ana")
     clock.set(2026, 11, 23, 14, 0)  # two hours before 16:00, 2h30 before 16:30
     assert open_marks(clinic, "2026-11-23", "16:00") == ("arrived", "seen")
     assert refusal(lambda: mark_attendance(clinic, half_past, "arrived", "desk:ana"))[1] == "arrival_window"
@@ -267,19 +268,18 @@ def test_appointments_after_a_retirement_are_to_call_until_moved_or_cancelled(ap
 
 def test_the_desk_asks_for_the_insurance_of_a_doctor_with_a_list_and_the_caller_need_not(api):
     clinic, patient = api.app.clinic, api.new_patient()
-    slot = dict(day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="RUIZ", patient_id=patient)
+    ruiz, slot = Visit(patient, "RUIZ"), dict(day=dt.date(2026, 11, 24), time_text="09:00")
     with pytest.raises(agenda.ClinicError) as missing:
-        book_appointment(clinic, **slot, source="desk:ana")
+        book_appointment(clinic, ruiz, **slot, source="desk:ana")
     assert missing.value.code == "INSURANCE_REQUIRED" and "PRIV, SAN" in missing.value.message
     with pytest.raises(agenda.ClinicError) as refused:
-        book_appointment(clinic, **slot, insurance_id="DKV", source="desk:ana")
+        book_appointment(clinic, ruiz._replace(insurance_id="DKV"), **slot, source="desk:ana")
     assert refused.value.code == "INSURANCE_NOT_ACCEPTED"
-    assert read_appointment(clinic, book_appointment(clinic, **slot, insurance_id="PRIV",
+    assert read_appointment(clinic, book_appointment(clinic, ruiz._replace(insurance_id="PRIV"), **slot,
                                                      source="desk:ana"))["insurance_id"] == "PRIV"
     assert api.book(patient, time="09:20", doctor="RUIZ")  # the caller's contract is unchanged
-    assert book_appointment(clinic, day=dt.date(2026, 11, 24), time_text="10:00", doctor_id="MARTIN",
-                            patient_id=patient,
-                            source="desk:ana")  # a doctor without a list takes anyone
+    assert book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=dt.date(2026, 11, 24),
+                            time_text="10:00", source="desk:ana")  # a doctor without a list takes anyone
 
 
 def test_the_desk_moves_to_another_doctor_of_the_speciality_or_another_center(api):

@@ -14,6 +14,7 @@ import webtest
 import _agenda.desk.shared
 import _agenda.domain.patients
 from agenda import ClinicError
+from _agenda.domain.booking import Visit
 from _agenda.domain.staff import PasswordGate
 from _agenda.values.fields import TEXT_LIMIT
 from _agenda.domain.changes import book_appointment
@@ -432,8 +433,8 @@ def test_under_acknowledgement_a_desk_change_is_confirmed_only_once_the_hook_hol
     form = last_form(desk.get(day.html.find("a", href=re.compile(r"doctorId=MARTIN.*time=10:30"))["href"]))
     form["name"], form["nif"] = "Leo", valid_dni(33)
     other = register_patient(api.app.clinic, {"name": "Ada", "nif": valid_dni(44)}, source="cli")
-    book_appointment(api.app.clinic, day=dt.date(2026, 11, 24), time_text="10:30", doctor_id="MARTIN",
-                     patient_id=other, source="cli")
+    book_appointment(api.app.clinic, Visit(patient_id=other, doctor_id="MARTIN"), day=dt.date(2026, 11, 24),
+                     time_text="10:30", source="cli")
     refused = form.submit(expect_errors=True)  # the slot went meanwhile
     assert refused.status_int == 409 and held == [1, 2]  # a refusal: nothing to hold
 

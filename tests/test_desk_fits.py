@@ -13,6 +13,7 @@ import webtest
 
 from _agenda.values.refusals import ClinicError
 import _agenda.desk.booking
+from _agenda.domain.booking import Visit
 from _agenda.domain.changes import book_appointment
 from conftest import MADRID, valid_dni
 from test_desk import PASSWORD, log_in
@@ -56,8 +57,8 @@ def book(api, doctor, time, kind=None, n=1, **more):
     """A visit booked at the desk's door on Tuesday for the n-th patient (made when first asked); its id."""
     patient = api.app.clinic.conn().execute("SELECT id FROM patients WHERE nif = ?", (valid_dni(n),)).fetchone()
     patient = patient[0] if patient else api.new_patient(nif=valid_dni(n), phone=f"6000000{n:02d}")
-    return book_appointment(api.app.clinic, day=TUESDAY, time_text=time, doctor_id=doctor, patient_id=patient,
-                            speciality_id=kind, source="desk:ana", **more)
+    return book_appointment(api.app.clinic, Visit(patient, doctor, kind, **more), day=TUESDAY, time_text=time,
+                            source="desk:ana")
 
 
 def cells(page, doctor):

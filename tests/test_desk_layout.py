@@ -10,6 +10,7 @@ import pytest
 import webtest
 from hypothesis import given, strategies as st
 
+from _agenda.domain.booking import Visit
 from _agenda.domain.counter import squeeze_in
 from _agenda.domain.timeline import MOST_LANES, NOW_ROWS, TICK_ROWS, in_lanes, now_label_at
 from _agenda.domain.changes import book_appointment
@@ -43,14 +44,12 @@ def busy_thursday(api, clock, hour=10, minute=5):
     for n, ((name, surname), booking) in enumerate(zip(PEOPLE, BOOKINGS)):
         patient = api.new_patient(nif=valid_dni(700 + n), name=name, surname=surname, phone=f"6123456{n:02d}")
         if booking is None:
-            booked[surname] = squeeze_in(clinic, day=THURSDAY, time_text="10:00", doctor_id="MARTIN",
-                                         patient_id=patient, center_id="NORTE", reason="Urgente", source="desk:ana")
+            booked[surname] = squeeze_in(clinic, Visit(patient, "MARTIN", center_id="NORTE", reason="Urgente"),
+                                         day=THURSDAY, time_text="10:00", source="desk:ana")
             continue
         doctor, time_text, kind, insurance = booking
-        booked[surname] = book_appointment(clinic, day=THURSDAY, time_text=time_text, doctor_id=doctor,
-                                           patient_id=patient,
-                                           speciality_id=kind, insurance_id=insurance, center_id="NORTE",
-                                           reason="Revisión", source="desk:ana")
+        visit = Visit(patient, doctor, kind, "NORTE", insurance_id=insurance, reason="Revisión")
+        booked[surname] = book_appointment(clinic, visit, day=THURSDAY, time_text=time_text, source="desk:ana")
     add_closure(clinic, doctor_id="NUNEZ", first=THURSDAY, start="11:00", end="13:00", reason="Reunión de equipo")
     clock.set(2026, 11, 26, hour, minute)
     return booked

@@ -12,6 +12,7 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.feeds import new_feed, revoke_feed
 from _agenda.domain.changes import book_appointment
 
@@ -33,12 +34,10 @@ def booked_across_the_clock_change(api):
     the 28th), one cancelled on Tuesday 24/11/2026, and one of RUIZ's; the live ones' ids."""
     clinic = api.app.clinic
     patient = api.new_patient(name="Ana", surname="García")
-    before = book_appointment(clinic, day=dt.date(2027, 3, 26), time_text="09:00", doctor_id="MARTIN",
-                              patient_id=patient,
-                              reason="Control de tensión", source="desk:ana")
-    after = book_appointment(clinic, day=dt.date(2027, 3, 30), time_text="09:00", doctor_id="MARTIN",
-                             patient_id=patient,
-                             source="desk:ana")
+    before = book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN", reason="Control de tensión"),
+                              day=dt.date(2027, 3, 26), time_text="09:00", source="desk:ana")
+    after = book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=dt.date(2027, 3, 30),
+                             time_text="09:00", source="desk:ana")
     api.delete(f"/appointments/{api.book(patient, time='10:00')}")
     api.book(api.new_patient(nif=valid_dni(5)), doctor="RUIZ", insuranceId="PRIV")
     return before, after

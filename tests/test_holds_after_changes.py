@@ -14,6 +14,8 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.domain.waitlist import Wish
+from _agenda.domain.booking import Visit
 from _agenda.files.catalogs import SeedError
 from _agenda.domain.holds import unheld
 from _agenda.files.reading import read_catalog_text
@@ -194,7 +196,7 @@ def test_a_typed_waiting_entry_is_offered_only_where_its_type_fits(typed, clock)
     from _agenda.domain.waitlist import add_waiting
     from _agenda.desk.texts import TEXTS
     patient, ana, luis = people(typed, 3)
-    add_waiting(typed.app.clinic, patient_id=patient, type_id="FIS-SES", first=TUESDAY, last=TUESDAY,
+    add_waiting(typed.app.clinic, Wish(patient_id=patient, type_id="FIS-SES", first=TUESDAY, last=TUESDAY),
                 source="desk:ana")
     desk = webtest.TestApp(typed.app)
     log_in(desk)
@@ -279,7 +281,7 @@ def test_a_room_changed_under_a_doctor_reaches_her_sobrecita_and_never_leaves_he
     from _agenda.domain.counter import squeeze_in
     ana, luis = people(typed, 2)
     vega = session(typed, ana, "VEGA")
-    over = squeeze_in(typed.app.clinic, day=TUESDAY, time_text="09:10", doctor_id="VEGA", patient_id=luis,
+    over = squeeze_in(typed.app.clinic, Visit(patient_id=luis, doctor_id="VEGA"), day=TUESDAY, time_text="09:10",
                       source="desk:ana")
     assert holds_of(typed, over) == []
     consulting = TYPES_CSV.replace("room,C2-BOX0,Box de Vega,,C2,,,,,,,,,box,,",

@@ -38,7 +38,7 @@ from _agenda.domain.outbox import tells_anew
 from _agenda.domain.series import book_series
 from _agenda.files.staged_import import import_appointments
 from _agenda.values.refusals import ClinicError
-from _agenda.domain.waitlist import add_waiting
+from _agenda.domain.waitlist import add_waiting, Wish
 from _agenda.domain.availability import availability
 from _agenda.domain.changes import book_appointment, cancel_appointment, move_appointment
 
@@ -283,9 +283,9 @@ class HoldsMachine(RuleBasedStateMachine):
         for n, (doctor, day, pick, asked) in enumerate(before):
             day = self.day(day)
             kind = self.asking(doctor, day, asked)
-            visit = {"day": day, "time_text": self.time_for(doctor, day, kind, pick, True), "doctor_id": doctor,
-                     "patient_id": self.patients[n % PATIENTS], "speciality_id": kind, "source": "desk:ana"}
-            self.tried("before", lambda visit=visit: book_appointment(self.clinic, **visit))
+            visit = Visit(self.patients[n % PATIENTS], doctor, kind)
+            when = {"day": day, "time_text": self.time_for(doctor, day, kind, pick, True), "source": "desk:ana"}
+            self.tried("before", lambda visit=visit, when=when: book_appointment(self.clinic, visit, **when))
 
     def teardown(self):
         if self.app is not None:
@@ -361,9 +361,9 @@ class HoldsMachine(RuleBasedStateMachine):
         day = self.day(day)
         kind = self.asking(doctor, day, asked)
         time_text = self.time_for(doctor, day, kind, pick, listed)
-        self.tried("desk books", lambda: book_appointment(self.clinic, 
-            day=day, time_text=time_text, doctor_id=doctor, patient_id=self.patients[who], speciality_id=kind,
-            accept_overlap=accept, source="desk:ana"))
+        visit = Visit(self.patients[who], doctor, kind, accept_overlap=accept)
+        self.tried("desk books", lambda: book_appointment(self.clinic, visit, day=day, time_text=time_text,
+                                                          source="desk:ana"))
 
     @rule(doctor=st.sampled_from(sorted(AREA)), day=st.integers(0, 9), pick=st.integers(0, 60),
           asked=st.integers(0, 2), who=st.integers(0, PATIENTS - 1))
@@ -371,9 +371,9 @@ class HoldsMachine(RuleBasedStateMachine):
         day = self.day(day)
         kind = self.asking(doctor, day, asked)
         time_text = self.time_for(doctor, day, kind, pick, False)
-        self.tried("sobrecita", lambda: squeeze_in(self.clinic, day=day, time_text=time_text, doctor_id=doctor,
-                                                   patient_id=self.patients[who], speciality_id=kind,
-                                                   source="desk:ana"))
+        self.tried("sobrecita", lambda: squeeze_in(self.clinic,
+                                                   Visit(self.patients[who], doctor, kind),
+                                                   day=day, time_text=time_text, source="desk:ana"))
 
     @rule(doctor=st.sampled_from(sorted(AREA)), day=st.integers(0, 9), pick=st.integers(0, 40),
           asked=st.integers(0, 2), who=st.integers(0, PATIENTS - 1), every=st.sampled_from([1, 2, 7]),
@@ -382,9 +382,9 @@ class HoldsMachine(RuleBasedStateMachine):
         day = self.day(day)
         kind = self.asking(doctor, day, asked)
         time_text = self.time_for(doctor, day, kind, pick, True)
-        self.tried("series", lambda: book_series(
-            self.clinic, patient_id=self.patients[who], doctor_id=doctor, first=day, time_text=time_text,
-            every_days=every, count=count, speciality_id=kind, nearest=nearest, fits=True, source="desk:ana"))
+        visit = Visit(self.patients[who], doctor, kind)
+        self.tried("series", lambda: book_series(self.clinic, visit, first=day, time_text=time_text, every_days=every,
+                                                 count=count, nearest=nearest, fits=True, source="desk:ana"))
 
     @rule(doctor=st.sampled_from(sorted(AREA)), day=st.integers(0, 9), pick=st.integers(0, 40),
           asked=st.integers(0, 2), who=st.integers(0, PATIENTS - 1), forward=st.booleans())
@@ -404,12 +404,12 @@ class HoldsMachine(RuleBasedStateMachine):
             kind = listing = self.asking(doctor, day, asked)
 
         def book():
-            entry = add_waiting(self.clinic, patient_id=self.patients[who], doctor_id=doctor, first=day,
-                                last=day + dt.timedelta(days=7), type_id=kind,
-                                appointment_id=later and later["id"], source="desk:ana")
-            book_appointment(self.clinic, day=day, time_text=self.time_for(doctor, day, listing, pick, True),
-                             doctor_id=doctor,
-                             patient_id=self.patients[who], speciality_id=kind, waitlist_id=entry, source="desk:ana")
+            wish = Wish(self.patients[who], day, day + dt.timedelta(days=7), doctor_id=doctor, type_id=kind,
+                        appointment_id=later and later["id"])
+            entry = add_waiting(self.clinic, wish, source="desk:ana")
+            book_appointment(self.clinic, Visit(self.patients[who], doctor, kind),
+                             day=day, time_text=self.time_for(doctor, day, listing, pick, True), waitlist_id=entry,
+                             source="desk:ana")
         self.tried("waiting list" + (" brings forward" if later else ""), book)
 
     @rule(lines=st.lists(st.tuples(st.sampled_from(sorted(AREA)), st.integers(-3, 9), st.integers(0, 40),
@@ -805,8 +805,8 @@ def test_a_series_refused_for_a_machine_taken_says_so(make_api):
                  doctor="D1", specialityId="MG-E")
     patient = api.new_patient(nif=valid_dni(3), phone="600000003")
     try:
-        book_series(api.app.clinic, patient_id=patient, doctor_id="D2", first=dt.date(2026, 11, 23), time_text="10:00",
-                    every_days=1, count=2, speciality_id="MG-E", source="desk:ana")
+        book_series(api.app.clinic, Visit(patient_id=patient, doctor_id="D2", speciality_id="MG-E"),
+                    first=dt.date(2026, 11, 23), time_text="10:00", every_days=1, count=2, source="desk:ana")
     except ClinicError as refused:
         assert refused.extra["reason"] == "resource_taken", refused.extra
     else:

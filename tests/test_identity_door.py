@@ -21,11 +21,12 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.cli.root import cli_reader
 from _agenda.domain.feeds import new_feed
 from _agenda.domain.rights import request_erasure
 from _agenda.domain.series import book_series
-from _agenda.domain.waitlist import add_waiting
+from _agenda.domain.waitlist import add_waiting, Wish
 from _agenda.domain.changes import book_appointment
 from _agenda.domain.closures import add_closure
 from _agenda.domain.registry import register_patient
@@ -66,12 +67,12 @@ def clinic_of_people(make_api, clock, tmp_path):
                                birthDate="08/08/1966")
     monday = clock.moment.date()
     for patient, start, reason in ((herminia, "09:00", "Revisión"), (filomena, "09:30", "Secreto médico")):
-        book_appointment(clinic, day=monday, time_text=start, doctor_id="MARTIN", patient_id=patient, reason=reason,
-                         source="desk:ana")
+        book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN", reason=reason), day=monday,
+                         time_text=start, source="desk:ana")
     api.book(filomena, time="10:30", reason="Secreto médico")
     booked = {"of_zoraida": api.book(zoraida, time="09:00"), "of_tobias": api.book(tobias, time="09:30"),
               "of_lucas": api.book(lucas, doctor="RUIZ", time="09:00"), "of_bernarda": api.book(bernarda, time="10:00")}
-    add_waiting(clinic, patient_id=zoraida, doctor_id="MARTIN", first=TUESDAY, last=dt.date(2026, 12, 31),
+    add_waiting(clinic, Wish(patient_id=zoraida, doctor_id="MARTIN", first=TUESDAY, last=dt.date(2026, 12, 31)),
                 source="desk:ana")
     add_closure(clinic, doctor_id="MARTIN", first=TUESDAY, start="10:00", end="10:30", reason="Reunión")
     clock.moment = MONDAY_NOON
@@ -438,8 +439,10 @@ def test_every_route_shows_a_patient_only_through_the_one_door(clinic_of_people,
     assert key in ROUTES, f"{key}: no case in ROUTES; add one that shows a patient, if the route can"
     world = clinic_of_people
     if key[1].endswith("cancel-rest"):
-        series, _, _ = book_series(world.api.app.clinic, patient_id=world.visible["tobias"].id, doctor_id="MARTIN",
-                                first=dt.date(2026, 12, 15), time_text="10:30", every_days=7, count=2, source="desk:ana")
+        series, _, _ = book_series(world.api.app.clinic,
+                                   Visit(patient_id=world.visible["tobias"].id, doctor_id="MARTIN"),
+                                   first=dt.date(2026, 12, 15), time_text="10:30", every_days=7, count=2,
+                                   source="desk:ana")
         world.booked["series"] = str(world.api.db().execute(
             "SELECT min(id) FROM appointments WHERE series_id = ?", (series,)).fetchone()[0])
     check(world, *ROUTES[key])

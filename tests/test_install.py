@@ -104,6 +104,7 @@ EVERY_PAGE = """
 import datetime as dt, json, re, sys
 import _agenda, _agenda.storage.shipped, agenda, webtest
 from _agenda.domain.availability import availability
+from _agenda.domain.booking import Visit
 from _agenda.domain.changes import book_appointment
 from _agenda.domain.closures import add_closure
 from _agenda.domain.doctors import doctors_with_hours
@@ -120,8 +121,7 @@ accounts.add_staff("ana", "correct horse battery", role="admin")
 doctor = doctors_with_hours(clinic)[0]
 free = availability(clinic, doctor_id=doctor["id"], last=clinic.today() + dt.timedelta(days=30))[0]
 patient = register_patient(clinic, {"name": "Ana", "nif": "12345678Z"}, source="cli")
-booked = book_appointment(clinic, day=free.date, time_text=free.time, doctor_id=doctor["id"], patient_id=patient,
-                          source="cli")
+booked = book_appointment(clinic, Visit(patient, doctor["id"]), day=free.date, time_text=free.time, source="cli")
 closure = add_closure(clinic, doctor_id=doctor["id"], first=free.date + dt.timedelta(days=60), reason="Congreso")["id"]
 desk = webtest.TestApp(app)
 login = desk.get("/desk/login").forms[0]

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.closures import add_closure
 from _agenda.domain.outbox import hold_unsent, start_try
 from _agenda.domain.registry import register_patient
@@ -549,7 +550,7 @@ def test_a_notice_follows_only_what_the_patient_was_told_of(api, sender, mail_se
     """A visit whose confirmation went stale, never sent, is cancelled without a word; a series' visit, told by the
     series' message, is cancelled with its notice."""
     eva = api.new_patient(nif=valid_dni(1), name="Eva", email="eva@example.es")
-    _, sessions, _ = book_series(api.app.clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2),
+    _, sessions, _ = book_series(api.app.clinic, Visit(patient_id=eva, doctor_id="MARTIN"), first=dt.date(2026, 12, 2),
                                  time_text="09:00", every_days=7, count=3, source="desk:ana")
     assert sender.pass_once() == {"sent": 1}  # the series: its three visits told
     third = sessions[2][0]

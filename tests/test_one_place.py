@@ -81,10 +81,10 @@ def test_a_visit_under_way_still_counts(typed, clock):
     first = typed.book(ana, time="09:00", specialityId="MG-PRI")
     clock.set(2026, 11, 24, 9, 10)  # she is with Dr. Martín until 09:30
     with pytest.raises(agenda.ClinicError) as refused:
-        book_appointment(typed.app.clinic, day=TUESDAY, time_text="09:20", doctor_id="GIL", patient_id=ana,
+        book_appointment(typed.app.clinic, Visit(patient_id=ana, doctor_id="GIL"), day=TUESDAY, time_text="09:20",
                          source="desk:ana")
     assert refused.value.extra["elsewhere"]["appointmentId"] == first
-    assert book_appointment(typed.app.clinic, day=TUESDAY, time_text="09:40", doctor_id="GIL", patient_id=ana,
+    assert book_appointment(typed.app.clinic, Visit(patient_id=ana, doctor_id="GIL"), day=TUESDAY, time_text="09:40",
                             source="desk:ana")
 
 
@@ -102,22 +102,21 @@ def test_only_reception_books_over_it_on_purpose_recorded_in_the_row_and_the_eve
     clinic = typed.app.clinic
     first = typed.book(ana, time="09:00", specialityId="MG-PRI")
     with pytest.raises(agenda.ClinicError) as plain:
-        book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana, source="desk:ana")
+        book_appointment(clinic, Visit(patient_id=ana, doctor_id="GIL"), day=TUESDAY, time_text="09:00",
+                         source="desk:ana")
     assert plain.value.extra["reason"] == "patient_elsewhere"
     with pytest.raises(agenda.ClinicError) as caller:
-        book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana, accept_overlap=True,
-                         source="api")
+        book_appointment(clinic, Visit(patient_id=ana, doctor_id="GIL", accept_overlap=True), day=TUESDAY,
+                         time_text="09:00", source="api")
     assert caller.value.extra["reason"] == "patient_elsewhere"
-    accepted = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana,
-                                accept_overlap=True,
-                                source="desk:ana")
+    accepted = book_appointment(clinic, Visit(patient_id=ana, doctor_id="GIL", accept_overlap=True), day=TUESDAY,
+                                time_text="09:00", source="desk:ana")
     assert row_of(typed, accepted)["overlap_accepted"] == 1 and row_of(typed, first)["overlap_accepted"] == 0
     source, after = typed.db().execute("SELECT source, after FROM events WHERE action = 'appointment.booked'"
                                        " AND entity_id = ?", (accepted,)).fetchone()
     assert source == "desk:ana" and json.loads(after)["overlap_accepted"] == 1
-    free = book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="GIL", patient_id=ana,
-                            accept_overlap=True,
-                            source="desk:ana")
+    free = book_appointment(clinic, Visit(patient_id=ana, doctor_id="GIL", accept_overlap=True), day=TUESDAY,
+                            time_text="10:00", source="desk:ana")
     assert row_of(typed, free)["overlap_accepted"] == 0  # nothing to accept: nothing recorded
 
 
@@ -126,9 +125,8 @@ def test_a_move_accepts_an_overlap_only_when_asked_again(typed):
     clinic = typed.app.clinic
     typed.book(ana, time="09:00", specialityId="MG-PRI")
     typed.book(ana, time="10:00", doctor="MUNOZ", specialityId="FIS-VAL")
-    over = book_appointment(clinic, day=TUESDAY, time_text="09:00", doctor_id="GIL", patient_id=ana,
-                            accept_overlap=True,
-                            source="desk:ana")
+    over = book_appointment(clinic, Visit(patient_id=ana, doctor_id="GIL", accept_overlap=True), day=TUESDAY,
+                            time_text="09:00", source="desk:ana")
     with pytest.raises(agenda.ClinicError) as moved:  # onto her other visit: a new overlap, not the one accepted
         move_appointment(clinic, over, day=TUESDAY, time_text="10:00", source="desk:ana")
     assert moved.value.extra["elsewhere"]["doctorId"] == "MUNOZ"
@@ -146,7 +144,7 @@ def test_never_as_a_sobrecita_nor_a_series(typed, db_path):
     typed.book(ana, time="09:00", specialityId="MG-PRI")
     before = table_rows(db_path)
     with pytest.raises(agenda.ClinicError) as squeezed:
-        squeeze_in(clinic, day=TUESDAY, time_text="09:10", doctor_id="GIL", patient_id=ana, source="desk:ana")
+        squeeze_in(clinic, Visit(patient_id=ana, doctor_id="GIL"), day=TUESDAY, time_text="09:10", source="desk:ana")
     assert squeezed.value.extra["reason"] == "patient_elsewhere"
     for channel, visit in (("sobrecita", Visit(ana, "GIL", squeezed=True, accept_overlap=True)),
                            ("series", Visit(ana, "GIL", accept_overlap=True))):
@@ -155,8 +153,8 @@ def test_never_as_a_sobrecita_nor_a_series(typed, db_path):
                 admit(clinic, conn, visit, TUESDAY, "09:20", channel, clinic.clock(), "desk:ana")
         assert refused.value.extra["reason"] == "patient_elsewhere", channel
     with pytest.raises(agenda.ClinicError) as series:
-        book_series(clinic, patient_id=ana, doctor_id="GIL", first=TUESDAY,
-                    time_text="09:00", every_days=7, count=2, source="desk:ana")
+        book_series(clinic, Visit(patient_id=ana, doctor_id="GIL"), first=TUESDAY, time_text="09:00", every_days=7,
+                    count=2, source="desk:ana")
     assert series.value.extra["reason"] == "patient_elsewhere"
     assert table_rows(db_path) == before
 

@@ -5,6 +5,7 @@ change refused and rolled back, write none."""
 import datetime as dt
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.changes import book_appointment, cancel_appointment
 from _agenda.domain.counter import squeeze_in
 from _agenda.domain.rights import request_erasure
@@ -36,15 +37,15 @@ def test_each_change_writes_the_message_it_calls_for_and_no_more(api, db_path, t
     assert rows == []
     rows, _ = written_by(api, lambda: api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "09:30"}))
     assert rows == [(int(booked), "update")]
-    rows, desk = written_by(api, lambda: book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN",
-                                                          patient_id=eva, source="desk:ana"))
+    rows, desk = written_by(api, lambda: book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN"),
+                                                          day=TUESDAY, time_text="10:00", source="desk:ana"))
     assert rows == [(int(desk), "confirmation")]
-    rows, squeezed = written_by(api, lambda: squeeze_in(clinic, day=TUESDAY, time_text="10:10", doctor_id="MARTIN",
-                                                        patient_id=leo, source="desk:ana"))
+    rows, squeezed = written_by(api, lambda: squeeze_in(clinic, Visit(patient_id=leo, doctor_id="MARTIN"), day=TUESDAY,
+                                                        time_text="10:10", source="desk:ana"))
     assert rows == [(int(squeezed), "confirmation")]
-    rows, (_, sessions, _) = written_by(api, lambda: book_series(
-        clinic, patient_id=eva, doctor_id="MARTIN", first=dt.date(2026, 12, 2), time_text="09:00", every_days=7,
-        count=3, source="desk:ana"))
+    rows, (_, sessions, _) = written_by(api, lambda: book_series(clinic, Visit(patient_id=eva, doctor_id="MARTIN"),
+                                                                 first=dt.date(2026, 12, 2), time_text="09:00",
+                                                                 every_days=7, count=3, source="desk:ana"))
     assert len(sessions) == 3 and rows == [(int(sessions[0][0]), "series")]  # one message for the series
     rows, _ = written_by(api, lambda: api.delete(f"/appointments/{booked}"))  # the caller cancels
     assert rows == [(int(booked), "notice")]
@@ -93,7 +94,7 @@ def test_every_row_gets_a_random_message_id_when_written_which_it_keeps(api):
     ana = api.new_patient(email="ana@example.es")
     booked = api.book(ana)
     api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "09:30"})
-    book_series(clinic, patient_id=ana, doctor_id="MARTIN", first=dt.date(2026, 12, 2), time_text="09:00",
+    book_series(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), first=dt.date(2026, 12, 2), time_text="09:00",
                 every_days=7, count=2, source="desk:ana")
     api.delete(f"/appointments/{booked}")
     ids = [row[0] for row in api.db().execute("SELECT message_id FROM outbox ORDER BY id")]

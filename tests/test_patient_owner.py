@@ -19,11 +19,11 @@ from conftest import migrated, ROOT, valid_dni
 RULES = (KEEP, EMPTY, NOW, UNTIL, FOLDED)  # or "=TEXT"
 
 
-def live_columns(db_path):
+def live_columns(db_path, table="patients"):
     migrated(db_path)
     conn = sqlite3.connect(db_path)
     try:
-        return [row[1] for row in conn.execute("PRAGMA table_info(patients)")]
+        return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
     finally:
         conn.close()
 
@@ -126,14 +126,17 @@ def test_a_guardians_erasure_takes_from_her_children_what_they_took_from_her_and
     assert row_of(api, child) == {**before, **{name: None for name in INHERITED}}
 
 
-WRITE = re.compile(r"\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)"
-                   r"\s+(?:main\.)?patients\b", re.I)
+def write_of(table):
+    """What an INSERT, REPLACE, UPDATE or DELETE of `table` looks like in source text."""
+    return re.compile(r"\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)"
+                      rf"\s+(?:main\.)?{table}\b", re.I)
 
 
-def writers(paths):
-    """The names of the files among `paths` that write the patients table (SQL text, whatever builds it around)."""
+def writers(paths, table="patients"):
+    """The names of the files among `paths` that write `table` (SQL text, whatever builds it around)."""
+    write = write_of(table)
     return sorted(path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name for path in paths
-                  if WRITE.search(path.read_text(encoding="utf-8")))
+                  if write.search(path.read_text(encoding="utf-8")))
 
 
 def test_no_module_but_the_owner_writes_the_patients_table():

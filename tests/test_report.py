@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.counter import mark_attendance
 from _agenda.domain.report import clinic_report
 from _agenda.domain.changes import book_appointment
@@ -30,7 +31,7 @@ def a_week(api, clock):
     first = api.book(ana, time="09:00")
     api.book(api.new_patient(nif=valid_dni(1)), time="09:30")
     late = api.book(api.new_patient(nif=valid_dni(2)), date="26/11/2026", time="10:00")
-    book_appointment(clinic, day=dt.date(2026, 11, 24), time_text="10:30", doctor_id="MARTIN", patient_id=ana,
+    book_appointment(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=dt.date(2026, 11, 24), time_text="10:30",
                      source="desk:ana")
     api.post("/appointments/confirm", {"appointmentId": first, "confirmed": True})
     clock.set(2026, 11, 24, 9, 45)

@@ -124,15 +124,17 @@ def test_a_sobrecita_shares_the_doctors_room_and_never_takes_a_machine_another_v
     ana, luis, eva, rosa = people(typed, 4)
     clinic = typed.app.clinic
     first = session(typed, ana, "VEGA")
-    over = squeeze_in(clinic, day=TUESDAY, time_text="09:10", doctor_id="VEGA", patient_id=luis, source="desk:ana")
+    over = squeeze_in(clinic, Visit(patient_id=luis, doctor_id="VEGA"), day=TUESDAY, time_text="09:10",
+                      source="desk:ana")
     assert row_of(typed, over)["squeezed"] == 1  # in her box with her: her visit holds it, and no second hold
     assert holds(typed) == [(int(first), "C2-BOX0", "2026-11-24", "09:00", "09:45")]
     typed.book(eva, time="10:00", doctor="GIL", specialityId="MG-ECO")  # the machine, 10:00-10:20
     with pytest.raises(agenda.ClinicError) as refused:
-        squeeze_in(clinic, day=TUESDAY, time_text="10:10", doctor_id="PAZ", patient_id=rosa, source="desk:ana")
+        squeeze_in(clinic, Visit(patient_id=rosa, doctor_id="PAZ"), day=TUESDAY, time_text="10:10", source="desk:ana")
     assert refused.value.extra["reason"] == "resource_taken"
     assert refused.value.held == [("eco", ["Ecógrafo"])]  # what the desk names
-    beside = squeeze_in(clinic, day=TUESDAY, time_text="10:25", doctor_id="PAZ", patient_id=rosa, source="desk:ana")
+    beside = squeeze_in(clinic, Visit(patient_id=rosa, doctor_id="PAZ"), day=TUESDAY, time_text="10:25",
+                        source="desk:ana")
     assert [h[1:] for h in holds(typed) if h[0] == int(beside)] == [("C1-ECO", "2026-11-24", "10:25", "10:45")]
 
 
@@ -143,12 +145,12 @@ def test_a_sobrecita_of_a_doctor_in_no_room_takes_only_a_free_box(typed, db_path
     session(typed, ana, "MUNOZ"), session(typed, luis, "SOTO")
     before = table_rows(db_path)
     with pytest.raises(agenda.ClinicError) as refused:
-        squeeze_in(typed.app.clinic, day=TUESDAY, time_text="09:10", doctor_id="MUNOZ", patient_id=eva,
+        squeeze_in(typed.app.clinic, Visit(patient_id=eva, doctor_id="MUNOZ"), day=TUESDAY, time_text="09:10",
                    source="desk:ana")
     assert refused.value.extra["reason"] == "resource_taken"
     assert refused.value.held == [("box", ["Box 1", "Box 2", "Box de Vega"])]  # hers during her hours
     assert table_rows(db_path) == before
-    later = squeeze_in(typed.app.clinic, day=TUESDAY, time_text="10:00", doctor_id="MUNOZ", patient_id=rosa,
+    later = squeeze_in(typed.app.clinic, Visit(patient_id=rosa, doctor_id="MUNOZ"), day=TUESDAY, time_text="10:00",
                        source="desk:ana")
     assert [h[1] for h in holds(typed) if h[0] == int(later)] == ["C2-BOX1"]
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 from _agenda.domain.appointments import read_appointment
 from _agenda.domain.changes import book_appointment
@@ -61,7 +62,7 @@ def test_the_preview_for_a_patient_keeps_clear_of_their_other_visits(api):
     sessions = preview_series(clinic, patient_id=patient, **SERIES)
     assert [(s.reason, s.nearest.date_text, s.nearest.time) for s in sessions if s.slot is None] == [
         ("patient_elsewhere", "01/12/2026", "09:30"), ("closed", "09/12/2026", "09:00")]
-    _, booked, _ = book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)
+    _, booked, _ = booked_series(clinic, patient, nearest=True, source="desk:ana", **SERIES)
     assert ("2026-12-01", "09:30") in [row[:2] for row in dates_of(api, "doctor_id = 'MARTIN'")]
     assert len(booked) == 6
 
@@ -69,11 +70,11 @@ def test_the_preview_for_a_patient_keeps_clear_of_their_other_visits(api):
 def test_a_series_is_booked_whole_or_not_at_all_and_each_session_is_then_its_own(api):
     clinic, patient = api.app.clinic, api.new_patient()
     with pytest.raises(agenda.ClinicError) as refused:
-        book_series(clinic, patient_id=patient, source="desk:ana", **SERIES)
+        booked_series(clinic, patient, source="desk:ana", **SERIES)
     assert refused.value.code == "SLOT_NOT_AVAILABLE" and "08/12/2026" in refused.value.message
     assert dates_of(api) == [] and api.db().execute("SELECT count(*) FROM series").fetchone()[0] == 0
-    series_id, booked, left = book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)
-    assert book_series(clinic, patient_id=patient, nearest=True, source="desk:ana", **SERIES)[0] == series_id
+    series_id, booked, left = booked_series(clinic, patient, nearest=True, source="desk:ana", **SERIES)
+    assert booked_series(clinic, patient, nearest=True, source="desk:ana", **SERIES)[0] == series_id
     assert left == []
     assert len(dates_of(api)) == 6  # sent twice (a double click): the same series, nothing booked again
     assert [(d, t) for d, t, _ in dates_of(api)] == [
@@ -160,6 +161,11 @@ def test_a_series_asked_badly_is_refused_in_spanish_and_books_nothing(api, asked
 CHRISTMAS = {"doctor_id": "MARTIN", "first": dt.date(2026, 12, 1), "time_text": "09:00", "every_days": 7, "count": 8}
 
 
+def booked_series(clinic, patient, doctor_id, **asked):
+    """`book_series` of the patient's Visit with that doctor, as a series and its preview are asked here."""
+    return book_series(clinic, Visit(patient, doctor_id), **asked)
+
+
 def closed_for_christmas(clinic):
     """MARTIN away from 21/12/2026 to 03/01/2027; 08/12 is the catalog's holiday."""
     add_closure(clinic, doctor_id="MARTIN", first=dt.date(2026, 12, 21), last=dt.date(2027, 1, 3), reason="Navidad")
@@ -183,22 +189,22 @@ def test_the_nearest_is_looked_for_within_the_seven_days_after_and_never_taken_t
 def test_a_series_over_christmas_books_what_fits_numbered_over_those_and_lists_the_rest(api):
     clinic, patient = api.app.clinic, api.new_patient()
     closed_for_christmas(clinic)
-    series_id, booked, left = book_series(clinic, patient_id=patient, fits=True, source="desk:ana", **CHRISTMAS)
+    series_id, booked, left = booked_series(clinic, patient, fits=True, source="desk:ana", **CHRISTMAS)
     assert left == [dt.date(2026, 12, 8), dt.date(2026, 12, 22), dt.date(2026, 12, 29)]
     assert [(d, t) for d, t, _ in dates_of(api)] == [("2026-12-01", "09:00"), ("2026-12-15", "09:00"),
                                                      ("2027-01-05", "09:00"), ("2027-01-12", "09:00"),
                                                      ("2027-01-19", "09:00")]
     records = [read_appointment(clinic, appointment_id) for appointment_id, _ in booked]
     assert [(r["series_place"], r["series_count"]) for r in records] == [(n, 5) for n in range(1, 6)]  # "3/5"
-    again = book_series(clinic, patient_id=patient, fits=True, source="desk:ana", **CHRISTMAS)  # a double click
+    again = booked_series(clinic, patient, fits=True, source="desk:ana", **CHRISTMAS)  # a double click
     assert again == (series_id, [(a, None) for a, _ in booked], left) and len(dates_of(api)) == 5
     other = api.new_patient(nif=valid_dni(3), name="Eva")
-    _, more, rest = book_series(clinic, patient_id=other, nearest=True, fits=True, source="desk:ana",
+    _, more, rest = booked_series(clinic, other, nearest=True, fits=True, source="desk:ana",
                                 **{**CHRISTMAS, "time_text": "10:00"})
     assert rest == [dt.date(2026, 12, 22)] and len(more) == 7
     assert ("2026-12-09", "10:00") in [(d, t) for d, t, s in dates_of(api, "patient_id = 2")]
     with pytest.raises(agenda.ClinicError) as whole:
-        book_series(clinic, patient_id=other, nearest=True, source="desk:ana", **CHRISTMAS)
+        booked_series(clinic, other, nearest=True, source="desk:ana", **CHRISTMAS)
     assert "not free on 22/12/2026" in whole.value.message and len(dates_of(api)) == 12
 
 
@@ -220,7 +226,7 @@ def test_a_series_books_exactly_the_dates_that_fit_or_nothing(api, two_patients,
                          [((TUESDAY + dt.timedelta(weeks=n)).isoformat(),) * 2 for n in closed])
     dates = [TUESDAY + dt.timedelta(weeks=n) for n in range(count)]
     for n in taken & set(range(count)) - closed - {2}:  # the third Tuesday, 08/12, is a holiday
-        book_appointment(clinic, day=dates[n], time_text="09:00", doctor_id="MARTIN", patient_id=other,
+        book_appointment(clinic, Visit(patient_id=other, doctor_id="MARTIN"), day=dates[n], time_text="09:00",
                          source="desk:ana")
     fitting = [day for n, day in enumerate(dates) if n not in taken | closed | {2}]
     others = set(dates_of(api))
@@ -228,7 +234,7 @@ def test_a_series_books_exactly_the_dates_that_fit_or_nothing(api, two_patients,
     assert all(booked >= 2 and booked + left == count for _, booked, left in choices)
     nearest, fits = TAKES[take]
     try:
-        _, booked, left = book_series(clinic, patient_id=patient, nearest=nearest, fits=fits, source="desk:ana",
+        _, booked, left = booked_series(clinic, patient, nearest=nearest, fits=fits, source="desk:ana",
                                       **{**SERIES, "count": count})
     except agenda.ClinicError as refused:
         assert refused.code == "SLOT_NOT_AVAILABLE" and set(dates_of(api)) == others

@@ -14,6 +14,7 @@ import webtest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.desk.views import day_plan
 from _agenda.domain.slots import read_schedule, slot_state
 from _agenda.domain.changes import book_appointment
@@ -112,8 +113,8 @@ def check_one_clinic(api, app, bookings, attempts):
     patients = [api.new_patient(nif=valid_dni(n), phone=f"6{n:08d}") for n in range(1, 4)]
     for n, (doctor, day, five) in enumerate(bookings):  # some bookings first: they take slots
         if doctor in doctors:
-            book_appointment(clinic, day=day, time_text=hhmm(five * 5), doctor_id=doctor, patient_id=patients[n % 3],
-                             source="cli") \
+            book_appointment(clinic, Visit(patient_id=patients[n % 3], doctor_id=doctor), day=day,
+                             time_text=hhmm(five * 5), source="cli") \
                 if slot_state(read_schedule(clinic.conn(), [doctor], day, day), clinic.window("desk"), doctor, day,
                                      hhmm(five * 5))[0] == "free" else None
     listed = listed_slots(api, doctors)

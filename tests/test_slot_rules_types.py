@@ -22,6 +22,7 @@ import pytest
 import webtest
 from hypothesis import event, HealthCheck, Phase, given, settings, strategies as st
 
+from _agenda.domain.booking import Visit
 from _agenda.domain.counter import squeeze_in
 from _agenda.desk.views import day_plan
 from _agenda.values.refusals import ClinicError
@@ -491,11 +492,10 @@ def book_before(clinic, catalog, patients, made):
     starts = availability(clinic, doctor_id=made.doctor, speciality_id=asked, first=day, last=day, channel="desk")
     time_text = starts[made.pick % len(starts)].time if starts and made.how != "squeeze" else some_time(
         catalog, made.doctor, day, made.when)
-    visit = {"day": day, "time_text": time_text, "doctor_id": made.doctor, "patient_id": patients[made.patient],
-             "speciality_id": asked, "source": "cli"}
+    visit = Visit(patients[made.patient], made.doctor, asked, accept_overlap=made.how == "accept")
     try:
-        key = squeeze_in(clinic, **visit) if made.how == "squeeze" else book_appointment(clinic, 
-            **visit, accept_overlap=made.how == "accept")
+        key = (squeeze_in if made.how == "squeeze" else book_appointment)(clinic, visit, day=day, time_text=time_text,
+                                                                          source="cli")
     except ClinicError:
         return
     if made.cancel:
@@ -607,10 +607,11 @@ def booked(api, clinic, doctor, day, time_text, asked, patient, channel):
         return answer.status_int, answer.json.get("appointmentId") or error.get("reason") or error.get("code")
     try:
         if channel == "squeeze":
-            return 201, squeeze_in(clinic, day=day, time_text=time_text, doctor_id=doctor, patient_id=patient,
-                                   speciality_id=asked, source="desk:ana")
-        return 201, book_appointment(clinic, day=day, time_text=time_text, doctor_id=doctor, patient_id=patient,
-                                     speciality_id=asked, accept_overlap=channel == "accept", source="desk:ana")
+            return 201, squeeze_in(clinic, Visit(patient_id=patient, doctor_id=doctor, speciality_id=asked), day=day,
+                                   time_text=time_text, source="desk:ana")
+        return 201, book_appointment(clinic,
+                                     Visit(patient, doctor, asked, accept_overlap=channel == "accept"),
+                                     day=day, time_text=time_text, source="desk:ana")
     except ClinicError as error:
         return (409 if error.code == "SLOT_NOT_AVAILABLE" else 400), error.extra.get("reason") or error.code
 
@@ -750,9 +751,8 @@ def test_a_visit_that_runs_past_the_grids_last_slot_into_a_closure_is_neither_of
     refused = api.post("/appointments", {"date": "24/11/2026", "time": "09:00", "doctorId": "D1", "patientId": patient})
     assert (refused.status_int, refused.json["error"]["reason"]) == (409, "closed")
     with pytest.raises(ClinicError) as desk_refusal:
-        book_appointment(api.app.clinic, day=dt.date(2026, 11, 24), time_text="09:00", doctor_id="D1",
-                         patient_id=patient,
-                         source="desk:ana")
+        book_appointment(api.app.clinic, Visit(patient_id=patient, doctor_id="D1"), day=dt.date(2026, 11, 24),
+                         time_text="09:00", source="desk:ana")
     assert desk_refusal.value.extra["reason"] == "closed"
     assert api.post("/appointments", {"date": "25/11/2026", "time": "09:00", "doctorId": "D1",
                                       "patientId": patient}).status_int == 201

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.counter import squeeze_in
 from _agenda.domain.appointments import read_appointment
 from _agenda.domain.changes import book_appointment, move_appointment
@@ -23,8 +24,7 @@ TUESDAY = dt.date(2026, 11, 24)  # MARTIN at C1, 09:00-11:00 in 30-minute slots
 
 
 def squeeze(clinic, patient, time_text, day=TUESDAY, source="desk:ana", **extra):
-    return squeeze_in(clinic, day=day, time_text=time_text, doctor_id="MARTIN", patient_id=patient, source=source,
-                      **extra)
+    return squeeze_in(clinic, Visit(patient, "MARTIN", **extra), day=day, time_text=time_text, source=source)
 
 
 def test_a_sobrecita_goes_into_a_taken_or_off_grid_time_and_leaves_the_grid_as_it_was(api):
@@ -115,8 +115,8 @@ def test_the_database_refuses_every_overlap_but_a_sobrecitas(api, tries):
             if squeezed:
                 squeeze(clinic, patient, time_text)
             else:
-                book_appointment(clinic, day=TUESDAY, time_text=time_text, doctor_id="MARTIN", patient_id=patient,
-                                 source="desk:ana")
+                book_appointment(clinic, Visit(patient_id=patient, doctor_id="MARTIN"), day=TUESDAY,
+                                 time_text=time_text, source="desk:ana")
         except agenda.ClinicError:
             pass
     plain = conn.execute("SELECT time, end_time FROM appointments WHERE squeezed = 0 AND status != 'cancelled'"
@@ -215,8 +215,8 @@ def test_a_sobrecita_running_past_its_doctors_stretch_in_the_room_takes_a_free_b
     """Eva's sobrecita at 13:50 runs 30 minutes, to 14:20, and box 4 is Dani's from 14:00: it held nothing, and
     Dani's 14:00 then booked into box 4 too, two patients in one box, listed nowhere."""
     api = make_api(box_four())
-    squeezed = squeeze_in(api.app.clinic, day=TUESDAY, time_text="13:50", doctor_id="EVA", patient_id=api.new_patient(),
-                          source="desk:ana")
+    squeezed = squeeze_in(api.app.clinic, Visit(patient_id=api.new_patient(), doctor_id="EVA"), day=TUESDAY,
+                          time_text="13:50", source="desk:ana")
     assert [tuple(r) for r in api.db().execute("SELECT resource_id, time, until FROM holds WHERE appointment_id = ?",
                                                (int(squeezed),))] == [("C1-B5", "13:50", "14:20")]
     api.book(api.new_patient(nif=valid_dni(1)), time="14:00", doctor="DANI")
@@ -226,11 +226,11 @@ def test_a_sobrecita_running_past_its_doctors_stretch_in_the_room_takes_a_free_b
 def test_a_sobrecita_with_no_free_box_for_its_whole_span_is_refused(make_api):
     api = make_api(box_four(second_box=False))
     with pytest.raises(agenda.ClinicError) as refused:
-        squeeze_in(api.app.clinic, day=TUESDAY, time_text="13:50", doctor_id="EVA", patient_id=api.new_patient(),
+        squeeze_in(api.app.clinic, Visit(patient_id=api.new_patient(), doctor_id="EVA"), day=TUESDAY, time_text="13:50",
                    source="desk:ana")
     assert refused.value.extra["reason"] == "resource_taken"
-    inside = squeeze_in(api.app.clinic, day=TUESDAY, time_text="13:30", doctor_id="EVA", patient_id=api.new_patient(
-        nif=valid_dni(1)), source="desk:ana")  # to 14:00: her box all along, shared with her own visit
+    inside = squeeze_in(api.app.clinic, Visit(api.new_patient(nif=valid_dni(1)), "EVA"), day=TUESDAY,
+                        time_text="13:30", source="desk:ana")  # to 14:00: her box all along, shared with her own visit
     api.book(api.new_patient(nif=valid_dni(2)), time="13:30", doctor="EVA")
     assert api.db().execute("SELECT count(*) FROM holds WHERE appointment_id = ?", (int(inside),)).fetchone()[0] == 0
     assert two_in_a_room(api) == []
@@ -246,8 +246,8 @@ def test_a_reload_ending_a_coming_sobrecitas_room_re_derives_it_or_is_refused_na
     from _agenda.files.catalogs import SeedError
     from _agenda.files.reading import read_catalog_text
     api = make_api(box_four(eva_until="17:00", second_box=second_box))
-    squeezed = squeeze_in(api.app.clinic, day=TUESDAY, time_text="11:50", doctor_id="EVA", patient_id=api.new_patient(),
-                          source="desk:ana")
+    squeezed = squeeze_in(api.app.clinic, Visit(patient_id=api.new_patient(), doctor_id="EVA"), day=TUESDAY,
+                          time_text="11:50", source="desk:ana")
     before = table_rows(db_path)
     reload = read_catalog_text(box_four(eva_until="12:00", second_box=second_box))
     if not second_box:
@@ -268,8 +268,8 @@ def test_a_reload_ending_the_sharing_under_a_sobrecita_under_way_is_refused(make
     from _agenda.files.catalogs import SeedError
     from _agenda.files.reading import read_catalog_text
     api = make_api(box_four(eva_until="17:00"))
-    squeezed = squeeze_in(api.app.clinic, day=TUESDAY, time_text="10:05", doctor_id="EVA", patient_id=api.new_patient(),
-                          source="desk:ana")
+    squeezed = squeeze_in(api.app.clinic, Visit(patient_id=api.new_patient(), doctor_id="EVA"), day=TUESDAY,
+                          time_text="10:05", source="desk:ana")
     clock.set(2026, 11, 24, 10, 12)
     moved = box_four(eva_until="17:00", dani_from="09:00").replace(
         "Dr Eva,MG,C1,,mon-fri,09:00-17:00,15,,,,,,MG-A,C1-B4", "Dr Eva,MG,C1,,mon-fri,09:00-17:00,15,,,,,,MG-A,C1-B5")

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.slots import booking_window, free_slots
 from _agenda.storage.shipped import read_schema, schema_path, schema_sections
 from _agenda.storage.connections import CHECKPOINT_PAGES, MMAP_BYTES, schema_version
@@ -353,9 +354,8 @@ def test_version_5_takes_who_booked_each_appointment_from_the_audit_trail(tmp_pa
     try:
         assert [a["booked_by"] for a in live_appointments(clinic, days=["2026-11-24"])] == ["api", "desk:ana", None]
         patient = register_patient(clinic, {"name": "Eva", "nif": valid_dni(9)}, source="desk:luis")
-        booked = book_appointment(clinic, day=dt.date(2026, 11, 25), time_text="09:00", doctor_id="RUIZ",
-                                  patient_id=patient,
-                                  insurance_id="PRIV", source="desk:luis")
+        booked = book_appointment(clinic, Visit(patient_id=patient, doctor_id="RUIZ", insurance_id="PRIV"),
+                                  day=dt.date(2026, 11, 25), time_text="09:00", source="desk:luis")
         assert read_appointment(clinic, booked)["booked_by"] == "desk:luis"
     finally:
         clinic.db.close()

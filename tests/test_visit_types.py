@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.files.catalogs import CATALOG_TABLES, SeedError
 from _agenda.domain.counter import squeeze_in
 from _agenda.files.reading import read_catalog_text
@@ -332,7 +333,7 @@ def test_a_moved_imported_hour_keeps_its_hour_and_a_moved_sobrecita_stays_one(ty
     row = row_of(typed, hour)
     assert (row["time"], row["end_time"], row["type_id"]) == ("09:30", "10:30", None)  # not her default's 30
     assert typed.get(f"/appointments/{hour}").json["extraData"]["duration"] == 60
-    squeezed = squeeze_in(typed.app.clinic, day=TUESDAY, time_text="10:05", doctor_id="MARTIN", patient_id=luis,
+    squeezed = squeeze_in(typed.app.clinic, Visit(patient_id=luis, doctor_id="MARTIN"), day=TUESDAY, time_text="10:05",
                           source="desk:ana")
     before = row_of(typed, squeezed)
     assert (before["squeezed"], before["end_time"], before["type_id"]) == (1, "10:35", "MG-PRI")

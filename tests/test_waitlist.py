@@ -9,8 +9,9 @@ import webtest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.domain.booking import Visit
 from _agenda.domain.rights import patient_copy, request_erasure
-from _agenda.domain.waitlist import add_waiting, free_now, named, waiting
+from _agenda.domain.waitlist import add_waiting, free_now, named, waiting, Wish
 from _agenda.domain.appointments import read_appointment
 from _agenda.domain.changes import book_appointment
 
@@ -31,12 +32,11 @@ def test_a_freed_slot_shows_the_waiting_patients_it_fits_oldest_first(api, full_
     clinic = api.app.clinic
     eva = api.new_patient(nif=valid_dni(1), name="Eva")
     leo = api.new_patient(nif=valid_dni(2), name="Leo")
-    add_waiting(clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=NEW_YEAR, time_from="09:00",
-                time_to="10:00", note="mañanas", source="desk:ana")
-    assert add_waiting(clinic, patient_id=eva, doctor_id="MARTIN", first=TUESDAY, last=NEW_YEAR, time_from="09:00",
-                       time_to="10:00", note="mañanas", source="desk:ana") == "1"  # sent twice: the same entry
+    morning = Wish(eva, TUESDAY, NEW_YEAR, doctor_id="MARTIN", time_from="09:00", time_to="10:00", note="mañanas")
+    add_waiting(clinic, morning, source="desk:ana")
+    assert add_waiting(clinic, morning, source="desk:ana") == "1"  # sent twice: the same entry
     clock.moment += dt.timedelta(minutes=1)
-    add_waiting(clinic, patient_id=leo, speciality_id="MG", first=TUESDAY, last=TUESDAY, source="desk:ana")
+    add_waiting(clinic, Wish(patient_id=leo, speciality_id="MG", first=TUESDAY, last=TUESDAY), source="desk:ana")
     entries = named(clinic, waiting(clinic), "desk:ana")
     assert [e["patient_name"] for e in entries] == ["Eva García", "Leo García"]
     tuesday = [fitting for slot, fitting in free_now(clinic, entries) if slot.date == TUESDAY]
@@ -84,7 +84,7 @@ def test_the_waiting_table_says_the_day_added_the_center_by_name_and_the_phone_w
     desk = webtest.TestApp(api.app)
     log_in(desk)
     eva = api.new_patient(nif=valid_dni(1), name="Eva", phone="699000111")
-    add_waiting(api.app.clinic, patient_id=eva, doctor_id="MARTIN", center_id="C1", first=TUESDAY, last=NEW_YEAR,
+    add_waiting(api.app.clinic, Wish(patient_id=eva, doctor_id="MARTIN", center_id="C1", first=TUESDAY, last=NEW_YEAR),
                 source="desk:ana")
     row = desk.get("/desk/waitlist").html.select_one("table tbody tr")
     since, patient, phone, doctor = [" ".join(td.get_text(" ").split()) for td in row.select("td")][:4]
@@ -116,7 +116,7 @@ def test_a_bad_entry_is_refused_in_spanish_and_what_was_typed_stays(api, fields,
 def test_the_patients_copy_holds_their_entries_and_erasure_ends_them(api):
     clinic = api.app.clinic
     patient = api.new_patient()
-    add_waiting(clinic, patient_id=patient, doctor_id="MARTIN", first=TUESDAY, last=NEW_YEAR, note="tardes",
+    add_waiting(clinic, Wish(patient_id=patient, doctor_id="MARTIN", first=TUESDAY, last=NEW_YEAR, note="tardes"),
                 source="desk:ana")
     copy = patient_copy(clinic, patient, "desk:luis")
     assert [(w["doctor_id"], w["note"]) for w in copy["waitingList"]] == [("MARTIN", "tardes")]
@@ -150,15 +150,16 @@ def test_agenda_waitlist_add_list_and_remove(api, full_tuesday, db_path):
 def eva_later(api):
     """Eva's visit with MARTIN on 15/12/2026 09:00 (insured by Sanitas), booked at the desk: (Eva, its id)."""
     eva = api.new_patient(nif=valid_dni(1), name="Eva")
-    later = book_appointment(api.app.clinic, day=dt.date(2026, 12, 15), time_text="09:00", doctor_id="MARTIN",
-                             patient_id=eva,
-                             insurance_id="SAN", reason="Revisión", source="desk:ana")
+    later = book_appointment(api.app.clinic,
+                             Visit(patient_id=eva, doctor_id="MARTIN", insurance_id="SAN", reason="Revisión"),
+                             day=dt.date(2026, 12, 15), time_text="09:00", source="desk:ana")
     return eva, later
 
 
 def test_an_entry_bringing_a_visit_forward_takes_its_doctor_and_insurance_and_only_earlier_slots(api, eva_later):
     clinic, (eva, later) = api.app.clinic, eva_later
-    entry = add_waiting(clinic, patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR, source="desk:ana")
+    entry = add_waiting(clinic, Wish(patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR),
+                        source="desk:ana")
     (waiting_now,) = waiting(clinic)
     assert (waiting_now["doctor_id"], waiting_now["insurance_id"], waiting_now["appointment_id"]) == (
         "MARTIN", "SAN", int(later))
@@ -166,14 +167,14 @@ def test_an_entry_bringing_a_visit_forward_takes_its_doctor_and_insurance_and_on
     offered = {(slot.date, slot.time) for slot, _ in free_now(clinic, waiting(clinic), days=30, most=500)}
     assert (dt.date(2026, 12, 14), "10:30") in offered and (dt.date(2026, 12, 15), "08:30") not in offered
     assert not {(day, time) for day, time in offered if (day, time) >= (dt.date(2026, 12, 15), "09:00")}
-    assert add_waiting(clinic, patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR,
+    assert add_waiting(clinic, Wish(patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR),
                        source="desk:ana") == entry  # sent twice: the one waiting
     other = api.new_patient(nif=valid_dni(2), name="Leo")
     for asked, rule in (({"patient_id": other, "appointment_id": later}, "brings_forward"),  # not his
                         ({"patient_id": eva, "appointment_id": "999"}, "brings_forward"),
                         ({"patient_id": eva, "appointment_id": later, "doctor_id": "RUIZ"}, "brings_forward_area")):
         with pytest.raises(agenda.ClinicError) as refused:
-            add_waiting(clinic, first=TUESDAY, last=NEW_YEAR, source="desk:ana", **asked)
+            add_waiting(clinic, Wish(first=TUESDAY, last=NEW_YEAR, **asked), source="desk:ana")
         assert (refused.value.rule, refused.value.field) == (rule, "appointmentId")
     api.delete(f"/appointments/{later}")
     assert waiting(clinic)[0]["forward_date"] is None  # cancelled since: a plain entry, any slot of its window
@@ -181,15 +182,15 @@ def test_an_entry_bringing_a_visit_forward_takes_its_doctor_and_insurance_and_on
 
 def test_booking_from_the_entry_moves_the_visit_it_brings_forward_and_ends_it_in_one_transaction(api, eva_later):
     clinic, (eva, later) = api.app.clinic, eva_later
-    entry = add_waiting(clinic, patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR, source="desk:ana")
+    entry = add_waiting(clinic, Wish(patient_id=eva, appointment_id=later, first=TUESDAY, last=NEW_YEAR),
+                        source="desk:ana")
     api.book(api.new_patient(nif=valid_dni(2)), time="10:00")  # 24/11 10:00 taken: a refused move changes nothing
     with pytest.raises(agenda.ClinicError):
-        book_appointment(clinic, day=TUESDAY, time_text="10:00", doctor_id="MARTIN", patient_id=eva, waitlist_id=entry,
-                         source="desk:ana")
+        book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=TUESDAY, time_text="10:00",
+                         waitlist_id=entry, source="desk:ana")
     assert read_appointment(clinic, later)["date"] == "2026-12-15" and len(waiting(clinic)) == 1
-    moved = book_appointment(clinic, day=TUESDAY, time_text="10:30", doctor_id="MARTIN", patient_id=eva,
-                             waitlist_id=entry,
-                             insurance_id="SAN", source="desk:ana")
+    moved = book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN", insurance_id="SAN"), day=TUESDAY,
+                             time_text="10:30", waitlist_id=entry, source="desk:ana")
     assert moved == later  # the same visit, its id kept
     record = read_appointment(clinic, later)
     assert (record["date"], record["start"], record["insurance_id"], record["reason"]) == (
@@ -203,9 +204,8 @@ def test_booking_from_the_entry_moves_the_visit_it_brings_forward_and_ends_it_in
                                                   " AND entity IN ('appointment', 'waitlist') AND action !="
                                                   " 'appointment.booked' ORDER BY id", (later,))]
     assert actions == ["waitlist.added", "appointment.moved", "waitlist.booked"]
-    again = book_appointment(clinic, day=TUESDAY, time_text="10:30", doctor_id="MARTIN", patient_id=eva,
-                             waitlist_id=entry,
-                             insurance_id="SAN", source="desk:ana")  # a double click: the same visit
+    again = book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN", insurance_id="SAN"), day=TUESDAY,
+                             time_text="10:30", waitlist_id=entry, source="desk:ana")  # a double click: the same visit
     assert again == later and read_appointment(clinic, later)["start"] == "10:30"
 
 
@@ -266,8 +266,9 @@ def test_agenda_waitlist_add_brings_a_visit_forward(api, eva_later, db_path):
 def test_the_booking_form_from_the_list_has_the_patient_and_the_entrys_insurance_chosen(api):
     clinic = api.app.clinic
     leo = api.new_patient(nif=valid_dni(2), name="Leo")
-    add_waiting(clinic, patient_id=leo, doctor_id="RUIZ", insurance_id="SAN", first=TUESDAY, last=TUESDAY,
-                time_from="09:00", time_to="09:30", source="desk:ana")
+    add_waiting(clinic,
+                Wish(leo, TUESDAY, TUESDAY, doctor_id="RUIZ", insurance_id="SAN", time_from="09:00", time_to="09:30"),
+                source="desk:ana")
     api.app.accounts.add_staff("ana", PASSWORD)
     desk = webtest.TestApp(api.app)
     log_in(desk)

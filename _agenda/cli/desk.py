@@ -17,6 +17,7 @@ from .root import (cli, cli_date, cli_language, cli_now, cli_reader, cli_text, c
                   cli_zone, clinic_at, clinic_time, counted, db_option, desk_rules_options, tz_option)
 from ..domain.appointments import live_appointments, read_appointment
 from ..domain.availability import clinic_centers
+from ..domain.booking import Visit
 from ..domain.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
 from ..domain.closures import add_closure, coming_closures, remove_closure
 from ..domain.doctors import retire_doctor
@@ -177,10 +178,9 @@ def book(ctx, db_path, doctor_id, date_text, time_text, patient_id, nif, center_
                                     insurance_id=insurance_id, reason=reason, nearest=nearest, fits=what_fits,
                                     dry_run=dry_run,
                                     speciality_id=type_id)
-        booking = functools.partial(squeeze_in, clinic) if squeeze else functools.partial(
-            book_appointment, clinic, accept_overlap=accept_overlap)
-        booked = booking(day=day, time_text=start, doctor_id=doctor_id, patient_id=patient_id, speciality_id=type_id,
-                         center_id=center_id, reason=reason, insurance_id=insurance_id, source="cli")
+        booking = functools.partial(squeeze_in, clinic) if squeeze else functools.partial(book_appointment, clinic)
+        booked = booking(Visit(patient_id, doctor_id, type_id, center_id, insurance_id=insurance_id, reason=reason,
+                               accept_overlap=accept_overlap), day=day, time_text=start, source="cli")
         click.echo(f"Booked {appointment_line(read_appointment(clinic, booked, cli_reader(), 'change'))}")
 
 
@@ -197,7 +197,10 @@ def book_series_here(clinic, *, dry_run, **series):
         click.echo(f"{n:2d}/{len(sessions)} {format_date(session.day.isoformat())} {series['time_text']}: {said}")
     if dry_run:
         return click.echo("Dry run: nothing booked.")
-    series_id, booked, left = book_series(clinic, source="cli", **series)
+    visit = Visit(series["patient_id"], series["doctor_id"], series["speciality_id"], series["center_id"],
+                  insurance_id=series["insurance_id"], reason=series["reason"])
+    series_id, booked, left = book_series(clinic, visit, source="cli", **{
+        key: series[key] for key in ("first", "time_text", "every_days", "count", "nearest", "fits")})
     click.echo(f"Booked series {series_id}: {plural(len(booked), 'appointment')} "
                f"({', '.join(appointment_id for appointment_id, _ in booked)}).")
     if left:

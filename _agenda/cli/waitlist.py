@@ -4,7 +4,7 @@ import click
 
 from ..values.fields import format_date
 from ..values.printing import printable
-from ..domain.waitlist import add_waiting, end_waiting, free_now, named, waiting, window_text
+from ..domain.waitlist import add_waiting, end_waiting, free_now, named, waiting, window_text, Wish
 from .root import cli, cli_date, cli_reader, cli_text, clinic_at, db_option, tz_option
 from ..domain.registry import find_patient
 
@@ -51,10 +51,10 @@ def waitlist_add(ctx, db_path, nif, doctor_id, speciality_id, center_id, first, 
     start, _, end = (times or "").partition("-")
     with clinic_at(ctx, db_path, tz) as clinic:
         patient = find_patient(clinic, nif, reader=cli_reader())
-        entry = add_waiting(clinic, patient_id=patient["id"], doctor_id=doctor_id, speciality_id=speciality_id,
-                            center_id=center_id, first=cli_date(first, "--from"), last=cli_date(last, "--to"),
-                            time_from=start.strip() or None, time_to=end.strip() or None, note=note,
-                            insurance_id=insurance_id, appointment_id=appointment_id, source="cli")
+        entry = add_waiting(clinic, Wish(patient["id"], cli_date(first, "--from"), cli_date(last, "--to"),
+                                         doctor_id=doctor_id, speciality_id=speciality_id, center_id=center_id,
+                                         time_from=start.strip() or None, time_to=end.strip() or None, note=note,
+                                         insurance_id=insurance_id, appointment_id=appointment_id), source="cli")
     click.echo(f"Waiting list entry {entry}: patient {patient['id']}"
                f"{f', to bring appointment {appointment_id} forward' if appointment_id else ''}.")
 

@@ -15,7 +15,7 @@ from ..domain.patients import DESK_FIELDS, patient_fields
 from ..domain.counter import mark_attendance, open_marks, overlapped, squeeze_in
 from ..domain.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 from ..domain.waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
-                       waiting, window_text)
+                       waiting, window_text, Wish)
 from ..domain.fitting import why_not
 from .texts import mail_reason, TEXTS, translator
 from ..domain.timeline import local_time
@@ -25,6 +25,7 @@ from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_r
 from ..domain.appointments import appointment_for_desk, last_insurances, read_appointment
 from ..domain.outbox import last_message_id, messages_of, recipient_of, send_state
 from ..domain.availability import availability, insurance_lists, types_at
+from ..domain.booking import Visit
 from ..domain.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
 from ..domain.doctors import doctors_with_hours
 from ..domain.registry import patient_record, register_patient, registered_as, search_patients
@@ -223,11 +224,11 @@ def desk_book():
         patient_id = form("patientId") or desk_patient_id(source)
         after = last_message_id(clinic().conn())
         booking = functools.partial(squeeze_in, clinic()) if form("squeeze") else functools.partial(
-            book_appointment, clinic(), waitlist_id=form("waitlistId"),  # the entry ends with it, or nothing is made
-            accept_overlap=bool(form("acceptOverlap")))
-        booked = booking(day=asked["day"], time_text=asked["time_text"], doctor_id=slot["doctorId"], patient_id=patient_id,
-                center_id=slot["centerId"], reason=asked["reason"], insurance_id=form("insuranceId"),
-                speciality_id=form("typeId"), source=source)
+            book_appointment, clinic(), waitlist_id=form("waitlistId"))  # the entry ends with it, or nothing is made
+        booked = booking(Visit(patient_id, slot["doctorId"], form("typeId"), slot["centerId"],
+                               insurance_id=form("insuranceId"), reason=asked["reason"],
+                               accept_overlap=bool(form("acceptOverlap"))),
+                         day=asked["day"], time_text=asked["time_text"], source=source)
     except ClinicError as error:
         existing = error.extra.get("patientId") if error.code == "PATIENT_ALREADY_EXISTS" else None
         return desk_book_page(booking_refusal(error, slot, form("typeId"), bool(form("squeeze"))),
@@ -378,8 +379,10 @@ def desk_book_series(series, take, slot, patient):
     """Book the series the way chosen (TAKES) and go to its first day, saying how many were booked and which dates
     were left out, to call (the first few, when many)."""
     nearest, fits = TAKES[take]
-    _, booked, left = book_series(clinic(), patient_id=slot["patientId"], insurance_id=form("insuranceId"),
-                                  reason=form("reason"), nearest=nearest, fits=fits, source=desk_source(), **series)
+    visit = Visit(slot["patientId"], series["doctor_id"], center_id=series["center_id"],
+                  insurance_id=form("insuranceId"), reason=form("reason"))
+    _, booked, left = book_series(clinic(), visit, nearest=nearest, fits=fits, source=desk_source(),
+                                  **{key: series[key] for key in ("first", "time_text", "every_days", "count")})
     said = [("series_done", {"count": len(booked)})]
     if left:
         shown = ", ".join(format_date(day) for day in left[:LEFT_SHOWN])
@@ -464,11 +467,11 @@ def desk_add_waiting():
         window = all_fields({"patient_id": patient_chosen,
                              "first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
                              "last": lambda: parse_date(form("dateTo") or "", "dateTo")})
-        add_waiting(clinic(), doctor_id=form("doctorId"),
-                    speciality_id=None if form("doctorId") else form("specialityId"), center_id=form("centerId"),
-                    time_from=form("timeFrom"), time_to=form("timeTo"), note=form("note"),
-                    appointment_id=form("appointmentId"), insurance_id=form("insuranceId"), source=desk_source(),
-                    **window)
+        add_waiting(clinic(), Wish(doctor_id=form("doctorId"),
+                                   speciality_id=None if form("doctorId") else form("specialityId"),
+                                   center_id=form("centerId"), time_from=form("timeFrom"), time_to=form("timeTo"),
+                                   note=form("note"), appointment_id=form("appointmentId"),
+                                   insurance_id=form("insuranceId"), **window), source=desk_source())
     except ClinicError as error:
         return desk_waitlist(desk_refusal(error), status_of(error), desk_wrong_fields(error))
     done("/desk/waitlist", ("waiting_added", {}), patient=numeric_id(form("patientId")))

@@ -1,30 +1,94 @@
-"""Appointments as the clinic reads them ("Appointment records"): one, or the live ones matching named filters,
-as records or in a shape's JSON, who the patient is through the one door ("A patient's identity"). No HTTP here."""
+"""The appointments table's one owner ("An appointment's columns"): APPOINTMENT_COLUMNS, each column's kind,
+meaning, who sets it and where it goes, which drives the record, the patient's copy, the export and the anonymising;
+the only writes to the table; and appointments as the clinic reads them ("Appointment records"): one, or the live
+ones matching named filters, who the patient is through the one door ("A patient's identity"). No HTTP here."""
 
 import json
 from typing import NamedTuple
 
 from ..values.refusals import ClinicError
 from ..values.fields import normalise_nif, numeric_id, parse_phone
+from ..storage.events import utc_iso, written_row
 from .identity import GUARDIAN_JOIN, identity_fields, noted
 from .slots import CLOSURE_COVERS, OUTSIDE_HOURS
+
+COLUMN_KINDS = ("visit", "status", "free text", "record-keeping")  # who, with whom, when, where; its state; what
+# someone wrote about the patient's visit; what Agenda keeps of it
+SETTERS = ("caller", "desk", "patient", "import", "agenda")  # "agenda": Agenda itself, from what was asked
+KEEP, EMPTY = "keep", "empty"  # what the anonymising does to a column ("Erasure and retention")
+
+
+class Column(NamedTuple):
+    """A column of the appointments table: what it holds, who may set it, where it goes, what an erasure does."""
+
+    name: str  # in the table
+    kind: str  # one of COLUMN_KINDS
+    meaning: str
+    set_by: tuple  # who may set it (SETTERS): "import" when import-appointments reads it from a file
+    copy: str | None  # its key in the appointment's record, which the patient's copy carries; None: left out
+    export: str | None  # its field in appointments.csv, which import-appointments reads back; None: not carried
+    anonymise: str  # KEEP or EMPTY: what the anonymising does to it once the retention period ends
+    shown: str = None  # the record's SQL for it over `a`, when not `a.name`
+
+
+CALLER, DESK, PATIENT, IMPORT, AGENDA = SETTERS
+APPOINTMENT_COLUMNS = (
+    Column("id", "record-keeping", "the appointment's number, for ever", (AGENDA,), "id", None, KEEP),
+    Column("patient_id", "visit", "the patient; the file carries them by NIF, name, surname and phone",
+           (CALLER, DESK, IMPORT), "patient_id", "nif", KEEP),
+    Column("doctor_id", "visit", "the doctor", (CALLER, DESK, IMPORT), "doctor_id", "doctor", KEEP),
+    Column("speciality_id", "visit", "the doctor's speciality when booked", (AGENDA,), "speciality_id", None, KEEP),
+    Column("insurance_id", "visit", "the insurance it is booked with; NULL: none given", (CALLER, DESK, IMPORT),
+           "insurance_id", "insurance", KEEP),
+    Column("center_id", "visit", "the center; NULL in an agenda without centers", (CALLER, DESK, PATIENT, IMPORT),
+           "center_id", "center", KEEP),
+    Column("date", "visit", "the ISO day", (CALLER, DESK, PATIENT, IMPORT), "date", "date", KEEP),
+    Column("time", "visit", "the start, HH:MM", (CALLER, DESK, PATIENT, IMPORT), "start", "time", KEEP),
+    Column("end_time", "visit", "the end of the patient's time, HH:MM: the start and the type's length; the file"
+           " carries the minutes", (AGENDA, IMPORT), "end", "duration", KEEP),
+    Column("reason", "free text", "why the patient comes, as told", (CALLER, DESK, IMPORT), "reason", "reason", EMPTY),
+    Column("status", "status", "booked, confirmed, unanswered or cancelled, the caller's state",
+           (CALLER, DESK, PATIENT, IMPORT, AGENDA), "status", "status", KEEP),
+    Column("created_at", "record-keeping", "when it was booked (UTC)", (AGENDA,), "created_at", None, KEEP),
+    Column("updated_at", "record-keeping", "when it last changed (UTC)", (AGENDA,), None, None, KEEP),
+    Column("confirmed_at", "record-keeping", "when the patient confirmed it (UTC)", (AGENDA,), None, None, KEEP),
+    Column("cancelled_at", "record-keeping", "when it was cancelled (UTC)", (AGENDA,), None, None, KEEP),
+    Column("cancel_reason", "status", "why it was cancelled, in the channel's words or reception's",
+           (DESK, AGENDA), None, None, KEEP),
+    Column("booked_by", "record-keeping", "the source of its booking: api, desk:NAME, cli, link, import",
+           (AGENDA,), "booked_by", None, KEEP),
+    Column("attendance", "status", "reception's mark: arrived, seen, no_show; NULL: none", (DESK,), "attendance",
+           None, KEEP),
+    Column("arrived_at", "record-keeping", "when the patient was marked arrived (UTC)", (AGENDA,), "arrived_at",
+           None, KEEP),
+    Column("squeezed", "visit", "1: a sobrecita, squeezed in by reception", (DESK,), "squeezed", None, KEEP,
+           "CASE WHEN a.squeezed THEN json('true') ELSE json('false') END"),
+    Column("series_id", "visit", "the series it belongs to; NULL: none", (DESK,), "series_id", None, KEEP),
+    Column("type_id", "visit", "its visit type; NULL: a doctor's plain slot", (CALLER, DESK, IMPORT), "type_id",
+           "type", KEEP),
+    Column("pause", "visit", "the minutes after it the doctor and its rooms stay busy", (AGENDA, IMPORT), "pause",
+           "pause", KEEP),
+    Column("busy_until", "visit", "the end of its pause, HH:MM; NULL: its end", (AGENDA,), "busy_until", None, KEEP,
+           "coalesce(a.busy_until, a.end_time)"),
+    Column("overlap_accepted", "visit", "1: reception booked it over the patient's other visit on purpose",
+           (DESK,), "overlap_accepted", None, KEEP),
+)
+COLUMN_NAMES = tuple(column.name for column in APPOINTMENT_COLUMNS)
+EXPORTED = tuple(column for column in APPOINTMENT_COLUMNS if column.export)
+EMPTIED = tuple(column.name for column in APPOINTMENT_COLUMNS if column.anonymise == EMPTY)  # what was said
 
 # An appointment that needs a call ("To call"): inside a closure, from its doctor's retirement on, or outside
 # their hours, and the patient not come. Reception sees it marked and listed; the caller's lists leave it out.
 TO_CALL = f"""(coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND (
     EXISTS (SELECT 1 FROM doctors rd WHERE rd.id = a.doctor_id AND rd.retired_from <= a.date)
     OR EXISTS (SELECT 1 FROM closures c WHERE {CLOSURE_COVERS}) OR {OUTSIDE_HOURS}))"""
-# An appointment as the clinic reads it, written as JSON by SQLite so that a list is one statement: ids as
-# numbers, the ISO date, start and end, where, its status and who booked it.
+# An appointment as the clinic reads it, written as JSON by SQLite so that a list is one statement: each column's
+# `copy` (ids as numbers, the ISO date, start and end, where, its status and who booked it), then what is read beside.
 APPOINTMENT_FIELDS = f"""json_object(
-    'id', a.id, 'date', a.date, 'start', a.time, 'end', a.end_time, 'status', a.status, 'reason', a.reason,
-    'doctor_id', a.doctor_id, 'doctor_name', d.name, 'speciality_id', a.speciality_id, 'center_id', a.center_id,
-    'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'booked_by', a.booked_by, 'attendance', a.attendance,
-    'arrived_at', a.arrived_at, 'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END,
-    'created_at', a.created_at, 'squeezed', CASE WHEN a.squeezed THEN json('true') ELSE json('false') END,
-    'series_id', a.series_id, 'type_id', a.type_id,
-    'type_name', (SELECT t.name FROM visit_types t WHERE t.id = a.type_id), 'pause', a.pause,
-    'busy_until', coalesce(a.busy_until, a.end_time), 'overlap_accepted', a.overlap_accepted,
+    {", ".join(f"'{column.copy}', {column.shown or 'a.' + column.name}" for column in APPOINTMENT_COLUMNS
+               if column.copy)},
+    'doctor_name', d.name, 'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END,
+    'type_name', (SELECT t.name FROM visit_types t WHERE t.id = a.type_id),
     'holds', (SELECT group_concat(r.name, ', ') FROM holds h JOIN resources r ON r.id = h.resource_id
               WHERE h.appointment_id = a.id AND h.live = 1),
     'series_place', CASE WHEN a.series_id IS NULL THEN NULL ELSE (SELECT count(*) FROM appointments s
@@ -231,3 +295,77 @@ def series_coming(conn, series_id, today):
     """The ids of a series' live appointments from `today` on."""
     return [row[0] for row in conn.execute("SELECT id FROM appointments WHERE series_id = ? AND status != 'cancelled'"
                                            " AND date >= ? ORDER BY date, time", (series_id, today.isoformat()))]
+
+
+# The only writes to the appointments table, each inside its caller's transaction; column names only from the list
+
+def listed(columns):
+    """`columns` ({column: value}), each a column of APPOINTMENT_COLUMNS (an SQL name is never input)."""
+    unknown = sorted(set(columns) - set(COLUMN_NAMES))
+    if unknown:
+        raise ValueError(f"the appointments table has no column {', '.join(unknown)}")
+    return columns
+
+
+def insert_appointment(conn, row, at):
+    """A new appointment of `row` ({column: value}; one left out takes the table's default), booked at `at`;
+    the row. The one door's ("One door for an appointment")."""
+    row = {**listed(row), "created_at": utc_iso(at), "updated_at": utc_iso(at)}
+    return written_row(conn, f"INSERT INTO appointments ({', '.join(row)}) VALUES ({marks(row)})", tuple(row.values()))
+
+
+def update_appointment(conn, appointment_id, changes, at):
+    """The appointment's `changes` ({column: value}) written, changed at `at`; the row after."""
+    changes = {**listed(changes), "updated_at": utc_iso(at)}
+    return written_row(conn, f"UPDATE appointments SET {', '.join(f'{name} = ?' for name in changes)} WHERE id = ?",
+                       (*changes.values(), appointment_id))
+
+
+def set_place(conn, appointment_id, place, at, keep_confirmed=False):
+    """A move's write, the door's: the appointment at `place` ({column: value}: its doctor, day, times, center,
+    mark), no longer marked and booked again, no longer confirmed, unless `keep_confirmed` (the patient's own move,
+    "Moving") and it was; the row after."""
+    kept = keep_confirmed and conn.execute("SELECT status FROM appointments WHERE id = ?",
+                                           (int(appointment_id),)).fetchone()[0] == "confirmed"
+    return update_appointment(conn, appointment_id, {**place, "attendance": None, "arrived_at": None, **(
+        {} if kept else {"status": "booked", "confirmed_at": None})}, at)
+
+
+def set_status(conn, appointment_id, status, at, reason=None):
+    """The caller's state of the appointment: confirmed (when, kept), unanswered, or cancelled (when, and
+    `reason`); the row after."""
+    changes = {"status": status, **({"confirmed_at": utc_iso(at)} if status == "confirmed" else {}),
+               **({"cancelled_at": utc_iso(at), "cancel_reason": reason} if status == "cancelled" else {})}
+    return update_appointment(conn, appointment_id, changes, at)
+
+
+def set_attendance(conn, appointment_id, mark, arrived_at, at):
+    """Reception's mark on the appointment ("Attendance"), and when the patient arrived; the row after."""
+    return update_appointment(conn, appointment_id, {"attendance": mark, "arrived_at": arrived_at}, at)
+
+
+def anonymise_appointments(conn, patient_id):
+    """At the anonymising, each column of the patient's appointments whose rule is EMPTY emptied; the appointments
+    kept for the clinic's counts."""
+    if EMPTIED:
+        conn.execute(f"UPDATE appointments SET {', '.join(f'{name} = NULL' for name in EMPTIED)} WHERE patient_id = ?",
+                     (patient_id,))
+
+
+# What the import writes of the columns a file does not give (IMPORT not among who sets them), over the staged row
+# `s` and its doctor `d`: ?1 the import's moment, ?2 the reason a cancelled one was cancelled for.
+IMPORT_WRITES = {"speciality_id": "d.speciality_id", "created_at": "?1", "updated_at": "?1",
+                 "confirmed_at": "CASE WHEN s.status = 'confirmed' THEN ?1 END",
+                 "cancelled_at": "CASE WHEN s.status = 'cancelled' THEN ?1 END",
+                 "cancel_reason": "CASE WHEN s.status = 'cancelled' THEN ?2 END", "booked_by": "'import'",
+                 "pause": "coalesce(s.pause, 0)", "busy_until": "s.busy_until"}
+
+
+def insert_staged_appointments(conn, table, at):
+    """The import's rows staged in `table` (as `admit_staged` takes them, a column of each the file gives, under
+    its name) inserted, booked by 'import' at `at`; cancelled ones as cancelled in the system they came from."""
+    values = {**{column.name: f"s.{column.name}" for column in APPOINTMENT_COLUMNS if IMPORT in column.set_by},
+              **IMPORT_WRITES}
+    conn.execute(f"INSERT INTO appointments ({', '.join(values)}) SELECT {', '.join(values.values())} FROM {table} s"
+                 " JOIN doctors d ON d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id",
+                 (utc_iso(at), "cancelled in the system it came from"))

@@ -8,6 +8,7 @@ from typing import NamedTuple
 from ..values.refusals import ClinicError, invalid
 from ..values.fields import format_date, minutes_of, numeric_id
 from ..storage.events import record_event, utc_iso, written_row
+from .appointments import COLUMN_NAMES, insert_appointment, insert_staged_appointments, set_place
 from .outbox import queue_message, tells_anew
 from .slots import read_schedule, slot_not_available, visit_span
 from .holds import coming, placement_notes, placements
@@ -152,13 +153,10 @@ def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, 
     if moving is None:
         return inserted(conn, visit._replace(center_id=span.center), patient_key, doctor, day, time_text, span, at,
                         source, accepted)
-    return written_row(
-        conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?, busy_until = ?,"
-        " status = CASE WHEN ? AND status = 'confirmed' THEN status ELSE 'booked' END, confirmed_at = CASE WHEN ?"
-        " AND status = 'confirmed' THEN confirmed_at END, attendance = NULL, arrived_at = NULL,"
-        " squeezed = ?, overlap_accepted = ?, updated_at = ? WHERE id = ?",
-        (doctor["id"], day.isoformat(), time_text, span.end, span.center, span.busy_until, int(keep), int(keep),
-         int(visit.squeezed), int(accepted), utc_iso(at), moving["id"]))
+    return set_place(conn, moving["id"], {
+        "doctor_id": doctor["id"], "date": day.isoformat(), "time": time_text, "end_time": span.end,
+        "center_id": span.center, "busy_until": span.busy_until, "squeezed": int(visit.squeezed),
+        "overlap_accepted": int(accepted)}, at, keep)
 
 
 def holding(conn, span, doctor_id, day, time_text, moving=None, squeezed=False):
@@ -233,14 +231,7 @@ def admit_staged(clinic, conn, table, at, source):
                       "run the import again", "import_changed")
     first = conn.execute("SELECT coalesce(max(id), 0) FROM appointments").fetchone()[0]
     try:
-        conn.execute(
-            "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
-            " end_time, reason, status, created_at, updated_at, confirmed_at, cancelled_at, cancel_reason, booked_by,"
-            " type_id, pause, busy_until) SELECT s.patient_id, s.doctor_id, d.speciality_id, s.insurance_id,"
-            " s.center_id, s.date, s.time, s.end_time, s.reason, s.status, ?1, ?1, CASE WHEN s.status = 'confirmed'"
-            " THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?1 END, CASE WHEN s.status = 'cancelled' THEN ?2"
-            f" END, 'import', s.type_id, coalesce(s.pause, 0), s.busy_until FROM {table} s JOIN doctors d ON d.id = s.doctor_id"
-            " ORDER BY s.date, s.time, s.doctor_id", (utc_iso(at), "cancelled in the system it came from"))
+        insert_staged_appointments(conn, table, at)
     except sqlite3.IntegrityError:
         raise slot_not_available("taken") from None
     made = conn.execute(f"SELECT s.line, a.id, a.date, a.time, coalesce(a.busy_until, a.end_time), s.holds FROM {table}"
@@ -259,7 +250,7 @@ def admit_staged(clinic, conn, table, at, source):
                 conflicts.append((line, f"{format_date(day)} {time_text}: {resource} is held then by another"
                                         f" appointment; appointment {appointment_id} imported without it"))
     conflicts += hold_coming(conn, now, first, made)
-    columns = ", ".join(f"'{row[1]}', {row[1]}" for row in conn.execute("PRAGMA table_info(appointments)"))
+    columns = ", ".join(f"'{name}', {name}" for name in COLUMN_NAMES)
     conn.execute("INSERT INTO events (at, source, action, entity, entity_id, before, after) SELECT ?, ?, ?,"
                  f" 'appointment', CAST(id AS TEXT), NULL, json_object({columns}) FROM appointments WHERE id > ?"
                  " ORDER BY id", (utc_iso(at), source, rules.event, first))
@@ -284,13 +275,12 @@ def hold_coming(conn, now, first, made):
 
 def inserted(conn, visit, patient_key, doctor, day, time_text, span, at, booked_by, accepted):
     """The new appointments row, booked: of its type, length and pause (`span`)."""
-    return written_row(
-        conn, "INSERT INTO appointments (patient_id, doctor_id, speciality_id, insurance_id, center_id, date, time,"
-        " end_time, reason, status, created_at, updated_at, booked_by, squeezed, series_id, type_id, pause,"
-        " busy_until, overlap_accepted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (patient_key, doctor["id"], doctor["speciality_id"], visit.insurance_id, visit.center_id, day.isoformat(),
-         time_text, span.end, visit.reason, utc_iso(at), utc_iso(at), booked_by, int(visit.squeezed), visit.series_id,
-         span.kind.id, span.kind.pause, span.busy_until, int(accepted)))
+    return insert_appointment(conn, {
+        "patient_id": patient_key, "doctor_id": doctor["id"], "speciality_id": doctor["speciality_id"],
+        "insurance_id": visit.insurance_id, "center_id": visit.center_id, "date": day.isoformat(), "time": time_text,
+        "end_time": span.end, "reason": visit.reason, "status": "booked", "booked_by": booked_by,
+        "squeezed": int(visit.squeezed), "series_id": visit.series_id, "type_id": span.kind.id,
+        "pause": span.kind.pause, "busy_until": span.busy_until, "overlap_accepted": int(accepted)}, at)
 
 
 def retried(conn, patient_key, doctor_id, day, time_text, asked=None):

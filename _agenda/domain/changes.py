@@ -5,21 +5,18 @@ import datetime as dt
 
 from ..values.refusals import ClinicError, invalid
 from ..values.fields import numeric_id
-from ..storage.events import record_event, utc_iso, written_row
-from .appointments import CANCEL_CANCELLED, CHANGE_CANCELLED
+from ..storage.events import record_event
+from .appointments import CANCEL_CANCELLED, CHANGE_CANCELLED, set_status
 from .visits import visit_type
 from .outbox import queue_message
-from .booking import admit, book_visit, brought_forward, channel_of, move_channel, visit_of, Visit
+from .booking import admit, book_visit, brought_forward, channel_of, move_channel, visit_of
 
 
-def book_appointment(clinic, *, day, time_text, doctor_id, patient_id, speciality_id=None, insurance_id=None,
-         center_id=None, reason=None, waitlist_id=None, accept_overlap=False, source="api"):
-    """A new appointment's id ("Booking"), through the one door ("One door for an appointment"): of the visit
-    type asked (`speciality_id`: a type's id, or an area's for the doctor's default); a retry of the same
-    booking answers the same id; with `waitlist_id` (the desk) that patient's entry ends with it
-    (`book_waiting`); with `accept_overlap` (the desk) booked over the same patient's other visit on purpose."""
-    visit = Visit(patient_id, doctor_id, speciality_id, center_id, insurance_id=insurance_id, reason=reason,
-                  accept_overlap=accept_overlap)
+def book_appointment(clinic, visit, *, day, time_text, waitlist_id=None, source="api"):
+    """A new appointment's id ("Booking") of `visit` (a `Visit`), through the one door ("One door for an
+    appointment"): of the visit type asked (its `speciality_id`: a type's id, or an area's for the doctor's default);
+    a retry of the same booking answers the same id; with `waitlist_id` (the desk) that patient's entry ends with it
+    (`book_waiting`); with its `accept_overlap` (the desk) booked over the same patient's other visit on purpose."""
     if waitlist_id:
         return book_waiting(clinic, visit, day, time_text, waitlist_id, source)
     return book_visit(clinic, visit, day, time_text, channel_of(source), source)
@@ -95,8 +92,7 @@ def cancel_appointment(clinic, appointment_id, reason="cancelled by the caller",
 def cancelled(clinic, conn, before, at, reason, action, source, notice=True):
     """Inside a transaction: mark `before` cancelled, with its event and, unless `notice` is False (an erasure's),
     the notice to the patient."""
-    after = written_row(conn, "UPDATE appointments SET status = 'cancelled', cancelled_at = ?, cancel_reason = ?,"
-                        " updated_at = ? WHERE id = ?", (utc_iso(at), reason, utc_iso(at), before["id"]))
+    after = set_status(conn, before["id"], "cancelled", at, reason)
     record_event(conn, at, source, action, "appointment", before["id"], before=before, after=after)
     if notice:
         queue_message(conn, before["id"], "notice", at)
@@ -114,8 +110,7 @@ def confirm_appointment(clinic, appointment_id, confirmed, source="api"):
             return "cancelled"
         if before["status"] == "confirmed":
             return "already_confirmed"
-        after = written_row(conn, "UPDATE appointments SET status = 'confirmed', confirmed_at = ?,"
-                            " updated_at = ? WHERE id = ?", (utc_iso(at), utc_iso(at), before["id"]))
+        after = set_status(conn, before["id"], "confirmed", at)
         record_event(conn, at, source, "appointment.confirmed", "appointment", before["id"],
                      before=before, after=after)
     return "confirmed"

@@ -3,9 +3,9 @@ the appointments that need a call, and an urgent patient squeezed in. No HTTP he
 
 from ..values.refusals import ClinicError, invalid
 from ..values.fields import hhmm, minutes_of
-from ..storage.events import record_event, utc_iso, written_row
-from .booking import book_visit, Visit
-from .appointments import CHANGE_CANCELLED, live_appointments
+from ..storage.events import record_event, utc_iso
+from .booking import book_visit
+from .appointments import CHANGE_CANCELLED, live_appointments, set_attendance
 
 MARKS = ("arrived", "seen", "no_show")  # the desk's own record, beside the caller's status
 
@@ -32,8 +32,7 @@ def mark_attendance(clinic, appointment_id, mark, source):
         if mark is not None and mark not in open_marks(clinic, before["date"], before["time"]):
             refuse_too_early(clinic, before, mark)
         arrived_at = utc_iso(at) if mark == "arrived" else before["arrived_at"] if mark == "seen" else None
-        after = written_row(conn, "UPDATE appointments SET attendance = ?, arrived_at = ?, updated_at = ? WHERE id = ?",
-                            (mark, arrived_at, utc_iso(at), before["id"]))
+        after = set_attendance(conn, before["id"], mark, arrived_at, at)
         record_event(conn, at, source, f"appointment.{mark or 'attendance_undone'}", "appointment", before["id"],
                      before=before, after=after)
     return after
@@ -92,11 +91,9 @@ def overlapped(clinic, appointment):
          appointment["start"]))]
 
 
-def squeeze_in(clinic, *, day, time_text, doctor_id, patient_id, insurance_id=None, center_id=None, reason=None,
-               speciality_id=None, source):
-    """Book an urgent patient into a taken or off-grid time of the doctor's hours ("Sobrecita"): reception
-    only, marked squeezed, never a slot offered, of the visit type asked (the doctor's default); the same patient
-    at the same time again is the same one."""
-    visit = Visit(patient_id, doctor_id, speciality_id, center_id=center_id, insurance_id=insurance_id, reason=reason,
-                  squeezed=True)
-    return book_visit(clinic, visit, day, time_text, "sobrecita", source)
+def squeeze_in(clinic, visit, *, day, time_text, source):
+    """Book an urgent patient (`visit`, a `Visit`) into a taken or off-grid time of the doctor's hours ("Sobrecita"):
+    reception only, marked squeezed, never a slot offered, of the visit type asked (the doctor's default); the same
+    patient at the same time again is the same one."""
+    return book_visit(clinic, visit._replace(squeezed=True, accept_overlap=False), day, time_text, "sobrecita",
+                      source)

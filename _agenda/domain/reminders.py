@@ -3,8 +3,8 @@ clinic's policy (flagged, released or kept), once per cycle. No HTTP here."""
 
 import json
 
-from ..storage.events import record_event, utc_iso, written_row
-from .appointments import TO_CALL
+from ..storage.events import record_event, utc_iso
+from .appointments import set_status, TO_CALL
 from .changes import cancelled
 
 
@@ -25,8 +25,7 @@ def close_reminder_day(clinic, *, config_id, days, execution="", skipped=(), cen
             if policy == "release":
                 cancelled(clinic, conn, before, at, "no answer to reminder", "appointment.released", source)
                 continue
-            after = written_row(conn, "UPDATE appointments SET status = 'unanswered', updated_at = ?"
-                                " WHERE id = ?", (utc_iso(at), key))
+            after = set_status(conn, key, "unanswered", at)
             record_event(conn, at, source, "appointment.unanswered", "appointment", key, before=before, after=after)
         cycle = conn.execute(
             "INSERT INTO reminder_cycles (voice_agent_config_id, days, execution_date, center_id, policy,"

@@ -13,11 +13,11 @@ from .access import KEEP_DAYS
 from .links import forget_links
 from .outbox import skip_unsent
 from .identity import identity, opened
-from .appointments import APPOINTMENT_FIELDS
+from .appointments import anonymise_appointments, APPOINTMENT_FIELDS, EMPTIED
 from .changes import cancelled
 
 # What identifies a patient, wherever a row or an event holds it; replaced when the period ends.
-IDENTITY = (*ERASED, "reason")
+IDENTITY = (*ERASED, *EMPTIED)
 ERASURE_REASON = "erasure requested"
 
 
@@ -108,7 +108,7 @@ def anonymise(conn, patient_id, at, source):
     appointments for the clinic's counts."""
     private = identifiers(conn, [patient_id])  # written over, never shown
     anonymise_patient(conn, patient_id, at)
-    conn.execute("UPDATE appointments SET reason = NULL WHERE patient_id = ?", (patient_id,))
+    anonymise_appointments(conn, patient_id)
     conn.execute("UPDATE waitlist SET note = NULL WHERE patient_id = ?", (patient_id,))
     events = conn.execute(
         "SELECT id, before, after FROM events WHERE (entity = 'patient' AND entity_id = ?) OR (entity = 'appointment'"

@@ -166,14 +166,14 @@ def series_choices(sessions):
     return sorted(found, key=lambda choice: -choice[1])
 
 
-def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, count, center_id=None,
-                insurance_id=None, reason=None, nearest=False, fits=False, speciality_id=None, source):
-    """Book the series in one transaction, each session through the one door: the slot asked for, or with
+def book_series(clinic, visit, *, first, time_text, every_days, count, nearest=False, fits=False, source):
+    """Book the series of `visit` (a `Visit`: the patient, doctor, type or area, center, insurance and reason of
+    every session) in one transaction, each session through the one door: the slot asked for, or with
     `nearest` the nearest free one; a date with neither refuses the whole series, or with `fits` is left out
     for reception to call (`what_it_books`). (series id, [(id, Session)] in date order, [dates left out]); the
     same series sent again (a double click) answers the one booked."""
-    at, patient_key = clinic.clock(), numeric_id(patient_id)
-    doctor = clinic.require_doctor(doctor_id)
+    at, patient_key = clinic.clock(), numeric_id(visit.patient_id)
+    doctor = clinic.require_doctor(visit.doctor_id)
     with clinic.db.transaction() as conn:
         again = conn.execute(
             "SELECT id, left_out FROM series s WHERE patient_id = ? AND doctor_id = ? AND every_days = ? AND asked = ?"
@@ -185,9 +185,9 @@ def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, 
                 "SELECT id FROM appointments WHERE series_id = ? ORDER BY date, time", (again["id"],))], \
                 [dt.date.fromisoformat(day) for day in again["left_out"].split()]
         live_patient(conn, patient_key)
-        sessions = preview_series(clinic, doctor_id=doctor_id, first=first, time_text=time_text,
-                                  every_days=every_days, count=count, center_id=center_id, speciality_id=speciality_id,
-                                  patient_id=patient_key)
+        sessions = preview_series(clinic, doctor_id=visit.doctor_id, first=first, time_text=time_text,
+                                  every_days=every_days, count=count, center_id=visit.center_id,
+                                  speciality_id=visit.speciality_id, patient_id=patient_key)
         kept, left = what_it_books(sessions, nearest, fits)
         series = written_row(
             conn, "INSERT INTO series (patient_id, doctor_id, every_days, count, created_at, first_date, first_time,"
@@ -196,9 +196,9 @@ def book_series(clinic, *, patient_id, doctor_id, first, time_text, every_days, 
              " ".join(session.day.isoformat() for session in left)))
         booked = []
         for session, slot in sorted(kept, key=lambda pair: (pair[1].date, pair[1].time)):
-            visit = Visit(patient_key, doctor["id"], speciality_id, center_id=slot.center_id,
-                          insurance_id=insurance_id, reason=reason, series_id=series["id"])
-            booked.append((admit(clinic, conn, visit, slot.date, slot.time, "series", at, source), session))
+            session_visit = visit._replace(patient_id=patient_key, doctor_id=doctor["id"], center_id=slot.center_id,
+                                           series_id=series["id"], accept_overlap=False)
+            booked.append((admit(clinic, conn, session_visit, slot.date, slot.time, "series", at, source), session))
         if booked:
             queue_message(conn, booked[0][0], "series", at)
         record_event(conn, at, source, "series.booked", "series", series["id"],

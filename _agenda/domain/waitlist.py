@@ -2,6 +2,7 @@
 oldest first. Nothing is booked or reserved without a person. No HTTP here."""
 
 import datetime as dt
+from typing import NamedTuple
 
 from ..values.refusals import ClinicError, invalid
 from ..values.fields import format_date, numeric_id, parse_time
@@ -16,33 +17,51 @@ FREE_SLOTS, NAMED_UNDER = 30, 3  # the "free now" list's most slots, and waiting
 PAGE = 50  # waiting entries a page
 
 
-def add_waiting(clinic, *, patient_id, doctor_id=None, speciality_id=None, center_id=None, first, last,
-                time_from=None, time_to=None, note=None, type_id=None, appointment_id=None, insurance_id=None,
-                source):
-    """Put a patient on the list for a doctor or a speciality (a visit type's area when it names one, and then
-    only slots where that type fits), from `first` to `last`, between two times of day (any when None), with the
-    insurance to book with; naming the patient's later appointment it would bring forward (its doctor, type and
-    insurance the defaults), which a booking from the entry then moves. Its id."""
-    later = brings_forward(clinic, patient_id, appointment_id) if appointment_id else None
-    if later is not None:
-        type_id, insurance_id = type_id or later["type_id"], insurance_id or later["insurance_id"]
-        doctor_id = doctor_id or (None if speciality_id else later["doctor_id"])
-    kind = visit_type(clinic.conn(), type_id) if type_id else None
-    if type_id and kind is None:
+class Wish(NamedTuple):
+    """What a waiting patient asks for: a doctor or a speciality (or a visit type's area), where, from `first` to
+    `last` between two times of day (any when None), the type and insurance to book with, a note, and the later
+    appointment of theirs it would bring forward."""
+    patient_id: object
+    first: dt.date
+    last: dt.date
+    doctor_id: str | None = None
+    speciality_id: str | None = None
+    center_id: str | None = None
+    time_from: str | None = None
+    time_to: str | None = None
+    note: str | None = None
+    type_id: str | None = None
+    appointment_id: object = None
+    insurance_id: str | None = None
+
+
+def add_waiting(clinic, wish, *, source):
+    """Put a patient on the list as `wish` (a `Wish`) asks: for a doctor or a speciality (a visit type's area when
+    it names one, and then only slots where that type fits), with the insurance to book with; naming the patient's
+    later appointment it would bring forward (its doctor, type and insurance the defaults), which a booking from the
+    entry then moves. Its id."""
+    later = brings_forward(clinic, wish.patient_id, wish.appointment_id) if wish.appointment_id else None
+    if later is not None:  # its doctor, type and insurance the defaults
+        wish = wish._replace(type_id=wish.type_id or later["type_id"],
+                             insurance_id=wish.insurance_id or later["insurance_id"],
+                             doctor_id=wish.doctor_id or (None if wish.speciality_id else later["doctor_id"]))
+    kind = visit_type(clinic.conn(), wish.type_id) if wish.type_id else None
+    if wish.type_id and kind is None:
         raise ClinicError("SPECIALITY_NOT_FOUND", "no visit type with that id")
-    speciality_id = speciality_id or (kind.speciality_id if kind and not doctor_id else None)
-    if (doctor_id is None) == (speciality_id is None):
+    speciality_id = wish.speciality_id or (kind.speciality_id if kind and not wish.doctor_id else None)
+    if (wish.doctor_id is None) == (speciality_id is None):
         raise invalid("give a doctor or a speciality", "doctor_or_speciality")
-    if last < first or last < clinic.today():
+    if wish.last < wish.first or wish.last < clinic.today():
         raise invalid("the window must end today or later, after it starts", "window")
-    start, end = parse_time(time_from, "timeFrom") if time_from else "00:00", \
-        parse_time(time_to, "timeTo") if time_to else "24:00"
+    start, end = parse_time(wish.time_from, "timeFrom") if wish.time_from else "00:00", \
+        parse_time(wish.time_to, "timeTo") if wish.time_to else "24:00"
     if end <= start:
         raise invalid("the times of day need a start and a later end", "times_of_day")
-    entry = {"doctor_id": doctor_id, "speciality_id": speciality_id, "center_id": center_id,
-             "date_from": first.isoformat(), "date_to": last.isoformat(), "time_from": start, "time_to": end,
-             "type_id": type_id, "appointment_id": later and later["id"], "insurance_id": insurance_id}
-    return written_entry(clinic, patient_id, entry, note, later, source)
+    entry = {"doctor_id": wish.doctor_id, "speciality_id": speciality_id, "center_id": wish.center_id,
+             "date_from": wish.first.isoformat(), "date_to": wish.last.isoformat(), "time_from": start,
+             "time_to": end, "type_id": wish.type_id, "appointment_id": later and later["id"],
+             "insurance_id": wish.insurance_id}
+    return written_entry(clinic, wish.patient_id, entry, wish.note, later, source)
 
 
 def written_entry(clinic, patient_id, entry, note, later, source):

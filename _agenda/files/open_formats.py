@@ -10,6 +10,7 @@ from ..values.refusals import ClinicError
 from ..values.fields import format_date, hhmm, minutes_of, parse_date, parse_time
 from ..values.printing import sheet_csv
 from ..domain.patients import EXPORTED, field_text
+from ..domain.appointments import EXPORTED as EXPORTED_VISITS
 from ..domain.identity import identities
 from ..domain.rights import identifiers, scrubbed
 from .catalogs import CATALOG_COLUMNS
@@ -18,8 +19,12 @@ from .reading import table_rows
 EXPORT_FILES = ("catalogs.csv", "patients.csv", "appointments.csv", "events.jsonl")
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 PATIENT_FILE = tuple(column.field for column in EXPORTED)  # patients.csv's header, as import-patients reads it
-APPOINTMENT_COLUMNS = ("date", "time", "duration", "doctor", "center", "nif", "name", "surname", "phone", "reason",
-                       "insurance", "status", "type", "pause", "holds")
+# The fields of appointments.csv read and written by rules of their own; every other column the owner's list says the
+# file carries (`export`) goes as stored, text in and out ("An appointment's columns").
+OWN_RULES = ("date", "time", "duration", "doctor", "center", "nif", "insurance", "status", "type", "pause")
+AS_STORED = tuple(column for column in EXPORTED_VISITS if column.export not in OWN_RULES)
+APPOINTMENT_COLUMNS = ("date", "time", "duration", "doctor", "center", "nif", "name", "surname", "phone",
+                       *(column.export for column in AS_STORED), "insurance", "status", "type", "pause", "holds")
 
 
 # Moving out: the export
@@ -138,8 +143,8 @@ def appointment_lines(conn, people):
                         " ORDER BY a.date, a.time, a.doctor_id, a.id")
     return [(format_date(a["date"]), a["time"], str(minutes_of(a["end_time"]) - minutes_of(a["time"])), a["doctor_id"],
              a["center_id"] or "", person["nif"] or "", person["name"], person["surname"] or "",
-             person["phone"] or "", a["reason"] or "", a["insurance_id"] or "", a["status"], a["type_id"] or "",
-             str(a["pause"] or ""), a["held"] or "")
+             person["phone"] or "", *(a[column.name] or "" for column in AS_STORED), a["insurance_id"] or "",
+             a["status"], a["type_id"] or "", str(a["pause"] or ""), a["held"] or "")
             for a in rows if (person := people.get(a["patient_id"])) is not None]
 
 
@@ -183,6 +188,7 @@ APPOINTMENT_COLUMN_NAMES = {  # a header, folded: our field
     "aseguradora": "insurance", "status": "status", "estado": "status", "birthdate": "birthDate",
     "fechanacimiento": "birthDate", "fechadenacimiento": "birthDate", "type": "type", "tipo": "type",
     "tipodevisita": "type", "pause": "pause", "pausa": "pause", "holds": "holds", "salas": "holds",
+    **{column.export: column.export for column in AS_STORED},
 }
 STATUS_WORDS = {"": "booked", "booked": "booked", "reservada": "booked", "pendiente": "booked",
                 "confirmed": "confirmed", "confirmada": "confirmed", "unanswered": "unanswered",
@@ -226,8 +232,8 @@ def appointment_fields(fields, known):
     kind, pause, holds = visit_fields(fields, known, known["doctors"][fields["doctor"].strip()], center)
     return {"date": day.isoformat(), "time": start, "end": hhmm(end), "minutes": minutes,
             "doctor": fields["doctor"].strip(), "center": fields.get("center", "").strip() or None,
-            "insurance": fields.get("insurance", "").strip() or None, "reason": fields.get("reason", "").strip() or None,
-            "status": status, "type": kind, "pause": pause, "busy_until": hhmm(min(end + (pause or 0), 24 * 60)),
+            "insurance": fields.get("insurance", "").strip() or None, "status": status,
+            **{column.name: fields.get(column.export, "").strip() or None for column in AS_STORED}, "type": kind, "pause": pause, "busy_until": hhmm(min(end + (pause or 0), 24 * 60)),
             "holds": json.dumps(holds) if holds else None}
 
 

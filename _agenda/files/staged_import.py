@@ -16,7 +16,7 @@ from ..domain.slots import busy_spans, overlapping
 from ..domain.visits import needs_of
 from ..domain.holds import Coming, placement_notes, placements
 from ..domain.booking import admit_staged
-from .open_formats import appointment_fields
+from .open_formats import appointment_fields, AS_STORED
 
 CHUNK = 2000  # rows staged a statement
 MOST_PROBLEMS = 1000  # problems kept to say; every one is counted
@@ -24,9 +24,9 @@ COMMIT_MAP = 48 * 1024 * 1024  # the file mapped for the one commit: quicker, an
 
 STAGE = (
     "CREATE TEMP TABLE staged_appointments (line INTEGER PRIMARY KEY, date TEXT NOT NULL, time TEXT NOT NULL,"
-    " end_time TEXT NOT NULL, doctor_id TEXT NOT NULL, center_id TEXT, insurance_id TEXT, reason TEXT,"
-    " status TEXT NOT NULL, patient_id INTEGER, nif TEXT, type_id TEXT, pause INTEGER, busy_until TEXT NOT NULL,"
-    " holds TEXT)",
+    " end_time TEXT NOT NULL, doctor_id TEXT NOT NULL, center_id TEXT, insurance_id TEXT,"
+    f" {''.join(f'{column.name} TEXT, ' for column in AS_STORED)}status TEXT NOT NULL, patient_id INTEGER, nif TEXT,"
+    " type_id TEXT, pause INTEGER, busy_until TEXT NOT NULL, holds TEXT)",
     "CREATE INDEX temp.staged_by_doctor_day ON staged_appointments (doctor_id, date, line)",
     STAGED_PATIENTS,
     "CREATE UNIQUE INDEX temp.staged_by_nif ON staged_patients (nif) WHERE nif IS NOT NULL",
@@ -138,7 +138,8 @@ def stage_rows(clinic, conn, rows, problems, notes):
         if note:
             notes.add(line, note)
         chunk.append((line, appointment["date"], appointment["time"], appointment["end"], appointment["doctor"],
-                      appointment["center"], appointment["insurance"], appointment["reason"], appointment["status"],
+                      appointment["center"], appointment["insurance"],
+                      *(appointment[column.name] for column in AS_STORED), appointment["status"],
                       patient_id, nif, appointment["type"], appointment["pause"], appointment["busy_until"],
                       appointment["holds"]))
         if len(chunk) == CHUNK:
@@ -147,7 +148,8 @@ def stage_rows(clinic, conn, rows, problems, notes):
 
 
 def stage(conn, chunk):
-    conn.executemany("INSERT INTO staged_appointments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk)
+    if chunk:
+        conn.executemany(f"INSERT INTO staged_appointments VALUES ({', '.join('?' * len(chunk[0]))})", chunk)
     chunk.clear()
 
 

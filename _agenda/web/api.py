@@ -19,6 +19,7 @@ from ..domain.patients import PATIENT_COLUMNS, field_text
 from .answers import (_JSON, BOTTLE_ERROR_MESSAGES, clinic, internal_error, json_bytes, logged_path, query_date,
                       query_text, raw_header, refusal_for, request_id, request_target, status_of, STATUS_ERROR_CODES)
 from ..domain import changes
+from ..domain.booking import Visit
 from ..domain import registry
 from ..domain.appointments import CALLER_APPOINTMENT, live_appointments, patient_appointments, read_appointment
 from ..domain.availability import availability, catalog_lists
@@ -378,7 +379,7 @@ def data_json(array_text):
 
 def book_appointment():
     body = json_body()
-    return created({"appointmentId": changes.book_appointment(clinic(), **all_fields({
+    asked = all_fields({
         "day": lambda: parse_date(body_text(body, "date", required=True), "date"),
         "time_text": lambda: parse_time(body_text(body, "time", required=True), "time"),
         "doctor_id": lambda: body_text(body, "doctorId", required=True),
@@ -386,7 +387,10 @@ def book_appointment():
         "speciality_id": lambda: body_text(body, "specialityId"),
         "insurance_id": lambda: body_text(body, "insuranceId"),
         "center_id": lambda: body_text(body, "centerId"),
-        "reason": lambda: body_text(body, "reason")}))})
+        "reason": lambda: body_text(body, "reason")})
+    day, time_text = asked.pop("day"), asked.pop("time_text")
+    return created({"appointmentId": changes.book_appointment(clinic(), Visit(**asked), day=day,
+                                                              time_text=time_text)})
 
 
 def move_appointment(appointment_id):
