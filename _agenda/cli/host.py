@@ -2,6 +2,7 @@
 clinics"): serve them all, and see them all in one table."""
 
 import logging
+import os
 import sqlite3
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import click
 
 from .. import __version__
 from ..values.printing import plural
-from ..values.settings import desk_networks, settings_in_file
+from ..values.settings import desk_networks, settings_given, settings_in_file
 from ..storage.connections import open_read_only, schema_version
 from ..storage.shipped import newest_version
 from ..storage.database import UPGRADE
@@ -51,7 +52,7 @@ def open_clinic(folder, replica=None):
     """A clinic folder's app, upgraded and started as `agenda run` starts one; ValueError and the like when its
     database, secret or settings cannot be served."""
     db_path = folder / CLINIC_DB
-    settings = settings_in_file(folder / CLINIC_SETTINGS) if (folder / CLINIC_SETTINGS).is_file() else {}
+    settings = settings_given(folder / CLINIC_SETTINGS, os.environ)  # as `agenda run --db FOLDER/agenda.db` reads it
     secret_path = secret_file_path(db_path, None)
     if not secret_path.is_file():
         raise ValueError(f"{secret_path} is missing: agenda secret set --db {db_path}")
