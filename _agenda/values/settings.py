@@ -148,7 +148,16 @@ class Settings:
             check_setting(field, getattr(self, field.name))
 
 
-SETTINGS = {field.name: field for field in dataclasses.fields(Settings)}
+def listed(settings):
+    """{name: field} of Settings' fields; TypeError naming one declared without its entry in the list."""
+    for field in dataclasses.fields(settings):
+        if "option" not in field.metadata:
+            raise TypeError(f"Settings.{field.name} has no option, help or check: declare it with setting(default, "
+                            "option, help, ...)")
+    return {field.name: field for field in dataclasses.fields(settings)}
+
+
+SETTINGS = listed(Settings)
 
 
 def check_setting(field, value):
