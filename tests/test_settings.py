@@ -64,6 +64,18 @@ def run_settings(args=(), env=None):
     return result, (served[0] if served else None)
 
 
+def clinic_folder(host, name, settings):
+    """A clinic folder under `host`: an empty clinic, its secret (0600) and its settings file."""
+    folder = host / name
+    folder.mkdir(parents=True)
+    migrated(folder / "agenda.db")
+    descriptor = os.open(folder / "agenda.secret", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(descriptor, SECRET.encode())
+    os.close(descriptor)
+    (folder / "agenda.toml").write_text(settings, encoding="utf-8")
+    return folder
+
+
 def test_every_setting_has_its_help_option_variable_file_key_and_its_name_in_the_design(tmp_path):
     options = {param.name: param for param in agenda.cli.commands["run"].params}
     listing = section(DESIGN, "Configuration and CLI")
@@ -143,13 +155,15 @@ def test_the_strongest_route_giving_a_setting_decides_it(tmp_path, routes):
 REFUSALS = [
     ({"agenda.toml": "min_notice = 0\n"}, {}, [],
      ["agenda.toml: unknown setting 'min_notice'; the settings are: tz,", "did you mean min_notice_minutes?"]),
-    ({"agenda.toml": "horizon_days = 0\n"}, {}, [], ["agenda.toml: horizon_days = 0: booking horizon must be at least"]),
+    ({"agenda.toml": "horizon_days = 0\n"}, {}, [],
+     ["agenda.toml: horizon_days = 0: booking horizon must be at least"]),
     ({"agenda.toml": 'cancel_notice_hours = "24"\n'}, {}, [],
      ["agenda.toml: cancel_notice_hours must be a whole number, not '24'"]),
     ({"agenda.toml": "horizon_days = 40\n"}, {"AGENDA_HORIZON": "noventa"}, [],
      ["AGENDA_HORIZON='noventa': give a whole number, e.g. AGENDA_HORIZON=90"]),
     ({}, {"AGENDA_FEED_SHOWS": "all"}, [], ["AGENDA_FEED_SHOWS='all': a feed shows one of time, names, reasons"]),
-    ({}, {"AGENDA_CANCEL_NOTICE": "1000"}, [], ["AGENDA_CANCEL_NOTICE='1000': the cancellation notice must be 0 to 720"]),
+    ({}, {"AGENDA_CANCEL_NOTICE": "1000"}, [],
+     ["AGENDA_CANCEL_NOTICE='1000': the cancellation notice must be 0 to 720"]),
     ({}, {"AGENDA_TZ": "Mars/Base"}, ["--tz", "Europe/Madrid"], ["AGENDA_TZ='Mars/Base': unknown time zone"]),
     ({}, {}, ["--settings", "nowhere.toml"], ["nowhere.toml: no such settings file", "--settings"]),
     ({}, {}, ["--desk-network", "192.168.1.0/33"], ["--desk-network '192.168.1.0/33': '192.168.1.0/33' is not an"]),
@@ -171,13 +185,7 @@ def test_a_wrong_key_value_or_variable_is_refused_at_start_naming_where_it_sits(
 
 
 def test_agenda_run_and_agenda_host_serve_a_clinic_folder_with_the_same_settings(tmp_path, monkeypatch):
-    folder = tmp_path / "citas.clinicasol.es"
-    folder.mkdir()
-    migrated(folder / "agenda.db")
-    descriptor = os.open(folder / "agenda.secret", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(descriptor, SECRET.encode())
-    os.close(descriptor)
-    (folder / "agenda.toml").write_text('clinic_name = "Clínica Sol"\nhorizon_days = 30\n', encoding="utf-8")
+    folder = clinic_folder(tmp_path, "citas.clinicasol.es", 'clinic_name = "Clínica Sol"\nhorizon_days = 30\n')
     monkeypatch.setenv("AGENDA_HORIZON", "60")
     monkeypatch.setenv("AGENDA_FEED_SHOWS", "names")
     app = open_clinic(folder)
@@ -201,3 +209,19 @@ def test_the_sender_beside_the_service_gets_the_clinic_s_settings_whichever_way_
                                                              "public_url")} == \
         {"tz": "Atlantic/Canary", "clinic_name": "Clínica Sol", "mail_shows": "doctor", "reminder_hours": "24",
          "public_url": "https://citas.clinicasol.es"}
+
+
+def test_the_host_s_nginx_sites_and_status_read_each_clinic_s_settings_as_it_is_served(tmp_path):
+    host, sites, live = tmp_path / "clinics", tmp_path / "sites", tmp_path / "live"
+    for name, settings in (("citas.a.es", ""), ("citas.b.es", 'desk_network = "198.51.100.0/24"\n')):
+        clinic_folder(host, name, settings)
+        (live / name).mkdir(parents=True)
+        (live / name / "fullchain.pem").write_text("")
+    env = {"AGENDA_DESK_NETWORK": "192.0.2.0/24"}
+    written = CliRunner().invoke(agenda.cli, ["host", "nginx", str(host), str(sites), "--certificates", str(live),
+                                              "--logs", str(tmp_path)], env=env)
+    assert written.exit_code == 0 and "closed to every address" not in written.output, written.output
+    conf = (sites / "agenda-host.conf").read_text()
+    assert (conf.count("allow 192.0.2.0/24;"), conf.count("allow 198.51.100.0/24;")) == (2, 2)
+    status = CliRunner().invoke(agenda.cli, ["host", "status", str(host)], env={"AGENDA_HORIZON": "0"})
+    assert status.exit_code == 1 and status.output.count("a wrong setting: AGENDA_HORIZON='0'") == 2, status.output

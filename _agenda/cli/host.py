@@ -10,7 +10,7 @@ import click
 
 from .. import __version__
 from ..values.printing import plural
-from ..values.settings import desk_networks, settings_given, settings_in_file
+from ..values.settings import desk_networks, settings_given
 from ..storage.connections import open_read_only, schema_version
 from ..storage.shipped import newest_version
 from ..storage.database import UPGRADE
@@ -159,8 +159,7 @@ def clinic_row(path, newest):
     unknown = f"{'?':>8} {'?':>8} {'?':>7} {human_size(size):>9}"
     try:
         read_secret_file(secret_file_path(db_path, None)) if secret_file_path(db_path, None).is_file() else None
-        if (path / CLINIC_SETTINGS).is_file():
-            settings_in_file(path / CLINIC_SETTINGS)
+        settings_given(path / CLINIC_SETTINGS, os.environ)
     except click.ClickException as error:
         return unknown, f"its secret: {error.message}", ""
     except ValueError as error:
@@ -285,7 +284,7 @@ def host_nginx(folder, out, upstream, certificates, logs):
     servers, waiting, closed, wrong = [NGINX_SHARED], [], [], []
     for name, path in sorted(clinic_folders(folder).items()):
         try:
-            settings = settings_in_file(path / CLINIC_SETTINGS) if (path / CLINIC_SETTINGS).is_file() else {}
+            settings = settings_given(path / CLINIC_SETTINGS, os.environ)
         except ValueError as error:
             wrong.append(f"{name}: left out, a wrong setting: {error}")
             continue
