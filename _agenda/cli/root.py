@@ -101,7 +101,7 @@ def setting_option(name, dest=None, cls=click.Option):
     keyed = f"  [file key: {name}]" if cls is ClinicSetting else ""
     return click.option(field.metadata["option"], *[dest] if dest else [], cls=cls, type=kind, default=field.default,
                         show_default=field.default != "", envvar=variable(field), show_envvar=True,
-                        help=field.metadata["help"] + keyed)
+                        metavar=field.metadata["metavar"], help=field.metadata["help"] + keyed)
 
 
 def setting_options(*names):

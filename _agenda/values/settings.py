@@ -54,13 +54,15 @@ def clinic_zone(name):
         raise ValueError(f"unknown time zone {name!r} (try {DEFAULT_TZ})") from None
 
 
-def setting(default, option, help, *, choices=(), within=(None, None), refusal="", check=None, example=None):
+def setting(default, option, help, *, choices=(), within=(None, None), refusal="", check=None, example=None,
+            metavar=None):
     """A field of Settings with its entry in the list: its option on `agenda run` (its environment variable is
     AGENDA_ and the option's name in capitals), its help, and its check: one of `choices`, a whole number
-    `within` (low, high; None: no bound), or `check` (raising ValueError); `refusal` says what it must be."""
+    `within` (low, high; None: no bound), or `check` (raising ValueError); `refusal` says what it must be; an
+    `example` of a free text; `metavar`, what -h calls its value."""
     return dataclasses.field(default=default, metadata={
         "option": option, "help": help, "choices": choices, "within": within, "refusal": refusal, "check": check,
-        "example": example})
+        "example": example, "metavar": metavar})
 
 
 def variable(field):
@@ -125,7 +127,8 @@ class Settings:
     desk_network: str = setting(
         "", "--desk-network",
         "The clinic's own address ranges (e.g. 192.168.1.0/24), as the service sees them: a new PC there logs in "
-        "to the desk during a flood of logins from elsewhere.", check=desk_networks, example="192.168.1.0/24")
+        "to the desk during a flood of logins from elsewhere.", check=desk_networks, example="192.168.1.0/24",
+        metavar="RANGES")
     mail_shows: str = setting(
         "place", "--mail-shows",
         "place: the clinic, center, date and time only; doctor: the practitioner and the visit's type too (a name "
@@ -141,7 +144,7 @@ class Settings:
     public_url: str = setting(
         "", "--public-url",
         "The address patients reach the service at (https://citas.clinicasol.es): their links start with it.",
-        example="https://citas.clinicasol.es")
+        example="https://citas.clinicasol.es", metavar="URL")
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
