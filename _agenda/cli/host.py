@@ -3,6 +3,7 @@ clinics"): serve them all, see them all in one table, and drill every clinic's r
 
 import datetime as dt
 import logging
+import os
 import signal
 import sqlite3
 import threading
@@ -13,7 +14,7 @@ import click
 
 from .. import __version__
 from ..values.printing import plural
-from ..values.settings import desk_networks, settings_in_file
+from ..values.settings import desk_networks, settings_given
 from ..storage.connections import open_read_only, schema_version
 from ..storage.events import recall
 from ..storage.shipped import newest_version
@@ -62,7 +63,7 @@ def open_clinic(folder, replica=None):
     """A clinic folder's app, upgraded and started as `agenda run` starts one; ValueError and the like when its
     database, secret or settings cannot be served."""
     db_path = folder / CLINIC_DB
-    settings = settings_in_file(folder / CLINIC_SETTINGS) if (folder / CLINIC_SETTINGS).is_file() else {}
+    settings = settings_given(folder / CLINIC_SETTINGS, os.environ)  # as `agenda run --db FOLDER/agenda.db` reads it
     secret_path = secret_file_path(db_path, None)
     if not secret_path.is_file():
         raise ValueError(f"{secret_path} is missing: agenda secret set --db {db_path}")
@@ -181,8 +182,7 @@ def clinic_row(path, newest, now):
     unknown = f"{'?':>8} {'?':>8} {'?':>7} {human_size(size):>9} {'?':>7} {'?':>14}"
     try:
         read_secret_file(secret_file_path(db_path, None)) if secret_file_path(db_path, None).is_file() else None
-        if (path / CLINIC_SETTINGS).is_file():
-            settings_in_file(path / CLINIC_SETTINGS)
+        settings_given(path / CLINIC_SETTINGS, os.environ)
     except click.ClickException as error:
         return unknown, f"its secret: {error.message}", ""
     except ValueError as error:
@@ -418,7 +418,7 @@ def host_nginx(folder, out, upstream, certificates, logs, prefix_host):
     servers, prefixed, notes, wrong = [NGINX_SHARED], [], [], []
     for name, path in sorted(clinic_folders(folder).items()):
         try:
-            settings = settings_in_file(path / CLINIC_SETTINGS) if (path / CLINIC_SETTINGS).is_file() else {}
+            settings = settings_given(path / CLINIC_SETTINGS, os.environ)
         except ValueError as error:
             wrong.append(f"{name}: left out, a wrong setting: {error}")
             continue

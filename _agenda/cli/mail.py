@@ -18,8 +18,8 @@ from ..domain.clinic import Clinic
 from ..domain.outbox import outbox_counts, release, waiting_on_admin
 from ..desk.texts import mail_reason
 from ..patient.sender import Deferred, public_address, Refused, send_test, Sender, sender_lock, Unreachable
-from .root import (cli, cli_now, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS, existing_database,
-                   mailer_of, message_options, sender_address, smtp_options, tz_option)
+from .root import (cli, cli_now, cli_zone, clinic_at, clinic_time, db_option, existing_database, mailer_of,
+                   message_options, sender_address, setting_option, smtp_options, tz_option)
 
 
 @cli.group()
@@ -41,8 +41,7 @@ def mail():
 @tz_option
 @smtp_options
 @message_options
-@click.option("--clinic-name", default=DEFAULTS.clinic_name, envvar="AGENDA_CLINIC_NAME", show_envvar=True,
-              help="The clinic's name, as a message says it.")
+@setting_option("clinic_name")
 @click.option("--once", is_flag=True, help="One pass: send what is due now, then stop.")
 @click.option("--every", default=5.0, show_default=True, type=click.FloatRange(0.5, 3600),
               help="Seconds between two passes.")
@@ -169,8 +168,7 @@ def mail_retry(ctx, db_path, tz, ids):
 @db_option
 @tz_option
 @smtp_options
-@click.option("--clinic-name", default=DEFAULTS.clinic_name, envvar="AGENDA_CLINIC_NAME", show_envvar=True,
-              help="The clinic's name, as the message says it.")
+@setting_option("clinic_name")
 @click.option("--language", type=click.Choice(("es", "en")), default="es", show_default=True)
 @click.argument("address")
 @click.pass_context

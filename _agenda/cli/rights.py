@@ -8,7 +8,6 @@ import re
 
 import click
 
-from ..values.settings import RETENTION_YEARS_AT_LEAST
 from ..values.fields import format_date
 from ..values.printing import plural, printable
 from ..storage.events import utc_iso
@@ -18,8 +17,8 @@ from ..domain.registry import register_patient
 from ..domain.rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
 from ..desk.texts import TEXTS
 from ..desk.pages import copy_page
-from .root import (cli, cli_date, cli_now, cli_reader, cli_zone, clinic_at, clinic_time, db_option, DEFAULTS,
-                  keep_copies_option, tz_option)
+from .root import (cli, cli_date, cli_now, cli_reader, cli_zone, clinic_at, clinic_time, db_option,
+                  keep_copies_option, setting_option, tz_option)
 
 ACCESS_KINDS = {"patient": "patient page", "appointment": "appointment", "search": "search results",
                 "day": "day list", "print": "printed day", "export": "patient's copy",
@@ -57,17 +56,11 @@ def access_log(ctx, db_path, patient_id, since, tz):
         click.echo(f"No reads of patient {patient_id} recorded{' since ' + since if since else ''}.")
 
 
-def retention_option(function):
-    return click.option("--retention-years", type=int, default=DEFAULTS.retention_years, show_default=True,
-                        envvar="AGENDA_RETENTION_YEARS", show_envvar=True,
-                        help="Years a record is kept after the patient's last appointment (5 at least).")(function)
+retention_option = setting_option("retention_years")
 
 
 def rights_clinic(ctx, db_path, tz, retention_years):
-    """clinic_at, with the retention setting refused clearly when below the law's minimum."""
-    if retention_years < RETENTION_YEARS_AT_LEAST:
-        raise click.BadParameter(f"at least {RETENTION_YEARS_AT_LEAST} (Ley 41/2002 art. 17)",
-                                 param_hint="--retention-years")
+    """clinic_at with the clinic's retention (its option refuses one below the law's minimum)."""
     return clinic_at(ctx, db_path, tz, retention_years=retention_years)
 
 

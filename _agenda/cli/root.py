@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from ..values.settings import clinic_zone, DEFAULT_TZ, MAIL_SHOWS, Settings
+from ..values.settings import check_setting, clinic_zone, DEFAULT_TZ, Settings, SETTINGS, variable
 from ..values.refusals import ClinicError
 from ..values.fields import format_date, parse_date, parse_time, text_field
 from ..values.printing import plural, printable
@@ -73,25 +73,62 @@ def db_option(function):
                         type=click.Path(dir_okay=False), help="The SQLite file [env: AGENDA_DB].")(function)
 
 
-def desk_rules_options(function):
-    """--desk-min-notice and --desk-horizon: reception's rules, for `agenda run` and the desk's twins
-    (`agenda book`, `agenda move`), apart from the caller's ("Each channel's rules")."""
-    function = click.option("--desk-min-notice", default=DEFAULTS.desk_min_notice_minutes, show_default=True,
-                            type=click.IntRange(0, None), envvar="AGENDA_DESK_MIN_NOTICE", show_envvar=True,
-                            help="Minutes between now and the first slot reception may book (0: a walk-in "
-                                 "now, into the slot under way until its end).")(function)
-    return click.option("--desk-horizon", default=DEFAULTS.desk_horizon_months, show_default=True,
-                        type=click.IntRange(1, 120), envvar="AGENDA_DESK_HORIZON", show_envvar=True,
-                        help="Calendar months ahead that reception may book.")(function)
+class WholeSetting(click.IntRange):
+    """A whole-number setting's option type: its range shown in -h, a wrong number refused in Settings' words."""
+
+    def __init__(self, field):
+        super().__init__(*field.metadata["within"])
+        self.field = field
+
+    def convert(self, value, param, ctx):
+        number = click.INT.convert(value, param, ctx)
+        try:
+            check_setting(self.field, number)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+        return number
 
 
-def desk_network_option(function):
-    """--desk-network: the clinic's own address ranges, whose desk logins keep a lane through a login flood
-    ("Login flood"), for `agenda run`."""
-    return click.option("--desk-network", default=DEFAULTS.desk_network, envvar="AGENDA_DESK_NETWORK",
-                        show_envvar=True, metavar="RANGES",
-                        help="The clinic's own address ranges (e.g. 192.168.1.0/24), as the service sees them: "
-                             "a new PC there logs in to the desk during a flood of logins from elsewhere.")(function)
+class ClinicSetting(click.Option):
+    """A setting's option of `agenda run`: -h shows its variable, which is read with the clinic's file
+    (`settings_given`), under it, not by click."""
+
+    def value_from_envvar(self, ctx):
+        return None
+
+
+def setting_option(name, dest=None, cls=click.Option):
+    """The option of the setting `name` from its entry in Settings' list: its name, type, default, variable and
+    help ("Configuration and CLI"); `dest`, its parameter's name (the option's by default)."""
+    field = SETTINGS[name]
+    choices = field.metadata["choices"]
+    kind = click.Choice(choices) if choices else WholeSetting(field) if field.type is int else click.STRING
+    keyed = f"  [file key: {name}]" if cls is ClinicSetting else ""
+    return click.option(field.metadata["option"], *[dest] if dest else [], cls=cls, type=kind, default=field.default,
+                        show_default=field.default != "", envvar=variable(field), show_envvar=True,
+                        metavar=field.metadata["metavar"], help=field.metadata["help"] + keyed)
+
+
+def setting_options(*names):
+    """The options of these settings, from Settings' list, for a command that reads them from click alone."""
+    def decorate(function):
+        for name in reversed(names):
+            function = setting_option(name)(function)
+        return function
+    return decorate
+
+
+def clinic_setting_options(function):
+    """Every setting's option, for `agenda run`: each named as its field, its key in the clinic's file, its
+    variable read under that file (`settings_given`)."""
+    for name in reversed(SETTINGS):
+        function = setting_option(name, name, ClinicSetting)(function)
+    return function
+
+
+# --desk-min-notice and --desk-horizon: reception's rules, for `agenda run` and the desk's twins (`agenda book`,
+# `agenda move`), apart from the caller's ("Each channel's rules").
+desk_rules_options = setting_options("desk_min_notice_minutes", "desk_horizon_months")
 
 
 def proxy_options(function):
@@ -119,9 +156,7 @@ def waitress_options(max_body_bytes, host, port, threads, channel_timeout, trust
     return options
 
 
-def tz_option(function):
-    return click.option("--tz", default=DEFAULTS.tz, show_default=True, envvar="AGENDA_TZ",
-                        help="The clinic's time zone, for 'today' and 'now' [env: AGENDA_TZ].")(function)
+tz_option = setting_option("tz")
 
 
 def cli_zone(tz, language="en"):
@@ -229,21 +264,8 @@ def smtp_options(function):
     return function
 
 
-def message_options(function):
-    """Where a message's links lead, what it says, when a reminder goes, from AGENDA_* too."""
-    for option in reversed((
-            click.option("--public-url", envvar="AGENDA_PUBLIC_URL", show_envvar=True, metavar="URL",
-                         help="The address patients reach the service at (https://citas.clinicasol.es): their "
-                              "links start with it."),
-            click.option("--mail-shows", type=click.Choice(MAIL_SHOWS), default=DEFAULTS.mail_shows,
-                         envvar="AGENDA_MAIL_SHOWS", show_envvar=True, show_default=True,
-                         help="place: the clinic, center, date and time only; doctor: the practitioner and the "
-                              "visit's type too (a name can say more than it should to whoever reads the mail)."),
-            click.option("--reminder-hours", type=click.IntRange(0, 336), default=DEFAULTS.reminder_hours,
-                         envvar="AGENDA_REMINDER_HOURS", show_envvar=True, show_default=True,
-                         help="Hours before a visit its reminder goes (0: no reminders)."))):
-        function = option(function)
-    return function
+# Where a message's links lead, what it says, when a reminder goes, from AGENDA_* too.
+message_options = setting_options("public_url", "mail_shows", "reminder_hours")
 
 
 def mailer_of(smtp_url, password_file, ca_file):

@@ -2,6 +2,7 @@
 beside them), its shared secret (`secret set`) and `sign`."""
 
 import base64
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -13,7 +14,7 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from ..values.settings import FEED_SHOWS, REMINDER_POLICIES, SIGNATURE_SCHEMES
+from ..values.settings import check_setting, Settings, SETTINGS, settings_given, variable
 from ..values.printing import plural
 from ..storage.sealing import SealingError
 from ..storage.connections import connect, create_private_file, schema_version, transaction
@@ -26,25 +27,26 @@ from ..app import create_app
 from ..storage.replication import BEHIND_AFTER, DOWN_AFTER, litestream_binary, Replicator, without_password
 from ..patient.messages import phone_warning
 from ..patient.sender import public_address, SenderProcess
-from .root import (cli, cli_recipients, db_option, DEFAULTS, desk_network_option, desk_rules_options, existing_database,
-                  mailer_of, message_options, proxy_options, read_secret_file, recipients_option, secret_file_option,
-                  secret_file_path, sender_address, smtp_options, tz_option, waitress_options)
+from .root import (cli, cli_recipients, clinic_setting_options, db_option, existing_database, mailer_of, proxy_options,
+                   read_secret_file, recipients_option, secret_file_option, secret_file_path, sender_address,
+                   smtp_options, waitress_options)
 
 
 log = logging.getLogger("agenda")
 
 
-def rules_options(function):
-    """--min-notice and --horizon: the caller's rules, as `agenda run` serves them."""
-    function = click.option("--min-notice", default=DEFAULTS.min_notice_minutes, show_default=True,
-                            type=click.IntRange(0, None),
-                            envvar="AGENDA_MIN_NOTICE", help="Minutes between now and the first slot offered.")(function)
-    return click.option("--horizon", default=DEFAULTS.horizon_days, show_default=True, type=click.IntRange(1, None),
-                        envvar="AGENDA_HORIZON", help="Days ahead that may be booked.")(function)
+def settings_file_option(function):
+    """--settings: the clinic's settings file, from AGENDA_SETTINGS too."""
+    return click.option(
+        "--settings", "settings_file", envvar="AGENDA_SETTINGS", show_envvar=True, type=click.Path(dir_okay=False),
+        help="The clinic's settings (TOML, a key a setting below: clinic_name = \"Clínica Sol\"); an option given "
+             "here wins over it, it over a setting's variable [default: the database's name with .toml, when "
+             "there: FOLDER/agenda.toml for FOLDER/agenda.db, as `agenda host` reads it].")(function)
 
 
 @cli.command()
 @db_option
+@settings_file_option
 @click.option("--secret", envvar="AGENDA_SECRET", default=None,
               help="The caller's shared secret [env: AGENDA_SECRET]; better: `agenda secret set`.")
 @secret_file_option
@@ -62,29 +64,6 @@ def rules_options(function):
               help="Keep the service's threads on one core (faster: the interpreter serves one thread at a time, "
                    "docs/design.md 'One core'), or let them run on every core.")
 @proxy_options
-@tz_option
-@click.option("--signature-scheme", type=click.Choice(SIGNATURE_SCHEMES), default=DEFAULTS.signature_scheme,
-              show_default=True,
-              envvar="AGENDA_SIGNATURE_SCHEME",
-              help="What the caller signs: the whole request; only the body (weaker: one signature of an "
-                   "empty body opens every GET and DELETE); or either, while setting up an integration.")
-@rules_options
-@desk_rules_options
-@desk_network_option
-@click.option("--clinic-name", default="", envvar="AGENDA_CLINIC_NAME", show_envvar=True,
-              help="The clinic's name, at the top of every printed page of the desk.")
-@click.option("--feed-shows", type=click.Choice(FEED_SHOWS), default=DEFAULTS.feed_shows, show_default=True,
-              envvar="AGENDA_FEED_SHOWS", show_envvar=True,
-              help="What each event of a doctor's calendar feed shows: the time, center and number only; with the "
-                   "patient's name; with the name and the reason (health data then leaves for a calendar provider).")
-@click.option("--arrival-window", default=DEFAULTS.arrival_window_minutes, show_default=True,
-              type=click.IntRange(0, 24 * 60), envvar="AGENDA_ARRIVAL_WINDOW", show_envvar=True,
-              help="Minutes before a visit's start from which the desk may mark the patient arrived, on its day "
-                   "(a no-show only from its start).")
-@click.option("--reminder-policy", type=click.Choice(REMINDER_POLICIES), default=DEFAULTS.reminder_policy,
-              show_default=True,
-              envvar="AGENDA_REMINDER_POLICY",
-              help="What closing a reminder day does to unconfirmed appointments.")
 @click.option("--replica", default=None, envvar="AGENDA_REPLICA",
               help="Replicate continuously with Litestream to a folder, file://, sftp://user@host/path or "
                    "s3://bucket/path [env: AGENDA_REPLICA].")
@@ -104,17 +83,12 @@ def rules_options(function):
                    "service checkpoints the WAL itself, passively, until Litestream is back (docs/replication.md).")
 @recipients_option
 @smtp_options
-@message_options
-@click.option("--cancel-notice", default=DEFAULTS.cancel_notice_hours, show_default=True, type=click.IntRange(0, 720),
-              envvar="AGENDA_CANCEL_NOTICE", show_envvar=True,
-              help="Hours before a visit until which the patient's own link may cancel or move it; later, the page "
-                   "asks them to call the clinic.")
+@clinic_setting_options
 @click.pass_context
-def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, threads, cores, trusted_proxy,
-        trusted_proxy_headers, channel_timeout, tz, signature_scheme, min_notice, horizon, desk_min_notice,
-        desk_horizon, desk_network, clinic_name, feed_shows, arrival_window, reminder_policy, replica, replica_key,
-        replica_host_key, ack_after_replication, replica_behind_after, litestream_down_after, recipients, smtp_url,
-        smtp_password_file, smtp_ca, mail_from, public_url, mail_shows, reminder_hours, cancel_notice):
+def run(ctx, db_path, settings_file, secret, secret_file, insecure_no_signature, host, port, threads, cores,
+        trusted_proxy, trusted_proxy_headers, channel_timeout, replica, replica_key, replica_host_key,
+        ack_after_replication, replica_behind_after, litestream_down_after, recipients, smtp_url, smtp_password_file,
+        smtp_ca, mail_from, **given):
     """Serve the API and the staff desk with waitress (127.0.0.1:8080 unless told otherwise).
 
     The secret comes from AGENDA_SECRET, else from the file `agenda secret set`
@@ -125,21 +99,21 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
     --smtp, `agenda mail send` sends the patients' messages beside it. A
     database at an older schema is upgraded first, as `agenda migrate` does.
 
+    Each of the clinic's settings (--tz and those after it) comes from its
+    option, else the clinic's settings file (--settings; FOLDER/agenda.toml beside
+    FOLDER/agenda.db), else its AGENDA_* variable, else its default.
+
     Example:
 
     \b
         agenda secret set --db clinic.db && agenda run --db clinic.db --replica /mnt/nas/agenda
+        agenda run --db /srv/clinics/citas.clinicasol.es/agenda.db --horizon 60
     """
     check_the_start(ctx, db_path, ack_after_replication and not replica)
-    secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, signature_scheme)
+    settings = served_settings(ctx, db_path, settings_file, given)
+    secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, settings.signature_scheme)
     kept_for = cli_recipients(recipients, "cannot start")
-    settings = {"tz": tz, "signature_scheme": signature_scheme, "min_notice_minutes": min_notice, "horizon_days": horizon,
-                "desk_min_notice_minutes": desk_min_notice, "desk_horizon_months": desk_horizon,
-                "desk_network": desk_network, "clinic_name": clinic_name, "feed_shows": feed_shows,
-                "reminder_policy": reminder_policy, "arrival_window_minutes": arrival_window, "mail_shows": mail_shows,
-                "reminder_hours": reminder_hours, "cancel_notice_hours": cancel_notice, "public_url": public_url or ""}
-    mail = sender_settings(db_path, tz, clinic_name, smtp_url, smtp_password_file, smtp_ca, mail_from, public_url,
-                           mail_shows, reminder_hours) if smtp_url else None
+    mail = sender_settings(db_path, settings, smtp_url, smtp_password_file, smtp_ca, mail_from) if smtp_url else None
     serve, writer = (ctx.obj or {}).get("serve") or serve_until_stopped, log_to_stderr()
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # the access log's durations say it once
     replicator = sender = None
@@ -148,8 +122,8 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         replicator = start_replication(db_path, replica, replica_key, replica_host_key,
                                        replica_behind_after, litestream_down_after) if replica else None
         try:
-            app = create_app(db_path, secret, insecure=insecure_no_signature, **settings, replica=replicator,
-                             after_write=replicator.sync if ack_after_replication else None)
+            app = create_app(db_path, secret, insecure=insecure_no_signature, **dataclasses.asdict(settings),
+                             replica=replicator, after_write=replicator.sync if ack_after_replication else None)
         except (ValueError, RuntimeError, sqlite3.Error, OSError) as error:
             raise click.ClickException(f"cannot start: {error}") from None
         app.clinic.access.start()
@@ -172,6 +146,26 @@ def run(ctx, db_path, secret, secret_file, insecure_no_signature, host, port, th
         stop_logging(writer)
 
 
+def served_settings(ctx, db_path, settings_file, options):
+    """The clinic's Settings for `run`: an option given on the command line over its settings file (--settings,
+    else the database's name with .toml when there) over the environment over the defaults ("Configuration and
+    CLI"); a ClickException naming the option, file, key or variable, and the fix."""
+    if settings_file and not Path(settings_file).is_file():
+        raise click.ClickException(f"{settings_file}: no such settings file; name the clinic's agenda.toml with "
+                                   "--settings (or AGENDA_SETTINGS), or leave it out")
+    given = {name: value for name, value in options.items()
+             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
+    for name, value in given.items():
+        try:
+            check_setting(SETTINGS[name], value)
+        except ValueError as error:
+            raise click.ClickException(f"{SETTINGS[name].metadata['option']} {value!r}: {error}") from None
+    try:
+        return Settings(**settings_given(settings_file or Path(db_path).with_suffix(".toml"), os.environ, given))
+    except ValueError as error:
+        raise click.ClickException(f"cannot start: {error}") from None
+
+
 def started_sender(mail, replica_socket, conn):
     """`agenda mail send` started beside the service with `mail`'s settings, or None without --smtp; a center
     without a phone warned of."""
@@ -184,21 +178,20 @@ def started_sender(mail, replica_socket, conn):
     return sender
 
 
-def sender_settings(db_path, tz, clinic_name, smtp_url, password_file, ca_file, mail_from, public_url, mail_shows,
-                    reminder_hours):
-    """The environment of `agenda mail send` beside the service, each setting checked first (a wrong one stops the
-    start, not the sender later)."""
+def sender_settings(db_path, settings, smtp_url, password_file, ca_file, mail_from):
+    """The environment of `agenda mail send` beside the service, the clinic's `settings` its own, each checked
+    first (a wrong one stops the start, not the sender later)."""
     mailer_of(smtp_url, password_file, ca_file)
     sender_address(mail_from)
     try:
-        public_address(public_url)
+        public_address(settings.public_url)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
-    given = {"AGENDA_DB": str(Path(db_path).resolve()), "AGENDA_TZ": tz, "AGENDA_SMTP": smtp_url,
+    given = {"AGENDA_DB": str(Path(db_path).resolve()), "AGENDA_SMTP": smtp_url,
              "AGENDA_SMTP_PASSWORD_FILE": password_file and str(Path(password_file).resolve()),
-             "AGENDA_SMTP_CA": ca_file and str(Path(ca_file).resolve()), "AGENDA_MAIL_FROM": mail_from,
-             "AGENDA_PUBLIC_URL": public_url, "AGENDA_CLINIC_NAME": clinic_name, "AGENDA_MAIL_SHOWS": mail_shows,
-             "AGENDA_REMINDER_HOURS": str(reminder_hours)}
+             "AGENDA_SMTP_CA": ca_file and str(Path(ca_file).resolve()), "AGENDA_MAIL_FROM": mail_from}
+    given.update({variable(SETTINGS[name]): str(getattr(settings, name))
+                  for name in ("tz", "clinic_name", "mail_shows", "reminder_hours", "public_url")})
     return {name: value for name, value in given.items() if value is not None}
 
 

@@ -7,7 +7,7 @@ import os
 import time
 from email.utils import formataddr, parseaddr
 
-from ..values.settings import Settings, settings_in_file
+from ..values.settings import Settings, settings_given
 from ..storage.database import Database
 from ..domain.clinic import Clinic
 from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, is_prefix
@@ -42,7 +42,7 @@ def host_clinics(folder, told):
     found = {}
     for name, path in clinic_folders(folder).items():
         try:
-            settings = settings_in_file(path / CLINIC_SETTINGS) if (path / CLINIC_SETTINGS).is_file() else {}
+            settings = settings_given(path / CLINIC_SETTINGS, os.environ)  # as the host serves the clinic
         except ValueError as error:
             settings, why = None, str(error)
         else:
