@@ -26,7 +26,7 @@ import agenda  # noqa: E402
 import generate  # noqa: E402
 from _agenda.desk.charts import report_charts  # noqa: E402
 from _agenda.domain.report import clinic_report  # noqa: E402
-from _agenda.desk.texts import translator  # noqa: E402
+from _agenda.words.texts import translator  # noqa: E402
 
 
 def timed(call, repeat):

@@ -194,7 +194,7 @@ def test_a_typed_waiting_entry_is_offered_only_where_its_type_fits(typed, clock)
     """Someone waiting for a physiotherapy session is named on a free slot's booking page only where a session
     fits (a physiotherapist's free start with a box free), never on a general practitioner's."""
     from _agenda.domain.waitlist import add_waiting
-    from _agenda.desk.texts import TEXTS
+    from _agenda.words.texts import TEXTS
     patient, ana, luis = people(typed, 3)
     add_waiting(typed.app.clinic, Wish(patient_id=patient, type_id="FIS-SES", first=TUESDAY, last=TUESDAY),
                 source="desk:ana")

@@ -145,7 +145,7 @@ assert 'src="data:image/svg+xml' in desk.post(f"/desk/appointments/{booked}/card
 assert desk.get("/desk/nowhere", status=404).status_int == 404
 assert webtest.TestApp(app).get("/openapi.json").json["openapi"] == "3.1.0"
 from _agenda.domain.links import new_link
-from _agenda.desk.pages import visit_view
+from _agenda.words.pages import visit_view
 from _agenda.patient.messages import written
 from _agenda.domain.appointments import visits_told
 with clinic.db.transaction() as conn:

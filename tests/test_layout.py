@@ -32,7 +32,8 @@ FOLDERS = {
                "series", "waitlist", "rights", "feeds", "report", "timeline"],
     "files": ["catalogs", "reading", "open_formats", "staged_import"],
     "web": ["answers", "serving", "api", "calendar_feeds", "host"],
-    "desk": ["texts", "pages", "charts", "shared", *DESK_HANDLERS, "routes"],
+    "words": ["texts", "pages"],
+    "desk": ["charts", "shared", *DESK_HANDLERS, "routes"],
     "patient": ["messages", "sender", "host_sender", "pages"],
     "": ["app"],
     "cli": ["root", *COMMANDS],
@@ -99,9 +100,9 @@ def test_a_command_module_imports_no_other_command_module(module):
     assert not own_imports(module_path(f"cli.{module}"), "_agenda.cli") & {f"cli.{other}" for other in COMMANDS}
 
 
-def test_every_desk_module_is_shared_a_handler_module_the_routes_or_what_pages_are_made_of():
+def test_every_desk_module_is_shared_a_handler_module_or_the_routes():
     assert sorted(path.stem for path in (PACKAGE / "desk").glob("*.py")) == sorted(
-        ["__init__", "texts", "pages", "charts", "shared", "routes", *DESK_HANDLERS])
+        ["__init__", "charts", "shared", "routes", *DESK_HANDLERS])
     assert all(route.handler.__module__.startswith("_agenda.desk.") for route in edges.DESK_ROUTES)
 
 

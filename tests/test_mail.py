@@ -24,7 +24,7 @@ from _agenda.domain.registry import register_patient
 from _agenda.domain.patients import set_messages
 from _agenda.domain.rights import request_erasure
 from _agenda.domain.series import book_series
-from _agenda.desk.texts import mail_reason, TEXTS, translator
+from _agenda.words.texts import mail_reason, TEXTS, translator
 from _agenda.patient.messages import envelope, written
 from _agenda.patient.sender import Mailer, public_address, Sender, smtp_server, SMTP_REASONS
 from _agenda.storage.connections import transaction

@@ -12,7 +12,7 @@ import webtest
 from hypothesis import given, settings, strategies as st
 
 from _agenda.domain.slots import SLOT_REFUSALS
-from _agenda.desk.texts import refusal_fields, refusal_key, refusal_text, TEXTS, translator
+from _agenda.words.texts import refusal_fields, refusal_key, refusal_text, TEXTS, translator
 from _agenda.domain.patients import patient_fields
 from _agenda.values.refusals import ClinicError
 from _agenda.web.answers import STATUS_OF

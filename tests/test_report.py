@@ -78,7 +78,7 @@ def test_pygal_alone_writes_a_script_into_a_chart_and_ours_never_do(api):
     """pygal with js=[] still writes its config in a <script>: the check above would see it."""
     import pygal
     from _agenda.desk.charts import OPTIONS, report_charts
-    from _agenda.desk.texts import translator
+    from _agenda.words.texts import translator
     bare = pygal.Bar(**OPTIONS)
     bare.add("a", [1])
     with pytest.raises(AssertionError):

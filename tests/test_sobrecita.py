@@ -148,7 +148,7 @@ def test_the_desk_squeezes_a_patient_in_and_marks_it_on_every_view(api):
               "reason": "Dolor agudo"}
     done = desk.post("/desk/book", fields)
     assert done.follow().html.find("p", class_="flash").text == \
-        "Cita de Pablo Ortega reservada el 24/11/2026 a las 09:05."
+        "Cita de Pablo Ortega reservada el 24/11/2026 a las 09:05. No se enviará ningún correo: el paciente no tiene correo."
     card, = [c for c in desk.get("/desk/day?date=24/11/2026&centerId=C1").html.select(".card") if "Pablo" in c.text]
     assert "squeezed" in card["class"] and "⚡ sobrecita" in card.text
     appointment_id = card.select_one("a.who")["href"].rsplit("/", 1)[1]

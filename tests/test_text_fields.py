@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from hypothesis import given, HealthCheck, settings, strategies as st
 
 import agenda
-from _agenda.desk.texts import refusal_text, translator
+from _agenda.words.texts import refusal_text, translator
 from _agenda.values.refusals import ClinicError
 from _agenda.values.fields import text_field, text_limit, TEXT_LIMIT
 from _agenda.values.printing import printable

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from _agenda.desk.texts import TEXTS
+from _agenda.words.texts import TEXTS
 from conftest import ROOT
 
 PACKAGE = ROOT / "_agenda"
@@ -45,7 +45,7 @@ def missing(asked, texts):
     for where, key, prefix in asked:
         found = [name for name in texts if name.startswith(key)] if prefix else [key] if key in texts else []
         if not found or not all(all(texts[name]) for name in found):
-            wrong.append(f"{where} asks for {key!r}{' + ...' if prefix else ''}: add it to TEXTS in desk/texts.py")
+            wrong.append(f"{where} asks for {key!r}{' + ...' if prefix else ''}: add it to TEXTS in words/texts.py")
     return wrong
 
 

@@ -2,19 +2,18 @@
 browser: the day sheet (`day`), `book` (a sobrecita, a series), `move`, `cancel`, `confirm`, closures
 (`closed`) and doctors (`doctor retire`, their calendar feeds)."""
 
-import datetime as dt
 import functools
 
 import click
 
 from ..values.refusals import ClinicError
-from ..values.fields import format_date
+from ..values.fields import clinic_moment, format_date
 from ..values.printing import plural, printable, sheet_csv
 from ..domain.counter import squeeze_in
 from ..domain.feeds import feeds, new_feed, revoke_feed
 from ..domain.series import book_series, NEAREST_DAYS, parse_every, preview_series
 from .root import (cli, cli_date, cli_language, cli_now, cli_reader, cli_text, cli_time, cli_translator,
-                  cli_zone, clinic_at, clinic_time, counted, db_option, desk_rules_options, tz_option)
+                  cli_zone, clinic_at, counted, db_option, desk_rules_options, tz_option)
 from ..domain.appointments import live_appointments, read_appointment
 from ..domain.availability import clinic_centers
 from ..domain.booking import Visit
@@ -81,7 +80,7 @@ def what_it_is(row):
 def attendance_words(row, zone, t):
     """What happened at the counter, for the day sheet: 'arrived 09:52', 'seen', 'no-show', or ''."""
     if row["attendance"] == "arrived" and row["arrived_at"]:
-        return t("sheet_arrived", time=f"{dt.datetime.fromisoformat(row['arrived_at']).astimezone(zone):%H:%M}")
+        return t("sheet_arrived", time=clinic_moment(row["arrived_at"], zone, "%H:%M"))
     return t(f"sheet_{row['attendance']}") if row["attendance"] in ("seen", "no_show") else ""
 
 
@@ -414,7 +413,7 @@ def doctor_feeds(ctx, db_path):
     with clinic_at(ctx, db_path) as clinic:
         listed, zone = feeds(clinic), clinic.tz
     for doctor_id, name, made in listed:
-        click.echo(printable(f"{doctor_id}: {name}, since {clinic_time(made, zone)}"))
+        click.echo(printable(f"{doctor_id}: {name}, since {clinic_moment(made, zone)}"))
     if not listed:
         click.echo("No doctor has a feed; make one with `agenda doctor feed DOCTOR`.")
 

@@ -10,15 +10,15 @@ import click
 
 from ..values.settings import Settings
 from ..values.refusals import ClinicError
-from ..values.fields import format_date, parse_email
+from ..values.fields import clinic_moment, format_date, parse_email
 from ..values.printing import plural
 from ..storage.database import Database
 from ..storage.replication import replica_sync
 from ..domain.clinic import Clinic
 from ..domain.outbox import outbox_counts, release, waiting_on_admin
-from ..desk.texts import mail_reason
+from ..words.texts import mail_reason
 from ..patient.sender import Deferred, public_address, Refused, send_test, Sender, sender_lock, Unreachable
-from .root import (cli, cli_now, cli_zone, clinic_at, clinic_time, db_option, existing_database, mailer_of,
+from .root import (cli, cli_now, cli_zone, clinic_at, db_option, existing_database, mailer_of,
                    message_options, sender_address, setting_option, smtp_options, tz_option)
 
 
@@ -141,7 +141,7 @@ def message_line(row, zone):
     where = f"{row['doctor_id']}{' at ' + row['center_id'] if row['center_id'] else ''}"
     why = f": {mail_reason(row['error'])}" if row["error"] else ""
     return (f"{state}  {row['kind']} about appointment {row['appointment_id']} ({format_date(row['date'])} "
-            f"{row['time']}, {where}), written {clinic_time(row['created_at'], zone)}, {plural(row['attempts'], 'try')}"
+            f"{row['time']}, {where}), written {clinic_moment(row['created_at'], zone)}, {plural(row['attempts'], 'try')}"
             f"{why}")
 
 

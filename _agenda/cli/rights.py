@@ -8,16 +8,16 @@ import re
 
 import click
 
-from ..values.fields import format_date
+from ..values.fields import clinic_moment, format_date
 from ..values.printing import plural, printable
 from ..storage.events import utc_iso
 from ..storage.copies import remove_kept_copies
 from ..domain.patients import TYPED
 from ..domain.registry import register_patient
 from ..domain.rights import erasure_preview, patient_copy, rectify, request_erasure, retention_run
-from ..desk.texts import TEXTS
-from ..desk.pages import copy_page
-from .root import (cli, cli_date, cli_now, cli_reader, cli_zone, clinic_at, clinic_time, db_option,
+from ..words.texts import TEXTS
+from ..words.pages import copy_page
+from .root import (cli, cli_date, cli_now, cli_reader, cli_zone, clinic_at, db_option,
                   keep_copies_option, setting_option, tz_option)
 
 ACCESS_KINDS = {"patient": "patient page", "appointment": "appointment", "search": "search results",
@@ -49,8 +49,8 @@ def access_log(ctx, db_path, patient_id, since, tz):
     for record in records:
         what = ACCESS_KINDS.get(record["kind"], record["kind"])
         verdict = "allowed" if record["allowed"] else "REFUSED"
-        span = clinic_time(utc_iso(record["first"]), zone) + ("" if record["reads"] == 1 else
-                                                              f" to {clinic_time(utc_iso(record['last']), zone)[-5:]}")
+        span = clinic_moment(utc_iso(record["first"]), zone) + ("" if record["reads"] == 1 else
+                                                              f" to {clinic_moment(utc_iso(record['last']), zone)[-5:]}")
         click.echo(printable(f"{span}  {record['reader']}  {what} x{record['reads']}  {verdict}"))
     if not records:
         click.echo(f"No reads of patient {patient_id} recorded{' since ' + since if since else ''}.")
@@ -220,7 +220,7 @@ def patient_erase(ctx, db_path, patient_id, yes, retention_years, tz):
     click.echo(f"Recorded the erasure request of patient {done['patient_id']}: "
                f"{len(done['cancelled'])} appointment(s) cancelled; {ending}.")
     click.echo(printable(ERASURE_NOTICE.format(id=done["patient_id"], nif=done["nif"] or "none",
-                                               at=clinic_time(utc_iso(cli_now(ctx)), zone))))
+                                               at=clinic_moment(utc_iso(cli_now(ctx)), zone))))
 
 
 ERASURE_NOTICE = ("\nForward to the caller platform (our processor), which must erase what it holds:\n"

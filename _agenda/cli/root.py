@@ -19,7 +19,7 @@ import click
 from .. import __version__
 from ..values.settings import check_setting, clinic_zone, DEFAULT_TZ, Settings, SETTINGS, variable
 from ..values.refusals import ClinicError
-from ..values.fields import format_date, parse_date, parse_time, text_field
+from ..values.fields import parse_date, parse_time, text_field
 from ..values.printing import plural, printable
 from ..storage.sealing import recipients_of, SealingError
 from ..storage.copies import KEEP_COPIES_DAYS, sweep_scratch
@@ -28,7 +28,7 @@ from ..storage.database import AS_IT_IS, Database, open_database, REFUSE
 from ..storage.connections import schema_version, transaction
 from ..domain.clinic import Clinic
 from ..domain.outbox import hold_unsent
-from ..desk.texts import refusal_text, translator
+from ..words.texts import refusal_text, translator
 from ..storage.replication import litestream_binary
 from ..storage.replica_restore import noted_drill
 from ..patient.sender import Mailer, smtp_server
@@ -394,12 +394,6 @@ def cli_text(ctx, param, value):
         return None if value is None else text_field(value, param.name)
     except ClinicError as error:
         raise click.BadParameter(f"{error.message}: write it on one line, without control characters") from None
-
-
-def clinic_time(utc_text, tz):
-    """A stored UTC time as the clinic reads it: DD/MM/YYYY HH:MM, local."""
-    moment = dt.datetime.fromisoformat(utc_text).astimezone(tz)
-    return f"{format_date(moment.date())} {moment:%H:%M}"
 
 
 def waited_words(waited):

@@ -6,10 +6,11 @@ from contextlib import contextmanager
 
 import click
 
+from ..values.fields import clinic_moment
 from ..values.settings import DEFAULT_TZ
 from ..values.printing import printable
 from ..domain.staff import Accounts, ROLES
-from .root import cli, cli_zone, clinic_at, clinic_time, db_option, tz_option
+from .root import cli, cli_zone, clinic_at, db_option, tz_option
 
 
 @contextmanager
@@ -130,9 +131,9 @@ def staff_list(ctx, db_path, tz):
     zone = cli_zone(tz)
     with accounts_at(ctx, db_path, tz) as accounts:
         for member in accounts.staff():
-            locks = "".join(f"  locked from {printable(lock['source'])} until {clinic_time(lock['locked_until'], zone)}"
+            locks = "".join(f"  locked from {printable(lock['source'])} until {clinic_moment(lock['locked_until'], zone)}"
                             for lock in member["locks"])
-            click.echo(f"{member['name']}  {member['role']}  added {clinic_time(member['created_at'], zone)}{locks}")
+            click.echo(f"{member['name']}  {member['role']}  added {clinic_moment(member['created_at'], zone)}{locks}")
 
 
 @staff.command("unlock")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..values.fields import format_date
+from ..values.fields import clinic_moment, format_date
 from ..values.printing import plural
 from ..storage.connections import open_read_only, schema_version
 from ..storage.events import database_counts, recall
@@ -20,10 +20,10 @@ from ..domain.appointments import count_by_status
 from ..domain.counter import overlapping_pairs
 from ..domain.reminders import last_cycle
 from ..domain.outbox import mail_summary
-from ..desk.texts import mail_reason
+from ..words.texts import mail_reason
 from ..web.api import SIGNED_SCHEMES
 from ..storage.replication import BEHIND_AFTER, replica_position, standby_checked
-from .root import (cli, cli_now, cli_zone, clinic_time, db_option, existing_database, human_size, keep_copies_option,
+from .root import (cli, cli_now, cli_zone, db_option, existing_database, human_size, keep_copies_option,
                   secret_file_option, secret_file_path, tz_option, waited_words)
 
 
@@ -35,9 +35,9 @@ def signature_advice(seen, tz):
     if request_last:
         also = f"; {plural(body_count, 'request')} signed the body alone" if body_count else ""
         return (f"the caller signs whole requests ({plural(request_count, 'request')}, last "
-                f"{clinic_time(request_last, tz)}{also}): the default scheme, `request`, the stronger one; keep it")
+                f"{clinic_moment(request_last, tz)}{also}): the default scheme, `request`, the stronger one; keep it")
     if body_last:
-        return (f"the caller signs only bodies ({plural(body_count, 'request')}, last {clinic_time(body_last, tz)}): "
+        return (f"the caller signs only bodies ({plural(body_count, 'request')}, last {clinic_moment(body_last, tz)}): "
                 "under --signature-scheme body one captured signature of an empty body opens every GET and "
                 "DELETE (docs/security.md); ask the caller to sign requests")
     return "no signed request seen yet"
@@ -76,7 +76,7 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
         ("Appointments", f"{counts['appointments']:,}: " + ", ".join(
             f"{by_status.get(name, 0):,} {name}" for name in STATUS_NAMES + ("cancelled",))),
         ("Reminders", "no reminder cycle closed yet" if not cycle else
-         f"last cycle closed {clinic_time(cycle['closed_at'], tz)} for "
+         f"last cycle closed {clinic_moment(cycle['closed_at'], tz)} for "
          f"{', '.join(format_date(day) for day in cycle['days'].split(','))}"
          f"{' at ' + cycle['center_id'] if cycle['center_id'] else ''}: "
          f"{len(json.loads(cycle['appointment_ids']))} handled ({cycle['policy']})"),
@@ -99,7 +99,7 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
         lines.append(("Replica", f"{replica['url']}: {position}"))
     drilled, drilled_at = recall(conn, "replica_check")
     if drilled:
-        lines.append(("Last drill", f"{clinic_time(drilled_at, tz)}: " + (
+        lines.append(("Last drill", f"{clinic_moment(drilled_at, tz)}: " + (
             f"ok, newest event {drilled['event']}" if drilled["ok"] else f"FAILED: {drilled['problem']}") + (
             "; more than a day ago: check the daily drill" if now - dt.datetime.fromisoformat(drilled_at) >
             dt.timedelta(days=1, hours=1) else "")))
@@ -111,7 +111,7 @@ def status_lines(conn, db_path, now, tz, keep_days=KEEP_COPIES_DAYS):
         lines.append(("Last backup", "none yet: run `agenda backup FOLDER --keep 14`"))
     else:
         stale = now - dt.datetime.fromisoformat(backup_at) > dt.timedelta(days=1)
-        lines.append(("Last backup", f"{clinic_time(backup_at, tz)} to {last_backup['path']} "
+        lines.append(("Last backup", f"{clinic_moment(backup_at, tz)} to {last_backup['path']} "
                                      f"({human_size(last_backup['bytes'])})"
                                      + ("; more than a day ago: check the nightly backup" if stale else "")))
     return lines
@@ -126,13 +126,13 @@ def mail_line(conn, now, tz):
     parts = [f"{counts['sent']:,} sent"]
     if counts["waiting"]:
         waited = now - dt.datetime.fromisoformat(oldest)
-        parts.append(f"{counts['waiting']:,} waiting, the oldest written {clinic_time(oldest, tz)} ("
+        parts.append(f"{counts['waiting']:,} waiting, the oldest written {clinic_moment(oldest, tz)} ("
                      f"{waited_words(waited)} ago)")
     on_admin = [f"{counts[state]:,} {state}" for state in ("held", "failed") if counts[state]]
     if on_admin:
         parts.append(" and ".join(on_admin) + ": `agenda mail status` lists them, `agenda mail retry` releases them")
     if refusal and (counts["waiting"] or on_admin):
-        parts.append(f"last refusal {clinic_time(refused_at, tz)}: {mail_reason(refusal)}")
+        parts.append(f"last refusal {clinic_moment(refused_at, tz)}: {mail_reason(refusal)}")
     return "; ".join(parts)
 
 

@@ -9,7 +9,7 @@ import urllib.parse
 import bottle
 
 from ..values.refusals import ClinicError, invalid
-from ..values.fields import all_fields, format_date, numeric_id, parse_date, parse_time
+from ..values.fields import clinic_moment, all_fields, format_date, numeric_id, parse_date, parse_time
 from ..values.printing import masked
 from ..domain.patients import DESK_FIELDS, patient_fields
 from ..domain.counter import mark_attendance, open_marks, overlapped, squeeze_in
@@ -17,11 +17,10 @@ from ..domain.series import book_series, cancel_rest, parse_every, preview_serie
 from ..domain.waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
                        waiting, window_text, Wish)
 from ..domain.fitting import why_not
-from .texts import mail_reason, TEXTS, translator
-from ..domain.timeline import local_time
+from ..words.texts import mail_reason, TEXTS, translator
 from ..web.answers import clinic, query_text, status_of
 from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
-                     desk_wrong_fields, done, form, local_moment, new_patient_typed, told_after, who_booked)
+                     desk_wrong_fields, done, form, new_patient_typed, told_after, who_booked)
 from ..domain.appointments import appointment_for_desk, last_insurances, read_appointment
 from ..domain.outbox import last_message_id, messages_of, recipient_of, send_state
 from ..domain.availability import availability, insurance_lists, types_at
@@ -282,9 +281,9 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
               last=format_date(last), why=why)
     zone = clinic().tz
     appointment.update(weekday=dt.date.fromisoformat(appointment["date"]).weekday(),
-                       arrived_local=local_time(clinic(), appointment))
+                       arrived_local=clinic_moment(appointment["arrived_at"], zone, "%H:%M"))
     for event in appointment["history"]:
-        event["when"] = f"{dt.datetime.fromisoformat(event['at']).astimezone(zone):%d/%m/%Y %H:%M}"
+        event["when"] = clinic_moment(event["at"], zone)
         event["who"] = who_booked(t, event["source"])
     person, why = recipient_of(appointment)
     return desk_page("appointment", status=status, appointment=appointment, free=free, first=first,
@@ -295,11 +294,10 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
                      today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"),
                      marks=open_marks(clinic(), appointment["date"], appointment["start"]),
                      overlapped=overlapped(clinic(), appointment) if appointment["overlap_accepted"] else [],
-                     messages=[{**message, "when": local_moment(zone, dt.datetime.fromisoformat(
-                         message["done_at"] or message["created_at"])), "why": mail_reason(message["error"], t),
+                     messages=[{**message, "when": clinic_moment(message["done_at"] or message["created_at"], zone), "why": mail_reason(message["error"], t),
                                 "tried": message["state"] == "held" and message["attempts"] > 0,
                                 "retrying": message["state"] == "waiting" and bool(message["attempts"] or message["error"]),
-                                "since": local_moment(zone, dt.datetime.fromisoformat(message["created_at"]))}
+                                "since": clinic_moment(message["created_at"], zone)}
                                for message in messages_of(clinic(), appointment_id)])
 
 

@@ -8,8 +8,8 @@ from ..domain.appointments import visits_told
 from ..domain.identity import identity
 from ..domain.links import card_link
 from ..web.answers import clinic, rooted
-from .texts import translator
-from .pages import visit_lines, visit_view
+from ..words.texts import translator
+from ..words.pages import visit_lines, visit_view
 from .shared import desk_page, desk_source
 
 

@@ -2,19 +2,17 @@
 of who read patients' data; which of them only an admin reaches is said in `DESK_ROUTES`."""
 
 import datetime as dt
-import functools
 
 import bottle
 
 from ..values.refusals import ClinicError
-from ..values.fields import all_fields, format_date, parse_date, parse_time
+from ..values.fields import clinic_moment, all_fields, format_date, parse_date, parse_time
 from ..domain.feeds import feeds, new_feed, revoke_feed
-from .texts import translator
+from ..words.texts import translator
 from ..domain.report import clinic_report
 from .charts import report_charts
 from ..web.answers import clinic, query_text, rooted, status_of
-from .shared import (catalog_names, desk_centers, desk_page, desk_refusal, desk_source, done, form,
-                          local_moment)
+from .shared import (catalog_names, desk_centers, desk_page, desk_refusal, desk_source, done, form)
 from ..domain.closures import add_closure, closure_fields, coming_closures, covered_by, remove_closure
 from ..domain.doctors import appointments_from, doctors_with_hours, retire_doctor
 
@@ -62,7 +60,7 @@ def desk_remove_closure(closure_id):
 
 def desk_doctors(error=None, status=200, left=None, made=None):
     zone = clinic().tz
-    with_feeds = {doctor_id: dt.datetime.fromisoformat(at).astimezone(zone) for doctor_id, _, at in feeds(clinic())}
+    with_feeds = {doctor_id: clinic_moment(at, zone) for doctor_id, _, at in feeds(clinic())}
     return desk_page("doctors", status=status, doctors=doctors_with_hours(clinic()), error=error, left=left, made=made,
                      center_names=catalog_names("centers"), with_feeds=with_feeds,
                      weekdays=translator(bottle.request.environ["agenda.desk"]["lang"])("weekdays"))
@@ -107,4 +105,4 @@ def desk_access():
     """The record of reads of the last 30 days (?days=), summarised by reader and by patient, ids only (admins)."""
     days = int(query_text("days")) if (query_text("days") or "").isdigit() else 30
     summary = clinic().access.summary(clinic().today() - dt.timedelta(days=min(days, 3650)))
-    return desk_page("access_summary", summary=summary, days=days, when=functools.partial(local_moment, clinic().tz))
+    return desk_page("access_summary", summary=summary, days=days, when=lambda moment: clinic_moment(moment, clinic().tz))

@@ -3,20 +3,18 @@ and for admins: who has read their data ("Access record"), their copy and their 
 retention")."""
 
 import datetime as dt
-import functools
 import json
 
 import bottle
 
 from ..values.refusals import ClinicError
-from ..values.fields import format_date, parse_date
+from ..values.fields import clinic_moment, format_date, parse_date
 from ..domain.patients import DESK_FIELDS, DESK_FORM, field_text, LANGUAGES
 from ..domain.identity import identity
 from ..domain.rights import erasure_preview, patient_copy, rectify, request_erasure
-from .pages import copy_page
+from ..words.pages import copy_page
 from ..web.answers import clinic, query_text, status_of
-from .shared import (desk_page, desk_refusal, desk_source, desk_wrong_fields, dialled, done, form, local_moment,
-                     new_patient_typed)
+from .shared import (desk_page, desk_refusal, desk_source, desk_wrong_fields, dialled, done, form, new_patient_typed)
 from ..domain.appointments import cancelled_of
 from ..domain.availability import availability
 from ..domain.doctors import doctors_with_hours
@@ -88,7 +86,7 @@ def desk_patient_access(patient_id):
     reader = query_text("reader")
     days = clinic().access.of_patient(patient["id"], reader=reader)[::-1] if reader else None
     return desk_page("access", patient=patient, readers=clinic().access.readers_of(patient["id"]), reader=reader,
-                     days=days, when=functools.partial(local_moment, clinic().tz))
+                     days=days, when=lambda moment: clinic_moment(moment, clinic().tz))
 
 
 def desk_patient_copy(patient_id):

@@ -2,7 +2,6 @@
 offered again ("Kept forms"), the refresh poll (`/desk/version`), `desk.css` with the timeline's grid
 classes (`grid_rules`, `MOST_COLUMNS`) and `desk.js`."""
 
-import datetime as dt
 import functools
 import hmac
 import json
@@ -11,11 +10,12 @@ import secrets
 
 import bottle
 
+from ..values.fields import clinic_moment
 from ..values.refusals import ClinicError
 from ..storage.shipped import read_data_file, TEMPLATES
 from ..domain.identity import identity
 from ..domain.staff import DEVICE_DAYS, LOCK_AFTER, LOCK_MINUTES
-from .texts import translator
+from ..words.texts import translator
 from ..web.answers import clinic, query_text, rooted, status_of
 from .shared import (accounts, catalog_names, changes_version, DESK_COOKIE, desk_error, desk_page, desk_source,
                           DEVICE_COOKIE, form, LOGIN_COOKIE, see_other, set_desk_cookie)
@@ -52,7 +52,7 @@ def desk_log_in():
         if error.code == "LOGIN_BUSY":
             bottle.response.set_header("Retry-After", "60")
         until = error.extra.get("until")
-        until = f"{dt.datetime.fromisoformat(until).astimezone(clinic().tz):%H:%M}" if until else ""
+        until = clinic_moment(until, clinic().tz, "%H:%M")
         return desk_login_page(t(error.code, after=LOCK_AFTER, minutes=LOCK_MINUTES, until=until), name,
                                status_of(error))
     set_desk_cookie(DESK_COOKIE, login.token)

@@ -20,8 +20,8 @@ from ..storage.events import latest_event_id
 from ..domain.patients import DESK_FIELDS, DESK_FORM, LANGUAGES, YES_NO
 from ..domain.identity import identity, refused
 from ..domain.outbox import change_message, recipient_of, told_of
-from .texts import refusal_fields, refusal_text, TEXTS, translator
-from .pages import desk_template
+from ..words.texts import refusal_fields, refusal_text, TEXTS, translator
+from ..words.pages import desk_template
 from ..web.answers import clinic, raw_header, refusal_for, request_id, rooted, rooted_page, status_of
 from ..domain.availability import catalog_names as names_of, clinic_centers
 
@@ -317,12 +317,6 @@ def who_booked(t, source):
     if source == "patient":
         return t("by_link")
     return source.split(":", 1)[1] if source and source.startswith("desk:") else t("by_cli")
-
-
-def local_moment(zone, moment):
-    """DD/MM/YYYY HH:MM of an aware moment in the clinic's zone."""
-    local = moment.astimezone(zone)
-    return f"{format_date(local.date())} {local:%H:%M}"
 
 
 def changes_version():

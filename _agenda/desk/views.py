@@ -12,8 +12,8 @@ from ..values.refusals import invalid
 from ..values.fields import format_date, hhmm, parse_date
 from ..domain.counter import overlaps, to_call
 from ..domain.waitlist import fits, waiting
-from .texts import translator
-from .pages import desk_template
+from ..words.texts import translator
+from ..words.pages import desk_template
 from ..domain.slots import Slot
 from ..domain.visits import resources_day
 from ..domain.holds import unheld

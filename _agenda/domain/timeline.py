@@ -5,7 +5,7 @@ appointments over them. Plain data for the desk's templates; no HTTP here."""
 import datetime as dt
 from typing import NamedTuple
 
-from ..values.fields import format_date, hhmm, minutes_of
+from ..values.fields import clinic_moment, format_date, hhmm, minutes_of
 from .fitting import fitting_cells
 from .counter import open_marks
 from .visits import types_offered
@@ -93,16 +93,9 @@ def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
                                                     appointment["speciality_id"], day))
         column["cards"].append({**appointment, "from": minutes_of(appointment["start"]),
                                 "to": minutes_of(appointment["end"]), "busy_to": minutes_of(appointment["busy_until"]),
-                                "arrived_local": local_time(clinic, appointment),
+                                "arrived_local": clinic_moment(appointment.get("arrived_at"), clinic.tz, "%H:%M"),
                                 "marks": open_marks(clinic, appointment["date"], appointment["start"]),
                                 "colour": painted.get(appointment["type_id"])})  # none: the neutral card
-
-
-def local_time(clinic, appointment):
-    """HH:MM, in the clinic's zone, of the patient's arrival; '' when none is recorded."""
-    if not appointment.get("arrived_at"):
-        return ""
-    return f"{dt.datetime.fromisoformat(appointment['arrived_at']).astimezone(clinic.tz):%H:%M}"
 
 
 MOST_LANES = 4  # the most cards drawn side by side at one time in a column; desk.css has their rules
@@ -240,7 +233,7 @@ def center_week(clinic, center_id, day, reader=None):
     for appointment in live_appointments(clinic, reader, "day", center_id=center_id,
                                          first_of_each_day=(center_id, first, last, WEEK_CARDS)):
         days[dt.date.fromisoformat(appointment["date"])]["cards"].append(
-            {**appointment, "arrived_local": local_time(clinic, appointment),
+            {**appointment, "arrived_local": clinic_moment(appointment.get("arrived_at"), clinic.tz, "%H:%M"),
              "colour": painted.get(appointment["type_id"])})
     for drawn in days.values():
         drawn["doctors"] = sorted(drawn["doctors"].values(), key=lambda counts: counts["name"])

@@ -10,9 +10,9 @@ from email.utils import format_datetime
 
 import icalendar
 
-from ..desk.texts import translator
+from ..words.texts import translator
 from ..values.fields import real_phone
-from ..desk.pages import desk_template, long_date, plain, visit_lines
+from ..words.pages import desk_template, long_date, plain, visit_lines
 
 
 def phone_warning(conn):

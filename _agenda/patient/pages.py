@@ -19,9 +19,9 @@ from ..domain.links import (days_to_move, done_by_link, first_name, in_notice, l
                             link_move, link_stop, opened)
 from ..domain.staff import Allowance
 from ..web.answers import request_id, rooted, rooted_page
-from ..desk.pages import desk_template
-from ..desk.texts import translator
-from ..desk.pages import long_date, plain
+from ..words.pages import desk_template
+from ..words.texts import translator
+from ..words.pages import long_date, plain
 from .messages import phone_link
 
 log = logging.getLogger("agenda")

@@ -24,8 +24,8 @@ from ..domain.appointments import series_coming, visits_told
 from ..domain.links import new_link
 from ..domain.outbox import (calendar_uids, clinic_refused, due_messages, finish, first_to, make_clinic_id, moot,
                               queue_reminders, recipient, start_try, told_before, try_again, try_undone)
-from ..desk.pages import visit_view
-from ..desk.texts import mail_reason
+from ..words.pages import visit_view
+from ..words.texts import mail_reason
 from .messages import envelope, test_message, written
 
 log = logging.getLogger("agenda")
@@ -107,7 +107,7 @@ class ClinicRefused(Unreachable):
     patient's message counts the try ("The sender")."""
 
 
-# Every why `failure` gives, each in words with its fix (desk/texts.py, "mailwhy_" and the reason) and in
+# Every why `failure` gives, each in words with its fix (words/texts.py, "mailwhy_" and the reason) and in
 # docs/deploy.md.
 SMTP_REASONS = ("recipient_refused", "recipient_deferred", "message_refused", "server_busy", "login_refused",
                 "login_needed", "sender_refused", "clinic_refused", "no_login", "no_starttls", "certificate",

@@ -50,6 +50,15 @@ def parse_time(text, field):
     return f"{hours:02d}:{minutes:02d}"
 
 
+def clinic_moment(stored, zone, shown="%d/%m/%Y %H:%M"):
+    """A stored moment (UTC text as the database keeps it, or an aware datetime) as the clinic reads it, in its zone:
+    DD/MM/YYYY HH:MM, or as `shown` says ('%H:%M'); '' for none ("Clinic time")."""
+    if not stored:
+        return ""
+    moment = stored if isinstance(stored, dt.datetime) else dt.datetime.fromisoformat(stored)
+    return moment.astimezone(zone).strftime(shown)
+
+
 def format_date(value):
     """An ISO date string (as stored) or a date, written as the caller reads it: DD/MM/YYYY."""
     if isinstance(value, str):

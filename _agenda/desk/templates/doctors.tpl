@@ -46,7 +46,7 @@
   <form method="post" action="/desk/doctors/{{quote(d['id'], safe='')}}/feed" class="inline">
     <input type="hidden" name="csrf" value="{{desk['csrf']}}">
     % if d['id'] in with_feeds:
-    <span>{{t('feed_since', when=with_feeds[d['id']].strftime('%d/%m/%Y %H:%M'))}}</span>
+    <span>{{t('feed_since', when=with_feeds[d['id']])}}</span>
     <button name="action" value="new">{{t('feed_renew')}}</button>
     <button name="action" value="revoke" class="danger">{{t('feed_revoke')}}</button>
     % else:

@@ -7,7 +7,7 @@ import re
 
 import bottle
 
-from ..values.fields import format_date
+from ..values.fields import clinic_moment, format_date
 from ..storage.shipped import read_data_file, TEMPLATES
 from ..domain.patients import TYPED
 from .texts import TEXTS
@@ -44,8 +44,7 @@ COPY_WORDS = {  # the patient's copy is in Spanish: what a patient reads of the 
 def copy_page(copy, zone):
     """The patient's copy as a page they can read (Spanish), standing alone ("A patient's copy")."""
     def when(utc_text):
-        moment = dt.datetime.fromisoformat(utc_text).astimezone(zone)
-        return f"{format_date(moment.date())} {moment:%H:%M}"
+        return clinic_moment(utc_text, zone)
 
     def sources(source):
         if source == "api":
