@@ -26,7 +26,7 @@ DESK_HANDLERS = sorted({route.handler.__module__.split(".")[-1] for route in edg
 FOLDERS = {
     "values": ["settings", "refusals", "fields", "printing"],
     "storage": ["sealing", "shipped", "connections", "events", "copies", "schema", "database", "replication",
-                "replica_restore"],
+                "leases", "host_replication", "replica_restore"],
     "domain": ["patients", "access", "identity", "slots", "appointments", "clinic", "visits", "holds", "availability",
                "staff", "outbox", "booking", "changes", "links", "registry", "closures", "reminders", "doctors", "fitting", "counter",
                "series", "waitlist", "rights", "feeds", "report", "timeline"],

@@ -1,6 +1,7 @@
 """`agenda host`: many clinics served by one process, each a folder named for its host name ("A host of
 clinics"): serve them all, and see them all in one table."""
 
+import functools
 import logging
 import sqlite3
 from pathlib import Path
@@ -13,12 +14,14 @@ from ..values.settings import desk_networks, settings_in_file
 from ..storage.connections import open_read_only, schema_version
 from ..storage.shipped import newest_version
 from ..storage.database import UPGRADE
+from ..storage.leases import Holder, holder_name, LEASE_SECONDS, objects_at
+from ..storage.host_replication import close_replica, ClinicReplica, HostReplicator, open_replica
 from ..domain.outbox import outbox_counts
 from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics, passed_over
 from ..app import create_app
-from .root import (cli, DEFAULTS, existing_database, human_size, proxy_options, read_secret_file, secret_file_path,
-                   waitress_options)
+from .root import (cli, DEFAULTS, existing_database, human_size, need_litestream, proxy_options, read_secret_file,
+                   secret_file_path, waitress_options)
 
 log = logging.getLogger("agenda")
 
@@ -47,9 +50,10 @@ def host_folder(folder):
     return Path(folder)
 
 
-def open_clinic(folder, replica=None):
-    """A clinic folder's app, upgraded and started as `agenda run` starts one; ValueError and the like when its
-    database, secret or settings cannot be served."""
+def open_clinic(folder, hosting=None):
+    """A clinic folder's app, upgraded and started as `agenda run` starts one, leased and replicated when
+    `hosting` (the host's replicator and leases) is given; ValueError and the like when its database, secret,
+    settings or lease cannot be served."""
     db_path = folder / CLINIC_DB
     settings = settings_in_file(folder / CLINIC_SETTINGS) if (folder / CLINIC_SETTINGS).is_file() else {}
     secret_path = secret_file_path(db_path, None)
@@ -63,15 +67,36 @@ def open_clinic(folder, replica=None):
         existing_database(str(db_path), older=UPGRADE).close()
     except click.ClickException as error:
         raise ValueError(error.message) from None
-    app = create_app(str(db_path), secret, replica=replica, **settings)
+    replica = open_replica(*hosting, folder.name, folder) if hosting else None
+    try:
+        app = create_app(str(db_path), secret, replica=replica, after_write=replica and replica.sync, **settings)
+    except BaseException:
+        if replica is not None:
+            close_replica(replica)
+        raise
     app.clinic.access.start()
     return app
 
 
 def close_clinic(app):
-    """Put a clinic's app away: its reads written down, its connections closed."""
+    """Put a clinic's app away: its reads written down, its connections closed, its replication stopped."""
     app.clinic.access.stop()
     app.clinic.db.close()
+    if isinstance(app.replica, ClinicReplica):
+        close_replica(app.replica)
+
+
+def start_hosting(folder, replica, lease_seconds):
+    """(the host's replicator, its leases), both started, for `--replica`; a ClickException saying why not."""
+    binary = need_litestream("--replica")
+    try:
+        leases = Holder(objects_at(replica), holder_name(folder), lease_seconds)
+        replicator = HostReplicator(binary, folder, replica)
+    except (ValueError, RuntimeError, OSError, ImportError) as error:
+        raise click.ClickException(f"cannot replicate: {error}") from None
+    leases.start()
+    replicator.start()
+    return replicator, leases
 
 
 @host.command("serve")
@@ -91,20 +116,31 @@ def close_clinic(app):
 @click.option("--cores", type=click.Choice(CORES), default="one", show_default=True,
               envvar="AGENDA_CORES", show_envvar=True,
               help="Keep the threads on one core (docs/design.md 'One core'), or let them run on every core.")
+@click.option("--replica", default=None, envvar="AGENDA_REPLICA", show_envvar=True,
+              help="Replicate every clinic to its own path under this base (s3://bucket/prefix?endpoint=... or a "
+                   "folder), each under a lease, each change answered once its replica holds it.")
+@click.option("--lease-seconds", default=LEASE_SECONDS, show_default=True, type=click.IntRange(3, 3600),
+              envvar="AGENDA_LEASE_SECONDS", show_envvar=True,
+              help="How long a clinic's lease holds unrenewed (docs/design.md 'Leases').")
 @proxy_options
 @click.pass_context
-def host_serve(ctx, folder, address, port, threads, share, cores, trusted_proxy, trusted_proxy_headers,
-               channel_timeout):
+def host_serve(ctx, folder, address, port, threads, share, cores, replica, lease_seconds, trusted_proxy,
+               trusted_proxy_headers, channel_timeout):
     """Serve every clinic folder under FOLDER, each at its own host name.
 
     A folder added is served within seconds, without a restart; one removed stops
     being served. A clinic that cannot be served (no secret, a damaged database, a
     wrong setting) answers 503 and is named in the log; the others go on.
 
+    With --replica, one Litestream copies every clinic to BASE/NAME/gN (N its
+    lease's generation), and a change is answered only once its replica holds it
+    while this host's lease on the clinic holds; a clinic whose replica or lease
+    fails answers 503 to changes, the others go on.
+
     Example:
 
     \b
-        agenda host serve /srv/clinics --port 8080
+        agenda host serve /srv/clinics --port 8080 --replica s3://clinics/eu1?region=eu-west-1
     """
     host_folder(folder)
     if share >= threads:
@@ -112,7 +148,8 @@ def host_serve(ctx, folder, address, port, threads, share, cores, trusted_proxy,
                                    f"--share below --threads")
     serve, writer = (ctx.obj or {}).get("serve") or serve_until_stopped, log_to_stderr()
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
-    clinics = Clinics(folder, open_clinic, close_clinic, share=share)
+    hosting = start_hosting(folder, replica, lease_seconds) if replica else None
+    clinics = Clinics(folder, functools.partial(open_clinic, hosting=hosting), close_clinic, share=share)
     clinics.look(force=True)
     try:
         serve(clinics, on_listening=lambda url: click.echo(
@@ -123,6 +160,8 @@ def host_serve(ctx, folder, address, port, threads, share, cores, trusted_proxy,
         raise click.ClickException(f"cannot listen on {address}:{port}: {error}") from None
     finally:
         clinics.close_all()
+        for part in reversed(hosting or ()):
+            part.stop()
         stop_logging(writer)
 
 

@@ -239,6 +239,7 @@ class Replicator:
                     os.sched_setaffinity(0, self.cores)
             self.process = start_child([self.binary, "replicate", "-config", str(self.config)], self.mark)
             log.info("litestream started (pid %s), replicating to %s", self.process.pid, without_password(self.url))
+            self.started()
             log_litestream(self.process.stdout, redactor(self.url))
             code = self.process.wait()
             if self.stopping.is_set():
@@ -249,6 +250,9 @@ class Replicator:
             backoff = 1.0 if ran > 60 else min(backoff * 2, 60.0)
             log.warning("litestream stopped (exit %s); bookings go on; restarting it in %.0f s", code, backoff)
             self.wait_down(backoff)
+
+    def started(self):
+        """Called each time Litestream has been started (again)."""
 
     def wait_down(self, seconds):
         """Wait `seconds` for Litestream's restart; once it has been down `down_after` seconds, checkpoint the

@@ -164,6 +164,10 @@ class Clinics:
                 app = self.app_of(one)
             except ClinicError as error:
                 return refusal(start_response, error, 503)
+            if environ.get("REQUEST_METHOD") in ("POST", "PUT", "DELETE") and not may_write(app):
+                return refusal(start_response, ClinicError(
+                    "SERVICE_UNAVAILABLE", "this clinic is moving to another host, or this host's lease on it "
+                                           "lapsed: nothing was changed; retry in a moment"), 503)
             environ["agenda.clinic"] = name  # the access log names it
             answer = app(environ, start_response)
             try:
@@ -174,6 +178,12 @@ class Clinics:
         finally:
             with self.guard:
                 one.in_flight -= 1
+
+
+def may_write(app):
+    """Whether the clinic's app may take a change now: always, unless its replica says its lease does not hold
+    ("Leases")."""
+    return getattr(getattr(app, "replica", None), "may_write", lambda: True)()
 
 
 def refusal(start_response, error, status):

@@ -1,0 +1,127 @@
+"""A host replicates each of its clinics (docs/design.md, "A host replicates its clinics", "Leases"), against
+SeaweedFS's real S3 server on loopback (tests/object_store.py): one Litestream for the host, each clinic to its own
+path under the base, each change answered once its replica holds it and while the host's lease on the clinic
+holds; a lease is written only by conditional PUT, one writer of many wins."""
+
+import json
+import os
+import sqlite3
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from click.testing import CliRunner
+
+import agenda
+from _agenda.storage.leases import (FolderObjects, generation_url, LeaseRefused, objects_at, read_lease,
+                                    write_lease)
+from object_store import CLIENT_ENV
+from conftest import agenda_command, days_ahead, Server, sign
+from crash_rounds import wait_for
+from test_host import A, B, make_clinic, SECRETS
+
+
+def host_send(url, host, method, path, body=None):
+    """(status, JSON answer, headers) of one signed request to the clinic `host` of a host at `url`."""
+    raw = b"" if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data=raw if body is not None else None, method=method, headers={
+        "Host": host, "Content-Type": "application/json", "X-Signature": sign(raw, SECRETS[host], method, path)})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, json.loads(answer.read() or b"{}"), answer.headers
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}"), error.headers
+
+
+def host_env(**more):
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("AGENDA_", "AWS_"))}
+    return {**env, **CLIENT_ENV, "PYTHONUNBUFFERED": "1", **more}
+
+
+def serving(folder, base, *names, seconds=30):
+    """`agenda host serve FOLDER --replica BASE`, once each of `names` answers /health 200 (leased, replicating)."""
+    server = Server(agenda_command("host", "serve", str(folder), "--port", "0", "--replica", base,
+                                   "--lease-seconds", str(seconds)), host_env())
+    for name in names:
+        wait_for(lambda: host_send(server.url, name, "GET", "/health")[0] == 200, seconds=120,
+                 message=f"{name} replicating")
+    return server
+
+
+def book(url, host, time="10:00"):
+    """A patient and an appointment booked at the clinic `host`: the appointment's answer."""
+    status, patient, _ = host_send(url, host, "POST", "/patients", {"name": "Rosa", "nif": "12345678Z"})
+    assert status in (200, 201), patient
+    status, booked, _ = host_send(url, host, "POST", "/appointments", {
+        "date": days_ahead(2), "time": time, "doctorId": "MARTIN", "patientId": patient["patientId"]})
+    assert status == 201, booked
+    return booked
+
+
+def restored_appointments(url, tmp_path, label):
+    """The booked appointments' ids in the replica at `url`, restored by `agenda restore --from-replica`."""
+    restored = tmp_path / f"restored-{label}.db"
+    result = CliRunner().invoke(agenda.cli, ["restore", "--from-replica", url, "--db", str(restored), "--yes"],
+                                env=CLIENT_ENV)
+    assert result.exit_code == 0, result.output
+    conn = sqlite3.connect(restored)
+    try:
+        return {row[0] for row in conn.execute("SELECT id FROM appointments WHERE status = 'booked'")}
+    finally:
+        conn.close()
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch):
+    """The store's keys for the test's own reads of it (the store takes any)."""
+    for key, value in CLIENT_ENV.items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def hosted(s3, tmp_path):
+    """(the host's folder with clinics A and B, the replica base in the store for this test)."""
+    folder = tmp_path / "clinics"
+    folder.mkdir()
+    for name in (A, B):
+        make_clinic(folder, name, tmp_path)
+    return folder, s3.url(f"hosts/{tmp_path.name}-{os.getpid()}")
+
+
+def test_a_host_replicates_each_clinic_to_its_own_path_and_acknowledges_each_change_there(hosted, tmp_path):
+    folder, base = hosted
+    server = serving(folder, base, A, B)
+    try:
+        booked = {name: int(book(server.url, name)["appointmentId"]) for name in (A, B)}
+    finally:
+        assert server.terminate() == 0, server.log()
+    for name in (A, B):
+        assert booked[name] in restored_appointments(generation_url(base, name, 1), tmp_path, name)
+        lease = read_lease(objects_at(base), name)
+        assert lease.generation == 1 and lease.holder.endswith(str(folder.resolve())) and not lease.released
+
+
+def race(objects, name, write, writers=16):
+    """How many of `writers` threads running write(objects, name, number) at once were granted their write."""
+    def one(number):
+        try:
+            write(objects, name, number)
+            return 1
+        except LeaseRefused:
+            return 0
+    with ThreadPoolExecutor(writers) as pool:
+        return sum(pool.map(one, range(writers)))
+
+
+@pytest.mark.parametrize("where", ["s3", "folder"])
+def test_a_lease_is_created_and_taken_over_by_exactly_one_of_many_hosts(where, request, tmp_path):
+    base = request.getfixturevalue("s3").url(f"leases/{tmp_path.name}-{os.getpid()}") if where == "s3" else \
+        str(tmp_path / "replicas")
+    objects = objects_at(base)
+    assert isinstance(objects, FolderObjects) == (where == "folder")
+    assert race(objects, A, lambda objects, name, number: write_lease(objects, name, f"host {number}", 1, 30)) == 1
+    first = read_lease(objects, A)
+    assert race(objects, A, lambda objects, name, number: write_lease(
+        objects, name, f"host {number}", 2, 30, etag=first.etag)) == 1
+    assert read_lease(objects, A).generation == 2
