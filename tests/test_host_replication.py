@@ -14,12 +14,12 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.storage.leases import (FolderObjects, generation_url, LeaseRefused, objects_at, read_lease,
-                                    write_lease)
+from _agenda.storage.leases import (FolderObjects, generation_url, Holder, LeaseRefused, margin_of, objects_at,
+                                    read_lease, waited_out, write_lease)
 from object_store import CLIENT_ENV
 from conftest import agenda_command, days_ahead, Server, sign
 from crash_rounds import wait_for
-from test_host import A, B, make_clinic, SECRETS
+from test_host import A, B, make_clinic, Moment, SECRETS
 
 
 def host_send(url, host, method, path, body=None):
@@ -125,3 +125,41 @@ def test_a_lease_is_created_and_taken_over_by_exactly_one_of_many_hosts(where, r
     assert race(objects, A, lambda objects, name, number: write_lease(
         objects, name, f"host {number}", 2, 30, etag=first.etag)) == 1
     assert read_lease(objects, A).generation == 2
+
+
+def test_a_lease_holds_by_its_holders_own_clock_until_a_margin_before_it_ends_and_no_other_host_takes_it(tmp_path):
+    clock, objects = Moment(), objects_at(str(tmp_path / "replicas"))
+    mine = Holder(objects, "host a", seconds=30, clock=clock)
+    assert mine.take(A).generation == 1 and mine.valid(A)
+    clock.now += 30 - margin_of(30) - 0.01
+    assert mine.valid(A)
+    clock.now += 0.02
+    assert not mine.valid(A)  # the lease itself still has its margin to run: no one else may take it yet
+    with pytest.raises(LeaseRefused, match="held by host a"):
+        Holder(objects, "host b", seconds=30, clock=clock).take(A)
+    mine.renew(A)
+    assert mine.valid(A) and read_lease(objects, A).generation == 1
+    lease = read_lease(objects, A)
+    write_lease(objects, A, "host b", 2, 30, etag=lease.etag)  # taken after it lapsed
+    with pytest.raises(LeaseRefused):
+        mine.renew(A)
+    assert not mine.valid(A)
+
+
+def test_a_lease_is_taken_over_only_once_released_or_left_unchanged_for_its_whole_length(tmp_path):
+    clock, objects = Moment(), objects_at(str(tmp_path / "replicas"))
+    held = write_lease(objects, A, "host a", 4, 10)
+
+    def renewed_meanwhile(seconds):
+        clock.now += seconds
+        if clock.now > 1005:
+            write_lease(objects, A, "host a", 4, 10, etag=read_lease(objects, A).etag)
+    with pytest.raises(LeaseRefused, match="renewed by host a"):
+        waited_out(objects, A, sleep=renewed_meanwhile, clock=clock)
+    clock.now, slept = 1000.0, []
+    assert waited_out(objects, A, sleep=lambda seconds: (slept.append(seconds), clock.__setattr__(
+        "now", clock.now + seconds)), clock=clock).generation == 4
+    assert sum(slept) >= 10
+    write_lease(objects, A, "host a", 4, 10, released=True, etag=read_lease(objects, A).etag)
+    assert waited_out(objects, A, sleep=pytest.fail, clock=clock).released
+    assert held.generation == 4

@@ -147,7 +147,7 @@ def write_lease(objects, name, holder, generation, seconds, released=False, etag
     """The lease written if it is still as read (`etag`; None: only if there is none); LeaseRefused else."""
     expires = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)).isoformat(timespec="seconds")
     body = json.dumps({"holder": holder, "generation": generation, "seconds": seconds, "expires": expires,
-                       "released": released}).encode()
+                       "released": released, "write": os.urandom(8).hex()}).encode()  # each write a new ETag
     return Lease(holder, generation, seconds, expires, released, objects.write(f"{name}/{LEASE_FILE}", body, etag))
 
 
