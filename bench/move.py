@@ -10,6 +10,10 @@ folder.
 """
 
 import argparse
+import hashlib
+import hmac
+import http.client
+import json
 import os
 import shutil
 import subprocess
@@ -48,6 +52,22 @@ def served(port, name, seconds=600):
     return time.monotonic() - began
 
 
+def acknowledged(port, name):
+    """Seconds until a new patient at the clinic `name` is acknowledged (its replica holds it)."""
+    body = json.dumps({"name": "Rosa Prueba", "nif": "12345678Z"}).encode()
+    signature = hmac.new(SECRET.encode(), b"POST\n/patients\n" + body, hashlib.sha256).hexdigest()
+    began = time.monotonic()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    connection.request("POST", "/patients", body=body, headers={"Host": name, "X-Signature": signature,
+                                                                "Content-Type": "application/json"})
+    answer = connection.getresponse()
+    answer.read()
+    connection.close()
+    if answer.status not in (200, 201):
+        raise SystemExit(f"the change was not acknowledged: {answer.status}")
+    return time.monotonic() - began
+
+
 def clinic_folder(host, db):
     place = host / NAME
     place.mkdir(parents=True)
@@ -81,7 +101,8 @@ def main():
                 hosts.append(start([sys.executable, str(ROOT / "agenda.py"), "host", "serve", str(folder / host),
                                     "--port", "0", "--replica", base], env))
             first, second = hosts[0][1], hosts[1][1]
-            print(f"host A replicating it: /health 200 after {served(first, NAME):.1f} s")
+            print(f"host A replicating it: /health 200 after {served(first, NAME):.1f} s, a first change "
+                  f"acknowledged (the whole file shipped first) after {acknowledged(first, NAME):.1f} s more")
             began = time.monotonic()
             release = agenda("clinic", "release", NAME, "--folder", str(folder / "a"), "--replica", base, env=env)
             aside = next((folder / "a" / ".released").iterdir())
