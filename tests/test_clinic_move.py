@@ -149,3 +149,24 @@ def test_a_host_killed_in_the_middle_of_a_release_leaves_its_clinic_adoptable(ho
     finally:
         conn.close()
     assert read_lease(objects_at(base), A).generation == 2
+
+
+def test_a_release_or_an_adoption_that_cannot_be_done_is_refused_with_the_fix_and_changes_nothing(tmp_path):
+    folder, base = tmp_path / "host", str(tmp_path / "replicas")
+    folder.mkdir()
+    make_clinic(folder, A, tmp_path)
+    for args, words in [(("release", "../etc", "--folder", str(folder)), "no clinic's name"),
+                        (("release", "citas.otra.es", "--folder", str(folder)), "holds no agenda.db"),
+                        (("release", A, "--folder", str(folder)), "never served with --replica has nothing"),
+                        (("adopt", A, "--folder", str(folder)), "this host serves"),
+                        (("adopt", "citas.otra.es", "--folder", str(folder)), "agenda.secret is missing")]:
+        code, output = clinic_command(*args, "--replica", base)
+        assert code == 1 and words in output, (args, output)
+    (folder / "citas.otra.es").mkdir()
+    (folder / "citas.otra.es" / "agenda.secret").write_text("a secret")
+    code, output = clinic_command("adopt", "citas.otra.es", "--folder", str(folder), "--replica", base)
+    assert code == 1 and "has no lease at that replica: nothing to adopt" in output, output
+    code, output = clinic_command("release", A, "--folder", str(folder), "--replica", "sftp://host/path")
+    assert code == 1 and "cannot hold a lease" in output, output
+    assert sorted(path.name for path in folder.iterdir()) == [A, "citas.otra.es"]
+    assert not (folder / A / RELEASING).exists() and not (folder / "citas.otra.es" / "agenda.db").exists()

@@ -100,6 +100,8 @@ def test_a_host_replicates_each_clinic_to_its_own_path_and_acknowledges_each_cha
         assert booked[name] in restored_appointments(generation_url(base, name, 1), tmp_path, name)
         lease = read_lease(objects_at(base), name)
         assert lease.generation == 1 and lease.holder.endswith(str(folder.resolve())) and not lease.released
+    result = CliRunner().invoke(agenda.cli, ["host", "status", str(folder)])
+    assert result.exit_code == 0 and "not served" not in result.output, result.output  # the host's own marks
 
 
 def race(objects, name, write, writers=16):

@@ -15,6 +15,7 @@ from ..storage.leases import (generation_url, holder_name, LeaseRefused, objects
 from ..storage.host_replication import RELEASING, running_host, shipped
 from ..storage.replication import Replicator, without_password
 from ..storage.replica_restore import checked_point
+from ..web.host import HOST_NAME
 from .root import cli, need_litestream
 
 RELEASED = ".released"  # under the host's folder: the folders of clinics released from this host
@@ -44,6 +45,14 @@ def host_options(command):
                         show_envvar=True, help="This host's folder of clinics (as `agenda host serve FOLDER`).")(command)
 
 
+def clinic_place(folder, name):
+    """The clinic's folder under the host's, its name checked as a host name."""
+    if not HOST_NAME.fullmatch(name):
+        raise click.ClickException(f"{name!r} is no clinic's name: give its host name in small letters, as its "
+                                   "folder is named (citas.clinicasol.es)")
+    return Path(folder) / name
+
+
 def leases_at(replica):
     try:
         return objects_at(replica)
@@ -66,7 +75,7 @@ def release(name, folder, replica):
     \b
         agenda clinic release citas.clinicasol.es --folder /srv/clinics --replica s3://clinics/eu1
     """
-    place = Path(folder) / name
+    place = clinic_place(folder, name)
     if not (place / "agenda.db").is_file():
         raise click.ClickException(f"{place} holds no agenda.db: name a clinic served from {folder} "
                                    "(agenda host status FOLDER lists them)")
@@ -153,7 +162,7 @@ def adopt(name, folder, replica):
     \b
         agenda clinic adopt citas.clinicasol.es --folder /srv/clinics --replica s3://clinics/eu1
     """
-    place = Path(folder) / name
+    place = clinic_place(folder, name)
     if (place / "agenda.db").exists():
         raise click.ClickException(f"{place}/agenda.db is there already: this host serves {name}")
     if not (place / "agenda.secret").is_file():

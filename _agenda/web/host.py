@@ -39,9 +39,12 @@ def clinic_folders(folder):
 
 
 def passed_over(folder):
-    """{entry: why} of what under `folder` is no clinic, for the admin to read."""
+    """{entry: why} of what under `folder` is no clinic, for the admin to read; hidden entries (the host's own:
+    its replication's marks, the clinics released) left out."""
     found = {}
     for entry in Path(folder).iterdir():
+        if entry.name.startswith("."):
+            continue
         if not entry.is_dir():
             found[entry.name] = "not a folder"
         elif not HOST_NAME.fullmatch(entry.name):
