@@ -6,6 +6,7 @@ and `GET /availabilities`), alone in the host, and beside the N-1 idle ones.
     .venv/bin/python bench/fleet.py --clinics 50        # about two minutes
     .venv/bin/python bench/fleet.py --clinics 20 --no-runs    # the host alone
     .venv/bin/python bench/fleet.py --clinics 50 --litestream    # one Litestream for all against one each
+    .venv/bin/python bench/fleet.py --clinics 300 --litestream --no-runs    # one Litestream for 300
 
 Bounded: the processes it starts are stopped by their process id, to 127.0.0.1 only, its files in one temporary
 folder; each measure lasts --seconds.
@@ -142,7 +143,7 @@ def idle_figures(pids, seconds):
     return sum(rss_mb(pid) for pid in pids), (sum(cpu_seconds(pid) for pid in pids) - before) / seconds
 
 
-def litestream_figures(folder, names, seconds):
+def litestream_figures(folder, names, seconds, apart=True):
     """(one Litestream for every clinic, one Litestream a clinic): each (RSS MB, share of a core) idle, every
     clinic replicated to a folder of its own; the one Litestream takes its clinics through its control socket
     (`register`), as the host does."""
@@ -166,6 +167,8 @@ def litestream_figures(folder, names, seconds):
     finally:
         one.terminate()
         one.wait(60)
+    if not apart:
+        return shared, None
     each = []
     try:
         for name, path in zip(names, paths):
@@ -188,7 +191,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clinics", type=int, default=50)
     parser.add_argument("--seconds", type=int, default=10)
-    parser.add_argument("--no-runs", action="store_true", help="measure the host only, not a process a clinic")
+    parser.add_argument("--no-runs", action="store_true", help="measure the host (or one Litestream) only, not one "
+                                                                  "a clinic")
     parser.add_argument("--litestream", action="store_true",
                         help="measure Litestream only: one for every clinic against one a clinic")
     options = parser.parse_args()
@@ -196,8 +200,11 @@ def main():
         folder = Path(scratch)
         names = clinic_folders(folder, options.clinics)
         if options.litestream:
-            (shared, shared_cpu), (apart, apart_cpu) = litestream_figures(folder, names, options.seconds)
+            (shared, shared_cpu), each = litestream_figures(folder, names, options.seconds, not options.no_runs)
             print(f"one Litestream for {len(names)} clinics idle: {shared:.0f} MB RSS, {shared_cpu:.1%} of a core")
+            if each is None:
+                return
+            apart, apart_cpu = each
             print(f"{len(names)} Litestreams, one a clinic, idle: {apart:.0f} MB RSS ({apart / len(names):.1f} MB "
                   f"each), {apart_cpu:.1%} of a core")
             return

@@ -12,8 +12,9 @@ from pathlib import Path
 from ..values.refusals import ClinicError
 from .connections import litestream_beside
 from .leases import generation_url
-from .replication import (BEHIND_AFTER, DOWN_AFTER, litestream_call, LITESTREAM_SYNC_SECONDS, private_folder,
-                          replica_sync, replica_url, Replicator, take_replicating_mark, without_password)
+from .replication import (BEHIND_AFTER, DOWN_AFTER, litestream_call, LITESTREAM_SYNC_SECONDS, passive_checkpoint,
+                          private_folder, replica_sync, replica_url, Replicator, take_replicating_mark,
+                          without_password)
 
 log = logging.getLogger("agenda")
 
@@ -95,12 +96,11 @@ class HostReplicator(Replicator):
             os.close(mark)
 
     def checkpoint(self):
+        """Each clinic's passive checkpoint while Litestream stays down ("Checkpoints")."""
         with self.guard:
             paths = list(self.clinics)
         for path in paths:
-            self.db_path = path
-            Replicator.checkpoint(self)
-        self.db_path = None
+            passive_checkpoint(path)
 
     def stop(self, timeout=5):
         super().stop(timeout)
