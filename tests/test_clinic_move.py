@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.storage.host_replication import RELEASING
-from _agenda.storage.leases import objects_at, read_lease
+from _agenda.storage.leases import holder_name, objects_at, read_lease, write_lease
 from conftest import valid_dni
 from crash_rounds import wait_for
 from test_host import A, make_clinic
@@ -49,6 +49,15 @@ def patients_in(db_path):
     conn = sqlite3.connect(db_path)
     try:
         return {row[0] for row in conn.execute("SELECT id FROM patients")}
+    finally:
+        conn.close()
+
+
+def events_in(db_path):
+    """The clinic's audit trail, whole: every change it holds."""
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute("SELECT * FROM events ORDER BY id").fetchall()
     finally:
         conn.close()
 
@@ -170,3 +179,21 @@ def test_a_release_or_an_adoption_that_cannot_be_done_is_refused_with_the_fix_an
     assert code == 1 and "cannot hold a lease" in output, output
     assert sorted(path.name for path in folder.iterdir()) == [A, "citas.otra.es"]
     assert not (folder / A / RELEASING).exists() and not (folder / "citas.otra.es" / "agenda.db").exists()
+
+
+def test_a_clinic_whose_host_is_stopped_is_released_through_a_litestream_of_its_own_and_adopted(tmp_path):
+    first, second, base = tmp_path / "host-a", tmp_path / "host-b", str(tmp_path / "replicas")
+    first.mkdir()
+    second.mkdir()
+    make_clinic(first, A, tmp_path)
+    write_lease(objects_at(base), A, holder_name(first), 1, LEASE)  # as its host left it when it stopped
+    expected = events_in(first / A / "agenda.db")
+    code, output = clinic_command("release", A, "--folder", str(first), "--replica", base)
+    assert code == 0, output
+    assert read_lease(objects_at(base), A).released and not (first / A).exists()
+    prepared(second, next((first / ".released").iterdir()))
+    code, output = clinic_command("adopt", A, "--folder", str(second), "--replica", base)
+    assert code == 0 and "waiting" not in output, output
+    assert events_in(second / A / "agenda.db") == expected and expected
+    lease = read_lease(objects_at(base), A)
+    assert (lease.holder, lease.generation, lease.released) == (holder_name(second), 2, False)
