@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
+from _agenda.storage.connections import hold_replicating_mark
 from _agenda.storage.leases import (FolderObjects, generation_url, Holder, LeaseRefused, margin_of, objects_at,
                                     read_lease, waited_out, write_lease)
 from object_store import CLIENT_ENV
@@ -165,3 +166,16 @@ def test_a_lease_is_taken_over_only_once_released_or_left_unchanged_for_its_whol
     write_lease(objects, A, "host a", 4, 10, released=True, etag=read_lease(objects, A).etag)
     assert waited_out(objects, A, sleep=pytest.fail, clock=clock).released
     assert held.generation == 4
+
+
+def test_a_second_host_on_the_same_folder_or_a_replica_that_cannot_hold_a_lease_is_refused(tmp_path):
+    folder = tmp_path / "clinics"
+    folder.mkdir()
+    mark = hold_replicating_mark(folder.resolve() / "host")  # as a running host holds it
+    try:
+        result = CliRunner().invoke(agenda.cli, ["host", "serve", str(folder), "--replica", str(tmp_path / "r")])
+        assert result.exit_code == 1 and "already serves" in result.output, result.output
+    finally:
+        os.close(mark)
+    result = CliRunner().invoke(agenda.cli, ["host", "serve", str(folder), "--replica", "sftp://host/path"])
+    assert result.exit_code == 1 and "sftp:// cannot hold a lease" in result.output, result.output

@@ -92,7 +92,10 @@ def start_hosting(folder, replica, lease_seconds):
     try:
         leases = Holder(objects_at(replica), holder_name(folder), lease_seconds)
         replicator = HostReplicator(binary, folder, replica)
-    except (ValueError, RuntimeError, OSError, ImportError) as error:
+    except RuntimeError:
+        raise click.ClickException(f"another `agenda host serve --replica` already serves {folder}: stop it "
+                                   "first (one host a folder)") from None
+    except (ValueError, OSError, ImportError) as error:
         raise click.ClickException(f"cannot replicate: {error}") from None
     leases.start()
     replicator.start()
