@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.storage.connections import hold_replicating_mark
+from _agenda.storage.host_replication import open_replica
 from _agenda.storage.leases import (FolderObjects, generation_url, Holder, LeaseRefused, margin_of, objects_at,
                                     read_lease, waited_out, write_lease)
 from object_store import CLIENT_ENV
@@ -179,3 +180,15 @@ def test_a_second_host_on_the_same_folder_or_a_replica_that_cannot_hold_a_lease_
         os.close(mark)
     result = CliRunner().invoke(agenda.cli, ["host", "serve", str(folder), "--replica", "sftp://host/path"])
     assert result.exit_code == 1 and "sftp:// cannot hold a lease" in result.output, result.output
+
+
+def test_a_clinic_that_cannot_be_replicated_is_not_leased_on(tmp_path):
+    class Refusing:
+        base = str(tmp_path / "replicas")
+
+        def add(self, db_path, url):
+            raise RuntimeError("another process replicates it")
+    leases = Holder(objects_at(Refusing.base), "host a", seconds=30)
+    with pytest.raises(RuntimeError):
+        open_replica(Refusing(), leases, A, tmp_path / A)
+    assert not leases.valid(A) and A not in leases.held  # not renewed: it lapses for another host to adopt

@@ -150,7 +150,12 @@ def open_replica(replicator, leases, name, folder):
     """The clinic `name` at `folder` leased by this host and replicated to its lease generation's path: its
     ClinicReplica; LeaseRefused when another host holds it."""
     lease = leases.take(name)
-    replicator.add(Path(folder) / "agenda.db", replica_url(generation_url(replicator.base, name, lease.generation)))
+    try:
+        replicator.add(Path(folder) / "agenda.db", replica_url(generation_url(replicator.base, name,
+                                                                              lease.generation)))
+    except BaseException:
+        leases.drop(name)  # not served: its lease lapses
+        raise
     return ClinicReplica(replicator, leases, name, folder, replicator.behind_after)
 
 
