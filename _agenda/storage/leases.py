@@ -190,7 +190,8 @@ class Holder:
             return self.written(name, lease.generation, lease.etag)
         except LeaseRefused:
             self.drop(name)
-            log.error("clinic %s: its lease was taken by another host; its changes are refused here", name)
+            log.error("clinic %s: its lease changed in the store (released, or taken by another host); its "
+                      "changes are refused here", name)
             raise
 
     def valid(self, name):
