@@ -45,21 +45,22 @@ def prepared(folder, source):
         shutil.copy2(source / name, folder / A / name)
 
 
-def patients_in(db_path):
+def rows_in(db_path, query):
+    """What `query` reads in the database at db_path."""
     conn = sqlite3.connect(db_path)
     try:
-        return {row[0] for row in conn.execute("SELECT id FROM patients")}
+        return conn.execute(query).fetchall()
     finally:
         conn.close()
+
+
+def patients_in(db_path):
+    return {row[0] for row in rows_in(db_path, "SELECT id FROM patients")}
 
 
 def events_in(db_path):
     """The clinic's audit trail, whole: every change it holds."""
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute("SELECT * FROM events ORDER BY id").fetchall()
-    finally:
-        conn.close()
+    return rows_in(db_path, "SELECT * FROM events ORDER BY id")
 
 
 class Writer:
@@ -128,11 +129,7 @@ def test_a_host_frozen_past_its_lease_refuses_changes_once_another_host_adopted_
         status, answer, headers = host_send(old.url, A, "POST", "/patients", {"name": "Eva", "nif": valid_dni(7)})
         assert status == 503 and headers["Retry-After"], answer
         assert host_send(new.url, A, "POST", "/patients", {"name": "Eva", "nif": valid_dni(7)})[0] == 201
-        conn = sqlite3.connect(second / A / "agenda.db")
-        try:
-            assert conn.execute("SELECT count(*) FROM appointments WHERE id = ?", (booked,)).fetchone() == (1,)
-        finally:
-            conn.close()
+        assert rows_in(second / A / "agenda.db", f"SELECT id FROM appointments WHERE id = {booked}") == [(booked,)]
     finally:
         old.process.send_signal(signal.SIGCONT)
         for server in (old, new):
@@ -152,11 +149,7 @@ def test_a_host_killed_in_the_middle_of_a_release_leaves_its_clinic_adoptable(ho
     prepared(second, first / A)
     code, output = clinic_command("adopt", A, "--folder", str(second), "--replica", base)
     assert code == 0, output
-    conn = sqlite3.connect(second / A / "agenda.db")
-    try:
-        assert conn.execute("SELECT count(*) FROM appointments WHERE id = ?", (booked,)).fetchone() == (1,)
-    finally:
-        conn.close()
+    assert rows_in(second / A / "agenda.db", f"SELECT id FROM appointments WHERE id = {booked}") == [(booked,)]
     assert read_lease(objects_at(base), A).generation == 2
 
 
@@ -197,3 +190,20 @@ def test_a_clinic_whose_host_is_stopped_is_released_through_a_litestream_of_its_
     assert events_in(second / A / "agenda.db") == expected and expected
     lease = read_lease(objects_at(base), A)
     assert (lease.holder, lease.generation, lease.released) == (holder_name(second), 2, False)
+
+
+def test_an_adoption_cut_short_after_taking_the_lease_is_taken_up_again_from_the_generation_before(tmp_path):
+    first, second, base = tmp_path / "host-a", tmp_path / "host-b", str(tmp_path / "replicas")
+    first.mkdir()
+    second.mkdir()
+    make_clinic(first, A, tmp_path)
+    write_lease(objects_at(base), A, holder_name(first), 1, LEASE)
+    expected = events_in(first / A / "agenda.db")
+    assert clinic_command("release", A, "--folder", str(first), "--replica", base)[0] == 0
+    prepared(second, next((first / ".released").iterdir()))
+    released = read_lease(objects_at(base), A)
+    write_lease(objects_at(base), A, holder_name(second), 2, LEASE, etag=released.etag)  # then the adoption died
+    code, output = clinic_command("adopt", A, "--folder", str(second), "--replica", base)
+    assert code == 0 and "waiting" not in output and "/g1" in output, output
+    assert events_in(second / A / "agenda.db") == expected
+    assert read_lease(objects_at(base), A).generation == 3

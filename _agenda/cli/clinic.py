@@ -13,7 +13,7 @@ import click
 from ..storage.leases import (generation_url, holder_name, LeaseRefused, objects_at, read_lease, waited_out,
                               write_lease)
 from ..storage.host_replication import RELEASING, running_host, shipped
-from ..storage.replication import Replicator, without_password
+from ..storage.replication import Replicator, ReplicaUnreadable, restore_points, without_password
 from ..storage.replica_restore import checked_point
 from ..web.host import HOST_NAME
 from .root import cli, need_litestream
@@ -169,27 +169,42 @@ def adopt(name, folder, replica):
         raise click.ClickException(f"{place}/agenda.secret is missing: copy the clinic's agenda.secret (and "
                                    f"agenda.toml) from the old host's folder into {place} first")
     objects, binary = leases_at(replica), need_litestream("an adoption")
-    lease = read_lease(objects, name)
-    if lease is not None and not lease.released:
+    lease, holder = read_lease(objects, name), holder_name(folder)
+    if lease is not None and not lease.released and lease.holder != holder:
         click.echo(f"{name} is {describe(lease)}: waiting {lease.seconds} s for it to lapse", err=True)
     try:
-        lease = waited_out(objects, name)
+        lease = waited_out(objects, name, mine=holder)
     except LeaseRefused as error:
         raise click.ClickException(str(error)) from None
     scratch = place / ".adopting"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(mode=0o700)
     try:
-        adopted(name, place, objects, binary, replica, lease, holder_name(folder))
+        adopted(name, place, objects, binary, replica, lease, holder)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def newest_generation(binary, replica, name, generation, output):
+    """(URL, the restored copy or None, why not) of the clinic's newest generation that holds anything: the
+    lease's own, or, when nothing was ever replicated there (an adoption cut short before its host served the
+    clinic), the one before it."""
+    url = generation_url(replica, name, generation)
+    copy, why = checked_point(binary, url, output)
+    if copy is None and generation > 1:
+        try:
+            empty = not restore_points(binary, url)
+        except ReplicaUnreadable:
+            empty = False
+        if empty:
+            return newest_generation(binary, replica, name, generation - 1, output)
+    return url, copy, why
 
 
 def adopted(name, place, objects, binary, replica, lease, holder):
     """Restore the clinic from its lease generation's replica, take the next generation, put its database in
     place; a ClickException (nothing taken) when the copy fails its check or the lease was taken meanwhile."""
-    url = generation_url(replica, name, lease.generation)
-    copy, why = checked_point(binary, url, place / ".adopting" / "agenda.db")
+    url, copy, why = newest_generation(binary, replica, name, lease.generation, place / ".adopting" / "agenda.db")
     if copy is None:
         raise click.ClickException(f"the replica at {without_password(url)} cannot be restored whole ({why}): "
                                    f"nothing was taken; `agenda restore --from-replica URL --db FILE` looks back for "

@@ -228,14 +228,14 @@ class Holder:
         self.stopping.set()
 
 
-def waited_out(objects, name, sleep=time.sleep, clock=time.monotonic):
-    """The clinic's lease once no one holds it: released, or left unchanged for its whole length by this
-    process's clock (its holder, by its own, stopped acknowledging before); LeaseRefused when there is none or it
-    changed meanwhile."""
+def waited_out(objects, name, sleep=time.sleep, clock=time.monotonic, mine=None):
+    """The clinic's lease once no one holds it: released, this host's own (`mine`: an adoption cut short, the
+    clinic not served here), or left unchanged for its whole length by this process's clock (its holder, by its
+    own, stopped acknowledging before); LeaseRefused when there is none or it changed meanwhile."""
     lease = read_lease(objects, name)
     if lease is None:
         raise LeaseRefused(f"{name} has no lease at that replica: nothing to adopt")
-    if lease.released:
+    if lease.released or lease.holder == mine:
         return lease
     until = clock() + lease.seconds
     while clock() < until:
