@@ -143,7 +143,8 @@ def test_a_host_killed_in_the_middle_of_a_release_leaves_its_clinic_adoptable(ho
     try:
         booked = int(book(old.url, A)["appointmentId"])
         (first / A / RELEASING).touch()  # the release begun: changes refused from here
-        assert host_send(old.url, A, "POST", "/patients", {"name": "Eva", "nif": valid_dni(8)})[0] == 503
+        status, answer, headers = host_send(old.url, A, "POST", "/patients", {"name": "Eva", "nif": valid_dni(8)})
+        assert status == 503 and headers["Retry-After"] and "moving" in answer["error"]["message"], answer
     finally:
         old.stop()  # SIGKILL: no last sync, no lease released
     prepared(second, first / A)
