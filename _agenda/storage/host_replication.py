@@ -29,7 +29,7 @@ class HostReplicator(Replicator):
 
     def __init__(self, binary, folder, base, behind_after=BEHIND_AFTER, down_after=DOWN_AFTER):
         self.binary, self.url, self.db_path, self.base = binary, without_password(base), None, base
-        self.mark = take_replicating_mark(Path(folder).resolve() / "host")  # one host replicates this folder
+        self.mark = take_replicating_mark(Path(folder).resolve() / "host", tries=5)  # one host a folder
         self.folder = private_folder()
         self.socket_path = str(Path(self.folder) / "control.sock")
         self.config = Path(self.folder) / "litestream.yml"
