@@ -35,6 +35,7 @@ import _agenda.cli.rights  # noqa: F401
 import _agenda.cli.open_formats  # noqa: F401
 import _agenda.cli.mail  # noqa: F401
 import _agenda.cli.host  # noqa: F401
+import _agenda.cli.clinic  # noqa: F401
 
 # The public names: the command, the app, the clinic and its database, the catalog loader and the
 # caller's signature. Everything else is an inside: import it from its module in _agenda/.

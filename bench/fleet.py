@@ -5,6 +5,8 @@ and `GET /availabilities`), alone in the host, and beside the N-1 idle ones.
 
     .venv/bin/python bench/fleet.py --clinics 50        # about two minutes
     .venv/bin/python bench/fleet.py --clinics 20 --no-runs    # the host alone
+    .venv/bin/python bench/fleet.py --clinics 50 --litestream    # one Litestream for all against one each
+    .venv/bin/python bench/fleet.py --clinics 300 --litestream --no-runs    # one Litestream for 300
 
 Bounded: the processes it starts are stopped by their process id, to 127.0.0.1 only, its files in one temporary
 folder; each measure lasts --seconds.
@@ -14,6 +16,7 @@ import argparse
 import hashlib
 import hmac
 import http.client
+import json
 import os
 import shutil
 import statistics
@@ -140,15 +143,71 @@ def idle_figures(pids, seconds):
     return sum(rss_mb(pid) for pid in pids), (sum(cpu_seconds(pid) for pid in pids) - before) / seconds
 
 
+def litestream_figures(folder, names, seconds, apart=True):
+    """(one Litestream for every clinic, one Litestream a clinic): each (RSS MB, share of a core) idle, every
+    clinic replicated to a folder of its own; the one Litestream takes its clinics through its control socket
+    (`register`), as the host does."""
+    sys.path.insert(0, str(ROOT))
+    from _agenda.storage.replication import litestream_binary, litestream_call
+    binary, paths = litestream_binary(), [folder / "host" / name / "agenda.db" for name in names]
+    config = folder / "one.yml"
+    config.write_text(json.dumps({"socket": {"enabled": True, "path": str(folder / "one.sock")}, "dbs": [
+        {"path": str(paths[0]), "replica": {"url": f"file://{folder}/replicas/one/{names[0]}"}}]}))
+    one = subprocess.Popen([binary, "replicate", "-config", str(config)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        while not (folder / "one.sock").exists():
+            time.sleep(0.1)
+        for name, path in zip(names[1:], paths[1:]):
+            status, answer = litestream_call(str(folder / "one.sock"), "POST", "/register", {
+                "path": str(path), "replica_url": f"file://{folder}/replicas/one/{name}"})
+            assert status == 200, answer
+        time.sleep(seconds)
+        shared = idle_figures([one.pid], seconds)
+    finally:
+        one.terminate()
+        one.wait(60)
+    if not apart:
+        return shared, None
+    each = []
+    try:
+        for name, path in zip(names, paths):
+            config = folder / f"{name}.yml"
+            config.write_text(json.dumps({"dbs": [{"path": str(path), "replica": {
+                "url": f"file://{folder}/replicas/each/{name}"}}]}))
+            each.append(subprocess.Popen([binary, "replicate", "-config", str(config)], stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL))
+        time.sleep(seconds)
+        apart = idle_figures([process.pid for process in each], seconds)
+    finally:
+        for process in each:
+            process.terminate()
+        for process in each:
+            process.wait(60)
+    return shared, apart
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clinics", type=int, default=50)
     parser.add_argument("--seconds", type=int, default=10)
-    parser.add_argument("--no-runs", action="store_true", help="measure the host only, not a process a clinic")
+    parser.add_argument("--no-runs", action="store_true", help="measure the host (or one Litestream) only, not one "
+                                                                  "a clinic")
+    parser.add_argument("--litestream", action="store_true",
+                        help="measure Litestream only: one for every clinic against one a clinic")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         names = clinic_folders(folder, options.clinics)
+        if options.litestream:
+            (shared, shared_cpu), each = litestream_figures(folder, names, options.seconds, not options.no_runs)
+            print(f"one Litestream for {len(names)} clinics idle: {shared:.0f} MB RSS, {shared_cpu:.1%} of a core")
+            if each is None:
+                return
+            apart, apart_cpu = each
+            print(f"{len(names)} Litestreams, one a clinic, idle: {apart:.0f} MB RSS ({apart / len(names):.1f} MB "
+                  f"each), {apart_cpu:.1%} of a core")
+            return
         env = {"AGENDA_MIN_NOTICE": "0"}
         (folder / "alone").mkdir()
         shutil.copytree(folder / "host" / names[0], folder / "alone" / names[0])

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.cli.host import clinic_replica
+from _agenda.storage.leases import clinic_url, objects_at, write_lease
 from _agenda.storage.connections import transaction
 from _agenda.storage.events import recall, remember
 from _agenda.storage.replication import litestream_binary, replica_sync, Replicator
@@ -56,13 +57,21 @@ def status(folder, now):
     return result.exit_code, {line.split()[0]: line for line in result.output.splitlines()[1:]}
 
 
-def test_a_clinic_replica_is_its_name_under_the_hosts_replica_with_the_query_kept():
-    assert clinic_replica("/mnt/replica", A) == f"/mnt/replica/{A}"
-    assert clinic_replica("s3://bucket/host1?endpoint=http://127.0.0.1:8333&forcePathStyle=true", A) == (
+def test_a_clinic_replica_is_its_name_under_the_hosts_replica_with_the_query_kept(tmp_path):
+    assert clinic_replica(str(tmp_path), A) == f"{tmp_path}/{A}"  # replicated without a lease
+    assert clinic_url("s3://bucket/host1?endpoint=http://127.0.0.1:8333&forcePathStyle=true", A) == (
         f"s3://bucket/host1/{A}?endpoint=http://127.0.0.1:8333&forcePathStyle=true")
-    assert clinic_replica("s3://bucket?region=eu-south-2", A) == f"s3://bucket/{A}?region=eu-south-2"
+    assert clinic_url("s3://bucket?region=eu-south-2", A) == f"s3://bucket/{A}?region=eu-south-2"
     assert clinic_replica("sftp://agenda:p%40ss@nas.local/volume1/host/", A) == (
         f"sftp://agenda:p%40ss@nas.local/volume1/host/{A}")
+
+
+def test_a_leased_clinics_drill_reads_its_leases_generation(tmp_path):
+    """A host's clinic replicates to its lease's generation's path: the drill restores from there, not the one before."""
+    objects = objects_at(str(tmp_path))
+    lease = write_lease(objects, A, "host-a", 1, 30)
+    write_lease(objects, A, "host-b", 2, 30, etag=lease.etag)
+    assert clinic_replica(str(tmp_path), A) == f"{tmp_path}/{A}/g2"
 
 
 def test_the_host_drill_restores_every_clinic_from_s3_names_one_without_a_replica_and_status_shows_it(

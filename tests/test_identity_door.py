@@ -357,6 +357,8 @@ COMMANDS = {
     "doctor retire": cli_case(("doctor", "retire", "RUIZ", "--from", "24/11/2026"), shows={"lucas"}),
     "export": cli_case(("export", "{tmp}/out")),
     "health": cli_case(("health", "--help")),  # asks a running service's /health: no patient there
+    "clinic adopt": cli_case(("clinic", "adopt", "--help")),  # a clinic's file moved whole, no patient read
+    "clinic release": cli_case(("clinic", "release", "--help")),  # the same: test_clinic_move.py
     "host serve": cli_case(("host", "serve", "--help")),  # serves the routes above, each clinic's: test_host.py
     "host nginx": cli_case(("host", "nginx", "{tmp}", "{tmp}/sites")),  # host names and networks only
     "host drill": cli_case(("host", "drill", "{tmp}", "--replica", "{tmp}/replica")),  # events' ids only: the

@@ -13,7 +13,7 @@ import click
 
 from ..values.settings import Settings
 from ..values.fields import format_date
-from ..values.printing import plural, printable
+from ..values.printing import human_size, plural, printable
 from ..storage.shipped import newest_version
 from ..storage.events import recall
 from ..storage.copies import backup_database, backup_target, memory_database, prepare_restore, rotate_backups, scratch_folder
@@ -26,7 +26,7 @@ from ..storage.replica_restore import (checked_point, integrity_problem, Lost, l
                                       walk_back, WALK_SECONDS, WALK_TRIES)
 from ..storage.sealing import identities_of, is_sealed, open_sealed, SealingError
 from .root import (cli, cli_date, cli_now, cli_reader, cli_recipients, cli_zone, db_option, describe_counts,
-                  existing_database, hold_unsent_messages, human_size, need_litestream, recipients_option,
+                  existing_database, hold_unsent_messages, need_litestream, recipients_option,
                   refuse_readable_by_others,
                   sweep_left_copies, tz_option)
 

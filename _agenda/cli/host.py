@@ -2,33 +2,38 @@
 clinics"): serve them all, see them all in one table, and drill every clinic's replica."""
 
 import datetime as dt
+import functools
 import logging
 import os
 import signal
 import sqlite3
 import threading
-import urllib.parse
 from pathlib import Path
 
 import click
 
 from .. import __version__
-from ..values.printing import plural
-from ..values.settings import desk_networks, settings_given
+from ..values.printing import human_size, plural, waited_words
+from ..values.settings import settings_given
 from ..storage.connections import open_read_only, schema_version
-from ..storage.events import recall
+from ..storage.events import recall, remember
 from ..storage.shipped import newest_version
 from ..storage.database import UPGRADE
-from ..storage.replication import BEHIND_AFTER, duration, last_shipped, litestream_call, unshipped_for
+from ..storage.replication import (BEHIND_AFTER, duration, last_shipped, litestream_call, unshipped_for,
+                                   without_password)
+from ..storage.leases import (clinic_url, generation_url, Holder, holder_name, LEASE_SECONDS, objects_at,
+                              read_lease)
+from ..storage.host_replication import close_replica, ClinicReplica, HostReplicator, open_replica
 from ..domain.outbox import outbox_counts
 from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
-from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics, is_prefix, passed_over
+from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics, passed_over
 from ..patient.sender import passes_until_stopped
 from ..patient.host_sender import host_clinics, HostSender
+from ..web.proxy_sites import NGINX_LOCATIONS, proxy_sites
 from ..app import create_app
-from .root import (cli, cli_now, DEFAULTS, drilled, existing_database, human_size, lowest_priority, mailer_of,
+from .root import (cli, cli_now, DEFAULTS, drilled, existing_database, lowest_priority, mailer_of,
                    need_litestream, proxy_options, read_secret_file, secret_file_path, sender_address, smtp_options,
-                   stopped_cleanly, waited_words, waitress_options)
+                   stopped_cleanly, waitress_options)
 
 log = logging.getLogger("agenda")
 
@@ -37,12 +42,9 @@ log = logging.getLogger("agenda")
 def host():
     """Many clinics served by one process, each in a folder of its own.
 
-    A clinic's folder, under the host's folder, is named for the host name its
-    caller and its desk reach it at (citas.clinicasol.es) and holds agenda.db, its
-    shared secret in agenda.secret (`agenda secret set --db FOLDER/agenda.db`) and,
-    optionally, its settings in agenda.toml (clinic_name = "Clínica Sol"). A folder
-    named as a path prefix instead (clinicasol: no dot) is reached at /clinicasol/ on
-    the host's own name (https://agenda.provider.es/clinicasol/).
+    A clinic's folder is named for its host name (citas.clinicasol.es), or for a
+    path prefix on the host's own name (clinicasol: /clinicasol/), and holds
+    agenda.db, its secret in agenda.secret and its settings in agenda.toml.
 
     Example:
 
@@ -59,9 +61,10 @@ def host_folder(folder):
     return Path(folder)
 
 
-def open_clinic(folder, replica=None):
-    """A clinic folder's app, upgraded and started as `agenda run` starts one; ValueError and the like when its
-    database, secret or settings cannot be served."""
+def open_clinic(folder, hosting=None):
+    """A clinic folder's app, upgraded and started as `agenda run` starts one, leased and replicated when
+    `hosting` (the host's replicator and leases) is given; ValueError and the like when its database, secret,
+    settings or lease cannot be served."""
     db_path = folder / CLINIC_DB
     settings = settings_given(folder / CLINIC_SETTINGS, os.environ)  # as `agenda run --db FOLDER/agenda.db` reads it
     secret_path = secret_file_path(db_path, None)
@@ -75,15 +78,44 @@ def open_clinic(folder, replica=None):
         existing_database(str(db_path), older=UPGRADE).close()
     except click.ClickException as error:
         raise ValueError(error.message) from None
-    app = create_app(str(db_path), secret, replica=replica, **settings)
+    replica = open_replica(*hosting, folder.name, folder) if hosting else None
+    try:
+        app = create_app(str(db_path), secret, replica=replica, after_write=replica and replica.sync, **settings)
+    except BaseException:
+        if replica is not None:
+            close_replica(replica)
+        raise
+    if replica is not None:  # where `agenda host status` asks for its lag, as `agenda run` notes it
+        with app.clinic.db.transaction() as conn:
+            remember(conn, "replica", {"url": clinic_url(without_password(replica.replicator.base), folder.name),
+                                       "socket": replica.socket_path, "behind_after": replica.behind_after},
+                     dt.datetime.now(dt.timezone.utc))
     app.clinic.access.start()
     return app
 
 
 def close_clinic(app):
-    """Put a clinic's app away: its reads written down, its connections closed."""
+    """Put a clinic's app away: its reads written down, its connections closed, its replication stopped."""
     app.clinic.access.stop()
     app.clinic.db.close()
+    if isinstance(app.replica, ClinicReplica):
+        close_replica(app.replica)
+
+
+def start_hosting(folder, replica, lease_seconds):
+    """(the host's replicator, its leases), both started, for `--replica`; a ClickException saying why not."""
+    binary = need_litestream("--replica")
+    try:
+        leases = Holder(objects_at(replica), holder_name(folder), lease_seconds)
+        replicator = HostReplicator(binary, folder, replica)
+    except RuntimeError:
+        raise click.ClickException(f"another `agenda host serve --replica` already serves {folder}: stop it "
+                                   "first (one host a folder)") from None
+    except (ValueError, OSError, ImportError) as error:
+        raise click.ClickException(f"cannot replicate: {error}") from None
+    leases.start()
+    replicator.start()
+    return replicator, leases
 
 
 @host.command("serve")
@@ -103,20 +135,31 @@ def close_clinic(app):
 @click.option("--cores", type=click.Choice(CORES), default="one", show_default=True,
               envvar="AGENDA_CORES", show_envvar=True,
               help="Keep the threads on one core (docs/design.md 'One core'), or let them run on every core.")
+@click.option("--replica", default=None, envvar="AGENDA_REPLICA", show_envvar=True,
+              help="Replicate every clinic to its own path under this base (s3://bucket/prefix?endpoint=... or a "
+                   "folder), each under a lease, each change answered once its replica holds it.")
+@click.option("--lease-seconds", default=LEASE_SECONDS, show_default=True, type=click.IntRange(3, 3600),
+              envvar="AGENDA_LEASE_SECONDS", show_envvar=True,
+              help="How long a clinic's lease holds unrenewed (docs/design.md 'Leases').")
 @proxy_options
 @click.pass_context
-def host_serve(ctx, folder, address, port, threads, share, cores, trusted_proxy, trusted_proxy_headers,
-               channel_timeout):
+def host_serve(ctx, folder, address, port, threads, share, cores, replica, lease_seconds, trusted_proxy,
+               trusted_proxy_headers, channel_timeout):
     """Serve every clinic folder under FOLDER, each at its own host name.
 
     A folder added is served within seconds, without a restart; one removed stops
     being served. A clinic that cannot be served (no secret, a damaged database, a
     wrong setting) answers 503 and is named in the log; the others go on.
 
+    With --replica, one Litestream copies every clinic to BASE/NAME/gN (N its
+    lease's generation), and a change is answered only once its replica holds it
+    while this host's lease on the clinic holds; a clinic whose replica or lease
+    fails answers 503 to changes, the others go on.
+
     Example:
 
     \b
-        agenda host serve /srv/clinics --port 8080
+        agenda host serve /srv/clinics --port 8080 --replica s3://clinics/eu1?region=eu-west-1
     """
     host_folder(folder)
     if share >= threads:
@@ -124,7 +167,8 @@ def host_serve(ctx, folder, address, port, threads, share, cores, trusted_proxy,
                                    f"--share below --threads")
     serve, writer = (ctx.obj or {}).get("serve") or serve_until_stopped, log_to_stderr()
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
-    clinics = Clinics(folder, open_clinic, close_clinic, share=share)
+    hosting = start_hosting(folder, replica, lease_seconds) if replica else None
+    clinics = Clinics(folder, functools.partial(open_clinic, hosting=hosting), close_clinic, share=share)
     clinics.look(force=True)
     try:
         serve(clinics, on_listening=lambda url: click.echo(
@@ -135,6 +179,8 @@ def host_serve(ctx, folder, address, port, threads, share, cores, trusted_proxy,
         raise click.ClickException(f"cannot listen on {address}:{port}: {error}") from None
     finally:
         clinics.close_all()
+        for part in reversed(hosting or ()):
+            part.stop()
         stop_logging(writer)
 
 
@@ -253,11 +299,13 @@ def mail_counts(db_path):
 
 
 def clinic_replica(base, name):
-    """Where the host's replica `base` (a folder or a URL, its query kept) holds the clinic `name`'s: base/name."""
-    if "://" not in base:
-        return str(Path(base) / name)
-    parts = urllib.parse.urlsplit(base)
-    return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + name))
+    """Where the host's replica `base` (a folder or a URL, its query kept) holds the clinic `name`'s: its lease's
+    generation's path, base/name/gN ("Leases"), or base/name for a clinic replicated without a lease."""
+    try:
+        lease = read_lease(objects_at(base), name)
+    except ValueError:  # sftp and the like hold no lease
+        lease = None
+    return generation_url(base, name, lease.generation) if lease else clinic_url(base, name)
 
 
 @host.command("drill")
@@ -307,84 +355,6 @@ def host_drill(ctx, folder, base, behind_after):
     click.echo(f"every clinic's replica restored and checked: {plural(len(clinics), 'clinic')}")
 
 
-# nginx for a host (docs/deploy.md's proxy, once for every clinic): what every server shares, at the http level.
-NGINX_SHARED = """# Written by `agenda host nginx`: write it again after adding or removing a clinic, then reload nginx.
-log_format agenda_host_noquery '$remote_addr $host [$time_local] "$request_method $uri" $status $request_time';
-limit_conn_zone $binary_remote_addr zone=agenda_host_perip:10m;
-limit_req_zone $binary_remote_addr zone=agenda_host_logins:10m rate=10r/m;
-limit_req_zone $binary_remote_addr zone=agenda_host_links:10m rate=60r/m;
-map $request_id $agenda_host_request_id {
-    "~^(?<first16>[0-9a-f]{16})" $first16;
-}
-"""
-# What every clinic's server does with a request but the desk: the caller's API, the feeds, the patients' links.
-NGINX_LOCATIONS = """client_header_timeout 10s;
-client_body_timeout 10s;
-send_timeout 10s;
-client_max_body_size 64k;
-limit_conn agenda_host_perip 32;
-error_page 413 @payload_too_large;
-location @payload_too_large {{
-    default_type application/json;
-    return 413 '{{"error":{{"code":"PAYLOAD_TOO_LARGE","message":"the body is over 65536 bytes"}}}}';
-}}
-error_page 503 @too_many_connections;
-location @too_many_connections {{
-    default_type application/json;
-    add_header X-Request-Id $agenda_host_request_id always;
-    return 503 '{{"error":{{"code":"SERVICE_UNAVAILABLE","message":"too many requests at once from this address; retry","requestId":"$agenda_host_request_id"}}}}';
-}}
-proxy_set_header Host $host;
-proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-proxy_set_header X-Forwarded-Proto $scheme;
-location /feeds/ {{ access_log off; proxy_pass http://{upstream}; }}
-location /cita/ {{ access_log off; limit_req zone=agenda_host_links burst=30 nodelay; proxy_pass http://{upstream}; }}
-location / {{ proxy_pass http://{upstream}; proxy_request_buffering on; proxy_read_timeout 30s; }}
-"""
-NGINX_TLS = """server {{
-    listen 80;
-    server_name {name};
-    return 301 https://$host$request_uri;
-}}
-server {{
-    listen 443 ssl;
-    server_name {name};
-    ssl_certificate     {certificates}/{name}/fullchain.pem;
-    ssl_certificate_key {certificates}/{name}/privkey.pem;
-    ssl_protocols       TLSv1.2 TLSv1.3;
-    add_header Strict-Transport-Security "max-age=31536000" always;
-    access_log {logs}/agenda-host.access.log agenda_host_noquery;
-    include {locations};
-{desks}}}
-"""
-# A clinic's desk, for its desk_network only: at /desk, or at /PREFIX/desk for a clinic reached by a path prefix.
-NGINX_DESK = """    location {prefix}/desk {{
-{allow}        deny all;
-        proxy_pass http://{upstream};
-    }}
-    location = {prefix}/desk/login {{
-{allow}        deny all;
-        limit_req zone=agenda_host_logins burst=5 nodelay;
-        proxy_pass http://{upstream};
-    }}
-"""
-# A clinic reached by a path prefix: its feeds and patients' links as agenda-locations.conf has them at the root.
-NGINX_PREFIX = """    location /{prefix}/feeds/ {{ access_log off; proxy_pass http://{upstream}; }}
-    location /{prefix}/cita/ {{
-        access_log off;
-        limit_req zone=agenda_host_links burst=30 nodelay;
-        proxy_pass http://{upstream};
-    }}
-"""
-# A clinic without its certificate yet: its name on port 80 only, for `certbot --nginx -d NAME`.
-NGINX_PLAIN = """server {{
-    listen 80;
-    server_name {name};
-    location / {{ return 404; }}
-}}
-"""
-
-
 @host.command("nginx")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.argument("out", type=click.Path(file_okay=False))
@@ -415,29 +385,8 @@ def host_nginx(folder, out, upstream, certificates, logs, prefix_host):
     where = {"certificates": certificates, "logs": logs, "locations": out / "agenda-locations.conf",
              "upstream": upstream}
     where["locations"].write_text(NGINX_LOCATIONS.format(upstream=upstream), encoding="utf-8")
-    servers, prefixed, notes, wrong = [NGINX_SHARED], [], [], []
-    for name, path in sorted(clinic_folders(folder).items()):
-        try:
-            settings = settings_given(path / CLINIC_SETTINGS, os.environ)
-        except ValueError as error:
-            wrong.append(f"{name}: left out, a wrong setting: {error}")
-            continue
-        networks = desk_networks(settings.get("desk_network", ""))
-        notes += [] if networks else [f"{name}: its desk is closed to every address: set desk_network in its "
-                                      f"{CLINIC_SETTINGS}"]
-        desk = NGINX_DESK.format(prefix=f"/{name}" if is_prefix(name) else "", upstream=upstream,
-                                 allow="".join(f"        allow {network};\n" for network in networks))
-        if is_prefix(name):
-            prefixed.append(desk + NGINX_PREFIX.format(prefix=name, upstream=upstream))
-        else:
-            servers.append(nginx_server(name, desk, where, notes))
-    if prefixed and prefix_host:
-        servers.append(nginx_server(prefix_host, "".join(prefixed), where, notes))
-    elif prefixed:
-        wrong.append(f"{plural(len(prefixed), 'clinic')} reached by a path prefix left out: give --prefix-host, "
-                     f"the host name they are reached at (agenda.provider.es)")
-    (out / "agenda-host.conf").write_text("\n".join(servers), encoding="utf-8")
-    written = len(servers) - 1 - bool(prefixed and prefix_host) + (len(prefixed) if prefix_host else 0)
+    sites, written, notes, wrong = proxy_sites(folder, where, prefix_host)
+    (out / "agenda-host.conf").write_text(sites, encoding="utf-8")
     click.echo(f"Wrote {out / 'agenda-host.conf'}: {plural(written, 'clinic')}; include it in nginx's http "
                "block, then: sudo nginx -t && sudo systemctl reload nginx")
     for line in notes:
@@ -446,15 +395,6 @@ def host_nginx(folder, out, upstream, certificates, logs, prefix_host):
         click.echo(line, err=True)
     if wrong:
         raise SystemExit(1)
-
-
-def nginx_server(name, desks, where, notes):
-    """nginx's server for a host name with `desks` (a clinic's desk, or every prefix clinic's): over TLS when
-    its certificate is there, else its name on port 80 only, said in `notes`."""
-    if (Path(where["certificates"]) / name / "fullchain.pem").is_file():
-        return NGINX_TLS.format(name=name, desks=desks, **where)
-    notes.append(f"{name}: no certificate yet, port 80 only: sudo certbot --nginx -d {name}, then write again")
-    return NGINX_PLAIN.format(name=name)
 
 
 @host.command("mail")

@@ -396,20 +396,6 @@ def cli_text(ctx, param, value):
         raise click.BadParameter(f"{error.message}: write it on one line, without control characters") from None
 
 
-def waited_words(waited):
-    """A wait in words: '5 min', '3 h', '2 days'."""
-    minutes = int(waited.total_seconds() // 60)
-    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h" if minutes < 48 * 60 else plural(
-        minutes // 1440, "day")
-
-
-def human_size(size):
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1024
-
-
 def describe_counts(counts):
     return (f"{plural(counts['appointments'], 'appointment')} ({counts['live_appointments']:,} not cancelled), "
             f"{plural(counts['patients'], 'patient')}")

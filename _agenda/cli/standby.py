@@ -11,13 +11,14 @@ from pathlib import Path
 
 import click
 
+from ..values.printing import human_size
 from ..storage.copies import check_database_file
 from ..storage.database import AS_IT_IS, open_database
 from ..web.serving import log_to_stderr, stop_logging
 from ..storage.replication import (BEHIND_AFTER, check_standby, litestream_environment, log_litestream, redactor,
                                    replica_url, without_password)
 from ..storage.replica_restore import integrity_problem
-from .root import (cli, drilled, db_option, describe_counts, hold_unsent_messages, human_size, lowest_priority,
+from .root import (cli, drilled, db_option, describe_counts, hold_unsent_messages, lowest_priority,
                    need_litestream, stopped_cleanly)
 
 

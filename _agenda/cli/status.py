@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from ..values.fields import clinic_moment, format_date
-from ..values.printing import plural
+from ..values.printing import human_size, plural, waited_words
 from ..storage.connections import open_read_only, schema_version
 from ..storage.events import database_counts, recall
 from ..storage.copies import KEEP_COPIES_DAYS, kept_copies
@@ -23,8 +23,8 @@ from ..domain.outbox import mail_summary
 from ..words.texts import mail_reason
 from ..web.api import SIGNED_SCHEMES
 from ..storage.replication import BEHIND_AFTER, replica_position, standby_checked
-from .root import (cli, cli_now, cli_zone, db_option, existing_database, human_size, keep_copies_option,
-                  secret_file_option, secret_file_path, tz_option, waited_words)
+from .root import (cli, cli_now, cli_zone, db_option, existing_database, keep_copies_option,
+                  secret_file_option, secret_file_path, tz_option)
 
 
 def signature_advice(seen, tz):

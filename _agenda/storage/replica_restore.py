@@ -16,6 +16,7 @@ from .connections import reading, transaction
 from .copies import check_database_file, scratch_folder
 from .events import recall, remember
 from .database import AS_IT_IS, open_database
+from .leases import s3_client
 from .replication import duration, litestream_call, replica_url, ReplicaUnreadable, restore_replica
 
 WALK_TRIES, WALK_SECONDS = 30, 300  # how far a restore looks back for a state that passes integrity_check
@@ -105,13 +106,11 @@ def copied_from_s3(url, copy):
     &forcePathStyle=) were copied into the folder `copy`, with boto3 and the AWS_* settings Litestream reads too
     ("S3-compatible storage" in docs/replication.md); False without boto3 (`pip install 'agenda[replica]'`)."""
     try:
-        import boto3
-        from botocore.config import Config
         from botocore.exceptions import BotoCoreError, ClientError
     except ImportError:
         return False
     try:
-        return s3_files(boto3, Config, url, copy)
+        return s3_files(url, copy)
     except (BotoCoreError, ClientError, OSError) as error:
         raise ReplicaUnreadable(f"its files could not be copied from S3: {error}") from None
 
@@ -149,21 +148,16 @@ def copied_from_sftp(url, copy):
     return Path(copy, "ltx").is_dir()
 
 
-def s3_files(boto3, config, url, copy):
-    parts = urllib.parse.urlsplit(url)
-    given = {key.lower(): value for key, value in urllib.parse.parse_qsl(parts.query)}
-    endpoint = given.get("endpoint")
-    client = boto3.client("s3", region_name=given.get("region") or None, endpoint_url=(
-        endpoint if endpoint is None or "://" in endpoint else "https://" + endpoint), config=config(
-        s3={"addressing_style": "path" if given.get("forcepathstyle") == "true" else "auto"}))
-    prefix = parts.path.strip("/") + "/"
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=parts.netloc, Prefix=prefix):
+def s3_files(url, copy):
+    client, bucket, prefix = s3_client(url)
+    prefix += "/"
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
             level = re.fullmatch(r"(\d{4})/([0-9a-f]{16}-[0-9a-f]{16}\.ltx)", item["Key"][len(prefix):])
             if level:  # Litestream's S3 layout, LEVEL/FILE, as its folder layout has it: ltx/LEVEL/FILE
                 target = copy / "ltx" / str(int(level[1])) / level[2]
                 target.parent.mkdir(parents=True, exist_ok=True)
-                client.download_file(parts.netloc, item["Key"], str(target))
+                client.download_file(bucket, item["Key"], str(target))
     return Path(copy, "ltx").is_dir()
 
 

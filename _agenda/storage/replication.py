@@ -239,6 +239,7 @@ class Replicator:
                     os.sched_setaffinity(0, self.cores)
             self.process = start_child([self.binary, "replicate", "-config", str(self.config)], self.mark)
             log.info("litestream started (pid %s), replicating to %s", self.process.pid, without_password(self.url))
+            self.started()
             log_litestream(self.process.stdout, redactor(self.url))
             code = self.process.wait()
             if self.stopping.is_set():
@@ -249,6 +250,9 @@ class Replicator:
             backoff = 1.0 if ran > 60 else min(backoff * 2, 60.0)
             log.warning("litestream stopped (exit %s); bookings go on; restarting it in %.0f s", code, backoff)
             self.wait_down(backoff)
+
+    def started(self):
+        """Called each time Litestream has been started (again)."""
 
     def wait_down(self, seconds):
         """Wait `seconds` for Litestream's restart; once it has been down `down_after` seconds, checkpoint the
@@ -261,19 +265,7 @@ class Replicator:
                 return
 
     def checkpoint(self):
-        """One passive checkpoint by the service, while Litestream is down: it never waits for a reader or
-        a writer ("Checkpoints")."""
-        try:
-            conn = connect(self.db_path, replicated=True)
-            try:
-                busy, frames, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            finally:
-                conn.close()
-        except sqlite3.Error as error:
-            log.warning("litestream is down and the WAL could not be checkpointed: %s", error)
-            return
-        if frames > 0:
-            log.info("litestream is down: the service checkpointed %d of %d WAL pages itself", done, frames)
+        passive_checkpoint(self.db_path)
 
     def stop(self, timeout=STOP_SECONDS):
         """Stop Litestream: on SIGTERM it ships what it has not yet shipped, then exits; one that cannot
@@ -333,6 +325,22 @@ class Replicator:
             self.behind_after else "ok"
 
 
+def passive_checkpoint(db_path):
+    """One passive checkpoint by the service, while Litestream is down: it never waits for a reader or
+    a writer ("Checkpoints")."""
+    try:
+        conn = connect(db_path, replicated=True)
+        try:
+            busy, frames, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as error:
+        log.warning("litestream is down and the WAL could not be checkpointed: %s", error)
+        return
+    if frames > 0:
+        log.info("litestream is down: the service checkpointed %d of %d WAL pages itself", done, frames)
+
+
 def replica_sync(socket_path, db_path, timeout=LITESTREAM_SYNC_SECONDS):
     """Ask the running Litestream to ship everything committed so far and wait: (200, answer) once the replica
     holds it, else (status or 0, {"error": why})."""
@@ -345,10 +353,11 @@ def replica_sync(socket_path, db_path, timeout=LITESTREAM_SYNC_SECONDS):
 
 def log_litestream(stream, redact):
     """Litestream's output into the log, the replica's password hidden (`redactor`), its warnings
-    and errors as warnings."""
+    and errors as warnings (but its complaint of no database, a host's Litestream starting empty)."""
     for line in stream:
         text = redact(re.sub(r"^time=\S+ ", "", line.rstrip()))
-        log.log(logging.WARNING if re.search(r"level=(WARN|ERROR)", text) else logging.INFO, "litestream: %s", text)
+        trouble = re.search(r"level=(WARN|ERROR)", text) and "no databases specified" not in text  # a host's start
+        log.log(logging.WARNING if trouble else logging.INFO, "litestream: %s", text)
 
 
 def last_shipped(listed, db_path):

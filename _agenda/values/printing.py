@@ -49,3 +49,17 @@ def masked(address):
     """An e-mail address partly hidden, as the desk says where a message goes: its first letter and its domain."""
     local, _, domain = (address or "").rpartition("@")
     return f"{local[:1]}•••@{domain}" if local else "•••"
+
+
+def waited_words(waited):
+    """A wait in words: '5 min', '3 h', '2 days'."""
+    minutes = int(waited.total_seconds() // 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h" if minutes < 48 * 60 else plural(
+        minutes // 1440, "day")
+
+
+def human_size(size):
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024

@@ -52,9 +52,12 @@ def is_prefix(name):
 
 
 def passed_over(folder):
-    """{entry: why} of what under `folder` is no clinic, for the admin to read."""
+    """{entry: why} of what under `folder` is no clinic, for the admin to read; hidden entries (the host's own:
+    its replication's marks, the clinics released) left out."""
     found = {}
     for entry in Path(folder).iterdir():
+        if entry.name.startswith("."):
+            continue
         if not entry.is_dir():
             found[entry.name] = "not a folder"
         elif not clinic_name(entry.name):
@@ -186,6 +189,10 @@ class Clinics:
                 app = self.app_of(one)
             except ClinicError as error:
                 return refusal(start_response, error, 503)
+            if environ.get("REQUEST_METHOD") in ("POST", "PUT", "DELETE") and not may_write(app):
+                return refusal(start_response, ClinicError(
+                    "SERVICE_UNAVAILABLE", "this clinic is moving to another host, or this host's lease on it "
+                                           "lapsed: nothing was changed; retry in a moment"), 503)
             environ["agenda.clinic"] = name  # the access log names it
             if is_prefix(name):
                 under_prefix(environ, name)
@@ -211,6 +218,12 @@ def under_prefix(environ, prefix):
     the app's routes are its own and what it writes (links, redirects, cookies) carries the prefix."""
     environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "").rstrip("/") + "/" + prefix
     environ["PATH_INFO"] = environ["PATH_INFO"][len(prefix) + 1:]
+
+
+def may_write(app):
+    """Whether the clinic's app may take a change now: always, unless its replica says its lease does not hold
+    ("Leases")."""
+    return getattr(getattr(app, "replica", None), "may_write", lambda: True)()
 
 
 def refusal(start_response, error, status):
