@@ -7,6 +7,7 @@ and `GET /availabilities`), alone in the host, and beside the N-1 idle ones.
     .venv/bin/python bench/fleet.py --clinics 20 --no-runs    # the host alone
     .venv/bin/python bench/fleet.py --clinics 50 --litestream    # one Litestream for all against one each
     .venv/bin/python bench/fleet.py --clinics 300 --litestream --no-runs    # one Litestream for 300
+    .venv/bin/python bench/fleet.py --clinics 300 --whole    # a host as deployed: serve, replicate, mail
 
 Bounded: the processes it starts are stopped by their process id, to 127.0.0.1 only, its files in one temporary
 folder; each measure lasts --seconds.
@@ -187,18 +188,49 @@ def litestream_figures(folder, names, seconds, apart=True):
     return shared, apart
 
 
+def whole_host(folder, names, seconds):
+    """A host as deployed (service, its one Litestream, leases in a folder, one sender): (RSS MB, share of a core)
+    with every clinic put away, as after ten idle minutes, and then with every clinic open after one request."""
+    host, port = start([sys.executable, str(ROOT / "agenda.py"), "host", "serve", str(folder / "host"), "--port", "0",
+                        "--replica", str(folder / "replicas" / "host")])
+    mail = subprocess.Popen([sys.executable, str(ROOT / "agenda.py"), "host", "mail", str(folder / "host"), "--smtp",
+                             "smtp+plain://127.0.0.1:2525", "--mail-from", "citas@proveedor.es"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(seconds)  # the sender's first pass looks at every clinic
+        put_away = idle_figures([host.pid, mail.pid], 65)  # a minute: the sender looks again at each clinic
+        for name in names:
+            assert get(port, name, "/custom-config") == 200
+        time.sleep(seconds)
+        return put_away, idle_figures([host.pid, mail.pid], 65)
+    finally:
+        for process in (mail, host):
+            process.terminate()
+        for process in (mail, host):
+            process.wait(60)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clinics", type=int, default=50)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--no-runs", action="store_true", help="measure the host (or one Litestream) only, not one "
                                                                   "a clinic")
+    parser.add_argument("--whole", action="store_true",
+                        help="a host as deployed, every clinic put away: serve, replicate and mail, all of it")
     parser.add_argument("--litestream", action="store_true",
                         help="measure Litestream only: one for every clinic against one a clinic")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         names = clinic_folders(folder, options.clinics)
+        if options.whole:
+            (memory, cpu), (open_memory, open_cpu) = whole_host(folder, names, options.seconds)
+            print(f"a host of {len(names)} clinics put away (serve, one Litestream, leases, one sender): {memory:.0f} MB"
+                  f" RSS, {cpu:.1%} of a core")
+            print(f"the same host, every clinic open after one request: {open_memory:.0f} MB RSS, {open_cpu:.1%} of a "
+                  "core")
+            return
         if options.litestream:
             (shared, shared_cpu), each = litestream_figures(folder, names, options.seconds, not options.no_runs)
             print(f"one Litestream for {len(names)} clinics idle: {shared:.0f} MB RSS, {shared_cpu:.1%} of a core")

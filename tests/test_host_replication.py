@@ -192,3 +192,21 @@ def test_a_clinic_that_cannot_be_replicated_is_not_leased_on(tmp_path):
     with pytest.raises(RuntimeError):
         open_replica(Refusing(), leases, A, tmp_path / A)
     assert not leases.valid(A) and A not in leases.held  # not renewed: it lapses for another host to adopt
+
+
+def test_a_clinic_whose_folder_a_release_moved_away_takes_no_change_even_before_the_host_looks_again(tmp_path):
+    """The release moves the clinic's folder aside after releasing its lease; until the host's next look its app is
+    still open on the moved file: its changes are refused from the move on, whatever the host's clock says."""
+    from types import SimpleNamespace
+    from _agenda.storage.host_replication import ClinicReplica, RELEASING
+    folder = tmp_path / A
+    folder.mkdir()
+    (folder / "agenda.db").write_bytes(b"")
+    still_leased = SimpleNamespace(valid=lambda name: True)  # the host has not yet tried to renew
+    replica = ClinicReplica(SimpleNamespace(socket_path=str(tmp_path / "none.sock")), still_leased, A, folder)
+    assert replica.may_write()
+    (folder / RELEASING).write_text("")
+    assert not replica.may_write()
+    (folder / RELEASING).unlink()
+    folder.rename(tmp_path / "released")
+    assert not replica.may_write() and replica.state() == "not leased"

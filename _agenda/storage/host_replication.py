@@ -121,8 +121,10 @@ class ClinicReplica:
         self.failed_at, self.behind_after, self.started_at = None, behind_after, dt.datetime.now(dt.timezone.utc)
 
     def may_write(self):
-        """Whether the host may take and acknowledge this clinic's changes now."""
-        return self.leases.valid(self.name) and not (self.folder / RELEASING).exists()
+        """Whether the host may take and acknowledge this clinic's changes now: its lease holds, no release is under
+        way, and its folder is still where it was served from (a release moves it away, "Leases")."""
+        return (self.leases.valid(self.name) and not (self.folder / RELEASING).exists()
+                and (self.folder / "agenda.db").exists())
 
     def sync(self, timeout=LITESTREAM_SYNC_SECONDS):
         """Wait until the replica holds every change so far, then check the lease: ClinicError (503) when either
