@@ -77,8 +77,8 @@ def test_a_center_s_month_marks_its_holiday_its_closures_and_the_days_a_type_fit
     fits = [int(td.select_one("a.date").text) for td in page.html.select("td.fits")]
     assert fits == [1, 2, 3, 4, 7, 9, 10, 11, 14, 15, 16, 17, 18, 21, 22, 23, 24, 25, 28, 29, 30, 31]  # not the 8th
     assert "Días en que cabe una visita de Pediatría: 22." in words(page.html.select_one(".month-key"))
-    assert "Primer hueco libre: lun 23/11/2026 09:00 · Javier Ruiz · Centro" in words(page.html.select_one(
-        ".next-free-found"))
+    assert "Primer hueco libre: mar 01/12/2026 09:00 · Javier Ruiz · Centro" in words(page.html.select_one(
+        ".next-free-found"))  # in the month shown
     norte = desk.get("/desk/month?month=11/2026&centerId=C2")
     assert words(day_cell(norte, 30)).startswith("30 cerrado 16:00–16:30: Obras Carmen Núñez 30 min libre")
     assert "w50" in day_cell(norte, 30).select_one(".bar .shut")["class"]

@@ -214,7 +214,7 @@ def desk_month():
         reachable=reachable if first in reachable else [first] + reachable, today=clinic().today(),
         last_day=clinic().window("desk").last_day, day_address=day_address, span=span, share=share,
         clinic_name=clinic().settings.clinic_name or "", center_name=catalog_names("centers").get(center_id, ""),
-        ahead=first_free_offer(type_id, None, doctor_id, center_id) if type_id else None,
+        ahead=first_free_offer(type_id, format_date(first), doctor_id, center_id) if type_id else None,
         previous=month_address(months_after(first, -1), doctor_id, center_id, type_id),
         following=month_address(following, doctor_id, center_id, type_id) if following in reachable else None)
 
