@@ -144,7 +144,8 @@ def test_the_month_counts_the_hours_the_clinic_s_clock_has_across_a_change_of_th
                                                         march.html.select("td.day")] == list(range(1, 32))
     october = desk.get("/desk/month?month=10/2027&doctorId=NOCHE")
     assert words(day_cell(october, 31)) == "31 3 h libre 0 min citas"  # the repeated hour offered once
-    assert day_cell(october, 31).select_one("a.doc")["href"] == "/desk/day?date=31%2F10%2F2027&centerId=C1&doctorId=NOCHE"
+    assert day_cell(october, 31).select_one("a.doc")["href"] == (
+        "/desk/day?date=31%2F10%2F2027&centerId=C1&doctorId=NOCHE")
     clock.moment = dt.datetime(2027, 2, 28, 23, 30, tzinfo=dt.timezone.utc)  # 1 March, 00:30 in Madrid
     assert log_in(desk).status_int == 303  # months later: a new session
     assert "marzo de 2027" in words(desk.get("/desk/month?doctorId=NOCHE").html.select_one("nav.days"))
