@@ -203,20 +203,19 @@ def desk_month():
         centers[0]["id"] if centers else None))
     if type_id is not None and not is_visit_type(clinic(), type_id):
         clinic().require_speciality(type_id)  # a clinic without types asks by area
-    month = month_view(clinic(), first, doctor_id, center_id, type_id)
-    reachable = reachable_months(clinic())
+    month, reachable, last_day = month_view(clinic(), first, doctor_id, center_id, type_id), reachable_months(clinic()), \
+        clinic().window("desk").last_day
     following = months_after(first, 1)
     return desk_page(
         "month", first=first, month=month, weeks=month_weeks(first), centers=centers, center_id=center_id,
         doctor=clinic().require_doctor(doctor_id) if doctor_id else None, doctors=doctors_with_hours(clinic()),
         types=sorted((catalog_names("types") or catalog_names("specialities")).items(), key=lambda item: item[1]),
-        type_id=type_id,
-        reachable=reachable if first in reachable else [first] + reachable, today=clinic().today(),
-        last_day=clinic().window("desk").last_day, day_address=day_address, span=span, share=share,
+        type_id=type_id, reachable=reachable if first in reachable else [first] + reachable, today=clinic().today(),
+        last_day=last_day, day_address=day_address, span=span, share=share, version=changes_version(),
         clinic_name=clinic().settings.clinic_name or "", center_name=catalog_names("centers").get(center_id, ""),
         ahead=first_free_offer(type_id, format_date(first), doctor_id, center_id) if type_id else None,
         previous=month_address(months_after(first, -1), doctor_id, center_id, type_id),
-        following=month_address(following, doctor_id, center_id, type_id) if following in reachable else None)
+        following=month_address(following, doctor_id, center_id, type_id) if following <= last_day else None)
 
 
 def span(minutes):
