@@ -51,14 +51,15 @@ def test_a_doctor_s_month_shows_each_day_s_free_booked_and_closed_time_and_opens
     page = desk.get("/desk/month?month=11/2026&doctorId=MARTIN")
     assert "Mes de Lucía Martín · noviembre de 2026" in words(page.html.select_one("nav.days"))
     tuesday = day_cell(page, 24)
-    assert words(tuesday) == "24 1 h 30 libre 30 min citas"
+    assert words(tuesday) == "24 Centro 1 h 30 libre 30 min citas"
     line = tuesday.select_one("a.doc")
     assert line["href"] == "/desk/day?date=24%2F11%2F2026&centerId=C1&doctorId=MARTIN"
     assert [span["class"] for span in line.select(".bar span")] == [["booked", "w25"], ["free", "w75"], ["shut", "w0"]]
     assert "30 min citas · 1 h 30 libre · 0 min cerrado de 2 h de consulta" in line["title"]
-    assert words(day_cell(page, 25)) == "25 cerrado: Vacaciones 0 min libre 0 min citas"  # her holiday
+    assert words(day_cell(page, 25)) == "25 cerrado: Vacaciones Centro 0 min libre 0 min citas"  # her holiday
     assert day_cell(page, 25).select_one(".bar .shut")["class"] == ["shut", "w100"]
-    assert day_cell(page, 28).select_one("a.doc")["href"].endswith("centerId=C2&doctorId=MARTIN")  # Saturdays at Norte
+    saturday = day_cell(page, 28).select_one("a.doc")  # Saturdays at Norte
+    assert saturday["href"].endswith("centerId=C2&doctorId=MARTIN") and saturday.select_one(".who").text == "Norte"
     assert day_cell(page, 29).select("a.doc") == []  # no Sunday
     assert "today" in day_cell(page, 23)["class"] and "past" in day_cell(page, 20)["class"]
     first = page.html.select_one("table.month tbody tr")  # November 2026 begins on a Sunday: six weeks, Monday first
@@ -139,12 +140,12 @@ def test_the_month_counts_the_hours_the_clinic_s_clock_has_across_a_change_of_th
     api = make_api(NIGHT_CSV)
     desk = client_of(api)
     march = desk.get("/desk/month?month=03/2027&doctorId=NOCHE")
-    assert words(day_cell(march, 21)) == "21 3 h libre 0 min citas"
-    assert words(day_cell(march, 28)) == "28 2 h libre 0 min citas"  # 02:00 to 03:00 never comes that night
+    assert words(day_cell(march, 21)) == "21 Centro 3 h libre 0 min citas"
+    assert words(day_cell(march, 28)) == "28 Centro 2 h libre 0 min citas"  # 02:00 to 03:00 never comes that night
     assert day_cell(march, 28)["class"] == ["day"] and [int(td.select_one("a.date").text) for td in
                                                         march.html.select("td.day")] == list(range(1, 32))
     october = desk.get("/desk/month?month=10/2027&doctorId=NOCHE")
-    assert words(day_cell(october, 31)) == "31 3 h libre 0 min citas"  # the repeated hour offered once
+    assert words(day_cell(october, 31)) == "31 Centro 3 h libre 0 min citas"  # the repeated hour offered once
     assert day_cell(october, 31).select_one("a.doc")["href"] == (
         "/desk/day?date=31%2F10%2F2027&centerId=C1&doctorId=NOCHE")
     clock.moment = dt.datetime(2027, 2, 28, 23, 30, tzinfo=dt.timezone.utc)  # 1 March, 00:30 in Madrid
@@ -172,3 +173,25 @@ def test_the_booking_form_finds_the_first_free_start_of_its_type_up_to_the_horiz
     add_closure(api.app.clinic, doctor_id="NOCHE", first=dt.date(2028, 1, 1), last=dt.date(2028, 12, 31))
     none = desk.get(slot + "&ahead=doctor")
     assert words(none.html.select_one(".next-free-found")) == "Ningún hueco libre de este tipo hasta el 23/05/2028."
+
+
+@pytest.mark.parametrize("doctor_id, center_id", [("MARTIN", None), (None, "C1"), (None, "C2")])
+def test_the_month_s_free_time_is_the_free_cells_the_day_draws(api, doctor_id, center_id):
+    """One slot decision: each day of the month frees for each doctor exactly the cells the day view offers."""
+    from _agenda.domain.month import month_view
+    from _agenda.domain.timeline import day_timeline
+
+    clinic = api.app.clinic
+    api.book(api.new_patient(), date="02/12/2026", time="09:30")
+    add_closure(clinic, doctor_id="RUIZ", first=dt.date(2026, 12, 3), start="09:20", end="09:40", reason="Curso")
+    month = month_view(clinic, dt.date(2026, 12, 1), doctor_id, center_id)
+    for day, drawn in month.items():
+        columns = {}
+        for center in ([center_id] if center_id else ["C1", "C2"]):
+            for column in day_timeline(clinic, day, center, doctor_id).columns:
+                free = sum(block.end - block.start for block in column["blocks"] if block.kind == "free")
+                columns[column["doctor_id"]] = columns.get(column["doctor_id"], 0) + free
+        assert {counts["id"]: counts["free"] for counts in drawn["doctors"]} == {
+            key: minutes for key, minutes in columns.items() if key in {c["id"] for c in drawn["doctors"]}}, day
+        assert all(minutes == 0 for key, minutes in columns.items()
+                   if key not in {c["id"] for c in drawn["doctors"]}), day

@@ -134,9 +134,8 @@ def desk_week():
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     headings = [f"{t('weekdays')[c['day'].weekday()]} {c['day']:%d/%m}" for c in timeline.columns]  # the year is above
     names = {c["id"]: c["name"] for c in centers}
-    shared = shared_words(list(names.values()))
-    places = [[(names.get(each, each), without(shared, names.get(each, each))) for each in c["centers"]]
-              for c in timeline.columns]
+    short = short_names(names)
+    places = [[(names.get(each, each), short.get(each, each)) for each in c["centers"]] for c in timeline.columns]
     return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=doctors_with_hours(clinic()),
                      doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(), fill=True,
                      drawn=timeline_html(timeline, None, None, headings, places=places),
@@ -213,9 +212,16 @@ def desk_month():
         type_id=type_id, reachable=reachable if first in reachable else [first] + reachable, today=clinic().today(),
         last_day=last_day, day_address=day_address, span=span, share=share, version=changes_version(),
         clinic_name=clinic().settings.clinic_name or "", center_name=catalog_names("centers").get(center_id, ""),
+        places=short_names({c["id"]: c["name"] for c in centers}),
         ahead=first_free_offer(type_id, format_date(first), doctor_id, center_id) if type_id else None,
         previous=month_address(months_after(first, -1), doctor_id, center_id, type_id),
         following=month_address(following, doctor_id, center_id, type_id) if following <= last_day else None)
+
+
+def short_names(names):
+    """{center id: its name without the words every center's name begins with} ("The day as time")."""
+    shared = shared_words(list(names.values()))
+    return {key: without(shared, name) for key, name in names.items()}
 
 
 def span(minutes):

@@ -79,9 +79,7 @@
       % booked, free = share(d['booked'], d['hours']), share(d['free'], d['hours'])
       % shut = min(share(d['closed'], d['hours']), 100 - min(100, booked + free))
       <a class="doc" href="{{day_address(day, d['center_id'] or opened, d['id'])}}" title="{{d['name']}}: {{span(d['booked'])}} {{t('month_booked')}} · {{span(d['free'])}} {{t('month_free')}} · {{span(d['closed'])}} {{t('month_closed')}} {{t('month_worked', hours=span(d['hours']))}}">
-        % if not doctor:
-        <span class="who">{{d['name']}}</span>
-        % end
+        <span class="who">{{places.get(d['center_id'], d['center_id'] or '') if doctor else d['name']}}</span>
         <span class="bar"><span class="booked w{{min(booked, 100)}}"></span><span class="free w{{min(free, 100 - min(booked, 100))}}"></span><span class="shut w{{shut}}"></span></span>
         <span class="hours"><span class="free-time">{{span(d['free'])}} {{t('month_free')}}</span> <span class="booked-time">{{span(d['booked'])}} {{t('month_booked')}}</span></span>
       </a>
