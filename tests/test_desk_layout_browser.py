@@ -4,6 +4,8 @@ by waitress in this process on the frozen clock. Whether a button can be pressed
 the element at its centre and near each corner is the button itself, and the card around it does not clip it.
 Skipped like test_desk_browser.py where selenium, chromium or chromedriver is missing."""
 
+import base64
+import re
 import urllib.parse
 
 import pytest
@@ -213,3 +215,24 @@ def test_the_center_s_week_fits_a_tablet_and_its_days_heads_stay(thursday):
     desk.driver.execute_script("arguments[0].scrollIntoView({block: 'end'})", cards[-1])
     assert desk.driver.execute_script("return window.scrollY") > 0
     assert on_top(desk, days[3].find_element(By.CSS_SELECTOR, ".day-head a"))  # which day it is, still
+
+
+NORTE_MONTH = "/desk/month?month=11/2026&centerId=NORTE&typeId=MG-REVISION"
+
+
+def test_the_month_fits_both_screens_and_prints_on_one_a4_page(thursday):
+    """The center's month ("The month at a glance"): at 1280x800 and 768x1024 nothing beside the page, Sunday's
+    column whole on the screen; printed by Chromium (print to PDF, A4), one page."""
+    desk, _ = thursday
+    for width, height in SIZES:
+        show(desk, NORTE_MONTH, (width, height))
+        cells = desk.driver.find_elements(By.CSS_SELECTOR, "table.month tbody tr:nth-child(2) td")
+        assert len(cells) == 7 and cells[-1].find_element(By.CSS_SELECTOR, "a.date").text == "8"
+        shown = desk.driver.execute_script("return document.documentElement.clientWidth")
+        assert cells[-1].rect["x"] + cells[-1].rect["width"] <= shown, (width, cells[-1].rect)
+        assert desk.driver.execute_script("return document.scrollingElement.scrollWidth") <= shown, width
+        bars = desk.driver.find_elements(By.CSS_SELECTOR, "table.month td.day .bar")
+        assert bars and all(bar.rect["x"] + bar.rect["width"] <= shown for bar in bars)
+    pdf = base64.b64decode(desk.driver.execute_cdp_cmd("Page.printToPDF", {
+        "paperWidth": 8.27, "paperHeight": 11.69, "preferCSSPageSize": True, "printBackground": True})["data"])
+    assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == 1

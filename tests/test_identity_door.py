@@ -260,6 +260,8 @@ ROUTES = {
                                     shows={"zoraida", "tobias", "lucas", "bernarda"}),
     ("GET", "/desk/week"): desk_case(("GET", "/desk/week?date=24/11/2026&doctorId=MARTIN"),
                                      ("GET", "/desk/week?date=24/11/2026&centerId=C1"), shows={"zoraida", "tobias"}),
+    ("GET", "/desk/month"): desk_case(("GET", "/desk/month?month=11/2026&doctorId=MARTIN"),  # time, not names
+                                      ("GET", "/desk/month?month=11/2026&centerId=C1&typeId=MG")),
     ("GET", "/desk/rooms"): (rooms_case, {"zoraida", "tobias", "bernarda"}),
     ("GET", "/desk/calls"): desk_case(("GET", "/desk/calls"), shows={"bernarda"}),
     ("GET", "/desk/waitlist"): desk_case(("GET", "/desk/waitlist"), ("GET", "/desk/waitlist?patientId={tobias}"),

@@ -78,6 +78,7 @@ PAGES = {
     ("GET", "/desk/version"): "/desk/version",
     ("GET", "/desk/day"): "/desk/day?date={date}&centerId={center}",
     ("GET", "/desk/week"): "/desk/week",
+    ("GET", "/desk/month"): "/desk/month",
     ("GET", "/desk/rooms"): "/desk/rooms",
     ("GET", "/desk/calls"): "/desk/calls",
     ("GET", "/desk/waitlist"): "/desk/waitlist",

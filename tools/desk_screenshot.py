@@ -6,8 +6,9 @@ sobrecita, a physiotherapy session in its box at NORTE, one confirmed, one on th
 bring forward), serves it with `agenda run` on 127.0.0.1 (any free port), logs in with headless
 Chromium and saves, at 1280x800 (a reception screen) and 768x1024 (a tablet): the day of a Monday
 or Wednesday with appointments at CENTRO, that week at the center and of one doctor, the rooms at
-NORTE, the waiting list, the admin's report, and the keyboard's path (the day with `↓` on its next
-free slot; the booking page after a search, on the found patient's "Reservar"). The day is the
+NORTE, the center's month a week on (the days a first visit fits), the waiting list, the admin's report,
+and the keyboard's path (the day with `↓` on its next free slot; the booking page after a search, on the
+found patient's "Reservar"). The day is the
 first from tomorrow, or today before 08:30 (the clinic's time), when its 09:00 patient is also
 marked arrived. Everything it starts is bounded in time and stopped by its pid.
 
@@ -81,6 +82,7 @@ SIZES = ((1280, 800), (768, 1024))
 VIEWS = (("day", f"/desk/day?date={{day}}&centerId={CENTER}", ".timeline .card"),
          ("week", f"/desk/week?date={{day}}&centerId={CENTER}", ".week-grid .card"),
          ("doctor-week", "/desk/week?date={day}&doctorId=MARTIN", ".timeline .card"),
+         ("month", f"/desk/month?month={{month}}&centerId={CENTER}&typeId=MG-PRIMERA", "table.month .bar"),
          ("rooms", f"/desk/rooms?date={{day}}&centerId={ROOMS_CENTER}", "section.resource table"),
          ("waitlist", "/desk/waitlist", "h1"),
          ("report", "/desk/report", "section.chart img"),
@@ -292,7 +294,7 @@ def screenshots(url, day, folder, lang, profile):
         for name, path, drawn in VIEWS:
             for width, height in SIZES:
                 desk.size(width, height)
-                desk.open(path.format(day=f"{day:%d/%m/%Y}"), drawn)
+                desk.open(path.format(day=f"{day:%d/%m/%Y}", month=f"{day + dt.timedelta(days=7):%m/%Y}"), drawn)
                 desk.save(name, width, height)
         for width, height in SIZES:
             desk.size(width, height)

@@ -20,7 +20,7 @@ from ..domain.fitting import why_not
 from ..words.texts import mail_reason, TEXTS, translator
 from ..web.answers import clinic, query_text, status_of
 from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
-                     desk_wrong_fields, done, form, new_patient_typed, told_after, who_booked)
+                     desk_wrong_fields, done, first_free_offer, form, new_patient_typed, told_after, who_booked)
 from ..domain.appointments import appointment_for_desk, last_insurances, read_appointment
 from ..domain.outbox import last_message_id, messages_of, recipient_of, send_state
 from ..domain.availability import availability, insurance_lists, types_at
@@ -57,7 +57,10 @@ def desk_book_page(error=None, status=200, wrong=None, booked=None, elsewhere=No
     waitlist_id = query_text("waitlistId") or form("waitlistId")  # the waiting patient, carried from the list
     entry = entry_of(waitlist_id)
     insurances = insurances_here(doctor, slot)
-    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances,
+    scope = query_text("ahead")  # "doctor" or "area": the first free start of this type, up to the horizon
+    ahead = first_free_offer(slot["typeId"] or doctor["speciality_id"], slot["date"], doctor["id"] if scope ==
+                             "doctor" else None) if scope in ("doctor", "area") and not slot["squeeze"] else None
+    return desk_page("book", status=status, slot=slot, doctor=doctor, found=found, insurances=insurances, ahead=ahead,
                      usual=usual_insurances(found, insurances, typed["insuranceId"]), q=q, typed=typed, error=error,
                      wrong=wrong or {}, waitlist_id=waitlist_id,
                      entry=entry, waiting_here=[w for w in waiting_for(doctor, slot) if entry is None

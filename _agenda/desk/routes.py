@@ -4,7 +4,7 @@ the form, calls the clinic with the receptionist as the source, and shows the pa
 
 from .session import (desk_home, desk_kept, desk_log_in, desk_log_out, desk_login_page, desk_script,
                            desk_stylesheet, desk_version)
-from .views import desk_calls, desk_day, desk_rooms, desk_week
+from .views import desk_calls, desk_day, desk_month, desk_rooms, desk_week
 from .booking import (desk_add_waiting, desk_appointment, desk_attendance, desk_book, desk_book_page,
                            desk_cancel, desk_cancel_rest, desk_send_mail, desk_confirm, desk_end_waiting, desk_move, desk_series,
                            desk_waitlist)
@@ -30,6 +30,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/version", desk_version, {**DESK, "passive": True}),  # the refresh poll: idle time untouched
     ("GET", "/desk/day", desk_day, DESK),
     ("GET", "/desk/week", desk_week, DESK),
+    ("GET", "/desk/month", desk_month, DESK),
     ("GET", "/desk/rooms", desk_rooms, DESK),
     ("GET", "/desk/calls", desk_calls, DESK),
     ("GET", "/desk/waitlist", desk_waitlist, DESK),

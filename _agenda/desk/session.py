@@ -133,7 +133,9 @@ MOST_COLUMNS = 300  # the most doctors a center's day draws side by side (the ax
 @functools.lru_cache(maxsize=None)
 def grid_rules():
     """Where the timeline's items sit, as classes (the CSP allows no inline style): .rN starts at the
-    grid's row N (one a minute, after the heading), .hN spans N minutes, .cN is column N."""
+    grid's row N (one a minute, after the heading), .hN spans N minutes, .cN is column N; .wN is N% wide (the
+    month's bars)."""
     return "\n".join([".r%d{grid-row-start:%d}" % (n, n) for n in range(2, 24 * 60 + 2)]
                      + [".h%d{grid-row-end:span %d}" % (n, n) for n in range(1, 24 * 60 + 1)]
-                     + [".c%d{grid-column:%d}" % (n, n) for n in range(1, MOST_COLUMNS + 2)]) + "\n"
+                     + [".c%d{grid-column:%d}" % (n, n) for n in range(1, MOST_COLUMNS + 2)]
+                     + [".w%d{width:%d%%}" % (n, n) for n in range(101)]) + "\n"

@@ -14,7 +14,7 @@ import bottle
 import phonenumbers
 
 from ..values.refusals import ClinicError
-from ..values.fields import format_date, text_field
+from ..values.fields import format_date, parse_date, text_field
 from ..values.printing import masked, printable
 from ..storage.events import latest_event_id
 from ..domain.patients import DESK_FIELDS, DESK_FORM, LANGUAGES, YES_NO
@@ -24,6 +24,7 @@ from ..words.texts import refusal_fields, refusal_text, TEXTS, translator
 from ..words.pages import desk_template
 from ..web.answers import clinic, raw_header, refusal_for, request_id, rooted, rooted_page, status_of
 from ..domain.availability import catalog_names as names_of, clinic_centers
+from ..domain.month import next_free
 
 log = logging.getLogger("agenda")
 
@@ -331,3 +332,20 @@ def new_patient_typed():
     if form("underGuardian") and not fields["guardianNif"]:
         fields["guardianNif"], fields["nif"] = fields["nif"], None
     return fields
+
+
+def first_free_offer(type_or_area, from_text=None, doctor_id=None, center_id=None):
+    """The first free start of a visit type (or area) from the day `from_text` (else today) up to the desk's
+    horizon, with this doctor (None: any who offers it): {"slot", "center": its name, "address": its booking
+    page}, or {"until": the horizon's last day} when there is none ("The month at a glance")."""
+    try:
+        first = max(parse_date(from_text, "date"), clinic().today()) if from_text else clinic().today()
+    except ClinicError:
+        first = clinic().today()
+    found = next_free(clinic(), first, doctor_id=doctor_id, speciality_id=type_or_area, center_id=center_id)
+    if found is None:
+        return {"until": format_date(clinic().window("desk").last_day)}
+    return {"slot": found, "center": catalog_names("centers").get(found.center_id, found.center_id or ""),
+            "address": "/desk/book?" + urllib.parse.urlencode({
+                "doctorId": found.doctor_id, "date": found.date_text, "time": found.time,
+                "centerId": found.center_id or "", "typeId": type_or_area}, safe="/:")}

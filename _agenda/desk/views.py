@@ -1,9 +1,11 @@
 """The agenda as reception reads it: the day and the week on one time axis ("The day as time"), their
-timeline partial, and the appointments that need a call ("To call")."""
+timeline partial, the month at a glance ("The month at a glance"), and the appointments that need a call
+("To call")."""
 
 import datetime as dt
 import html
 import os
+import re
 import urllib.parse
 
 import bottle
@@ -21,9 +23,12 @@ from ..domain.timeline import (NOW_ROWS, center_week, day_timeline, doctor_week,
                        week_days)
 from ..web.answers import clinic, query_text
 from .shared import (catalog_names, changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
-                          who_booked)
+                     first_free_offer, who_booked)
 from ..domain.appointments import live_appointments
 from ..domain.doctors import doctors_with_hours
+from ..domain.availability import is_visit_type
+from ..domain.month import month_view, month_weeks, reachable_months
+from ..values.fields import months_after
 
 
 def day_plan(clinic, day, center_id=None, reader=None):
@@ -129,9 +134,8 @@ def desk_week():
     t = translator(bottle.request.environ["agenda.desk"]["lang"])
     headings = [f"{t('weekdays')[c['day'].weekday()]} {c['day']:%d/%m}" for c in timeline.columns]  # the year is above
     names = {c["id"]: c["name"] for c in centers}
-    shared = shared_words(list(names.values()))
-    places = [[(names.get(each, each), without(shared, names.get(each, each))) for each in c["centers"]]
-              for c in timeline.columns]
+    short = short_names(names)
+    places = [[(names.get(each, each), short.get(each, each)) for each in c["centers"]] for c in timeline.columns]
     return desk_page("week", day=monday, centers=centers, center_id=center_id, doctors=doctors_with_hours(clinic()),
                      doctor=clinic().require_doctor(doctor_id), week=None, version=changes_version(), fill=True,
                      drawn=timeline_html(timeline, None, None, headings, places=places),
@@ -166,3 +170,66 @@ def desk_calls():
     pairs, count = overlaps(clinic())
     return desk_page("calls", appointments=to_call(clinic(), reader=desk_source()), overlaps=pairs,
                      overlap_count=count)
+
+
+def asked_month():
+    """The first day of the month a page shows: ?month=MM/YYYY, else this one; one after the desk's horizon's
+    month is refused, naming it."""
+    text, last = query_text("month"), clinic().window("desk").last_day
+    if text is None:
+        return clinic().today().replace(day=1)
+    match = re.fullmatch(r"(\d{1,2})/(\d{4})", text)
+    if not match or not 1 <= int(match[1]) <= 12 or not 1900 <= int(match[2]) <= 2999:
+        raise invalid("month must be MM/YYYY, as 03/2027", "month", "month")
+    first = dt.date(int(match[2]), int(match[1]), 1)
+    if first > last:
+        raise invalid(f"the desk books up to {last:%m/%Y}", "month_horizon", "month")
+    return first
+
+
+def month_address(first, doctor_id, center_id, type_id):
+    return "/desk/month?" + urllib.parse.urlencode({"month": f"{first:%m/%Y}", **(
+        {"doctorId": doctor_id} if doctor_id else {"centerId": center_id or ""}), **(
+        {"typeId": type_id} if type_id else {})}, safe="/")
+
+
+def desk_month():
+    """A month at a glance, a doctor's (?doctorId=) or a center's: each day's free and booked time per doctor, its
+    closures, and with ?typeId= the days a visit of that type fits; a day opens the day ("The month at a glance")."""
+    first, centers = asked_month(), desk_centers()
+    doctor_id, type_id = query_text("doctorId"), query_text("typeId")
+    center_id = None if doctor_id else clinic().require_center(query_text("centerId") or (
+        centers[0]["id"] if centers else None))
+    if type_id is not None and not is_visit_type(clinic(), type_id):
+        clinic().require_speciality(type_id)  # a clinic without types asks by area
+    month, reachable, last_day = month_view(clinic(), first, doctor_id, center_id, type_id), reachable_months(clinic()), \
+        clinic().window("desk").last_day
+    following = months_after(first, 1)
+    return desk_page(
+        "month", first=first, month=month, weeks=month_weeks(first), centers=centers, center_id=center_id,
+        doctor=clinic().require_doctor(doctor_id) if doctor_id else None, doctors=doctors_with_hours(clinic()),
+        types=sorted((catalog_names("types") or catalog_names("specialities")).items(), key=lambda item: item[1]),
+        type_id=type_id, reachable=reachable if first in reachable else [first] + reachable, today=clinic().today(),
+        last_day=last_day, day_address=day_address, span=span, share=share, version=changes_version(),
+        clinic_name=clinic().settings.clinic_name or "", center_name=catalog_names("centers").get(center_id, ""),
+        places=short_names({c["id"]: c["name"] for c in centers}),
+        ahead=first_free_offer(type_id, format_date(first), doctor_id, center_id) if type_id else None,
+        previous=month_address(months_after(first, -1), doctor_id, center_id, type_id),
+        following=month_address(following, doctor_id, center_id, type_id) if following <= last_day else None)
+
+
+def short_names(names):
+    """{center id: its name without the words every center's name begins with} ("The day as time")."""
+    shared = shared_words(list(names.values()))
+    return {key: without(shared, name) for key, name in names.items()}
+
+
+def span(minutes):
+    """Minutes as the month says them: "45 min", "2 h", "2 h 30"."""
+    hours, rest = divmod(minutes, 60)
+    return f"{minutes} min" if not hours else f"{hours} h" + (f" {rest:02d}" if rest else "")
+
+
+def share(part, whole):
+    """A part's whole percent of `whole` (0 to 100), for a bar's width class."""
+    return 0 if not whole else max(0, min(100, round(part * 100 / whole)))

@@ -18,6 +18,20 @@
   <button type="submit">{{t('change_type')}}</button>
 </form>
 % end
+% if not slot['squeeze']:
+<p class="next-free">{{t('next_free_type')}}
+  % for scope in ('doctor', 'area'):
+  <a href="/desk/book?{{urlencode({**{k: v for k, v in slot.items() if v}, 'ahead': scope}, safe='/:')}}" id="ahead-{{scope}}">{{t('next_free_' + scope)}}</a>
+  % end
+</p>
+% end
+% if ahead:
+<p class="next-free-found" role="status">{{t('next_free_none', date=ahead['until']) if 'until' in ahead else t('next_free_found', when=t('weekdays')[ahead['slot'].date.weekday()] + ' ' + ahead['slot'].date_text + ' ' + ahead['slot'].time, doctor=ahead['slot'].doctor_name, center=ahead['center'])}}
+  % if 'address' in ahead:
+  <a href="{{ahead['address']}}" id="ahead-open">{{t('next_free_open')}}</a>
+  % end
+</p>
+% end
 % if unfit is not None:
 <p class="warning why">{{t('type_does_not_fit')}} {{unfit}} {{t('type_fits_at') if starts else t('type_fits_nowhere')}}
   % for start in starts:

@@ -14,6 +14,7 @@
     <a href="/desk/day" class="brand">{{t('app')}}</a>
     <a href="/desk/day">{{t('day')}}</a>
     <a href="/desk/week">{{t('week')}}</a>
+    <a href="/desk/month">{{t('month')}}</a>
     <a href="/desk/rooms">{{t('rooms_nav')}}</a>
     <a href="/desk/calls">{{t('calls')}}</a>
     <a href="/desk/waitlist">{{t('waitlist')}}</a>
