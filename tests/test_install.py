@@ -80,6 +80,7 @@ PAGES = {
     ("GET", "/desk/week"): "/desk/week",
     ("GET", "/desk/rooms"): "/desk/rooms",
     ("GET", "/desk/calls"): "/desk/calls",
+    ("GET", "/desk/waiting"): "/desk/waiting?date={date}&centerId={center}",
     ("GET", "/desk/waitlist"): "/desk/waitlist",
     ("GET", "/desk/book"): "/desk/book?{slot}",
     ("GET", "/desk/appointments/<appointment_id:int>"): "/desk/appointments/{booked}",

@@ -82,6 +82,7 @@ VIEWS = (("day", f"/desk/day?date={{day}}&centerId={CENTER}", ".timeline .card")
          ("week", f"/desk/week?date={{day}}&centerId={CENTER}", ".week-grid .card"),
          ("doctor-week", "/desk/week?date={day}&doctorId=MARTIN", ".timeline .card"),
          ("rooms", f"/desk/rooms?date={{day}}&centerId={ROOMS_CENTER}", "section.resource table"),
+         ("waiting", f"/desk/waiting?date={{day}}&centerId={CENTER}", "section.room"),
          ("waitlist", "/desk/waitlist", "h1"),
          ("report", "/desk/report", "section.chart img"),
          ("patient", "/desk/patients/1", "dl"),

@@ -1,7 +1,7 @@
 // The desk's little script: the page works without it. Opens the day at now, prints it, reloads when the agenda
-// changed (a poll of /desk/version that never restarts the session's idle time), "/" jumps to the
-// search, the arrows change day, and keys reach a free slot (n, p, 1-9, and the up and down arrows from
-// the empty search box or a free slot: docs/desk.md).
+// changed (a poll of /desk/version that never restarts the session's idle time), counts the waiting room's
+// running waits on, "/" jumps to the search, the arrows change day, and keys reach a free slot (n, p, 1-9,
+// and the up and down arrows from the empty search box or a free slot: docs/desk.md).
 (function () {
   "use strict";
   var now = document.getElementById("now");
@@ -27,6 +27,15 @@
         .then(function (body) { if (body && String(body.version) !== version) { window.location.reload(); } })
         .catch(function () {});
     }, 20000);
+  }
+  var loaded = Date.now(), ticks = document.querySelectorAll(".tick[data-minutes]");
+  if (ticks.length) {  // the waiting room's running waits count on between the reloads a change brings
+    window.setInterval(function () {
+      var passed = Math.floor((Date.now() - loaded) / 60000);
+      Array.prototype.forEach.call(ticks, function (tick) {
+        tick.textContent = String(Number(tick.getAttribute("data-minutes")) + passed);
+      });
+    }, 15000);
   }
   function place(element) {  // [column, row] of a timeline block, from its grid classes (cN, rN)
     var column = /(?:^|\s)c(\d+)(?:\s|$)/.exec(element.className), row = /(?:^|\s)r(\d+)(?:\s|$)/.exec(element.className);

@@ -15,6 +15,7 @@
     <a href="/desk/day">{{t('day')}}</a>
     <a href="/desk/week">{{t('week')}}</a>
     <a href="/desk/rooms">{{t('rooms_nav')}}</a>
+    <a href="/desk/waiting">{{t('waiting_nav')}}</a>
     <a href="/desk/calls">{{t('calls')}}</a>
     <a href="/desk/waitlist">{{t('waitlist')}}</a>
     <a href="/desk/patients">{{t('patients_nav')}}</a>
