@@ -740,7 +740,7 @@ TEXTS = {
     "why_erasure requested": ("supresión de datos pedida",
         "erasure requested"),
     # The waiting room ("The waiting room")
-    "waiting_nav": ("Sala de espera", "Waiting room"),
+    "waiting_nav": ("Llegadas", "Arrivals"), "waiting_title": ("Sala de espera", "Waiting room"),
     "waiting_hint": ("Quién ha llegado y cuánto espera, quién está en consulta y quién ha terminado. La página se "
                      "pone al día sola.", "Who has arrived and how long they wait, who is in consultation and who "
                      "has finished. The page keeps itself up to date."),

@@ -27,7 +27,7 @@
     <a href="{{today}}">{{t('today')}}</a>
   </nav>
 </div>
-<h1>{{t('waiting_nav')}}</h1>
+<h1>{{t('waiting_title')}}</h1>
 <p>{{t('waiting_hint')}}</p>
 % buttons = {'waiting': ('in_consultation', ''), 'in_consultation': ('seen', ''), 'finished': ('',), 'expected': ('arrived', 'in_consultation'), 'absent': ('arrived', 'in_consultation', 'no_show')}
 % for state in states:
