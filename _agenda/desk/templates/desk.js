@@ -1,7 +1,7 @@
 // The desk's little script: the page works without it. Opens the day at now, prints it, reloads when the agenda
 // changed (a poll of /desk/version that never restarts the session's idle time), counts the waiting room's
 // running waits on, "/" jumps to the search, the arrows change day, and keys reach a free slot (n, p, 1-9,
-// and the up and down arrows from the empty search box or a free slot: docs/desk.md).
+// and the up and down arrows from the empty search box or a free slot) or a waiting room's row: docs/desk.md.
 (function () {
   "use strict";
   var now = document.getElementById("now");
@@ -56,10 +56,22 @@
     });
     return best && best.slot;
   }
+  function nextRow(back) {  // the waiting room's rows, each by its first button (data-row), in the page's order
+    var rows = Array.prototype.slice.call(document.querySelectorAll("button[data-row]"));
+    var at = rows.indexOf(document.activeElement);
+    return at < 0 ? (back ? null : rows[0]) : rows[at + (back ? -1 : 1)];
+  }
   document.addEventListener("keydown", function (event) {
     if (typing() || event.altKey || event.ctrlKey || event.metaKey) { return; }
     var active = document.activeElement, onSlot = active && active.matches && active.matches(".timeline a[data-slot]");
     var inSearch = active && active.id === "q", key = event.key;
+    var onRow = active && active.matches && active.matches("button[data-row]");
+    if (/^Arrow(Up|Down)$/.test(key) && (inSearch || onRow) && document.querySelector("button[data-row]")) {
+      var row = nextRow(key === "ArrowUp");
+      event.preventDefault();
+      if (row) { row.focus(); }
+      return;
+    }
     var slotKey = /^([1-9]|n|p)$/.test(key) ? !inSearch : /^Arrow(Up|Down)$/.test(key) && (inSearch || onSlot);
     var slot = slotKey && freeSlot(key, onSlot ? active : null);
     if (slot) { event.preventDefault(); slot.focus(); return; }

@@ -70,8 +70,8 @@
       <form method="post" action="/desk/appointments/{{v['id']}}/attendance" class="quick">
         <input type="hidden" name="csrf" value="{{desk['csrf']}}">
         <input type="hidden" name="back" value="{{here}}">
-        % for mark in offered:
-        <button name="mark" value="{{mark}}">{{t('undo') if mark == '' else t('mark_finished') if mark == 'seen' else t('mark_' + mark)}}</button>
+        % for n, mark in enumerate(offered):
+        <button name="mark" value="{{mark}}"{{!' data-row' if n == 0 else ''}}>{{t('undo') if mark == '' else t('mark_finished') if mark == 'seen' else t('mark_' + mark)}}</button>
         % end
       </form>
     % end
