@@ -7,6 +7,7 @@ import datetime as dt
 
 import pytest
 import webtest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from _agenda.domain.changes import book_appointment, cancel_appointment, move_appointment
 from _agenda.domain.counter import mark_attendance
@@ -135,6 +136,10 @@ def test_a_call_in_before_its_time_or_of_a_cancelled_visit_is_refused_in_words(a
     assert "Bea Sala" not in desk.get(ROOM).text
     row = api.db().execute("SELECT count(*) FROM appointments WHERE called_in_at IS NOT NULL").fetchone()
     assert row[0] == 0
+    for query, status in (("date=31/02/2026", 400), ("date=01/01/0001", 400), ("centerId=NADA", 404),
+                          ("centerId=C1&doctorId=NADIE", 404)):
+        wrong = desk.get(f"/desk/waiting?{query}", expect_errors=True)
+        assert wrong.status_int == status and wrong.html.select_one("main h1").text, query
 
 
 def test_the_poll_answers_a_new_version_after_a_mark(api, clock, room):
@@ -157,6 +162,33 @@ def test_a_move_or_a_no_show_takes_the_call_in_away(api, clock, room):
     move_appointment(clinic, room["Bea"], day=MONDAY, time_text="10:30", source="desk:ana")  # a mistake: moved
     assert tuple(api.db().execute("SELECT attendance, arrived_at, called_in_at FROM appointments WHERE id = ?",
                                   (room["Bea"],)).fetchone()) == (None, None, None)
+
+
+def attended(api, visit):
+    return tuple(api.db().execute("SELECT attendance, arrived_at, called_in_at FROM appointments WHERE id = ?",
+                                  (visit,)).fetchone())
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(["arrived", "in_consultation", "seen", "no_show", None]), max_size=8))
+def test_a_call_in_lives_only_beside_an_arrival_and_each_step_forward_undoes_to_where_it_was(api, clock, room,
+                                                                                             marks):
+    clinic, visit = api.app.clinic, room["Carla"]
+    if clock.moment.date() != MONDAY:
+        clock.set(2026, 11, 23, 10, 5)  # Carla's 10:00 visit has begun: every mark is open, all morning
+    for mark in marks:
+        clock.moment += dt.timedelta(minutes=1)
+        before = attended(api, visit)
+        mark_attendance(clinic, visit, mark, "desk:ana")
+        attendance, arrived_at, called_in_at = attended(api, visit)
+        assert called_in_at is None or (attendance in ("arrived", "seen") and arrived_at <= called_in_at)
+        assert arrived_at is None if attendance in (None, "no_show") else attendance == "seen" or arrived_at
+        stepped = (mark == "in_consultation" and before[0] == "arrived" and before[2] is None) or (
+            mark == "seen" and before[0] == "arrived" and before[2] is not None)
+        if stepped:  # "pasa a consulta" from the waiting room, "ha terminado" from the consultation: undone
+            mark_attendance(clinic, visit, None, "desk:ana")
+            assert attended(api, visit) == before
+            mark_attendance(clinic, visit, mark, "desk:ana")
 
 
 NIGHT_CSV = """\
