@@ -91,8 +91,8 @@ def test_arrivals_waits_and_the_consultation_in_one_press_each(api, clock, room)
     desk = at(api, clock, 10, 1)
     page = press(desk.get(ROOM), room["Ana"], "Ha terminado").follow()
     assert "Ana Sala: ✔ atendido." in page.text
-    assert rows(page, "finished") == [("Ana Sala", "llegó a las 08:45 · adelantado (15 min) · pasó a consulta a las "
-                                       "09:05 · esperó 20 min · 5 min pasada su hora", ["Deshacer"])]
+    assert rows(page, "finished") == [("Ana Sala", "llegó a las 08:45 · adelantado (15 min) · pasó a consulta a "
+                                       "las 09:05 · esperó 20 min · 5 min pasada su hora", ["Deshacer"])]
     assert rows(page, "absent") == [("Carla Sala", "no ha venido", ["Llegó", "Pasa a consulta", "No vino"])]
     actions = [row[0] for row in api.db().execute(
         "SELECT action FROM events WHERE entity_id = ? AND source = 'desk:ana' ORDER BY id", (str(room["Ana"]),))]
@@ -110,8 +110,8 @@ def test_undo_steps_back_once_and_the_arrival_time_is_kept(api, clock, room):
     assert rows(page, "in_consultation")[0][1].startswith("llegó a las 08:50 · adelantado (10 min) · en consulta "
                                                           "desde las 09:10")
     page = press(page, room["Ana"], "Deshacer").follow()  # called in by mistake: waiting since 08:50 again
-    assert rows(page, "waiting")[0][1] == "llegó a las 08:50 · adelantado (10 min) · espera 20 min · 10 min pasada " \
-                                          "su hora"
+    assert rows(page, "waiting")[0][1] == ("llegó a las 08:50 · adelantado (10 min) · espera 20 min · 10 min "
+                                           "pasada su hora")
     page = press(page, room["Ana"], "Deshacer").follow()
     assert rows(page, "absent")[0] == ("Ana Sala", "no ha venido", ["Llegó", "Pasa a consulta", "No vino"])
     row = api.db().execute("SELECT attendance, arrived_at, called_in_at FROM appointments WHERE id = ?",

@@ -11,6 +11,10 @@ from ..domain.waiting_room import STATES, waiting_room
 from ..web.answers import clinic, query_text
 from .shared import changes_version, desk_centers, desk_page, desk_source
 
+# The buttons of a row in each part of the page, in their order ('' undoes a step), each shown while it is open.
+ROW_MARKS = {"in_consultation": ("seen", ""), "waiting": ("in_consultation", ""), "finished": ("",),
+             "expected": ("arrived", "in_consultation"), "absent": ("arrived", "in_consultation", "no_show")}
+
 
 def desk_waiting_room():
     """The waiting room of ?centerId= (the first center) on ?date= (today), one doctor's with ?doctorId=: who
@@ -24,7 +28,7 @@ def desk_waiting_room():
     room = waiting_room(clinic(), day, center_id, doctor_id, reader=desk_source())
     here = room_address(day, center_id, doctor_id)
     return desk_page("waiting", day=day, centers=centers, center_id=center_id, doctor_id=doctor_id,
-                     doctors=doctors_with_hours(clinic()), room=room, states=STATES, here=here,
+                     doctors=doctors_with_hours(clinic()), room=room, states=STATES, row_marks=ROW_MARKS, here=here,
                      version=changes_version(), ticking=ticking if day == clinic().today() else str,
                      previous=room_address(day - dt.timedelta(days=1), center_id, doctor_id),
                      following=room_address(day + dt.timedelta(days=1), center_id, doctor_id),

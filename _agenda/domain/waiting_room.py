@@ -5,7 +5,7 @@ wait is counted between stored UTC instants and shown in the clinic's zone. No H
 import datetime as dt
 
 from .appointments import live_appointments
-from .counter import open_marks
+from .counter import CALL_IN, open_marks
 
 STATES = ("in_consultation", "waiting", "expected", "absent", "finished")  # in the order the page shows them
 ON_TIME = 5  # minutes either side of a visit's start an arrival is on time
@@ -18,11 +18,11 @@ def waiting_room(clinic, day, center_id, doctor_id=None, reader=None):
     clinic.require_center(center_id)
     if doctor_id is not None:
         clinic.require_doctor(doctor_id)
-    now = clinic.clock()
+    now, today = clinic.clock(), day == clinic.today()
     room = {state: [] for state in STATES}
     for visit in live_appointments(clinic, reader, "day", days=[day.isoformat()], center_id=center_id,
                                    doctor_id=doctor_id):
-        seated = seat(clinic, visit, now, day == now.astimezone(clinic.tz).date())
+        seated = seat(clinic, visit, now, today)
         room[seated["state"]].append(seated)
     room["waiting"].sort(key=lambda visit: (visit["start"], visit["arrived_at"]))
     room["in_consultation"].sort(key=lambda visit: visit["called_in_at"])
@@ -32,19 +32,22 @@ def waiting_room(clinic, day, center_id, doctor_id=None, reader=None):
 def seat(clinic, visit, now, today):
     """One visit as the waiting room shows it: its state, arrived and called-in times (HH:MM in the clinic's zone),
     `waited` (arrival to the call, or to now while it waits today), `past_time` (of that wait, the minutes past the
-    visit's start), `punctuality` (late, early, on_time) by `lateness` minutes, `inside` (minutes in consultation)."""
+    visit's start), `punctuality` (late, early, on_time) by `lateness` minutes, `inside` (minutes in consultation),
+    `marks` open now (`open_marks`, and CALL_IN with an arrival)."""
     start = dt.datetime.combine(dt.date.fromisoformat(visit["date"]), dt.time.fromisoformat(visit["start"]),
                                 tzinfo=clinic.tz)
     arrived, called = instant(visit["arrived_at"]), instant(visit["called_in_at"])
     state = state_of(visit["attendance"], called, start <= now)
     until = called or (now if today and state == "waiting" else None)
-    lateness = minutes(start, arrived) if arrived else None
-    return {**visit, "state": state, "marks": open_marks(clinic, visit["date"], visit["start"]),
+    lateness = minutes(start, arrived) if arrived else 0
+    punctuality = None if arrived is None else "late" if lateness > ON_TIME else \
+        "early" if lateness < -ON_TIME else "on_time"
+    marks = open_marks(clinic, visit["date"], visit["start"])
+    return {**visit, "state": state, "marks": marks + ((CALL_IN,) if "arrived" in marks else ()),
             "arrived_local": local(clinic, arrived), "called_local": local(clinic, called),
             "waited": minutes(arrived, until) if arrived and until else None,
             "past_time": max(0, minutes(max(arrived, start), until)) if arrived and until else None,
-            "punctuality": None if lateness is None else "late" if lateness > ON_TIME else
-            "early" if lateness < -ON_TIME else "on_time", "lateness": abs(lateness or 0),
+            "punctuality": punctuality, "lateness": abs(lateness),
             "inside": minutes(called, now) if called and today and state == "in_consultation" else None}
 
 

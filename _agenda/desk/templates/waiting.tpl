@@ -29,7 +29,6 @@
 </div>
 <h1>{{t('waiting_title')}}</h1>
 <p>{{t('waiting_hint')}}</p>
-% buttons = {'waiting': ('in_consultation', ''), 'in_consultation': ('seen', ''), 'finished': ('',), 'expected': ('arrived', 'in_consultation'), 'absent': ('arrived', 'in_consultation', 'no_show')}
 % for state in states:
 <section class="room {{state}}" id="{{state}}">
 <h2>{{t('room_' + state, count=len(room[state]))}}</h2>
@@ -62,7 +61,7 @@
     % end
     </td>
     <td>
-    % offered = [mark for mark in buttons[state] if mark == '' or (mark if mark != 'in_consultation' else 'arrived') in v['marks']]
+    % offered = [mark for mark in row_marks[state] if mark == '' or mark in v['marks']]
     % if state == 'absent' and v['attendance'] == 'no_show':
     %   offered = ['']
     % end
