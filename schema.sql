@@ -854,3 +854,15 @@ WHEN OLD.message_id IS NOT NULL AND NEW.message_id IS NOT OLD.message_id
 BEGIN
     SELECT RAISE(ABORT, 'an outbox row keeps its Message-ID for its whole life');
 END;
+
+-- version 22
+-- The waiting room ("The waiting room"): the moment reception said "pasa a consulta" (UTC), beside the mark
+-- arrived, which stays; "seen" then means finished and keeps it. It lives only beside an arrival: an attendance
+-- undone, turned to a no-show or cleared by a move takes it away.
+ALTER TABLE appointments ADD COLUMN called_in_at TEXT;
+CREATE TRIGGER called_in_only_beside_an_arrival
+AFTER UPDATE OF attendance ON appointments
+WHEN NEW.called_in_at IS NOT NULL AND coalesce(NEW.attendance, '') NOT IN ('arrived', 'seen')
+BEGIN
+    UPDATE appointments SET called_in_at = NULL WHERE id = NEW.id;
+END;

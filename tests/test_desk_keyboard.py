@@ -156,3 +156,31 @@ def test_the_keys_skip_the_cells_where_no_visit_fits_and_cards_wear_their_types_
     assert legend.text.split("\n") == ["Revisión de fisioterapia", "Sesión de fisioterapia", "sin tipo"]
     timeline = desk.find(By.CSS_SELECTOR, ".timeline")
     assert legend.rect["y"] + legend.rect["height"] <= timeline.rect["y"]  # above the timeline, not over it
+
+
+def test_the_waiting_room_calls_in_and_finishes_from_the_keyboard(clinic_desk, clock):  # noqa: F811
+    """The waiting room (docs/desk.md): ↓ from the search box reaches the first row's first button, ↓ the next
+    row's; Enter presses it, one POST, and the page comes back with the mark."""
+    desk, api = clinic_desk()
+    first = api.book(api.new_patient(), date="23/11/2026", time="09:00")
+    api.book(api.new_patient(nif="10000001S", name="Pablo", surname="Ortega"), date="23/11/2026", time="09:30")
+    clock.set(2026, 11, 23, 8, 50)
+    desk.log_in()
+    desk.open("/desk/waiting?date=23/11/2026&centerId=C1")
+    keys = Keyboard(desk)
+    keys.settled()
+    keys.press(Keys.ARROW_DOWN, "↓")
+    assert keys.focused()[:3] == ("BUTTON", "", "Llegó")  # Ana García's row, the first still to come
+    keys.press(Keys.ARROW_DOWN, "↓")
+    keys.press(Keys.ARROW_UP, "↑")
+    assert keys.focused()[:3] == ("BUTTON", "", "Llegó")
+    keys.press(Keys.TAB, "Tab")
+    assert keys.focused()[:3] == ("BUTTON", "", "Pasa a consulta")
+    keys.press_to_leave(Keys.ENTER, "Intro")  # straight in: arrived and called in
+    assert desk.flash() == "Ana García: ▶ pasa a consulta."
+    keys.press(Keys.ARROW_DOWN, "↓")
+    assert keys.focused()[:3] == ("BUTTON", "", "Ha terminado")
+    keys.press_to_leave(Keys.ENTER, "Intro")
+    assert desk.flash() == "Ana García: ✔ atendido." and len(keys.pressed) == 7
+    row = api.db().execute("SELECT attendance, arrived_at, called_in_at FROM appointments WHERE id = ?", (first,))
+    assert tuple(row.fetchone()) == ("seen", "2026-11-23T07:50:00+00:00", "2026-11-23T07:50:00+00:00")

@@ -81,6 +81,7 @@ PAGES = {
     ("GET", "/desk/month"): "/desk/month",
     ("GET", "/desk/rooms"): "/desk/rooms",
     ("GET", "/desk/calls"): "/desk/calls",
+    ("GET", "/desk/waiting"): "/desk/waiting?date={date}&centerId={center}",
     ("GET", "/desk/waitlist"): "/desk/waitlist",
     ("GET", "/desk/book"): "/desk/book?{slot}",
     ("GET", "/desk/appointments/<appointment_id:int>"): "/desk/appointments/{booked}",

@@ -29,7 +29,7 @@ FOLDERS = {
                 "leases", "host_replication", "replica_restore"],
     "domain": ["patients", "access", "identity", "slots", "appointments", "clinic", "visits", "holds", "availability",
                "staff", "outbox", "booking", "changes", "links", "registry", "closures", "reminders", "doctors", "fitting", "counter",
-               "series", "waitlist", "rights", "feeds", "report", "timeline", "month"],
+               "series", "waitlist", "rights", "feeds", "report", "timeline", "month", "waiting_room"],
     "files": ["catalogs", "reading", "open_formats", "staged_import"],
     "web": ["answers", "serving", "api", "calendar_feeds", "host", "proxy_sites"],
     "words": ["texts", "pages"],

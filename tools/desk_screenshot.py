@@ -84,6 +84,7 @@ VIEWS = (("day", f"/desk/day?date={{day}}&centerId={CENTER}", ".timeline .card")
          ("doctor-week", "/desk/week?date={day}&doctorId=MARTIN", ".timeline .card"),
          ("month", f"/desk/month?month={{month}}&centerId={CENTER}&typeId=MG-PRIMERA", "table.month .bar"),
          ("rooms", f"/desk/rooms?date={{day}}&centerId={ROOMS_CENTER}", "section.resource table"),
+         ("waiting", f"/desk/waiting?date={{day}}&centerId={CENTER}", "section.room"),
          ("waitlist", "/desk/waitlist", "h1"),
          ("report", "/desk/report", "section.chart img"),
          ("patient", "/desk/patients/1", "dl"),

@@ -11,6 +11,7 @@ from .booking import (desk_add_waiting, desk_appointment, desk_attendance, desk_
 from .patients import (desk_correct_patient, desk_erase, desk_erase_page, desk_new_patient, desk_patient,
                        desk_patient_access, desk_patient_book, desk_patient_copy, desk_patients, desk_register_patient)
 from .cards import desk_card
+from .waiting_room import desk_waiting_room
 from .clinic import (desk_access, desk_add_closure, desk_closures, desk_doctor_feed, desk_doctors,
                           desk_remove_closure, desk_remove_closure_page, desk_report, desk_retire)
 
@@ -33,6 +34,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/month", desk_month, DESK),
     ("GET", "/desk/rooms", desk_rooms, DESK),
     ("GET", "/desk/calls", desk_calls, DESK),
+    ("GET", "/desk/waiting", desk_waiting_room, DESK),
     ("GET", "/desk/waitlist", desk_waitlist, DESK),
     ("POST", "/desk/waitlist", desk_add_waiting, DESK),
     ("POST", "/desk/waitlist/search", desk_waitlist, {**DESK, "no_change": True}),  # the add form's search: no change

@@ -61,6 +61,8 @@ APPOINTMENT_COLUMNS = (
            None, KEEP),
     Column("arrived_at", "record-keeping", "when the patient was marked arrived (UTC)", (AGENDA,), "arrived_at",
            None, KEEP),
+    Column("called_in_at", "record-keeping", "when reception said 'pasa a consulta' (UTC); only beside an arrival",
+           (DESK,), "called_in_at", None, KEEP),
     Column("squeezed", "visit", "1: a sobrecita, squeezed in by reception", (DESK,), "squeezed", None, KEEP,
            "CASE WHEN a.squeezed THEN json('true') ELSE json('false') END"),
     Column("series_id", "visit", "the series it belongs to; NULL: none", (DESK,), "series_id", None, KEEP),
@@ -339,9 +341,11 @@ def set_status(conn, appointment_id, status, at, reason=None):
     return update_appointment(conn, appointment_id, changes, at)
 
 
-def set_attendance(conn, appointment_id, mark, arrived_at, at):
-    """Reception's mark on the appointment ("Attendance"), and when the patient arrived; the row after."""
-    return update_appointment(conn, appointment_id, {"attendance": mark, "arrived_at": arrived_at}, at)
+def set_attendance(conn, appointment_id, mark, arrived_at, at, called_in_at=None):
+    """Reception's mark on the appointment ("Attendance"), when the patient arrived and when they were called in
+    ("The waiting room"); the row after."""
+    return update_appointment(conn, appointment_id, {"attendance": mark, "arrived_at": arrived_at,
+                                                     "called_in_at": called_in_at}, at)
 
 
 def anonymise_appointments(conn, patient_id):

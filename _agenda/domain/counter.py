@@ -8,6 +8,7 @@ from .booking import book_visit
 from .appointments import CHANGE_CANCELLED, live_appointments, set_attendance
 
 MARKS = ("arrived", "seen", "no_show")  # the desk's own record, beside the caller's status
+CALL_IN = "in_consultation"  # "pasa a consulta": an arrival called in, its moment beside the mark ("The waiting room")
 
 
 def open_marks(clinic, day_iso, start):
@@ -22,20 +23,38 @@ def open_marks(clinic, day_iso, start):
 
 
 def mark_attendance(clinic, appointment_id, mark, source):
-    """Mark an appointment when its time has come (`open_marks`): arrived (now), seen, no_show, or None to undo a
-    mistake; audited. The caller's status never changes for it."""
-    if mark is not None and mark not in MARKS:
+    """Mark an appointment when its time has come (`open_marks`): arrived (now), in_consultation (called in now,
+    arrived if not yet), seen, no_show, or None to undo the last step ("The waiting room"); audited. The caller's
+    status never changes for it."""
+    if mark is not None and mark not in (*MARKS, CALL_IN):
         raise invalid(f"attendance must be one of {', '.join(MARKS)}", "attendance_mark")
     at = clinic.clock()
     with clinic.db.transaction() as conn:
         before = clinic.require_appointment(appointment_id, CHANGE_CANCELLED)
-        if mark is not None and mark not in open_marks(clinic, before["date"], before["time"]):
-            refuse_too_early(clinic, before, mark)
-        arrived_at = utc_iso(at) if mark == "arrived" else before["arrived_at"] if mark == "seen" else None
-        after = set_attendance(conn, before["id"], mark, arrived_at, at)
+        window = "arrived" if mark == CALL_IN else mark
+        if window is not None and window not in open_marks(clinic, before["date"], before["time"]):
+            refuse_too_early(clinic, before, window)
+        attendance, arrived_at, called_in_at = marked(before, mark, utc_iso(at))
+        after = set_attendance(conn, before["id"], attendance, arrived_at, at, called_in_at)
         record_event(conn, at, source, f"appointment.{mark or 'attendance_undone'}", "appointment", before["id"],
                      before=before, after=after)
     return after
+
+
+def marked(before, mark, now):
+    """(attendance, arrived_at, called_in_at) after `mark` at `now` (UTC ISO): an undo steps back once, from
+    finished to in consultation, from in consultation to arrived, else to nothing ("The waiting room")."""
+    arrived = before["arrived_at"]
+    called = before["called_in_at"] if before["attendance"] in ("arrived", "seen") else None
+    if mark is None:
+        if called and before["attendance"] == "seen":
+            return "arrived", arrived, called
+        return ("arrived", arrived, None) if called else (None, None, None)
+    if mark == CALL_IN:
+        return "arrived", arrived or now, called or now
+    if mark == "seen":
+        return "seen", arrived, called
+    return (mark, now, None) if mark == "arrived" else (mark, None, None)
 
 
 def refuse_too_early(clinic, appointment, mark):

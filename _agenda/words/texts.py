@@ -759,6 +759,32 @@ TEXTS = {
         "declined at the reminder"),
     "why_erasure requested": ("supresión de datos pedida",
         "erasure requested"),
+    # The waiting room ("The waiting room")
+    "waiting_nav": ("Llegadas", "Arrivals"), "waiting_title": ("Sala de espera", "Waiting room"),
+    "waiting_hint": ("Quién ha llegado y cuánto espera, quién está en consulta y quién ha terminado. La página se "
+                     "pone al día sola.", "Who has arrived and how long they wait, who is in consultation and who "
+                     "has finished. The page keeps itself up to date."),
+    "room_in_consultation": ("En consulta ({count})", "In consultation ({count})"),
+    "room_waiting": ("En espera ({count})", "Waiting ({count})"),
+    "room_expected": ("Por llegar ({count})", "Still to come ({count})"),
+    "room_absent": ("No ha venido ({count})", "Has not come ({count})"),
+    "room_finished": ("Han terminado ({count})", "Finished ({count})"),
+    "room_empty": ("Nadie.", "No one."),
+    "in_consultation": ("▶ pasa a consulta", "▶ called in"),
+    "event_appointment.in_consultation": ("pasa a consulta", "called in"),
+    "mark_in_consultation": ("Pasa a consulta", "Call in"),
+    "mark_finished": ("Ha terminado", "Finished"),
+    "arrived_at_time": ("llegó a las {time}", "arrived at {time}"),
+    "visit_at": ("cita a las {time}", "visit at {time}"),
+    "waits_now": ("espera {minutes} min", "waiting {minutes} min"),
+    "waited_for": ("esperó {minutes} min", "waited {minutes} min"),
+    "past_its_time": ("{minutes} min pasada su hora", "{minutes} min past their time"),
+    "punctuality_late": ("con retraso ({minutes} min)", "late ({minutes} min)"),
+    "punctuality_on_time": ("puntual", "on time"),
+    "punctuality_early": ("adelantado ({minutes} min)", "early ({minutes} min)"),
+    "inside_since": ("en consulta desde las {time} · {minutes} min", "in consultation since {time} · {minutes} min"),
+    "called_in_at": ("pasó a consulta a las {time}", "called in at {time}"),
+    "not_come": ("no ha venido", "has not come"),
 }
 
 

@@ -1,7 +1,7 @@
 // The desk's little script: the page works without it. Opens the day at now, prints it, reloads when the agenda
-// changed (a poll of /desk/version that never restarts the session's idle time), "/" jumps to the
-// search, the arrows change day, and keys reach a free slot (n, p, 1-9, and the up and down arrows from
-// the empty search box or a free slot: docs/desk.md).
+// changed (a poll of /desk/version that never restarts the session's idle time), counts the waiting room's
+// running waits on, "/" jumps to the search, the arrows change day, and keys reach a free slot (n, p, 1-9,
+// and the up and down arrows from the empty search box or a free slot) or a waiting room's row: docs/desk.md.
 (function () {
   "use strict";
   var now = document.getElementById("now");
@@ -28,6 +28,15 @@
         .catch(function () {});
     }, 20000);
   }
+  var loaded = Date.now(), ticks = document.querySelectorAll(".tick[data-minutes]");
+  if (ticks.length) {  // the waiting room's running waits count on between the reloads a change brings
+    window.setInterval(function () {
+      var passed = Math.floor((Date.now() - loaded) / 60000);
+      Array.prototype.forEach.call(ticks, function (tick) {
+        tick.textContent = String(Number(tick.getAttribute("data-minutes")) + passed);
+      });
+    }, 15000);
+  }
   function place(element) {  // [column, row] of a timeline block, from its grid classes (cN, rN)
     var column = /(?:^|\s)c(\d+)(?:\s|$)/.exec(element.className), row = /(?:^|\s)r(\d+)(?:\s|$)/.exec(element.className);
     return [column ? Number(column[1]) : 0, row ? Number(row[1]) : 0];
@@ -47,10 +56,22 @@
     });
     return best && best.slot;
   }
+  function nextRow(back) {  // the waiting room's rows, each by its first button (data-row), in the page's order
+    var rows = Array.prototype.slice.call(document.querySelectorAll("button[data-row]"));
+    var at = rows.indexOf(document.activeElement);
+    return at < 0 ? (back ? null : rows[0]) : rows[at + (back ? -1 : 1)];
+  }
   document.addEventListener("keydown", function (event) {
     if (typing() || event.altKey || event.ctrlKey || event.metaKey) { return; }
     var active = document.activeElement, onSlot = active && active.matches && active.matches(".timeline a[data-slot]");
     var inSearch = active && active.id === "q", key = event.key;
+    var onRow = active && active.matches && active.matches("button[data-row]");
+    if (/^Arrow(Up|Down)$/.test(key) && (inSearch || onRow) && document.querySelector("button[data-row]")) {
+      var row = nextRow(key === "ArrowUp");
+      event.preventDefault();
+      if (row) { row.focus(); }
+      return;
+    }
     var slotKey = /^([1-9]|n|p)$/.test(key) ? !inSearch : /^Arrow(Up|Down)$/.test(key) && (inSearch || onSlot);
     var slot = slotKey && freeSlot(key, onSlot ? active : null);
     if (slot) { event.preventDefault(); slot.focus(); return; }

@@ -16,6 +16,7 @@
     <a href="/desk/week">{{t('week')}}</a>
     <a href="/desk/month">{{t('month')}}</a>
     <a href="/desk/rooms">{{t('rooms_nav')}}</a>
+    <a href="/desk/waiting">{{t('waiting_nav')}}</a>
     <a href="/desk/calls">{{t('calls')}}</a>
     <a href="/desk/waitlist">{{t('waitlist')}}</a>
     <a href="/desk/patients">{{t('patients_nav')}}</a>
