@@ -854,3 +854,10 @@ WHEN OLD.message_id IS NOT NULL AND NEW.message_id IS NOT OLD.message_id
 BEGIN
     SELECT RAISE(ABORT, 'an outbox row keeps its Message-ID for its whole life');
 END;
+
+-- version 22
+-- Reception's notes ("Details of a booked visit"): a note of the desk's on a visit ("llamar antes", "trae
+-- informes") and an administrative note on the patient ("prefiere mañanas", "avisar a su hija"); nothing clinical.
+-- Each is a text of at most 500 characters, emptied when the patient's identity is.
+ALTER TABLE appointments ADD COLUMN note TEXT;
+ALTER TABLE patients ADD COLUMN note TEXT;

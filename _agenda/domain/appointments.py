@@ -18,6 +18,7 @@ TO_CALL = f"""(coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND (
 # numbers, the ISO date, start and end, where, its status and who booked it.
 APPOINTMENT_FIELDS = f"""json_object(
     'id', a.id, 'date', a.date, 'start', a.time, 'end', a.end_time, 'status', a.status, 'reason', a.reason,
+    'note', a.note,
     'doctor_id', a.doctor_id, 'doctor_name', d.name, 'speciality_id', a.speciality_id, 'center_id', a.center_id,
     'insurance_id', a.insurance_id, 'patient_id', a.patient_id, 'booked_by', a.booked_by, 'attendance', a.attendance,
     'arrived_at', a.arrived_at, 'to_call', CASE WHEN {TO_CALL} THEN json('true') ELSE json('false') END,
@@ -52,8 +53,9 @@ class Shape(NamedTuple):
 
 APPOINTMENT_RECORD = Shape(APPOINTMENT_FIELDS, {"patient_name": "full_name", "nif": "shown_nif",
                                                 "phone": "phone_e164", "guardian_name": "guardian_name"})
-# The desk's page of one appointment: the record and where the patient's messages go (`recipient_of`).
-APPOINTMENT_PAGE = Shape(APPOINTMENT_FIELDS, {**APPOINTMENT_RECORD.person, "email": "email", "messages": "messages"})
+# The desk's page of one appointment: the record, where the patient's messages go (`recipient_of`) and their note.
+APPOINTMENT_PAGE = Shape(APPOINTMENT_FIELDS, {**APPOINTMENT_RECORD.person, "email": "email", "messages": "messages",
+                                              "patient_note": "note"})
 # An appointment as the caller sees it ("Appointment objects"): ids are text; the date DD/MM/YYYY; patientName
 # is name and surname, or whichever there is, or null; nif the patient's or their live guardian's; duration in
 # minutes. SQLite writes a list of hundreds three times as fast as Python builds them.

@@ -71,6 +71,7 @@ CHANNELS = {
     "waitlist move": Rules(True, True, "desk", "grid", "accepted", "may accept", True, "appointment.moved", "update"),
     "patient move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved", "update",
                           keeps_confirmed=True),
+    "desk retype": Rules(True, False, "desk", "grid", "accepted", "one place", False, "appointment.retyped", "update"),
 }
 
 
@@ -147,18 +148,22 @@ class Span(NamedTuple):
 
 
 def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted, keep=False):
-    """The appointments row inserted, or `moving`'s row moved (its id, type, length and pause kept; booked again,
-    no longer confirmed, unless `keep` and it was confirmed: "Moving")."""
+    """The appointments row inserted, or `moving`'s row moved or given another type (`span.kind`: a move keeps its
+    own; booked again, no longer confirmed, unless `keep` and it was confirmed: "Moving"; its arrival kept where
+    it stays)."""
     if moving is None:
         return inserted(conn, visit._replace(center_id=span.center), patient_key, doctor, day, time_text, span, at,
                         source, accepted)
+    stays = (moving["doctor_id"], moving["date"], moving["time"]) == (doctor["id"], day.isoformat(), time_text)
     return written_row(
         conn, "UPDATE appointments SET doctor_id = ?, date = ?, time = ?, end_time = ?, center_id = ?, busy_until = ?,"
         " status = CASE WHEN ? AND status = 'confirmed' THEN status ELSE 'booked' END, confirmed_at = CASE WHEN ?"
-        " AND status = 'confirmed' THEN confirmed_at END, attendance = NULL, arrived_at = NULL,"
+        " AND status = 'confirmed' THEN confirmed_at END, attendance = CASE WHEN ? THEN attendance END,"
+        " arrived_at = CASE WHEN ? THEN arrived_at END, type_id = ?, pause = ?,"
         " squeezed = ?, overlap_accepted = ?, updated_at = ? WHERE id = ?",
         (doctor["id"], day.isoformat(), time_text, span.end, span.center, span.busy_until, int(keep), int(keep),
-         int(visit.squeezed), int(accepted), utc_iso(at), moving["id"]))
+         int(stays), int(stays), span.kind.id, span.kind.pause, int(visit.squeezed), int(accepted), utc_iso(at),
+         moving["id"]))
 
 
 def holding(conn, span, doctor_id, day, time_text, moving=None, squeezed=False):
