@@ -12,6 +12,7 @@ import webtest
 from agenda import ClinicError
 from _agenda.domain import booking
 from _agenda.domain.changes import change_details, confirm_appointment
+from _agenda.domain.counter import mark_attendance
 from _agenda.domain.rights import patient_copy, request_erasure, retention_run
 from _agenda.files.open_formats import export_agenda
 
@@ -168,8 +169,8 @@ def test_an_insurance_the_doctor_does_not_take_or_none_where_they_keep_a_list_is
     assert refused.value.code == "INSURANCE_NOT_FOUND" and unchanged(db_path) == before
 
 
-HOSTILE = '<b onmouseover="x()">prefiere mañanas</b>'
-FORMULA = '=HYPERLINK("http://x.example","avisar a su hija")'
+HOSTILE = '=HYPERLINK("http://x.example","prefiere mañanas") <b onmouseover="x()">avisar a su hija</b>'
+VISIT = '<script>alert("trae informes")</script>'
 
 
 def test_a_patients_note_shows_on_their_visits_as_text_is_in_their_copy_and_leaves_with_their_erasure(
@@ -183,17 +184,17 @@ def test_a_patients_note_shows_on_their_visits_as_text_is_in_their_copy_and_leav
     form.submit().follow()
     appointment = booked(api, patient=patient)
     _, details = details_form(desk, appointment)
-    details["note"] = FORMULA
+    details["note"] = VISIT
     details.submit()
     page = desk.get(f"/desk/appointments/{appointment}")
     assert page.html.find(class_="patient-note").text == HOSTILE and "<b onmouseover" not in page.text  # text only
-    assert page.html.find(class_="visit-note").text == FORMULA
+    assert page.html.find(class_="visit-note").text == VISIT and "<script>alert" not in page.text
     copy = patient_copy(api.app.clinic, patient, "cli:test")
-    assert copy["patient"]["note"] == HOSTILE and copy["appointments"][0]["note"] == FORMULA
+    assert copy["patient"]["note"] == HOSTILE and copy["appointments"][0]["note"] == VISIT
     export_agenda(api.app.clinic, tmp_path / "out", "cli:test")
     with open(tmp_path / "out" / "patients.csv", encoding="utf-8-sig", newline="") as sheet:
         line, = [line for line in csv.DictReader(sheet)]
-    assert line["note"] in (HOSTILE, "'" + HOSTILE) and not line["note"].startswith("=")
+    assert line["note"] == "'" + HOSTILE  # a cell a spreadsheet shows, never runs
     clock.set(2026, 11, 25)
     done = request_erasure(api.app.clinic, patient, "cli", "cli:test")
     clock.set(done["erasable_from"].year, done["erasable_from"].month, done["erasable_from"].day)
@@ -201,4 +202,15 @@ def test_a_patients_note_shows_on_their_visits_as_text_is_in_their_copy_and_leav
     assert api.db().execute("SELECT note FROM patients WHERE id = ?", (patient,)).fetchone()[0] is None
     assert api.db().execute("SELECT note FROM appointments WHERE id = ?", (appointment,)).fetchone()[0] is None
     stored = " ".join(str(value) for event in api.db().execute("SELECT before, after FROM events") for value in event)
-    assert "prefiere mañanas" not in stored and "avisar a su hija" not in stored
+    assert "prefiere mañanas" not in stored and "trae informes" not in stored
+
+
+def test_a_patient_already_at_the_counter_keeps_their_arrival_when_their_visit_changes_type(clinic, clock):
+    api, _ = clinic
+    appointment = booked(api)
+    clock.set(2026, 11, 24, 8, 50)
+    mark_attendance(api.app.clinic, appointment, "arrived", "desk:ana")
+    change_details(api.app.clinic, appointment, type_id="MG-PRI", source="desk:ana")
+    after = row(api, appointment)
+    assert (after["type_id"], after["end_time"], after["attendance"]) == ("MG-PRI", "09:30", "arrived")
+    assert after["arrived_at"] is not None
