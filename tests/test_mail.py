@@ -698,8 +698,9 @@ def test_the_upgrade_keeps_a_tried_message_id_and_a_visit_on_a_calendar_keeps_it
     ana = api.book(api.new_patient(email="ana@example.es"))
     assert sender.pass_once() == {"sent": 1}
     eva = api.book(api.new_patient(nif=valid_dni(1), name="Eva", email="eva@example.es"), time="10:00")
-    with transaction(api.db()) as conn:  # the database as version 18 left it (version 20's holds first)
-        for statement in ("DROP INDEX holds_of_others", "DROP TRIGGER holds_of_the_doctors_own_room",
+    with transaction(api.db()) as conn:  # the database as version 18 left it (version 22's notes, 20's holds first)
+        for statement in ("ALTER TABLE appointments DROP COLUMN note", "ALTER TABLE patients DROP COLUMN note",
+                          "DROP INDEX holds_of_others", "DROP TRIGGER holds_of_the_doctors_own_room",
                           "DROP TABLE outside_hours", "ALTER TABLE holds DROP COLUMN own",
                           "DROP TRIGGER outbox_message_id_kept", "DROP TRIGGER outbox_message_id",
                           "DROP TABLE clinic_identity", "UPDATE outbox SET message_id = '<old@clinicasol.es>'"
