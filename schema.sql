@@ -866,3 +866,10 @@ WHEN NEW.called_in_at IS NOT NULL AND coalesce(NEW.attendance, '') NOT IN ('arri
 BEGIN
     UPDATE appointments SET called_in_at = NULL WHERE id = NEW.id;
 END;
+
+-- version 23
+-- Reception's notes ("Details of a booked visit"): a note of the desk's on a visit ("llamar antes", "trae
+-- informes") and an administrative note on the patient ("prefiere mañanas", "avisar a su hija"); nothing clinical.
+-- Each is a text of at most 500 characters, emptied when the patient's identity is.
+ALTER TABLE appointments ADD COLUMN note TEXT;
+ALTER TABLE patients ADD COLUMN note TEXT;

@@ -40,7 +40,8 @@ from _agenda.files.staged_import import import_appointments
 from _agenda.values.refusals import ClinicError
 from _agenda.domain.waitlist import add_waiting, Wish
 from _agenda.domain.availability import availability
-from _agenda.domain.changes import book_appointment, cancel_appointment, move_appointment
+from _agenda.domain.changes import book_appointment, cancel_appointment, change_details, move_appointment
+from _agenda.domain.fitting import retypes
 
 from conftest import Api, Clock, MADRID, SECRET, seed, table_rows, valid_dni, write_csv
 from test_slot_rules import hhmm
@@ -526,6 +527,23 @@ class HoldsMachine(RuleBasedStateMachine):
                                                           doctor_id=doctor,
                                                           center_id=center, source="desk:ana", accept_overlap=accept))
 
+    @rule(which=st.integers(0, 50), pick=st.integers(0, 5))
+    def desk_changes_the_type(self, which, pick):
+        """Another of the types its doctor offers there for a coming visit: done exactly where the desk offers it
+        (`retypes`), but for the patient's other visit then ("Details of a booked visit")."""
+        live = self.live_ones()
+        offered = list(retypes(self.clinic, live[which % len(live)]["id"]).values()) if live else []
+        if not offered:
+            return
+        kind, why = offered[pick % len(offered)]
+        try:
+            change_details(self.clinic, live[which % len(live)]["id"], type_id=kind.id, source="desk:ana")
+            event("desk changes the type: done")
+            assert why is None, why
+        except ClinicError as refused:
+            event(f"desk changes the type: {refused.extra.get('reason') or refused.code}")
+            assert why is not None or refused.extra.get("reason") == "patient_elsewhere", (refused, kind)
+
     @rule(which=st.integers(0, 50), by_caller=st.booleans())
     def cancels(self, which, by_caller):
         live = self.live_ones(coming=False)
@@ -675,7 +693,7 @@ class HoldsMachine(RuleBasedStateMachine):
     @invariant()
     def each_change_wrote_the_message_it_calls_for_and_no_other(self):
         """The outbox, read against the audit trail: a booking outside a series a confirmation, a series one message
-        on its first visit, a move an update (none to where it was), a cancellation a notice (an erasure's none); an import, a catalog
+        on its first visit, a move or another type an update (none to where it was), a cancellation a notice (an erasure's none); an import, a catalog
         reload, a refused change nothing ("A patient's messages")."""
         conn = self.conn()
         wrote = collections.Counter(tuple(row) for row in conn.execute(
@@ -689,7 +707,7 @@ class HoldsMachine(RuleBasedStateMachine):
                 called[(int(entity_id), "confirmation")] += 1
             elif action == "series.booked" and after.get("appointments"):
                 called[(after["appointments"][0], "series")] += 1
-            elif action == "appointment.moved" and tells_anew(before, after):  # to where it was: nothing to tell
+            elif action in ("appointment.moved", "appointment.retyped") and tells_anew(before, after):  # to where it was: nothing to tell
                 called[(int(entity_id), "update")] += 1
             elif action in ("appointment.cancelled", "appointment.declined", "appointment.released") and \
                     after.get("cancel_reason") != "erasure requested":

@@ -286,6 +286,8 @@ ROUTES = {
         valid_dni(103), "Castañeda", "611000103", valid_dni(104), "Zubizarreta", "Lucas")], shows={"anselmo", "lucas"}),
     ("GET", "/desk/appointments/<appointment_id:int>"): desk_case(("GET", "/desk/appointments/{of_lucas}"),
                                                                   shows={"lucas"}),
+    ("POST", "/desk/appointments/<appointment_id:int>/details"): desk_case(
+        ("POST", "/desk/appointments/{of_tobias}/details", {"reason": "Control"}), shows={"tobias"}),
     ("POST", "/desk/appointments/<appointment_id:int>/move"): desk_case(
         ("POST", "/desk/appointments/{of_tobias}/move", {"slot": "26/11/2026|10:00|MARTIN|C1"}), shows={"tobias"}),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel"): desk_case(
@@ -610,10 +612,10 @@ NAMES = st.one_of(st.none(), st.just(""), st.text(alphabet="ab ñ'-", min_size=1
 def test_the_door_writes_who_a_patient_is_in_sql_as_in_python(name, surname, nif, guardian):
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE patients (id INTEGER PRIMARY KEY, name, surname, nif, phone_e164, guardian_id,"
-                 " blocked_at, email, messages)")
+                 " blocked_at, email, messages, note)")
     if guardian is not None:
-        conn.execute("INSERT INTO patients VALUES (2, ?, ?, ?, NULL, NULL, NULL, NULL, 1)", guardian)
-    conn.execute("INSERT INTO patients VALUES (1, ?, ?, ?, '+34600000000', ?, NULL, 'a@example.es', 1)",
+        conn.execute("INSERT INTO patients VALUES (2, ?, ?, ?, NULL, NULL, NULL, NULL, 1, NULL)", guardian)
+    conn.execute("INSERT INTO patients VALUES (1, ?, ?, ?, '+34600000000', ?, NULL, 'a@example.es', 1, 'de mañana')",
                  (name, surname, nif, 2 if guardian else None))
     words = {key: key for key in IDENTITY_SQL}
     (text,) = conn.execute(f"SELECT json_object({identity_fields(words)}) FROM patients p {GUARDIAN_JOIN}"
@@ -622,5 +624,5 @@ def test_the_door_writes_who_a_patient_is_in_sql_as_in_python(name, surname, nif
     expected = {"full_name": full_name(name, surname), "shown_nif": nif or guardian_nif,
                 "phone_e164": "+34600000000",
                 "guardian_name": full_name(*guardian[:2]) if guardian else None, "email": "a@example.es",
-                "messages": 1}
+                "messages": 1, "note": "de mañana"}
     assert json.loads(text) == expected

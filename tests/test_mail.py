@@ -699,9 +699,11 @@ def test_the_upgrade_keeps_a_tried_message_id_and_a_visit_on_a_calendar_keeps_it
     ana = api.book(api.new_patient(email="ana@example.es"))
     assert sender.pass_once() == {"sent": 1}
     eva = api.book(api.new_patient(nif=valid_dni(1), name="Eva", email="eva@example.es"), time="10:00")
-    with transaction(api.db()) as conn:  # the database as version 18 left it (version 22's and 20's first)
-        for statement in ("DROP TRIGGER called_in_only_beside_an_arrival",
-                          "ALTER TABLE appointments DROP COLUMN called_in_at", "DROP INDEX holds_of_others", "DROP TRIGGER holds_of_the_doctors_own_room",
+    with transaction(api.db()) as conn:  # the database as version 18 left it (23's notes, 22's, 20's first)
+        for statement in ("ALTER TABLE appointments DROP COLUMN note", "ALTER TABLE patients DROP COLUMN note",
+                          "DROP TRIGGER called_in_only_beside_an_arrival",
+                          "ALTER TABLE appointments DROP COLUMN called_in_at",
+                          "DROP INDEX holds_of_others", "DROP TRIGGER holds_of_the_doctors_own_room",
                           "DROP TABLE outside_hours", "ALTER TABLE holds DROP COLUMN own",
                           "DROP TRIGGER outbox_message_id_kept", "DROP TRIGGER outbox_message_id",
                           "DROP TABLE clinic_identity", "UPDATE outbox SET message_id = '<old@clinicasol.es>'"

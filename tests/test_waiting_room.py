@@ -9,6 +9,7 @@ import pytest
 import webtest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from _agenda.domain.booking import Visit
 from _agenda.domain.changes import book_appointment, cancel_appointment, move_appointment
 from _agenda.domain.counter import mark_attendance
 from _agenda.domain.waiting_room import waiting_room
@@ -23,9 +24,10 @@ ROOM = "/desk/waiting?date=23%2F11%2F2026&centerId=C1"
 
 def booked(api, day, visits):
     """{name: id} of visits booked at the desk on `day`: (name, time, doctor) each, each a patient of their own."""
-    return {name: book_appointment(api.app.clinic, day=day, time_text=time, doctor_id=doctor, source="desk:ana",
-                                   insurance_id="PRIV" if doctor == "RUIZ" else None,
-                                   patient_id=api.new_patient(nif=valid_dni(500 + n), name=name, surname="Sala"))
+    return {name: book_appointment(api.app.clinic, Visit(api.new_patient(nif=valid_dni(500 + n), name=name,
+                                                                         surname="Sala"), doctor,
+                                                         insurance_id="PRIV" if doctor == "RUIZ" else None),
+                                   day=day, time_text=time, source="desk:ana")
             for n, (name, time, doctor) in enumerate(visits)}
 
 

@@ -16,8 +16,8 @@ from ..domain.counter import mark_attendance, open_marks, overlapped, squeeze_in
 from ..domain.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
 from ..domain.waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
                        waiting, window_text, Wish)
-from ..domain.fitting import why_not
-from ..words.texts import mail_reason, TEXTS, translator
+from ..domain.fitting import retypes, why_not
+from ..words.texts import held_words, mail_reason, TEXTS, translator, why_words
 from ..web.answers import clinic, query_text, status_of
 from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
                      desk_wrong_fields, done, first_free_offer, form, new_patient_typed, told_after, who_booked)
@@ -25,7 +25,8 @@ from ..domain.appointments import appointment_for_desk, last_insurances, read_ap
 from ..domain.outbox import last_message_id, messages_of, recipient_of, send_state
 from ..domain.availability import availability, insurance_lists, types_at
 from ..domain.booking import Visit
-from ..domain.changes import book_appointment, cancel_appointment, confirm_appointment, move_appointment
+from ..domain.changes import (book_appointment, cancel_appointment, change_details, confirm_appointment,
+                              move_appointment)
 from ..domain.doctors import doctors_with_hours
 from ..domain.registry import patient_record, register_patient, registered_as, search_patients
 
@@ -147,23 +148,6 @@ def visit_types_here(doctor, slot):
     return [(kind.id, kind) for kind in kinds], [s.time for s in free][:12], words
 
 
-def why_words(t, why, kind):
-    """Why a visit of `kind` does not fit at a start (`fitting.Why`) in the clinic's words: the box or machine
-    held, named; past the doctor's hours; into another visit or a closure; else the slot's reason."""
-    visit = t("why_visit", minutes=kind.minutes) + (t("why_pause", minutes=kind.pause) if kind.pause else "")
-    if why.reason == "resource_taken":
-        return held_words(t, why.held)
-    if why.reason in ("past_hours", "runs_into", "runs_into_closed"):
-        return t(f"why_{why.reason}", visit=visit, ends=why.ends or "", at=why.at or "")
-    return t(f"reason_{why.reason}" if f"reason_{why.reason}" in TEXTS else "SLOT_NOT_AVAILABLE")
-
-
-def held_words(t, held):
-    """What is held then, [(category, [names])], in the clinic's words; without it, that a box or machine is."""
-    said = [t("why_held", category=category, names=", ".join(names)) for category, names in held or () if names]
-    return " ".join(said) or t("reason_resource_taken")
-
-
 def slot_refusal(error):
     """A refusal in the desk's words; a box or machine taken names what is held then (`error.held`, when the door
     gives it: [(category, [names])]), else says a box or machine is."""
@@ -265,11 +249,13 @@ def desk_patient_id(source):
         raise
 
 
-def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
-    """One appointment: its details and history; move it (to another doctor of the speciality or center
-    too; over the patient's other visit on purpose, after a refusal that links it), mark attendance, cancel
-    it with a reason, confirm it. A cancelled one says when and by whom."""
+def desk_appointment(appointment_id, error=None, status=200, elsewhere=None, wrong=None):
+    """One appointment: its details and history; change its details (`wrong`: refused), move it (to another doctor
+    of the speciality or center too; over the patient's other visit on purpose, after a refusal that links it), mark
+    attendance, cancel it with a reason, confirm it. A cancelled one says when and by whom."""
     appointment = appointment_for_desk(clinic(), appointment_id, reader=desk_source())
+    typed = {field: (form(field) if wrong is not None else appointment[name]) or "" for field, name in (
+        ("reason", "reason"), ("insuranceId", "insurance_id"), ("typeId", "type_id"), ("note", "note"))}
     doctors = [d for d in doctors_with_hours(clinic()) if d["speciality_id"] == appointment["speciality_id"]
                and not d["retired_from"]] or [dict(clinic().require_doctor(appointment["doctor_id"]))]
     to_doctor = query_text("doctorId") or appointment["doctor_id"]
@@ -293,6 +279,9 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None):
                      mail_to=masked(person["email"]) if person else t(f"mailwhy_{why}"),
                      doctors=doctors, to_doctor=to_doctor, empty=empty, error=error,
                      insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
+                     wrong=wrong or {}, typed=typed, accepted=insurance_lists(clinic(), [
+                         appointment["doctor_id"]]).get((appointment["doctor_id"], appointment["center_id"])),
+                     kinds=list(retypes(clinic(), appointment_id).values()),
                      doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
                      today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"),
                      marks=open_marks(clinic(), appointment["date"], appointment["start"]),
@@ -488,3 +477,18 @@ def patient_chosen():
 def desk_end_waiting(entry_id):
     end_waiting(clinic(), entry_id, "removed", desk_source())
     done("/desk/waitlist", ("waiting_removed", {}))
+
+
+def desk_change_details(appointment_id):
+    """Change the visit's reason, insurance, type or note ("Details of a booked visit"), or say why not beside it."""
+    after = last_message_id(clinic().conn())
+    try:
+        now = change_details(clinic(), appointment_id, reason=form("reason"), insurance_id=form("insuranceId"),
+                             type_id=form("typeId"), note=form("note"), source=desk_source())
+    except ClinicError as error:  # a type that does not fit says why, as the booking page does
+        kind, why = retypes(clinic(), appointment_id).get(form("typeId"), (None, None))
+        words = why_words(translator(bottle.request.environ["agenda.desk"]["lang"]), why, kind) if why else None
+        return desk_appointment(appointment_id, words or slot_refusal(error), status_of(error),
+                                error.extra.get("elsewhere"), desk_wrong_fields(error))
+    done(f"/desk/appointments/{int(appointment_id)}", ("details_done", {}), told_after(appointment_id, after),
+         patient=now["patient_id"])

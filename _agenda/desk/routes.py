@@ -6,7 +6,8 @@ from .session import (desk_home, desk_kept, desk_log_in, desk_log_out, desk_logi
                            desk_stylesheet, desk_version)
 from .views import desk_calls, desk_day, desk_month, desk_rooms, desk_week
 from .booking import (desk_add_waiting, desk_appointment, desk_attendance, desk_book, desk_book_page,
-                           desk_cancel, desk_cancel_rest, desk_send_mail, desk_confirm, desk_end_waiting, desk_move, desk_series,
+                           desk_cancel, desk_cancel_rest, desk_change_details, desk_send_mail, desk_confirm,
+                           desk_end_waiting, desk_move, desk_series,
                            desk_waitlist)
 from .patients import (desk_correct_patient, desk_erase, desk_erase_page, desk_new_patient, desk_patient,
                        desk_patient_access, desk_patient_book, desk_patient_copy, desk_patients, desk_register_patient)
@@ -44,6 +45,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/book/search", desk_book_page, {**DESK, "no_change": True}),  # a search by POST: no change
     ("GET", "/desk/appointments/<appointment_id:int>", desk_appointment, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/move", desk_move, DESK),
+    ("POST", "/desk/appointments/<appointment_id:int>/details", desk_change_details, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel", desk_cancel, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/confirm", desk_confirm, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/card", desk_card, DESK),

@@ -59,6 +59,8 @@ APPOINTMENT_COLUMNS = (
            (AGENDA,), "booked_by", None, KEEP),
     Column("attendance", "status", "reception's mark: arrived, seen, no_show; NULL: none", (DESK,), "attendance",
            None, KEEP),
+    Column("note", "free text", "reception's administrative note on the visit, nothing clinical", (DESK,), "note",
+           None, EMPTY),
     Column("arrived_at", "record-keeping", "when the patient was marked arrived (UTC)", (AGENDA,), "arrived_at",
            None, KEEP),
     Column("called_in_at", "record-keeping", "when reception said 'pasa a consulta' (UTC); only beside an arrival",
@@ -118,8 +120,9 @@ class Shape(NamedTuple):
 
 APPOINTMENT_RECORD = Shape(APPOINTMENT_FIELDS, {"patient_name": "full_name", "nif": "shown_nif",
                                                 "phone": "phone_e164", "guardian_name": "guardian_name"})
-# The desk's page of one appointment: the record and where the patient's messages go (`recipient_of`).
-APPOINTMENT_PAGE = Shape(APPOINTMENT_FIELDS, {**APPOINTMENT_RECORD.person, "email": "email", "messages": "messages"})
+# The desk's page of one appointment: the record, where the patient's messages go (`recipient_of`) and their note.
+APPOINTMENT_PAGE = Shape(APPOINTMENT_FIELDS, {**APPOINTMENT_RECORD.person, "email": "email", "messages": "messages",
+                                              "patient_note": "note"})
 # An appointment as the caller sees it ("Appointment objects"): ids are text; the date DD/MM/YYYY; patientName
 # is name and surname, or whichever there is, or null; nif the patient's or their live guardian's; duration in
 # minutes. SQLite writes a list of hundreds three times as fast as Python builds them.
@@ -323,14 +326,23 @@ def update_appointment(conn, appointment_id, changes, at):
                        (*changes.values(), appointment_id))
 
 
-def set_place(conn, appointment_id, place, at, keep_confirmed=False):
-    """A move's write, the door's: the appointment at `place` ({column: value}: its doctor, day, times, center,
-    mark), no longer marked and booked again, no longer confirmed, unless `keep_confirmed` (the patient's own move,
-    "Moving") and it was; the row after."""
+def set_place(conn, appointment_id, place, at, keep_confirmed=False, stays=False):
+    """A move's write, the door's: the appointment at `place` ({column: value}: its doctor, day, times, center, type,
+    mark), booked again, no longer confirmed, unless `keep_confirmed` (the patient's own move, "Moving") and it was;
+    no longer marked unless it `stays` at its time (another type at the desk); the row after."""
     kept = keep_confirmed and conn.execute("SELECT status FROM appointments WHERE id = ?",
                                            (int(appointment_id),)).fetchone()[0] == "confirmed"
-    return update_appointment(conn, appointment_id, {**place, "attendance": None, "arrived_at": None, **(
-        {} if kept else {"status": "booked", "confirmed_at": None})}, at)
+    unmarked = {} if stays else {"attendance": None, "arrived_at": None}
+    booked = {} if kept else {"status": "booked", "confirmed_at": None}
+    return update_appointment(conn, appointment_id, {**place, **unmarked, **booked}, at)
+
+
+def set_details(conn, appointment_id, changes, at):
+    """Reception's change of a booked visit's reason, insurance or note ({column: value}, "Details of a booked
+    visit"); the row after."""
+    if not set(changes) <= {"reason", "insurance_id", "note"}:
+        raise ValueError(f"not a detail of a visit: {sorted(changes)}")
+    return update_appointment(conn, appointment_id, changes, at)
 
 
 def set_status(conn, appointment_id, status, at, reason=None):

@@ -72,6 +72,7 @@ CHANNELS = {
     "waitlist move": Rules(True, True, "desk", "grid", "accepted", "may accept", True, "appointment.moved", "update"),
     "patient move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved", "update",
                           keeps_confirmed=True),
+    "desk retype": Rules(True, False, "desk", "grid", "accepted", "one place", False, "appointment.retyped", "update"),
 }
 
 
@@ -148,15 +149,17 @@ class Span(NamedTuple):
 
 
 def written(conn, visit, span, patient_key, doctor, day, time_text, at, source, moving, accepted, keep=False):
-    """The appointments row inserted, or `moving`'s row moved (its id, type, length and pause kept; booked again,
-    no longer confirmed, unless `keep` and it was confirmed: "Moving")."""
+    """The appointments row inserted, or `moving`'s row moved or given another type (`span.kind`: a move keeps its
+    own; booked again, no longer confirmed, unless `keep` and it was confirmed: "Moving"; its arrival kept where
+    it stays)."""
     if moving is None:
         return inserted(conn, visit._replace(center_id=span.center), patient_key, doctor, day, time_text, span, at,
                         source, accepted)
+    stays = (moving["doctor_id"], moving["date"], moving["time"]) == (doctor["id"], day.isoformat(), time_text)
     return set_place(conn, moving["id"], {
         "doctor_id": doctor["id"], "date": day.isoformat(), "time": time_text, "end_time": span.end,
-        "center_id": span.center, "busy_until": span.busy_until, "squeezed": int(visit.squeezed),
-        "overlap_accepted": int(accepted)}, at, keep)
+        "center_id": span.center, "busy_until": span.busy_until, "type_id": span.kind.id, "pause": span.kind.pause,
+        "squeezed": int(visit.squeezed), "overlap_accepted": int(accepted)}, at, keep, stays)
 
 
 def holding(conn, span, doctor_id, day, time_text, moving=None, squeezed=False):

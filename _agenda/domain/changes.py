@@ -4,12 +4,13 @@ the one door ("One door for an appointment") with its event. No HTTP here."""
 import datetime as dt
 
 from ..values.refusals import ClinicError, invalid
-from ..values.fields import numeric_id
+from ..values.fields import numeric_id, text_field
 from ..storage.events import record_event
-from .appointments import CANCEL_CANCELLED, CHANGE_CANCELLED, set_status
-from .visits import visit_type
+from .appointments import CANCEL_CANCELLED, CHANGE_CANCELLED, set_details, set_status
+from .visits import types_offered, visit_type
 from .outbox import queue_message
-from .booking import admit, book_visit, brought_forward, channel_of, move_channel, visit_of
+from .booking import (admit, book_visit, brought_forward, channel_of, CHANNELS, check_insurance, move_channel,
+                      visit_of, Visit)
 
 
 def book_appointment(clinic, visit, *, day, time_text, waitlist_id=None, source="api"):
@@ -114,3 +115,51 @@ def confirm_appointment(clinic, appointment_id, confirmed, source="api"):
         record_event(conn, at, source, "appointment.confirmed", "appointment", before["id"],
                      before=before, after=after)
     return "confirmed"
+
+
+UNCHANGED = object()  # a detail `change_details` is not asked to change
+DETAILS = {"reason": "appointment.reason_changed", "insurance_id": "appointment.insurance_changed",
+           "note": "appointment.note_changed"}  # what reception changes on a booked visit, and its event
+
+
+def change_details(clinic, appointment_id, *, reason=UNCHANGED, insurance_id=UNCHANGED, type_id=None,
+                   note=UNCHANGED, source="desk"):
+    """Reception changes a booked visit's reason, insurance (as the door checks it), reception's note or visit type
+    ("Details of a booked visit"), each change an event; another type (`type_id`; None keeps it) through the door as
+    the channel 'desk retype' (its length, holds, an update to the patient, unconfirmed), refused where it won't fit."""
+    at = clinic.clock()
+    given = {"reason": reason if reason is UNCHANGED else text_field(reason or "", "reason"),
+             "insurance_id": insurance_id if insurance_id is UNCHANGED else insurance_id or None,
+             "note": note if note is UNCHANGED else text_field(note or "", "note")}
+    with clinic.db.transaction() as conn:
+        before = clinic.require_appointment(appointment_id, CHANGE_CANCELLED)
+        changed = {name: value for name, value in given.items() if value is not UNCHANGED and value != before[name]}
+        if "insurance_id" in changed:
+            if changed["insurance_id"] is not None:
+                clinic.require_insurance(changed["insurance_id"])
+            check_insurance(clinic, before["doctor_id"], changed["insurance_id"], before["center_id"],
+                            CHANNELS[channel_of(source)].insurance)
+        row = before
+        if type_id and type_id != before["type_id"]:
+            row = retyped(clinic, conn, before, type_id, changed.get("insurance_id", before["insurance_id"]), at,
+                          source)
+        if changed:
+            row = set_details(conn, before["id"], changed, at)
+        for name in changed:
+            record_event(conn, at, source, DETAILS[name], "appointment", before["id"], before=before, after=row)
+    return row
+
+
+def retyped(clinic, conn, before, type_id, insurance_id, at, source):
+    """Inside the change's transaction: the appointment `before` of the visit type `type_id` (one its doctor offers
+    there; never a sobrecita's) through the door, at its own time, doctor and center; the row written."""
+    offered = types_offered(conn, [before["doctor_id"]]).get((before["doctor_id"], before["center_id"]), [])
+    kind = next((kind for kind in offered if kind.id == type_id), None)
+    if kind is None:
+        raise invalid("the doctor does not offer that visit type there", "type_not_here", "typeId")
+    if before["squeezed"]:
+        raise invalid("a sobrecita keeps its visit type: cancel it and squeeze in another", "squeezed_type", "typeId")
+    visit = visit_of(before, kind.needs, kind=kind, insurance_id=insurance_id)
+    admit(clinic, conn, visit, dt.date.fromisoformat(before["date"]), before["time"], "desk retype", at, source,
+          moving=before)
+    return dict(conn.execute("SELECT * FROM appointments WHERE id = ?", (before["id"],)).fetchone())

@@ -3,6 +3,7 @@ they offer there fits whole, by the caller's own decision (`visits.free_starts` 
 and why a visit does not fit at a start, asked of the pieces the door asks (`slots.visit_span`, then the
 rooms and machines). No HTTP here."""
 
+import datetime as dt
 from typing import NamedTuple
 
 from ..values.refusals import ClinicError
@@ -54,11 +55,15 @@ class Why(NamedTuple):
     held: tuple = ()
 
 
-def why_not(clinic, doctor_id, day, time_text, center_id, kind):
+def why_not(clinic, doctor_id, day, time_text, center_id, kind, but=None):
     """None when a visit of `kind` starts at `time_text` at the desk (the doctor, the hours, closures and the
-    doctor's other visits, then a room and machine of each category it needs); else its Why."""
+    doctor's other visits, then a room and machine of each category it needs), the appointment row `but` (one
+    given another type) left out of what is busy and held; else its Why."""
     conn = clinic.conn()
     schedule = read_schedule(conn, [doctor_id], day, day)  # with the bookings: `taken` is read here
+    if but is not None:
+        schedule.busy.get((doctor_id, day.isoformat()), set()).discard(but["time"] + (but["busy_until"]
+                                                                                      or but["end_time"]))
     window = clinic.window("desk")
     try:
         row, _, busy_until = visit_span(schedule, window, doctor_id, day, time_text, center_id,
@@ -71,7 +76,7 @@ def why_not(clinic, doctor_id, day, time_text, center_id, kind):
     others = others_held(conn, [own], iso, iso) if own else {}
     if not kind.needs and not others:
         return None
-    resources = read_resources(conn, iso, iso, categories=kind.needs)
+    resources = read_resources(conn, iso, iso, but=but and but["id"], categories=kind.needs)
     names = dict(conn.execute("SELECT id, name FROM resources").fetchall())
     held = [(category, [names.get(own, own)]) for (category,) in conn.execute(  # the doctor's own, held by another
         "SELECT category FROM resources WHERE id = ?", (own,)) if held_then(others.get((own, iso), ()), time_text,
@@ -82,6 +87,18 @@ def why_not(clinic, doctor_id, day, time_text, center_id, kind):
         if first_free(pools, time_text, busy_until) is None:
             held.append((category, [names.get(resource, resource) for pool in pools for resource, *_ in pool]))
     return Why("resource_taken", held=tuple(held)) if held else None
+
+
+def retypes(clinic, appointment_id):
+    """{type id: (VisitType, None where it fits whole at the visit's start in place of its own, else its Why)} of
+    each type the appointment's doctor offers where it is but its own (`why_not`, the visit itself left out); {} for
+    a sobrecita or a cancelled visit: what the desk offers to change its type to, and why not."""
+    row = clinic.conn().execute("SELECT * FROM appointments WHERE id = ?", (int(appointment_id),)).fetchone()
+    if row is None or row["squeezed"] or row["status"] == "cancelled":
+        return {}
+    day, offered = dt.date.fromisoformat(row["date"]), types_offered(clinic.conn(), [row["doctor_id"]])
+    return {kind.id: (kind, why_not(clinic, row["doctor_id"], day, row["time"], row["center_id"], kind, row))
+            for kind in offered.get((row["doctor_id"], row["center_id"]), []) if kind.id != row["type_id"]}
 
 
 def ran_into(schedule, doctor_id, day, time_text, kind, reason, center_id):

@@ -33,7 +33,7 @@ IDENTITY_SQL = {"full_name": full_name_sql("p"),
                 "shown_nif": "CASE WHEN coalesce(p.nif, '') != '' THEN p.nif ELSE g.nif END",
                 "phone_e164": "p.phone_e164",
                 "guardian_name": f"CASE WHEN g.id IS NULL THEN NULL ELSE {full_name_sql('g')} END",
-                "email": "p.email", "messages": "p.messages"}
+                "email": "p.email", "messages": "p.messages", "note": "p.note"}
 
 
 def identity_fields(words):

@@ -23,8 +23,8 @@ RETRY_AFTER = (30, 120, 600, 1800, 3600, 3 * 3600, 6 * 3600)
 SKIPPED = ("no_email", "messages_stopped", "blocked", "erasure")
 # Why a later change made a message moot (`moot`), kept in `error` as a skipped one's why is.
 STALE = ("ended", "cancelled", "told_later", "never_told", "moved", "to_call")
-# What a move changes that a message tells: a move that changes none of it writes no message.
-TOLD = ("date", "time", "end_time", "center_id", "doctor_id")
+# What a move or another visit type changes that a message tells: a change of none of it writes no message.
+TOLD = ("date", "time", "end_time", "center_id", "doctor_id", "type_id")
 
 
 def queue_message(conn, appointment_id, kind, at, slot=None):

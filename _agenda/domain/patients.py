@@ -86,6 +86,10 @@ YES_NO = {"yes": 1, "no": 0}  # how a choice is typed and written; a file may sa
 YES_NO_READ = {**YES_NO, "si": 1, "sí": 1, "s": 1, "n": 0, "1": 1, "0": 0, "true": 1, "false": 0}
 
 
+def read_note(fields, today, guarded):
+    return body_text(fields, "note")
+
+
 def read_language(fields, today, guarded):
     """en, or None for Spanish (the default, however written)."""
     text = body_text(fields, "language")
@@ -136,6 +140,9 @@ PATIENT_COLUMNS = (
     Column("messages", "administrative", "1: they want messages about their own appointments; 0: they stopped them;"
            " NULL: no e-mail given yet", KEEP, EMPTY, field="messages", read=read_messages, copy="messages",
            export=True, desk=8, shape="yes_no", headers=("mensajes", "avisos")),
+    Column("note", "administrative", "reception's note on how to deal with them (\"prefiere mañanas\", \"avisar a"
+           " su hija\"), shown on their visits; nothing clinical", KEEP, EMPTY, field="note", read=read_note,
+           copy="note", export=True, desk=9, headers=("nota", "notas")),
     Column("messages_since", "record-keeping", "when their choice of messages was last set (UTC)", KEEP, KEEP,
            copy="messagesSince"),
     Column("messages_by", "record-keeping", "who set that choice: the desk's user, cli, api, import or link (the "

@@ -103,7 +103,7 @@ def erasable_from(conn, patient_id, today, years):
 
 
 def anonymise(conn, patient_id, at, source):
-    """Inside a transaction: replace who the patient is, in their row, their appointments' reasons and
+    """Inside a transaction: replace who the patient is, in their row, their appointments' reasons, notes and
     every event about them (and their NIF and phone wherever a child's events hold them), keeping the
     appointments for the clinic's counts."""
     private = identifiers(conn, [patient_id])  # written over, never shown

@@ -31,8 +31,11 @@ COPY_WORDS = {  # the patient's copy is in Spanish: what a patient reads of the 
                 "patient.anonymised": "datos anonimizados", "appointment.squeezed": "cita urgente añadida (sobrecita)",
                 "appointment.arrived": "llegada a la consulta", "appointment.seen": "atendido en consulta",
                 "appointment.no_show": "no acudió a la cita", "appointment.attendance_undone": "asistencia corregida",
-                "patient.rectified": "datos corregidos", "patient.messages_stopped": "mensajes detenidos"},
-    "fields": {"birthDate": "Fecha de nacimiento"},  # else the desk's words (TEXTS' field_NAME)
+                "patient.rectified": "datos corregidos", "patient.messages_stopped": "mensajes detenidos",
+                "appointment.retyped": "tipo de visita cambiado", "appointment.reason_changed": "motivo cambiado",
+                "appointment.insurance_changed": "aseguradora cambiada",
+                "appointment.note_changed": "nota de recepción cambiada"},
+    "fields": {"birthDate": "Fecha de nacimiento", "note": "Nota de recepción"},  # else the desk's words (TEXTS' field_NAME)
     "kinds": {"patient": "su ficha", "appointment": "una cita", "search": "una búsqueda", "day": "la lista del día",
               "print": "el día impreso", "export": "una copia de sus datos", "blocked": "su ficha bloqueada",
               "access": "este registro", "preview": "una lista antes de un cambio", "change": "un cambio en su cita",

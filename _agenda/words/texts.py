@@ -461,7 +461,7 @@ TEXTS = {
     "rule_control_character": ("{field}: lleva un carácter de control, que no se ve; bórralo y escríbelo de nuevo.",
                                "{field}: holds a control character, which does not show; delete it and type it again."),
     "rule_too_long": ("{field}: es demasiado largo; acórtalo.", "{field}: too long; shorten it."),
-    "field_q": ("Búsqueda", "Search"), "field_note": ("Nota", "Note"), "field_csrf": ("Formulario", "Form"),
+    "field_q": ("Búsqueda", "Search"), "field_note": ("Nota (nada clínico)", "Note (nothing clinical)"), "field_csrf": ("Formulario", "Form"),
     "field_kept": ("Formulario guardado", "Kept form"), "field_action": ("Acción", "Action"),
     "field_back": ("Página de vuelta", "Page to go back to"), "field_mark": ("Asistencia", "Attendance"),
     "field_n": ("Cada", "Every"), "field_unit": ("Semanas o días", "Weeks or days"), "field_step": ("Paso", "Step"),
@@ -785,6 +785,24 @@ TEXTS = {
     "inside_since": ("en consulta desde las {time} · {minutes} min", "in consultation since {time} · {minutes} min"),
     "called_in_at": ("pasó a consulta a las {time}", "called in at {time}"),
     "not_come": ("no ha venido", "has not come"),
+    # A booked visit's details changed at the desk ("Details of a booked visit")
+    "details": ("Datos de la cita", "Visit details"), "details_done": ("Datos de la cita guardados.",
+                                                                       "Visit details saved."),
+    "visit_note": ("Nota de recepción", "Reception's note"), "patient_note": ("Nota del paciente", "Patient's note"),
+    "note_help": ("Solo lo administrativo (llamar antes, trae informes): nada clínico.",
+                  "Administrative only (call first, brings reports): nothing clinical."),
+    "no_insurance": ("Ninguna", "None"), "type_kept": ("{type} (la de ahora)", "{type} (as now)"),
+    "retype_help": ("Otro tipo cambia la duración, deja la cita sin confirmar y avisa al paciente; solo se ofrecen "
+                    "los que caben a esa hora.", "Another type changes the length, unconfirms the visit and tells the "
+                    "patient; only those that fit at that time are offered."),
+    "event_appointment.retyped": ("tipo de visita cambiado", "visit type changed"),
+    "event_appointment.reason_changed": ("motivo cambiado", "reason changed"),
+    "event_appointment.insurance_changed": ("aseguradora cambiada", "insurance changed"),
+    "event_appointment.note_changed": ("nota de recepción cambiada", "reception's note changed"),
+    "rule_squeezed_type": ("Una sobrecita conserva su tipo de visita: anúlala y haz otra.",
+                           "A squeezed-in visit keeps its type: cancel it and squeeze in another."),
+    "rule_type_not_here": ("Ese médico no ofrece ese tipo de visita en ese centro.",
+                           "That doctor does not offer that visit type at that center."),
 }
 
 
@@ -815,6 +833,23 @@ def refusal_fields(t, error):
         if field:
             found.setdefault(field, []).append(part_text(t, code, rule, field))
     return {field: " ".join(dict.fromkeys(words)) for field, words in found.items()}
+
+
+def why_words(t, why, kind):
+    """Why a visit of `kind` does not fit at a start (`fitting.Why`) in the clinic's words: the box or machine
+    held, named; past the doctor's hours; into another visit or a closure; else the slot's reason."""
+    visit = t("why_visit", minutes=kind.minutes) + (t("why_pause", minutes=kind.pause) if kind.pause else "")
+    if why.reason == "resource_taken":
+        return held_words(t, why.held)
+    if why.reason in ("past_hours", "runs_into", "runs_into_closed"):
+        return t(f"why_{why.reason}", visit=visit, ends=why.ends or "", at=why.at or "")
+    return t(f"reason_{why.reason}" if f"reason_{why.reason}" in TEXTS else "SLOT_NOT_AVAILABLE")
+
+
+def held_words(t, held):
+    """What is held then, [(category, [names])], in the clinic's words; without it, that a box or machine is."""
+    said = [t("why_held", category=category, names=", ".join(names)) for category, names in held or () if names]
+    return " ".join(said) or t("reason_resource_taken")
 
 
 def mail_reason(error, t=None):

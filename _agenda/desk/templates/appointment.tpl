@@ -34,6 +34,12 @@
   <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}{{' · ' + t('to_call') if appointment['to_call'] and not cancelled else ''}}{{' · ' + t('squeezed') if appointment['squeezed'] else ''}}{{' · ' + t('series_place', place=appointment['series_place'], count=appointment['series_count']) if appointment['series_id'] else ''}}</dd>
   <dt>{{t('attendance')}}</dt><dd>{{t(appointment['attendance'], time=appointment['arrived_local']) if appointment['attendance'] else '—'}}</dd>
   <dt>{{t('reason')}}</dt><dd>{{appointment['reason'] or ''}}</dd>
+  % if appointment['note']:
+  <dt>{{t('visit_note')}}</dt><dd class="visit-note">{{appointment['note']}}</dd>
+  % end
+  % if appointment['patient_note']:
+  <dt>{{t('patient_note')}}</dt><dd class="patient-note">{{appointment['patient_note']}}</dd>
+  % end
   <dt>{{t('booked_by')}}</dt><dd>{{who_booked(t, appointment['booked_by'])}}</dd>
 </dl>
 % if not cancelled:
@@ -54,6 +60,34 @@
   <button type="submit">{{t('confirm')}}</button>
 </form>
 % end
+<details class="visit-details" {{'open' if wrong else ''}}>
+<summary>{{t('details')}}</summary>
+<form method="post" action="/desk/appointments/{{appointment['id']}}/details" class="grid" autocomplete="off">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+  <label>{{t('reason')}} <input name="reason" value="{{typed['reason']}}" autocomplete="off">{{!wrong_note('reason')}}</label>
+  <label>{{t('insurance')}} <select name="insuranceId">
+    <option value="">{{t('no_insurance')}}</option>
+    % offered = set(accepted or insurance_names) | ({appointment['insurance_id']} if appointment['insurance_id'] else set())
+    % for key in sorted(offered, key=lambda key: insurance_names.get(key, key)):
+    <option value="{{key}}"{{!' selected' if typed['insuranceId'] == key else ''}}>{{insurance_names.get(key, key)}}</option>
+    % end
+  </select>{{!wrong_note('insuranceId')}}</label>
+  % if appointment['type_id']:
+  <label>{{t('visit_type')}} <select name="typeId">
+    <option value="{{appointment['type_id']}}">{{t('type_kept', type=appointment['type_name'] or appointment['type_id'])}}</option>
+    % for kind, why in kinds:
+    % if why is None or typed['typeId'] == kind.id:  # only what fits, and what was typed, refused
+    <option value="{{kind.id}}"{{!' selected' if typed['typeId'] == kind.id else ''}}>{{kind.name}} ({{kind.minutes}} min)</option>
+    % end
+    % end
+  </select>{{!wrong_note('typeId')}}</label>
+  <p class="help">{{t('retype_help')}}</p>
+  % end
+  <label>{{t('visit_note')}} <input name="note" value="{{typed['note']}}" autocomplete="off">{{!wrong_note('note')}}</label>
+  <p class="help">{{t('note_help')}}</p>
+  <button type="submit">{{t('save')}}</button>
+</form>
+</details>
 <h2>{{t('move')}}</h2>
 <form method="get" action="/desk/appointments/{{appointment['id']}}" class="inline">
   <label>{{t('doctor')}} <select name="doctorId">

@@ -35,9 +35,9 @@ th, td { border: 1px solid #999; padding: .25rem .5rem; text-align: left; vertic
 <p>Ninguna.</p>
 % else:
 <table>
-  <tr><th>Fecha</th><th>Hora</th><th>Médico</th><th>Centro</th><th>Motivo</th><th>Estado</th></tr>
+  <tr><th>Fecha</th><th>Hora</th><th>Médico</th><th>Centro</th><th>Motivo</th><th>Nota de recepción</th><th>Estado</th></tr>
   % for a in appointments:
-  <tr><td>{{day(a['date'])}}</td><td>{{a['start']}}–{{a['end']}}</td><td>{{a['doctor_name']}}</td><td>{{a['center_id'] or ''}}</td><td>{{a['reason'] or ''}}</td><td>{{statuses.get(a['status'], a['status'])}}</td></tr>
+  <tr><td>{{day(a['date'])}}</td><td>{{a['start']}}–{{a['end']}}</td><td>{{a['doctor_name']}}</td><td>{{a['center_id'] or ''}}</td><td>{{a['reason'] or ''}}</td><td>{{a['note'] or ''}}</td><td>{{statuses.get(a['status'], a['status'])}}</td></tr>
   % end
 </table>
 % end
