@@ -5,23 +5,15 @@ minutes; a message being tried again says since when and why."""
 
 import datetime as dt
 
-import pytest
 
 from _agenda.domain.patients import set_messages
 from _agenda.patient.sender import Mailer, Sender, smtp_server
 from _agenda.storage.connections import transaction
 
-from mail_server import MailServer
+from test_mail import mail_server  # noqa: F401 (the fixture)
 from test_desk import desk, last_form, log_in  # noqa: F401 (the desk fixture)
 
 FAR = "01/12/2026"  # beyond the 48 hours of a reminder from the test clinic's Monday
-
-
-@pytest.fixture
-def mail_server(tmp_path):
-    server = MailServer(tmp_path)
-    yield server
-    server.stop()
 
 
 def sender_of(api, mail_server):

@@ -12,17 +12,10 @@ from _agenda.patient.sender import sender_lock
 from _agenda.web.host import Clinics
 from _agenda.cli.host import close_clinic, open_clinic
 
-from mail_server import MailServer
+from test_mail import mail_server  # noqa: F401 (the fixture)
 from test_host import A, B, ask, make_clinic
 
 HOST_FROM = "Proveedor <citas@proveedor.es>"
-
-
-@pytest.fixture
-def mail_server(tmp_path):
-    server = MailServer(tmp_path)
-    yield server
-    server.stop()
 
 
 @pytest.fixture
