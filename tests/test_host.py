@@ -7,8 +7,10 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import sqlite3
 import threading
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,7 +26,7 @@ from _agenda.web import host as hosting
 from _agenda.web.host import Clinics
 from _agenda.storage.shipped import newest_version
 
-from conftest import agenda_command, EVERY_DAY_CSV, SEEDED_AT, seed, Server, sign, table_rows, write_csv
+from conftest import agenda_command, EVERY_DAY_CSV, ROOT, SEEDED_AT, seed, Server, sign, table_rows, write_csv
 from test_desk import log_in, PASSWORD
 from test_signatures import EVERY_ROUTE
 from test_storage import old_clinic, schema_of
@@ -382,3 +384,29 @@ def test_a_clinic_whose_schema_is_behind_is_upgraded_and_one_ahead_leaves_the_ot
     assert refused.status_int == 503 and refused.headers["Retry-After"] and "999" not in refused.text
     assert ask(fleet, A, "GET", "/custom-config").status_int == 200
     assert first_patient_and_booking(fleet, B)
+
+
+def test_a_host_holding_more_files_than_select_watches_serves_and_refuses_as_ever(fleet):
+    """A host of hundreds of clinics holds a few files each: its loop and its refusals wait with poll(), not
+    select() (no descriptor past 1023), and it lifts its soft limit of open files to the hard one."""
+    opened = ("import os, resource, runpy, sys; "
+              "resource.setrlimit(resource.RLIMIT_NOFILE, (1110, resource.getrlimit(resource.RLIMIT_NOFILE)[1])); "
+              "[os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]; "
+              f"sys.argv = ['agenda', 'host', 'serve', {str(fleet.folder)!r}, '--port', '0']; "
+              f"runpy.run_path({str(ROOT / 'agenda.py')!r}, run_name='__main__')")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
+    server = Server([sys.executable, "-c", opened], {**env, "PYTHONUNBUFFERED": "1"})
+    try:
+        for host in (A, B):
+            request = urllib.request.Request(server.url + "/custom-config", headers={
+                "Host": host, "X-Signature": sign(b"", SECRETS[host], "GET", "/custom-config")})
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                assert answer.status == 200
+        too_big = urllib.request.Request(server.url + "/patients", data=b"x" * 200_000, method="POST",
+                                         headers={"Host": A, "Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(too_big, timeout=60)
+        assert refused.value.code == 413 and json.loads(refused.value.read())["error"]["code"] == "PAYLOAD_TOO_LARGE"
+        assert server.terminate() == 0
+    finally:
+        server.stop()

@@ -87,6 +87,7 @@ VIEWS = (("day", f"/desk/day?date={{day}}&centerId={CENTER}", ".timeline .card")
          ("waiting", f"/desk/waiting?date={{day}}&centerId={CENTER}", "section.room"),
          ("waitlist", "/desk/waitlist", "h1"),
          ("report", "/desk/report", "section.chart img"),
+         ("appointment", "/desk/appointments/1", "dl"),
          ("patient", "/desk/patients/1", "dl"),
          ("patient-new", "/desk/patients/new", "form.grid"))
 

@@ -5,6 +5,7 @@ import datetime as dt
 import functools
 import logging
 import os
+import resource
 import signal
 import sqlite3
 import threading
@@ -59,6 +60,14 @@ def host_folder(folder):
         raise click.ClickException(f"{folder}: no such folder; make it (a folder a clinic inside, named for its "
                                    "host name), or name the one that holds the clinics")
     return Path(folder)
+
+
+def all_files_allowed():
+    """The soft limit of open files raised to the hard one: a host holds a few files a clinic open, and systemd's
+    soft limit (1024) would refuse the three hundredth clinic ("A host of clinics")."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def open_clinic(folder, hosting=None):
@@ -162,6 +171,7 @@ def host_serve(ctx, folder, address, port, threads, share, cores, replica, lease
         agenda host serve /srv/clinics --port 8080 --replica s3://clinics/eu1?region=eu-west-1
     """
     host_folder(folder)
+    all_files_allowed()
     if share >= threads:
         raise click.ClickException(f"--share {share} would let one clinic take all {threads} threads: give "
                                    f"--share below --threads")

@@ -149,7 +149,8 @@ def waitress_options(max_body_bytes, host, port, threads, channel_timeout, trust
     """waitress's adjustments for these options: a body over the clinic's limit refused before it is read, the
     proxy's headers trusted from it alone."""
     options = {"host": host, "port": port, "threads": threads, "channel_timeout": channel_timeout,
-               "max_request_body_size": max_body_bytes + 1, "ident": "agenda"}
+               "max_request_body_size": max_body_bytes + 1, "ident": "agenda",
+               "asyncore_use_poll": True}  # poll(), not select(): a host holds more than 1024 files ("A host of clinics")
     if trusted_proxy:
         options.update(trusted_proxy=trusted_proxy, trusted_proxy_headers=trusted_proxy_headers,
                        clear_untrusted_proxy_headers=True)

@@ -21,10 +21,11 @@ def discard_unread(sock):
     """Read and drop what the client is still sending, within LINGER_* bounds, so that
     closing after a refusal does not reset the connection before the client reads why
     (nginx's lingering close). Called only while waitress's loop leaves the socket alone."""
-    deadline, dropped = time.monotonic() + LINGER_SECONDS, 0
+    deadline, dropped, ready = time.monotonic() + LINGER_SECONDS, 0, select.poll()
+    ready.register(sock, select.POLLIN)  # poll, as the loop: select() takes no descriptor past 1023
     while dropped < LINGER_BYTES:
         wait = min(LINGER_IDLE_SECONDS, deadline - time.monotonic())
-        if wait <= 0 or not select.select([sock], [], [], wait)[0]:
+        if wait <= 0 or not ready.poll(wait * 1000):
             return
         try:
             chunk = sock.recv(65536)
