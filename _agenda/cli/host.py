@@ -64,7 +64,7 @@ def host_folder(folder):
 
 def all_files_allowed():
     """The soft limit of open files raised to the hard one: a host holds a few files a clinic open, and systemd's
-    soft limit (1024) would refuse the three hundredth clinic ("A host of clinics")."""
+    soft limit would refuse a host of some hundreds of clinics ("A host of clinics")."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
