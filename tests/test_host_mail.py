@@ -8,12 +8,14 @@ import pytest
 from click.testing import CliRunner
 
 import agenda
-from _agenda.patient.sender import sender_lock
+from _agenda.patient.host_sender import host_clinics, HostSender
+from _agenda.patient.sender import Mailer, sender_lock, smtp_server
 from _agenda.web.host import Clinics
 from _agenda.cli.host import close_clinic, open_clinic
 
 from test_mail import mail_server  # noqa: F401 (the fixture)
-from test_host import A, B, ask, make_clinic
+from conftest import SEEDED_AT
+from test_host import A, B, ask, make_clinic, Moment
 
 HOST_FROM = "Proveedor <citas@proveedor.es>"
 
@@ -84,3 +86,19 @@ def test_a_prefix_clinics_mail_waits_for_its_public_url_and_then_goes_with_links
     assert "1 sent" in send_once(host, mail_server)
     body = received(mail_server)["ana@example.es"].get_body(("plain",)).get_content()
     assert "https://agenda.proveedor.es/clinica-a/cita/" in body
+
+
+def test_a_clinics_message_waits_while_its_replica_has_not_confirmed_its_change_and_the_others_go(host, mail_server):
+    """While the host replicates a clinic, its messages go only once its replica holds the changes they tell of, as
+    beside `agenda run --smtp`; a clinic not replicated, or confirmed, sends at once."""
+    confirmed = []
+    sender = HostSender(lambda: host_clinics(host, set()), Mailer(smtp_server(mail_server.url,
+                                                                              ca_file=str(mail_server.ca_file))),
+                        HOST_FROM, lambda: SEEDED_AT, clock=Moment(),
+                        sync_for=lambda db_path: (lambda: bool(confirmed)) if db_path.parent.name == A else None)
+    assert sender.pass_once() == {"sent": 1, "waiting for the replica": 1}
+    assert set(received(mail_server)) == {"bea@example.es"}
+    confirmed.append(True)
+    sender.clock.now += 61  # the sender looks again at a clinic whose files did not change
+    assert sender.pass_once() == {"sent": 1}
+    assert set(received(mail_server)) == {"ana@example.es", "bea@example.es"}

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import agenda
 from _agenda.storage.connections import hold_replicating_mark
-from _agenda.storage.host_replication import open_replica
+from _agenda.storage.host_replication import open_replica, replica_sync_for
 from _agenda.storage.leases import (FolderObjects, generation_url, Holder, LeaseRefused, margin_of, objects_at,
                                     read_lease, waited_out, write_lease)
 from object_store import CLIENT_ENV
@@ -93,11 +93,16 @@ def hosted(s3, tmp_path):
 
 def test_a_host_replicates_each_clinic_to_its_own_path_and_acknowledges_each_change_there(hosted, tmp_path):
     folder, base = hosted
+    make_clinic(folder, "citas.clinica-c.es", tmp_path)  # served, never asked for: not replicated yet
     server = serving(folder, base, A, B)
     try:
         booked = {name: int(book(server.url, name)["appointmentId"]) for name in (A, B)}
+        shipped = replica_sync_for(folder, folder / A / "agenda.db")  # what the host's sender waits on
+        assert shipped is not None and shipped()
+        assert replica_sync_for(folder, folder / "citas.clinica-c.es" / "agenda.db") is None
     finally:
         assert server.terminate() == 0, server.log()
+    assert replica_sync_for(folder, folder / A / "agenda.db") is None  # no host replicating it
     for name in (A, B):
         assert booked[name] in restored_appointments(generation_url(base, name, 1), tmp_path, name)
         lease = read_lease(objects_at(base), name)

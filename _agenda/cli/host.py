@@ -24,7 +24,7 @@ from ..storage.replication import (BEHIND_AFTER, duration, last_shipped, litestr
                                    without_password)
 from ..storage.leases import (clinic_url, generation_url, Holder, holder_name, LEASE_SECONDS, objects_at,
                               read_lease)
-from ..storage.host_replication import close_replica, ClinicReplica, HostReplicator, open_replica
+from ..storage.host_replication import close_replica, ClinicReplica, HostReplicator, open_replica, replica_sync_for
 from ..domain.outbox import outbox_counts
 from ..web.serving import CORES, log_to_stderr, serve_until_stopped, stop_logging
 from ..web.host import CLINIC_DB, CLINIC_SETTINGS, clinic_folders, Clinics, passed_over
@@ -430,8 +430,8 @@ def host_mail(ctx, folder, smtp_url, smtp_password_file, smtp_ca, mail_from, onc
     """
     host_folder(folder)
     mailer, told = mailer_of(smtp_url, smtp_password_file, smtp_ca), set()
-    sender = HostSender(lambda: host_clinics(folder, told), mailer, sender_address(mail_from),
-                        lambda: cli_now(ctx))
+    sender = HostSender(lambda: host_clinics(folder, told), mailer, sender_address(mail_from), lambda: cli_now(ctx),
+                        sync_for=functools.partial(replica_sync_for, folder))
     if once:
         done = sender.pass_once()
         click.echo(", ".join(f"{count} {state}" for state, count in sorted(done.items())) or "nothing to send")

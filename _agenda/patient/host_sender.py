@@ -59,11 +59,13 @@ def host_clinics(folder, told):
 
 class HostSender:
     """Sends the messages of every clinic under a host's folder. `clinics()` gives {host name: (db path, settings
-    dict)}, as `host_clinics` does; `mailer` is the host's SMTP server; a clinic's links start with its `public_url`, else with
-    https:// and its host name."""
+    dict)}, as `host_clinics` does; `mailer` is the host's SMTP server; a clinic's links start with its `public_url`,
+    else with https:// and its host name; `sync_for(db path)`, while the host replicates that clinic, says when its
+    replica holds every change (a message goes only then)."""
 
-    def __init__(self, clinics, mailer, host_from, now, clock=time.monotonic):
+    def __init__(self, clinics, mailer, host_from, now, clock=time.monotonic, sync_for=lambda db_path: None):
         self.clinics, self.mailer, self.host_from, self.now, self.clock = clinics, mailer, host_from, now, clock
+        self.sync_for = sync_for  # db path: a function true once its replica holds every change, or None
         self.looked = {}  # host name: (files' stamp after its pass, when), so an unchanged clinic waits its turn
         self.paused = {}  # host name: (paused_until, pauses) after its server refused that clinic itself
 
@@ -97,7 +99,7 @@ class HostSender:
             values = Settings(**settings)
             clinic = Clinic(Database(db_path), values, self.now)
             sender = Sender(clinic, self.mailer, clinic_from(self.host_from, values.clinic_name),
-                            values.public_url or f"https://{name}")
+                            values.public_url or f"https://{name}", sync=self.sync_for(db_path))
             sender.paused_until, sender.pauses = self.paused.get(name, (None, 0))
             counts = sender.pass_once(stopping)
             self.paused[name] = (sender.paused_until, sender.pauses)

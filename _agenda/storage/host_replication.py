@@ -179,6 +179,17 @@ def running_host(folder):
         return None
 
 
+def replica_sync_for(folder, db_path):
+    """While the host serving `folder` replicates the clinic at db_path (it holds the clinic's replicating mark): a
+    function true once the clinic's replica holds every change so far, for its sender ("A host of clinics"); else
+    None (no host replicating it: nothing to wait for)."""
+    running = running_host(folder)
+    if running is None or not litestream_beside(db_path):
+        return None
+    path = str(Path(db_path).resolve())
+    return lambda: shipped(running[1], path)
+
+
 def shipped(socket_path, db_path, timeout=LITESTREAM_SYNC_SECONDS):
     """Whether the running host's Litestream shipped every change of db_path so far."""
     status, _ = replica_sync(socket_path, db_path, timeout)
