@@ -56,7 +56,20 @@ def start_chromium(profile):
         raise AssertionError(f"{CHROMIUM} did not start under {CHROMEDRIVER}: {error.msg}") from None
     driver.set_page_load_timeout(WAIT)
     driver.set_script_timeout(WAIT)
+    ready_renderer(driver)
     return driver
+
+
+def ready_renderer(driver, tries=12):
+    """Wait until a Chromium just started answers: on a busy machine its first renderer may take longer than
+    chromedriver's own ten seconds ("Timed out receiving message from renderer"), which is no fault of a page."""
+    for attempt in range(tries):
+        try:
+            driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+            return
+        except TimeoutException:
+            if attempt == tries - 1:
+                raise
 
 
 def add_staff(db_path, name="ana"):
