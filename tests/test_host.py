@@ -282,15 +282,20 @@ def test_host_status_lists_every_clinic_and_fails_for_one_in_trouble(fleet):
     assert result.exit_code == 1 and "no secret: agenda secret set" in result.output
 
 
+def each_clinic_answers(server):
+    """Each clinic of the fleet answers its caller at its own host name, on a real `agenda host serve`."""
+    for host in (A, B):
+        request = urllib.request.Request(server.url + "/custom-config", headers={
+            "Host": host, "X-Signature": sign(b"", SECRETS[host], "GET", "/custom-config")})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            assert answer.status == 200
+
+
 def test_agenda_host_serve_serves_each_clinic_at_its_host_name_and_stops_on_sigterm(fleet):
     env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
     server = Server(agenda_command("host", "serve", str(fleet.folder), "--port", "0"), {**env, "PYTHONUNBUFFERED": "1"})
     try:
-        for host in (A, B):
-            request = urllib.request.Request(server.url + "/custom-config", headers={
-                "Host": host, "X-Signature": sign(b"", SECRETS[host], "GET", "/custom-config")})
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                assert answer.status == 200
+        each_clinic_answers(server)
         assert server.terminate() == 0
         assert f"clinic={A}" in server.log() and f"clinic={B}" in server.log()
     finally:
@@ -397,11 +402,7 @@ def test_a_host_holding_more_files_than_select_watches_serves_and_refuses_as_eve
     env = {key: value for key, value in os.environ.items() if not key.startswith("AGENDA_")}
     server = Server([sys.executable, "-c", opened], {**env, "PYTHONUNBUFFERED": "1"})
     try:
-        for host in (A, B):
-            request = urllib.request.Request(server.url + "/custom-config", headers={
-                "Host": host, "X-Signature": sign(b"", SECRETS[host], "GET", "/custom-config")})
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                assert answer.status == 200
+        each_clinic_answers(server)
         too_big = urllib.request.Request(server.url + "/patients", data=b"x" * 200_000, method="POST",
                                          headers={"Host": A, "Content-Type": "application/json"})
         with pytest.raises(urllib.error.HTTPError) as refused:

@@ -102,3 +102,21 @@ def test_a_clinics_message_waits_while_its_replica_has_not_confirmed_its_change_
     sender.clock.now += 61  # the sender looks again at a clinic whose files did not change
     assert sender.pass_once() == {"sent": 1}
     assert set(received(mail_server)) == {"ana@example.es", "bea@example.es"}
+
+
+def test_a_clinic_whose_pass_fails_is_said_once_and_the_others_go(host, mail_server, caplog):
+    """A clinic that cannot be opened (here a file that is no database) fails its pass each minute, named in the log
+    once until its fault changes or mends; the other clinics' messages go."""
+    (host / B / "agenda.db").write_bytes(b"not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        (host / B / f"agenda.db{suffix}").unlink(missing_ok=True)
+    sender = HostSender(lambda: host_clinics(host, set()), Mailer(smtp_server(mail_server.url,
+                                                                              ca_file=str(mail_server.ca_file))),
+                        HOST_FROM, lambda: SEEDED_AT, clock=Moment())
+    with caplog.at_level("ERROR", logger="agenda"):
+        assert sender.pass_once() == {"sent": 1, "clinic failed": 1}
+        sender.clock.now += 61
+        assert sender.pass_once() == {"clinic failed": 1}
+    assert [record.getMessage() for record in caplog.records].count(f"mail for {B}: the pass failed; it is tried "
+                                                                      "again each minute") == 1
+    assert set(received(mail_server)) == {"ana@example.es"}

@@ -68,6 +68,7 @@ class HostSender:
         self.sync_for = sync_for  # db path: a function true once its replica holds every change, or None
         self.looked = {}  # host name: (files' stamp after its pass, when), so an unchanged clinic waits its turn
         self.paused = {}  # host name: (paused_until, pauses) after its server refused that clinic itself
+        self.failing = {}  # host name: why its last pass failed, said once until it changes or the clinic mends
 
     def pass_once(self, stopping=None):
         """Every clinic due a look, one at a time; {state: how many} over all of them, and 'busy' for a clinic
@@ -81,9 +82,12 @@ class HostSender:
                 continue
             try:
                 counts = self.send_for(name, db_path, settings, stopping)
-            except Exception:  # one clinic's fault (a damaged file, a wrong setting) is its own; the others go on
-                log.exception("mail for %s: the pass failed; it is tried again at the next", name)
-                counts = {"clinic failed": 1}
+            except Exception as error:  # one clinic's fault (a damaged file, a schema behind) is its own
+                if self.failing.get(name) != str(error):
+                    log.exception("mail for %s: the pass failed; it is tried again each minute", name)
+                self.failing[name], counts = str(error), {"clinic failed": 1}
+            else:
+                self.failing.pop(name, None)
             self.looked[name] = (files_stamp(db_path), self.clock())
             for state, count in counts.items():
                 done[state] = done.get(state, 0) + count
