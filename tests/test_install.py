@@ -121,7 +121,8 @@ app = agenda.create_app("clinic.db", "a-long-enough-secret")
 clinic, accounts = app.clinic, app.accounts
 accounts.add_staff("ana", "correct horse battery", role="admin")
 doctor = doctors_with_hours(clinic)[0]
-free = availability(clinic, doctor_id=doctor["id"], last=clinic.today() + dt.timedelta(days=30))[0]
+free = availability(clinic, doctor_id=doctor["id"], first=clinic.today() + dt.timedelta(days=2),  # past the link's
+                    last=clinic.today() + dt.timedelta(days=30))[0]  # notice, whatever the hour the test runs at
 patient = register_patient(clinic, {"name": "Ana", "nif": "12345678Z"}, source="cli")
 booked = book_appointment(clinic, Visit(patient, doctor["id"]), day=free.date, time_text=free.time, source="cli")
 closure = add_closure(clinic, doctor_id=doctor["id"], first=free.date + dt.timedelta(days=60), reason="Congreso")["id"]
