@@ -13,7 +13,8 @@ from .appointments import TO_CALL
 # cancellation's notice (by the caller, the desk, the patient's link or a reminder cycle's release). An import's
 # and an erasure's changes call for none. A reminder is queued by the sender, the configured hours before.
 # Reception may send a visit's current state on purpose ('state'), at most once every STATE_EVERY a visit.
-KINDS = ("confirmation", "series", "update", "notice", "reminder", "state")
+# The patients' own booking page asks them to confirm by its link ('web', "Patients book themselves").
+KINDS = ("confirmation", "series", "update", "notice", "reminder", "state", "web")
 STATE_EVERY = dt.timedelta(minutes=5)
 # What became of a message (schema.sql, version 18).
 STATES = ("waiting", "held", "sent", "stale", "skipped", "failed")

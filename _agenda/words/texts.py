@@ -803,6 +803,13 @@ TEXTS = {
                            "A squeezed-in visit keeps its type: cancel it and squeeze in another."),
     "rule_type_not_here": ("Ese médico no ofrece ese tipo de visita en ese centro.",
                            "That doctor does not offer that visit type at that center."),
+    # the patients' booking page ("Patients book themselves"): web-domain's words
+    "WEB_CLOSED": ("La clínica no da citas por internet.", "The clinic does not take bookings online."),
+    "WEB_BUSY": ("Ahora mismo hay demasiadas reservas esperando confirmación: inténtelo de nuevo más tarde.",
+                 "Too many bookings are waiting for confirmation right now: please try again later."),
+    "event_appointment.released": ("reserva web no confirmada: liberada", "web booking not confirmed: released"),
+    "event_appointment.web_confirmed": ("reserva web confirmada por el paciente",
+                                        "web booking confirmed by the patient"),
 }
 
 
