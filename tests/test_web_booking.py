@@ -188,3 +188,10 @@ def test_the_offer_and_the_times_follow_the_settings(make_api):
     assert week["2026-11-23"] == []  # inside the page's 24 hours of notice
     assert week["2026-11-24"][0] == ("09:00", "MARTIN")
     assert week["2026-11-25"] == []  # Martín's holiday
+
+
+def test_the_caller_booking_the_same_patient_at_a_time_the_page_holds_is_refused_not_taken_for_a_retry(web):
+    known = web.new_patient(nif=valid_dni(501), email="rosa@example.es")
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    assert last_request(web)["case_of"] == "same"
+    assert web.book(known, status=409).json["error"]["code"] == "SLOT_NOT_AVAILABLE"  # not the page's pending visit
