@@ -10,6 +10,7 @@ from _agenda.domain.web_booking import (confirm_booking, confirm_view, request_b
                                         WebAsk)
 from _agenda.domain.web_requests import new_token
 from _agenda.domain import booking
+from _agenda.domain.patients import block_patient
 from _agenda.values.refusals import ClinicError
 
 from conftest import valid_dni
@@ -195,3 +196,23 @@ def test_the_caller_booking_the_same_patient_at_a_time_the_page_holds_is_refused
     request_booking(web.app.clinic, ask(), ADDRESS)
     assert last_request(web)["case_of"] == "same"
     assert web.book(known, status=409).json["error"]["code"] == "SLOT_NOT_AVAILABLE"  # not the page's pending visit
+
+
+def test_a_blocked_record_is_verified_and_one_registered_again_since_is_the_live_record_s(web):
+    erased = web.new_patient(nif=valid_dni(501), email="rosa@example.es")
+    with web.app.clinic.db.transaction() as conn:  # an erasure's block: kept, its NIF too, until the period ends
+        block_patient(conn, int(erased), web.app.clinic.clock(), dt.date(2031, 11, 23))
+    request_booking(web.app.clinic, ask(time="10:00"), ADDRESS)
+    assert last_request(web)["case_of"] == "verify"  # a blocked record is no one the page books on
+    again = web.new_patient(nif=valid_dni(501), email="rosa@example.es")
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    assert (last_request(web)["case_of"], last_request(web)["patient_id"]) == ("same", int(again))
+
+
+def test_every_booking_and_every_record_the_page_looked_at_is_in_the_access_record_as_web(web):
+    known = web.new_patient(nif=valid_dni(501), email="otra@example.es")
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    provisional = last_request(web)["patient_id"]
+    for patient in (int(known), provisional):
+        assert [(read["reader"], read["kind"]) for read in web.app.clinic.access.of_patient(patient, reader="web")] \
+            == [("web", "web")], patient

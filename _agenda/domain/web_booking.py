@@ -216,7 +216,7 @@ def booked(clinic, conn, asked, ask, visit, day, time_text, at):
     record whose visit the door refuses for being elsewhere then becomes 'verify', the attempt undone."""
     nif, email, patient = asked["nif"], asked["patient"]["email"], asked["patient"]
     known = None if ask.child else conn.execute("SELECT id, email, blocked_at FROM patients WHERE nif = ? ORDER BY"
-                                                " blocked_at IS NULL LIMIT 1", (nif,)).fetchone()
+                                                " blocked_at IS NOT NULL LIMIT 1", (nif,)).fetchone()
     if known is None and not ask.child:
         patient_id = made(conn, patient, at)
         return "new", patient_id, admit(clinic, conn, visit._replace(patient_id=patient_id), day, time_text, "web", at,
