@@ -10,6 +10,7 @@ from _agenda.domain.web_booking import (confirm_booking, confirm_view, request_b
                                         WebAsk)
 from _agenda.domain.web_requests import new_token
 from _agenda.domain import booking
+from _agenda.domain.appointments import remove_appointment
 from _agenda.domain.patients import block_patient
 from _agenda.values.refusals import ClinicError
 
@@ -216,3 +217,25 @@ def test_every_booking_and_every_record_the_page_looked_at_is_in_the_access_reco
     for patient in (int(known), provisional):
         assert [(read["reader"], read["kind"]) for read in web.app.clinic.access.of_patient(patient, reader="web")] \
             == [("web", "web")], patient
+
+
+def test_a_released_request_s_patient_with_another_visit_stays_and_no_id_is_given_again(web, clock):
+    known = web.new_patient(nif=valid_dni(503))
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    kept = last_request(web)
+    web.book(str(kept["patient_id"]), doctor="RUIZ", time="09:40")  # the caller found the new patient and booked them
+    request_booking(web.app.clinic, ask(time="09:30", nif=valid_dni(502), email="eva@example.es"), ADDRESS)
+    gone = last_request(web)  # the highest visit and patient ids
+    clock.moment += dt.timedelta(minutes=15)
+    booked = web.book(known, time="10:00")  # the door releases both first
+    rows = {row[0] for row in web.db().execute("SELECT id FROM patients")}
+    assert kept["patient_id"] in rows and gone["patient_id"] not in rows
+    assert int(booked) > gone["appointment_id"]  # the released visit's id was not given again
+    assert int(web.new_patient(nif=valid_dni(504))) > gone["patient_id"]
+
+
+def test_only_a_visit_the_page_holds_is_ever_removed(web):
+    booked = web.book(web.new_patient())
+    with pytest.raises(ValueError, match="never removed"), web.app.clinic.db.transaction() as conn:
+        remove_appointment(conn, booked)
+    assert pending_of(web, booked)["status"] == "booked"
