@@ -11,6 +11,7 @@ from _agenda.domain.web_booking import (confirm_booking, confirm_view, request_b
 from _agenda.domain.web_requests import new_token
 from _agenda.domain import booking
 from _agenda.domain.appointments import remove_appointment
+from _agenda.domain.outbox import send_state
 from _agenda.domain.patients import block_patient
 from _agenda.values.refusals import ClinicError
 
@@ -239,3 +240,13 @@ def test_only_a_visit_the_page_holds_is_ever_removed(web):
     with pytest.raises(ValueError, match="never removed"), web.app.clinic.db.transaction() as conn:
         remove_appointment(conn, booked)
     assert pending_of(web, booked)["status"] == "booked"
+
+
+def test_reception_cannot_send_a_visit_s_state_while_the_patient_has_not_confirmed_it(web):
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    appointment_id = last_request(web)["appointment_id"]
+    with pytest.raises(ClinicError) as refused:  # its link would let them confirm a visit still to be released
+        send_state(web.app.clinic, appointment_id, "desk:ana", web.app.clinic.clock())
+    assert refused.value.rule == "mail_pending"
+    assert confirm_booking(web.app.clinic, token_for(web, appointment_id)) == "confirmed"
+    send_state(web.app.clinic, appointment_id, "desk:ana", web.app.clinic.clock())
