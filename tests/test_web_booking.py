@@ -11,6 +11,7 @@ from _agenda.domain.web_booking import (confirm_booking, confirm_view, request_b
 from _agenda.domain.web_requests import new_token
 from _agenda.domain import booking
 from _agenda.domain.appointments import remove_appointment
+from _agenda.domain.links import card_link, opened
 from _agenda.domain.outbox import send_state
 from _agenda.domain.patients import block_patient
 from _agenda.values.refusals import ClinicError
@@ -250,3 +251,12 @@ def test_reception_cannot_send_a_visit_s_state_while_the_patient_has_not_confirm
     assert refused.value.rule == "mail_pending"
     assert confirm_booking(web.app.clinic, token_for(web, appointment_id)) == "confirmed"
     send_state(web.app.clinic, appointment_id, "desk:ana", web.app.clinic.clock())
+
+
+def test_no_link_of_the_patient_s_opens_a_visit_the_page_holds_until_it_is_confirmed(web):
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    appointment_id = last_request(web)["appointment_id"]
+    card = card_link(web.app.clinic, appointment_id)  # a card printed at the counter meanwhile
+    assert opened(web.app.clinic, card) is None
+    assert confirm_booking(web.app.clinic, token_for(web, appointment_id)) == "confirmed"
+    assert opened(web.app.clinic, card)["id"] == appointment_id
