@@ -192,6 +192,11 @@ def test_the_offer_and_the_times_follow_the_settings(make_api):
     assert week["2026-11-23"] == []  # inside the page's 24 hours of notice
     assert week["2026-11-24"][0] == ("09:00", "MARTIN")
     assert week["2026-11-25"] == []  # Martín's holiday
+    assert web_times(web.app.clinic, center_id="C1", speciality_id="MG", doctor_id=None, type_id=None,
+                     week_start="23/11/2026") == list(week.items())  # the week as the page's form gives it
+    with pytest.raises(ClinicError) as wrong:
+        web_times(web.app.clinic, center_id="C1", speciality_id="MG", doctor_id=None, type_id=None, week_start="x")
+    assert wrong.value.field == "week"
 
 
 def test_the_caller_booking_the_same_patient_at_a_time_the_page_holds_is_refused_not_taken_for_a_retry(web):

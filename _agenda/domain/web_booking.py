@@ -99,10 +99,12 @@ def json_list(values):
 
 
 def web_times(clinic, *, center_id, speciality_id, doctor_id, type_id, week_start):
-    """[(ISO day, [(time, doctor id)])] of the 7 days from `week_start`: the caller's slot decision in the page's
-    window, of the doctors and types the page offers (a doctor, or cualquiera of the speciality), a doctor's day
-    left out once it holds as many pending web bookings as --web-pending-per-day allows."""
+    """[(ISO day, [(time, doctor id)])] of the 7 days from `week_start` (a date or its text): the caller's slot
+    decision in the page's window, of the doctors and types the page offers (a doctor, or cualquiera of the
+    speciality), a doctor's day left out once it holds as many pending web bookings as --web-pending-per-day allows."""
     web_open(clinic)
+    if isinstance(week_start, str):
+        week_start = parse_date(week_start, "week")
     window, days = clinic.window("web"), [week_start + dt.timedelta(days=n) for n in range(7)]
     found = {day: [] for day in days}
     first, last = max(week_start, clinic.today()), min(days[-1], window.last_day)
