@@ -18,6 +18,7 @@ from _agenda.values.refusals import ClinicError
 
 from conftest import valid_dni
 from test_booking import Recorded
+from test_visit_types import TYPES_CSV
 
 WEB = {"web_booking": "on", "web_privacy": "Clínica Sol trata sus datos para su cita.",
        "public_url": "https://citas.example.es"}
@@ -265,3 +266,20 @@ def test_no_link_of_the_patient_s_opens_a_visit_the_page_holds_until_it_is_confi
     assert opened(web.app.clinic, card) is None
     assert confirm_booking(web.app.clinic, token_for(web, appointment_id)) == "confirmed"
     assert opened(web.app.clinic, card)["id"] == appointment_id
+
+
+def test_the_offer_names_doctors_whole_or_by_type_and_the_page_books_only_those(make_api):
+    web = make_api(TYPES_CSV, **WEB, web_offer="MARTIN/MG-REV, VEGA")
+    offer = web_offer(web.app.clinic)
+    assert {doctor["id"]: [kind["id"] for kind in doctor["types"]] for doctor in offer["doctors"]} == {
+        "MARTIN": ["MG-REV"], "VEGA": ["FIS-SES", "FIS-VAL"]}
+    assert [s["id"] for s in offer["specialities"]] == ["FIS", "MG"] and [c["id"] for c in offer["centers"]] == [
+        "C1", "C2"]
+    martin = dict(web_times(web.app.clinic, center_id="C1", speciality_id="MG", doctor_id=None, type_id="MG-REV",
+                            week_start=dt.date(2026, 11, 24)))
+    assert {doctor for times in martin.values() for _, doctor in times} == {"MARTIN"}  # not Gil, who offers it too
+    with pytest.raises(ClinicError) as refused:  # a type of Martín's the page does not offer
+        request_booking(web.app.clinic, ask(type_id="MG-PRI"), ADDRESS)
+    assert refused.value.code == "SLOT_NOT_AVAILABLE"
+    request_booking(web.app.clinic, ask(type_id="MG-REV", time="09:15"), ADDRESS)
+    assert web.db().execute("SELECT type_id, end_time FROM appointments").fetchone()[:] == ("MG-REV", "09:30")
