@@ -873,3 +873,123 @@ END;
 -- Each is a text of at most 500 characters, emptied when the patient's identity is.
 ALTER TABLE appointments ADD COLUMN note TEXT;
 ALTER TABLE patients ADD COLUMN note TEXT;
+
+-- version 24
+-- Patients book themselves ("Patients book themselves"): a visit booked on the clinic's own page holds its slot as
+-- pending until the patient confirms it by the e-mail's link ('email', until pending_until, UTC), then as an
+-- ordinary booking, or, when the page could not tell who the patient is, until reception matches it ('reception').
+-- A pending visit is left out of the caller's lists; its slot, rooms and machines stay taken for everyone.
+ALTER TABLE appointments ADD COLUMN pending TEXT CHECK (pending IN ('email', 'reception'));
+ALTER TABLE appointments ADD COLUMN pending_until TEXT CHECK ((pending IS 'email') = (pending_until IS NOT NULL));
+CREATE INDEX appointments_pending_until ON appointments (pending_until) WHERE pending = 'email';
+-- Each booking asked on the page: the visit it holds (NULL once released), the patient it was booked for, which of
+-- the three cases it was ('new': a patient inserted; 'same': the known record, its e-mail the one typed; 'verify':
+-- a provisional patient inserted, for reception to match), the NIF typed (only for 'verify', emptied once
+-- reception ends it), the language typed (the first message's, whoever the record is; NULL: Spanish), the SHA-256 of the confirmation link's token (the token is only in the message), and keys
+-- of the address (IPv6 by /64), the folded e-mail and the NIF (HMAC-SHA256 by `web_key`'s key), so that the
+-- bounds count requests without keeping what was typed.
+CREATE TABLE web_requests (
+    id             INTEGER PRIMARY KEY,
+    appointment_id INTEGER REFERENCES appointments (id),
+    patient_id     INTEGER REFERENCES patients (id),
+    case_of        TEXT NOT NULL CHECK (case_of IN ('new', 'same', 'verify')),
+    typed_nif      TEXT CHECK (typed_nif IS NULL OR case_of = 'verify'),
+    token_hash     TEXT UNIQUE,
+    language       TEXT CHECK (language IS NULL OR language = 'en'),
+    address_key    TEXT NOT NULL,
+    email_key      TEXT NOT NULL,
+    nif_key        TEXT NOT NULL,
+    doctor_id      TEXT NOT NULL REFERENCES doctors (id),
+    date           TEXT NOT NULL,
+    created_at     TEXT NOT NULL,
+    expires_at     TEXT NOT NULL,
+    confirmed_at   TEXT,
+    released_at    TEXT,
+    ended_at       TEXT,
+    ended_by       TEXT
+);
+CREATE INDEX web_requests_by_appointment ON web_requests (appointment_id) WHERE appointment_id IS NOT NULL;
+CREATE INDEX web_requests_by_patient ON web_requests (patient_id) WHERE patient_id IS NOT NULL;
+CREATE INDEX web_requests_by_address ON web_requests (address_key, created_at);
+CREATE INDEX web_requests_by_email ON web_requests (email_key, created_at);
+CREATE INDEX web_requests_by_nif ON web_requests (nif_key, created_at);
+-- The key of the bounds' HMACs: random, made with the page's first request (a database copied before then, as a
+-- template or a demo, gets its own), never shown.
+CREATE TABLE web_key (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    key BLOB NOT NULL
+);
+-- The page's first message, 'web': confirm the visit by its link. The outbox is rebuilt for its CHECK, as version 21
+-- did; its indexes and the Message-ID's triggers are made again. Changes come from the page too, as `web`: the
+-- events table is rebuilt with that source allowed, every row kept ("Audit").
+CREATE TABLE outbox_24 (
+    id             INTEGER PRIMARY KEY,
+    appointment_id INTEGER NOT NULL REFERENCES appointments (id),
+    kind           TEXT NOT NULL CHECK (kind IN ('confirmation', 'series', 'update', 'notice', 'reminder', 'state',
+                                                 'web')),
+    created_at     TEXT NOT NULL,
+    state          TEXT NOT NULL DEFAULT 'waiting'
+                   CHECK (state IN ('waiting', 'held', 'sent', 'stale', 'skipped', 'failed')),
+    attempts       INTEGER NOT NULL DEFAULT 0,
+    next_try_at    TEXT,
+    message_id     TEXT,
+    done_at        TEXT,
+    error          TEXT,
+    slot           TEXT CHECK (kind != 'reminder' OR slot IS NOT NULL)
+);
+INSERT INTO outbox_24 (id, appointment_id, kind, created_at, state, attempts, next_try_at, message_id, done_at, error,
+                       slot)
+SELECT id, appointment_id, kind, created_at, state, attempts, next_try_at, message_id, done_at, error, slot
+FROM outbox;
+DROP TABLE outbox;
+ALTER TABLE outbox_24 RENAME TO outbox;
+CREATE INDEX outbox_by_appointment ON outbox (appointment_id, id);
+CREATE INDEX outbox_waiting ON outbox (id) WHERE state = 'waiting';
+CREATE TRIGGER outbox_message_id AFTER INSERT ON outbox WHEN NEW.message_id IS NULL
+BEGIN
+    UPDATE outbox SET message_id = lower(hex(randomblob(16))) WHERE id = NEW.id;
+END;
+CREATE TRIGGER outbox_message_id_kept BEFORE UPDATE OF message_id ON outbox
+WHEN OLD.message_id IS NOT NULL AND NEW.message_id IS NOT OLD.message_id
+BEGIN
+    SELECT RAISE(ABORT, 'an outbox row keeps its Message-ID for its whole life');
+END;
+CREATE TABLE events_24 (
+    id        INTEGER PRIMARY KEY,
+    at        TEXT NOT NULL,                 -- UTC, ISO 8601
+    source    TEXT NOT NULL CHECK (source IN ('api', 'cli', 'desk', 'patient', 'web') OR source LIKE 'desk:_%'),
+    action    TEXT NOT NULL,
+    entity    TEXT NOT NULL,
+    entity_id TEXT,
+    before    TEXT,                          -- JSON or NULL
+    after     TEXT                           -- JSON or NULL
+);
+INSERT INTO events_24 SELECT * FROM events;
+DROP TABLE events;
+ALTER TABLE events_24 RENAME TO events;
+CREATE INDEX events_by_entity ON events (entity, entity_id);
+-- A visit never confirmed is released: removed with what exists only for it, its holds, links and messages, and
+-- its request keeps no link to it. Nothing else is ever removed from the table. An id once given is never given
+-- again (the audit trail and the access record name rows by id): the highest removed is kept here, and the owners
+-- number a new row above it.
+CREATE TABLE removed_ids (
+    name  TEXT PRIMARY KEY CHECK (name IN ('appointments', 'patients')),
+    up_to INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER appointment_removed BEFORE DELETE ON appointments
+BEGIN
+    INSERT INTO removed_ids (name, up_to) VALUES ('appointments', OLD.id)
+        ON CONFLICT (name) DO UPDATE SET up_to = max(up_to, excluded.up_to);
+    DELETE FROM holds WHERE appointment_id = OLD.id;
+    DELETE FROM patient_links WHERE appointment_id = OLD.id;
+    DELETE FROM outbox WHERE appointment_id = OLD.id;
+    DELETE FROM outside_hours WHERE appointment_id = OLD.id;
+    UPDATE web_requests SET appointment_id = NULL WHERE appointment_id = OLD.id;
+END;
+-- A patient removed (a provisional record its released request made, with nothing else) leaves its request.
+CREATE TRIGGER patient_removed BEFORE DELETE ON patients
+BEGIN
+    INSERT INTO removed_ids (name, up_to) VALUES ('patients', OLD.id)
+        ON CONFLICT (name) DO UPDATE SET up_to = max(up_to, excluded.up_to);
+    UPDATE web_requests SET patient_id = NULL WHERE patient_id = OLD.id;
+END;

@@ -103,7 +103,8 @@ def raised_codes():
                (404, "CLOSURE_NOT_FOUND"), (403, "PATIENT_BLOCKED"), (400, "INSURANCE_REQUIRED"),
                (409, "APPOINTMENT_NOT_TODAY"), (404, "FEED_NOT_FOUND"),
                (404, "WAITLIST_NOT_FOUND"), (409, "WAITLIST_ALREADY_BOOKED"),
-               (409, "LINK_TO_CALL"), (409, "LINK_TOO_LATE"), (409, "LINK_SQUEEZED")}  # the patient's link's
+               (409, "LINK_TO_CALL"), (409, "LINK_TOO_LATE"), (409, "LINK_SQUEEZED"),  # the patient's link's
+               (404, "WEB_CLOSED"), (429, "WEB_BUSY")}  # the patients' booking page's
     return raised | {item for item in STATUS_ERROR_CODES.items() if item[0] != 404}
 
 

@@ -115,6 +115,7 @@ def test_run_help_shows_every_setting_with_its_help_default_variable_and_an_exam
 def test_every_setting_is_reachable_by_each_route(route, db_path):
     migrated(db_path)
     wanted = {name: another(field) for name, field in SETTINGS.items()}
+    wanted["web_booking"] = "off"  # on, it needs a mail relay: the test below reaches it by each route
     args = [word for name, value in wanted.items() for word in (SETTINGS[name].metadata["option"], str(value))]
     env = {variable(SETTINGS[name]): str(value) for name, value in wanted.items()}
     if route == "file":
@@ -123,6 +124,24 @@ def test_every_setting_is_reachable_by_each_route(route, db_path):
                                   env if route == "environment" else {})
     assert result.exit_code == 0, result.output
     assert served == Settings(**wanted)
+
+
+@pytest.mark.parametrize("route", ["option", "file", "environment"])
+def test_the_web_booking_is_reachable_by_each_route_and_refused_at_start_without_what_it_needs(route, db_path):
+    migrated(db_path)
+    wanted = {"web_booking": "on", "public_url": "https://citas.clinicasol.es"}
+    args = [word for name, value in wanted.items() for word in (SETTINGS[name].metadata["option"], value)]
+    env = {variable(SETTINGS[name]): value for name, value in wanted.items()}
+    if route == "file":
+        db_path.with_suffix(".toml").write_text(toml(wanted), encoding="utf-8")
+    result, served = run_settings(["--db", str(db_path), *(args if route == "option" else [])],
+                                  env if route == "environment" else {})
+    assert result.exit_code == 1 and served is None
+    assert "the web booking needs the clinic's privacy information: give it with --web-privacy" in result.output
+    result, served = run_settings(["--db", str(db_path), "--web-privacy", "Clínica Sol trata sus datos.",
+                                   *(args if route == "option" else [])], env if route == "environment" else {})
+    assert result.exit_code == 1 and served is None
+    assert "give the clinic's mail relay with --smtp" in " ".join(result.output.split())
 
 
 def test_an_option_wins_over_the_clinic_s_file_which_wins_over_the_environment_which_wins_over_the_default(db_path):
@@ -182,6 +201,12 @@ def test_a_wrong_key_value_or_variable_is_refused_at_start_naming_where_it_sits(
     assert result.exit_code == 1 and served is None, result.output
     for words in said:
         assert words in " ".join(result.output.split())
+
+
+def test_agenda_host_refuses_a_clinic_whose_web_booking_lacks_what_it_needs(tmp_path):
+    folder = clinic_folder(tmp_path, "citas.clinicasol.es", 'web_booking = "on"\n')
+    with pytest.raises(ValueError, match="give it with --web-privacy"):
+        open_clinic(folder)
 
 
 def test_agenda_run_and_agenda_host_serve_a_clinic_folder_with_the_same_settings(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from ..values.settings import check_setting, Settings, SETTINGS, settings_given, variable
+from ..values.settings import check_setting, Settings, SETTINGS, settings_given, variable, web_needs
 from ..values.printing import plural
 from ..storage.sealing import SealingError
 from ..storage.connections import connect, create_private_file, schema_version, transaction
@@ -110,7 +110,7 @@ def run(ctx, db_path, settings_file, secret, secret_file, insecure_no_signature,
         agenda run --db /srv/clinics/citas.clinicasol.es/agenda.db --horizon 60
     """
     check_the_start(ctx, db_path, ack_after_replication and not replica)
-    settings = served_settings(ctx, db_path, settings_file, given)
+    settings = served_settings(ctx, db_path, settings_file, given, relay=bool(smtp_url))
     secret = secret_to_serve(db_path, secret, secret_file, insecure_no_signature, settings.signature_scheme)
     kept_for = cli_recipients(recipients, "cannot start")
     mail = sender_settings(db_path, settings, smtp_url, smtp_password_file, smtp_ca, mail_from) if smtp_url else None
@@ -146,10 +146,11 @@ def run(ctx, db_path, settings_file, secret, secret_file, insecure_no_signature,
         stop_logging(writer)
 
 
-def served_settings(ctx, db_path, settings_file, options):
+def served_settings(ctx, db_path, settings_file, options, relay=False):
     """The clinic's Settings for `run`: an option given on the command line over its settings file (--settings,
     else the database's name with .toml when there) over the environment over the defaults ("Configuration and
-    CLI"); a ClickException naming the option, file, key or variable, and the fix."""
+    CLI"); a ClickException naming the option, file, key or variable, and the fix; or what the patients' page needs,
+    when on (`relay`: a mail relay is given)."""
     if settings_file and not Path(settings_file).is_file():
         raise click.ClickException(f"{settings_file}: no such settings file; name the clinic's agenda.toml with "
                                    "--settings (or AGENDA_SETTINGS), or leave it out")
@@ -161,9 +162,11 @@ def served_settings(ctx, db_path, settings_file, options):
         except ValueError as error:
             raise click.ClickException(f"{SETTINGS[name].metadata['option']} {value!r}: {error}") from None
     try:
-        return Settings(**settings_given(settings_file or Path(db_path).with_suffix(".toml"), os.environ, given))
+        settings = Settings(**settings_given(settings_file or Path(db_path).with_suffix(".toml"), os.environ, given))
+        web_needs(settings, relay)
     except ValueError as error:
         raise click.ClickException(f"cannot start: {error}") from None
+    return settings
 
 
 def started_sender(mail, replica_socket, conn):

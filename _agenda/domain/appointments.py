@@ -76,6 +76,11 @@ APPOINTMENT_COLUMNS = (
            "coalesce(a.busy_until, a.end_time)"),
     Column("overlap_accepted", "visit", "1: reception booked it over the patient's other visit on purpose",
            (DESK,), "overlap_accepted", None, KEEP),
+    Column("pending", "status", "a booking of the patients' page not yet a booking: email, until the patient confirms"
+           " it by their link; reception, until reception matches who they are; NULL: none", (AGENDA,), "pending",
+           None, KEEP),
+    Column("pending_until", "record-keeping", "when a visit pending the patient's e-mail is released unconfirmed"
+           " (UTC)", (AGENDA,), "pending_until", None, KEEP),
 )
 COLUMN_NAMES = tuple(column.name for column in APPOINTMENT_COLUMNS)
 EXPORTED = tuple(column for column in APPOINTMENT_COLUMNS if column.export)
@@ -211,7 +216,8 @@ def marks(values):
 
 
 # The named filters a list of live appointments takes: each, given its value, an SQL condition over `a` and its
-# parameters. `to_call` keeps (True) or leaves out (False, the caller's lists) those to call; `covered_by` takes
+# parameters. `to_call` keeps (True) or leaves out (False, the caller's lists) those to call; `pending` likewise
+# those the patients' page holds unconfirmed ("Patients book themselves"); `covered_by` takes
 # a closure's fields (first, last, doctor, center, start, end: CLOSURE_COVERS, the days bounding the index's range);
 # `first_of_each_day` takes (center, first, last, n): each day's first n there by time.
 FILTERS = {
@@ -222,6 +228,7 @@ FILTERS = {
     "center_id": lambda center_id: ("a.center_id = ?", [center_id]),
     "patient_ids": lambda ids: (f"a.patient_id IN ({marks(ids)})", list(ids)),
     "to_call": lambda wanted: (TO_CALL if wanted else f"NOT {TO_CALL}", []),
+    "pending": lambda wanted: ("a.pending IS NOT NULL" if wanted else "a.pending IS NULL", []),
     "covered_by": lambda fields: (
         "a.date BETWEEN ? AND ? AND EXISTS (SELECT 1 FROM (SELECT ? AS date_from, ? AS date_to, ? AS doctor_id,"
         f" ? AS center_id, ? AS start_time, ? AS end_time) c WHERE {CLOSURE_COVERS})", [*fields[:2], *fields]),
@@ -254,9 +261,10 @@ def live_appointments(clinic, reader=None, kind="day", shape=APPOINTMENT_RECORD,
 
 
 def patient_appointments(clinic, *, nif=None, phone=None, day=None, center_id=None, shape=APPOINTMENT_RECORD,
-                         reader):
+                         reader, pending=None):
     """A patient's live appointments ("One route, two jobs"): found by NIF, else by phone;
-    on `day`, else from today on; the patients found noted for `reader`."""
+    on `day`, else from today on (`pending`: False leaves the page's unconfirmed out, the caller's look-up); the
+    patients found noted for `reader`."""
     clinic.require_center(center_id)
     nif, phone = normalise_nif(nif) if nif else None, parse_phone(phone) if phone else None
     patient_ids = []
@@ -267,7 +275,7 @@ def patient_appointments(clinic, *, nif=None, phone=None, day=None, center_id=No
             "SELECT id FROM live_patients WHERE phone_e164 = ?", (phone,))]
     return live_appointments(clinic, reader, "search", shape, days=[day.isoformat()] if day else None,
                              since=None if day else clinic.today().isoformat(), patient_ids=patient_ids,
-                             center_id=center_id)
+                             center_id=center_id, pending=pending)
 
 
 def count_by_status(conn):
@@ -288,7 +296,8 @@ def visits_told(conn, appointment_ids):
     """What a message to the patient may say of these appointments, in order: id, patient, date, times, status,
     the series, and the center's, doctor's and type's names. Never the reason."""
     return [dict(row) for row in conn.execute(
-        "SELECT a.id, a.patient_id, a.date, a.time, a.end_time, a.status, a.series_id, a.squeezed,"
+        "SELECT a.id, a.patient_id, a.date, a.time, a.end_time, a.status, a.series_id, a.squeezed, a.pending,"
+        " a.pending_until,"
         " c.name AS center_name, c.address AS center_address, c.phone AS center_phone, d.name AS doctor_name,"
         " t.name AS type_name, t.bring FROM appointments a"
         " JOIN doctors d ON d.id = a.doctor_id LEFT JOIN centers c ON c.id = a.center_id"
@@ -312,11 +321,17 @@ def listed(columns):
     return columns
 
 
+# The id a new appointment takes: above every one given, a removed one's too ("Patients book themselves").
+LAST_ID = ("max((SELECT coalesce(max(id), 0) FROM appointments),"
+           " coalesce((SELECT up_to FROM removed_ids WHERE name = 'appointments'), 0))")
+
+
 def insert_appointment(conn, row, at):
     """A new appointment of `row` ({column: value}; one left out takes the table's default), booked at `at`;
     the row. The one door's ("One door for an appointment")."""
     row = {**listed(row), "created_at": utc_iso(at), "updated_at": utc_iso(at)}
-    return written_row(conn, f"INSERT INTO appointments ({', '.join(row)}) VALUES ({marks(row)})", tuple(row.values()))
+    return written_row(conn, f"INSERT INTO appointments (id, {', '.join(row)}) VALUES ({LAST_ID} + 1, {marks(row)})",
+                       tuple(row.values()))
 
 
 def update_appointment(conn, appointment_id, changes, at):
@@ -343,6 +358,20 @@ def set_details(conn, appointment_id, changes, at):
     if not set(changes) <= {"reason", "insurance_id", "note"}:
         raise ValueError(f"not a detail of a visit: {sorted(changes)}")
     return update_appointment(conn, appointment_id, changes, at)
+
+
+def set_pending(conn, appointment_id, pending, at, until=None):
+    """A booking of the patients' page held (`pending`: email, until `until`; reception) or made an ordinary
+    booking (None); the row after ("Patients book themselves")."""
+    return update_appointment(conn, appointment_id, {"pending": pending, "pending_until": until}, at)
+
+
+def remove_appointment(conn, appointment_id):
+    """A booking of the patients' page released unconfirmed: it never was a booking, so its row goes, and with it
+    (the schema's trigger) its holds, links and messages. The only removal; refused for any other visit."""
+    if conn.execute("DELETE FROM appointments WHERE id = ? AND pending = 'email'",
+                    (int(appointment_id),)).rowcount != 1:
+        raise ValueError(f"appointment {appointment_id} is not a pending web booking: it is never removed")
 
 
 def set_status(conn, appointment_id, status, at, reason=None):
@@ -382,6 +411,7 @@ def insert_staged_appointments(conn, table, at):
     its name) inserted, booked by 'import' at `at`; cancelled ones as cancelled in the system they came from."""
     values = {**{column.name: f"s.{column.name}" for column in APPOINTMENT_COLUMNS if IMPORT in column.set_by},
               **IMPORT_WRITES}
-    conn.execute(f"INSERT INTO appointments ({', '.join(values)}) SELECT {', '.join(values.values())} FROM {table} s"
+    conn.execute(f"INSERT INTO appointments (id, {', '.join(values)}) SELECT {LAST_ID} + row_number() OVER (ORDER BY"
+                 f" s.date, s.time, s.doctor_id), {', '.join(values.values())} FROM {table} s"
                  " JOIN doctors d ON d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id",
                  (utc_iso(at), "cancelled in the system it came from"))

@@ -10,6 +10,7 @@ from ..values.fields import format_date, minutes_of, numeric_id
 from ..storage.events import record_event, utc_iso, written_row
 from .appointments import COLUMN_NAMES, insert_appointment, insert_staged_appointments, set_place
 from .outbox import queue_message, tells_anew
+from .web_requests import release_expired
 from .slots import read_schedule, slot_not_available, visit_span
 from .holds import coming, placement_notes, placements
 from .visits import first_free, none_free, pools_for, read_resources, shares_room, the_visit, types_offered, VisitType
@@ -20,7 +21,8 @@ class Visit(NamedTuple):
     """What is booked: for whom, with whom (the speciality or visit type asked, if any: "Visit types"), where
     (None: where the doctor works then), what (None: the type asked, or the doctor's default there: its length,
     pause and needs), the insurance and reason, the series it belongs to, whether it is squeezed in, and whether
-    reception books it over the same patient's other visit on purpose ("One patient, one place")."""
+    reception books it over the same patient's other visit on purpose ("One patient, one place"), and until when
+    the patients' page holds it for the patient's confirmation ("Patients book themselves")."""
     patient_id: object
     doctor_id: str
     speciality_id: str | None = None
@@ -31,6 +33,7 @@ class Visit(NamedTuple):
     series_id: int | None = None
     squeezed: bool = False
     accept_overlap: bool = False
+    pending_until: str | None = None  # a booking of the patients' page: held until then (UTC) for their e-mail
 
 
 def visit_of(appointment, needs=(), **changes):
@@ -73,13 +76,14 @@ CHANNELS = {
     "patient move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved", "update",
                           keeps_confirmed=True),
     "desk retype": Rules(True, False, "desk", "grid", "accepted", "one place", False, "appointment.retyped", "update"),
+    "web": Rules(False, False, "web", "grid", "accepted", "one place", False, "appointment.booked", "web"),
 }
 
 
 def channel_of(source):
-    """Whose rules a change follows ("Each channel's rules"): the caller's for 'api' and for the patient's own
-    link ('patient'), else the desk's (the desk, and its twins in the CLI)."""
-    return "caller" if source in ("api", "patient") else "desk"
+    """Whose rules a change follows ("Each channel's rules"): the caller's for 'api', for the patient's own
+    link ('patient') and their booking page ('web'), else the desk's (the desk, and its twins in the CLI)."""
+    return "caller" if source in ("api", "patient", "web") else "desk"
 
 
 def move_channel(source, visit):
@@ -107,6 +111,9 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     rules = CHANNELS[channel]
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid(f"only reception books by the {channel} channel", "reception_only")
+    if release_expired(conn, at) and moving is not None and conn.execute(  # an expired hold refuses no one
+            "SELECT 1 FROM appointments WHERE id = ?", (moving["id"],)).fetchone() is None:
+        raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")  # released just now
     patient_key = numeric_id(visit.patient_id)
     again = retried(conn, patient_key, visit.doctor_id, day, time_text, visit.speciality_id) if rules.retry else None
     if again is not None:
@@ -283,15 +290,17 @@ def inserted(conn, visit, patient_key, doctor, day, time_text, span, at, booked_
         "insurance_id": visit.insurance_id, "center_id": visit.center_id, "date": day.isoformat(), "time": time_text,
         "end_time": span.end, "reason": visit.reason, "status": "booked", "booked_by": booked_by,
         "squeezed": int(visit.squeezed), "series_id": visit.series_id, "type_id": span.kind.id,
-        "pause": span.kind.pause, "busy_until": span.busy_until, "overlap_accepted": int(accepted)}, at)
+        "pause": span.kind.pause, "busy_until": span.busy_until, "overlap_accepted": int(accepted),
+        "pending": "email" if visit.pending_until else None, "pending_until": visit.pending_until}, at)
 
 
 def retried(conn, patient_key, doctor_id, day, time_text, asked=None):
     """The live appointment of this patient with this doctor at this date and time (id, series_id), of the
-    type or area `asked` if one is: a booking sent again (a lost answer, a double click) is the one made."""
+    type or area `asked` if one is: a booking sent again (a lost answer, a double click) is the one made; never one
+    the patients' page holds, which is no booking of the caller's or the desk's ("Patients book themselves")."""
     return None if patient_key is None else conn.execute(
         "SELECT id, series_id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ? AND time = ?"
-        " AND status != 'cancelled' AND (? IS NULL OR ? IN (coalesce(type_id, ''), speciality_id))",
+        " AND status != 'cancelled' AND pending IS NULL AND (? IS NULL OR ? IN (coalesce(type_id, ''), speciality_id))",
         (patient_key, doctor_id, day.isoformat(), time_text, asked, asked)).fetchone()
 
 

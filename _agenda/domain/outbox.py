@@ -13,7 +13,8 @@ from .appointments import TO_CALL
 # cancellation's notice (by the caller, the desk, the patient's link or a reminder cycle's release). An import's
 # and an erasure's changes call for none. A reminder is queued by the sender, the configured hours before.
 # Reception may send a visit's current state on purpose ('state'), at most once every STATE_EVERY a visit.
-KINDS = ("confirmation", "series", "update", "notice", "reminder", "state")
+# The patients' own booking page asks them to confirm by its link ('web', "Patients book themselves").
+KINDS = ("confirmation", "series", "update", "notice", "reminder", "state", "web")
 STATE_EVERY = dt.timedelta(minutes=5)
 # What became of a message (schema.sql, version 18).
 STATES = ("waiting", "held", "sent", "stale", "skipped", "failed")
@@ -53,15 +54,17 @@ def recipient_of(person):
 
 def send_state(clinic, appointment_id, source, at):
     """Reception's deliberate act ("What a message says"): a message of the visit's state now, queued. Refused for
-    a visit cancelled or ended, a patient nobody can be written to for, or one sent within STATE_EVERY. The
+    a visit cancelled, ended or waiting for the patient's confirmation of the page, a patient nobody can be written to for, or one sent within STATE_EVERY. The
     patient's id."""
-    visit = clinic.conn().execute("SELECT patient_id, status, date, end_time FROM appointments WHERE id = ?",
+    visit = clinic.conn().execute("SELECT patient_id, status, date, end_time, pending FROM appointments WHERE id = ?",
                                   (int(appointment_id),)).fetchone()
     if visit is None:
         raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
     ends = dt.datetime.fromisoformat(f"{visit['date']}T{visit['end_time']}").replace(tzinfo=clinic.tz)
     if visit["status"] == "cancelled" or ends <= at:
         raise invalid("only a coming visit's state can be sent", "mail_not_coming")
+    if visit["pending"] == "email":  # its own message asks the patient to confirm it: no link of theirs before then
+        raise invalid("this visit waits for the patient's confirmation by e-mail", "mail_pending")
     person, why = recipient(clinic, visit["patient_id"], source, "change")
     if person is None:
         raise invalid(f"no message can go to this patient: {why}", "mail_none")
@@ -103,7 +106,7 @@ def queue_reminders(clinic, at):
             = a.id AND o.kind IN ('confirmation', 'series', 'update', 'state')), a.created_at) AS told_at
         FROM appointments a JOIN live_patients p ON p.id = a.patient_id
         WHERE a.date BETWEEN ? AND ? AND a.status != 'cancelled' AND a.attendance IS NULL
-          AND p.messages = 1 AND p.email IS NOT NULL AND NOT {TO_CALL}
+          AND p.messages = 1 AND p.email IS NOT NULL AND NOT {TO_CALL} AND a.pending IS NOT 'email'
           AND NOT EXISTS (SELECT 1 FROM outbox r WHERE r.appointment_id = a.id AND r.kind = 'reminder'
                           AND r.slot = a.date || ' ' || a.time)""",
         (now.date().isoformat(), until.date().isoformat())).fetchall()
@@ -137,7 +140,8 @@ def moot(conn, message, appointment, now):
     """Why a later change made this message stale (one of STALE), or None: its visit has ended, a cancelled visit is
     told only by its notice and a notice only of what the patient was told of, a later message of its appointment
     tells the visit's time anew (a series' message lists every visit of it, as they are then), a reminder's visit
-    moved or is on the list to call. `now`: the clinic's zone."""
+    moved or is on the list to call, the page's first message's visit is confirmed already. `now`: the clinic's
+    zone."""
     ends = dt.datetime.fromisoformat(f"{appointment['date']}T{appointment['end_time']}").replace(tzinfo=now.tzinfo)
     if ends <= now:
         return "ended"
@@ -145,6 +149,8 @@ def moot(conn, message, appointment, now):
         return "cancelled"
     if message["kind"] == "notice" and not told_of(conn, message):
         return "never_told"
+    if message["kind"] == "web" and appointment["pending"] != "email":  # confirmed already: its confirmation tells
+        return "told_later"
     if message["kind"] in ("confirmation", "update", "reminder", "state") and conn.execute(
             "SELECT 1 FROM outbox WHERE appointment_id = ? AND id > ? AND state = 'waiting' AND kind IN"
             " ('confirmation', 'update', 'notice', 'state')", (message["appointment_id"], message["id"])).fetchone():

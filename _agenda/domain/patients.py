@@ -203,6 +203,11 @@ def chosen(before, patient, at, source):
     return {"messages_since": utc_iso(at), "messages_by": source}
 
 
+# The id a new patient takes: above every one given, a removed one's too ("Patients book themselves").
+LAST_ID = ("max((SELECT coalesce(max(id), 0) FROM main.patients),"
+           " coalesce((SELECT up_to FROM main.removed_ids WHERE name = 'patients'), 0))")
+
+
 def insert_patient(conn, patient, at, source):
     """A new patient from `patient_fields`' details (one left out is empty) and a child's guardian_id, registered
     by `source`; the row."""
@@ -211,8 +216,8 @@ def insert_patient(conn, patient, at, source):
     values = (*(patient.get(name) for name in GIVEN), patient.get("guardian_id"), utc_iso(at),
               searched_name(patient["name"], patient["surname"]), patient.get("messages_since"),
               patient.get("messages_by"))
-    return written_row(conn, f"INSERT INTO patients ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                       values)
+    return written_row(conn, f"INSERT INTO patients (id, {', '.join(columns)}) VALUES ({LAST_ID} + 1,"
+                             f" {', '.join('?' * len(columns))})", values)
 
 
 def rectify_patient(conn, before, patient, at, source):
@@ -261,6 +266,19 @@ def set_messages(conn, patient_id, messages, at, source):
     conn.execute("UPDATE patients SET messages = ?, messages_since = ?, messages_by = ? WHERE id = ?",
                  (messages, utc_iso(at), source, before["id"]))
     return before
+
+
+def remove_patient(conn, patient_id):
+    """A record a booking of the patients' page made, once its request is released unconfirmed or refused, removed
+    when it has nothing else (no visit, child, waiting entry, series or other request): it never was a patient of
+    the clinic ("Patients book themselves"). Whether it was removed."""
+    return conn.execute(
+        "DELETE FROM patients WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM appointments WHERE patient_id = ?1)"
+        " AND NOT EXISTS (SELECT 1 FROM patients WHERE guardian_id = ?1)"
+        " AND NOT EXISTS (SELECT 1 FROM waitlist WHERE patient_id = ?1)"
+        " AND NOT EXISTS (SELECT 1 FROM series WHERE patient_id = ?1)"
+        " AND NOT EXISTS (SELECT 1 FROM web_requests WHERE patient_id = ?1 AND appointment_id IS NOT NULL)",
+        (int(patient_id),)).rowcount == 1
 
 
 def stage_values(stage, patient_id, at, until=None):
@@ -332,15 +350,17 @@ def insert_staged_patients(conn, at):
     def chose(messages):
         return (f"CASE WHEN {messages} IS NULL THEN NULL ELSE ?1 END,"
                 f" CASE WHEN {messages} IS NULL THEN NULL ELSE 'import' END")
-    conn.execute(f"INSERT INTO main.patients ({given}, created_at, search, messages_since, messages_by) SELECT"
-                 f" {', '.join(f's.{name}' for name in GIVEN)}, ?1, search, {chose('s.messages')}"
+    conn.execute(f"INSERT INTO main.patients (id, {given}, created_at, search, messages_since, messages_by) SELECT"
+                 f" {LAST_ID} + row_number() OVER (ORDER BY line), {', '.join(f's.{name}' for name in GIVEN)}, ?1,"
+                 f" search, {chose('s.messages')}"
                  " FROM temp.staged_patients s"
                  " WHERE guardian_nif IS NULL AND NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
                  " ORDER BY line", (when,))
     taken = ", ".join(f"coalesce(s.{name}, g.{name})" if name in (*INHERITED, "messages") else f"s.{name}"
                       for name in GIVEN)  # a child takes her e-mail, and her choice of messages with it
-    conn.execute(f"INSERT INTO main.patients ({given}, created_at, search, guardian_id, messages_since, messages_by)"
-                 f" SELECT {taken}, ?1, s.search, g.id, {chose('coalesce(s.messages, g.messages)')}"
+    conn.execute(f"INSERT INTO main.patients (id, {given}, created_at, search, guardian_id, messages_since,"
+                 f" messages_by) SELECT {LAST_ID} + row_number() OVER (ORDER BY s.line), {taken}, ?1, s.search, g.id,"
+                 f" {chose('coalesce(s.messages, g.messages)')}"
                  " FROM temp.staged_patients s JOIN main.live_patients g"
                  " ON g.nif = s.guardian_nif WHERE NOT EXISTS (SELECT 1 FROM main.live_patients p WHERE p.nif = s.nif)"
                  " ORDER BY s.line", (when,))

@@ -6,6 +6,7 @@ Imports nothing of Agenda's."""
 import dataclasses
 import difflib
 import ipaddress
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,51 @@ FEED_SHOWS = ("time", "names", "reasons")
 # What a message to a patient names besides the clinic, center, date and time ("What a message says"): the
 # place only, or the doctor and the visit's type too.
 MAIL_SHOWS = ("place", "doctor")
+
+
+WEB_BOOKING = ("off", "on")  # the patients' booking page ("Patients book themselves")
+WEB_VISITS = ("all", "first")
+ORIGIN = re.compile(r"https://[a-z0-9.-]+(:[0-9]{1,5})?")
+WEB_ITEM = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?")
+
+
+def web_offer_items(text):
+    """The items of --web-offer (`doctor` or `doctor/type`, commas between them); ValueError naming a wrong one."""
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    for item in items:
+        if not WEB_ITEM.fullmatch(item):
+            raise ValueError(f"{item!r} is not a doctor's id or a doctor/type pair (try garcia, lopez/primera)")
+    return items
+
+
+def frame_ancestors(text):
+    """The https origins that may frame the page; ValueError naming one that is not one."""
+    origins = text.replace(",", " ").split()
+    for origin in origins:
+        if not ORIGIN.fullmatch(origin.lower().rstrip("/")):
+            raise ValueError(f"{origin!r} is not a site's https address (try https://www.clinicasol.es)")
+    return tuple(origin.lower().rstrip("/") for origin in origins)
+
+
+def web_color(text):
+    if not re.fullmatch(r"#[0-9a-fA-F]{6}", text):
+        raise ValueError(f"{text!r} is not a colour #RRGGBB (try #0b5cad)")
+
+
+def web_needs(settings, relay):
+    """ValueError saying what the patients' page needs once on: the clinic's privacy information, its public
+    address and a mail relay (`relay`: whether the service sends mail)."""
+    if settings.web_booking != "on":
+        return
+    if not settings.web_privacy.strip():
+        raise ValueError("the web booking needs the clinic's privacy information: give it with --web-privacy "
+                         "(or web_privacy in the clinic's file)")
+    if not settings.public_url:
+        raise ValueError("the web booking needs the address patients reach the service at: give it with "
+                         "--public-url (https://citas.clinicasol.es)")
+    if not relay:
+        raise ValueError("the web booking confirms each booking by e-mail: give the clinic's mail relay with --smtp "
+                         "(or turn it off with --web-booking off)")
 
 
 def desk_networks(text):
@@ -145,6 +191,47 @@ class Settings:
         "", "--public-url",
         "The address patients reach the service at (https://citas.clinicasol.es): their links start with it.",
         example="https://citas.clinicasol.es", metavar="URL")
+
+    web_booking: str = setting(
+        "off", "--web-booking",
+        "on: patients book themselves on the clinic's own page (/reservar), confirming by e-mail; needs "
+        "--public-url, --web-privacy and a mail relay (--smtp).", choices=WEB_BOOKING,
+        refusal=f"the web booking is one of {', '.join(WEB_BOOKING)}")
+    web_offer: str = setting(
+        "", "--web-offer",
+        "What the page offers: empty, every doctor's every visit type; else doctors (every type of theirs) and "
+        "doctor/type pairs, commas between them.", check=web_offer_items, example="garcia, lopez/primera",
+        metavar="ITEMS")
+    web_visits: str = setting(
+        "all", "--web-visits", "all: anyone books on the page; first: only patients the clinic has not seen yet "
+        "(a known patient's request goes to reception).", choices=WEB_VISITS,
+        refusal=f"the page's visits are one of {', '.join(WEB_VISITS)}")
+    web_horizon_days: int = setting(30, "--web-horizon", "Days ahead the page offers.", within=(1, 366),
+                                    refusal="the page's horizon must be 1 to 366 days")
+    web_notice_hours: int = setting(24, "--web-notice", "Hours between now and the first time the page offers.",
+                                    within=(0, 30 * 24), refusal="the page's notice must be 0 to 720 hours")
+    web_confirm_minutes: int = setting(
+        15, "--web-confirm-minutes",
+        "Minutes a booking on the page holds its slot until the patient confirms it by the e-mail's link.",
+        within=(5, 24 * 60), refusal="the time to confirm must be 5 to 1440 minutes")
+    web_pending_per_day: int = setting(
+        3, "--web-pending-per-day", "Pending (unconfirmed) web bookings a doctor may have on one day at once.",
+        within=(1, 1000), refusal="the pending web bookings a doctor and day must be 1 to 1000")
+    web_pending_ceiling: int = setting(
+        30, "--web-pending-ceiling", "Pending (unconfirmed) web bookings the whole clinic may have at once.",
+        within=(1, 100_000), refusal="the clinic's pending web bookings must be 1 to 100000")
+    web_frame_ancestors: str = setting(
+        "", "--web-frame-ancestors",
+        "The clinic's site that may show the page in a frame (its https address; spaces between several); empty: "
+        "none.", check=frame_ancestors, example="https://www.clinicasol.es", metavar="ORIGINS")
+    web_privacy: str = setting(
+        "", "--web-privacy",
+        "The clinic's privacy information for the page (GDPR art. 13: who keeps the data, why, for how long, whom "
+        "to write to), in its own words; required with --web-booking on.",
+        example="Clínica Sol SL trata sus datos para gestionar su cita; se conservan 5 años; escriba a "
+                "dpo@clinicasol.es", metavar="TEXT")
+    web_color: str = setting("#0b5cad", "--web-color", "The page's accent colour, #RRGGBB.", check=web_color,
+                             example="#2a7a3b", metavar="COLOUR")
 
     def __post_init__(self):
         for field in dataclasses.fields(self):

@@ -356,16 +356,17 @@ def appointments():
         if date_text is None:
             raise invalid("date (day list) or nif or phone (patient search) is required", "date_or_search")
         return data_json(live_appointments(clinic(), "api", "day", CALLER_APPOINTMENT, center_id=center_id,
-                                           days=[parse_date(date_text, "date").isoformat()], to_call=False))
+                                           days=[parse_date(date_text, "date").isoformat()], to_call=False,
+                                           pending=False))
     day = parse_date(date_text, "date") if date_text else None
     return data_json(patient_appointments(clinic(), nif=nif, phone=phone, day=day, center_id=center_id,
-                                          shape=CALLER_APPOINTMENT, reader="api"))
+                                          shape=CALLER_APPOINTMENT, reader="api", pending=False))
 
 
 def appointments_range():
     days = parse_dates(query_text("dates", required=True).split(","), "dates")
     return data_json(live_appointments(clinic(), "api", "day", CALLER_APPOINTMENT, days=days,
-                                       center_id=query_text("centerId"), to_call=False))
+                                       center_id=query_text("centerId"), to_call=False, pending=False))
 
 
 def appointment(appointment_id):

@@ -803,6 +803,25 @@ TEXTS = {
                            "A squeezed-in visit keeps its type: cancel it and squeeze in another."),
     "rule_type_not_here": ("Ese médico no ofrece ese tipo de visita en ese centro.",
                            "That doctor does not offer that visit type at that center."),
+    # the patients' booking page ("Patients book themselves"): web-domain's words
+    "WEB_CLOSED": ("La clínica no da citas por internet.", "The clinic does not take bookings online."),
+    "WEB_BUSY": ("Ahora mismo hay demasiadas reservas esperando confirmación: inténtelo de nuevo más tarde.",
+                 "Too many bookings are waiting for confirmation right now: please try again later."),
+    "event_appointment.released": ("reserva web no confirmada: liberada", "web booking not confirmed: released"),
+    "event_appointment.web_confirmed": ("reserva web confirmada por el paciente",
+                                        "web booking confirmed by the patient"),
+    "mail_subject_web": ("Confirme su cita: {date}, {time}", "Confirm your appointment: {date}, {time}"),
+    "mail_lead_web": ("Ha pedido esta cita en {clinic}. Para reservarla, confírmela con el botón antes de las {until};"
+                      " si no, quedará libre para otra persona:",
+                      "You asked for this appointment at {clinic}. To book it, confirm it with the button before"
+                      " {until}; otherwise it is freed for someone else:"),
+    "mail_link_web": ("Para confirmar la cita:", "To confirm the appointment:"),
+    "mail_button_web": ("Confirmar la cita", "Confirm the appointment"),
+    "mail_ignore_web": ("Si no ha pedido usted esta cita, no haga nada: no se reservará.",
+                        "If you did not ask for this appointment, do nothing: it will not be booked."),
+    "field_week": ("Semana", "Week"),
+    "rule_mail_pending": ("Esta cita espera a que el paciente la confirme por correo: aún no se le envía nada más.",
+                          "This visit waits for the patient's confirmation by e-mail: nothing else is sent yet."),
 }
 
 
