@@ -9,8 +9,10 @@ import re
 
 import pytest
 import webtest
+from hypothesis import given, settings, strategies as st
 
 from _agenda.domain.web_requests import new_token
+from _agenda.patient.booking_form import FORM_MINUTES, FormRefused, SIGNED, form_key, signed, verified
 from _agenda.storage.connections import transaction
 from conftest import valid_dni
 
@@ -162,10 +164,13 @@ def test_what_the_booking_refuses_is_said_beside_its_field_with_what_was_typed_k
     page = form.submit(status=400)
     assert page.html.find(id="nacimiento")["aria-invalid"] == "true"
     assert page.forms[0]["nombre"].value == "Ana" and page.forms[0]["nif"].value == "12345678A"
-    form = filled(page.forms[0], nif="12345678A")
+    form = filled(page.forms[0], nif="12345678A", telefono="12", correo="ana.ortega")
     page = form.submit(expect_errors=True)
-    assert page.status_int == 400 and page.html.find(id="nif")["aria-invalid"] == "true"
-    assert page.forms[0]["correo"].value == PATIENT["correo"] and page.forms[0]["privacidad"].checked
+    assert page.status_int == 400
+    for name in ("nif", "telefono", "correo"):  # every field at fault at once, each beside its own
+        assert page.html.find(id=name)["aria-invalid"] == "true" and page.html.find(id=f"{name}-error"), name
+    assert page.html.find(id="nombre").get("aria-invalid") is None
+    assert page.forms[0]["correo"].value == "ana.ortega" and page.forms[0]["privacidad"].checked
     assert appointments(web) == []
 
 
@@ -233,6 +238,8 @@ def test_hostile_text_in_every_field_and_the_catalog_is_shown_inert(make_api):
         assert "<script>" not in answer.text and "<img" not in answer.text and "<b>" not in answer.text
         assert all(HOSTILE not in value and "alert" not in value for _, value in answer.headerlist)
     assert page.forms[0]["nombre"].value == HOSTILE  # kept as typed, escaped in the page
+    asked = client.get("/reservar?centro=" + HOSTILE.replace("&", "%26"), status=400)
+    assert "Esa opción ya no se ofrece" in words(asked) and "<script>" not in asked.text and "<img" not in asked.text
 
 
 def test_the_headers_frame_the_page_only_where_the_clinic_says(make_api):
@@ -307,3 +314,26 @@ def test_a_confirmation_link_late_or_unknown_says_so_in_words(web, browser, cloc
     assert appointments(web) == []
     assert "Este enlace no es válido." in words(browser.get("/reservar/confirmar/" + "x" * 32, status=404))
     assert "no existe" in words(browser.get("/reservar/confirmar/a/b", status=404))
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.fixed_dictionaries({name: TEXT for name in SIGNED["datos"]}), changed=st.sampled_from(
+    SIGNED["datos"] + ("emitido", "firma")), to=TEXT, minutes=st.integers(0, 3 * FORM_MINUTES))
+def test_a_signed_form_is_taken_only_as_written_for_its_step_and_within_its_time(values, changed, to, minutes):
+    key, written = form_key("a secret"), dt.datetime(2026, 11, 23, 8, 0, tzinfo=dt.timezone.utc)
+    later = written + dt.timedelta(minutes=minutes)
+    form = signed(key, "datos", values, written)
+    if minutes <= FORM_MINUTES:
+        assert verified(key, "datos", form, later) == {name: values[name] or "" for name in SIGNED["datos"]}
+    else:
+        with pytest.raises(FormRefused, match="expired"):
+            verified(key, "datos", form, later)
+    for refused in ({**form, changed: to}, signed(key, "horas", values, written)):
+        if refused != form:
+            with pytest.raises(FormRefused):
+                verified(key, "datos", refused, written)
+    with pytest.raises(FormRefused, match="tampered"):
+        verified(form_key("another clinic's secret"), "datos", form, written)

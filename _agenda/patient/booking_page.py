@@ -68,9 +68,13 @@ def page(template, status=200, lang=None, switch=None, **values):
     return rooted_page(desk_template(template).render(t=t, lang=lang, head=head, chosen=chosen, **values))
 
 
+TITLES = {"web_sent": "web_sent_title", "web_confirmed": "web_confirm_title", "web_already": "web_confirm_title"}
+
+
 def said(key, status, lang=None, again=False, **values):
     """A short page: what happened (`key`), and the way to book again when `again`."""
-    return page("booking_message", status, lang=lang, key=key, values=values, again=again)
+    return page("booking_message", status, lang=lang, key=key, values=values, again=again,
+                title=TITLES.get(key, "web_title"))
 
 
 def closed():

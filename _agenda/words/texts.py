@@ -855,6 +855,7 @@ TEXTS = {
         " minutos: si no, la hora quedará libre para otra persona.",
         "We have sent an e-mail to {email}. Confirm the visit with the e-mail's button within {minutes} minutes:"
         " otherwise the time is freed for someone else."),
+    "web_sent_title": ("Revise su correo", "Check your e-mail"),
     "web_sent_spam": ("¿No le llega? Mire en la carpeta de correo no deseado.", "Not there? Look in your spam folder."),
     "web_form_tampered": ("El formulario llegó cambiado y no se ha guardado nada: empiece de nuevo.",
         "The form arrived changed and nothing was saved: start again."),

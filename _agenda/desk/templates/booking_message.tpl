@@ -1,5 +1,5 @@
 {{!head}}
-<h1>{{t('web_title')}}</h1>
+<h1>{{t(title)}}</h1>
 <p role="status" class="said">{{t(key, **values)}}</p>
 % if key == 'web_sent':
 <p>{{t('web_sent_spam')}}</p>
