@@ -298,8 +298,8 @@ def test_the_confirmation_link_shows_then_confirms_once_and_says_so_again(web, b
         page = browser.get(f"/reservar/confirmar/{token}")
     assert "martes, 24 de noviembre de 2026" in words(page) and "09:00" in page.text and "Centro" in page.text
     assert "Ana" not in page.text and "Ortega" not in page.text and changes(web) == before
-    done = page.forms[0].submit()
-    assert "Gracias: su cita queda confirmada." in words(done)
+    done = browser.get(f"/reservar/confirmar/{token}?idioma=en").forms[0].submit()  # the language kept
+    assert "Thank you: your appointment is confirmed." in words(done)
     assert appointments(web) == [("2026-11-24", "09:00", "MARTIN", "booked", None)]
     again = browser.post(f"/reservar/confirmar/{token}")
     assert "ya estaba confirmada" in words(again) and "ya estaba confirmada" in words(
