@@ -214,6 +214,15 @@ def test_a_time_taken_meanwhile_offers_the_other_times(web, browser):
     assert "Sus datos" in times.submit().text
 
 
+def test_a_time_chosen_then_taken_or_none_chosen_shows_the_week_again(web, browser):
+    times = times_form(browser.get(CHOSEN))
+    assert "Elija una hora." in words(times.submit(status=400))
+    times["hueco"] = "2026-11-24 09:00 MARTIN"
+    web.book(web.new_patient(nif=valid_dni(203)), date="24/11/2026", time="09:00", doctor="MARTIN")
+    page = times.submit(status=409)
+    assert "Esa hora acaba de ocuparse" in words(page) and "2026-11-24 09:15 MARTIN" in page.text
+
+
 def test_closed_the_page_is_a_404_in_words_and_its_errors_are_pages(make_api):
     client = webtest.TestApp(make_api(csv=CATALOG).app)
     for page in (client.get("/reservar", status=404), client.post("/reservar/enviar", {}, status=404),
