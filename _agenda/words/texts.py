@@ -810,6 +810,15 @@ TEXTS = {
     "event_appointment.released": ("reserva web no confirmada: liberada", "web booking not confirmed: released"),
     "event_appointment.web_confirmed": ("reserva web confirmada por el paciente",
                                         "web booking confirmed by the patient"),
+    "mail_subject_web": ("Confirme su cita: {date}, {time}", "Confirm your appointment: {date}, {time}"),
+    "mail_lead_web": ("Ha pedido esta cita en {clinic}. Para reservarla, confírmela con el botón antes de las {until};"
+                      " si no, quedará libre para otra persona:",
+                      "You asked for this appointment at {clinic}. To book it, confirm it with the button before"
+                      " {until}; otherwise it is freed for someone else:"),
+    "mail_link_web": ("Para confirmar la cita:", "To confirm the appointment:"),
+    "mail_button_web": ("Confirmar la cita", "Confirm the appointment"),
+    "mail_ignore_web": ("Si no ha pedido usted esta cita, no haga nada: no se reservará.",
+                        "If you did not ask for this appointment, do nothing: it will not be booked."),
     # The booking page at /reservar ("The booking page")
     "web_title": ("Pedir cita", "Book an appointment"), "web_language": ("English", "Español"),
     "web_step_centro": ("¿En qué centro?", "Which center?"),
