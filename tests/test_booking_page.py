@@ -223,6 +223,13 @@ def test_a_time_chosen_then_taken_or_none_chosen_shows_the_week_again(web, brows
     assert "Esa hora acaba de ocuparse" in words(page) and "2026-11-24 09:15 MARTIN" in page.text
 
 
+def test_past_a_bound_the_page_says_try_later_in_words_and_books_nothing(web, browser):
+    for number in range(3):
+        requested(web, browser, nif=valid_dni(210 + number), correo=f"p{number}@example.es")
+    page = filled(details_form(browser), nif=valid_dni(220), correo="p9@example.es").submit(status=429)
+    assert "inténtelo más tarde" in words(page) and len(appointments(web)) == 3
+
+
 def test_closed_the_page_is_a_404_in_words_and_its_errors_are_pages(make_api):
     client = webtest.TestApp(make_api(csv=CATALOG).app)
     for page in (client.get("/reservar", status=404), client.post("/reservar/enviar", {}, status=404),
