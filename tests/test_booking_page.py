@@ -176,11 +176,13 @@ def test_what_the_booking_refuses_is_said_beside_its_field_with_what_was_typed_k
 
 def test_an_insurance_the_doctor_does_not_take_is_said_beside_it_and_a_child_books_under_a_guardian(web, browser):
     form = filled(details_form(browser, "/reservar?centro=C2"))
-    form["aseguradora"] = "DKV"
+    assert [value for value, *_ in form["aseguradora"].options] == ["PRIV", "SAN"]  # only what he takes
+    form["aseguradora"].force_value("DKV")
     page = form.submit(expect_errors=True)
     assert page.status_int in (400, 409) and page.html.find(id="aseguradora")["aria-invalid"] == "true", page.text
-    assert page.forms[0]["aseguradora"].value == "DKV" and appointments(web) == []
+    assert appointments(web) == [] and "Sanitas" in page.text
     form = filled(page.forms[0], nombre="Lucía", nacimiento="03/04/2019")
+    assert [value for value, *_ in details_form(browser)["aseguradora"].options] == ["", "DKV", "PRIV", "SAN"]
     form["aseguradora"], form["menor"] = "SAN", True
     assert "Le hemos enviado un correo a a•••@example.es" in words(form.submit())
     assert appointments(web) == [("2026-11-24", "09:00", "RUIZ", "booked", "email")]
