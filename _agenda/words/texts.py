@@ -807,7 +807,7 @@ TEXTS = {
     "WEB_CLOSED": ("La clínica no da citas por internet.", "The clinic does not take bookings online."),
     "WEB_BUSY": ("Ahora mismo hay demasiadas reservas esperando confirmación: inténtelo de nuevo más tarde.",
                  "Too many bookings are waiting for confirmation right now: please try again later."),
-    "event_appointment.released": ("reserva web no confirmada: liberada", "web booking not confirmed: released"),
+    "event_appointment.web_released": ("reserva web no confirmada: liberada", "web booking not confirmed: released"),
     "event_appointment.web_confirmed": ("reserva web confirmada por el paciente",
                                         "web booking confirmed by the patient"),
     "mail_subject_web": ("Confirme su cita: {date}, {time}", "Confirm your appointment: {date}, {time}"),
