@@ -73,6 +73,8 @@ CHANNELS = {
     "patient move": Rules(False, False, "caller", "grid", "accepted", "one place", False, "appointment.moved", "update",
                           keeps_confirmed=True),
     "desk retype": Rules(True, False, "desk", "grid", "accepted", "one place", False, "appointment.retyped", "update"),
+    "desk relength": Rules(True, False, "desk", "grid", "accepted", "one place", False, "appointment.length_changed",
+                           "update"),
 }
 
 
