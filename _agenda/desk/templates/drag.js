@@ -127,7 +127,8 @@
           return null;
         }
         return answer.text().then(function (page) {
-          var found = new DOMParser().parseFromString(page, "text/html").querySelector("p.error, main h1");
+          var read = new DOMParser().parseFromString(page, "text/html");
+          var found = read.querySelector("p.error") || read.querySelector("main h1");  // a crash's page: its heading
           refuse(visit, found ? found.textContent.replace(/\s+/g, " ").trim() : String(answer.status));
         });
       })
@@ -137,15 +138,18 @@
   // the pointer: a card dragged by its body moves, by its lower edge lengthens
 
   Array.prototype.forEach.call(grid.querySelectorAll(".card[data-id]:not([data-squeezed])"), function (card) {
-    var edge = document.createElement("span");
-    edge.className = "stretch";
+    var visit = cardOf(card), edge = document.createElement("div");  // the card's last two minutes, above it
+    edge.className = "stretch c" + gridClass(card, "c") + " r" + (visit.from + visit.length - first) + " h2";
+    edge.setAttribute("data-for", visit.id);
     edge.setAttribute("aria-hidden", "true");
-    card.appendChild(edge);
+    grid.appendChild(edge);
   });
   grid.addEventListener("pointerdown", function (event) {
-    var card = event.target.closest && event.target.closest(".card[data-id]");
+    var edge = event.target.classList.contains("stretch") ? event.target : null;
+    var card = edge ? grid.querySelector(".card[data-id='" + edge.getAttribute("data-for") + "']")
+      : event.target.closest && event.target.closest(".card[data-id]");
     if (!card || event.button !== 0 || event.target.closest("button, form, input, select")) { return; }
-    var kind = event.target.classList.contains("stretch") ? "length" : "move", visit = cardOf(card);
+    var kind = edge ? "length" : "move", visit = cardOf(card);
     drag = null;
     var pending = {x: event.clientX, y: event.clientY, card: card, kind: kind,
                    grab: minuteAt(event.clientY) - visit.from};
