@@ -68,6 +68,12 @@ def outcome(api, day):
                   for row in api.db().execute("SELECT * FROM appointments WHERE date = ?", (iso,)))
 
 
+def day_drawn(desk, day):
+    """The day view, once drag.js has given each card its lower edge."""
+    desk.day(day)
+    desk.find(By.CSS_SELECTOR, ".timeline .stretch")
+
+
 def dragged(desk, card, doctor, time, minutes):
     """Drag the card (by its lower edge, for `minutes`) as a hand would, in steps; the words said at it, if any."""
     dx, dy = desk.driver.execute_script(OFFSET, card, doctor, time, minutes)
@@ -115,7 +121,7 @@ def test_a_drag_and_the_form_move_lengthen_and_refuse_alike(two_days):
     desk, api, visits = two_days
     assert outcome(api, DRAGGED) == outcome(api, FORMED)
     for what, name, doctor, time, minutes, refusal in CASES:
-        desk.day(DRAGGED)
+        day_drawn(desk, DRAGGED)
         card = desk.card(name)
         said = dragged(desk, card, doctor, time, minutes)
         assert said == refusal, (what, said)
@@ -134,7 +140,7 @@ def test_a_drag_and_the_form_move_lengthen_and_refuse_alike(two_days):
 
 def test_the_keys_move_a_focused_card_and_change_its_length_saying_each_step(two_days):
     desk, api, visits = two_days
-    desk.day(DRAGGED)
+    day_drawn(desk, DRAGGED)
     news = desk.find(By.ID, "drag-news")
     assert news.get_attribute("aria-live") == "polite"
     desk.card("Eva").find_element(By.CSS_SELECTOR, "a.who").send_keys("m", Keys.ARROW_DOWN, Keys.ARROW_RIGHT)

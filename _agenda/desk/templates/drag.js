@@ -85,6 +85,8 @@
     drag = {visit: visit, kind: kind, column: visit.column, start: nearest(visit.column, visit.from),
             length: visit.length, ghost: null};
     card.classList.add("dragging");
+    grid.classList.add("dragging-on");  // no text is selected on the way
+    window.getSelection().removeAllRanges();
     show();
     return drag;
   }
@@ -92,6 +94,7 @@
     if (!drag) { return; }
     if (drag.ghost) { drag.ghost.remove(); }
     drag.visit.card.classList.remove("dragging");
+    grid.classList.remove("dragging-on");
     drag = null;
   }
 
@@ -99,7 +102,8 @@
 
   function refuse(visit, words) {
     var said = document.createElement("p");
-    said.className = "drag-refusal c" + visit.column.at + " r" + (Math.max(visit.from, first) - first + 2);
+    var row = Math.max(visit.from, first) - first + 6;  // four minutes down: the card's name stays in sight
+    said.className = "drag-refusal c" + visit.column.at + " r" + row;
     said.setAttribute("role", "alert");
     said.textContent = words;
     grid.appendChild(said);
