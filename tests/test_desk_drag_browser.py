@@ -141,6 +141,10 @@ def test_a_drag_and_the_form_move_lengthen_and_refuse_alike(two_days):
 def test_the_keys_move_a_focused_card_and_change_its_length_saying_each_step(two_days):
     desk, api, visits = two_days
     day_drawn(desk, DRAGGED)
+    luz = desk.card("Luz")
+    drawn = luz.rect["height"]
+    ActionChains(desk.driver).move_to_element(luz).perform()
+    assert luz.rect["height"] >= drawn  # a hovered card grows to its words, never shrinks from under the pointer
     news = desk.find(By.ID, "drag-news")
     assert news.get_attribute("aria-live") == "polite"
     desk.card("Eva").find_element(By.CSS_SELECTOR, "a.who").send_keys("m", Keys.ARROW_DOWN, Keys.ARROW_RIGHT)
