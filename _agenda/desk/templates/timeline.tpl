@@ -77,5 +77,5 @@
 <div id="now" class="now c1 r{{row(now_label_at(now))}} h{{now_rows}}">{{hhmm(now)}} {{t('now')}}</div>
   % end
 </div>
-<p id="drag-news" class="keys-hint drag-news" aria-live="polite" data-to="{{t('drag_to')}}" data-length="{{t('drag_length')}}" data-sending="{{t('drag_sending')}}" data-left="{{t('drag_left')}}">{{t('drag_hint')}}</p>
+<p id="drag-news" class="drag-news" aria-live="polite" data-to="{{t('drag_to')}}" data-length="{{t('drag_length')}}" data-sending="{{t('drag_sending')}}" data-left="{{t('drag_left')}}">{{t('drag_hint')}}</p>
 <script src="/desk/drag.js" defer></script>
