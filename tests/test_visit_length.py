@@ -4,8 +4,10 @@ refused in the desk's words, changing nothing, where it does not fit (the next v
 patient's other visit, the machine held); the length form on the appointment's page, through webtest."""
 
 import datetime as dt
+import json
 
 import pytest
+import webtest
 
 from agenda import ClinicError
 from _agenda.domain import booking
@@ -14,6 +16,7 @@ from _agenda.domain.counter import squeeze_in
 from _agenda.domain.booking import Visit
 
 from test_booking import Recorded, unchanged
+from test_desk import PASSWORD, log_in
 from test_visit_details import actions, booked, clinic, row, updates  # noqa: F401 (clinic: a fixture)
 
 TUESDAY = dt.date(2026, 11, 24)  # the day `booked` books
@@ -131,3 +134,20 @@ def test_a_machine_held_and_the_hours_end_are_said_in_the_desks_words(clinic, db
         page = form.submit(expect_errors=True)
         assert page.status_int == 409 and words in page.html.find(class_="error").text
     assert holds(api, scan) == [("C1-ECO", "10:00", "10:20")]
+
+
+def test_the_day_and_a_doctors_week_say_where_a_drop_may_start_a_visit(api):
+    """Each column head carries its doctor, day, step and every start of its grid with its center; each card its
+    id and minutes: what drag.js sends the move and length forms (the week's days at their own centers)."""
+    api.app.accounts.add_staff("ana", PASSWORD)
+    desk = webtest.TestApp(api.app)
+    log_in(desk)
+    booked_at = api.book(api.new_patient(), date="24/11/2026", time="09:30")
+    week = desk.get("/desk/week?date=24/11/2026&doctorId=MARTIN").html
+    heads = {head["data-date"]: head for head in week.select(".timeline .col-head")}
+    assert {head["data-doctor"] for head in heads.values()} == {"MARTIN"} and heads["28/11/2026"]["data-step"] == "30"
+    assert json.loads(heads["28/11/2026"]["data-starts"]) == [["10:00", "C2"], ["10:30", "C2"]]  # Saturdays at Norte
+    assert json.loads(heads["24/11/2026"]["data-starts"])[:2] == [["09:00", "C1"], ["09:30", "C1"]]
+    card = desk.get("/desk/day?date=24/11/2026&centerId=C1").html.select_one(".timeline article.card")
+    assert (card["data-id"], card["data-from"], card["data-to"]) == (booked_at, str(9 * 60 + 30), str(10 * 60))
+    assert desk.get("/desk/drag.js").content_type == "text/javascript"
