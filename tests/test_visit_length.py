@@ -121,6 +121,8 @@ def test_a_length_refused_on_the_form_says_why_beside_it_keeping_what_was_chosen
     page = form.submit(expect_errors=True)
     assert page.status_int == 409 and words in page.html.find(class_="error").text, page.html.find(class_="error")
     assert next(form for form in page.forms.values() if form.action.endswith("/length"))["minutes"].value == minutes
+    assert next(form for form in page.forms.values() if form.action.endswith("/details"))["reason"].value == \
+        "Revisión"  # the visit's details as they are, not emptied by a form that did not send them
     assert unchanged(db_path) == before
 
 

@@ -430,7 +430,7 @@ def desk_change_length(appointment_id):
             and error.rule in ("taken", "off_grid", "closed", "resource_taken") and minutes.isdigit() else (None, None)
         words = why_words(translator(bottle.request.environ["agenda.desk"]["lang"]), why, kind) if why else None
         return desk_appointment(appointment_id, words or slot_refusal(error), status_of(error),
-                                error.extra.get("elsewhere"), desk_wrong_fields(error))
+                                error.extra.get("elsewhere"))  # the details' form as they are
     done(f"/desk/appointments/{int(appointment_id)}", ("length_done", {"minutes": int(form("minutes"))}),
          told_after(appointment_id, after), patient=now["patient_id"])
 
