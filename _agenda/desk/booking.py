@@ -1,6 +1,6 @@
 """Booking and what follows: the booking form (a patient found or registered, a sobrecita, a waiting
-patient), an appointment's page and its actions (move, cancel, confirm, attendance, the rest of a
-series), a series, and the waiting list."""
+patient), an appointment's page and its actions (move, length, details, cancel, confirm, attendance, the rest
+of a series), and a series."""
 
 import datetime as dt
 import functools
