@@ -25,10 +25,11 @@ CASES = [("a free time", "Ana", "MARTIN", "10:45", None, None),
 
 # Where a card's centre goes for a drop at `time` in `doctor`'s column, and its lower edge for `minutes`, as
 # (dx, dy) in pixels: a minute is a row of the grid, a tick spans 15 of them.
-OFFSET = """
+OFFSET = r"""
 const [card, doctor, time, minutes] = arguments, grid = card.closest('.timeline');
 const tick = grid.querySelector('.tick').getBoundingClientRect(), px = tick.height / 15, box = card.getBoundingClientRect();
-const from = Number(card.dataset.from), length = Number(card.dataset.to) - from;
+const rows = letter => Number(new RegExp('(?:^|\\s)' + letter + '(\\d+)(?:\\s|$)').exec(card.className)[1]);
+const from = Number(grid.dataset.first) + rows('r') - 2, length = rows('h');
 if (minutes) { return [0, Math.round((minutes - length) * px)]; }
 const head = [...grid.querySelectorAll('.col-head')].find(h => h.dataset.doctor === doctor).getBoundingClientRect();
 const at = Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5));
@@ -77,8 +78,8 @@ def day_drawn(desk, day):
 def dragged(desk, card, doctor, time, minutes):
     """Drag the card (by its lower edge, for `minutes`) as a hand would, in steps; the words said at it, if any."""
     dx, dy = desk.driver.execute_script(OFFSET, card, doctor, time, minutes)
-    held = desk.driver.find_element(By.CSS_SELECTOR, f".stretch[data-for='{card.get_attribute('data-id')}']") \
-        if minutes else card
+    appointment = card.find_element(By.CSS_SELECTOR, "a.who").get_attribute("href").rsplit("/", 1)[1]
+    held = desk.driver.find_element(By.CSS_SELECTOR, f".stretch[data-for='{appointment}']") if minutes else card
     desk.driver.execute_script("window.deskPageBefore = true")  # gone with this document, when it reloads
     ActionChains(desk.driver, duration=100).click_and_hold(held).move_by_offset(dx // 2, dy // 2).move_by_offset(
         dx - dx // 2, dy - dy // 2).release().perform()

@@ -4,7 +4,6 @@ refused in the desk's words, changing nothing, where it does not fit (the next v
 patient's other visit, the machine held); the length form on the appointment's page, through webtest."""
 
 import datetime as dt
-import json
 
 import pytest
 import webtest
@@ -139,8 +138,9 @@ def test_a_machine_held_and_the_hours_end_are_said_in_the_desks_words(clinic, db
 
 
 def test_the_day_and_a_doctors_week_say_where_a_drop_may_start_a_visit(api):
-    """Each column head carries its doctor, day, step and every start of its grid with its center; each card its
-    id and minutes: what drag.js sends the move and length forms (the week's days at their own centers)."""
+    """Each column head carries its doctor, day, step and the starts of its grid, a run a center; each card its place
+    and length in its classes: what drag.js sends the move and length forms (the week's days at their own centers),
+    in a few bytes a column and none a card (a center's busy day stays small)."""
     api.app.accounts.add_staff("ana", PASSWORD)
     desk = webtest.TestApp(api.app)
     log_in(desk)
@@ -148,8 +148,10 @@ def test_the_day_and_a_doctors_week_say_where_a_drop_may_start_a_visit(api):
     week = desk.get("/desk/week?date=24/11/2026&doctorId=MARTIN").html
     heads = {head["data-date"]: head for head in week.select(".timeline .col-head")}
     assert {head["data-doctor"] for head in heads.values()} == {"MARTIN"} and heads["28/11/2026"]["data-step"] == "30"
-    assert json.loads(heads["28/11/2026"]["data-starts"]) == [["10:00", "C2"], ["10:30", "C2"]]  # Saturdays at Norte
-    assert json.loads(heads["24/11/2026"]["data-starts"])[:2] == [["09:00", "C1"], ["09:30", "C1"]]
-    card = desk.get("/desk/day?date=24/11/2026&centerId=C1").html.select_one(".timeline article.card")
-    assert (card["data-id"], card["data-from"], card["data-to"]) == (booked_at, str(9 * 60 + 30), str(10 * 60))
+    assert heads["28/11/2026"]["data-starts"] == "C2|10:00|10:30|30"  # Saturdays at Norte, from 10:00 to 10:30
+    assert heads["24/11/2026"]["data-starts"] == "C1|09:00|10:30|30"
+    day = desk.get("/desk/day?date=24/11/2026&centerId=C1").html
+    card = day.select_one(".timeline article.card")  # where and how long in its grid classes, which by its link
+    assert day.select_one(".timeline")["data-first"] == str(9 * 60) and {"r32", "h30"} <= set(card["class"])
+    assert card.select_one("a.who")["href"] == f"/desk/appointments/{booked_at}"
     assert desk.get("/desk/drag.js").content_type == "text/javascript"

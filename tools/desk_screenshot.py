@@ -288,9 +288,10 @@ def keyboard_path(desk, day, width, height):
 
 
 # How far down a card's centre goes for a drop at a time: a minute is a row of the grid, a tick spans 15 of them.
-DROP_AT = """
-const [card, time] = arguments, tick = card.closest('.timeline').querySelector('.tick').getBoundingClientRect();
-return Math.round((Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5)) - Number(card.dataset.from)) * tick.height / 15);
+DROP_AT = r"""
+const [card, time] = arguments, grid = card.closest('.timeline'), tick = grid.querySelector('.tick').getBoundingClientRect();
+const from = Number(grid.dataset.first) + Number(/(?:^|\s)r(\d+)(?:\s|$)/.exec(card.className)[1]) - 2;
+return Math.round((Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5)) - from) * tick.height / 15);
 """
 
 

@@ -23,10 +23,17 @@
     return {head: head, at: gridClass(head, "c"), doctor: head.getAttribute("data-doctor"),
             date: head.getAttribute("data-date"), step: Number(head.getAttribute("data-step")) || 5,
             name: head.querySelector(".name").textContent,
-            starts: JSON.parse(head.getAttribute("data-starts")).map(function (start) {
-              return {time: start[0], center: start[1] || "", minute: minutes(start[0])};
-            })};
+            starts: expanded(head.getAttribute("data-starts").split("|"))};
   });
+  function expanded(runs) {  // center|first|last|step, a run after another: each start of the column's grid
+    var starts = [];
+    for (var at = 0; at + 3 < runs.length; at += 4) {
+      for (var minute = minutes(runs[at + 1]); minute <= minutes(runs[at + 2]); minute += Number(runs[at + 3]) || 1440) {
+        starts.push({time: hhmm(minute), center: runs[at], minute: minute});
+      }
+    }
+    return starts;
+  }
   function say(key, values) {
     var text = news.getAttribute("data-" + key) || key;
     Object.keys(values || {}).forEach(function (name) { text = text.split("{" + name + "}").join(values[name]); });
@@ -35,11 +42,10 @@
 
   // where a card is and where the pointer is, in the grid's terms
 
-  function cardOf(card) {
-    var at = gridClass(card, "c"), from = Number(card.getAttribute("data-from"));
-    return {card: card, id: card.getAttribute("data-id"), from: from, length: Number(card.getAttribute("data-to")) -
-            from, column: columns.filter(function (column) { return column.at === at; })[0],
-            squeezed: card.hasAttribute("data-squeezed")};
+  function cardOf(card) {  // where and how long, from its grid classes; which, from its link
+    var at = gridClass(card, "c"), link = card.querySelector("a.who");
+    return {card: card, id: /\/(\d+)$/.exec(link.pathname)[1], from: first + gridClass(card, "r") - 2,
+            length: gridClass(card, "h"), column: columns.filter(function (column) { return column.at === at; })[0]};
   }
   function minuteAt(y) {  // the minute of the axis at a height on the screen (a tick spans 15 rows of a minute)
     var tick = grid.querySelector(".tick").getBoundingClientRect();
@@ -141,17 +147,17 @@
 
   // the pointer: a card dragged by its body moves, by its lower edge lengthens
 
-  Array.prototype.forEach.call(grid.querySelectorAll(".card[data-id]:not([data-squeezed])"), function (card) {
+  Array.prototype.forEach.call(grid.querySelectorAll(".card:not(.squeezed)"), function (card) {
     var visit = cardOf(card), edge = document.createElement("div");  // the card's last two minutes, above it
     edge.className = "stretch c" + gridClass(card, "c") + " r" + (visit.from + visit.length - first) + " h2";
     edge.setAttribute("data-for", visit.id);
+    edge.card = card;
     edge.setAttribute("aria-hidden", "true");
     grid.appendChild(edge);
   });
   grid.addEventListener("pointerdown", function (event) {
     var edge = event.target.classList.contains("stretch") ? event.target : null;
-    var card = edge ? grid.querySelector(".card[data-id='" + edge.getAttribute("data-for") + "']")
-      : event.target.closest && event.target.closest(".card[data-id]");
+    var card = edge ? edge.card : event.target.closest && event.target.closest(".card");
     if (!card || event.button !== 0 || event.target.closest("button, form, input, select")) { return; }
     var kind = edge ? "length" : "move", visit = cardOf(card);
     drag = null;
@@ -186,7 +192,7 @@
     if (suppressClick) { event.preventDefault(); event.stopPropagation(); suppressClick = false; }
   }, true);
   grid.addEventListener("dragstart", function (event) {  // a card's link is not dragged as a link
-    if (event.target.closest && event.target.closest(".card[data-id]")) { event.preventDefault(); }
+    if (event.target.closest && event.target.closest(".card")) { event.preventDefault(); }
   });
 
   // the keys, on a focused card: m moves it (arrows), d changes its length (up and down); Enter sends, Esc leaves
@@ -194,10 +200,10 @@
   window.addEventListener("keydown", function (event) {
     if (event.altKey || event.ctrlKey || event.metaKey) { return; }
     var card = document.activeElement && document.activeElement.closest &&
-      document.activeElement.closest(".timeline .card[data-id]");
+      document.activeElement.closest(".timeline .card");
     var key = event.key, handled = true;
     if (!drag) {
-      if (!card || !/^[md]$/.test(key) || (key === "d" && card.hasAttribute("data-squeezed"))) { return; }
+      if (!card || !/^[md]$/.test(key) || (key === "d" && card.classList.contains("squeezed"))) { return; }
       begin(card, key === "m" ? "move" : "length");
     } else if (key === "Escape") {
       say("left");

@@ -1,10 +1,9 @@
 % row = lambda minute: minute - timeline.first + 2
-% import json
 <div class="timeline{{' with-places' if places else ''}}" data-first="{{timeline.first}}">
 <div class="axis-head c1 r1"></div>
   % for n, heading in enumerate(headings):
   % column = timeline.columns[n]
-<div class="col-head c{{n + 2}} r1" data-doctor="{{column['doctor_id']}}" data-date="{{format_date(column['day'])}}" data-step="{{min(column['slot_minutes'] or [5])}}" data-starts="{{json.dumps(column['starts'])}}"><span class="name">{{heading}}</span>
+<div class="col-head c{{n + 2}} r1" data-doctor="{{column['doctor_id']}}" data-date="{{format_date(column['day'])}}" data-step="{{min(column['slot_minutes'] or [5])}}" data-starts="{{'|'.join('' if part is None else str(part) for run in column['starts'] for part in run)}}"><span class="name">{{heading}}</span>
     % if places:
 <span class="where" title="{{' · '.join(full for full, _ in places[n])}}">{{' · '.join(short for _, short in places[n])}}</span>
     % end
@@ -30,7 +29,7 @@
   % end
   % for a in column['cards']:
   % span = max(1, min(a['to'], timeline.last) - a['from'])
-<article class="{{' '.join(filter(None, ('card', a['colour'], a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '', 'overlap' if a['overlap_accepted'] else '')))}} c{{col}} r{{row(a['from'])}} h{{span}}{{' lanes%d lane%d' % (a['lanes'], a['lane']) if a['lanes'] > 1 else ''}}" data-id="{{a['id']}}" data-from="{{a['from']}}" data-to="{{a['to']}}"{{!' data-squeezed="1"' if a['squeezed'] else ''}}>
+<article class="{{' '.join(filter(None, ('card', a['colour'], a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '', 'overlap' if a['overlap_accepted'] else '')))}} c{{col}} r{{row(a['from'])}} h{{span}}{{' lanes%d lane%d' % (a['lanes'], a['lane']) if a['lanes'] > 1 else ''}}">
 <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
     % if not a['attendance'] and a['marks']:
 <form method="post" action="/desk/appointments/{{a['id']}}/attendance" class="quick">
