@@ -1,7 +1,8 @@
 """A drag and the form do the same ("Drag to move, and to lengthen"): in headless Chromium, one list of cases is done on
 Tuesday by dragging cards of the day view (or their lower edge), and on Wednesday, booked alike, by the appointment
 page's forms; after each case the two days hold the same visits, events and messages, and a refusal reads the same
-words at the card as on the form's page. Then the keys do it on a focused card. Skipped like test_desk_browser.py
+words at the card as on the form's page. Then the keys do it on a focused card, on the day and on a doctor's week
+(another day's column). Skipped like test_desk_browser.py
 where selenium, chromium or chromedriver is missing."""
 
 import pytest
@@ -167,3 +168,12 @@ def test_the_keys_move_a_focused_card_and_change_its_length_saying_each_step(two
     assert [tuple(row) for row in api.db().execute(
         "SELECT time, end_time FROM appointments WHERE id IN (?, ?) ORDER BY id",
         (visits[(DRAGGED, "Ana")], visits[(DRAGGED, "Luz")]))] == [("09:00", "09:45"), ("10:00", "10:30")]
+    desk.open("/desk/week?date=24/11/2026&doctorId=MARTIN")  # her week: a column a day
+    desk.find(By.CSS_SELECTOR, ".timeline .stretch")
+    desk.card("Luz").find_element(By.CSS_SELECTOR, "a.who").send_keys("m", Keys.ARROW_RIGHT, Keys.ARROW_RIGHT)
+    assert desk.find(By.ID, "drag-news").text.startswith("Mover a las 10:00 · jue 26/11.")  # Wednesday is full then
+    desk.driver.execute_script("window.deskPageBefore = true")
+    desk.driver.switch_to.active_element.send_keys(Keys.ENTER)
+    assert settled(desk) is None and tuple(api.db().execute(
+        "SELECT date, time, end_time, busy_until FROM appointments WHERE id = ?", (visits[(DRAGGED, "Luz")],)).fetchone()
+    ) == ("2026-11-26", "10:00", "10:30", "10:40")  # two days on, its length and pause kept
