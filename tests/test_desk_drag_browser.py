@@ -2,8 +2,7 @@
 Tuesday by dragging cards of the day view (or their lower edge), and on Wednesday, booked alike, by the appointment
 page's forms; after each case the two days hold the same visits, events and messages, and a refusal reads the same
 words at the card as on the form's page. Then the keys do it on a focused card, on the day and on a doctor's week
-(another day's column). Skipped like test_desk_browser.py
-where selenium, chromium or chromedriver is missing."""
+(another day's column). Skipped like test_desk_browser.py where selenium, chromium or chromedriver is missing."""
 
 import pytest
 from webtest.http import StopableWSGIServer
