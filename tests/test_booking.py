@@ -20,7 +20,7 @@ from _agenda.domain.series import book_series
 from _agenda.domain.slots import any_time, closed_at, closures_on, FREE, read_schedule, slot_state
 from _agenda.domain.waitlist import add_waiting, waiting, Wish
 from _agenda.domain.appointments import live_appointments
-from _agenda.domain.changes import book_appointment, move_appointment
+from _agenda.domain.changes import book_appointment, change_length, move_appointment
 from _agenda.domain.closures import add_closure, covered_by
 from _agenda.domain.doctors import retire_doctor
 
@@ -105,8 +105,9 @@ def test_every_channel_books_and_moves_through_the_door(api, db_path, tmp_path, 
     booked = api.book(ana)  # caller
     api.put(f"/appointments/{booked}", {"newDate": "24/11/2026", "newTime": "09:30"})  # caller move
     move_appointment(clinic, booked, day=dt.date(2026, 11, 30), time_text="16:30", doctor_id="NUNEZ", source="desk:ana")
-    book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=TUESDAY, time_text="10:00",
-                     source="desk:ana")  # desk
+    at_ten = book_appointment(clinic, Visit(patient_id=eva, doctor_id="MARTIN"), day=TUESDAY, time_text="10:00",
+                              source="desk:ana")  # desk
+    change_length(clinic, at_ten, 20, source="desk:ana")  # shortened at the desk
     squeezed = squeeze_in(clinic, Visit(patient_id=ana, doctor_id="MARTIN"), day=TUESDAY, time_text="10:10",
                           source="cli")
     move_appointment(clinic, squeezed, day=TUESDAY, time_text="10:20", source="desk:ana")  # a sobrecita moved

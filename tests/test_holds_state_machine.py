@@ -40,8 +40,9 @@ from _agenda.files.staged_import import import_appointments
 from _agenda.values.refusals import ClinicError
 from _agenda.domain.waitlist import add_waiting, Wish
 from _agenda.domain.availability import availability
-from _agenda.domain.changes import book_appointment, cancel_appointment, change_details, move_appointment
-from _agenda.domain.fitting import retypes
+from _agenda.domain.changes import (book_appointment, cancel_appointment, change_details, change_length,
+                                   move_appointment)
+from _agenda.domain.fitting import lengths, retypes, why_not_length
 
 from conftest import Api, Clock, MADRID, SECRET, seed, table_rows, valid_dni, write_csv
 from test_slot_rules import hhmm
@@ -544,6 +545,30 @@ class HoldsMachine(RuleBasedStateMachine):
             event(f"desk changes the type: {refused.extra.get('reason') or refused.code}")
             assert why is not None or refused.extra.get("reason") == "patient_elsewhere", (refused, kind)
 
+    @rule(which=st.integers(0, 50), pick=st.integers(0, 12))
+    def desk_changes_the_length(self, which, pick):
+        """One of the lengths the desk's form offers a coming visit: its own changes nothing (even where the hours have
+        changed under it); another is done exactly where `why_not_length` finds it fits, but for the patient's other
+        visit then; a sobrecita's is refused ("Drag to move, and to lengthen")."""
+        live = self.live_ones()
+        if not live:
+            return
+        visit = live[which % len(live)]
+        offered = lengths(self.clinic, visit["id"])
+        minutes = offered[pick % len(offered)]
+        if minutes == minutes_of(visit["end_time"]) - minutes_of(visit["time"]) and not visit["squeezed"]:
+            assert change_length(self.clinic, visit["id"], minutes, source="desk:ana") == visit  # its own: nothing
+            return
+        _, why = why_not_length(self.clinic, visit["id"], minutes)
+        try:
+            change_length(self.clinic, visit["id"], minutes, source="desk:ana")
+            event("desk changes the length: done")
+            assert why is None and not visit["squeezed"], (why, visit)
+        except ClinicError as refused:
+            event(f"desk changes the length: {refused.extra.get('reason') or refused.rule or refused.code}")
+            assert why is not None or visit["squeezed"] or refused.extra.get("reason") == "patient_elsewhere", (
+                refused, visit, minutes)
+
     @rule(which=st.integers(0, 50), by_caller=st.booleans())
     def cancels(self, which, by_caller):
         live = self.live_ones(coming=False)
@@ -707,7 +732,8 @@ class HoldsMachine(RuleBasedStateMachine):
                 called[(int(entity_id), "confirmation")] += 1
             elif action == "series.booked" and after.get("appointments"):
                 called[(after["appointments"][0], "series")] += 1
-            elif action in ("appointment.moved", "appointment.retyped") and tells_anew(before, after):  # to where it was: nothing to tell
+            elif action in ("appointment.moved", "appointment.retyped", "appointment.length_changed") and \
+                    tells_anew(before, after):  # to where it was: nothing to tell
                 called[(int(entity_id), "update")] += 1
             elif action in ("appointment.cancelled", "appointment.declined", "appointment.released") and \
                     after.get("cancel_reason") != "erasure requested":

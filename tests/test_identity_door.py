@@ -287,6 +287,7 @@ ROUTES = {
     ("GET", "/desk"): desk_case(("GET", "/desk")),
     ("GET", "/desk/desk.css"): desk_case(("GET", "/desk/desk.css")),
     ("GET", "/desk/desk.js"): desk_case(("GET", "/desk/desk.js")),
+    ("GET", "/desk/drag.js"): desk_case(("GET", "/desk/drag.js")),
     ("GET", "/desk/login"): desk_case(("GET", "/desk/login")),
     ("POST", "/desk/login"): desk_case(("POST", "/desk/login", {"name": "luis", "password": PASSWORD})),
     ("POST", "/desk/logout"): desk_case(("POST", "/desk/logout")),
@@ -326,6 +327,8 @@ ROUTES = {
                                                                   shows={"lucas"}),
     ("POST", "/desk/appointments/<appointment_id:int>/details"): desk_case(
         ("POST", "/desk/appointments/{of_tobias}/details", {"reason": "Control"}), shows={"tobias"}),
+    ("POST", "/desk/appointments/<appointment_id:int>/length"): desk_case(
+        ("POST", "/desk/appointments/{of_tobias}/length", {"minutes": "60"}), shows={"tobias"}),
     ("POST", "/desk/appointments/<appointment_id:int>/move"): desk_case(
         ("POST", "/desk/appointments/{of_tobias}/move", {"slot": "26/11/2026|10:00|MARTIN|C1"}), shows={"tobias"}),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel"): desk_case(

@@ -73,6 +73,7 @@ PAGES = {
     ("GET", "/desk"): "/desk",
     ("GET", "/desk/desk.css"): "/desk/desk.css",
     ("GET", "/desk/desk.js"): "/desk/desk.js",
+    ("GET", "/desk/drag.js"): "/desk/drag.js",
     ("GET", "/desk/login"): "/desk/login",
     ("GET", "/desk/kept/<kept>"): "/desk/kept/{kept}",
     ("GET", "/desk/version"): "/desk/version",

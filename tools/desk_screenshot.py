@@ -8,7 +8,7 @@ Chromium and saves, at 1280x800 (a reception screen) and 768x1024 (a tablet): th
 or Wednesday with appointments at CENTRO, that week at the center and of one doctor, the rooms at
 NORTE, the center's month a week on (the days a first visit fits), the waiting list, the admin's report,
 and the keyboard's path (the day with `↓` on its next free slot; the booking page after a search, on the
-found patient's "Reservar"). The day is the
+found patient's "Reservar"), and a drag (a card held over the next visit's time, then refused there). The day is the
 first from tomorrow, or today before 08:30 (the clinic's time), when its 09:00 patient is also
 marked arrived. Everything it starts is bounded in time and stopped by its pid.
 
@@ -77,6 +77,7 @@ WEEK = [
 # her visit two weeks on, on the waiting list to bring forward to a morning of the day or the next
 LATER = ("MARTIN", 14, "12:00", "10000006C")
 KEYBOARD_SEARCH = "benitez"  # Sara Benítez Lozano, found on the booking page
+DRAGGED = ("Marta", "10:15")  # her first visit at 09:30, dragged onto Elena's 10:15 with MARTIN: refused
 SIZES = ((1280, 800), (768, 1024))
 # (file name, page and its query, what shows it is drawn); {day} is the day's DD/MM/YYYY
 VIEWS = (("day", f"/desk/day?date={{day}}&centerId={CENTER}", ".timeline .card"),
@@ -286,6 +287,32 @@ def keyboard_path(desk, day, width, height):
     desk.save("keyboard-book", width, height)
 
 
+# How far down a card's centre goes for a drop at a time: a minute is a row of the grid, a tick spans 15 of them.
+DROP_AT = r"""
+const [card, time] = arguments, grid = card.closest('.timeline'), tick = grid.querySelector('.tick').getBoundingClientRect();
+const from = Number(grid.dataset.first) + Number(/(?:^|\s)r(\d+)(?:\s|$)/.exec(card.className)[1]) - 2;
+return Math.round((Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5)) - from) * tick.height / 15);
+"""
+
+
+def drag_path(desk, day, width, height):
+    """The day with a 30-minute card dragged onto the time of the visit after it (its outline, and the line under
+    the timeline saying where), then dropped there: refused, in the desk's words at the card."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    desk.open(f"/desk/day?date={day:%d/%m/%Y}&centerId={CENTER}", ".timeline .stretch")  # drag.js has run
+    card = desk.driver.find_element(By.XPATH, f"//article[contains(@class, 'card')][.//a[contains(., '{DRAGGED[0]}')]]")
+    down = desk.driver.execute_script(DROP_AT, card, DRAGGED[1])
+    ActionChains(desk.driver, duration=100).click_and_hold(card).move_by_offset(0, down // 2).move_by_offset(
+        0, down - down // 2).perform()
+    desk.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".drag-ghost"), "the dragged card's outline")
+    desk.save("drag", width, height)
+    ActionChains(desk.driver).release().perform()
+    desk.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".drag-refusal"), "the refusal at the card")
+    desk.save("drag-refused", width, height)
+
+
 def screenshots(url, day, folder, lang, profile):
     """Log in, then save VIEWS and the keyboard's path at each of SIZES into `folder`; the files."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -301,6 +328,7 @@ def screenshots(url, day, folder, lang, profile):
         for width, height in SIZES:
             desk.size(width, height)
             keyboard_path(desk, day, width, height)
+            drag_path(desk, day, width, height)
         return desk.written
     finally:
         desk.driver.quit()

@@ -1,32 +1,30 @@
 """Booking and what follows: the booking form (a patient found or registered, a sobrecita, a waiting
-patient), an appointment's page and its actions (move, cancel, confirm, attendance, the rest of a
-series), a series, and the waiting list."""
+patient), an appointment's page and its actions (move, length, details, cancel, confirm, attendance, the rest
+of a series), and a series."""
 
 import datetime as dt
 import functools
-import urllib.parse
 
 import bottle
 
 from ..values.refusals import ClinicError, invalid
-from ..values.fields import clinic_moment, all_fields, format_date, numeric_id, parse_date, parse_time
+from ..values.fields import clinic_moment, all_fields, format_date, minutes_of, parse_date, parse_time
 from ..values.printing import masked
 from ..domain.patients import DESK_FIELDS, patient_fields
 from ..domain.counter import mark_attendance, open_marks, overlapped, squeeze_in
 from ..domain.series import book_series, cancel_rest, parse_every, preview_series, series_choices, TAKES
-from ..domain.waitlist import (add_waiting, end_waiting, fits, free_now, later_appointments, named, NAMED_UNDER, PAGE,
-                       waiting, window_text, Wish)
-from ..domain.fitting import retypes, why_not
+from ..domain.waitlist import fits, named, PAGE, waiting
+from ..domain.fitting import lengths, retypes, why_not, why_not_length
 from ..words.texts import held_words, mail_reason, TEXTS, translator, why_words
 from ..web.answers import clinic, query_text, status_of
-from .shared import (catalog_names, day_address, desk_centers, desk_page, desk_refusal, desk_source,
+from .shared import (catalog_names, day_address, desk_page, desk_refusal, desk_source,
                      desk_wrong_fields, done, first_free_offer, form, new_patient_typed, told_after, who_booked)
 from ..domain.appointments import appointment_for_desk, last_insurances, read_appointment
 from ..domain.outbox import last_message_id, messages_of, recipient_of, send_state
 from ..domain.availability import availability, insurance_lists, types_at
 from ..domain.booking import Visit
-from ..domain.changes import (book_appointment, cancel_appointment, change_details, confirm_appointment,
-                              move_appointment)
+from ..domain.changes import (book_appointment, cancel_appointment, change_details, change_length,
+                              confirm_appointment, move_appointment)
 from ..domain.doctors import doctors_with_hours
 from ..domain.registry import patient_record, register_patient, registered_as, search_patients
 
@@ -281,7 +279,7 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None, wro
                      insurance_names=catalog_names("insurances"), center_names=catalog_names("centers"),
                      wrong=wrong or {}, typed=typed, accepted=insurance_lists(clinic(), [
                          appointment["doctor_id"]]).get((appointment["doctor_id"], appointment["center_id"])),
-                     kinds=list(retypes(clinic(), appointment_id).values()),
+                     kinds=list(retypes(clinic(), appointment_id).values()), lengths=length_choices(appointment),
                      doctor_names={d["id"]: d["name"] for d in doctors}, who_booked=who_booked,
                      today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"),
                      marks=open_marks(clinic(), appointment["date"], appointment["start"]),
@@ -405,80 +403,6 @@ def desk_attendance(appointment_id):
          day_address(dt.date.fromisoformat(after["date"]), after["center_id"]), said, patient=after["patient_id"])
 
 
-def desk_waitlist(error=None, status=200, wrong=None):
-    """The waiting list, oldest first; the free slots of the next two weeks that fit someone waiting, each
-    "Reservar" carrying the patient, their entry, type and insurance to the booking form ("Waiting list"); a
-    form to add a patient found by a search, with the later appointment the entry would bring forward."""
-    entries, page = waiting(clinic()), int(query_text("page")) if (query_text("page") or "").isdigit() else 0
-    free = free_now(clinic(), entries)
-    shown = entries[page * PAGE:(page + 1) * PAGE]  # only those drawn are read, through the one door
-    names = {entry["id"]: entry for entry in named(clinic(), shown + [w for _, fitting in free
-                                                                       for w in fitting[:NAMED_UNDER]], desk_source())}
-    typed = {name: form(name) or "" for name in ("doctorId", "specialityId", "centerId", "dateFrom", "dateTo",
-                                                 "timeFrom", "timeTo", "note", "insuranceId", "appointmentId")}
-    try:
-        found, chosen = waiting_patient()
-    except ClinicError as refusal:  # a search too long: said beside it
-        (found, chosen), error, status, wrong = (None, None), desk_refusal(refusal), status_of(refusal), \
-            desk_wrong_fields(refusal)
-    return desk_page("waitlist", status=status, entries=[names[w["id"]] for w in shown if w["id"] in names],
-                     free=[(slot, [names[w["id"]] for w in fitting[:NAMED_UNDER] if w["id"] in names],
-                            len(fitting) - NAMED_UNDER) for slot, fitting in free],
-                     page=page, pages=-(-len(entries) // PAGE), waiting_count=len(entries), typed=typed,
-                     error=error, wrong=wrong or {}, doctors=doctors_with_hours(clinic()),
-                     specialities=catalog_names("specialities"), centers=desk_centers(), window_text=window_text,
-                     insurances=catalog_names("insurances"), q=form("q") or "", found=found, chosen=chosen,
-                     later=later_appointments(clinic(), chosen["id"]) if chosen else [], booking_of=booking_of)
-
-
-def waiting_patient():
-    """(the patients the add form's search found, or None; the patient chosen, or None), through the one door: the
-    one a button chose (or ?patientId=), else the only one the search found."""
-    chosen = form("patientId") or query_text("patientId")
-    if chosen:
-        return None, patient_record(clinic(), chosen, reader=desk_source())
-    found = search_patients(clinic(), form("q"), reader=desk_source()) if form("q") else None
-    return found, found[0] if found and len(found) == 1 else None
-
-
-def booking_of(slot, entry):
-    """The booking form's address for a waiting entry on a free slot: the slot, the patient, the entry, its visit
-    type and its insurance, so that reception books without searching again."""
-    asked = {"doctorId": slot.doctor_id, "date": slot.date_text, "time": slot.time, "centerId": slot.center_id,
-             "patientId": entry["patient_id"], "waitlistId": entry["id"], "typeId": entry["type_id"],
-             "insuranceId": entry["insurance_id"]}
-    return "/desk/book?" + urllib.parse.urlencode({key: value for key, value in asked.items() if value}, safe="/:")
-
-
-def desk_add_waiting():
-    """Put the patient chosen (found by a search) on the waiting list for a doctor or a speciality, with the
-    insurance to book with and the later appointment it would bring forward, when given."""
-    try:
-        window = all_fields({"patient_id": patient_chosen,
-                             "first": lambda: parse_date(form("dateFrom") or "", "dateFrom"),
-                             "last": lambda: parse_date(form("dateTo") or "", "dateTo")})
-        add_waiting(clinic(), Wish(doctor_id=form("doctorId"),
-                                   speciality_id=None if form("doctorId") else form("specialityId"),
-                                   center_id=form("centerId"), time_from=form("timeFrom"), time_to=form("timeTo"),
-                                   note=form("note"), appointment_id=form("appointmentId"),
-                                   insurance_id=form("insuranceId"), **window), source=desk_source())
-    except ClinicError as error:
-        return desk_waitlist(desk_refusal(error), status_of(error), desk_wrong_fields(error))
-    done("/desk/waitlist", ("waiting_added", {}), patient=numeric_id(form("patientId")))
-
-
-def patient_chosen():
-    """The add form's patient, chosen after a search; refused beside the search when none is."""
-    if not form("patientId"):
-        raise invalid("choose the patient: search by name, NIF or phone", "required", "patientId")
-    return form("patientId")
-
-
-def desk_end_waiting(entry_id):
-    end_waiting(clinic(), entry_id, "removed", desk_source())
-    done("/desk/waitlist", ("waiting_removed", {}))
-
-
 def desk_change_details(appointment_id):
     """Change the visit's reason, insurance, type or note ("Details of a booked visit"), or say why not beside it."""
     after = last_message_id(clinic().conn())
@@ -492,3 +416,29 @@ def desk_change_details(appointment_id):
                                 error.extra.get("elsewhere"), desk_wrong_fields(error))
     done(f"/desk/appointments/{int(appointment_id)}", ("details_done", {}), told_after(appointment_id, after),
          patient=now["patient_id"])
+
+
+def desk_change_length(appointment_id):
+    """Lengthen or shorten the visit from its start ("Drag to move, and to lengthen"), or say why not beside the
+    form: the visit it runs into, the hours it runs past, the box or machine held, the patient's other visit."""
+    after = last_message_id(clinic().conn())
+    try:
+        now = change_length(clinic(), appointment_id, form("minutes") or "", source=desk_source())
+    except ClinicError as error:
+        minutes = form("minutes") or ""
+        kind, why = why_not_length(clinic(), appointment_id, int(minutes)) if error.code == "SLOT_NOT_AVAILABLE" \
+            and error.rule in ("taken", "off_grid", "closed", "resource_taken") and minutes.isdigit() else (None, None)
+        words = why_words(translator(bottle.request.environ["agenda.desk"]["lang"]), why, kind) if why else None
+        return desk_appointment(appointment_id, words or slot_refusal(error), status_of(error),
+                                error.extra.get("elsewhere"))  # the details' form as they are
+    done(f"/desk/appointments/{int(appointment_id)}", ("length_done", {"minutes": int(form("minutes"))}),
+         told_after(appointment_id, after), patient=now["patient_id"])
+
+
+def length_choices(appointment):
+    """([minutes] the length form offers a live visit, the one chosen: the one sent, else its own)."""
+    if appointment["status"] == "cancelled":
+        return [], ""
+    own = minutes_of(appointment["end"]) - minutes_of(appointment["start"])
+    return lengths(clinic(), appointment["id"]), form("minutes") or str(own)
+

@@ -2,13 +2,13 @@
 (`ADMIN`). The handlers live in this folder's modules by job, over what they share in shared.py: each reads
 the form, calls the clinic with the receptionist as the source, and shows the page."""
 
-from .session import (desk_home, desk_kept, desk_log_in, desk_log_out, desk_login_page, desk_script,
-                           desk_stylesheet, desk_version)
+from .session import (desk_drag_script, desk_home, desk_kept, desk_log_in, desk_log_out, desk_login_page,
+                      desk_script, desk_stylesheet, desk_version)
 from .views import desk_calls, desk_day, desk_month, desk_rooms, desk_week
-from .booking import (desk_add_waiting, desk_appointment, desk_attendance, desk_book, desk_book_page,
-                           desk_cancel, desk_cancel_rest, desk_change_details, desk_send_mail, desk_confirm,
-                           desk_end_waiting, desk_move, desk_series,
-                           desk_waitlist)
+from .booking import (desk_appointment, desk_attendance, desk_book, desk_book_page,
+                           desk_cancel, desk_cancel_rest, desk_change_details, desk_change_length, desk_send_mail,
+                           desk_confirm, desk_move, desk_series)
+from .waitlist import desk_add_waiting, desk_end_waiting, desk_waitlist
 from .patients import (desk_correct_patient, desk_erase, desk_erase_page, desk_new_patient, desk_patient,
                        desk_patient_access, desk_patient_book, desk_patient_copy, desk_patients, desk_register_patient)
 from .cards import desk_card
@@ -29,6 +29,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("POST", "/desk/logout", desk_log_out, {**DESK, "no_change": True}),
     ("GET", "/desk/kept/<kept>", desk_kept, DESK),
     ("GET", "/desk/desk.js", desk_script, {**DESK, "open_page": True}),
+    ("GET", "/desk/drag.js", desk_drag_script, DESK),  # the day's and the week's: after the login
     ("GET", "/desk/version", desk_version, {**DESK, "passive": True}),  # the refresh poll: idle time untouched
     ("GET", "/desk/day", desk_day, DESK),
     ("GET", "/desk/week", desk_week, DESK),
@@ -46,6 +47,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/appointments/<appointment_id:int>", desk_appointment, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/move", desk_move, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/details", desk_change_details, DESK),
+    ("POST", "/desk/appointments/<appointment_id:int>/length", desk_change_length, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/cancel", desk_cancel, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/confirm", desk_confirm, DESK),
     ("POST", "/desk/appointments/<appointment_id:int>/card", desk_card, DESK),

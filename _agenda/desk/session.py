@@ -122,6 +122,12 @@ def desk_script():
     return read_data_file(f"{TEMPLATES}/desk.js")
 
 
+def desk_drag_script():
+    """The day's and the week's drag and keys ("Drag to move, and to lengthen"), served like desk.js."""
+    bottle.response.content_type = "text/javascript; charset=utf-8"
+    return read_data_file(f"{TEMPLATES}/drag.js")
+
+
 def desk_stylesheet():
     bottle.response.content_type = "text/css; charset=utf-8"
     return read_data_file(f"{TEMPLATES}/desk.css") + grid_rules().encode()

@@ -77,6 +77,8 @@ CHANNELS = {
                           keeps_confirmed=True),
     "desk retype": Rules(True, False, "desk", "grid", "accepted", "one place", False, "appointment.retyped", "update"),
     "web": Rules(False, False, "web", "grid", "accepted", "one place", False, "appointment.booked", "web"),
+    "desk relength": Rules(True, False, "desk", "grid", "accepted", "one place", False, "appointment.length_changed",
+                           "update"),
 }
 
 

@@ -8,9 +8,9 @@ from typing import NamedTuple
 
 from ..values.refusals import ClinicError
 from ..values.fields import hhmm, minutes_of
-from .slots import FREE, overlapping, read_schedule, slot_state, visit_span
+from .slots import FREE, overlapping, read_schedule, rows_at, slot_state, visit_span
 from .visits import (first_free, free_starts, held_then, others_held, pools_for, read_resources, types_offered,
-                     VisitType)
+                     visit_type, VisitType)
 
 
 class Fits(NamedTuple):
@@ -114,3 +114,31 @@ def ran_into(schedule, doctor_id, day, time_text, kind, reason, center_id):
     if reason == "taken" and later:
         return Why("runs_into", at=later[0][:5])
     return Why("runs_into_closed" if reason == "closed" else reason)
+
+
+def lengths(clinic, appointment_id):
+    """[minutes] a booked visit may last from its start: each step of its doctor's grid there until the hours end
+    (its pause after), and its own; only its own off the hours ("Drag to move, and to lengthen"). Whether one fits
+    is the door's to say."""
+    appointment = clinic.conn().execute("SELECT * FROM appointments WHERE id = ?", (int(appointment_id),)).fetchone()
+    day, own = dt.date.fromisoformat(appointment["date"]), minutes_of(appointment["end_time"]) - minutes_of(
+        appointment["time"])
+    here = rows_at(read_schedule(clinic.conn(), [appointment["doctor_id"]], day, day, with_bookings=False),
+                   appointment["doctor_id"], day, appointment["time"], appointment["center_id"])
+    if not isinstance(here, list):
+        return [own]
+    row = here[0][0]
+    room = minutes_of(row["end_time"]) - minutes_of(appointment["time"]) - (appointment["pause"] or 0)
+    return sorted({own, *range(row["slot_minutes"], room + 1, row["slot_minutes"])})
+
+
+def why_not_length(clinic, appointment_id, minutes):
+    """(the VisitType of the booked visit at `minutes`, its Why at its own start, the visit itself left out, or None
+    where it fits): why the desk refuses a length, in its words ("Drag to move, and to lengthen")."""
+    appointment = clinic.conn().execute("SELECT * FROM appointments WHERE id = ?", (int(appointment_id),)).fetchone()
+    own = visit_type(clinic.conn(), appointment["type_id"]) if appointment["type_id"] else None
+    kind = VisitType(appointment["type_id"], own and own.name, appointment["speciality_id"], minutes,
+                     appointment["pause"] or 0, own.needs if own else ())
+    return kind, why_not(clinic, appointment["doctor_id"], dt.date.fromisoformat(appointment["date"]),
+                         appointment["time"], appointment["center_id"], kind, appointment)
+

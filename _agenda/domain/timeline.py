@@ -65,7 +65,7 @@ def off_hours(blocks, first, last):
 
 def new_column(key, doctor_id, name, speciality_id, day):
     return {"key": key, "doctor_id": doctor_id, "name": name, "speciality_id": speciality_id, "day": day,
-            "slot_minutes": set(), "blocks": [], "cards": []}
+            "slot_minutes": set(), "blocks": [], "cards": [], "starts": []}
 
 
 def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
@@ -78,6 +78,7 @@ def fill_day(clinic, columns, day, center_id, doctor_id, key_of, reader):
         column = columns.setdefault(key_of(doctor["doctor_id"], day), new_column(
             key_of(doctor["doctor_id"], day), doctor["doctor_id"], doctor["name"], doctor["speciality_id"], day))
         column["slot_minutes"].add(doctor["slot_minutes"])
+        column["starts"].append((time_text, doctor["center_id"]))  # where a drop may start a visit ("Drag to move")
         kind = state if state in ("free", "taken") else MERGED.get(state, "past")
         fit = fits.get((doctor["doctor_id"], day, time_text)) if kind == "free" else None
         kind = "unfit" if kind == "free" and fit is None else kind
@@ -175,9 +176,23 @@ def laid_out(columns):
         column["blocks"] = [part for block in column["blocks"] if block.kind != "taken" or not any(
             card["from"] <= block.start and block.end <= card["busy_to"] for card in column["cards"])  # its card says it
             for part in (clear_of_cards(block, column["cards"]) if block.kind == "closed" else [block])]
-        column["slot_minutes"] = sorted(column["slot_minutes"])
+        column["slot_minutes"], column["starts"] = sorted(column["slot_minutes"]), runs(sorted(column["starts"]))
         in_lanes(column["cards"])
     return Timeline(columns, first, last, [(minute, hhmm(minute)) for minute in range(first, last, 15)])
+
+
+def runs(starts):
+    """Sorted (time, center) starts of a column as [[center, first, last, step]]: each run of one center's starts a
+    step apart (0: one start), what a drop may start a visit at, written small ("Drag to move, and to lengthen")."""
+    found = []
+    for time_text, center in starts:
+        last = found[-1] if found else None
+        gap = minutes_of(time_text) - minutes_of(last[2]) if last else 0
+        if last and last[0] == center and gap > 0 and last[3] in (0, gap):
+            last[2], last[3] = time_text, gap
+        elif not last or (last[0], last[2]) != (center, time_text):
+            found.append([center, time_text, time_text, 0])
+    return found
 
 
 def day_timeline(clinic, day, center_id=None, doctor_id=None, reader=None):

@@ -34,7 +34,8 @@ COPY_WORDS = {  # the patient's copy is in Spanish: what a patient reads of the 
                 "patient.rectified": "datos corregidos", "patient.messages_stopped": "mensajes detenidos",
                 "appointment.retyped": "tipo de visita cambiado", "appointment.reason_changed": "motivo cambiado",
                 "appointment.insurance_changed": "aseguradora cambiada",
-                "appointment.note_changed": "nota de recepción cambiada"},
+                "appointment.note_changed": "nota de recepción cambiada",
+                "appointment.length_changed": "duración cambiada"},
     "fields": {"birthDate": "Fecha de nacimiento", "note": "Nota de recepción"},  # else the desk's words (TEXTS' field_NAME)
     "kinds": {"patient": "su ficha", "appointment": "una cita", "search": "una búsqueda", "day": "la lista del día",
               "print": "el día impreso", "export": "una copia de sus datos", "blocked": "su ficha bloqueada",

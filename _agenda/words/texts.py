@@ -888,6 +888,27 @@ TEXTS = {
     "web_already": ("Esta cita ya estaba confirmada.", "This appointment was already confirmed."),
     "web_request_expired": ("Esta petición ha caducado y la hora ha quedado libre: pida la cita de nuevo.",
         "This request has expired and the time was freed: book again."),
+    # drag to move, and to lengthen ("Drag to move, and to lengthen")
+    "event_appointment.length_changed": ("duración cambiada", "length changed"),
+    "rule_length": ("La duración va en minutos enteros, de 5 a 480.", "The length is whole minutes, 5 to 480."),
+    "rule_squeezed_length": ("Una sobrecita conserva su duración: anúlala y haz otra.",
+                             "A squeezed-in visit keeps its length: cancel it and squeeze in another."),
+    "length": ("Duración", "Length"), "field_minutes": ("Duración", "Length"),
+    "length_change": ("Cambiar duración", "Change length"),
+    "length_help": ("Desde su hora de inicio, en los pasos de la agenda del médico: la cita queda sin confirmar y se "
+                    "avisa al paciente.", "From its start, in the steps of the doctor's grid: the visit is unconfirmed"
+                    " and the patient is told."),
+    "length_done": ("Duración de la cita cambiada a {minutes} min.", "The visit's length changed to {minutes} min."),
+    "drag_hint": ("Ratón: arrastra una cita a otra hora o médico, o su borde inferior para cambiar su duración. "
+                  "Teclado, sobre una cita: m mueve (↑ ↓ ← →) y d cambia la duración (↑ ↓); Intro lo hace, Esc lo "
+                  "deja.", "Mouse: drag a visit to another time or doctor, or its lower edge to change its length. "
+                  "Keys, on a visit: m moves it (↑ ↓ ← →) and d changes its length (↑ ↓); Enter does it, Esc leaves "
+                  "it."),
+    "drag_to": ("Mover a las {time} · {column}. Intro para mover, Esc para dejarla.",
+                "Move to {time} · {column}. Enter to move, Esc to leave it."),
+    "drag_length": ("Duración {minutes} min, hasta las {ends}. Intro para cambiarla, Esc para dejarla.",
+                    "Length {minutes} min, until {ends}. Enter to change it, Esc to leave it."),
+    "drag_sending": ("Un momento…", "One moment…"), "drag_left": ("Cita sin cambios.", "Visit unchanged."),
 }
 
 

@@ -88,6 +88,19 @@
   <button type="submit">{{t('save')}}</button>
 </form>
 </details>
+% minutes_offered, length_now = lengths
+% if len(minutes_offered) > 1 and not appointment['squeezed']:
+<form method="post" action="/desk/appointments/{{appointment['id']}}/length" class="inline length" autocomplete="off">
+  <input type="hidden" name="csrf" value="{{desk['csrf']}}">
+  <label>{{t('length')}} <select name="minutes">
+    % for m in minutes_offered:
+    <option value="{{m}}"{{!' selected' if str(m) == length_now else ''}}>{{t('minutes', minutes=m)}}</option>
+    % end
+  </select></label>
+  <button type="submit">{{t('length_change')}}</button>
+  <span class="help">{{t('length_help')}}</span>
+</form>
+% end
 <h2>{{t('move')}}</h2>
 <form method="get" action="/desk/appointments/{{appointment['id']}}" class="inline">
   <label>{{t('doctor')}} <select name="doctorId">

@@ -1,9 +1,9 @@
 % row = lambda minute: minute - timeline.first + 2
-<div class="timeline{{' with-places' if places else ''}}">
+<div class="timeline{{' with-places' if places else ''}}" data-first="{{timeline.first}}">
 <div class="axis-head c1 r1"></div>
   % for n, heading in enumerate(headings):
   % column = timeline.columns[n]
-<div class="col-head c{{n + 2}} r1"><span class="name">{{heading}}</span>
+<div class="col-head c{{n + 2}} r1" data-doctor="{{column['doctor_id']}}" data-date="{{format_date(column['day'])}}" data-step="{{min(column['slot_minutes'] or [5])}}" data-starts="{{'|'.join('' if part is None else str(part) for run in column['starts'] for part in run)}}"><span class="name">{{heading}}</span>
     % if places:
 <span class="where" title="{{' · '.join(full for full, _ in places[n])}}">{{' · '.join(short for _, short in places[n])}}</span>
     % end
@@ -76,3 +76,5 @@
 <div id="now" class="now c1 r{{row(now_label_at(now))}} h{{now_rows}}">{{hhmm(now)}} {{t('now')}}</div>
   % end
 </div>
+<p id="drag-news" class="drag-news" aria-live="polite" data-to="{{t('drag_to')}}" data-length="{{t('drag_length')}}" data-sending="{{t('drag_sending')}}" data-left="{{t('drag_left')}}">{{t('drag_hint')}}</p>
+<script src="/desk/drag.js" defer></script>
