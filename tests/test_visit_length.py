@@ -12,6 +12,7 @@ from agenda import ClinicError
 from _agenda.domain import booking
 from _agenda.domain.changes import change_length
 from _agenda.domain.counter import squeeze_in
+from _agenda.domain.fitting import why_not_length
 from _agenda.domain.booking import Visit
 
 from test_booking import Recorded, unchanged
@@ -155,3 +156,14 @@ def test_the_day_and_a_doctors_week_say_where_a_drop_may_start_a_visit(api):
     assert day.select_one(".timeline")["data-first"] == str(9 * 60) and {"r32", "h30"} <= set(card["class"])
     assert card.select_one("a.who")["href"] == f"/desk/appointments/{booked_at}"
     assert desk.get("/desk/drag.js").content_type == "text/javascript"
+
+
+def test_a_visit_whose_type_the_doctor_no_longer_offers_there_is_refused_a_length_as_the_form_says(clinic, db_path):
+    """The form and the door agree (the holds' state machine found them apart): a visit whose type its doctor stopped
+    offering where it is (a catalog reloaded, an import) is refused another length, as a move there would be."""
+    api, _ = clinic
+    appointment = booked(api)
+    with api.app.clinic.db.transaction() as conn:  # the catalog reloaded: Martín no longer offers MG-REV at C1
+        conn.execute("DELETE FROM doctor_types WHERE doctor_id = 'MARTIN' AND type_id = 'MG-REV'")
+    assert why_not_length(api.app.clinic, appointment, 45)[1].reason == "type_not_offered"
+    assert refused(api, db_path, appointment, 45) == ("INVALID_REQUEST", "type_not_offered")

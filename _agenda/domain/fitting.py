@@ -139,6 +139,10 @@ def why_not_length(clinic, appointment_id, minutes):
     own = visit_type(clinic.conn(), appointment["type_id"]) if appointment["type_id"] else None
     kind = VisitType(appointment["type_id"], own and own.name, appointment["speciality_id"], minutes,
                      appointment["pause"] or 0, own.needs if own else ())
+    offered = types_offered(clinic.conn(), [appointment["doctor_id"]])
+    if kind.id is not None and kind.id not in {other.id for other in offered.get(
+            (appointment["doctor_id"], appointment["center_id"]), [])}:  # as the door refuses a move of it
+        return kind, Why("type_not_offered")
     return kind, why_not(clinic, appointment["doctor_id"], dt.date.fromisoformat(appointment["date"]),
                          appointment["time"], appointment["center_id"], kind, appointment)
 
