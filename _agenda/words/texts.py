@@ -810,6 +810,27 @@ TEXTS = {
     "event_appointment.released": ("reserva web no confirmada: liberada", "web booking not confirmed: released"),
     "event_appointment.web_confirmed": ("reserva web confirmada por el paciente",
                                         "web booking confirmed by the patient"),
+    # Reception's side of the web booking ("Por verificar"), and a web booking's marks on the desk
+    "by_web": ("el paciente, en la web", "the patient, on the web"), "pending_reception": ("Por verificar", "To verify"),
+    "pending_email": ("Pendiente de confirmar por el paciente hasta {time}", "Waiting for the patient to confirm until {time}"),
+    "verify_title": ("Reservas web por verificar", "Web bookings to verify"),
+    "verify_hint": ("Se dio el NIF de una ficha con otros datos de contacto (o para un menor). Llame al teléfono de la ficha: "
+                    "si es esa persona, pase la cita a su ficha; si no la pidió, rechácela (se anula sin avisar a nadie).",
+                    "The NIF of a record on file was given with other contact details (or for a child). Call the record's "
+                    "phone: if it is that person, move the visit to their record; if not, refuse it (no one is told)."),
+    "verify_none": ("No hay reservas por verificar.", "No booking waits to be verified."),
+    "verify_typed": ("Lo que escribió en la web", "What was typed on the web"), "verify_on_file": ("Ficha con ese NIF", "Record with that NIF"),
+    "verify_no_record": ("Ninguna ficha activa tiene ese NIF.", "No live record has that NIF."),
+    "verify_match": ("Es esta persona: pasar la cita a su ficha", "It is this person: move the visit to their record"),
+    "verify_refuse": ("No la pidió: rechazar", "They did not ask for it: refuse"),
+    "verify_matched": ("Cita pasada a la ficha de {patient}.", "Visit moved to {patient}'s record."),
+    "verify_refused": ("Reserva web rechazada: la cita queda anulada.", "Web booking refused: the visit is cancelled."),
+    "event_appointment.matched": ("reserva web verificada por recepción", "web booking verified by reception"),
+    "event_appointment.refused": ("reserva web rechazada por recepción", "web booking refused by reception"),
+    "rule_verify_ended": ("Esa cita ya no está por verificar: otra persona de recepción la ha resuelto.",
+                          "That visit no longer waits to be verified: another receptionist ended it."),
+    "rule_verify_no_record": ("Ninguna ficha con ese NIF a la que pasar la cita: dé de alta al paciente o rechace la reserva.",
+                              "No record has that NIF to move the visit to: register the patient, or refuse the booking."),
 }
 
 
