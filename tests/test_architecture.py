@@ -2,7 +2,7 @@
 (`domain/booking.py`), anything else from the project's top; every name it ties to a Python file is defined there;
 every room and every module of `_agenda/` has its row in the map, in the order tests/test_layout.py holds; every
 command is named in its module's row; every heading it cites in quotes is design.md's; README.md links to it; it
-stays within 250 lines. Each check reads a page's text and says what is wrong, so the last tests feed each one a
+stays within 260 lines. Each check reads a page's text and says what is wrong, so the last tests feed each one a
 wrong page and see it fail."""
 
 import ast
@@ -129,7 +129,7 @@ def unlinked(readme):
 
 
 def too_long(text):
-    return [f"{text.count(chr(10))} lines"] if text.count("\n") > 250 else []
+    return [f"{text.count(chr(10))} lines"] if text.count("\n") > 260 else []
 
 
 CHECKS = [missing_paths, untied_names, unmapped, unnamed_commands, unknown_headings, too_long]
@@ -184,7 +184,7 @@ WRONG = [
     (unnamed_commands, without(PAGE, "`agenda health`", "health"), ["health"]),
     (unnamed_commands, without(PAGE, "`agenda import-appointments`"), ["import-appointments"]),
     (unknown_headings, 'as ("One door for appointments") says, and ("Schema")', ["One door for appointments"]),
-    (too_long, "a line\n" * 251, ["251 lines"]),
+    (too_long, "a line\n" * 261, ["261 lines"]),
 ]
 
 

@@ -243,7 +243,7 @@ def test_agenda_host_nginx_writes_one_server_for_the_prefix_clinics_that_nginx_t
     assert desk_of_a.index("allow 192.0.2.0/24;") < desk_of_a.index("deny all;") < desk_of_a.index(f"/{B}/desk")
     for name in (A, B):
         assert f"location = /{name}/desk/login {{" in provider_server and f"location /{name}/cita/ {{" in \
-            provider_server
+            provider_server and f"location /{name}/reservar {{" in provider_server
     assert f"location /{B}/desk {{\n        deny all;" in provider_server
     assert f"listen 80;\n    server_name {NAMED};\n    location / {{ return 404; }}" in sites
     assert_nginx_takes(out, tmp_path)

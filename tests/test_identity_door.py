@@ -32,10 +32,10 @@ from _agenda.domain.changes import book_appointment
 from _agenda.domain.closures import add_closure
 from _agenda.domain.registry import register_patient
 from _agenda.domain.links import new_link
+from _agenda.domain.web_requests import new_token
 from _agenda.domain.identity import full_name, GUARDIAN_JOIN, IDENTITY_SQL, identity_fields
 from _agenda.storage.connections import transaction
 from _agenda.domain.web_booking import confirm_booking, request_booking, WebAsk
-from _agenda.domain.web_requests import new_token
 
 import edges
 from conftest import Clock, MADRID, ROOT, valid_dni
@@ -244,6 +244,42 @@ def verify_case(*requests, shows=()):
     return with_requests, set(shows)
 
 
+def booking_case(stage):
+    """The booking page on, driven to `stage` ("css", "steps", "details", "book", "confirm"): a booking asks with a
+    known NIF, a blocked one and a new one, each with an address of its own; no answer shows anyone (the page reads
+    no record into what it says), the confirmation link's page neither."""
+    def run(world):
+        clinic = world.api.app.clinic
+        clinic.settings = dataclasses.replace(clinic.settings, web_booking="on", web_privacy="Privacidad",
+                                              public_url="https://citas.example.es")
+        client = webtest.TestApp(world.api.app)
+        if stage == "css":
+            yield "web", readable(client.get("/reservar/reservar.css"))
+            return
+        for nif in (valid_dni(101), valid_dni(104), valid_dni(120)):
+            times = client.get("/reservar?centro=C1&especialidad=MG&medico=MARTIN")
+            yield "web", readable(times)
+            form = next(form for form in times.forms.values() if form.action.endswith("/datos"))
+            form["hueco"] = form.fields["hueco"][0].options[0][0]
+            details = form.submit()
+            yield "web", readable(details)
+            if stage in ("book", "confirm"):
+                typed = {"nombre": "Nadia", "apellidos": "Nueva", "nacimiento": "01/01/1990", "nif": nif,
+                         "telefono": "699000111", "correo": f"nadia.{nif}@example.es", "privacidad": True}
+                for name, value in typed.items():
+                    details.forms[0][name] = value
+                yield "web", readable(details.forms[0].submit(expect_errors=True))
+        if stage == "confirm":
+            with transaction(world.api.db()) as conn:
+                pending = [row[0] for row in conn.execute("SELECT id FROM appointments WHERE pending = 'email'")]
+                tokens = [new_token(conn, key) for key in pending]
+            assert len(tokens) == 3
+            for token in tokens:
+                yield "web", readable(client.get(f"/reservar/confirmar/{token}"))
+                yield "web", readable(client.post(f"/reservar/confirmar/{token}"))
+    return run, set()
+
+
 SLOT = "doctorId=MARTIN&date=26/11/2026&time=09:00&centerId=C1"
 ROUTES = {
     ("GET", "/health"): api_case(("GET", "/health")),
@@ -378,6 +414,12 @@ ROUTES = {
         shows={"bernarda", "anselmo"}),
     ("POST", "/desk/verify/<appointment_id:int>/refuse"): verify_case(
         ("POST", "/desk/verify/{web_bernarda}/refuse", {}), shows={"anselmo"}),
+    ("GET", "/reservar/reservar.css"): booking_case("css"),
+    ("GET", "/reservar"): booking_case("steps"),
+    ("POST", "/reservar/datos"): booking_case("details"),
+    ("POST", "/reservar/enviar"): booking_case("book"),
+    ("GET", "/reservar/confirmar/<token>"): booking_case("confirm"),
+    ("POST", "/reservar/confirmar/<token>"): booking_case("confirm"),
 }
 NIF_FILE = "nif,name\n{nif},Anselmo\n"
 COMMANDS = {

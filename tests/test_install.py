@@ -166,6 +166,20 @@ view = {"kind": "confirmation", "language": None, "clinic": "Clínica", "first_n
         "series": None, "shows": "doctor", "link": "https://x/cita/t", "stop_link": "https://x/cita/baja/s",
         "first": True, "sequence": 0, "now": visit["starts"], "uids": {visit["id"]: "u@x"}}
 assert "<table" in written(view)["html"]
+from _agenda.domain.web_requests import new_token
+web = webtest.TestApp(agenda.create_app("clinic.db", "a-long-enough-secret", web_booking="on", web_privacy="Datos",
+                                        public_url="https://citas.example.es"))
+assert "reservar.css" in web.get("/reservar").text and web.get("/reservar/reservar.css").status_int == 200
+times = web.get("/reservar?centro=CENTRO&especialidad=MG&medico=MARTIN&tipo=MG-REVISION").forms[0]
+times["hueco"] = times.fields["hueco"][0].options[0][0]
+details = times.submit().forms[0]
+for name, value in {"nombre": "Eva", "apellidos": "Sanz", "nacimiento": "01/02/1990", "nif": "11111111H",
+                    "telefono": "612345678", "correo": "eva@example.es", "privacidad": True}.items():
+    details[name] = value
+assert "eva@example.es" not in details.submit().text
+with clinic.db.transaction() as conn:
+    token = new_token(conn, conn.execute("SELECT max(id) FROM appointments").fetchone()[0])
+assert web.get(f"/reservar/confirmar/{token}").forms[0].method.upper() == "POST"
 print(json.dumps({"pages": shown, "read": read}))
 """
 

@@ -35,7 +35,7 @@ FOLDERS = {
     "web": ["answers", "serving", "api", "calendar_feeds", "host", "proxy_sites"],
     "words": ["texts", "pages"],
     "desk": ["charts", "shared", *DESK_HANDLERS, "routes"],
-    "patient": ["messages", "sender", "host_sender", "pages"],
+    "patient": ["messages", "sender", "host_sender", "pages", "booking_form", "booking_page"],
     "": ["app"],
     "cli": ["root", *COMMANDS],
 }
@@ -133,7 +133,7 @@ def test_the_clinics_operations_speak_no_http(module):
     assert not imported & {"bottle", "waitress", "click", "http", "webob"}
 
 
-LONGER = {"texts.py": 900}  # the one module that may pass 500 lines, up to 900: the table of every word of the desk
+LONGER = {"texts.py": 1000}  # the one module that may pass 500 lines, up to 1000: the table of every word of the desk
 
 
 @pytest.mark.parametrize("path", [ROOT / "agenda.py", *sorted(PACKAGE.rglob("*.py"))],

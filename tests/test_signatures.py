@@ -63,6 +63,13 @@ OPEN_ROUTES = {
     ("POST", "/cita/<token>/cambiar"): "the patient moves, by the token and the page's own CSRF token",
     ("GET", "/cita/baja/<token>"): "a message's stop link: a button only",
     ("POST", "/cita/baja/<token>"): "a message's one-click stop (RFC 8058): its token is all it takes",
+    ("GET", "/reservar/reservar.css"): "the booking page's stylesheet",
+    ("GET", "/reservar"): "the clinic's booking page: what it offers, a choice at a time (off: a 404)",
+    ("POST", "/reservar/datos"): "the booking page's details form, after its signed choices; it changes nothing",
+    ("POST", "/reservar/enviar"): "a patient's booking, its form signed by the page; it holds the time until the "
+                                  "patient confirms by the e-mail's link",
+    ("GET", "/reservar/confirmar/<token>"): "a booking's confirmation link: shows what it would confirm",
+    ("POST", "/reservar/confirmar/<token>"): "a booking's confirmation: its token is all it takes",
 }
 
 

@@ -19,7 +19,8 @@ map $request_id $agenda_host_request_id {
     "~^(?<first16>[0-9a-f]{16})" $first16;
 }
 """
-# What every clinic's server does with a request but the desk: the caller's API, the feeds, the patients' links.
+# What every clinic's server does with a request but the desk: the caller's API, the feeds, the patients' links and
+# the booking page.
 NGINX_LOCATIONS = """client_header_timeout 10s;
 client_body_timeout 10s;
 send_timeout 10s;
@@ -41,6 +42,7 @@ proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
 proxy_set_header X-Forwarded-Proto $scheme;
 location /feeds/ {{ access_log off; proxy_pass http://{upstream}; }}
 location /cita/ {{ access_log off; limit_req zone=agenda_host_links burst=30 nodelay; proxy_pass http://{upstream}; }}
+location /reservar {{ access_log off; limit_req zone=agenda_host_links burst=30 nodelay; proxy_pass http://{upstream}; }}
 location / {{ proxy_pass http://{upstream}; proxy_request_buffering on; proxy_read_timeout 30s; }}
 """
 NGINX_TLS = """server {{
@@ -70,9 +72,15 @@ NGINX_DESK = """    location {prefix}/desk {{
         proxy_pass http://{upstream};
     }}
 """
-# A clinic reached by a path prefix: its feeds and patients' links as agenda-locations.conf has them at the root.
+# A clinic reached by a path prefix: its feeds, patients' links and booking page as agenda-locations.conf has them at
+# the root.
 NGINX_PREFIX = """    location /{prefix}/feeds/ {{ access_log off; proxy_pass http://{upstream}; }}
     location /{prefix}/cita/ {{
+        access_log off;
+        limit_req zone=agenda_host_links burst=30 nodelay;
+        proxy_pass http://{upstream};
+    }}
+    location /{prefix}/reservar {{
         access_log off;
         limit_req zone=agenda_host_links burst=30 nodelay;
         proxy_pass http://{upstream};
