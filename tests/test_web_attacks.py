@@ -135,3 +135,88 @@ def test_a_flood_meets_each_bound_and_the_ceiling_while_a_link_s_patient_acts_an
     answer = webtest.TestApp(web.app).post(f"/reservar/confirmar/{token}")
     assert said("web_confirmed") in answer.text  # one who holds the page's link confirms at the ceiling
     ask("192.0.2.4", 17)  # and that frees its place under the ceiling
+
+
+@pytest.fixture
+def served(web):
+    """The clinic with its page on, on a real waitress on 127.0.0.1; its base URL."""
+    httpd = StopableWSGIServer.create(web.app, host="127.0.0.1", threads=8)
+    try:
+        assert httpd.wait(), "the server did not start"
+        yield httpd.application_url.rstrip("/")
+    finally:
+        httpd.shutdown()
+
+
+def post(base, path, body, headers, source="127.0.0.1"):
+    """One POST to the real server from the loopback address `source`: (status, body)."""
+    parts = urllib.parse.urlsplit(base)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60, source_address=(source, 0))
+    try:
+        connection.request("POST", path, body, headers)
+        answer = connection.getresponse()
+        return answer.status, answer.read().decode("utf-8", "replace")
+    finally:
+        connection.close()
+
+
+def page_request(web, address, day_, time_text, **typed):
+    """The page's last POST for this time, as its browser would send it: (path, body, headers)."""
+    form = Browser(web.app, address).details(day_, time_text)
+    for name, value in {**person(0), **typed}.items():
+        form[name] = value
+    return "/reservar/enviar", urllib.parse.urlencode(form.submit_fields()), {
+        "Content-Type": "application/x-www-form-urlencoded"}
+
+
+def desk_session(web):
+    """A receptionist logged in: (the session's cookie header, its CSRF token)."""
+    web.app.accounts.add_staff("ana", "correct horse battery")
+    client = webtest.TestApp(web.app)
+    form = client.get("/desk/login").forms[0]
+    form["name"], form["password"] = "ana", "correct horse battery"
+    form.submit()
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/desk/day").text)[1]
+    return f"agenda_desk={client.cookies['agenda_desk']}", csrf
+
+
+def at_once(*sends):
+    """Each (function, args) started together behind one barrier; their answers in order."""
+    barrier, answers = threading.Barrier(len(sends)), [None] * len(sends)
+
+    def run(index, function, args):
+        barrier.wait(timeout=60)
+        answers[index] = function(*args)
+    threads = [threading.Thread(target=run, args=(index, *each)) for index, each in enumerate(sends)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return answers
+
+
+def test_one_slot_raced_by_the_page_the_caller_and_the_desk_goes_to_exactly_one_the_others_refused_in_words(
+        web, served):
+    cookie, csrf = desk_session(web)
+    caller_patient, desk_patient = web.new_patient(nif=valid_dni(610)), web.new_patient(nif=valid_dni(611))
+    for round_, time_text in enumerate(("09:00", "09:30", "10:00", "10:30")):
+        page = page_request(web, f"127.0.0.{10 + round_}", day(3), time_text, **person(20 + round_))
+        caller = json.dumps({"date": "26/11/2026", "time": time_text, "doctorId": "MARTIN",
+                             "patientId": caller_patient}).encode()
+        desk = urllib.parse.urlencode({"csrf": csrf, "doctorId": "MARTIN", "date": "26/11/2026", "time": time_text,
+                                       "centerId": "C1", "patientId": desk_patient})
+        answers = at_once(
+            (post, (served, *page, f"127.0.0.{10 + round_}")),
+            (post, (served, "/appointments", caller, {"Content-Type": "application/json", "X-Signature": sign(
+                caller, SECRET, "POST", "/appointments")})),
+            (post, (served, "/desk/book", desk, {"Content-Type": "application/x-www-form-urlencoded",
+                                                 "Cookie": cookie})))
+        won = [answer for answer, done in zip(answers, (200, 201, 303)) if answer[0] == done]
+        assert len(won) == 1, [status for status, _ in answers]
+        page_answer, caller_answer, desk_answer = answers
+        assert page_answer[0] == 200 or (page_answer[0] == 409 and said("web_taken") in page_answer[1])
+        assert caller_answer[0] == 201 or (caller_answer[0] == 409 and json.loads(caller_answer[1])["error"][
+            "code"] == "SLOT_NOT_AVAILABLE")
+        assert desk_answer[0] == 303 or (desk_answer[0] == 409 and "class=\"error\"" in desk_answer[1])
+        assert web.db().execute("SELECT count(*) FROM appointments WHERE date = '2026-11-26' AND time = ? AND status"
+                                " != 'cancelled'", (time_text,)).fetchone()[0] == 1
