@@ -220,3 +220,55 @@ def test_one_slot_raced_by_the_page_the_caller_and_the_desk_goes_to_exactly_one_
         assert desk_answer[0] == 303 or (desk_answer[0] == 409 and "class=\"error\"" in desk_answer[1])
         assert web.db().execute("SELECT count(*) FROM appointments WHERE date = '2026-11-26' AND time = ? AND status"
                                 " != 'cancelled'", (time_text,)).fetchone()[0] == 1
+
+
+def token_of_last(api):
+    """The confirmation link's token of the newest request, as the sender makes it when it writes the message."""
+    with transaction(api.db()) as conn:
+        return new_token(conn, conn.execute("SELECT appointment_id FROM web_requests ORDER BY id DESC LIMIT 1")
+                         .fetchone()[0])
+
+
+def test_a_confirmation_link_opened_twice_late_or_after_release_answers_in_words_and_confirms_once(web, clock):
+    patient = webtest.TestApp(web.app)
+    assert Browser(web.app, "203.0.113.1").book(day(1), "09:00", **person(30)).status_int == 200
+    token = token_of_last(web)
+    for _ in range(2):  # a mail scanner opens it first: a GET changes nothing
+        assert patient.get(f"/reservar/confirmar/{token}").status_int == 200
+    assert pending(web) == 1
+    answers = [patient.post(f"/reservar/confirmar/{token}") for _ in range(2)]
+    assert said("web_confirmed") in answers[0].text and said("web_already") in answers[1].text
+    assert said("web_already") in patient.get(f"/reservar/confirmar/{token}").text
+    assert [kind for (kind,) in web.db().execute("SELECT kind FROM outbox ORDER BY id")] == ["web", "confirmation"]
+    assert Browser(web.app, "203.0.113.2").book(day(1), "09:30", **person(31)).status_int == 200
+    late = token_of_last(web)
+    clock.moment += dt.timedelta(minutes=15)  # its time is up: late, though nothing released it yet
+    before = counts(web)
+    assert said("web_request_expired") in patient.get(f"/reservar/confirmar/{late}").text
+    assert said("web_request_expired") in patient.post(f"/reservar/confirmar/{late}").text
+    assert pending(web) == 0 and counts(web)[3] == before[3]  # the POST's transaction released it
+    assert Browser(web.app, "203.0.113.3").book(day(1), "10:00", **person(32)).status_int == 200
+    released = token_of_last(web)
+    clock.moment += dt.timedelta(minutes=20)
+    taken = web.book(web.new_patient(nif=valid_dni(612)), date="24/11/2026", time="10:00")  # released, then booked
+    for opened in (patient.get(f"/reservar/confirmar/{released}"), patient.post(f"/reservar/confirmar/{released}")):
+        assert opened.status_int == 200 and said("web_request_expired") in opened.text
+    assert web.db().execute("SELECT status, pending FROM appointments WHERE id = ?", (taken,)).fetchone()[:] == (
+        "booked", None)  # the caller's visit in that slot is untouched
+    assert patient.post(f"/reservar/confirmar/{'x' * 40}", expect_errors=True).status_int == 200  # said, no 500
+
+
+@pytest.mark.parametrize("second_email", ["nadia40@example.es", "otra.persona@example.es"],
+                         ids=["the same e-mail", "another e-mail"])
+def test_one_nif_from_two_browsers_at_once_books_both_answers_alike_and_keeps_the_nif_unique(
+        web, served, second_email):
+    typed = person(40, nif=valid_dni(640))
+    sends = [page_request(web, f"127.0.0.{20 + n}", day(1), time_text, **{**typed, "correo": email})
+             for n, (time_text, email) in enumerate((("09:00", typed["correo"]), ("09:30", second_email)))]
+    answers = at_once(*((post, (served, *send, f"127.0.0.{20 + n}")) for n, send in enumerate(sends)))
+    assert [status for status, _ in answers] == [200, 200]
+    assert all(said("web_sent") in text for _, text in answers)
+    assert web.db().execute("SELECT count(*) FROM patients WHERE nif = ?", (valid_dni(640),)).fetchone()[0] == 1
+    cases = sorted(case for (case,) in web.db().execute("SELECT case_of FROM web_requests"))
+    assert cases == (["new", "same"] if second_email == typed["correo"] else ["new", "verify"])
+    assert pending(web) == 2
