@@ -272,3 +272,72 @@ def test_one_nif_from_two_browsers_at_once_books_both_answers_alike_and_keeps_th
     cases = sorted(case for (case,) in web.db().execute("SELECT case_of FROM web_requests"))
     assert cases == (["new", "same"] if second_email == typed["correo"] else ["new", "verify"])
     assert pending(web) == 2
+
+
+ATTACKER = {"nombre": "Mallory", "apellidos": "Atacante", "nacimiento": "05/05/1985", "nif": valid_dni(660),
+            "telefono": "600000660", "correo": "mallory@example.net", "privacidad": True}
+VARYING = [(re.compile(rb"(/reservar/confirmar/|/cita/baja/|/cita/)[A-Za-z0-9_-]{32,64}"), rb"\1TOKEN"),
+           (re.compile(rb"^(Message-ID|Date|X-Agenda-[\w-]+): .*$", re.M), rb"\1: ..."),
+           (re.compile(rb"=+[0-9]{6,}=*"), b"BOUNDARY"),
+           (re.compile(rb"appointment-\d+\.[0-9a-f-]+@agenda"), b"UID"),
+           (re.compile(rb"DTSTAMP:\d+T\d+Z"), b"DTSTAMP")]
+
+
+def normalised(raw):
+    """An answer or a message with what differs between any two requests (tokens, Message-ID, dates of sending,
+    MIME boundaries, calendar ids) replaced by placeholders."""
+    for pattern, instead in VARYING:
+        raw = pattern.sub(instead, raw)
+    return raw
+
+
+def attack(api, mail_server, sender):
+    """The attacker books on the page with ATTACKER's details, confirms by the link the e-mail brings: every
+    page answered and every message that reached the attacker's address, as bytes."""
+    browser, pages = webtest.TestApp(api.app), []
+    times = browser.get(f"{MARTIN}&semana=2026-11-23", extra_environ={"REMOTE_ADDR": "198.51.100.66"})
+    form = next(form for form in times.forms.values() if form.action.endswith("/reservar/datos"))
+    form["hueco"] = "2026-11-24 09:00 MARTIN"
+    details = form.submit(extra_environ={"REMOTE_ADDR": "198.51.100.66"})
+    for name, value in ATTACKER.items():
+        details.forms[0][name] = value
+    pages += [times.body, details.body, details.forms[0].submit(extra_environ={"REMOTE_ADDR": "198.51.100.66"}).body]
+    assert sender.pass_once() == {"sent": 1}
+    first = mail_server.inbox.messages()[-1][1]
+    token = re.search(r"/reservar/confirmar/([A-Za-z0-9_-]{32,64})", first.get_body(("plain",)).get_content())[1]
+    pages += [browser.get(f"/reservar/confirmar/{token}").body, browser.post(f"/reservar/confirmar/{token}").body]
+    assert sender.pass_once() == {"sent": 1}
+    messages = [(to, message.as_bytes()) for to, message in mail_server.inbox.messages()[-2:]]
+    assert {to for to, _ in messages} == {("mallory@example.net",)} or all(to == ["mallory@example.net"]
+                                                                          for to, _ in messages)
+    return [normalised(page) for page in pages], [normalised(raw) for _, raw in messages]
+
+
+def test_a_known_nif_with_the_attacker_s_own_e_mail_reads_byte_for_byte_as_an_unknown_one(tmp_path, clock):
+    from mail_server import MailServer
+    from _agenda.patient.sender import Mailer, Sender, smtp_server
+    mail_server, apps = MailServer(tmp_path), []
+    try:
+        for name in ("unknown", "known"):
+            path = tmp_path / f"{name}.db"
+            seed(path, write_csv(tmp_path, CLINIC_CSV))
+            apps.append(Api(agenda.create_app(path, SECRET, now=clock, **WEB)))
+        victim = apps[1].new_patient(nif=ATTACKER["nif"], name="Victoria", surname="Víctima", phone="611222333",
+                                     email="victoria@example.es")
+        before = dict(apps[1].db().execute("SELECT * FROM patients WHERE id = ?", (int(victim),)).fetchone())
+        seen = [attack(api, mail_server, Sender(api.app.clinic, Mailer(smtp_server(
+            mail_server.url, ca_file=str(mail_server.ca_file))), "Clínica Sol <citas@clinicasol.es>",
+            WEB["public_url"])) for api in apps]
+        assert seen[0][0] == seen[1][0]  # every page, byte for byte
+        assert seen[0][1] == seen[1][1]  # the first message and the confirmation
+        assert apps[1].db().execute("SELECT case_of FROM web_requests").fetchone()[0] == "verify"
+        shown = b"".join(seen[1][0] + seen[1][1])
+        for private in (b"Victoria", "Víctima".encode(), b"611222333", b"victoria@example.es"):
+            assert private not in shown
+        assert dict(apps[1].db().execute("SELECT * FROM patients WHERE id = ?", (int(victim),)).fetchone()) == before
+        assert apps[1].db().execute("SELECT count(*) FROM appointments WHERE patient_id = ?",
+                                    (int(victim),)).fetchone()[0] == 0
+    finally:
+        mail_server.stop()
+        for api in apps:
+            api.app.clinic.db.close()
