@@ -885,7 +885,7 @@ CREATE INDEX appointments_pending_until ON appointments (pending_until) WHERE pe
 -- Each booking asked on the page: the visit it holds (NULL once released), the patient it was booked for, which of
 -- the three cases it was ('new': a patient inserted; 'same': the known record, its e-mail the one typed; 'verify':
 -- a provisional patient inserted, for reception to match), the NIF typed (only for 'verify', emptied once
--- reception ends it), the SHA-256 of the confirmation link's token (the token is only in the message), and keys
+-- reception ends it), the language typed (the first message's, whoever the record is; NULL: Spanish), the SHA-256 of the confirmation link's token (the token is only in the message), and keys
 -- of the address (IPv6 by /64), the folded e-mail and the NIF (HMAC-SHA256 by `web_key`'s key), so that the
 -- bounds count requests without keeping what was typed.
 CREATE TABLE web_requests (
@@ -895,6 +895,7 @@ CREATE TABLE web_requests (
     case_of        TEXT NOT NULL CHECK (case_of IN ('new', 'same', 'verify')),
     typed_nif      TEXT CHECK (typed_nif IS NULL OR case_of = 'verify'),
     token_hash     TEXT UNIQUE,
+    language       TEXT CHECK (language IS NULL OR language = 'en'),
     address_key    TEXT NOT NULL,
     email_key      TEXT NOT NULL,
     nif_key        TEXT NOT NULL,

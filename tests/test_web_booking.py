@@ -67,9 +67,35 @@ def test_a_new_patient_s_booking_holds_its_slot_pending_and_queues_the_page_s_me
     assert [row[0] for row in web.db().execute("SELECT kind FROM outbox WHERE appointment_id = ?",
                                                (request["appointment_id"],))] == ["web"]
     assert web.book(web.new_patient(), status=409).json["error"]["code"] == "SLOT_NOT_AVAILABLE"
-    for url in ("/appointments?date=24/11/2026", "/appointments/range?dates=24/11/2026",
-                f"/appointments?nif={valid_dni(501)}", "/appointments?phone=611222333"):
-        assert web.get(url).json["data"] == [], url  # the caller's lists and look-ups leave it out
+    assert "09:00" not in [slot["time"] for slot in web.get(
+        "/availabilities?doctorId=MARTIN&date=24/11/2026").json["data"]]  # its slot is offered to no one
+
+
+CALLER_LISTS = ["/appointments?date=24/11/2026", "/appointments/range?dates=24/11/2026",
+                f"/appointments?nif={valid_dni(501)}", "/appointments?phone=611222333",
+                f"/appointments?nif={valid_dni(501)}&date=24/11/2026"]
+
+
+@pytest.mark.parametrize("pending", ["email", "reception"])
+@pytest.mark.parametrize("url", CALLER_LISTS, ids=["day list", "days", "by nif", "by phone", "by nif on a day"])
+def test_each_caller_list_and_look_up_leaves_a_pending_visit_out_and_shows_it_once_confirmed(web, url, pending):
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    request = last_request(web)
+    if pending == "reception":  # known to the page, not to the clinic: a provisional record the NIF looks up
+        web.db().execute("UPDATE web_requests SET case_of = 'verify' WHERE id = ?", (request["id"],))
+        assert confirm_booking(web.app.clinic, token_for(web, request["appointment_id"])) == "confirmed"
+    assert pending_of(web, request["appointment_id"])["pending"] == pending
+    assert web.get(url).json["data"] == []
+    web.db().execute("UPDATE appointments SET pending = NULL, pending_until = NULL")
+    assert [a["appointmentId"] for a in web.get(url).json["data"]] == [str(request["appointment_id"])]
+
+
+def test_the_end_of_a_reminder_day_leaves_a_pending_visit_alone(make_api):
+    web = make_api(**WEB, reminder_policy="release")
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    closed = web.post("/appointments/end-of-reminder-day", {"voiceAgentConfigId": "va", "date": "24/11/2026"})
+    assert closed.json["processed"] == 0
+    assert pending_of(web, last_request(web)["appointment_id"])["status"] == "booked"
 
 
 def test_confirmed_by_the_link_it_becomes_a_booking_once_and_the_link_says_so_after(web):

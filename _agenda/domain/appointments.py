@@ -296,7 +296,8 @@ def visits_told(conn, appointment_ids):
     """What a message to the patient may say of these appointments, in order: id, patient, date, times, status,
     the series, and the center's, doctor's and type's names. Never the reason."""
     return [dict(row) for row in conn.execute(
-        "SELECT a.id, a.patient_id, a.date, a.time, a.end_time, a.status, a.series_id, a.squeezed,"
+        "SELECT a.id, a.patient_id, a.date, a.time, a.end_time, a.status, a.series_id, a.squeezed, a.pending,"
+        " a.pending_until,"
         " c.name AS center_name, c.address AS center_address, c.phone AS center_phone, d.name AS doctor_name,"
         " t.name AS type_name, t.bring FROM appointments a"
         " JOIN doctors d ON d.id = a.doctor_id LEFT JOIN centers c ON c.id = a.center_id"

@@ -111,7 +111,9 @@ def admit(clinic, conn, visit, day, time_text, channel, at, source, *, moving=No
     rules = CHANNELS[channel]
     if rules.desk_only and channel_of(source) != "desk":
         raise invalid(f"only reception books by the {channel} channel", "reception_only")
-    release_expired(conn, at)  # an expired hold of the patients' page refuses no one
+    if release_expired(conn, at) and moving is not None and conn.execute(  # an expired hold refuses no one
+            "SELECT 1 FROM appointments WHERE id = ?", (moving["id"],)).fetchone() is None:
+        raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")  # released just now
     patient_key = numeric_id(visit.patient_id)
     again = retried(conn, patient_key, visit.doctor_id, day, time_text, visit.speciality_id) if rules.retry else None
     if again is not None:

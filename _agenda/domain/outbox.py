@@ -104,7 +104,7 @@ def queue_reminders(clinic, at):
             = a.id AND o.kind IN ('confirmation', 'series', 'update', 'state')), a.created_at) AS told_at
         FROM appointments a JOIN live_patients p ON p.id = a.patient_id
         WHERE a.date BETWEEN ? AND ? AND a.status != 'cancelled' AND a.attendance IS NULL
-          AND p.messages = 1 AND p.email IS NOT NULL AND NOT {TO_CALL}
+          AND p.messages = 1 AND p.email IS NOT NULL AND NOT {TO_CALL} AND a.pending IS NOT 'email'
           AND NOT EXISTS (SELECT 1 FROM outbox r WHERE r.appointment_id = a.id AND r.kind = 'reminder'
                           AND r.slot = a.date || ' ' || a.time)""",
         (now.date().isoformat(), until.date().isoformat())).fetchall()
@@ -138,7 +138,8 @@ def moot(conn, message, appointment, now):
     """Why a later change made this message stale (one of STALE), or None: its visit has ended, a cancelled visit is
     told only by its notice and a notice only of what the patient was told of, a later message of its appointment
     tells the visit's time anew (a series' message lists every visit of it, as they are then), a reminder's visit
-    moved or is on the list to call. `now`: the clinic's zone."""
+    moved or is on the list to call, the page's first message's visit is confirmed already. `now`: the clinic's
+    zone."""
     ends = dt.datetime.fromisoformat(f"{appointment['date']}T{appointment['end_time']}").replace(tzinfo=now.tzinfo)
     if ends <= now:
         return "ended"
@@ -146,6 +147,8 @@ def moot(conn, message, appointment, now):
         return "cancelled"
     if message["kind"] == "notice" and not told_of(conn, message):
         return "never_told"
+    if message["kind"] == "web" and appointment["pending"] != "email":  # confirmed already: its confirmation tells
+        return "told_later"
     if message["kind"] in ("confirmation", "update", "reminder", "state") and conn.execute(
             "SELECT 1 FROM outbox WHERE appointment_id = ? AND id > ? AND state = 'waiting' AND kind IN"
             " ('confirmation', 'update', 'notice', 'state')", (message["appointment_id"], message["id"])).fetchone():

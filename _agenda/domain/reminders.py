@@ -44,9 +44,10 @@ def last_cycle(conn):
 
 def unconfirmed(clinic, days, skipped, center_id):
     """(ids of the live unconfirmed appointments of these days, those of them still only booked), sorted;
-    never one the patient came to or one to call ("Attendance", "To call")."""
+    never one the patient came to, one to call or one the patients' page holds ("Attendance", "To call", "Patients
+    book themselves")."""
     where = (f"a.date IN ({','.join('?' * len(days))}) AND a.status IN ('booked', 'unanswered')"
-             f" AND coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND NOT {TO_CALL}")
+             f" AND coalesce(a.attendance, '') NOT IN ('arrived', 'seen') AND NOT {TO_CALL} AND a.pending IS NULL")
     params = [*days]
     if skipped:
         where += " AND CAST(a.id AS TEXT) NOT IN (SELECT value FROM json_each(?))"

@@ -184,6 +184,7 @@ def request_booking(clinic, ask, address):
             else []
         insert_request(conn, {"appointment_id": int(appointment_id), "patient_id": patient_id, "case_of": case,
                               "typed_nif": asked["nif"] if case == "verify" else None, "doctor_id": doctor_id,
+                              "language": asked["patient"]["language"],
                               "date": day.isoformat(), "expires_at": utc_iso(until), **keys}, at)
     noted(clinic, [(patient_id, None), *((row[0], None) for row in read)], SOURCE, "web")  # the records looked at
     return masked(asked["patient"]["email"])

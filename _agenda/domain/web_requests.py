@@ -89,6 +89,12 @@ def new_token(conn, appointment_id):
     return token if changed else None
 
 
+def typed_language(conn, appointment_id):
+    """The language typed on the page for the request holding this visit (None: Spanish): its first message's."""
+    row = conn.execute("SELECT language FROM web_requests WHERE appointment_id = ?", (int(appointment_id),)).fetchone()
+    return row and row[0]
+
+
 def request_of(conn, token):
     """The request a confirmation link's token opens (its row), or None."""
     return conn.execute("SELECT * FROM web_requests WHERE token_hash = ?", (token_hash(token),)).fetchone()
@@ -121,3 +127,12 @@ def release_expired(conn, at):
         if case_of in ("new", "verify") and remove_patient(conn, patient_id):
             record_event(conn, at, SOURCE, "patient.removed", "patient", patient_id)
     return len(expired)
+
+
+def release_due(clinic, at):
+    """The sender's pass: the release in a short transaction of its own, only once a read finds a visit due."""
+    if clinic.conn().execute("SELECT 1 FROM appointments WHERE pending = 'email' AND pending_until <= ? LIMIT 1",
+                             (utc_iso(at),)).fetchone() is None:
+        return 0
+    with clinic.db.transaction() as conn:
+        return release_expired(conn, at)

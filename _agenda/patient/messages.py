@@ -67,6 +67,25 @@ def written(view):
             "calendar": calendar(view, visits, clinic, subject)}
 
 
+def written_web(view):
+    """{subject, text, html, calendar: None} of the page's first message ("Patients book themselves"): confirm the
+    visit by the button before `view["until"]`, or do nothing if you did not ask for it; no name, no calendar, the
+    same words whoever the record is. `view`: language, clinic, visit, shows, link, until."""
+    t = translator(view["language"])
+    visit = view["visit"]
+    clinic = plain(view["clinic"]) or plain(visit.get("center_name")) or t("the_clinic")
+    subject = t("mail_subject_web", date=long_date(t, visit["starts"].date()), time=f"{visit['starts']:%H:%M}")
+    hello, lead = t("mail_hello_plain"), t("mail_lead_web", clinic=clinic, until=f"{view['until']:%H:%M}")
+    block, link_words, ignore = visit_lines(t, visit, view["shows"]), t("mail_link_web"), t("mail_ignore_web")
+    text = "\n".join([hello, "", lead, "", "\n".join(f"  {label}: {value}" for label, value in block) + "\n",
+                      link_words, view["link"], "", ignore, "", clinic, ""])
+    html = desk_template("mail").render(lang=view["language"] or "es", subject=subject, hello=hello, lead=lead,
+                                        blocks=[block], link_words=link_words, link=view["link"], clinic=clinic,
+                                        attached=ignore, stop_words="", stop=None, call=None,
+                                        button=t("mail_button_web"))
+    return {"subject": plain(subject), "text": text, "html": html, "calendar": None}
+
+
 MAIL_TEL = "color:#1f5f99;white-space:nowrap"  # a mail's tel: link, styled inline (the pages' is in link.css)
 
 
@@ -106,7 +125,8 @@ def calendar(view, visits, clinic, subject):
 
 def envelope(view, parts, sender, to_address, message_id):
     """The EmailMessage: From the clinic's address, To the patient's (a display name no header can be broken by),
-    the Message-ID kept across tries, Auto-Submitted, and a one-click List-Unsubscribe (RFC 8058)."""
+    the Message-ID kept across tries, Auto-Submitted, and a one-click List-Unsubscribe (RFC 8058); the page's first
+    message has neither a stop link nor a calendar."""
     message = EmailMessage()
     message["From"] = sender
     message["To"] = Address(display_name=plain(view["first_name"])[:64], addr_spec=to_address)  # "" for a guardian
@@ -115,12 +135,14 @@ def envelope(view, parts, sender, to_address, message_id):
     message["Message-ID"] = message_id
     message["Auto-Submitted"] = "auto-generated"
     message["Content-Language"] = view["language"] or "es"
-    message["List-Unsubscribe"] = f"<{view['stop_link']}>"
-    message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    if view.get("stop_link"):
+        message["List-Unsubscribe"] = f"<{view['stop_link']}>"
+        message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
     message.set_content(parts["text"])
     message.add_alternative(parts["html"], subtype="html")
-    message.add_attachment(parts["calendar"], maintype="text", subtype="calendar", filename="cita.ics",
-                           params={"method": "CANCEL" if view["kind"] == "notice" else "PUBLISH"})
+    if parts["calendar"] is not None:
+        message.add_attachment(parts["calendar"], maintype="text", subtype="calendar", filename="cita.ics",
+                               params={"method": "CANCEL" if view["kind"] == "notice" else "PUBLISH"})
     return message
 
 

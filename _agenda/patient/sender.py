@@ -22,11 +22,14 @@ from typing import NamedTuple
 
 from ..domain.appointments import series_coming, visits_told
 from ..domain.links import new_link
+from ..domain.identity import identity
+from ..domain.web_requests import new_token, release_due, typed_language
+from ..values.refusals import ClinicError
 from ..domain.outbox import (calendar_uids, clinic_refused, due_messages, finish, first_to, make_clinic_id, moot,
                               queue_reminders, recipient, start_try, told_before, try_again, try_undone)
 from ..words.pages import visit_view
 from ..words.texts import mail_reason
-from .messages import envelope, test_message, written
+from .messages import envelope, test_message, written, written_web
 
 log = logging.getLogger("agenda")
 SECURITIES = {"smtp": "starttls", "smtps": "tls", "smtp+plain": "none"}  # a URL's scheme: how the link is guarded
@@ -201,6 +204,7 @@ class Sender:
     def pass_once(self, stopping=None):
         """Queue the reminders now due, then send the messages due, in order; {state: how many} of this pass."""
         clinic, done = self.clinic, {}
+        release_due(clinic, clinic.clock())  # a booking of the patients' page never confirmed: released
         queue_reminders(clinic, clinic.clock())
         if self.paused_until is not None and clinic.clock() < self.paused_until:
             return done
@@ -235,6 +239,8 @@ class Sender:
         stale = moot(conn, message, visit, at.astimezone(clinic.tz))
         if stale:
             return self.ended(message, "stale", stale)
+        if message["kind"] == "web":
+            return self.send_web(message, visit, at)
         person, why = recipient(clinic, visit["patient_id"], READER)
         if person is None:
             return self.ended(message, "skipped", why)
@@ -251,10 +257,7 @@ class Sender:
             first = first_to(writing, visit["patient_id"])
             sequence = writing.execute("SELECT count(*) FROM outbox WHERE appointment_id = ? AND state = 'sent'",
                                        (visit["id"],)).fetchone()[0]
-        if self.sync is not None and not self.sync():  # the try and its links in the replica before the server
-            log.warning("mail waits: the replica has not confirmed a message's try")
-            with clinic.db.transaction() as writing:
-                try_undone(writing, message["id"])  # no fault of the message's: the try does not count
+        if not self.replica_holds(message):
             return "waiting for the replica"
         series = None
         if kind == "series" and visit["series_id"]:
@@ -269,6 +272,41 @@ class Sender:
                 "stop_link": f"{self.public_url}/cita/baja/{stop}", "first": first, "sequence": sequence, "now": at,
                 "before": told if kind == "update" and told and told != slot else None}
         mail = envelope(view, written(view), self.from_address, person["email"], self.message_id(message_id))
+        return self.deliver(message, mail, person["email"])
+
+    def replica_holds(self, message):
+        """Whether the replica holds the try and its links, when replication is acknowledged: else the try is undone
+        (no fault of the message's: it does not count), to be made again."""
+        if self.sync is None or self.sync():
+            return True
+        log.warning("mail waits: the replica has not confirmed a message's try")
+        with self.clinic.db.transaction() as writing:
+            try_undone(writing, message["id"])
+        return False
+
+    def send_web(self, message, visit, at):
+        """The page's first message ("Patients book themselves"): to the address typed, whatever the record's choice
+        of messages (the patient asked for it this minute), its confirmation link's token made now."""
+        clinic = self.clinic
+        try:
+            person = identity(clinic, visit["patient_id"], READER, "message")
+        except ClinicError:
+            return self.ended(message, "skipped", "blocked")
+        if not person["email"]:
+            return self.ended(message, "skipped", "no_email")
+        with clinic.db.transaction() as writing:
+            message_id = start_try(writing, message["id"], at, f"{visit['date']} {visit['time']}")
+            token = None if message_id is None else new_token(writing, visit["id"])
+        if token is None:
+            return "taken"
+        if not self.replica_holds(message):
+            return "waiting for the replica"
+        until = dt.datetime.fromisoformat(visit["pending_until"]).astimezone(clinic.tz)
+        view = {"kind": "web", "language": typed_language(clinic.conn(), visit["id"]),
+                "clinic": clinic.settings.clinic_name,
+                "first_name": None, "visit": visit_view(visit, clinic.tz), "shows": clinic.settings.mail_shows,
+                "link": f"{self.public_url}/reservar/confirmar/{token}", "until": until, "now": at}
+        mail = envelope(view, written_web(view), self.from_address, person["email"], self.message_id(message_id))
         return self.deliver(message, mail, person["email"])
 
     def message_id(self, stored):

@@ -897,6 +897,15 @@ TEXTS = {
     "web_already": ("Esta cita ya estaba confirmada.", "This appointment was already confirmed."),
     "web_request_expired": ("Esta petición ha caducado y la hora ha quedado libre: pida la cita de nuevo.",
         "This request has expired and the time was freed: book again."),
+    "mail_subject_web": ("Confirme su cita: {date}, {time}", "Confirm your appointment: {date}, {time}"),
+    "mail_lead_web": ("Ha pedido esta cita en {clinic}. Para reservarla, confírmela con el botón antes de las {until};"
+                      " si no, quedará libre para otra persona:",
+                      "You asked for this appointment at {clinic}. To book it, confirm it with the button before"
+                      " {until}; otherwise it is freed for someone else:"),
+    "mail_link_web": ("Para confirmar la cita:", "To confirm the appointment:"),
+    "mail_button_web": ("Confirmar la cita", "Confirm the appointment"),
+    "mail_ignore_web": ("Si no ha pedido usted esta cita, no haga nada: no se reservará.",
+                        "If you did not ask for this appointment, do nothing: it will not be booked."),
 }
 
 

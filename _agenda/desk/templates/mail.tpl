@@ -29,7 +29,9 @@
 <p style="margin:0">{{clinic}}</p>
 </td></tr>
 </table>
+% if stop:
 <p style="max-width:560px;margin:12px auto 0;font-family:Arial,Helvetica,sans-serif;font-size:14px;color:#55606c">{{stop_words}} <a href="{{stop}}" style="color:#55606c;overflow-wrap:anywhere">{{stop}}</a></p>
+% end
 </td></tr>
 </table>
 </body>
