@@ -14,6 +14,7 @@ import urllib.parse
 
 import pytest
 import webtest
+from bs4 import BeautifulSoup
 from webtest.http import StopableWSGIServer
 
 import agenda
@@ -351,3 +352,75 @@ def test_a_known_nif_with_the_attacker_s_own_e_mail_reads_byte_for_byte_as_an_un
         mail_server.stop()
         for api in apps:
             api.app.clinic.db.close()
+
+
+HOSTILE = ['<script>alert("x")</script>', '"><img src=x onerror=alert(1)>', '=HYPERLINK("http://evil.example","x")',
+           "Ana\r\nBcc: victim@example.com", "\u202eetnacatA", "+cmd|' /C calc'!A0", "@SUM(1+1)"]
+
+
+def inert(html):
+    """Whether a parsed page runs nothing it was given: its only scripts the desk's own file, no element with an
+    event handler, no image from elsewhere."""
+    return all(script.get("src") == "/desk/desk.js" for script in html.find_all("script")) and not [
+        element for element in html.find_all(True) if any(name.lower().startswith("on") for name in element.attrs)
+    ] and not html.find_all("img", src=re.compile(r"^(?!data:|/|cid:)"))
+
+
+def test_hostile_text_in_every_field_is_refused_in_words_or_reaches_the_desk_the_messages_and_the_export_inert(
+        make_api, tmp_path):
+    from mail_server import MailServer
+    from _agenda.files.open_formats import export_agenda
+    from _agenda.patient.sender import Mailer, Sender, smtp_server
+    web = make_api(web_pending_per_day=4, **WEB)
+    known = web.new_patient(nif=valid_dni(680), email="known@example.es")
+    slots = iter((day(when), time_text) for when in (1, 3, 4, 7, 8) for time_text in ("09:00", "09:30", "10:00",
+                                                                                       "10:30"))
+    n, stored = iter(range(100, 200)), 0
+    for field in ("nombre", "apellidos"):
+        for value in HOSTILE:
+            before, number = counts(web), next(n)
+            answer = Browser(web.app, f"198.51.100.{number}").book(*next(slots), **person(number, **{field: value}))
+            assert answer.status_int in (200, 400), (field, value)
+            stored += answer.status_int == 200
+            assert answer.status_int == 200 or counts(web) == before
+    form = Browser(web.app, "198.51.100.250").details(*next(slots))
+    for field in ("nif", "telefono", "correo", "nacimiento"):
+        for value in HOSTILE:
+            before = counts(web)
+            answer = Browser(web.app, "198.51.100.250").send(form, **person(next(n), **{field: value}))
+            assert answer.status_int == 400 and counts(web) == before, (field, value)  # said beside the field
+    assert stored >= 10
+    number = next(n)
+    Browser(web.app, "198.51.100.251").book(*next(slots), **person(number, nombre=HOSTILE[0], apellidos=HOSTILE[1],
+                                                                     nif=valid_dni(680)))  # for reception to verify
+    with transaction(web.db()) as conn:
+        token = new_token(conn, conn.execute("SELECT max(appointment_id) FROM web_requests").fetchone()[0])
+    assert said("web_confirmed") in webtest.TestApp(web.app).post(f"/reservar/confirmar/{token}").text
+    client = webtest.TestApp(web.app)
+    web.app.accounts.add_staff("ana", "correct horse battery")
+    login = client.get("/desk/login").forms[0]
+    login["name"], login["password"] = "ana", "correct horse battery"
+    login.submit()
+    pages = [client.get("/desk/verify"), client.get(f"/desk/patients/{known}")]
+    pages += [client.get(f"/desk/day?date={day(when):%d/%m/%Y}&centerId=C1") for when in (1, 3, 4, 7, 8)]
+    pages += [client.get(f"/desk/appointments/{key}") for (key,) in web.db().execute("SELECT id FROM appointments")]
+    assert HOSTILE[0] in pages[0].html.get_text() and HOSTILE[1] in pages[0].html.get_text()  # shown, as text
+    for page in pages:
+        assert inert(page.html), page.request.url
+    mail_server = MailServer(tmp_path)
+    try:
+        sender = Sender(web.app.clinic, Mailer(smtp_server(mail_server.url, ca_file=str(mail_server.ca_file))),
+                        "Clínica Sol <citas@clinicasol.es>", WEB["public_url"])
+        assert sender.pass_once().get("sent", 0) >= stored
+        for to, message in mail_server.inbox.messages():
+            assert len(to) == 1 and "Bcc" not in message and "victim@example.com" not in str(to)
+            assert len(message.get_all("To")) == 1 and "\n" not in message["Subject"]
+            html = message.get_body(("html",))
+            assert html is None or inert(BeautifulSoup(html.get_content(), "html.parser"))
+    finally:
+        mail_server.stop()
+    export_agenda(web.app.clinic, tmp_path / "out", "cli:test")
+    for name in ("patients.csv", "appointments.csv"):
+        text = (tmp_path / "out" / name).read_text(encoding="utf-8")
+        cells = [cell for line in text.splitlines() for cell in line.split(",")]
+        assert not [cell for cell in cells if cell.lstrip('"')[:1] in ("=", "+", "-", "@")], name
