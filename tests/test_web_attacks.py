@@ -390,6 +390,8 @@ def test_hostile_text_in_every_field_is_refused_in_words_or_reaches_the_desk_the
             answer = Browser(web.app, "198.51.100.250").send(form, **person(next(n), **{field: value}))
             assert answer.status_int == 400 and counts(web) == before, (field, value)  # said beside the field
     assert stored >= 10
+    for address in ("", "not an address", "::ffff:198.51.100.200", "2001:db8::1%eth0"):  # what a proxy might pass
+        assert Browser(web.app, address).book(*next(slots), **person(next(n))).status_int in (200, 429), address
     number = next(n)
     Browser(web.app, "198.51.100.251").book(*next(slots), **person(number, nombre=HOSTILE[0], apellidos=HOSTILE[1],
                                                                      nif=valid_dni(680)))  # for reception to verify
