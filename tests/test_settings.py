@@ -203,6 +203,12 @@ def test_a_wrong_key_value_or_variable_is_refused_at_start_naming_where_it_sits(
         assert words in " ".join(result.output.split())
 
 
+def test_agenda_host_refuses_a_clinic_whose_web_booking_lacks_what_it_needs(tmp_path):
+    folder = clinic_folder(tmp_path, "citas.clinicasol.es", 'web_booking = "on"\n')
+    with pytest.raises(ValueError, match="give it with --web-privacy"):
+        open_clinic(folder)
+
+
 def test_agenda_run_and_agenda_host_serve_a_clinic_folder_with_the_same_settings(tmp_path, monkeypatch):
     folder = clinic_folder(tmp_path, "citas.clinicasol.es", 'clinic_name = "Clínica Sol"\nhorizon_days = 30\n')
     monkeypatch.setenv("AGENDA_HORIZON", "60")

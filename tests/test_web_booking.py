@@ -10,10 +10,15 @@ from _agenda.domain.web_booking import (confirm_booking, confirm_view, request_b
                                         WebAsk)
 from _agenda.domain.web_requests import new_token
 from _agenda.domain import booking
+from _agenda.domain.appointments import remove_appointment
+from _agenda.domain.links import card_link, opened
+from _agenda.domain.outbox import send_state
+from _agenda.domain.patients import block_patient
 from _agenda.values.refusals import ClinicError
 
 from conftest import valid_dni
 from test_booking import Recorded
+from test_visit_types import TYPES_CSV
 
 WEB = {"web_booking": "on", "web_privacy": "Clínica Sol trata sus datos para su cita.",
        "public_url": "https://citas.example.es"}
@@ -188,3 +193,93 @@ def test_the_offer_and_the_times_follow_the_settings(make_api):
     assert week["2026-11-23"] == []  # inside the page's 24 hours of notice
     assert week["2026-11-24"][0] == ("09:00", "MARTIN")
     assert week["2026-11-25"] == []  # Martín's holiday
+    assert web_times(web.app.clinic, center_id="C1", speciality_id="MG", doctor_id=None, type_id=None,
+                     week_start="23/11/2026") == list(week.items())  # the week as the page's form gives it
+    with pytest.raises(ClinicError) as wrong:
+        web_times(web.app.clinic, center_id="C1", speciality_id="MG", doctor_id=None, type_id=None, week_start="x")
+    assert wrong.value.field == "week"
+
+
+def test_the_caller_booking_the_same_patient_at_a_time_the_page_holds_is_refused_not_taken_for_a_retry(web):
+    known = web.new_patient(nif=valid_dni(501), email="rosa@example.es")
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    assert last_request(web)["case_of"] == "same"
+    assert web.book(known, status=409).json["error"]["code"] == "SLOT_NOT_AVAILABLE"  # not the page's pending visit
+
+
+def test_a_blocked_record_is_verified_and_one_registered_again_since_is_the_live_record_s(web):
+    erased = web.new_patient(nif=valid_dni(501), email="rosa@example.es")
+    with web.app.clinic.db.transaction() as conn:  # an erasure's block: kept, its NIF too, until the period ends
+        block_patient(conn, int(erased), web.app.clinic.clock(), dt.date(2031, 11, 23))
+    request_booking(web.app.clinic, ask(time="10:00"), ADDRESS)
+    assert last_request(web)["case_of"] == "verify"  # a blocked record is no one the page books on
+    again = web.new_patient(nif=valid_dni(501), email="rosa@example.es")
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    assert (last_request(web)["case_of"], last_request(web)["patient_id"]) == ("same", int(again))
+
+
+def test_every_booking_and_every_record_the_page_looked_at_is_in_the_access_record_as_web(web):
+    known = web.new_patient(nif=valid_dni(501), email="otra@example.es")
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    provisional = last_request(web)["patient_id"]
+    for patient in (int(known), provisional):
+        assert [(read["reader"], read["kind"]) for read in web.app.clinic.access.of_patient(patient, reader="web")] \
+            == [("web", "web")], patient
+
+
+def test_a_released_request_s_patient_with_another_visit_stays_and_no_id_is_given_again(web, clock):
+    known = web.new_patient(nif=valid_dni(503))
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    kept = last_request(web)
+    web.book(str(kept["patient_id"]), doctor="RUIZ", time="09:40")  # the caller found the new patient and booked them
+    request_booking(web.app.clinic, ask(time="09:30", nif=valid_dni(502), email="eva@example.es"), ADDRESS)
+    gone = last_request(web)  # the highest visit and patient ids
+    clock.moment += dt.timedelta(minutes=15)
+    booked = web.book(known, time="10:00")  # the door releases both first
+    rows = {row[0] for row in web.db().execute("SELECT id FROM patients")}
+    assert kept["patient_id"] in rows and gone["patient_id"] not in rows
+    assert int(booked) > gone["appointment_id"]  # the released visit's id was not given again
+    assert int(web.new_patient(nif=valid_dni(504))) > gone["patient_id"]
+
+
+def test_only_a_visit_the_page_holds_is_ever_removed(web):
+    booked = web.book(web.new_patient())
+    with pytest.raises(ValueError, match="never removed"), web.app.clinic.db.transaction() as conn:
+        remove_appointment(conn, booked)
+    assert pending_of(web, booked)["status"] == "booked"
+
+
+def test_reception_cannot_send_a_visit_s_state_while_the_patient_has_not_confirmed_it(web):
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    appointment_id = last_request(web)["appointment_id"]
+    with pytest.raises(ClinicError) as refused:  # its link would let them confirm a visit still to be released
+        send_state(web.app.clinic, appointment_id, "desk:ana", web.app.clinic.clock())
+    assert refused.value.rule == "mail_pending"
+    assert confirm_booking(web.app.clinic, token_for(web, appointment_id)) == "confirmed"
+    send_state(web.app.clinic, appointment_id, "desk:ana", web.app.clinic.clock())
+
+
+def test_no_link_of_the_patient_s_opens_a_visit_the_page_holds_until_it_is_confirmed(web):
+    request_booking(web.app.clinic, ask(), ADDRESS)
+    appointment_id = last_request(web)["appointment_id"]
+    card = card_link(web.app.clinic, appointment_id)  # a card printed at the counter meanwhile
+    assert opened(web.app.clinic, card) is None
+    assert confirm_booking(web.app.clinic, token_for(web, appointment_id)) == "confirmed"
+    assert opened(web.app.clinic, card)["id"] == appointment_id
+
+
+def test_the_offer_names_doctors_whole_or_by_type_and_the_page_books_only_those(make_api):
+    web = make_api(TYPES_CSV, **WEB, web_offer="MARTIN/MG-REV, VEGA")
+    offer = web_offer(web.app.clinic)
+    assert {doctor["id"]: [kind["id"] for kind in doctor["types"]] for doctor in offer["doctors"]} == {
+        "MARTIN": ["MG-REV"], "VEGA": ["FIS-SES", "FIS-VAL"]}
+    assert [s["id"] for s in offer["specialities"]] == ["FIS", "MG"] and [c["id"] for c in offer["centers"]] == [
+        "C1", "C2"]
+    martin = dict(web_times(web.app.clinic, center_id="C1", speciality_id="MG", doctor_id=None, type_id="MG-REV",
+                            week_start=dt.date(2026, 11, 24)))
+    assert {doctor for times in martin.values() for _, doctor in times} == {"MARTIN"}  # not Gil, who offers it too
+    with pytest.raises(ClinicError) as refused:  # a type of Martín's the page does not offer
+        request_booking(web.app.clinic, ask(type_id="MG-PRI"), ADDRESS)
+    assert refused.value.code == "SLOT_NOT_AVAILABLE"
+    request_booking(web.app.clinic, ask(type_id="MG-REV", time="09:15"), ADDRESS)
+    assert web.db().execute("SELECT type_id, end_time FROM appointments").fetchone()[:] == ("MG-REV", "09:30")

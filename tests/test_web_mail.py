@@ -13,19 +13,11 @@ from _agenda.domain.web_booking import confirm_booking, request_booking
 from _agenda.patient.sender import Mailer, Sender, smtp_server
 
 from conftest import valid_dni
-from mail_server import MailServer
+from test_mail import FROM, mail_server  # noqa: F401 (a fixture)
 from test_web_booking import ADDRESS, ask, WEB
 
-FROM = "Clínica Sol <citas@clinicasol.es>"
 PUBLIC = WEB["public_url"]
 TOKEN = re.compile(re.escape(PUBLIC) + r"/reservar/confirmar/([A-Za-z0-9_-]{32,64})(?![A-Za-z0-9_-])")
-
-
-@pytest.fixture
-def mail_server(tmp_path):
-    server = MailServer(tmp_path)
-    yield server
-    server.stop()
 
 
 @pytest.fixture

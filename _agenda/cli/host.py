@@ -15,7 +15,7 @@ import click
 
 from .. import __version__
 from ..values.printing import human_size, plural, waited_words
-from ..values.settings import settings_given
+from ..values.settings import Settings, settings_given, web_needs
 from ..storage.connections import open_read_only, schema_version
 from ..storage.events import recall, remember
 from ..storage.shipped import newest_version
@@ -76,6 +76,7 @@ def open_clinic(folder, hosting=None):
     settings or lease cannot be served."""
     db_path = folder / CLINIC_DB
     settings = settings_given(folder / CLINIC_SETTINGS, os.environ)  # as `agenda run --db FOLDER/agenda.db` reads it
+    web_needs(Settings(**settings), relay=True)  # the host's sender is a unit of its own, `agenda host mail`
     secret_path = secret_file_path(db_path, None)
     if not secret_path.is_file():
         raise ValueError(f"{secret_path} is missing: agenda secret set --db {db_path}")

@@ -296,10 +296,11 @@ def inserted(conn, visit, patient_key, doctor, day, time_text, span, at, booked_
 
 def retried(conn, patient_key, doctor_id, day, time_text, asked=None):
     """The live appointment of this patient with this doctor at this date and time (id, series_id), of the
-    type or area `asked` if one is: a booking sent again (a lost answer, a double click) is the one made."""
+    type or area `asked` if one is: a booking sent again (a lost answer, a double click) is the one made; never one
+    the patients' page holds, which is no booking of the caller's or the desk's ("Patients book themselves")."""
     return None if patient_key is None else conn.execute(
         "SELECT id, series_id FROM appointments WHERE patient_id = ? AND doctor_id = ? AND date = ? AND time = ?"
-        " AND status != 'cancelled' AND (? IS NULL OR ? IN (coalesce(type_id, ''), speciality_id))",
+        " AND status != 'cancelled' AND pending IS NULL AND (? IS NULL OR ? IN (coalesce(type_id, ''), speciality_id))",
         (patient_key, doctor_id, day.isoformat(), time_text, asked, asked)).fetchone()
 
 

@@ -44,7 +44,8 @@ def forget_links(conn, patient_id, made_for=("message", "card", "stop")):
 
 
 def opened(clinic, token, stop=False):
-    """What a token opens, or None (unknown, ended, its patient blocked): the appointment with its doctor's, center's
+    """What a token opens, or None (unknown, ended, its patient blocked, its visit still waiting for the patient's
+    confirmation of their booking page): the appointment with its doctor's, center's
     and type's names, `to_call` and the patient's `language` (none is Spanish). A visit's link lasts until the visit
     ends; a stop link, a year."""
     if not TOKEN_SHAPE.fullmatch(token or ""):
@@ -56,7 +57,7 @@ def opened(clinic, token, stop=False):
             FROM patient_links l JOIN appointments a ON a.id = l.appointment_id
             JOIN live_patients p ON p.id = a.patient_id JOIN doctors d ON d.id = a.doctor_id
             LEFT JOIN centers c ON c.id = a.center_id LEFT JOIN visit_types t ON t.id = a.type_id
-            WHERE l.hash = ?""", (link_hash(token),)).fetchone()
+            WHERE l.hash = ? AND a.pending IS NOT 'email'""", (link_hash(token),)).fetchone()
     if row is None or (row["made_for"] == "stop") != stop:
         return None
     found, now = dict(row), clinic.clock()

@@ -54,15 +54,17 @@ def recipient_of(person):
 
 def send_state(clinic, appointment_id, source, at):
     """Reception's deliberate act ("What a message says"): a message of the visit's state now, queued. Refused for
-    a visit cancelled or ended, a patient nobody can be written to for, or one sent within STATE_EVERY. The
+    a visit cancelled, ended or waiting for the patient's confirmation of the page, a patient nobody can be written to for, or one sent within STATE_EVERY. The
     patient's id."""
-    visit = clinic.conn().execute("SELECT patient_id, status, date, end_time FROM appointments WHERE id = ?",
+    visit = clinic.conn().execute("SELECT patient_id, status, date, end_time, pending FROM appointments WHERE id = ?",
                                   (int(appointment_id),)).fetchone()
     if visit is None:
         raise ClinicError("APPOINTMENT_NOT_FOUND", "no appointment with that appointmentId")
     ends = dt.datetime.fromisoformat(f"{visit['date']}T{visit['end_time']}").replace(tzinfo=clinic.tz)
     if visit["status"] == "cancelled" or ends <= at:
         raise invalid("only a coming visit's state can be sent", "mail_not_coming")
+    if visit["pending"] == "email":  # its own message asks the patient to confirm it: no link of theirs before then
+        raise invalid("this visit waits for the patient's confirmation by e-mail", "mail_pending")
     person, why = recipient(clinic, visit["patient_id"], source, "change")
     if person is None:
         raise invalid(f"no message can go to this patient: {why}", "mail_none")

@@ -99,10 +99,12 @@ def json_list(values):
 
 
 def web_times(clinic, *, center_id, speciality_id, doctor_id, type_id, week_start):
-    """[(ISO day, [(time, doctor id)])] of the 7 days from `week_start`: the caller's slot decision in the page's
-    window, of the doctors and types the page offers (a doctor, or cualquiera of the speciality), a doctor's day
-    left out once it holds as many pending web bookings as --web-pending-per-day allows."""
+    """[(ISO day, [(time, doctor id)])] of the 7 days from `week_start` (a date or its text): the caller's slot
+    decision in the page's window, of the doctors and types the page offers (a doctor, or cualquiera of the
+    speciality), a doctor's day left out once it holds as many pending web bookings as --web-pending-per-day allows."""
     web_open(clinic)
+    if isinstance(week_start, str):
+        week_start = parse_date(week_start, "week")
     window, days = clinic.window("web"), [week_start + dt.timedelta(days=n) for n in range(7)]
     found = {day: [] for day in days}
     first, last = max(week_start, clinic.today()), min(days[-1], window.last_day)
@@ -216,7 +218,7 @@ def booked(clinic, conn, asked, ask, visit, day, time_text, at):
     record whose visit the door refuses for being elsewhere then becomes 'verify', the attempt undone."""
     nif, email, patient = asked["nif"], asked["patient"]["email"], asked["patient"]
     known = None if ask.child else conn.execute("SELECT id, email, blocked_at FROM patients WHERE nif = ? ORDER BY"
-                                                " blocked_at IS NULL LIMIT 1", (nif,)).fetchone()
+                                                " blocked_at IS NOT NULL LIMIT 1", (nif,)).fetchone()
     if known is None and not ask.child:
         patient_id = made(conn, patient, at)
         return "new", patient_id, admit(clinic, conn, visit._replace(patient_id=patient_id), day, time_text, "web", at,

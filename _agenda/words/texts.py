@@ -906,6 +906,8 @@ TEXTS = {
     "mail_button_web": ("Confirmar la cita", "Confirm the appointment"),
     "mail_ignore_web": ("Si no ha pedido usted esta cita, no haga nada: no se reservará.",
                         "If you did not ask for this appointment, do nothing: it will not be booked."),
+    "rule_mail_pending": ("Esta cita espera a que el paciente la confirme por correo: aún no se le envía nada más.",
+                          "This visit waits for the patient's confirmation by e-mail: nothing else is sent yet."),
 }
 
 
