@@ -176,11 +176,13 @@ def test_what_the_booking_refuses_is_said_beside_its_field_with_what_was_typed_k
 
 def test_an_insurance_the_doctor_does_not_take_is_said_beside_it_and_a_child_books_under_a_guardian(web, browser):
     form = filled(details_form(browser, "/reservar?centro=C2"))
-    form["aseguradora"] = "DKV"
+    assert [value for value, *_ in form["aseguradora"].options] == ["PRIV", "SAN"]  # only what he takes
+    form["aseguradora"].force_value("DKV")
     page = form.submit(expect_errors=True)
     assert page.status_int in (400, 409) and page.html.find(id="aseguradora")["aria-invalid"] == "true", page.text
-    assert page.forms[0]["aseguradora"].value == "DKV" and appointments(web) == []
+    assert appointments(web) == [] and "Sanitas" in page.text
     form = filled(page.forms[0], nombre="Lucía", nacimiento="03/04/2019")
+    assert [value for value, *_ in details_form(browser)["aseguradora"].options] == ["", "DKV", "PRIV", "SAN"]
     form["aseguradora"], form["menor"] = "SAN", True
     assert "Le hemos enviado un correo a a•••@example.es" in words(form.submit())
     assert appointments(web) == [("2026-11-24", "09:00", "RUIZ", "booked", "email")]
@@ -212,6 +214,22 @@ def test_a_time_taken_meanwhile_offers_the_other_times(web, browser):
     times = times_form(page)
     times["hueco"] = "2026-11-24 09:15 MARTIN"
     assert "Sus datos" in times.submit().text
+
+
+def test_a_time_chosen_then_taken_or_none_chosen_shows_the_week_again(web, browser):
+    times = times_form(browser.get(CHOSEN))
+    assert "Elija una hora." in words(times.submit(status=400))
+    times["hueco"] = "2026-11-24 09:00 MARTIN"
+    web.book(web.new_patient(nif=valid_dni(203)), date="24/11/2026", time="09:00", doctor="MARTIN")
+    page = times.submit(status=409)
+    assert "Esa hora acaba de ocuparse" in words(page) and "2026-11-24 09:15 MARTIN" in page.text
+
+
+def test_past_a_bound_the_page_says_try_later_in_words_and_books_nothing(web, browser):
+    for number in range(3):
+        requested(web, browser, nif=valid_dni(210 + number), correo=f"p{number}@example.es")
+    page = filled(details_form(browser), nif=valid_dni(220), correo="p9@example.es").submit(status=429)
+    assert "inténtelo más tarde" in words(page) and len(appointments(web)) == 3
 
 
 def test_closed_the_page_is_a_404_in_words_and_its_errors_are_pages(make_api):
@@ -298,8 +316,8 @@ def test_the_confirmation_link_shows_then_confirms_once_and_says_so_again(web, b
         page = browser.get(f"/reservar/confirmar/{token}")
     assert "martes, 24 de noviembre de 2026" in words(page) and "09:00" in page.text and "Centro" in page.text
     assert "Ana" not in page.text and "Ortega" not in page.text and changes(web) == before
-    done = page.forms[0].submit()
-    assert "Gracias: su cita queda confirmada." in words(done)
+    done = browser.get(f"/reservar/confirmar/{token}?idioma=en").forms[0].submit()  # the language kept
+    assert "Thank you: your appointment is confirmed." in words(done)
     assert appointments(web) == [("2026-11-24", "09:00", "MARTIN", "booked", None)]
     again = browser.post(f"/reservar/confirmar/{token}")
     assert "ya estaba confirmada" in words(again) and "ya estaba confirmada" in words(

@@ -23,8 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-WAIT = 10  # seconds, for every page and element
+from desk_screenshot import CHROMIUM, CHROMEDRIVER, start_chromium, WAIT  # noqa: E402 (tools/ is this script's own)
 SIZES = ((390, 844), (1280, 800))
 PRIVACY = ("Responsable: Clínica Sol SL, C/ Mayor 12, 28013 Madrid. Finalidad: gestionar su cita y las siguientes. "
            "Base: su petición y la prestación de asistencia sanitaria. Conservación: 5 años desde la última visita. "
@@ -54,18 +53,7 @@ class Phone:
     """The page in headless Chromium; pages saved as PNGs at the size set."""
 
     def __init__(self, url, folder, lang, profile):
-        from selenium import webdriver
-
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                         "--no-first-run", "--hide-scrollbars", f"--lang={lang}", f"--user-data-dir={profile}"):
-            options.add_argument(argument)
-        options.add_experimental_option("prefs", {"intl.accept_languages": lang})
-        self.driver = webdriver.Chrome(options=options,
-                                       service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
-        self.driver.set_page_load_timeout(WAIT)
+        self.driver = start_chromium(lang, profile)
         self.url, self.folder, self.written = url, folder, []
 
     def until(self, css):

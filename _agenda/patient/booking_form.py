@@ -41,6 +41,7 @@ def form_key(secret):
 
 
 def mac(key, step, issued, values):
+    """HMAC-SHA256 (hex) of the step's name, the moment written and the step's signed values, in their order."""
     message = json.dumps([step, issued, [values.get(name, "") for name in SIGNED[step]]], ensure_ascii=True)
     return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
 

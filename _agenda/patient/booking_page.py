@@ -322,12 +322,22 @@ def details_page(offer, values, lang, details=None, error=None, status=200):
     chosen = summary(offer, chosen_in(values), lang)
     if values["medico"] == ANYONE:
         chosen.append((t("web_doctor"), names.get(("medico", values["medico_hueco"]), "")))
-    insurances = [(row["id"], row["name"]) for row in catalog_lists(clinic())["insurances"]]
+    insurances, none = insurances_for(values)
     details = details or typed({})
     return page("booking_details", status, lang=lang, summary=chosen, when=when, typed=details.values,
                 child=details.child, accepted=details.privacy, fields=fields, inputs=INPUTS,
-                general=general, insurances=insurances,
+                general=general, insurances=insurances, none=none,
                 privacy=clinic().settings.web_privacy, hidden=signed(form_key(), "datos", values, clinic().clock()))
+
+
+def insurances_for(values):
+    """([(id, name)] of the insurances the time's doctor takes at its center, every one when they take any; whether
+    a patient without one (private) may book with them)."""
+    lists = catalog_lists(clinic())
+    names = {row["id"]: row["name"] for row in lists["insurances"]}
+    only = next((doctor["insurances"].get(values["centro"]) for doctor in lists["doctors"]
+                 if doctor["id"] == values["medico_hueco"]), None)
+    return [(key, names[key]) for key in only or names if key in names], not only
 
 
 def booking_post():

@@ -831,6 +831,15 @@ TEXTS = {
                           "That visit no longer waits to be verified: another receptionist ended it."),
     "rule_verify_no_record": ("Ninguna ficha con ese NIF a la que pasar la cita: dé de alta al paciente o rechace la reserva.",
                               "No record has that NIF to move the visit to: register the patient, or refuse the booking."),
+    "mail_subject_web": ("Confirme su cita: {date}, {time}", "Confirm your appointment: {date}, {time}"),
+    "mail_lead_web": ("Ha pedido esta cita en {clinic}. Para reservarla, confírmela con el botón antes de las {until};"
+                      " si no, quedará libre para otra persona:",
+                      "You asked for this appointment at {clinic}. To book it, confirm it with the button before"
+                      " {until}; otherwise it is freed for someone else:"),
+    "mail_link_web": ("Para confirmar la cita:", "To confirm the appointment:"),
+    "mail_button_web": ("Confirmar la cita", "Confirm the appointment"),
+    "mail_ignore_web": ("Si no ha pedido usted esta cita, no haga nada: no se reservará.",
+                        "If you did not ask for this appointment, do nothing: it will not be booked."),
     # The booking page at /reservar ("The booking page")
     "web_title": ("Pedir cita", "Book an appointment"), "web_language": ("English", "Español"),
     "web_step_centro": ("¿En qué centro?", "Which center?"),
@@ -897,15 +906,6 @@ TEXTS = {
     "web_already": ("Esta cita ya estaba confirmada.", "This appointment was already confirmed."),
     "web_request_expired": ("Esta petición ha caducado y la hora ha quedado libre: pida la cita de nuevo.",
         "This request has expired and the time was freed: book again."),
-    "mail_subject_web": ("Confirme su cita: {date}, {time}", "Confirm your appointment: {date}, {time}"),
-    "mail_lead_web": ("Ha pedido esta cita en {clinic}. Para reservarla, confírmela con el botón antes de las {until};"
-                      " si no, quedará libre para otra persona:",
-                      "You asked for this appointment at {clinic}. To book it, confirm it with the button before"
-                      " {until}; otherwise it is freed for someone else:"),
-    "mail_link_web": ("Para confirmar la cita:", "To confirm the appointment:"),
-    "mail_button_web": ("Confirmar la cita", "Confirm the appointment"),
-    "mail_ignore_web": ("Si no ha pedido usted esta cita, no haga nada: no se reservará.",
-                        "If you did not ask for this appointment, do nothing: it will not be booked."),
     "rule_mail_pending": ("Esta cita espera a que el paciente la confirme por correo: aún no se le envía nada más.",
                           "This visit waits for the patient's confirmation by e-mail: nothing else is sent yet."),
 }

@@ -6,6 +6,6 @@
 <dt>{{label}}</dt><dd>{{value}}</dd>
 % end
 </dl>
-<form method="post" action="/reservar/confirmar/{{token}}">
+<form method="post" action="/reservar/confirmar/{{token}}"><input type="hidden" name="idioma" value="{{lang}}">
 <button type="submit">{{t('web_confirm_button')}}</button></form>
 </main></body></html>

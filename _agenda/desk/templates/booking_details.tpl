@@ -38,7 +38,9 @@
 <p class="field-error" id="aseguradora-error">{{fields['aseguradora']}}</p>
 % end
 <select id="aseguradora" name="aseguradora"{{!' aria-invalid="true" aria-describedby="aseguradora-error"' if 'aseguradora' in fields else ''}}>
+% if none:
 <option value="">{{t('web_no_insurance')}}</option>
+% end
 % for value, name in insurances:
 <option value="{{value}}"{{!' selected' if typed['aseguradora'] == value else ''}}>{{name}}</option>
 % end
