@@ -15,7 +15,6 @@ import urllib.parse
 import pytest
 import webtest
 from bs4 import BeautifulSoup
-from webtest.http import StopableWSGIServer
 
 import agenda
 from _agenda.domain.links import new_link
@@ -69,8 +68,14 @@ class Browser:
 
 
 @pytest.fixture
-def web(make_api):
+def api(make_api):
+    """The test clinic with its page on (conftest's `server` serves it on a real waitress)."""
     return make_api(web_pending_ceiling=12, **WEB)
+
+
+@pytest.fixture
+def web(api):
+    return api
 
 
 def counts(api):
@@ -138,17 +143,6 @@ def test_a_flood_meets_each_bound_and_the_ceiling_while_a_link_s_patient_acts_an
     ask("192.0.2.4", 17)  # and that frees its place under the ceiling
 
 
-@pytest.fixture
-def served(web):
-    """The clinic with its page on, on a real waitress on 127.0.0.1; its base URL."""
-    httpd = StopableWSGIServer.create(web.app, host="127.0.0.1", threads=8)
-    try:
-        assert httpd.wait(), "the server did not start"
-        yield httpd.application_url.rstrip("/")
-    finally:
-        httpd.shutdown()
-
-
 def post(base, path, body, headers, source="127.0.0.1"):
     """One POST to the real server from the loopback address `source`: (status, body)."""
     parts = urllib.parse.urlsplit(base)
@@ -197,7 +191,7 @@ def at_once(*sends):
 
 
 def test_one_slot_raced_by_the_page_the_caller_and_the_desk_goes_to_exactly_one_the_others_refused_in_words(
-        web, served):
+        web, server):
     cookie, csrf = desk_session(web)
     caller_patient, desk_patient = web.new_patient(nif=valid_dni(610)), web.new_patient(nif=valid_dni(611))
     for round_, time_text in enumerate(("09:00", "09:30", "10:00", "10:30")):
@@ -207,10 +201,10 @@ def test_one_slot_raced_by_the_page_the_caller_and_the_desk_goes_to_exactly_one_
         desk = urllib.parse.urlencode({"csrf": csrf, "doctorId": "MARTIN", "date": "26/11/2026", "time": time_text,
                                        "centerId": "C1", "patientId": desk_patient})
         answers = at_once(
-            (post, (served, *page, f"127.0.0.{10 + round_}")),
-            (post, (served, "/appointments", caller, {"Content-Type": "application/json", "X-Signature": sign(
+            (post, (server, *page, f"127.0.0.{10 + round_}")),
+            (post, (server, "/appointments", caller, {"Content-Type": "application/json", "X-Signature": sign(
                 caller, SECRET, "POST", "/appointments")})),
-            (post, (served, "/desk/book", desk, {"Content-Type": "application/x-www-form-urlencoded",
+            (post, (server, "/desk/book", desk, {"Content-Type": "application/x-www-form-urlencoded",
                                                  "Cookie": cookie})))
         won = [answer for answer, done in zip(answers, (200, 201, 303)) if answer[0] == done]
         assert len(won) == 1, [status for status, _ in answers]
@@ -262,11 +256,11 @@ def test_a_confirmation_link_opened_twice_late_or_after_release_answers_in_words
 @pytest.mark.parametrize("second_email", ["nadia40@example.es", "otra.persona@example.es"],
                          ids=["the same e-mail", "another e-mail"])
 def test_one_nif_from_two_browsers_at_once_books_both_answers_alike_and_keeps_the_nif_unique(
-        web, served, second_email):
+        web, server, second_email):
     typed = person(40, nif=valid_dni(640))
     sends = [page_request(web, f"127.0.0.{20 + n}", day(1), time_text, **{**typed, "correo": email})
              for n, (time_text, email) in enumerate((("09:00", typed["correo"]), ("09:30", second_email)))]
-    answers = at_once(*((post, (served, *send, f"127.0.0.{20 + n}")) for n, send in enumerate(sends)))
+    answers = at_once(*((post, (server, *send, f"127.0.0.{20 + n}")) for n, send in enumerate(sends)))
     assert [status for status, _ in answers] == [200, 200]
     assert all(said("web_sent") in text for _, text in answers)
     assert web.db().execute("SELECT count(*) FROM patients WHERE nif = ?", (valid_dni(640),)).fetchone()[0] == 1
