@@ -4,17 +4,27 @@ menu; reception matches it to that record (or that guardian's child) or refuses 
 and every card, row and page marks a pending visit and the channel "web"."""
 
 import datetime as dt
+import os
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 import webtest
+from hypothesis import event, HealthCheck, settings, strategies as st
+from hypothesis.stateful import initialize, invariant, rule, RuleBasedStateMachine
+
+import agenda
 
 from _agenda.domain.links import new_link
 from _agenda.domain.registry import register_patient
 from _agenda.domain.web_booking import confirm_booking, request_booking, WebAsk
 from _agenda.domain.web_requests import new_token
+from _agenda.domain.verifying import match_request, on_file, refuse_request, to_verify, verify_count
+from _agenda.values.refusals import ClinicError
 
-from conftest import valid_dni
+from conftest import Api, CLINIC_CSV, Clock, MONDAY, SECRET, seed, table_rows, valid_dni, write_csv
 
 PASSWORD = "correct horse battery"
 WEB = {"web_booking": "on", "web_privacy": "Clínica Sol trata sus datos para su cita.",
@@ -232,3 +242,101 @@ def test_a_visit_past_its_time_reads_as_released_not_pending_on_the_next_page(we
     clock.moment += dt.timedelta(minutes=16)
     web.book(web.new_patient(nif=valid_dni(507)), time="10:00")  # any booking's transaction releases it
     assert f"/desk/appointments/{visit}" not in client.get("/desk/day?date=24/11/2026&centerId=C1").text
+
+
+# As a property: reception's two ends, interleaved with the page's bookings naming a record on file, its child, another
+# record or no one, each either end a request whole or change nothing; the menu counts what the list shows; what was
+# typed outlives no request; the records on file never change.
+
+class VerifyMachine(RuleBasedStateMachine):
+    """Bookings on the page confirmed by their links, and reception's matches (to the record, to its child, to
+    another) and refusals, in any order, on a clinic with a guardian, her child and another patient on file."""
+
+    @initialize()
+    def clinic(self):
+        self.folder = tempfile.mkdtemp()
+        path = Path(self.folder) / "agenda.db"
+        seed(path, write_csv(Path(self.folder), CLINIC_CSV))
+        self.api = Api(agenda.create_app(path, SECRET, now=Clock(MONDAY), **WEB))
+        self.clinic = self.api.app.clinic
+        self.guardian = int(known_patient(self.api))
+        self.child = int(register_patient(self.clinic, {"name": "Lía", "surname": "Vidal", "birthDate": "03/04/2019",
+                                                        "guardianNif": KNOWN}, source="desk:ana"))
+        self.other = int(self.api.new_patient(nif=valid_dni(520), name="Otro"))
+        self.on_file = {key: row(self.api, "patients", key) for key in (self.guardian, self.child, self.other)}
+        self.asked, self.ended = [], set()
+
+    def teardown(self):
+        self.clinic.db.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    @rule(nif=st.sampled_from([KNOWN, valid_dni(520), valid_dni(521)]), child=st.booleans(),
+          slot=st.sampled_from([(day, time) for day in ("2026-11-24", "2026-11-26", "2026-11-27")
+                                for time in ("09:00", "09:30", "10:00", "10:30")]))
+    def book_and_confirm(self, nif, child, slot):
+        n = len(self.asked)
+        try:
+            request_booking(self.clinic, ask(nif=nif, child=child, day=slot[0], time=slot[1], name=f"Prov{n}",
+                                             birth_date="2019-01-01" if child else "1985-03-02",
+                                             email=f"prov{n}@example.es"), f"203.0.113.{n}")
+        except ClinicError as refusal:
+            assert refusal.code in ("SLOT_NOT_AVAILABLE", "WEB_BUSY"), refusal.code
+            return
+        request = dict(self.api.db().execute("SELECT * FROM web_requests ORDER BY id DESC LIMIT 1").fetchone())
+        with self.clinic.db.transaction() as conn:
+            token = new_token(conn, request["appointment_id"])
+        assert confirm_booking(self.clinic, token) == "confirmed"
+        self.asked.append(request)
+
+    @rule(day=st.sampled_from(["24/11/2026", "26/11/2026", "27/11/2026"]), time=st.sampled_from(["09:00", "09:20"]),
+          who=st.sampled_from(["guardian", "child"]))
+    def the_caller_books_one_on_file_elsewhere(self, day, time, who):
+        answer = self.api.post("/appointments", {"date": day, "time": time, "doctorId": "RUIZ", "insuranceId": "PRIV",
+                                                 "patientId": str(getattr(self, who))})
+        assert answer.status_int in (201, 409), answer.text
+
+    @rule(data=st.data(), to=st.sampled_from(["record", "child", "other", "default"]))
+    def match(self, data, to):
+        self.end(data, lambda visit: match_request(self.clinic, visit, "desk:ana", patient_id={
+            "record": self.guardian, "child": self.child, "other": self.other, "default": None}[to]))
+
+    @rule(data=st.data())
+    def refuse(self, data):
+        self.end(data, lambda visit: refuse_request(self.clinic, visit, "desk:ana"))
+
+    def end(self, data, action):
+        """One of reception's ends on a visit asked: ended whole, or refused with nothing changed."""
+        if not self.asked:
+            return
+        request = data.draw(st.sampled_from(self.asked))
+        before, targets = table_rows(self.clinic.db.path), on_file(self.api.db(), request["typed_nif"])
+        try:
+            action(request["appointment_id"])
+        except ClinicError as refusal:
+            event(f"reception refused in words: {refusal.rule}")
+            assert table_rows(self.clinic.db.path) == before
+            return
+        event("reception ended a request")
+        assert request["case_of"] == "verify" and request["id"] not in self.ended
+        self.ended.add(request["id"])
+        ended = row(self.api, "web_requests", request["id"])
+        visit = row(self.api, "appointments", request["appointment_id"])
+        assert ended["ended_at"] and ended["typed_nif"] is None and visit["pending"] is None
+        assert visit["status"] == "cancelled" or visit["patient_id"] in targets  # the NIF's record, or its child
+
+    @invariant()
+    def the_menu_counts_the_list_and_nothing_typed_outlives_its_request(self):
+        if not hasattr(self, "api"):
+            return
+        listed = to_verify(self.clinic, "cli:test")
+        assert verify_count(self.clinic) == len(listed) == len([
+            request for request in self.asked if request["case_of"] == "verify" and request["id"] not in self.ended])
+        live = {name for (name,) in self.api.db().execute("SELECT name FROM live_patients")}
+        assert not live & {f"Prov{n}" for n, request in enumerate(self.asked) if request["id"] in self.ended}
+        assert {key: row(self.api, "patients", key) for key in self.on_file} == self.on_file
+
+
+VerifyMachine.TestCase.settings = settings(max_examples=int(os.environ.get("AGENDA_VERIFY_EXAMPLES", "12")),
+                                           stateful_step_count=10, deadline=None,
+                                           suppress_health_check=[HealthCheck.too_slow])
+TestReceptionEndsEachRequestWholeOrNotAtAll = VerifyMachine.TestCase

@@ -8,7 +8,7 @@ import datetime as dt
 from ..values.refusals import invalid
 from ..values.fields import numeric_id
 from ..storage.events import record_event
-from .appointments import live_appointments, set_patient
+from .appointments import live_appointments, set_patient, set_pending
 from .booking import CHANNELS, patient_elsewhere, Span
 from .changes import cancelled
 from .identity import identities
@@ -102,6 +102,7 @@ def refuse_request(clinic, appointment_id, source):
     with clinic.db.transaction() as conn:
         request, before = open_request(conn, appointment_id)
         forget_links(conn, request["typed_id"])
+        set_pending(conn, before["id"], None, at)  # ended: no longer reception's to verify
         cancelled(clinic, conn, before, at, REFUSED, "appointment.refused", source, notice=False)
         end_request(conn, before["id"], at, source)
         forget_provisional(clinic, conn, request["typed_id"], at, source)
