@@ -913,12 +913,12 @@ CREATE INDEX web_requests_by_patient ON web_requests (patient_id) WHERE patient_
 CREATE INDEX web_requests_by_address ON web_requests (address_key, created_at);
 CREATE INDEX web_requests_by_email ON web_requests (email_key, created_at);
 CREATE INDEX web_requests_by_nif ON web_requests (nif_key, created_at);
--- The key of the bounds' HMACs: random, made once, never shown.
+-- The key of the bounds' HMACs: random, made with the page's first request (a database copied before then, as a
+-- template or a demo, gets its own), never shown.
 CREATE TABLE web_key (
     one INTEGER PRIMARY KEY CHECK (one = 1),
     key BLOB NOT NULL
 );
-INSERT INTO web_key (one, key) VALUES (1, randomblob(32));
 -- The page's first message, 'web': confirm the visit by its link. The outbox is rebuilt for its CHECK, as version 21
 -- did; its indexes and the Message-ID's triggers are made again. Changes come from the page too, as `web`: the
 -- events table is rebuilt with that source allowed, every row kept ("Audit").

@@ -37,7 +37,9 @@ def address_text(address):
 
 
 def keyed(conn, text):
-    """HMAC-SHA256 of `text` by the clinic's own key (web_key): a bound counts by it, the text is never kept."""
+    """Inside a transaction: HMAC-SHA256 of `text` by the clinic's own key (web_key, random, made at the first
+    need): a bound counts by it, the text is never kept."""
+    conn.execute("INSERT OR IGNORE INTO web_key (one, key) VALUES (1, randomblob(32))")
     key = conn.execute("SELECT key FROM web_key").fetchone()[0]
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 

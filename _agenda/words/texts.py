@@ -906,6 +906,7 @@ TEXTS = {
     "web_already": ("Esta cita ya estaba confirmada.", "This appointment was already confirmed."),
     "web_request_expired": ("Esta petición ha caducado y la hora ha quedado libre: pida la cita de nuevo.",
         "This request has expired and the time was freed: book again."),
+    "field_week": ("Semana", "Week"),
     "rule_mail_pending": ("Esta cita espera a que el paciente la confirme por correo: aún no se le envía nada más.",
                           "This visit waits for the patient's confirmation by e-mail: nothing else is sent yet."),
 }
