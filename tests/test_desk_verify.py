@@ -340,3 +340,25 @@ VerifyMachine.TestCase.settings = settings(max_examples=int(os.environ.get("AGEN
                                            stateful_step_count=10, deadline=None,
                                            suppress_health_check=[HealthCheck.too_slow])
 TestReceptionEndsEachRequestWholeOrNotAtAll = VerifyMachine.TestCase
+
+
+def test_a_request_whose_visit_was_cancelled_meanwhile_stays_listed_until_reception_closes_it_and_its_typing_goes(web):
+    known_patient(web)
+    request = confirmed(web)
+    visit = request["appointment_id"]
+    with web.app.clinic.db.transaction() as conn:
+        token = new_link(conn, visit, "message", web.app.clinic.clock())  # the confirmation's link, typed address's
+    patient = webtest.TestApp(web.app)
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', patient.get(f"/cita/{token}").text)[1]
+    patient.post(f"/cita/{token}/anular", {"csrf": csrf, "seguro": "1"})  # whoever typed it cancels it by the link
+    assert row(web, "appointments", visit)["status"] == "cancelled"
+    client, csrf = desk_of(web)
+    listed = client.get("/desk/verify").html.select_one(f"#verify-{visit}")
+    assert listed is not None and "anulada" in listed.text
+    assert not listed.select(f'form[action="/desk/verify/{visit}/match"]')  # nothing to match: only to close
+    page = client.post(f"/desk/verify/{visit}/match", {"csrf": csrf}, expect_errors=True)
+    assert page.status_int == 400 and row(web, "web_requests", request["id"])["ended_at"] is None
+    client.post(f"/desk/verify/{visit}/refuse", {"csrf": csrf})
+    assert typed_kept(web) == [] and row(web, "web_requests", request["id"])["typed_nif"] is None
+    assert [kind for (kind,) in web.db().execute("SELECT kind FROM outbox WHERE appointment_id = ? ORDER BY id",
+                                                 (visit,))].count("notice") == 1  # the link's own, no second one

@@ -8,7 +8,7 @@ import datetime as dt
 from ..values.refusals import invalid
 from ..values.fields import numeric_id
 from ..storage.events import record_event
-from .appointments import live_appointments, set_patient, set_pending
+from .appointments import set_patient, set_pending, with_cancelled
 from .booking import CHANNELS, patient_elsewhere, Span
 from .changes import cancelled
 from .identity import identities
@@ -18,11 +18,11 @@ from .patients import block_patient, remove_patient
 from .rights import anonymise
 from .web_requests import end_request
 
-# The confirmed 'verify' requests reception has not ended, each with its visit still held for reception.
+# The confirmed 'verify' requests reception has not ended, each with its visit held for reception (or cancelled
+# meanwhile, by the typed address's link or at the desk: reception still closes it, so that what was typed goes).
 OPEN = """SELECT w.id AS request_id, w.appointment_id, w.patient_id AS typed_id, w.typed_nif, w.confirmed_at
 FROM web_requests w JOIN appointments a ON a.id = w.appointment_id
-WHERE w.case_of = 'verify' AND w.confirmed_at IS NOT NULL AND w.ended_at IS NULL AND a.pending = 'reception'
-  AND a.status != 'cancelled'"""
+WHERE w.case_of = 'verify' AND w.confirmed_at IS NOT NULL AND w.ended_at IS NULL AND a.pending = 'reception'"""
 # The live record with a NIF, then its live children (a child booked under a guardian's NIF is matched to one).
 ON_FILE = """SELECT id FROM live_patients WHERE nif = ?1 UNION ALL
 SELECT c.id FROM live_patients c JOIN live_patients g ON g.id = c.guardian_id WHERE g.nif = ?1 AND c.id != g.id"""
@@ -47,8 +47,9 @@ def to_verify(clinic, reader):
     requests = [dict(row) for row in conn.execute(f"{OPEN} ORDER BY a.date, a.time, a.id")]
     if not requests:
         return []
-    visits = {visit["id"]: visit for visit in live_appointments(
-        clinic, reader, "search", ids=[request["appointment_id"] for request in requests])}
+    keys = [request["appointment_id"] for request in requests]
+    visits = {visit["id"]: visit for visit in with_cancelled(
+        clinic, f"a.id IN ({', '.join('?' * len(keys))})", keys, reader, "search")}
     files = {request["request_id"]: on_file(conn, request["typed_nif"]) for request in requests}
     people = identities(clinic, [request["typed_id"] for request in requests] +
                         [key for keys in files.values() for key in keys], reader, "search")
@@ -76,6 +77,9 @@ def match_request(clinic, appointment_id, source, patient_id=None):
     at = clinic.clock()
     with clinic.db.transaction() as conn:
         request, before = open_request(conn, appointment_id)
+        if before["status"] == "cancelled":
+            raise invalid("that visit was cancelled meanwhile: close the request instead", "verify_cancelled",
+                          "appointmentId")
         targets = on_file(conn, request["typed_nif"])
         target = numeric_id(patient_id) if patient_id not in (None, "") else next(iter(targets), None)
         if target is None or target not in targets:
@@ -96,14 +100,16 @@ def match_request(clinic, appointment_id, source, patient_id=None):
 
 
 def refuse_request(clinic, appointment_id, source):
-    """The visit cancelled without a message (its slot free again), the typed address's links stopped, the
-    provisional record's identity gone and the request ended: the patient on file did not ask for it."""
+    """The visit cancelled without a message (its slot free again; one cancelled meanwhile only closed), the typed
+    address's links stopped, the provisional record's identity gone and the request ended: the patient on file did
+    not ask for it."""
     at = clinic.clock()
     with clinic.db.transaction() as conn:
         request, before = open_request(conn, appointment_id)
         forget_links(conn, request["typed_id"])
         set_pending(conn, before["id"], None, at)  # ended: no longer reception's to verify
-        cancelled(clinic, conn, before, at, REFUSED, "appointment.refused", source, notice=False)
+        if before["status"] != "cancelled":  # cancelled meanwhile: only closed
+            cancelled(clinic, conn, before, at, REFUSED, "appointment.refused", source, notice=False)
         end_request(conn, before["id"], at, source)
         forget_provisional(clinic, conn, request["typed_id"], at, source)
 

@@ -823,6 +823,8 @@ TEXTS = {
     "verify_no_record": ("Ninguna ficha activa tiene ese NIF.", "No live record has that NIF."),
     "verify_match": ("Es esta persona: pasar la cita a su ficha", "It is this person: move the visit to their record"),
     "verify_refuse": ("No la pidió: rechazar", "They did not ask for it: refuse"),
+    "verify_close": ("Cerrar y borrar lo que escribió", "Close it and erase what was typed"),
+    "rule_verify_cancelled": ("Esa cita se anuló entretanto: ciérrela en su lugar.", "That visit was cancelled meanwhile: close it instead."),
     "verify_matched": ("Cita pasada a la ficha de {patient}.", "Visit moved to {patient}'s record."),
     "verify_refused": ("Reserva web rechazada: la cita queda anulada.", "Web booking refused: the visit is cancelled."),
     "event_appointment.matched": ("reserva web verificada por recepción", "web booking verified by reception"),

@@ -22,10 +22,12 @@
       {{t('nif')}}: {{r['typed_nif'] or ''}} · {{t('birth')}}: {{format_date(typed['birth_date']) if typed.get('birth_date') else ''}}<br>
       <span class="phone">{{dialled(typed.get('phone'))}}</span>{{' · ' + typed['email'] if typed.get('email') else ''}}</td>
     <td class="on-file">
-    % if not r['on_file']:
+    % if v['status'] == 'cancelled':
+      {{t('cancelled')}}
+    % elif not r['on_file']:
       {{t('verify_no_record')}} <a href="/desk/patients/new">{{t('new_patient')}}</a>
     % end
-    % for person in r['on_file']:
+    % for person in ([] if v['status'] == 'cancelled' else r['on_file']):
       <form method="post" action="/desk/verify/{{r['appointment_id']}}/match">
         <input type="hidden" name="csrf" value="{{desk['csrf']}}">
         <input type="hidden" name="patientId" value="{{person['id']}}">
@@ -39,7 +41,7 @@
     </td>
     <td><form method="post" action="/desk/verify/{{r['appointment_id']}}/refuse">
       <input type="hidden" name="csrf" value="{{desk['csrf']}}">
-      <button type="submit" class="danger">{{t('verify_refuse')}}</button>
+      <button type="submit" class="danger">{{t('verify_close' if v['status'] == 'cancelled' else 'verify_refuse')}}</button>
     </form></td>
   </tr>
   % end
