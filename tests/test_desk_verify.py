@@ -17,6 +17,7 @@ from hypothesis.stateful import initialize, invariant, rule, RuleBasedStateMachi
 
 import agenda
 
+from _agenda.domain.changes import cancel_appointment
 from _agenda.domain.links import new_link
 from _agenda.domain.registry import register_patient
 from _agenda.domain.web_booking import confirm_booking, request_booking, WebAsk
@@ -299,6 +300,16 @@ class VerifyMachine(RuleBasedStateMachine):
     def match(self, data, to):
         self.end(data, lambda visit: match_request(self.clinic, visit, "desk:ana", patient_id={
             "record": self.guardian, "child": self.child, "other": self.other, "default": None}[to]))
+
+    @rule(data=st.data())
+    def cancelled_meanwhile(self, data):
+        """Reception (or the typed address's link) cancels a visit asked, ended or not."""
+        if self.asked:
+            try:
+                cancel_appointment(self.clinic, data.draw(st.sampled_from(self.asked))["appointment_id"],
+                                   source="desk:ana")
+            except ClinicError as refusal:
+                assert refusal.code in ("APPOINTMENT_ALREADY_CANCELLED", "APPOINTMENT_NOT_FOUND"), refusal.code  # closed
 
     @rule(data=st.data())
     def refuse(self, data):
