@@ -275,7 +275,8 @@ VARYING = [(re.compile(rb"(/reservar/confirmar/|/cita/baja/|/cita/)[A-Za-z0-9_-]
            (re.compile(rb"^(Message-ID|Date|X-Agenda-[\w-]+): .*$", re.M), rb"\1: ..."),
            (re.compile(rb"=+[0-9]{6,}=*"), b"BOUNDARY"),
            (re.compile(rb"appointment-\d+\.[0-9a-f-]+@agenda"), b"UID"),
-           (re.compile(rb"DTSTAMP:\d+T\d+Z"), b"DTSTAMP")]
+           (re.compile(rb"DTSTAMP:\d+T\d+Z"), b"DTSTAMP"),
+           (re.compile(rb'name="csrf" value="[0-9a-f]+"'), b'name="csrf" value="CSRF"')]
 
 
 def normalised(raw):
@@ -313,6 +314,13 @@ def attack(api, mail_server, sender):
     token = re.search(r"/reservar/confirmar/([A-Za-z0-9_-]{32,64})", first.get_body(("plain",)).get_content())[1]
     pages += [browser.get(f"/reservar/confirmar/{token}").body, browser.post(f"/reservar/confirmar/{token}").body]
     assert sender.pass_once() == {"sent": 1}
+    confirmation = mail_server.inbox.messages()[-1][1].get_body(("plain",)).get_content()
+    link = re.search(r"/cita/([A-Za-z0-9_-]{32,64})", confirmation)[1]  # the visit's own link, theirs to open
+    visit_page = browser.get(f"/cita/{link}")
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', visit_page.text)[1]
+    confirmed = browser.post(f"/cita/{link}/confirmar", {"csrf": csrf}).maybe_follow()
+    assert said("link_confirmed_done") in confirmed.text
+    pages += [visit_page.body, confirmed.body]
     messages = [(to, decoded(message)) for to, message in mail_server.inbox.messages()[-2:]]
     assert [to for to, _ in messages] == [["mallory@example.net"]] * 2
     return [normalised(page) for page in pages], [normalised(raw) for _, raw in messages]
