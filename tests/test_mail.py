@@ -700,7 +700,8 @@ def test_the_upgrade_keeps_a_tried_message_id_and_a_visit_on_a_calendar_keeps_it
     assert sender.pass_once() == {"sent": 1}
     eva = api.book(api.new_patient(nif=valid_dni(1), name="Eva", email="eva@example.es"), time="10:00")
     with transaction(api.db()) as conn:  # the database as version 18 left it (24's page, 23's notes, 22's, 20's first)
-        for statement in ("DROP TRIGGER appointment_removed", "DROP TRIGGER patient_removed", "DROP TABLE removed_ids",
+        for statement in ("DROP INDEX patients_by_any_nif", "DROP TRIGGER appointment_removed",
+                          "DROP TRIGGER patient_removed", "DROP TABLE removed_ids",
                           "DROP TABLE web_key", "DROP TABLE web_requests", "DROP INDEX appointments_pending_until",
                           "ALTER TABLE appointments DROP COLUMN pending_until",
                           "ALTER TABLE appointments DROP COLUMN pending",

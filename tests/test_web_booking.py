@@ -3,6 +3,7 @@ of three cases with one answer, held as pending through the one door as the chan
 confirms it by the e-mail's link, or released; the caller's lists leave it out while its slot stays taken."""
 
 import datetime as dt
+import re
 
 import pytest
 
@@ -283,3 +284,37 @@ def test_the_offer_names_doctors_whole_or_by_type_and_the_page_books_only_those(
     assert refused.value.code == "SLOT_NOT_AVAILABLE"
     request_booking(web.app.clinic, ask(type_id="MG-REV", time="09:15"), ADDRESS)
     assert web.db().execute("SELECT type_id, end_time FROM appointments").fetchone()[:] == ("MG-REV", "09:30")
+
+
+GROWING = ("appointments", "patients")  # the tables that grow with the clinic's years
+
+
+def walked_whole(conn, statements):
+    """(plan, statement) of each statement run that walks a table of GROWING whole, by EXPLAIN QUERY PLAN over the
+    statements as SQLite ran them (the trace gives them with their values)."""
+    found = []
+    for sql in statements:
+        if not sql.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE", "WITH")):
+            continue
+        aliases = {f" {word}" for table in GROWING for word in re.findall(rf"\b{table}\s+(\w+)", sql)}
+        for row in conn.execute("EXPLAIN QUERY PLAN " + sql):
+            if row[3].startswith("SCAN ") and any(row[3] == f"SCAN {name.strip()}" for name in {*GROWING, *aliases}):
+                found.append((row[3], sql[:160]))
+    return found
+
+
+def test_neither_a_page_s_booking_nor_the_caller_s_walks_the_appointments_or_the_patients_whole(web, clock):
+    """The page's release runs in every booking of every channel, and its look-up of a NIF in each of its own: by
+    an index each, so that a flood of the page's bookings never costs the caller what the clinic's years weigh."""
+    known = web.new_patient(nif=valid_dni(600))
+    conn, statements = web.app.clinic.db.connection(), []
+    conn.set_trace_callback(statements.append)
+    try:
+        request_booking(web.app.clinic, ask(), ADDRESS)  # a new patient
+        request_booking(web.app.clinic, ask(time="09:30", nif=valid_dni(600), email="x@example.es"), "203.0.113.9")
+        clock.moment += dt.timedelta(minutes=20)
+        web.book(known, time="10:00")  # the caller's, which releases both
+    finally:
+        conn.set_trace_callback(None)
+    assert [row[0] for row in web.db().execute("SELECT pending FROM appointments")] == [None]
+    assert walked_whole(conn, statements) == []

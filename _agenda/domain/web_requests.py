@@ -121,11 +121,11 @@ def release_expired(conn, at):
     ("Patients book themselves"). How many."""
     expired = conn.execute(
         "SELECT a.id, a.patient_id, r.case_of FROM appointments a LEFT JOIN web_requests r ON r.appointment_id = a.id"
-        " WHERE a.pending = 'email' AND a.pending_until <= ? ORDER BY a.id", (utc_iso(at),)).fetchall()
+        " WHERE a.pending = 'email' AND a.pending_until <= ? ORDER BY a.pending_until", (utc_iso(at),)).fetchall()
     for appointment_id, patient_id, case_of in expired:
         conn.execute("UPDATE web_requests SET released_at = ? WHERE appointment_id = ?", (utc_iso(at), appointment_id))
         remove_appointment(conn, appointment_id)
-        record_event(conn, at, SOURCE, "appointment.released", "appointment", appointment_id)
+        record_event(conn, at, SOURCE, "appointment.web_released", "appointment", appointment_id)
         if case_of in ("new", "verify") and remove_patient(conn, patient_id):
             record_event(conn, at, SOURCE, "patient.removed", "patient", patient_id)
     return len(expired)

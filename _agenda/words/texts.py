@@ -807,7 +807,7 @@ TEXTS = {
     "WEB_CLOSED": ("La clínica no da citas por internet.", "The clinic does not take bookings online."),
     "WEB_BUSY": ("Ahora mismo hay demasiadas reservas esperando confirmación: inténtelo de nuevo más tarde.",
                  "Too many bookings are waiting for confirmation right now: please try again later."),
-    "event_appointment.released": ("reserva web no confirmada: liberada", "web booking not confirmed: released"),
+    "event_appointment.web_released": ("reserva web no confirmada: liberada", "web booking not confirmed: released"),
     "event_appointment.web_confirmed": ("reserva web confirmada por el paciente",
                                         "web booking confirmed by the patient"),
     # Reception's side of the web booking ("Por verificar"), and a web booking's marks on the desk
@@ -842,6 +842,9 @@ TEXTS = {
     "mail_button_web": ("Confirmar la cita", "Confirm the appointment"),
     "mail_ignore_web": ("Si no ha pedido usted esta cita, no haga nada: no se reservará.",
                         "If you did not ask for this appointment, do nothing: it will not be booked."),
+    "field_week": ("Semana", "Week"),
+    "rule_mail_pending": ("Esta cita espera a que el paciente la confirme por correo: aún no se le envía nada más.",
+                          "This visit waits for the patient's confirmation by e-mail: nothing else is sent yet."),
     # The booking page at /reservar ("The booking page")
     "web_title": ("Pedir cita", "Book an appointment"), "web_language": ("English", "Español"),
     "web_step_centro": ("¿En qué centro?", "Which center?"),
@@ -908,9 +911,6 @@ TEXTS = {
     "web_already": ("Esta cita ya estaba confirmada.", "This appointment was already confirmed."),
     "web_request_expired": ("Esta petición ha caducado y la hora ha quedado libre: pida la cita de nuevo.",
         "This request has expired and the time was freed: book again."),
-    "field_week": ("Semana", "Week"),
-    "rule_mail_pending": ("Esta cita espera a que el paciente la confirme por correo: aún no se le envía nada más.",
-                          "This visit waits for the patient's confirmation by e-mail: nothing else is sent yet."),
 }
 
 
