@@ -35,6 +35,7 @@ from _agenda.domain.links import new_link
 from _agenda.domain.web_requests import new_token
 from _agenda.domain.identity import full_name, GUARDIAN_JOIN, IDENTITY_SQL, identity_fields
 from _agenda.storage.connections import transaction
+from _agenda.domain.web_booking import confirm_booking, request_booking, WebAsk
 
 import edges
 from conftest import Clock, MADRID, ROOT, valid_dni
@@ -221,6 +222,28 @@ def kept_case(world):
     yield "desk:luis", readable(client.get(f"/desk/kept/{kept}", expect_errors=True))
 
 
+def verify_case(*requests, shows=()):
+    """The desk's case after two web bookings confirmed by their links, each naming a NIF on file with another
+    e-mail: Bernarda's (her child Tobías on file under it) and the erased Herminia's, which Anselmo holds now; the
+    appointments as {web_bernarda} and {web_anselmo}."""
+    run, _ = desk_case(*requests)
+
+    def with_requests(world):
+        clinic = world.api.app.clinic
+        clinic.settings = dataclasses.replace(clinic.settings, web_booking="on", web_privacy="Clínica Sol.",
+                                              public_url="https://citas.example.es")
+        for name, nif, start in (("web_bernarda", valid_dni(102), "09:00"), ("web_anselmo", valid_dni(103), "09:30")):
+            request_booking(clinic, WebAsk("C1", "MG", "MARTIN", None, "2026-11-27", start, "Rosa", "Vidal",
+                                           "1985-03-02", nif, False, "699111222", "rosa.vidal@example.es", None, "es"),
+                            "203.0.113.7")
+            world.booked[name] = str(world.api.db().execute("SELECT max(appointment_id) FROM web_requests").fetchone()[0])
+            with transaction(world.api.db()) as conn:
+                token = new_token(conn, world.booked[name])
+            assert confirm_booking(clinic, token) == "confirmed"
+        yield from run(world)
+    return with_requests, set(shows)
+
+
 def booking_case(stage):
     """The booking page on, driven to `stage` ("css", "steps", "details", "book", "confirm"): a booking asks with a
     known NIF, a blocked one and a new one, each with an address of its own; no answer shows anyone (the page reads
@@ -388,6 +411,12 @@ ROUTES = {
     ("POST", "/cita/<token>/cambiar"): link_case("cambiar"),
     ("GET", "/cita/baja/<token>"): link_case(stop=True),
     ("POST", "/cita/baja/<token>"): link_case("baja", stop=True),
+    ("GET", "/desk/verify"): verify_case(("GET", "/desk/verify"), shows={"bernarda", "tobias", "anselmo"}),
+    ("POST", "/desk/verify/<appointment_id:int>/match"): verify_case(
+        ("POST", "/desk/verify/{web_bernarda}/match", {}), ("POST", "/desk/verify/{web_anselmo}/match", {}),
+        shows={"bernarda", "anselmo"}),
+    ("POST", "/desk/verify/<appointment_id:int>/refuse"): verify_case(
+        ("POST", "/desk/verify/{web_bernarda}/refuse", {}), shows={"anselmo"}),
     ("GET", "/reservar/reservar.css"): booking_case("css"),
     ("GET", "/reservar"): booking_case("steps"),
     ("POST", "/reservar/datos"): booking_case("details"),

@@ -98,6 +98,7 @@ PAGES = {
     ("GET", "/desk/closures/<closure_id:int>/remove"): "/desk/closures/{closure}/remove",
     ("GET", "/desk/doctors"): "/desk/doctors",
     ("GET", "/desk/report"): "/desk/report",
+    ("GET", "/desk/verify"): "/desk/verify",
 }
 
 # Run by the fresh env's Python: every desk page of pages.json, a series' preview (the one page only a form

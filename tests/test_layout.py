@@ -30,7 +30,7 @@ FOLDERS = {
     "domain": ["patients", "access", "identity", "slots", "appointments", "clinic", "visits", "holds", "availability",
                "staff", "outbox", "web_requests", "booking", "changes", "links", "registry", "closures", "reminders", "doctors", "fitting", "counter",
                "series", "waitlist", "rights", "feeds", "report", "timeline", "month", "waiting_room",
-               "web_booking"],
+               "web_booking", "verifying"],
     "files": ["catalogs", "reading", "open_formats", "staged_import"],
     "web": ["answers", "serving", "api", "calendar_feeds", "host", "proxy_sites"],
     "words": ["texts", "pages"],

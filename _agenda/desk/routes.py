@@ -13,6 +13,7 @@ from .patients import (desk_correct_patient, desk_erase, desk_erase_page, desk_n
                        desk_patient_access, desk_patient_book, desk_patient_copy, desk_patients, desk_register_patient)
 from .cards import desk_card
 from .waiting_room import desk_waiting_room
+from .verifying import desk_match, desk_refuse, desk_verify
 from .clinic import (desk_access, desk_add_closure, desk_closures, desk_doctor_feed, desk_doctors,
                           desk_remove_closure, desk_remove_closure_page, desk_report, desk_retire)
 
@@ -75,4 +76,7 @@ DESK_ROUTES = [  # (method, path, handler, route config)
     ("GET", "/desk/report", desk_report, ADMIN),
     ("POST", "/desk/doctors/<doctor_id>/retire", desk_retire, ADMIN),
     ("POST", "/desk/doctors/<doctor_id>/feed", desk_doctor_feed, ADMIN),
+    ("GET", "/desk/verify", desk_verify, DESK),
+    ("POST", "/desk/verify/<appointment_id:int>/match", desk_match, DESK),
+    ("POST", "/desk/verify/<appointment_id:int>/refuse", desk_refuse, DESK),
 ]

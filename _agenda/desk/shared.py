@@ -14,7 +14,7 @@ import bottle
 import phonenumbers
 
 from ..values.refusals import ClinicError
-from ..values.fields import format_date, parse_date, text_field
+from ..values.fields import clinic_moment, format_date, parse_date, text_field
 from ..values.printing import masked, printable
 from ..storage.events import latest_event_id
 from ..domain.patients import DESK_FIELDS, DESK_FORM, LANGUAGES, YES_NO
@@ -25,6 +25,7 @@ from ..words.pages import desk_template
 from ..web.answers import clinic, raw_header, refusal_for, request_id, rooted, rooted_page, status_of
 from ..domain.availability import catalog_names as names_of, clinic_centers
 from ..domain.month import next_free
+from ..domain.verifying import verify_count
 
 log = logging.getLogger("agenda")
 
@@ -65,6 +66,7 @@ def desk_page(template, status=200, **values):
         bottle.response.delete_cookie(FLASH_COOKIE, path=rooted("/desk"))
         flash = flash_text(flash, t, desk)
     values = {"t": t, "desk": desk, "format_date": format_date, "dialled": dialled, "quote": urllib.parse.quote,
+              "pending": functools.partial(pending_words, t), "to_verify": verify_count(clinic()) if desk["name"] else 0,
               "urlencode": urllib.parse.urlencode, "error": None, "nif_of": functools.partial(nif_of, t), "wrong": {},
               "patient_form": DESK_FORM, "choices": functools.partial(field_choices, t), **values}
     values["wrong_note"] = functools.partial(field_note, values["wrong"])
@@ -317,7 +319,17 @@ def who_booked(t, source):
         return t("by_agent")
     if source == "patient":
         return t("by_link")
+    if source == "web":
+        return t("by_web")
     return source.split(":", 1)[1] if source and source.startswith("desk:") else t("by_cli")
+
+
+def pending_words(t, record):
+    """What a visit still pending says on a card, a row or its page ("Patients book themselves"): waiting for the patient's
+    e-mail until a time of the clinic's clock, or for reception to verify who booked it; '' when not pending."""
+    if record.get("pending") == "email":
+        return t("pending_email", time=clinic_moment(record.get("pending_until"), clinic().tz, "%H:%M"))
+    return t("pending_reception") if record.get("pending") == "reception" else ""
 
 
 def changes_version():

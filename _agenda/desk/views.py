@@ -3,6 +3,7 @@ timeline partial, the month at a glance ("The month at a glance"), and the appoi
 ("To call")."""
 
 import datetime as dt
+import functools
 import html
 import os
 import re
@@ -23,7 +24,7 @@ from ..domain.timeline import (NOW_ROWS, center_week, day_timeline, doctor_week,
                        week_days)
 from ..web.answers import clinic, query_text
 from .shared import (catalog_names, changes_version, day_address, desk_centers, desk_page, desk_source, dialled,
-                     first_free_offer, who_booked)
+                     first_free_offer, pending_words, who_booked)
 from ..domain.appointments import live_appointments
 from ..domain.doctors import doctors_with_hours
 from ..domain.availability import is_visit_type
@@ -63,12 +64,12 @@ def timeline_html(timeline, day, center_id, headings, now=None, places=None):
         slot = Slot(column["day"], format_date(column["day"]), block.time, "", 0, column["doctor_id"], column["name"],
                     column["speciality_id"], block.center_id)
         return sum(fits(entry, slot) for entry in entries)
+    t = translator(bottle.request.environ["agenda.desk"]["lang"])
     return desk_template("timeline").render(
-        timeline=timeline, day=day, center_id=center_id, headings=headings, now=now, hhmm=hhmm, waited=waited,
-        t=translator(bottle.request.environ["agenda.desk"]["lang"]), desk=bottle.request.environ["agenda.desk"],
-        format_date=format_date, dialled=dialled, urlencode=urllib.parse.urlencode, who_booked=who_booked,
+        timeline=timeline, day=day, center_id=center_id, headings=headings, now=now, hhmm=hhmm, waited=waited, t=t,
+        desk=bottle.request.environ["agenda.desk"], format_date=format_date, dialled=dialled, urlencode=urllib.parse.urlencode, who_booked=who_booked,
         today=clinic().today().isoformat(), last_day=clinic().window("desk").last_day.isoformat(), places=places,
-        now_label_at=now_label_at, now_rows=NOW_ROWS, escape=html.escape)
+        now_label_at=now_label_at, now_rows=NOW_ROWS, escape=html.escape, pending=functools.partial(pending_words, t))
 
 
 def without(prefix, name):

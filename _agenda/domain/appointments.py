@@ -415,3 +415,10 @@ def insert_staged_appointments(conn, table, at):
                  f" s.date, s.time, s.doctor_id), {', '.join(values.values())} FROM {table} s"
                  " JOIN doctors d ON d.id = s.doctor_id ORDER BY s.date, s.time, s.doctor_id",
                  (utc_iso(at), "cancelled in the system it came from"))
+
+
+def set_patient(conn, appointment_id, patient_id, at):
+    """Reception's match of a web visit ("Por verificar"): the appointment on the patient on file, no longer pending;
+    the row after."""
+    return update_appointment(conn, appointment_id, {"patient_id": int(patient_id), "pending": None,
+                                                     "pending_until": None}, at)

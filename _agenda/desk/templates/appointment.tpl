@@ -31,7 +31,14 @@
   <dt>{{t('phone')}}</dt><dd><span class="phone">{{dialled(appointment['phone'])}}</span></dd>
   <dt>{{t('field_email')}}</dt><dd class="mail-to">{{mail_to}}</dd>
   <dt>{{t('insurance')}}</dt><dd>{{insurance_names.get(appointment['insurance_id'], appointment['insurance_id'] or '')}}</dd>
-  <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}{{' · ' + t('to_call') if appointment['to_call'] and not cancelled else ''}}{{' · ' + t('squeezed') if appointment['squeezed'] else ''}}{{' · ' + t('series_place', place=appointment['series_place'], count=appointment['series_count']) if appointment['series_id'] else ''}}</dd>
+  <dt>{{t('status')}}</dt><dd>{{t(appointment['status'])}}
+  % if appointment.get('pending') and not cancelled:
+  · <strong class="pending-mark">{{pending(appointment)}}</strong>
+  % if appointment['pending'] == 'reception':
+  · <a href="/desk/verify">{{t('verify_title')}}</a>
+  % end
+  % end
+  {{' · ' + t('to_call') if appointment['to_call'] and not cancelled else ''}}{{' · ' + t('squeezed') if appointment['squeezed'] else ''}}{{' · ' + t('series_place', place=appointment['series_place'], count=appointment['series_count']) if appointment['series_id'] else ''}}</dd>
   <dt>{{t('attendance')}}</dt><dd>{{t(appointment['attendance'], time=appointment['arrived_local']) if appointment['attendance'] else '—'}}</dd>
   <dt>{{t('reason')}}</dt><dd>{{appointment['reason'] or ''}}</dd>
   % if appointment['note']:
@@ -54,7 +61,7 @@
   % end
 </form>
 % end
-% if appointment['status'] != 'confirmed':
+% if appointment['status'] != 'confirmed' and not appointment.get('pending'):
 <form method="post" action="/desk/appointments/{{appointment['id']}}/confirm" class="inline">
   <input type="hidden" name="csrf" value="{{desk['csrf']}}">
   <button type="submit">{{t('confirm')}}</button>

@@ -59,7 +59,7 @@
   % if legend:
 <td>{{!'<span class="swatch %s"></span>' % a['colour'] if a['colour'] else ''}}{{a['type_name'] or ''}}</td>
   % end
-<td>{{t('overlap_mark') + ' ' if a['overlap_accepted'] else ''}}{{t('to_call') + ' ' if a['to_call'] else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
+<td>{{pending(a) + ' · ' if a.get('pending') else ''}}{{t('overlap_mark') + ' ' if a['overlap_accepted'] else ''}}{{t('to_call') + ' ' if a['to_call'] else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</td></tr>
   % end
   % if not column['cards']:
   <tr><td colspan="{{7 if legend else 6}}">{{t('none')}}</td></tr>

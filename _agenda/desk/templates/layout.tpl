@@ -21,6 +21,9 @@
     <a href="/desk/waitlist">{{t('waitlist')}}</a>
     <a href="/desk/patients">{{t('patients_nav')}}</a>
     <a href="/desk/closures">{{t('closures')}}</a>
+    % if to_verify:
+    <a href="/desk/verify" class="to-verify">{{t('pending_reception')}} <span class="count">{{to_verify}}</span></a>
+    % end
     % if desk['role'] == 'admin':
     <a href="/desk/doctors">{{t('doctors')}}</a>
     <a href="/desk/report">{{t('report')}}</a>

@@ -46,7 +46,7 @@
 % end
 <ul>
 % for a in listed:
-  <li><a href="/desk/appointments/{{a['id']}}">{{format_date(a['date'])}} {{a['start']}}</a> · {{a['doctor_name']}} · {{t(a['status'])}}{{' · ' + t(a['attendance'], time='') if a['attendance'] else ''}}{{' · ' + t('to_call') if a['to_call'] and a['status'] != 'cancelled' else ''}}{{' · ' + t('squeezed') if a['squeezed'] else ''}}{{' · ' + t('series_place', place=a['series_place'], count=a['series_count']) if a['series_id'] else ''}} · {{a['reason'] or ''}}</li>
+  <li><a href="/desk/appointments/{{a['id']}}">{{format_date(a['date'])}} {{a['start']}}</a> · {{a['doctor_name']}} · {{t(a['status'])}}{{' · ' + pending(a) if a.get('pending') and a['status'] != 'cancelled' else ''}}{{' · ' + t(a['attendance'], time='') if a['attendance'] else ''}}{{' · ' + t('to_call') if a['to_call'] and a['status'] != 'cancelled' else ''}}{{' · ' + t('squeezed') if a['squeezed'] else ''}}{{' · ' + t('series_place', place=a['series_place'], count=a['series_count']) if a['series_id'] else ''}} · {{a['reason'] or ''}}</li>
 % end
 </ul>
 % end

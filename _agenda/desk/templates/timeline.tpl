@@ -29,7 +29,7 @@
   % end
   % for a in column['cards']:
   % span = max(1, min(a['to'], timeline.last) - a['from'])
-<article class="{{' '.join(filter(None, ('card', a['colour'], a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '', 'overlap' if a['overlap_accepted'] else '')))}} c{{col}} r{{row(a['from'])}} h{{span}}{{' lanes%d lane%d' % (a['lanes'], a['lane']) if a['lanes'] > 1 else ''}}">
+<article class="{{' '.join(filter(None, ('card', a['colour'], a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '', 'overlap' if a['overlap_accepted'] else '', 'pending' if a.get('pending') else '')))}} c{{col}} r{{row(a['from'])}} h{{span}}{{' lanes%d lane%d' % (a['lanes'], a['lane']) if a['lanes'] > 1 else ''}}">
 <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
     % if not a['attendance'] and a['marks']:
 <form method="post" action="/desk/appointments/{{a['id']}}/attendance" class="quick">
@@ -60,6 +60,9 @@
 <span class="att">{{t(a['attendance'], time=a['arrived_local'])}}</span>
     % else:
 <span class="status">{{t(a['status'])}}</span>
+    % end
+    % if a.get('pending'):
+<strong class="pending-mark">{{pending(a)}}</strong>
     % end
 <span class="phone">{{dialled(a['phone'])}}</span>{{' · ' + a['insurance_id'] if a['insurance_id'] else ''}}{{' · ' + a['reason'] if a['reason'] else ''}}
 <span class="by">{{who_booked(t, a['booked_by'])}}</span>
