@@ -361,9 +361,9 @@ HOSTILE = ['<script>alert("x")</script>', '"><img src=x onerror=alert(1)>', '=HY
 
 
 def inert(html):
-    """Whether a parsed page runs nothing it was given: its only scripts the desk's own file, no element with an
+    """Whether a parsed page runs nothing it was given: its only scripts the desk's own files, no element with an
     event handler, no image from elsewhere."""
-    return all(script.get("src") == "/desk/desk.js" for script in html.find_all("script")) and not [
+    return all(script.get("src") in ("/desk/desk.js", "/desk/drag.js") for script in html.find_all("script")) and not [
         element for element in html.find_all(True) if any(name.lower().startswith("on") for name in element.attrs)
     ] and not html.find_all("img", src=re.compile(r"^(?!data:|/|cid:)"))
 
