@@ -128,7 +128,8 @@ def test_matching_moves_the_visit_onto_the_record_on_file_and_the_typed_address_
     after = row(web, "appointments", visit)
     assert (after["patient_id"], after["pending"], after["pending_until"], after["status"]) == (int(known), None,
                                                                                                  None, "booked")
-    assert typed_kept(web) == []  # the provisional record, holding nothing, is gone (or anonymised)
+    assert typed_kept(web) == []  # the provisional record, holding nothing, is gone
+    assert web.db().execute("SELECT count(*) FROM patients WHERE id = ?", (request["patient_id"],)).fetchone()[0] == 0
     assert row(web, "patients", known) == before  # nothing of the record on file changed
     ended = row(web, "web_requests", request["id"])
     assert ended["ended_at"] and ended["ended_by"] == "desk:ana" and ended["typed_nif"] is None

@@ -110,8 +110,10 @@ def confirm_request(conn, request, at):
 
 
 def end_request(conn, appointment_id, at, by):
-    """Inside a transaction: reception matched or refused the request holding this visit; the NIF typed emptied."""
-    conn.execute("UPDATE web_requests SET ended_at = ?, ended_by = ?, typed_nif = NULL WHERE appointment_id = ?",
+    """Inside a transaction: reception matched or refused the request holding this visit; the NIF typed emptied and
+    the provisional record no longer its, so that nothing keeps that record once it holds nothing."""
+    conn.execute("UPDATE web_requests SET ended_at = ?, ended_by = ?, typed_nif = NULL, patient_id = NULL"
+                 " WHERE appointment_id = ?",
                  (utc_iso(at), by, int(appointment_id)))
 
 
