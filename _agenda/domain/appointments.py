@@ -55,7 +55,7 @@ APPOINTMENT_COLUMNS = (
     Column("cancelled_at", "record-keeping", "when it was cancelled (UTC)", (AGENDA,), None, None, KEEP),
     Column("cancel_reason", "status", "why it was cancelled, in the channel's words or reception's",
            (DESK, AGENDA), None, None, KEEP),
-    Column("booked_by", "record-keeping", "the source of its booking: api, desk:NAME, cli, link, import",
+    Column("booked_by", "record-keeping", "the source of its booking: api, desk:NAME, cli, link, import, web",
            (AGENDA,), "booked_by", None, KEEP),
     Column("attendance", "status", "reception's mark: arrived, seen, no_show; NULL: none", (DESK,), "attendance",
            None, KEEP),
