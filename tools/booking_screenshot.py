@@ -12,8 +12,6 @@ time and stopped.
 Needs selenium, /usr/bin/chromium and /usr/bin/chromedriver (Debian's packages).
 """
 
-import argparse
-import os
 import secrets
 import subprocess
 import sys
@@ -23,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from desk_screenshot import CHROMIUM, CHROMEDRIVER, start_chromium, WAIT  # noqa: E402 (tools/ is this script's own)
+from desk_screenshot import screenshot_options, start_chromium, WAIT  # noqa: E402 (tools/ is this script's own)
 SIZES = ((390, 844), (1280, 800))
 PRIVACY = ("Responsable: Clínica Sol SL, C/ Mayor 12, 28013 Madrid. Finalidad: gestionar su cita y las siguientes. "
            "Base: su petición y la prestación de asistencia sanitaria. Conservación: 5 años desde la última visita. "
@@ -128,14 +126,7 @@ def book(phone, app, lang):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-o", "--output", type=Path, default=ROOT / "docs" / "screenshots",
-                        help="the folder for the PNGs (default: docs/screenshots)")
-    parser.add_argument("--lang", choices=("es", "en"), default="es", help="the page's language (default: es)")
-    args = parser.parse_args()
-    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
-    if missing:
-        raise SystemExit(f"missing {', '.join(missing)}: apt-get install chromium chromium-driver")
+    args = screenshot_options(__doc__.split("\n\n")[0], "the page")
     args.output.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="agenda-booking-screenshot-") as folder:
         db = Path(folder) / "clinic.db"

@@ -334,15 +334,21 @@ def screenshots(url, day, folder, lang, profile):
         desk.driver.quit()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def screenshot_options(description, pages):
+    """A screenshot tool's options (-o, --lang for `pages`), once Chromium and its driver are found."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("-o", "--output", type=Path, default=ROOT / "docs" / "screenshots",
                         help="the folder for the PNGs (default: docs/screenshots)")
-    parser.add_argument("--lang", choices=("es", "en"), default="es", help="the desk's language (default: es)")
+    parser.add_argument("--lang", choices=("es", "en"), default="es", help=f"{pages}' language (default: es)")
     args = parser.parse_args()
     missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
     if missing:
         raise SystemExit(f"missing {', '.join(missing)}: apt-get install chromium chromium-driver")
+    return args
+
+
+def main():
+    args = screenshot_options(__doc__.split("\n\n")[0], "the desk")
     with tempfile.TemporaryDirectory(prefix="agenda-screenshot-") as folder:
         db = Path(folder) / "clinic.db"
         agenda(db, "seed", "--demo")
