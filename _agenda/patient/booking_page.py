@@ -263,10 +263,27 @@ def form_or_refusal(step):
     if not is_open():
         return None, closed()
     try:
-        return verified(form_key(), step, bottle.request.forms.decode(), clinic().clock()), None
+        if cross_site():
+            raise FormRefused("tampered")
+        return verified(form_key(), step, posted(), clinic().clock()), None
     except FormRefused as refused:
         status = 400 if refused.why == "tampered" else 403
         return None, said(f"web_form_{refused.why}", status, again=True)
+
+
+def cross_site():
+    """Whether the browser says another site sent this POST (`Sec-Fetch-Site`): a signed form is no one's, so a page
+    elsewhere could post it from its visitors' addresses; the page's own forms, framed or not, are same-origin."""
+    return bottle.request.get_header("Sec-Fetch-Site", "").strip().lower() == "cross-site"
+
+
+def posted():
+    """The POST's fields as text; FormRefused ("tampered") when its body is not UTF-8, as no form of the page's
+    writes it."""
+    try:
+        return bottle.request.forms.decode()
+    except UnicodeDecodeError:
+        raise FormRefused("tampered") from None
 
 
 def details_start():
@@ -345,7 +362,7 @@ def booking_post():
     values, refusal = form_or_refusal("datos")
     if refusal is not None:
         return refusal
-    lang, details = values["idioma"] or "es", typed(bottle.request.forms.decode())
+    lang, details = values["idioma"] or "es", typed(posted())
     offer = web_booking.web_offer(clinic())
     try:
         birth = checked(details)
@@ -398,6 +415,10 @@ def confirm_page(token):
 
 
 def confirm_post(token):
+    if cross_site():  # another site's button: the page to confirm, changing nothing
+        answer = confirm_page(token)
+        bottle.response.status = 403
+        return answer
     done = web_booking.confirm_booking(clinic(), token)
     key = {"confirmed": "web_confirmed", "already": "web_already"}.get(done, "web_request_expired")
     return said(key, 200, again=key == "web_request_expired")
