@@ -3,15 +3,22 @@ themselves"): a body that is no text refused in words, not a crash; another site
 forms from its visitors' addresses nor confirm a visit; one mailbox is one e-mail to the bounds, whatever "+tag"
 its address carries."""
 
+import re
+
 import pytest
 import webtest
 
-from _agenda.domain.web_booking import request_booking
+from _agenda.domain.verifying import match_request
+from _agenda.domain.web_booking import confirm_booking, request_booking
+from _agenda.patient import sender as sending
 from _agenda.domain.web_requests import BOUNDS, mailbox
 
 from test_booking_page import CATALOG, CHOSEN, PATIENT, WEB, changes, details_form, filled, times_form, words
 from test_web_bounds import asker, busy, LOOSE, WEB as BOUNDS_WEB
 from test_web_booking import last_request, token_for
+from test_desk_verify import ask, known_patient, WEB as VERIFY_WEB
+from test_web_mail import PUBLIC, sender, TOKEN  # noqa: F401 (a fixture)
+from test_mail import mail_server  # noqa: F401 (a fixture)
 
 CROSS = {"Sec-Fetch-Site": "cross-site"}
 
@@ -56,3 +63,34 @@ def test_one_mailbox_is_one_e_mail_to_the_bound_whatever_its_plus_tag(make_api):
     for n in range(bound.pending):
         request_booking(web.app.clinic, next_ask(email=f"rosa+{n}@example.es"), f"198.51.100.{n}")
     busy(web.app.clinic, next_ask(email="rosa+other@example.es"), "203.0.113.9")
+
+
+@pytest.fixture
+def verify_web(make_api):
+    return make_api(**VERIFY_WEB)
+
+
+def test_a_confirmation_being_written_as_reception_matches_the_visit_never_takes_its_link_to_the_typed_address(
+        verify_web, mail_server, monkeypatch):
+    web = verify_web
+    post = sending.Sender(web.app.clinic, sending.Mailer(sending.smtp_server(
+        mail_server.url, ca_file=str(mail_server.ca_file))), "Clínica <citas@example.es>", PUBLIC)
+    known_patient(web)
+    request_booking(web.app.clinic, ask(), "203.0.113.7")
+    assert post.pass_once() == {"sent": 1}
+    token = re.search(r"/reservar/confirmar/([A-Za-z0-9_-]+)", mail_server.inbox.messages()[-1][1].get_body(
+        ("plain",)).get_content())[1]
+    assert confirm_booking(web.app.clinic, token) == "confirmed"
+    appointment = web.db().execute("SELECT id FROM appointments").fetchone()[0]
+    read, matched = sending.recipient, []
+
+    def then_matched(clinic, patient_id, reader, kind="message"):  # reception's match lands just after the read
+        found = read(clinic, patient_id, reader, kind)
+        if not matched:
+            matched.append(match_request(clinic, appointment, "desk:ana"))
+        return found
+    monkeypatch.setattr(sending, "recipient", then_matched)
+    post.pass_once()
+    after = mail_server.inbox.messages()[1:]
+    assert [to for to, _ in after if to != ["rosa@example.es"]] == []  # the typed address got no link of hers
+    assert after and all("/cita/" in message.get_body(("plain",)).get_content() for _, message in after)
