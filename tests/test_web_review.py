@@ -94,3 +94,14 @@ def test_a_confirmation_being_written_as_reception_matches_the_visit_never_takes
     after = mail_server.inbox.messages()[1:]
     assert [to for to, _ in after if to != ["rosa@example.es"]] == []  # the typed address got no link of hers
     assert after and all("/cita/" in message.get_body(("plain",)).get_content() for _, message in after)
+
+
+def test_behind_a_proxy_it_was_not_told_to_trust_the_page_says_so_in_the_log_naming_no_one(web, caplog):
+    browser = webtest.TestApp(web.app)
+    forwarded = {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "198.51.100.23"}
+    filled(details_form(browser)).submit(extra_environ=forwarded)
+    said = [record.getMessage() for record in caplog.records if "--trusted-proxy" in record.getMessage()]
+    assert said and not any("198.51.100.23" in line or PATIENT["correo"] in line for line in said)
+    caplog.clear()
+    filled(details_form(browser, pick=1)).submit(extra_environ={"REMOTE_ADDR": "198.51.100.23"})
+    assert not [record for record in caplog.records if "--trusted-proxy" in record.getMessage()]

@@ -5,6 +5,8 @@ booking waits for the link of the e-mail it sends (GET shows, POST confirms). No
 an address."""
 
 import datetime as dt
+import ipaddress
+import logging
 import re
 import urllib.parse
 
@@ -20,6 +22,7 @@ from ..words.texts import refusal_fields, refusal_text, translator
 from .booking_form import (FormRefused, INPUT_OF, checked, parsed_slot, signed, typed, verified)
 from .pages import preferred_language
 
+log = logging.getLogger("agenda")
 ANYONE = "cualquiera"
 STEPS = ("centro", "especialidad", "medico", "tipo")  # what the patient chooses, in order, each by its id
 ANCESTOR = re.compile(r"(?:https?://)?(?:\*\.)?[a-z0-9.-]+(?::\d{1,5})?|'self'", re.IGNORECASE)  # a CSP source
@@ -367,10 +370,24 @@ def booking_post():
     try:
         birth = checked(details)
         masked = web_booking.request_booking(clinic(), ask_of(values, details, birth, lang),
-                                             bottle.request.environ.get("REMOTE_ADDR") or "")
+                                             client_address())
     except ClinicError as error:
         return booking_refused(offer, values, lang, details, error)
     return said("web_sent", 200, lang=lang, email=masked, minutes=clinic().settings.web_confirm_minutes)
+
+
+def client_address():
+    """The address the bounds count the booking by, as waitress gives it; said in the log when it is a proxy's on this
+    machine that waitress was not told to trust, as every patient would then be one address ("The booking page")."""
+    address = bottle.request.environ.get("REMOTE_ADDR") or ""
+    try:
+        local = ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        local = False
+    if local and bottle.request.get_header("X-Forwarded-For"):
+        log.warning("the booking page counts every patient as the proxy's one address: start agenda with"
+                    " --trusted-proxy (AGENDA_TRUSTED_PROXY) naming it")
+    return address
 
 
 def ask_of(values, details, birth, lang):
