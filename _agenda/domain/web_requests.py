@@ -44,10 +44,17 @@ def keyed(conn, text):
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+def mailbox(email):
+    """The mailbox an address reaches, as the bound per e-mail counts it: case-folded, its local part's "+tag"
+    left out, as nearly every mail service delivers "ana+1@" to "ana@"."""
+    local, at, domain = (email or "").strip().casefold().rpartition("@")
+    return f"{local.split('+', 1)[0]}{at}{domain}" if at else domain
+
+
 def request_keys(conn, address, email, nif):
     """{address_key, email_key, nif_key} of a request: the /64 (or IPv4) address, the folded e-mail, the NIF."""
     return {"address_key": keyed(conn, "a:" + address_text(address)),
-            "email_key": keyed(conn, "e:" + (email or "").strip().casefold()),
+            "email_key": keyed(conn, "e:" + mailbox(email)),
             "nif_key": keyed(conn, "n:" + (nif or "").strip().upper())}
 
 

@@ -5,6 +5,8 @@ booking waits for the link of the e-mail it sends (GET shows, POST confirms). No
 an address."""
 
 import datetime as dt
+import ipaddress
+import logging
 import re
 import urllib.parse
 
@@ -20,6 +22,7 @@ from ..words.texts import refusal_fields, refusal_text, translator
 from .booking_form import (FormRefused, INPUT_OF, checked, parsed_slot, signed, typed, verified)
 from .pages import preferred_language
 
+log = logging.getLogger("agenda")
 ANYONE = "cualquiera"
 STEPS = ("centro", "especialidad", "medico", "tipo")  # what the patient chooses, in order, each by its id
 ANCESTOR = re.compile(r"(?:https?://)?(?:\*\.)?[a-z0-9.-]+(?::\d{1,5})?|'self'", re.IGNORECASE)  # a CSP source
@@ -263,10 +266,27 @@ def form_or_refusal(step):
     if not is_open():
         return None, closed()
     try:
-        return verified(form_key(), step, bottle.request.forms.decode(), clinic().clock()), None
+        if cross_site():
+            raise FormRefused("tampered")
+        return verified(form_key(), step, posted(), clinic().clock()), None
     except FormRefused as refused:
         status = 400 if refused.why == "tampered" else 403
         return None, said(f"web_form_{refused.why}", status, again=True)
+
+
+def cross_site():
+    """Whether the browser says another site sent this POST (`Sec-Fetch-Site`): a signed form is no one's, so a page
+    elsewhere could post it from its visitors' addresses; the page's own forms, framed or not, are same-origin."""
+    return bottle.request.get_header("Sec-Fetch-Site", "").strip().lower() == "cross-site"
+
+
+def posted():
+    """The POST's fields as text; FormRefused ("tampered") when its body is not UTF-8, as no form of the page's
+    writes it."""
+    try:
+        return bottle.request.forms.decode()
+    except UnicodeDecodeError:
+        raise FormRefused("tampered") from None
 
 
 def details_start():
@@ -345,15 +365,29 @@ def booking_post():
     values, refusal = form_or_refusal("datos")
     if refusal is not None:
         return refusal
-    lang, details = values["idioma"] or "es", typed(bottle.request.forms.decode())
+    lang, details = values["idioma"] or "es", typed(posted())
     offer = web_booking.web_offer(clinic())
     try:
         birth = checked(details)
         masked = web_booking.request_booking(clinic(), ask_of(values, details, birth, lang),
-                                             bottle.request.environ.get("REMOTE_ADDR") or "")
+                                             client_address())
     except ClinicError as error:
         return booking_refused(offer, values, lang, details, error)
     return said("web_sent", 200, lang=lang, email=masked, minutes=clinic().settings.web_confirm_minutes)
+
+
+def client_address():
+    """The address the bounds count the booking by, as waitress gives it; said in the log when it is a proxy's on this
+    machine that waitress was not told to trust, as every patient would then be one address ("The booking page")."""
+    address = bottle.request.environ.get("REMOTE_ADDR") or ""
+    try:
+        local = ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        local = False
+    if local and bottle.request.get_header("X-Forwarded-For"):
+        log.warning("the booking page counts every patient as the proxy's one address: start agenda with"
+                    " --trusted-proxy (AGENDA_TRUSTED_PROXY) naming it")
+    return address
 
 
 def ask_of(values, details, birth, lang):
@@ -398,6 +432,10 @@ def confirm_page(token):
 
 
 def confirm_post(token):
+    if cross_site():  # another site's button: the page to confirm, changing nothing
+        answer = confirm_page(token)
+        bottle.response.status = 403
+        return answer
     done = web_booking.confirm_booking(clinic(), token)
     key = {"confirmed": "web_confirmed", "already": "web_already"}.get(done, "web_request_expired")
     return said(key, 200, again=key == "web_request_expired")

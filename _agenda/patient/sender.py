@@ -248,6 +248,8 @@ class Sender:
         kind = "confirmation" if message["kind"] == "update" and told is None else message["kind"]
         slot = f"{visit['date']} {visit['time']}"
         with clinic.db.transaction() as writing:
+            if not still_theirs(writing, visit):  # another's since it was read (reception's match): read it again
+                return "moved"
             message_id = start_try(writing, message["id"], at, slot)
             if message_id is None:
                 return "taken"
@@ -340,6 +342,13 @@ class Sender:
         with self.clinic.db.transaction() as conn:
             finish(conn, message["id"], state, self.clinic.clock(), why)
         return state
+
+
+def still_theirs(conn, visit):
+    """Inside the try's transaction: whether the visit is still the patient's it was read with, so that its link
+    goes only to the address of the patient it opens ("Por verificar")."""
+    return conn.execute("SELECT 1 FROM appointments WHERE id = ? AND patient_id = ?",
+                        (visit["id"], visit["patient_id"])).fetchone() is not None
 
 
 def send_test(mailer, from_address, to_address, language, clinic_name, now):
