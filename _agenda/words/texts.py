@@ -251,10 +251,10 @@ TEXTS = {
     # refusals of the clinic in the desk's words ("Staff desk"): by code (CODE), by rule (rule_RULE) or a slot's
     # reason (reason_REASON), each field named by field_FIELD; see refusal_key
     "INVALID_REQUEST": ("No se ha podido guardar: revisa los datos.", "Nothing was saved: check what was typed."),
-    "INVALID_NIF": ("El NIF no es válido: revisa sus números y la letra.", "The NIF is not valid: check its digits "
-                                                                          "and letter."),
+    "INVALID_NIF": ("El NIF no es válido: hay que revisar sus números y la letra.",
+                    "The NIF is not valid: check its digits and letter."),
     "INVALID_PHONE": ("El teléfono no es válido.", "The phone is not valid."),
-    "INSURANCE_REQUIRED": ("Este médico atiende solo algunas aseguradoras: elige una.",
+    "INSURANCE_REQUIRED": ("Este médico atiende solo algunas aseguradoras: hay que elegir una.",
                            "This doctor takes only some insurances: choose one."),
     "INSURANCE_NOT_ACCEPTED": ("Este médico no atiende esa aseguradora en ese centro.",
                                "This doctor does not take that insurance at that center."),
@@ -324,7 +324,7 @@ TEXTS = {
     "field_executionDate": ("Fecha de la llamada", "Execution date"),
     "field_voiceAgentConfigId": ("Asistente telefónico", "Voice agent"),
     "field_skipAppointmentIds": ("Citas que no se tocan", "Appointments left alone"),
-    "rule_date_shape": ("{field}: escribe la fecha como DD/MM/AAAA.", "{field}: write the date as DD/MM/YYYY."),
+    "rule_date_shape": ("{field}: la fecha se escribe DD/MM/AAAA.", "{field}: write the date as DD/MM/YYYY."),
     "rule_real_date": ("{field}: esa fecha no existe.", "{field}: that date does not exist."),
     "rule_time_shape": ("{field}: escribe la hora como HH:MM.", "{field}: write the time as HH:MM."),
     "rule_real_time": ("{field}: esa hora no existe.", "{field}: that time does not exist."),

@@ -1,0 +1,21 @@
+"""The booking page read as a patient would (docs/design.md, "The booking page"): every mistake in the details
+said in one look, not one refusal after another, in the page's own register (usted, as the link's pages)."""
+
+import re
+
+from test_booking_page import browser, details_form, filled, web, words  # noqa: F401 (fixtures)
+
+TU = re.compile(r"\b(revisa|elige|escribe|márcala|regístralo|acórtalo)\b", re.IGNORECASE)  # tú, on a usted page
+
+
+def test_every_mistake_in_the_details_is_said_at_once_beside_its_field_and_in_usted(web, browser):
+    form = filled(details_form(browser), nif="12345678A", nacimiento="1980-13-45", telefono="12",
+                  correo="ana.ortega@", privacidad=False)
+    page = form.submit(status=400)
+    summary = page.html.find(id="errores")
+    for name in ("nacimiento", "nif", "telefono", "correo", "privacidad"):
+        assert page.html.find(id=name)["aria-invalid"] == "true", name
+        assert summary.find("a", href=f"#{name}") is not None, name
+    assert page.forms[0]["nif"].value == "12345678A" and page.forms[0]["correo"].value == "ana.ortega@"
+    assert "hay que revisar sus números y la letra" in words(page)
+    assert not TU.search(words(page)), TU.search(words(page))
