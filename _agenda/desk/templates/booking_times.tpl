@@ -25,7 +25,7 @@
 % end
 </fieldset>
 % end
-<button type="submit">{{t('web_continue')}}</button>
+<div class="go"><button type="submit">{{t('web_continue')}}</button></div>
 </form>
 % else:
 <p>{{t('web_no_times')}}</p>
