@@ -1,9 +1,10 @@
 """The booking page read as a patient would (docs/design.md, "The booking page"): every mistake in the details
 said in one look, not one refusal after another, in the page's own register (usted, as the link's pages)."""
 
+import datetime as dt
 import re
 
-from test_booking_page import browser, details_form, filled, web, words  # noqa: F401 (fixtures)
+from test_booking_page import browser, details_form, filled, requested, web, words  # noqa: F401 (fixtures)
 
 TU = re.compile(r"\b(revisa|elige|escribe|márcala|regístralo|acórtalo)\b", re.IGNORECASE)  # tú, on a usted page
 
@@ -19,3 +20,15 @@ def test_every_mistake_in_the_details_is_said_at_once_beside_its_field_and_in_us
     assert page.forms[0]["nif"].value == "12345678A" and page.forms[0]["correo"].value == "ana.ortega@"
     assert "hay que revisar sus números y la letra" in words(page)
     assert not TU.search(words(page)), TU.search(words(page))
+
+
+def test_in_english_the_link_says_center_as_the_page_did_and_book_again_stays_in_english(web, browser, clock):
+    page = browser.get("/reservar?idioma=en").click("Centro").click("Lucía Martín").click("Revisión")
+    assert "<dt>Center</dt>" in page.text
+    token = requested(web, browser)
+    shown = browser.get(f"/reservar/confirmar/{token}?idioma=en")
+    assert "<dt>Center</dt>" in shown.text and "Centre" not in shown.text
+    clock.moment += dt.timedelta(minutes=16)
+    late = browser.get(f"/reservar/confirmar/{token}?idioma=en")
+    assert "expired" in words(late), words(late)
+    assert "Which center?" in late.click("Book again").text
