@@ -32,3 +32,15 @@ def test_in_english_the_link_says_center_as_the_page_did_and_book_again_stays_in
     late = browser.get(f"/reservar/confirmar/{token}?idioma=en")
     assert "expired" in words(late), words(late)
     assert "Which center?" in late.click("Book again").text
+
+
+def test_the_first_message_s_plain_text_speaks_of_no_button_it_does_not_have(make_api):
+    from _agenda.patient.messages import written_web
+
+    view = {"language": "es", "clinic": "Clínica Sol", "shows": {}, "link": "https://citas.example.es/x",
+            "until": dt.datetime(2026, 11, 24, 8, 15),
+            "visit": {"starts": dt.datetime(2026, 11, 24, 9, 0), "center_name": "Centro"}}
+    for language in ("es", "en"):
+        written = written_web({**view, "language": language})
+        assert "botón" not in written["text"] and "button" not in written["text"], written["text"]
+        assert "08:15" in written["text"] and view["link"] in written["text"]

@@ -833,10 +833,9 @@ TEXTS = {
     "rule_verify_no_record": ("Ninguna ficha con ese NIF a la que pasar la cita: dé de alta al paciente o rechace la reserva.",
                               "No record has that NIF to move the visit to: register the patient, or refuse the booking."),
     "mail_subject_web": ("Confirme su cita: {date}, {time}", "Confirm your appointment: {date}, {time}"),
-    "mail_lead_web": ("Ha pedido esta cita en {clinic}. Para reservarla, confírmela con el botón antes de las {until};"
-                      " si no, quedará libre para otra persona:",
-                      "You asked for this appointment at {clinic}. To book it, confirm it with the button before"
-                      " {until}; otherwise it is freed for someone else:"),
+    "mail_lead_web": ("Ha pedido esta cita en {clinic}. Para reservarla, confírmela antes de las {until}; si no,"
+                      " quedará libre para otra persona:", "You asked for this appointment at {clinic}. To book it,"
+                      " confirm it before {until}; otherwise it is freed for someone else:"),
     "mail_link_web": ("Para confirmar la cita:", "To confirm the appointment:"),
     "mail_button_web": ("Confirmar la cita", "Confirm the appointment"),
     "mail_ignore_web": ("Si no ha pedido usted esta cita, no haga nada: no se reservará.",
