@@ -523,6 +523,7 @@ TEXTS = {
     "weekday_names": (("lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"),
                       ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")),
     "count_appointments": (("{count} cita", "{count} citas"), ("{count:,} appointment", "{count:,} appointments")),
+    "count_free": (("{count} libre", "{count} libres"), ("{count:,} free", "{count:,} free")),
     "count_visits": (("{count} visita", "{count} visitas"), ("{count:,} visit", "{count:,} visits")),
     "sheet_all_centers": ("todos los centros", "all centers"), "sheet_center": ("centro {center}", "center {center}"),
     "sheet_booked": ("reservada", "booked"), "sheet_confirmed": ("confirmada", "confirmed"),
