@@ -5,6 +5,7 @@ import datetime as dt
 import re
 
 from test_booking_page import browser, details_form, filled, requested, web, words  # noqa: F401 (fixtures)
+from test_mail import mail_server  # noqa: F401 (a fixture)
 
 TU = re.compile(r"\b(revisa|elige|escribe|márcala|regístralo|acórtalo)\b", re.IGNORECASE)  # tú, on a usted page
 
@@ -44,3 +45,40 @@ def test_the_first_message_s_plain_text_speaks_of_no_button_it_does_not_have(mak
         written = written_web({**view, "language": language})
         assert "botón" not in written["text"] and "button" not in written["text"], written["text"]
         assert "08:15" in written["text"] and view["link"] in written["text"]
+
+
+def test_a_visit_moved_at_the_desk_before_its_patient_confirms_sends_no_link_of_theirs_until_then(
+        make_api, mail_server):
+    from _agenda.domain.changes import move_appointment
+    from _agenda.domain.web_booking import confirm_booking, request_booking
+    from _agenda.patient.sender import Mailer, Sender, smtp_server
+    from test_mail import FROM
+    from test_web_booking import ADDRESS, WEB, ask
+
+    api = make_api(**WEB)
+    sender = Sender(api.app.clinic, Mailer(smtp_server(mail_server.url, ca_file=str(mail_server.ca_file))), FROM,
+                    WEB["public_url"])
+    request_booking(api.app.clinic, ask(), ADDRESS)
+    visit = api.db().execute("SELECT max(id) FROM appointments").fetchone()[0]
+    move_appointment(api.app.clinic, visit, day=dt.date(2026, 11, 24), time_text="09:30", source="desk:ana")
+    sender.pass_once()
+    texts = [message.get_body(("plain",)).get_content() for _, message in mail_server.inbox.messages()]
+    assert len(texts) == 1 and "/reservar/confirmar/" in texts[0]  # the page's own message, nothing more
+    assert not any("/cita/" in text for text in texts)  # the patient's link waits for their confirmation
+    token = re.search(r"/reservar/confirmar/([A-Za-z0-9_-]+)", texts[0])[1]
+    assert confirm_booking(api.app.clinic, token) == "confirmed"
+    sender.pass_once()
+    confirmation = mail_server.inbox.messages()[-1][1].get_body(("plain",)).get_content()
+    assert "/cita/" in confirmation and "09:30" in confirmation  # the time it now has
+
+
+def test_the_desk_says_a_move_of_a_visit_still_to_be_confirmed_sends_nothing_now(make_api):
+    from test_desk_verify import WEB, asked, desk_of, PASSWORD
+
+    api = make_api(**WEB)
+    api.app.accounts.add_staff("ana", PASSWORD)
+    visit = asked(api, nif="12345678Z", email="nueva@example.es")["appointment_id"]
+    desk, csrf = desk_of(api)
+    moved = desk.post(f"/desk/appointments/{visit}/move", {"csrf": csrf, "slot": "24/11/2026|09:30|MARTIN|C1"})
+    flash = moved.follow().html.find("p", class_="flash").text
+    assert "No se enviará ningún correo: se le dirá cuando confirme la cita por el correo." in flash, flash

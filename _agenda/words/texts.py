@@ -701,6 +701,7 @@ TEXTS = {
     "mailwhy_ended": ("la cita ya pasó", "the visit has ended"),
     "mailwhy_cancelled": ("la cita se anuló antes del envío", "the visit was cancelled before it went"),
     "mailwhy_told_later": ("lo comunica un mensaje posterior", "a later message tells it"),
+    "mailwhy_pending_email": ("se le dirá cuando confirme la cita por el correo", "told once they confirm by e-mail"),
     "mailwhy_never_told": ("no se le había avisado de la cita", "the patient was never told of the visit"),
     "mailwhy_moved": ("la cita cambió", "the visit moved"),
     "mailwhy_to_call": ("la cita está en la lista de llamadas pendientes", "the visit is on the list to call"),
