@@ -6,7 +6,8 @@ sobrecita, a physiotherapy session in its box at NORTE, one confirmed, one on th
 bring forward), serves it with `agenda run` on 127.0.0.1 (any free port), logs in with headless
 Chromium and saves, at 1280x800 (a reception screen) and 768x1024 (a tablet): the day of a Monday
 or Wednesday with appointments at CENTRO, that week at the center and of one doctor, the rooms at
-NORTE, the center's month a week on (the days a first visit fits), the waiting list, the admin's report,
+NORTE, the center's month a week on (the days a first visit fits), the waiting list, the web bookings to verify
+(two booked on the clinic's page the next day: one not yet confirmed, one to verify), the admin's report,
 and the keyboard's path (the day with `↓` on its next free slot; the booking page after a search, on the
 found patient's "Reservar"), and a drag (a card held over the next visit's time, then refused there). The day is the
 first from tomorrow, or today before 08:30 (the clinic's time), when its 09:00 patient is also
