@@ -157,6 +157,7 @@ def book_on_the_web(db, day):
     import agenda
     from _agenda.domain.web_booking import WebAsk, confirm_booking, request_booking
     from _agenda.domain.web_requests import new_token
+    from _agenda.values.refusals import ClinicError
 
     app = agenda.create_app(db, secrets.token_hex(32), web_booking="on", web_privacy="Clínica Sol SL.",
                             public_url="https://citas.clinicasol.es", web_notice_hours=0)
@@ -173,8 +174,8 @@ def book_on_the_web(db, day):
                             token = new_token(conn, visit.fetchone()[0])
                         confirm_booking(app.clinic, token)
                 return
-            except Exception as error:  # noqa: BLE001 (a day the page does not offer: the next)
-                if getattr(error, "code", None) not in ("SLOT_NOT_AVAILABLE", "INVALID_REQUEST"):
+            except ClinicError as error:  # a day the page does not offer: the next
+                if error.code not in ("SLOT_NOT_AVAILABLE", "INVALID_REQUEST"):
                     raise
         raise SystemExit("no day in the week after the day takes the page's bookings")
     finally:

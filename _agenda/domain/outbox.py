@@ -151,7 +151,7 @@ def moot(conn, message, appointment, now):
         return "never_told"
     if message["kind"] == "web" and appointment["pending"] != "email":  # confirmed already: its confirmation tells
         return "told_later"
-    if message["kind"] not in ("web", "notice") and appointment["pending"] == "email":  # no link before it is confirmed:
+    if message["kind"] not in ("web", "notice") and appointment["pending"] == "email":  # no link before confirmed:
         return "told_later"  # the confirmation they are sent then tells the visit as it is
     if message["kind"] in ("confirmation", "update", "reminder", "state") and conn.execute(
             "SELECT 1 FROM outbox WHERE appointment_id = ? AND id > ? AND state = 'waiting' AND kind IN"
