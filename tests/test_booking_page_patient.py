@@ -82,3 +82,15 @@ def test_the_desk_says_a_move_of_a_visit_still_to_be_confirmed_sends_nothing_now
     moved = desk.post(f"/desk/appointments/{visit}/move", {"csrf": csrf, "slot": "24/11/2026|09:30|MARTIN|C1"})
     flash = moved.follow().html.find("p", class_="flash").text
     assert "No se enviará ningún correo: se le dirá cuando confirme la cita por el correo." in flash, flash
+
+
+def test_the_week_marks_a_web_booking_still_pending_as_the_day_does(make_api):
+    from test_desk_verify import WEB, asked, desk_of, PASSWORD
+
+    api = make_api(**WEB)
+    api.app.accounts.add_staff("ana", PASSWORD)
+    asked(api, nif="12345678Z", email="nueva@example.es")
+    desk, _ = desk_of(api)
+    for path in ("/desk/day?date=24/11/2026&centerId=C1", "/desk/week?date=24/11/2026&centerId=C1"):
+        mark = desk.get(path).html.select_one(".card.pending .pending-mark")
+        assert mark is not None and mark.text.startswith("Pendiente de confirmar por el paciente hasta"), path

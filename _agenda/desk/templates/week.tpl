@@ -51,7 +51,7 @@
     <article class="{{' '.join(filter(None, ('card', a['colour'], a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '', 'pending' if a.get('pending') else '')))}}">
       <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
       <span class="doctor">{{a['doctor_name']}}</span>
-      <span class="status">{{pending(a) + ' · ' if a.get('pending') else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t('to_call') + ' ' if a['to_call'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</span>
+      <span class="status">{{!'<strong class="pending-mark">' if a.get('pending') else ''}}{{pending(a) if a.get('pending') else ''}}{{!'</strong> · ' if a.get('pending') else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t('to_call') + ' ' if a['to_call'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</span>
     </article>
     % end
     % if d['more']:
