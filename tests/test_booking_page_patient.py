@@ -94,3 +94,16 @@ def test_the_week_marks_a_web_booking_still_pending_as_the_day_does(make_api):
     for path in ("/desk/day?date=24/11/2026&centerId=C1", "/desk/week?date=24/11/2026&centerId=C1"):
         mark = desk.get(path).html.select_one(".card.pending .pending-mark")
         assert mark is not None and mark.text.startswith("Pendiente de confirmar por el paciente hasta"), path
+
+
+def test_the_details_lead_back_to_the_week_of_the_time_chosen_even_after_a_refusal(web, browser):
+    times = browser.get("/reservar?centro=C1&especialidad=MG&medico=MARTIN&tipo=MG-REV&idioma=en")
+    later = times.click("Next week")
+    form = next(form for form in later.forms.values() if form.action.endswith("/reservar/datos"))
+    chosen = form.fields["hueco"][0].options[0][0]
+    form["hueco"] = chosen
+    details = form.submit()
+    refused = details.forms[0].submit(status=400)  # blank: a POST answered; the browser's back would post again
+    for page in (details, refused):
+        week = page.click("← Back")
+        assert "Choose a day and time" in week.text and f'value="{chosen}"' in week.text  # that week, in English
