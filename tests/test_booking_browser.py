@@ -162,3 +162,13 @@ def test_on_a_phone_the_button_that_goes_on_stays_in_sight_below_a_long_list_of_
     assert 0 <= top and bottom <= 844, (top, bottom)  # no scrolling to the list's end to go on
     button.click()
     patient.shown("Sus datos")
+
+
+def test_with_anyone_a_phone_shows_each_doctors_times_side_by_side_under_their_name(browser, api, server):
+    patient = Patient(browser, server, 390, 844)
+    browser.get(f"{server}/reservar?centro=C1&especialidad=MG&medico=cualquiera&tipo=MG-REV")
+    patient.shown("Elija día y hora")
+    groups = browser.execute_script("""return [...document.querySelectorAll('input[name=hueco]')].map(radio =>
+        [radio.closest('fieldset').querySelector('legend').textContent.trim(), radio.getBoundingClientRect().top]);""")
+    assert {name for name, _ in groups} == {"Lucía Martín", "Pedro García"}  # each time's group names its doctor
+    assert len({top for _, top in groups}) <= len(groups) / 2  # two or more times a row, not one a row
