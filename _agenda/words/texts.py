@@ -815,8 +815,8 @@ TEXTS = {
     "by_web": ("el paciente, en la web", "the patient, on the web"), "pending_reception": ("Por verificar", "To verify"),
     "pending_email": ("Pendiente de confirmar por el paciente hasta {time}", "Waiting for the patient to confirm until {time}"),
     "verify_title": ("Reservas web por verificar", "Web bookings to verify"),
-    "verify_hint": ("Se dio el NIF de una ficha con otros datos de contacto (o para un menor). Llame al teléfono de la ficha: "
-                    "si es esa persona, pase la cita a su ficha; si no la pidió, rechácela (se anula sin avisar a nadie).",
+    "verify_hint": ("Se dio el NIF de una ficha con otros datos de contacto (o para un menor). Llama al teléfono de la ficha: "
+                    "si es esa persona, pasa la cita a su ficha; si no la pidió, recházala (se anula sin avisar a nadie).",
                     "The NIF of a record on file was given with other contact details (or for a child). Call the record's "
                     "phone: if it is that person, move the visit to their record; if not, refuse it (no one is told)."),
     "verify_none": ("No hay reservas por verificar.", "No booking waits to be verified."),
@@ -825,7 +825,7 @@ TEXTS = {
     "verify_match": ("Es esta persona: pasar la cita a su ficha", "It is this person: move the visit to their record"),
     "verify_refuse": ("No la pidió: rechazar", "They did not ask for it: refuse"),
     "verify_close": ("Cerrar y borrar lo que escribió", "Close it and erase what was typed"),
-    "rule_verify_cancelled": ("Esa cita se anuló entretanto: ciérrela en su lugar.", "That visit was cancelled meanwhile: close it instead."),
+    "rule_verify_cancelled": ("Esa cita se anuló entretanto: ciérrala en su lugar.", "That visit was cancelled meanwhile: close it instead."),
     "verify_matched": ("Cita pasada a la ficha de {patient}.", "Visit moved to {patient}'s record."),
     "verify_refused": ("Reserva web rechazada: la cita queda anulada.", "Web booking refused: the visit is cancelled."),
     "event_appointment.matched": ("reserva web verificada por recepción", "web booking verified by reception"),
