@@ -110,11 +110,10 @@ def test_the_details_lead_back_to_the_week_of_the_time_chosen_even_after_a_refus
 
 
 def test_the_por_verificar_page_speaks_to_reception_as_the_rest_of_the_desk_does(make_api):
-    from test_desk_verify import WEB, confirmed, desk_of, PASSWORD
+    from test_desk_verify import WEB, desk_of, PASSWORD
 
     api = make_api(**WEB)
     api.app.accounts.add_staff("ana", PASSWORD)
-    confirmed(api)  # a NIF on file with another e-mail: reception's to verify
     desk, _ = desk_of(api)
     said = words(desk.get("/desk/verify"))
     assert "Llama al teléfono de la ficha: si es esa persona, pasa la cita a su ficha" in said, said
