@@ -148,3 +148,27 @@ def test_a_patient_books_on_a_phone_and_on_a_computer_and_confirms_by_the_mail(b
     book(Patient(browser, server, 1280, 800), api, mail_server, other, 0, english=True)
     rows = api.db().execute("SELECT time, status, pending FROM appointments ORDER BY time").fetchall()
     assert [tuple(row) for row in rows] == [("09:00", "booked", None), ("09:15", "booked", None)]
+
+
+def test_on_a_phone_the_button_that_goes_on_stays_in_sight_below_a_long_list_of_times(browser, api, server):
+    patient = Patient(browser, server, 390, 844)
+    browser.get(f"{server}/reservar?centro=C1&especialidad=MG&medico=MARTIN&tipo=MG-REV")
+    patient.shown("Elija día y hora")
+    assert browser.execute_script("return document.documentElement.scrollHeight") > 844 * 1.5  # a long list
+    browser.find_elements(By.CSS_SELECTOR, "label.choice")[0].click()
+    button = browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]")
+    top, bottom = browser.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.top, r.bottom];",
+                                         button)
+    assert 0 <= top and bottom <= 844, (top, bottom)  # no scrolling to the list's end to go on
+    button.click()
+    patient.shown("Sus datos")
+
+
+def test_with_anyone_a_phone_shows_each_doctors_times_side_by_side_under_their_name(browser, api, server):
+    patient = Patient(browser, server, 390, 844)
+    browser.get(f"{server}/reservar?centro=C1&especialidad=MG&medico=cualquiera&tipo=MG-REV")
+    patient.shown("Elija día y hora")
+    groups = browser.execute_script("""return [...document.querySelectorAll('input[name=hueco]')].map(radio =>
+        [radio.closest('fieldset').querySelector('legend').textContent.trim(), radio.getBoundingClientRect().top]);""")
+    assert {name for name, _ in groups} == {"Lucía Martín", "Pedro García"}  # each time's group names its doctor
+    assert len({top for _, top in groups}) <= len(groups) / 2  # two or more times a row, not one a row

@@ -328,7 +328,7 @@ def test_a_confirmation_link_late_or_unknown_says_so_in_words(web, browser, cloc
     token = requested(web, browser)
     clock.moment += dt.timedelta(minutes=16)
     for page in (browser.get(f"/reservar/confirmar/{token}"), browser.post(f"/reservar/confirmar/{token}")):
-        assert "Esta petición ha caducado" in words(page) and 'href="/reservar"' in page.text
+        assert "Esta petición ha caducado" in words(page) and 'href="/reservar?idioma=es"' in page.text
     assert appointments(web) == []
     assert "Este enlace no es válido." in words(browser.get("/reservar/confirmar/" + "x" * 32, status=404))
     assert "no existe" in words(browser.get("/reservar/confirmar/a/b", status=404))

@@ -168,8 +168,8 @@ def test_every_wrong_field_of_the_new_patient_is_said_beside_it_and_nothing_is_w
     page = new_patient_form(refused).html
     beside = {field: words(page.find(attrs={"name": field}).find_parent("label").select_one("span.wrong"))
               for field in ("nif", "phone", "reason")}
-    assert beside == {"nif": "El NIF no es válido: revisa sus números y la letra.", "phone": "El teléfono no es válido.",
-                      "reason": "Motivo: es demasiado largo; acórtalo."}
+    assert beside == {"nif": "El NIF no es válido: hay que revisar sus números y la letra.",
+                      "phone": "El teléfono no es válido.", "reason": "Motivo: es demasiado largo; acórtalo."}
     assert "revisa los datos" not in refused.text
     assert all(new_patient_form(refused)[name].value == value for name, value in typed.items())
     assert clinic_api.db().execute("SELECT count(*) FROM patients").fetchone()[0] == before
@@ -181,7 +181,7 @@ def test_an_insurance_missing_is_said_beside_the_insurance(clinic_api, desk):
     assert refused.status_int == 400
     select = found_form(refused).html.find("select", attrs={"name": "insuranceId"})
     assert words(select.find_parent("label").select_one("span.wrong")) == \
-        "Este médico atiende solo algunas aseguradoras: elige una."
+        "Este médico atiende solo algunas aseguradoras: hay que elegir una."
 
 
 def test_a_nif_already_held_names_and_links_that_patient_and_offers_to_book_them(clinic_api, desk):

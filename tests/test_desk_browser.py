@@ -504,7 +504,7 @@ def test_the_week_of_the_center_and_of_one_doctor(clinic_desk):
     desk.day("24/11/2026")
     desk.click(desk.find(By.LINK_TEXT, "Semana"))
     tuesday = desk.find(By.XPATH, "(//section[contains(@class, 'week-day')])[2]")
-    assert "Lucía Martín\n1 citas · 3 libres" in tuesday.text and "09:00 Ana García\nLucía Martín" in tuesday.text
+    assert "Lucía Martín\n1 cita · 3 libres" in tuesday.text and "09:00 Ana García\nLucía Martín" in tuesday.text
     desk.click(tuesday.find_element(By.LINK_TEXT, "Lucía Martín"))
     headings = [h.text for h in desk.driver.find_elements(By.CSS_SELECTOR, ".timeline .col-head .name")]
     assert headings == ["lun 23/11", "mar 24/11", "mié 25/11", "jue 26/11", "vie 27/11",

@@ -236,3 +236,12 @@ def test_the_month_fits_both_screens_and_prints_on_one_a4_page(thursday):
     pdf = base64.b64decode(desk.driver.execute_cdp_cmd("Page.printToPDF", {
         "paperWidth": 8.27, "paperHeight": 11.69, "preferCSSPageSize": True, "printBackground": True})["data"])
     assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == 1
+
+
+def test_every_word_on_the_day_and_the_week_reads_at_a_contrast_of_4_5(thursday):
+    from test_booking_browser import FAINT
+
+    desk, _ = thursday
+    for path in (NORTE_DAY, MARTIN_WEEK, NORTE_WEEK):
+        show(desk, path)
+        assert desk.driver.execute_script(FAINT) == [], path

@@ -115,7 +115,7 @@ def test_the_week_of_a_center_counts_and_draws_its_appointments_and_of_a_doctor_
     api.book(api.new_patient(), date="24/11/2026", time="09:30")
     week = desk.get("/desk/week?date=26/11/2026&centerId=C1")
     days = [words(section) for section in week.html.select(".week-grid section.week-day")]
-    assert days[1] == "mar 24/11 Javier Ruiz 0 citas · 3 libres Lucía Martín 1 citas · 3 libres" \
+    assert days[1] == "mar 24/11 Javier Ruiz 0 citas · 3 libres Lucía Martín 1 cita · 3 libres" \
         " 09:30 Ana García Lucía Martín reservada"
     assert days[2] == "mié 25/11 Javier Ruiz 0 citas · 3 libres Lucía Martín 0 citas · 0 libres"  # her holiday
     assert days[6] == "dom 29/11 sin consulta"

@@ -243,7 +243,7 @@ def test_a_refusal_naming_several_fields_holds_each_as_a_part_and_the_api_messag
     assert error.parts == (("INVALID_REQUEST", "required", "name"), ("INVALID_NIF", None, "nif"),
                            ("INVALID_REQUEST", "real_date", "birthDate"), ("INVALID_PHONE", None, "phone"))
     assert refusal_fields(SPANISH, error) == {
-        "name": "Nombre: falta este dato.", "nif": "El NIF no es válido: revisa sus números y la letra.",
+        "name": "Nombre: falta este dato.", "nif": "El NIF no es válido: hay que revisar sus números y la letra.",
         "birthDate": "Nacimiento: esa fecha no existe.", "phone": "El teléfono no es válido."}
     assert refusal_fields(ENGLISH, error)["birthDate"] == "Birth date: that date does not exist."
     assert refusal_text(SPANISH, error).startswith("Nombre: falta este dato. El NIF no es válido")
@@ -304,7 +304,7 @@ def test_a_new_patient_with_three_bad_fields_hears_each_beside_its_field_in_span
         form[name] = value
     refused = form.submit(expect_errors=True)
     assert refused.status_int == 400
-    assert beside(refused, "nif") == "El NIF no es válido: revisa sus números y la letra."
+    assert beside(refused, "nif") == "El NIF no es válido: hay que revisar sus números y la letra."
     assert beside(refused, "phone") == "El teléfono no es válido."
     assert beside(refused, "birthDate") == "Nacimiento: esa fecha no existe."
     assert beside(refused, "name") is None and beside(refused, "surname") is None
@@ -340,7 +340,7 @@ def test_correcting_a_patient_badly_says_each_field_beside_it_in_english_when_th
     ("/desk/closures", {"dateFrom": "25/11/2026", "dateTo": "24/11/2026"}, "El último día es anterior al primero.",
      "the last day is before the first"),
     ("/desk/waitlist", {"patientId": "1", "doctorId": "MARTIN", "dateFrom": "1/13/2026", "dateTo": "x"},
-     "Desde: esa fecha no existe. Hasta: escribe la fecha como DD/MM/AAAA.", "dateFrom is not a real date"),
+     "Desde: esa fecha no existe. Hasta: la fecha se escribe DD/MM/AAAA.", "dateFrom is not a real date"),
     ("/desk/series", {"doctorId": "MARTIN", "date": "24/11/2026", "time": "09:30", "centerId": "C1", "n": "x",
                       "unit": "w", "count": "x", "step": "preview"},
      "Cada: un número de semanas o de días (de 1 a 99). Sesiones: de 2 a 60.", "count must be 2 to 60"),

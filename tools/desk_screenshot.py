@@ -6,7 +6,8 @@ sobrecita, a physiotherapy session in its box at NORTE, one confirmed, one on th
 bring forward), serves it with `agenda run` on 127.0.0.1 (any free port), logs in with headless
 Chromium and saves, at 1280x800 (a reception screen) and 768x1024 (a tablet): the day of a Monday
 or Wednesday with appointments at CENTRO, that week at the center and of one doctor, the rooms at
-NORTE, the center's month a week on (the days a first visit fits), the waiting list, the admin's report,
+NORTE, the center's month a week on (the days a first visit fits), the waiting list, the web bookings to verify
+(two booked on the clinic's page the next day: one not yet confirmed, one to verify), the admin's report,
 and the keyboard's path (the day with `↓` on its next free slot; the booking page after a search, on the
 found patient's "Reservar"), and a drag (a card held over the next visit's time, then refused there). The day is the
 first from tomorrow, or today before 08:30 (the clinic's time), when its 09:00 patient is also
@@ -76,6 +77,11 @@ WEEK = [
 ]
 # her visit two weeks on, on the waiting list to bring forward to a morning of the day or the next
 LATER = ("MARTIN", 14, "12:00", "10000006C")
+# Booked on the clinic's page with RUIZ, the first day after the day that takes them: (time, name, surname, NIF,
+# e-mail, confirmed): a new patient who has not yet confirmed by the mail, and Sara's NIF typed with another
+# address, confirmed, so waiting for reception ("por verificar")
+WEB = (("11:00", "Nuria", "Campos Gil", "10000010R", "nuria.campos@example.es", False),
+       ("12:00", "Sara", "Benítez", "10000009T", "s.benitez@example.es", True))
 KEYBOARD_SEARCH = "benitez"  # Sara Benítez Lozano, found on the booking page
 DRAGGED = ("Marta", "10:15")  # her first visit at 09:30, dragged onto Elena's 10:15 with MARTIN: refused
 SIZES = ((1280, 800), (768, 1024))
@@ -87,6 +93,7 @@ VIEWS = (("day", f"/desk/day?date={{day}}&centerId={CENTER}", ".timeline .card")
          ("rooms", f"/desk/rooms?date={{day}}&centerId={ROOMS_CENTER}", "section.resource table"),
          ("waiting", f"/desk/waiting?date={{day}}&centerId={CENTER}", "section.room"),
          ("waitlist", "/desk/waitlist", "h1"),
+         ("verify", "/desk/verify", "main form"),
          ("report", "/desk/report", "section.chart img"),
          ("appointment", "/desk/appointments/1", "dl"),
          ("patient", "/desk/patients/1", "dl"),
@@ -142,6 +149,37 @@ def book_a_day(db):
            "--to", f"{day + dt.timedelta(days=1):%d/%m/%Y}", "--times", "10:00-11:00",
            "--center", CENTER, "--note", "Prefiere por la mañana")
     return day
+
+
+def book_on_the_web(db, day):
+    """WEB, as the clinic's page books them (its rules, in this process, the page on), on the first day after
+    `day` that takes both; the confirmed one's link confirmed as its patient would."""
+    import agenda
+    from _agenda.domain.web_booking import WebAsk, confirm_booking, request_booking
+    from _agenda.domain.web_requests import new_token
+    from _agenda.values.refusals import ClinicError
+
+    app = agenda.create_app(db, secrets.token_hex(32), web_booking="on", web_privacy="Clínica Sol SL.",
+                            public_url="https://citas.clinicasol.es", web_notice_hours=0)
+    try:
+        for days in range(1, 8):
+            try:
+                for start, name, surname, nif, email, confirmed in WEB:
+                    ask = WebAsk(CENTER, "PED", "RUIZ", None, f"{day + dt.timedelta(days=days)}", start, name,
+                                 surname, "2012-04-12", nif, False, "611222333", email, "PRIVADO", "es")
+                    request_booking(app.clinic, ask, "203.0.113.7")
+                    if confirmed:
+                        with app.clinic.db.transaction() as conn:
+                            visit = conn.execute("SELECT max(id) FROM appointments WHERE pending = 'email'")
+                            token = new_token(conn, visit.fetchone()[0])
+                        confirm_booking(app.clinic, token)
+                return
+            except ClinicError as error:  # a day the page does not offer: the next
+                if error.code not in ("SLOT_NOT_AVAILABLE", "INVALID_REQUEST"):
+                    raise
+        raise SystemExit("no day in the week after the day takes the page's bookings")
+    finally:
+        app.clinic.db.close()
 
 
 class Server:
@@ -356,6 +394,7 @@ def main():
         (Path(folder) / "patients.csv").write_text(PATIENTS, encoding="utf-8")
         agenda(db, "import-patients", str(Path(folder) / "patients.csv"))
         day = book_a_day(db)
+        book_on_the_web(db, day)
         server = Server(db)
         try:
             written = screenshots(server.url, day, args.output.resolve(), args.lang, Path(folder) / "profile")

@@ -162,11 +162,13 @@ def mail_told(t, person, appointment, after):
     """Whether a change's message goes to the patient and where (the address partly hidden), or why not; and that no
     reminder follows a visit already inside the reminder hours ("What a message says")."""
     conn, settings = clinic().conn(), clinic().settings
-    visit = conn.execute("SELECT patient_id, date, time, status FROM appointments WHERE id = ?",
+    visit = conn.execute("SELECT patient_id, date, time, status, pending FROM appointments WHERE id = ?",
                          (appointment,)).fetchone()
     message = change_message(conn, appointment, after)
     if visit is None or message is None:
         return t("mail_nothing_new")
+    if visit["pending"] == "email" and message["kind"] != "notice":  # its confirmation, when it comes, tells
+        return t("mail_goes_not", why=t("mailwhy_pending_email"))
     person, why = recipient_of(person) if person["id"] == visit["patient_id"] else (None, "blocked")
     if person is None or message["kind"] == "notice" and not told_of(conn, message):
         return t("mail_goes_not", why=t(f"mailwhy_{why or 'never_told'}"))

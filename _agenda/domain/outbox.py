@@ -140,8 +140,8 @@ def moot(conn, message, appointment, now):
     """Why a later change made this message stale (one of STALE), or None: its visit has ended, a cancelled visit is
     told only by its notice and a notice only of what the patient was told of, a later message of its appointment
     tells the visit's time anew (a series' message lists every visit of it, as they are then), a reminder's visit
-    moved or is on the list to call, the page's first message's visit is confirmed already. `now`: the clinic's
-    zone."""
+    moved or is on the list to call, the page's first message's visit is confirmed already, or any other of a visit
+    still waiting for its patient's confirmation by e-mail. `now`: the clinic's zone."""
     ends = dt.datetime.fromisoformat(f"{appointment['date']}T{appointment['end_time']}").replace(tzinfo=now.tzinfo)
     if ends <= now:
         return "ended"
@@ -151,6 +151,8 @@ def moot(conn, message, appointment, now):
         return "never_told"
     if message["kind"] == "web" and appointment["pending"] != "email":  # confirmed already: its confirmation tells
         return "told_later"
+    if message["kind"] not in ("web", "notice") and appointment["pending"] == "email":  # no link before confirmed:
+        return "told_later"  # the confirmation they are sent then tells the visit as it is
     if message["kind"] in ("confirmation", "update", "reminder", "state") and conn.execute(
             "SELECT 1 FROM outbox WHERE appointment_id = ? AND id > ? AND state = 'waiting' AND kind IN"
             " ('confirmation', 'update', 'notice', 'state')", (message["appointment_id"], message["id"])).fetchone():

@@ -10,7 +10,7 @@ import secrets
 from typing import NamedTuple
 
 from ..values.refusals import ClinicError, invalid
-from ..values.fields import parse_date
+from ..values.fields import normalise_nif, parse_date, parse_email, parse_phone
 
 FORM_MINUTES = 60  # a form of the page's is good this long after it was written
 CHOICES = ("centro", "especialidad", "medico", "tipo", "idioma")  # what every signed form carries
@@ -79,16 +79,23 @@ def typed(forms):
                  forms.get("privacidad") == "1")
 
 
+SHAPES = {"nacimiento": lambda text: parse_date(text, "birthDate"), "nif": normalise_nif, "telefono": parse_phone,
+          "correo": parse_email}  # each input's own check, the booking's
+
+
 def checked(details):
-    """The birth date as an ISO day; ClinicError naming every input left blank, the birth date not a date and
-    the privacy text not accepted, all at once, by the booking's own field names (the rest the booking checks)."""
+    """The birth date as an ISO day; ClinicError naming every input left blank, the birth date, NIF, phone or
+    e-mail not of its shape and the privacy text not accepted, all at once, by the booking's own field names and
+    words (the rest the booking checks), so that a patient is not refused twice for what one look could say."""
     parts = [("INVALID_REQUEST", "required", FIELD_OF[name]) for name in TYPED[:-1] if not details.values[name]]
-    birth = None
-    if details.values["nacimiento"]:
-        try:
-            birth = parse_date(details.values["nacimiento"], "birthDate")
-        except ClinicError as error:
-            parts += error.parts
+    shaped = {}
+    for name, parse in SHAPES.items():
+        if details.values[name]:
+            try:
+                shaped[name] = parse(details.values[name])
+            except ClinicError as error:
+                parts += error.parts
+    birth = shaped.get("nacimiento")
     if not details.privacy:
         parts.append(("INVALID_REQUEST", "web_privacy", "privacy"))
     if parts:

@@ -346,7 +346,8 @@ def details_page(offer, values, lang, details=None, error=None, status=200):
     details = details or typed({})
     return page("booking_details", status, lang=lang, summary=chosen, when=when, typed=details.values,
                 child=details.child, accepted=details.privacy, fields=fields, inputs=INPUTS,
-                general=general, insurances=insurances, none=none,
+                general=general, insurances=insurances, none=none, back=address_of(
+                    {**kept(chosen_in(values)), "semana": nearest_week(values["dia"]).isoformat(), "idioma": lang}),
                 privacy=clinic().settings.web_privacy, hidden=signed(form_key(), "datos", values, clinic().clock()))
 
 

@@ -251,10 +251,10 @@ TEXTS = {
     # refusals of the clinic in the desk's words ("Staff desk"): by code (CODE), by rule (rule_RULE) or a slot's
     # reason (reason_REASON), each field named by field_FIELD; see refusal_key
     "INVALID_REQUEST": ("No se ha podido guardar: revisa los datos.", "Nothing was saved: check what was typed."),
-    "INVALID_NIF": ("El NIF no es válido: revisa sus números y la letra.", "The NIF is not valid: check its digits "
-                                                                          "and letter."),
+    "INVALID_NIF": ("El NIF no es válido: hay que revisar sus números y la letra.",
+                    "The NIF is not valid: check its digits and letter."),
     "INVALID_PHONE": ("El teléfono no es válido.", "The phone is not valid."),
-    "INSURANCE_REQUIRED": ("Este médico atiende solo algunas aseguradoras: elige una.",
+    "INSURANCE_REQUIRED": ("Este médico atiende solo algunas aseguradoras: hay que elegir una.",
                            "This doctor takes only some insurances: choose one."),
     "INSURANCE_NOT_ACCEPTED": ("Este médico no atiende esa aseguradora en ese centro.",
                                "This doctor does not take that insurance at that center."),
@@ -324,7 +324,7 @@ TEXTS = {
     "field_executionDate": ("Fecha de la llamada", "Execution date"),
     "field_voiceAgentConfigId": ("Asistente telefónico", "Voice agent"),
     "field_skipAppointmentIds": ("Citas que no se tocan", "Appointments left alone"),
-    "rule_date_shape": ("{field}: escribe la fecha como DD/MM/AAAA.", "{field}: write the date as DD/MM/YYYY."),
+    "rule_date_shape": ("{field}: la fecha se escribe DD/MM/AAAA.", "{field}: write the date as DD/MM/YYYY."),
     "rule_real_date": ("{field}: esa fecha no existe.", "{field}: that date does not exist."),
     "rule_time_shape": ("{field}: escribe la hora como HH:MM.", "{field}: write the time as HH:MM."),
     "rule_real_time": ("{field}: esa hora no existe.", "{field}: that time does not exist."),
@@ -523,6 +523,7 @@ TEXTS = {
     "weekday_names": (("lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"),
                       ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")),
     "count_appointments": (("{count} cita", "{count} citas"), ("{count:,} appointment", "{count:,} appointments")),
+    "count_free": (("{count} libre", "{count} libres"), ("{count:,} free", "{count:,} free")),
     "count_visits": (("{count} visita", "{count} visitas"), ("{count:,} visit", "{count:,} visits")),
     "sheet_all_centers": ("todos los centros", "all centers"), "sheet_center": ("centro {center}", "center {center}"),
     "sheet_booked": ("reservada", "booked"), "sheet_confirmed": ("confirmada", "confirmed"),
@@ -566,8 +567,7 @@ TEXTS = {
     "mail_subject_state": ("Su cita: {date}, {time}", "Your appointment: {date}, {time}"),
     "mail_lead_state": ("Estos son los datos de su cita en {clinic}:",
         "These are the details of your appointment at {clinic}:"),
-    "mail_when": ("Día", "Date"), "mail_at": ("Hora", "Time"), "mail_where": ("Centro",
-        "Centre"),
+    "mail_when": ("Día", "Date"), "mail_at": ("Hora", "Time"), "mail_where": ("Centro", "Center"),
     "mail_address": ("Dirección", "Address"), "mail_bring": ("Indicaciones",
         "Instructions"),
     "mail_call": ("Si necesita hablar con la clínica: {phone}", "To speak with the clinic: {phone}"),
@@ -701,6 +701,7 @@ TEXTS = {
     "mailwhy_ended": ("la cita ya pasó", "the visit has ended"),
     "mailwhy_cancelled": ("la cita se anuló antes del envío", "the visit was cancelled before it went"),
     "mailwhy_told_later": ("lo comunica un mensaje posterior", "a later message tells it"),
+    "mailwhy_pending_email": ("se le dirá cuando confirme la cita por el correo", "told once they confirm by e-mail"),
     "mailwhy_never_told": ("no se le había avisado de la cita", "the patient was never told of the visit"),
     "mailwhy_moved": ("la cita cambió", "the visit moved"),
     "mailwhy_to_call": ("la cita está en la lista de llamadas pendientes", "the visit is on the list to call"),
@@ -814,8 +815,8 @@ TEXTS = {
     "by_web": ("el paciente, en la web", "the patient, on the web"), "pending_reception": ("Por verificar", "To verify"),
     "pending_email": ("Pendiente de confirmar por el paciente hasta {time}", "Waiting for the patient to confirm until {time}"),
     "verify_title": ("Reservas web por verificar", "Web bookings to verify"),
-    "verify_hint": ("Se dio el NIF de una ficha con otros datos de contacto (o para un menor). Llame al teléfono de la ficha: "
-                    "si es esa persona, pase la cita a su ficha; si no la pidió, rechácela (se anula sin avisar a nadie).",
+    "verify_hint": ("Se dio el NIF de una ficha con otros datos de contacto (o para un menor). Llama al teléfono de la ficha: "
+                    "si es esa persona, pasa la cita a su ficha; si no la pidió, recházala (se anula sin avisar a nadie).",
                     "The NIF of a record on file was given with other contact details (or for a child). Call the record's "
                     "phone: if it is that person, move the visit to their record; if not, refuse it (no one is told)."),
     "verify_none": ("No hay reservas por verificar.", "No booking waits to be verified."),
@@ -824,7 +825,7 @@ TEXTS = {
     "verify_match": ("Es esta persona: pasar la cita a su ficha", "It is this person: move the visit to their record"),
     "verify_refuse": ("No la pidió: rechazar", "They did not ask for it: refuse"),
     "verify_close": ("Cerrar y borrar lo que escribió", "Close it and erase what was typed"),
-    "rule_verify_cancelled": ("Esa cita se anuló entretanto: ciérrela en su lugar.", "That visit was cancelled meanwhile: close it instead."),
+    "rule_verify_cancelled": ("Esa cita se anuló entretanto: ciérrala en su lugar.", "That visit was cancelled meanwhile: close it instead."),
     "verify_matched": ("Cita pasada a la ficha de {patient}.", "Visit moved to {patient}'s record."),
     "verify_refused": ("Reserva web rechazada: la cita queda anulada.", "Web booking refused: the visit is cancelled."),
     "event_appointment.matched": ("reserva web verificada por recepción", "web booking verified by reception"),
@@ -834,10 +835,9 @@ TEXTS = {
     "rule_verify_no_record": ("Ninguna ficha con ese NIF a la que pasar la cita: dé de alta al paciente o rechace la reserva.",
                               "No record has that NIF to move the visit to: register the patient, or refuse the booking."),
     "mail_subject_web": ("Confirme su cita: {date}, {time}", "Confirm your appointment: {date}, {time}"),
-    "mail_lead_web": ("Ha pedido esta cita en {clinic}. Para reservarla, confírmela con el botón antes de las {until};"
-                      " si no, quedará libre para otra persona:",
-                      "You asked for this appointment at {clinic}. To book it, confirm it with the button before"
-                      " {until}; otherwise it is freed for someone else:"),
+    "mail_lead_web": ("Ha pedido esta cita en {clinic}. Para reservarla, confírmela antes de las {until}; si no,"
+                      " quedará libre para otra persona:", "You asked for this appointment at {clinic}. To book it,"
+                      " confirm it before {until}; otherwise it is freed for someone else:"),
     "mail_link_web": ("Para confirmar la cita:", "To confirm the appointment:"),
     "mail_button_web": ("Confirmar la cita", "Confirm the appointment"),
     "mail_ignore_web": ("Si no ha pedido usted esta cita, no haga nada: no se reservará.",

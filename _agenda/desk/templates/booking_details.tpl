@@ -54,4 +54,5 @@
 <input id="privacidad" name="privacidad" type="checkbox" value="1" required aria-required="true"{{!' checked' if accepted else ''}} aria-describedby="privacidad-texto{{' privacidad-error' if 'privacidad' in fields else ''}}"{{!' aria-invalid="true"' if 'privacidad' in fields else ''}}><label for="privacidad">{{t('web_privacy_accept')}}</label></div>
 <button type="submit">{{t('web_book')}}</button>
 </form>
+<p><a class="back" href="{{back}}">{{t('web_back')}}</a></p>
 </main></body></html>

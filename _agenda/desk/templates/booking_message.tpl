@@ -5,6 +5,6 @@
 <p>{{t('web_sent_spam')}}</p>
 % end
 % if again:
-<p><a class="back" href="/reservar">{{t('web_start_again')}}</a></p>
+<p><a class="back" href="/reservar?idioma={{lang}}">{{t('web_start_again')}}</a></p>
 % end
 </main></body></html>

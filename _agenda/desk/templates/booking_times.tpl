@@ -20,12 +20,22 @@
 % end
 % for day, times in days:
 <fieldset{{!' aria-describedby="hueco-error"' if error else ''}}><legend>{{day}}</legend>
+% for who in dict.fromkeys(doctor for value, time, doctor in times):
+% if who:
+<fieldset class="doctor"><legend>{{who}}</legend>
+% end
 % for value, time, doctor in times:
-<label class="choice time"><input type="radio" name="hueco" value="{{value}}" required> {{time}}{{!'<span class="who">' if doctor else ''}}{{doctor or ''}}{{!'</span>' if doctor else ''}}</label>
+% if doctor == who:
+<label class="choice time"><input type="radio" name="hueco" value="{{value}}" required> {{time}}</label>
+% end
+% end
+% if who:
+</fieldset>
+% end
 % end
 </fieldset>
 % end
-<button type="submit">{{t('web_continue')}}</button>
+<div class="go"><button type="submit">{{t('web_continue')}}</button></div>
 </form>
 % else:
 <p>{{t('web_no_times')}}</p>

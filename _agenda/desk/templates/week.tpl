@@ -45,13 +45,13 @@
     % end
     % for counts in d['doctors']:
     <p class="doctor"><a href="/desk/week?{{urlencode({'date': d['date'], 'doctorId': counts['id']}, safe='/')}}">{{counts['name']}}</a>
-      <span class="counts">{{counts['booked']}} {{t('booked_count')}} · {{counts['free']}} {{t('free_count')}}{{!'' if not counts['to_call'] else ' · <span class="call">%s %d</span>' % (t('to_call'), counts['to_call'])}}</span></p>
+      <span class="counts">{{t('count_appointments')[counts['booked'] != 1].format(count=counts['booked'])}} · {{t('count_free')[counts['free'] != 1].format(count=counts['free'])}}{{!'' if not counts['to_call'] else ' · <span class="call">%s %d</span>' % (t('to_call'), counts['to_call'])}}</span></p>
     % end
     % for a in d['cards']:
     <article class="{{' '.join(filter(None, ('card', a['colour'], a['status'], a['attendance'], 'to-call' if a['to_call'] else '', 'squeezed' if a['squeezed'] else '', 'pending' if a.get('pending') else '')))}}">
       <a href="/desk/appointments/{{a['id']}}" class="who">{{a['start']}} {{a['patient_name']}}</a>
       <span class="doctor">{{a['doctor_name']}}</span>
-      <span class="status">{{pending(a) + ' · ' if a.get('pending') else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t('to_call') + ' ' if a['to_call'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</span>
+      <span class="status">{{!'<strong class="pending-mark">' if a.get('pending') else ''}}{{pending(a) if a.get('pending') else ''}}{{!'</strong> · ' if a.get('pending') else ''}}{{t('squeezed') + ' ' if a['squeezed'] else ''}}{{t('to_call') + ' ' if a['to_call'] else ''}}{{t(a['attendance'], time=a['arrived_local']) if a['attendance'] else t(a['status'])}}</span>
     </article>
     % end
     % if d['more']:
