@@ -281,6 +281,14 @@ def english_command_line(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def fresh_link_bounds(monkeypatch):
+    """Each test its own bounds on the patient's link (a process's, filled on the real clock): the unknown tokens
+    an earlier test of the same worker sent never make a later one's 404 a 429."""
+    from _agenda.patient import pages
+    monkeypatch.setattr(pages, "BOUNDS", pages.Bounds())
+
+
 @pytest.fixture
 def clock():
     return Clock(MONDAY)

@@ -13,15 +13,9 @@ from _agenda.domain.links import new_link
 from _agenda.values.refusals import ClinicError
 from _agenda.domain.registry import register_patient
 from _agenda.domain.rights import rectify, request_erasure
-from _agenda.patient import pages
 from _agenda.storage.connections import transaction
 from conftest import MADRID, valid_dni
 from test_desk import PASSWORD, log_in
-
-
-@pytest.fixture(autouse=True)
-def fresh_bounds(monkeypatch):
-    monkeypatch.setattr(pages, "BOUNDS", pages.Bounds())
 
 
 def link(api, appointment_id, made_for="message"):

@@ -5,22 +5,15 @@ confirmed visit confirmed, and the message it writes asks nothing more of them; 
 import datetime as dt
 import re
 
-import pytest
 import webtest
 
 from _agenda.domain.changes import move_appointment
 from _agenda.domain.closures import add_closure
 from _agenda.domain.links import new_link
-from _agenda.patient import pages
 from _agenda.patient.messages import written
 from _agenda.storage.connections import transaction
 from conftest import MADRID, valid_dni
 from test_mail import mail_server, PUBLIC, sender  # noqa: F401 (the fixtures)
-
-
-@pytest.fixture(autouse=True)
-def fresh_bounds(monkeypatch):
-    monkeypatch.setattr(pages, "BOUNDS", pages.Bounds())
 
 
 def link(api, appointment_id):

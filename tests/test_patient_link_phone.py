@@ -5,23 +5,16 @@ button the link; no word of the mail broken mid-word (in Chromium: test_patient_
 import datetime as dt
 import re
 
-import pytest
 import webtest
 
 from _agenda.domain.closures import add_closure
 from _agenda.domain.links import new_link
-from _agenda.patient import pages
 from _agenda.patient.messages import written
 from _agenda.storage.connections import transaction
 from conftest import MADRID, valid_dni
 from test_mail import PLACES_CSV, PUBLIC
 
 TEL = '<a href="tel:+34912345678">912 345 678</a>'
-
-
-@pytest.fixture(autouse=True)
-def fresh_bounds(monkeypatch):
-    monkeypatch.setattr(pages, "BOUNDS", pages.Bounds())
 
 
 def mail_view(kind="confirmation", phone="912 345 678"):
