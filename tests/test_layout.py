@@ -33,7 +33,7 @@ FOLDERS = {
                "web_booking", "verifying"],
     "files": ["catalogs", "reading", "open_formats", "staged_import"],
     "web": ["answers", "serving", "api", "calendar_feeds", "host", "proxy_sites"],
-    "words": ["texts", "pages"],
+    "words": ["patient_texts", "texts", "pages"],
     "desk": ["charts", "shared", *DESK_HANDLERS, "routes"],
     "patient": ["messages", "sender", "host_sender", "pages", "booking_form", "booking_page"],
     "": ["app"],
@@ -133,7 +133,7 @@ def test_the_clinics_operations_speak_no_http(module):
     assert not imported & {"bottle", "waitress", "click", "http", "webob"}
 
 
-LONGER = {"texts.py": 1000}  # the one module that may pass 500 lines, up to 1000: the table of every word of the desk
+LONGER = {"texts.py": 900}  # the one module that may pass 500 lines, up to 900: the table of every word of the desk
 
 
 @pytest.mark.parametrize("path", [ROOT / "agenda.py", *sorted(PACKAGE.rglob("*.py"))],

@@ -64,9 +64,12 @@ def test_a_word_missing_or_half_written_is_named():
 
 
 def test_no_key_of_texts_is_written_twice():
-    """A key written twice in TEXTS keeps only its last words, silently: another room's words would replace these."""
-    tree = ast.parse((PACKAGE / "words" / "texts.py").read_text(encoding="utf-8"))
-    table = next(node.value for node in tree.body if isinstance(node, ast.Assign)
-                 and getattr(node.targets[0], "id", None) == "TEXTS")
-    keys = [key.value for key in table.keys if isinstance(key, ast.Constant)]
+    """A key written twice in TEXTS (the patient's words in it too) keeps only its last words, silently: another
+    room's words would replace these."""
+    keys = []
+    for module, name in (("texts.py", "TEXTS"), ("patient_texts.py", "PATIENT_TEXTS")):
+        tree = ast.parse((PACKAGE / "words" / module).read_text(encoding="utf-8"))
+        table = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                     and getattr(node.targets[0], "id", None) == name)
+        keys += [key.value for key in table.keys if isinstance(key, ast.Constant)]
     assert sorted({key for key in keys if keys.count(key) > 1}) == []
