@@ -284,7 +284,8 @@ def desk_appointment(appointment_id, error=None, status=200, elsewhere=None, wro
                      today=clinic().today().isoformat(), elsewhere=elsewhere, chosen=form("slot"),
                      marks=open_marks(clinic(), appointment["date"], appointment["start"]),
                      overlapped=overlapped(clinic(), appointment) if appointment["overlap_accepted"] else [],
-                     messages=[{**message, "when": clinic_moment(message["done_at"] or message["created_at"], zone), "why": mail_reason(message["error"], t),
+                     messages=[{**message, "when": clinic_moment(message["done_at"] or message["created_at"], zone),
+                                "why": mail_reason(message["error"], t),
                                 "tried": message["state"] == "held" and message["attempts"] > 0,
                                 "retrying": message["state"] == "waiting" and bool(message["attempts"] or message["error"]),
                                 "since": clinic_moment(message["created_at"], zone)}

@@ -331,9 +331,9 @@ def known(clinic, conn, visit, patient_key):
 def place(clinic, conn, visit, doctor, day, time_text, rules, moving=None):
     """The Span of the visit at `time_text` by the channel's place rule and window: its type (asked, kept by a
     move, or the doctor's default where they work then; a move to another doctor who does not offer it there is
-    refused, as a move to where its doctor does not offer it) and the one slot decision (`visit_span`) over its length and pause; the database's triggers refuse
-    an overlap with another appointment, but for a sobrecita kept on the grid, which they leave out, so its
-    schedule is read with the bookings."""
+    refused, as a move to where its doctor does not offer it) and the one slot decision (`visit_span`) over its
+    length and pause; the database's triggers refuse an overlap with another appointment, but for a sobrecita kept
+    on the grid, which they leave out, so its schedule is read with the bookings."""
     on_grid, kinds = rules.place == "grid", []
 
     def length(row):

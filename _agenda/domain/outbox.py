@@ -54,8 +54,8 @@ def recipient_of(person):
 
 def send_state(clinic, appointment_id, source, at):
     """Reception's deliberate act ("What a message says"): a message of the visit's state now, queued. Refused for
-    a visit cancelled, ended or waiting for the patient's confirmation of the page, a patient nobody can be written to for, or one sent within STATE_EVERY. The
-    patient's id."""
+    a visit cancelled, ended or waiting for the patient's confirmation of the page, a patient nobody can be written
+    to for, or one sent within STATE_EVERY. The patient's id."""
     visit = clinic.conn().execute("SELECT patient_id, status, date, end_time, pending FROM appointments WHERE id = ?",
                                   (int(appointment_id),)).fetchone()
     if visit is None:
