@@ -318,3 +318,16 @@ def test_neither_a_page_s_booking_nor_the_caller_s_walks_the_appointments_or_the
         conn.set_trace_callback(None)
     assert [row[0] for row in web.db().execute("SELECT pending FROM appointments")] == [None]
     assert walked_whole(conn, statements) == []
+
+
+def test_the_page_offers_only_what_the_caller_would_be_offered_whatever_its_own_horizon_and_notice(make_api):
+    """The page's own horizon and notice narrow the caller's window, never widen it: a caller's horizon of 2 days
+    and notice of 48 hours hold against the page's 30 days and 24 hours."""
+    web = make_api(**WEB, web_offer="MARTIN", horizon_days=2, min_notice_minutes=48 * 60)
+    week = dict(web_times(web.app.clinic, center_id="C1", speciality_id="MG", doctor_id=None, type_id=None,
+                          week_start=dt.date(2026, 11, 23)))
+    assert week["2026-11-24"] == []  # inside the caller's 48 hours, though past the page's 24
+    assert [day for day, times in week.items() if times and day > "2026-11-25"] == []  # past the caller's 2 days
+    with pytest.raises(ClinicError) as refused:
+        request_booking(web.app.clinic, ask(day="2026-11-24", time="09:00"), ADDRESS)
+    assert refused.value.code == "SLOT_NOT_AVAILABLE"

@@ -32,10 +32,12 @@ class Clinic:
     def window(self, channel="caller"):
         """When a channel may book now ("Each channel's rules"): the caller's notice and horizon, or
         the desk's (its CLI twins' too), where a cell already begun takes a walk-in until its end; or the
-        patients' own page's ("Patients book themselves")."""
+        patients' own page's, inside the caller's: its notice and horizon narrow it ("Patients book themselves")."""
+        settings = self.settings
         if channel == "web":
-            return booking_window(self.clock(), self.tz, self.settings.web_notice_hours * 60,
-                                  self.settings.web_horizon_days)
+            return booking_window(self.clock(), self.tz, max(settings.web_notice_hours * 60,
+                                                             settings.min_notice_minutes),
+                                  min(settings.web_horizon_days, settings.horizon_days))
         if channel == "desk":
             return booking_window(self.clock(), self.tz, self.settings.desk_min_notice_minutes,
                                   horizon_months=self.settings.desk_horizon_months, walk_in=True)
